@@ -1,0 +1,5 @@
+import sys
+
+from proofs.cli import main
+
+sys.exit(main())

@@ -1,0 +1,64 @@
+"""Text, Markdown and LaTeX renderings of a Derivation. Rendering computes nothing."""
+from __future__ import annotations
+
+import sympy as sp
+
+
+def _latex(x) -> str:
+    if x is None:
+        return ""
+    try:
+        return sp.latex(x)
+    except Exception:
+        return str(x)
+
+
+def _plain(x) -> str:
+    return "" if x is None else sp.sstr(x)
+
+
+def _mark(step) -> str:
+    return "premise" if step.is_premise else ("ok" if step.passed else "FAILED")
+
+
+def to_text(d) -> str:
+    lines = [f"[{d.verdict.upper()}] {d.claim_id}: {d.title}", f"  statement: {_plain(d.statement)}"]
+    lines += [f"  assume: {a}" for a in d.assumptions]
+    for n, s in enumerate(d.steps, 1):
+        lines.append(f"  {n:>2}. [{_mark(s)}] {s.rule}: {s.description}")
+        if s.passed is False:
+            lines.append(f"      -> {s.detail}")
+    lines.append(f"  verdict: {d.verdict} ({len(d.checked_steps)} checked steps, "
+                 f"{len(d.steps) - len(d.checked_steps)} premises, {d.seconds:.2f} s)")
+    return "\n".join(lines)
+
+
+def step_latex(step) -> str:
+    """One step as a LaTeX relation, e.g. ``lhs = rhs``; a bare expression if it has no rhs."""
+    rel = {"=": "=", "≥": r"\ge", "≤": r"\le", ">": ">", "<": "<"}.get(step.relation, step.relation)
+    if step.rhs is None:
+        return _latex(step.lhs)
+    return f"{_latex(step.lhs)} {rel} {_latex(step.rhs)}"
+
+
+def to_markdown(d) -> str:
+    out = [f"### `{d.claim_id}` — {d.title}", "", f"**Verdict: {d.verdict}**", "",
+           f"$$ {_latex(d.statement)} $$", ""]
+    if d.assumptions:
+        out += ["Assumptions:", ""] + [f"- {a}" for a in d.assumptions] + [""]
+    out += ["| # | rule | step | check |", "|---|---|---|---|"]
+    for n, s in enumerate(d.steps, 1):
+        check = "premise" if s.is_premise else ("✓ " if s.passed else "✗ ") + s.detail.replace("|", "\\|")
+        desc = s.description.replace("|", "\\|")
+        out.append(f"| {n} | {s.rule} | {desc} | {check} |")
+    return "\n".join(out) + "\n"
+
+
+def to_latex(d) -> str:
+    out = [rf"\paragraph{{{d.claim_id}: {d.title}}} Verdict: \textbf{{{d.verdict}}}.",
+           r"\[" + _latex(d.statement) + r"\]", r"\begin{enumerate}"]
+    for s in d.steps:
+        tag = "premise" if s.is_premise else ("checked" if s.passed else "FAILED")
+        out.append(rf"  \item ({s.rule}; {tag}) {s.description}: \( {step_latex(s)} \)")
+    out.append(r"\end{enumerate}")
+    return "\n".join(out)

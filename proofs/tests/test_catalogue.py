@@ -1,0 +1,39 @@
+import re
+import subprocess
+import sys
+
+import pytest
+
+from proofs import CLAIMS, derive
+from proofs.claims import SEED_SELF_ATTENTION, SEED_WITH_WEIGHTS
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.id)
+def test_every_catalogued_claim_is_proved(claim):
+    d = derive(claim.id)
+    assert d.claim_id == claim.id
+    failed = [(s.description, s.detail) for s in d.failed_steps]
+    assert d.verified, failed
+    assert d.checked_steps, "a derivation needs at least one checked step"
+
+
+def test_ids_are_unique_kebab_case_and_cite_a_seed():
+    ids = [c.id for c in CLAIMS]
+    assert len(ids) == len(set(ids))
+    for c in CLAIMS:
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", c.id), c.id
+        assert c.statement and c.seeds
+        assert all(s.file in (SEED_SELF_ATTENTION, SEED_WITH_WEIGHTS) for s in c.seeds)
+
+
+def test_unknown_claim_id_is_a_value_error_naming_it():
+    with pytest.raises(ValueError, match="claim_id 'no-such-claim'"):
+        derive("no-such-claim")
+
+
+def test_importing_proofs_does_not_import_torch_or_numpy_heavy_layers():
+    code = ("import sys, proofs; proofs.derive('dot-product-variance'); "
+            "bad = [m for m in ('torch', 'triton', 'scipy', 'numeric', 'kernels') if m in sys.modules]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr

@@ -1,0 +1,57 @@
+import pytest
+import sympy as sp
+from sympy import stats
+
+from proofs import dot_product_moments
+from proofs.engine import Proof
+from proofs.theorems.dot_product import D_K, general_moments
+
+
+def test_defaults_give_the_seed_values_with_symbolic_dimension():
+    d = dot_product_moments()
+    assert d.verified
+    assert d.result.mean == 0 and d.result["mean"] == 0
+    assert sp.simplify(d.result.variance - D_K) == 0
+    assert sp.simplify(d.result.std - sp.sqrt(D_K)) == 0
+
+
+def test_general_moments_formula():
+    d = general_moments()
+    mq, mk = sp.symbols("mu_q mu_k", real=True)
+    vq, vk = sp.symbols("sigma_q^2 sigma_k^2", positive=True)
+    assert d.verified
+    assert sp.expand(d.result.mean - D_K * mq * mk) == 0
+    assert sp.expand(d.result.variance - D_K * (vq * vk + mq**2 * vk + mk**2 * vq)) == 0
+
+
+def test_numeric_arguments_and_expressions_are_accepted():
+    d = dot_product_moments(d=64, mean_q=1, mean_k=2, var_q=sp.Rational(1, 2), var_k=3)
+    assert d.verified
+    assert d.result.mean == 128
+    assert d.result.variance == 64 * (sp.Rational(3, 2) + 3 + sp.Rational(4, 2))
+
+
+def test_a_wrong_variance_step_is_rejected():
+    # The classic slip: forgetting the cross terms of a non-zero mean.
+    base = dot_product_moments(mean_q=1, mean_k=1)
+    pf = Proof("wrong", "wrong", None)
+    pf.equal("Bienaymé", "Var(S) = d_k σ_q² σ_k² (forgets the means)", base.result.variance, D_K)
+    assert not pf.finish(None).verified
+
+
+def test_sympy_stats_trap_is_real_and_avoided():
+    # sympy.stats treats Sum(X, (i, 1, d)) as d copies of ONE variable: Var = d², not d.
+    i, d = sp.symbols("i d", integer=True, positive=True)
+    X = stats.Normal("X", 0, 1)
+    assert stats.variance(sp.Sum(X, (i, 1, d))) == d**2
+    assert dot_product_moments(d=3).result.variance == 3
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"d": -3}, "d"), ({"d": 0}, "d"), ({"d": 2.5}, "d"), ({"d": True}, "d"), ({"d": "4"}, "d"),
+    ({"var_q": -1}, "var_q"), ({"var_k": sp.Integer(-2)}, "var_k"), ({"mean_q": "x+"}, "mean_q"),
+    ({"mean_k": sp.I}, "mean_k"),
+])
+def test_bad_input_is_a_value_error_naming_the_argument(kwargs, name):
+    with pytest.raises(ValueError, match=rf"^{name} "):
+        dot_product_moments(**kwargs)
