@@ -1,0 +1,60 @@
+"""Where the kernels run: Triton's interpreter on a CPU, compiled on a CUDA GPU.
+
+The interpreter is chosen when triton is imported (TRITON_INTERPRET=1 must be set
+before that), so this module only reports the choice and picks launch settings to
+match it: one tile configuration when interpreting (autotuning several fails there),
+a real list on a GPU.
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+
+HOW_TO_INTERPRET = ("Triton kernels on CPU tensors need Triton's interpreter: set the environment "
+                    "variable TRITON_INTERPRET=1 before anything imports triton (e.g. "
+                    "`TRITON_INTERPRET=1 python ...`), or pass CUDA tensors on a machine with a GPU.")
+
+
+def interpreting() -> bool:
+    """Whether triton was imported with its interpreter switched on."""
+    knobs = getattr(triton, "knobs", None)
+    if knobs is not None:
+        return bool(knobs.runtime.interpret)
+    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+
+
+def upcast_operands(dtype: torch.dtype) -> bool:
+    """The interpreter multiplies bfloat16 as raw bits: there, bf16 tiles go to float32 after loading."""
+    return dtype == torch.bfloat16 and interpreting()
+
+
+def dot_precision(dtype: torch.dtype) -> str:
+    """float32 inputs use full-precision dots (no TF32), so float32 is held to a float32 reference.
+
+    For 16-bit inputs Triton ignores the option; "tf32" is its default and valid on every target."""
+    return "ieee" if dtype == torch.float32 else "tf32"
+
+
+# Tile shapes. Interpreted time grows with the number of tile pairs, not their size, so
+# one 64x64 configuration there; compiled, a short list that autotuning picks from. The
+# backward holds four (BLOCK, D) tiles per program, so its list stays smaller.
+_INTERPRETED = [triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=4, num_stages=1)]
+_FORWARD = [(128, 64, 8, 3), (128, 32, 4, 3), (64, 64, 4, 3), (64, 32, 4, 2), (32, 32, 4, 2)]
+_BACKWARD = [(64, 64, 8, 2), (64, 64, 4, 2), (32, 64, 4, 2), (64, 32, 4, 2), (32, 32, 4, 1)]
+
+
+def tile_configs(kind: str) -> list:
+    """Autotuning candidates for kind "forward" or "backward"."""
+    if interpreting():
+        return list(_INTERPRETED)
+    return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s)
+            for bm, bn, w, s in {"forward": _FORWARD, "backward": _BACKWARD}[kind]]
+
+
+def prune_for_head_dim(configs, named_args, **kwargs):
+    """Head dim 256 overflows registers with large tiles: keep tiles of at most 64x64 there."""
+    block_d = kwargs.get("BLOCK_D", named_args.get("BLOCK_D"))
+    max_tile = 64 * 64 if block_d >= 256 else 128 * 64
+    return [c for c in configs if c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] <= max_tile] or configs[-1:]
