@@ -1,8 +1,90 @@
-"""Command line: ``attention-proofs report`` (also ``python -m proofs report``)."""
+"""attention-proofs: derive, confirm and check the mathematics of attention.
+
+  attention-proofs report [--out DIR] [--format html,md,json] [--quick | --full] [--seed N] [--only ID ...]
+  attention-proofs derive [--only ID ...]
+  attention-proofs verify MODULE:FUNCTION [--device cuda] [--dtype ...] [--no-backward] [--no-gqa] [--thorough]
+
+(also ``python -m proofs ...``). Exit status: 0 when every claim holds, 1 when any fails
+(the failing claims are listed last), 2 for bad usage.
+"""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import time
+
+
+def _formats(text: str) -> tuple[str, ...]:
+    from proofs.report import FORMATS
+
+    chosen = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    bad = [x for x in chosen if x not in FORMATS]
+    if bad or not chosen:
+        raise argparse.ArgumentTypeError(f"unknown format {', '.join(bad) or repr(text)}; choose from "
+                                         f"{','.join(FORMATS)}")
+    return chosen
+
+
+def _layers(text: str) -> tuple[str, ...]:
+    from proofs.report.model import LAYERS
+
+    chosen = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    bad = [x for x in chosen if x not in LAYERS]
+    if bad or not chosen:
+        raise argparse.ArgumentTypeError(f"unknown layer {', '.join(bad) or repr(text)}; choose from {','.join(LAYERS)}")
+    return chosen
+
+
+@contextlib.contextmanager
+def _progress():
+    """A live line on a terminal for the long steps; nothing when stdout is not a terminal."""
+    if not sys.stdout.isatty():
+        yield lambda _: None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True) as bar:
+        task = bar.add_task("starting", total=None)
+        yield lambda message: bar.update(task, description=message)
+
+
+def _table(report) -> str:
+    from proofs.report import fmt
+    from proofs.report.model import LAYERS
+
+    width = max([len(c.id) for c in report.claims] + [5])
+    head = f"{'claim':<{width}}  {'proofs':<12}{'numeric':<12}{'kernels':<12}verdict"
+    rows = [f"{c.id:<{width}}  " + "".join(f"{fmt.word(x, c.layer(x).status):<12}" for x in LAYERS)
+            + fmt.overall(c.verdict) for c in report.claims]
+    return "\n".join([head, *rows])
+
+
+def _cmd_report(args) -> int:
+    from proofs.report import FILE_NAMES, Options, gather, render_files, write_report
+
+    options = Options(mode=args.mode, seed=args.seed, only=tuple(args.only) if args.only else None,
+                      layers=args.layers)
+    start = time.perf_counter()
+    with _progress() as progress:
+        report = gather(options, progress)
+        progress("rendering")
+        files = render_files(report, args.format)
+        progress("writing")
+        out = write_report(args.out, files, force=args.force)
+    seconds = time.perf_counter() - start
+    print(_table(report))
+    written = ", ".join(f"{out / name} ({len(files[name].encode()) / 1024:.0f} KiB)"
+                        for name in FILE_NAMES.values() if name in files)
+    figures = sum(1 for name in files if name.startswith("figures/"))
+    print(f"\nwrote {written}" + (f" and {figures} figures in {out / 'figures'}" if figures else "")
+          + f" in {seconds:.1f} s (--{options.mode}, seed {options.seed})")
+    summary = report.summary()
+    print(f"{summary['passed']} of {summary['claims']} claims hold, {summary['failed']} fail"
+          + (f", {summary['not_checked']} not checked" if summary["not_checked"] else ""))
+    for cid in summary["failing"]:  # last, where a terminal leaves them in sight
+        print(f"FAILED: {cid}")
+    return 1 if summary["failing"] else 0
 
 
 def _cmd_derive(args) -> int:
@@ -21,16 +103,54 @@ def _cmd_derive(args) -> int:
     return 1 if failed else 0
 
 
+def _cmd_verify(argv: list[str]) -> int:
+    try:
+        from kernels.harness.cli import main as verify_main
+    except ImportError as exc:
+        print(f"attention-proofs: error: the kernel layer's harness is not available ({exc}); "
+              "install the 'kernels' extra", file=sys.stderr)
+        return 2
+    return verify_main(argv)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="attention-proofs", description=__doc__)
+    p = argparse.ArgumentParser(prog="attention-proofs", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
-    rep = sub.add_parser("report", help="derive every claim and print its verdict")
-    rep.add_argument("--only", nargs="+", metavar="CLAIM_ID")
-    rep.set_defaults(func=_cmd_derive)
+
+    rep = sub.add_parser("report", help="derive, confirm and check every claim; write HTML, Markdown and JSON")
+    rep.add_argument("--out", default="report", metavar="DIR", help="output directory (default: report/)")
+    rep.add_argument("--format", type=_formats, default=("html", "md", "json"), metavar="html,md,json",
+                     help="formats to write (default: all three)")
+    mode = rep.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
+                      help="small samples and a small float32 kernel check: about a minute on 2 CPU cores (default)")
+    mode.add_argument("--full", dest="mode", action="store_const", const="full",
+                      help="the layers' large sample sizes and the thorough kernel checks")
+    rep.set_defaults(mode="quick")
+    rep.add_argument("--seed", type=int, default=0, help="random seed for the Monte Carlo and kernel layers")
+    rep.add_argument("--only", nargs="+", metavar="CLAIM_ID", help="report these claims only")
+    rep.add_argument("--layers", type=_layers, default=("proofs", "numeric", "kernels"),
+                     metavar="proofs,numeric,kernels", help="run only these layers (the others say 'not checked')")
+    rep.add_argument("--force", action="store_true",
+                     help="write into a non-empty directory that holds no earlier report")
+    rep.set_defaults(func=_cmd_report)
+
+    der = sub.add_parser("derive", help="print every derivation as text (the symbolic layer only)")
+    der.add_argument("--only", nargs="+", metavar="CLAIM_ID")
+    der.set_defaults(func=_cmd_derive)
+
+    ver = sub.add_parser("verify", add_help=False,
+                         help="check an SDPA-compatible implementation against the derived invariants "
+                              "(MODULE:FUNCTION; see `verify --help`)")
+    ver.add_argument("args", nargs=argparse.REMAINDER)
     return p
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["verify"]:
+        return _cmd_verify(argv[1:])  # the harness owns its arguments, --help included
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

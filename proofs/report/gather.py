@@ -1,0 +1,539 @@
+"""Run each layer and turn what it says into the report's plain evidence objects.
+
+``numeric`` and ``kernels`` (and through them NumPy, torch and Triton) are imported only
+inside the functions that gather their evidence, so importing ``proofs`` stays light. A
+layer that is absent, or that does not cover a claim, yields evidence marked
+"not checked by this layer" with the reason; an error raised while a layer checks a claim
+it does cover is a failure of that claim, never a crash of the report.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import os
+import platform
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Callable
+
+from proofs.report.model import (
+    FAILED, LAYERS, NOT_CHECKED, PASSED, AuditEvidence, AuditRecord, ClaimEvidence, FigureData, KernelCheck,
+    KernelEvidence, KernelSummary, NumericEvidence, ProofEvidence, Report, StepEvidence, plain,
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much each layer runs. ``None`` sample sizes mean the layer's own defaults."""
+
+    mode: str
+    confirm_samples: int | None  # n_samples passed to numeric.confirm for every claim
+    variance_dks: tuple[int, ...]  # the Var(q·k) figure's sweep
+    variance_samples: int
+    histogram_dk: int
+    histogram_samples: int
+    histogram_bins: int
+    saturation_dks: tuple[int, ...]
+    saturation_samples: int
+    trace_length: int  # one row of scores for the online-softmax figure
+    trace_block: int
+    kernel_dtypes: tuple[str, ...] | None  # None: every dtype the device supports
+    kernel_causal: bool
+    kernel_gqa: bool
+    kernel_backward: bool
+    kernel_thorough: bool
+    kernel_lengths: tuple[int, ...]
+    kernel_length_dtypes: tuple[str, ...]
+
+
+_POW2 = tuple(2**i for i in range(13))  # 1 … 4096
+
+PLANS = {
+    # Sized to finish within 60 s on a 2-core CPU with the kernel interpreted: small Monte
+    # Carlo samples (the CIs are wider, and the report prints n) and a float32, forward-only
+    # conformance check of the kernel with short sequences.
+    "quick": Plan(
+        mode="quick", confirm_samples=20_000,
+        variance_dks=_POW2, variance_samples=4_000,
+        histogram_dk=128, histogram_samples=20_000, histogram_bins=60,
+        saturation_dks=(4, 16, 64, 256, 1024), saturation_samples=500,
+        trace_length=512, trace_block=64,
+        kernel_dtypes=("float32",), kernel_causal=True, kernel_gqa=True, kernel_backward=False,
+        kernel_thorough=False,
+        kernel_lengths=(1, 37, 64, 127, 200, 256), kernel_length_dtypes=("float32", "float16", "bfloat16"),
+    ),
+    # The layers' own default (large) sample sizes and the thorough kernel checks.
+    "full": Plan(
+        mode="full", confirm_samples=None,
+        variance_dks=_POW2, variance_samples=1_000_000,
+        histogram_dk=128, histogram_samples=1_000_000, histogram_bins=80,
+        saturation_dks=_POW2[1:], saturation_samples=20_000,
+        trace_length=1024, trace_block=64,
+        kernel_dtypes=None, kernel_causal=True, kernel_gqa=True, kernel_backward=True,
+        kernel_thorough=True,
+        kernel_lengths=(1, 37, 64, 127, 256, 513, 1024, 2048), kernel_length_dtypes=("float32", "float16", "bfloat16"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Options:
+    mode: str = "quick"
+    seed: int = 0
+    only: tuple[str, ...] | None = None
+    layers: tuple[str, ...] = LAYERS
+
+    def __post_init__(self):
+        if self.mode not in PLANS:
+            raise ValueError(f"mode {self.mode!r} is not one of {sorted(PLANS)}")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+        unknown = [x for x in self.layers if x not in LAYERS]
+        if unknown:
+            raise ValueError(f"layers {unknown} unknown; choose from {', '.join(LAYERS)}")
+        if self.only is not None:
+            from proofs import claim
+
+            for cid in self.only:
+                claim(cid)  # a clear ValueError naming the unknown id
+
+    @property
+    def plan(self) -> Plan:
+        return PLANS[self.mode]
+
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def _why(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".strip()
+
+
+def _skipped(layer: str) -> str:
+    return f"layer {layer} not run (--layers)"
+
+
+# --------------------------------------------------------------------------- proofs
+
+
+def prove(claim_id: str) -> tuple[ProofEvidence, float]:
+    """Derive one claim and keep what the report shows: steps as LaTeX, checks, verdict."""
+    import sympy as sp
+
+    from proofs import derive
+    from proofs.render import step_latex
+
+    start = time.perf_counter()
+    try:
+        d = derive(claim_id)
+    except Exception as exc:  # a theorem that crashes has not proved its claim
+        return ProofEvidence(FAILED, reason=f"derivation raised {_why(exc)}"), time.perf_counter() - start
+    steps = [StepEvidence(n, s.rule, s.description, _safe(step_latex, s),
+                          "premise" if s.is_premise else (PASSED if s.passed else FAILED), s.detail or "")
+             for n, s in enumerate(d.steps, 1)]
+    result = d.result.items() if isinstance(d.result, dict) else [("result", d.result)]
+    results = [[str(name), _safe(sp.latex, value)] for name, value in result]
+    failed = [s for s in steps if s.status == FAILED]
+    reason = ""
+    if failed:
+        reason = "; ".join(f"step {s.number} ({s.rule}): {s.detail}" for s in failed)
+    elif not d.verified:
+        reason = "no step is checked: a derivation of premises only proves nothing"
+    return ProofEvidence(PASSED if d.verified else FAILED, reason, _safe(sp.latex, d.statement), steps, results,
+                         len(d.checked_steps), len(d.steps) - len(d.checked_steps)), time.perf_counter() - start
+
+
+def _safe(to_latex, x) -> str:
+    try:
+        return to_latex(x)
+    except Exception:
+        return str(x)
+
+
+def gather_audit() -> AuditEvidence:
+    import proofs
+
+    audit = getattr(proofs, "seed_audit", None)
+    if audit is None:
+        return AuditEvidence(NOT_CHECKED, "proofs.seed_audit() is not available in this version of proofs")
+    try:
+        records = [_audit_record(r) for r in audit()]
+    except Exception as exc:
+        return AuditEvidence(FAILED, f"seed_audit() raised {_why(exc)}")
+    return AuditEvidence(PASSED, records=records)
+
+
+def _field(record: dict, *names: str) -> str:
+    for name in names:
+        if record.get(name) not in (None, ""):
+            return str(record[name])
+    return ""
+
+
+def _audit_record(r) -> AuditRecord:
+    # Read by field name so the audit's record type may be a dataclass, a named tuple or a dict.
+    if dataclasses.is_dataclass(r):
+        d = dataclasses.asdict(r)
+    elif hasattr(r, "_asdict"):
+        d = r._asdict()
+    else:
+        d = dict(r)
+    return AuditRecord(
+        id=_field(d, "id", "claim_id"),
+        seed_file=_field(d, "seed_file", "seed", "file"),
+        quote=_field(d, "quote"),
+        checked=_field(d, "checked", "what", "check", "description"),
+        verdict=_field(d, "verdict"),
+        value=_field(d, "value", "true_value", "reason", "detail"),
+    )
+
+
+# --------------------------------------------------------------------------- numeric
+
+
+def _numeric():
+    import numeric
+
+    return numeric
+
+
+def confirm(numeric, claim_id: str, plan: Plan, seed: int) -> tuple[NumericEvidence, float]:
+    start = time.perf_counter()
+    try:
+        c = numeric.confirm(claim_id, n_samples=plan.confirm_samples, seed=seed)
+    except Exception as exc:
+        return NumericEvidence(FAILED, reason=f"confirm raised {_why(exc)}"), time.perf_counter() - start
+    ci = getattr(c, "ci", None)
+    ev = NumericEvidence(
+        PASSED if c.confirmed else FAILED,
+        reason="" if c.confirmed else "the sample rejects the derived value at the stated α",
+        description=str(getattr(c, "description", "") or ""),
+        estimate=plain(c.estimate), ci=None if ci is None else plain(list(ci)),
+        p_value=plain(getattr(c, "p_value", None)), alpha=plain(getattr(c, "alpha", None)),
+        n_samples=plain(getattr(c, "n_samples", None)),
+        details=_deterministic(plain(getattr(c, "details", None) or {})),
+    )
+    return ev, float(getattr(c, "seconds", time.perf_counter() - start))
+
+
+def _deterministic(details: dict) -> dict:
+    # Timings change from run to run; the report keeps them out of the evidence.
+    return {k: v for k, v in details.items() if "second" not in k and "time" not in k}
+
+
+def figure_variance(numeric, plan: Plan, seed: int) -> tuple[str, dict]:
+    rows = []
+    for d_k in plan.variance_dks:
+        c = numeric.confirm_dot_product_variance(d_k, n_samples=plan.variance_samples, seed=seed)
+        rows.append({"d_k": d_k, "estimate": plain(c.estimate), "ci": plain(list(c.ci)),
+                     "confirmed": bool(c.confirmed)})
+    return (f"Sample variance of q·k ({plan.variance_samples:,} samples per d_k) with its confidence interval, "
+            "over the derived line Var(q·k) = d_k (log–log).",
+            {"rows": rows, "n_samples": plan.variance_samples})
+
+
+def figure_histograms(numeric, plan: Plan, seed: int) -> tuple[str, dict]:
+    import numpy as np
+
+    d_k = plan.histogram_dk
+    s = np.asarray(numeric.dot_product_samples(d_k, plan.histogram_samples, seed=seed), dtype=np.float64)
+    panels = []
+    for label, values in (("unscaled q·k", s), ("scaled q·k/√d_k", s / np.sqrt(d_k))):
+        counts, edges = np.histogram(values, bins=plan.histogram_bins)
+        panels.append({"label": label, "counts": plain(counts), "edges": plain(edges),
+                       "std": float(values.std(ddof=1))})
+    return (f"{plan.histogram_samples:,} scores q·k at d_k = {d_k}, before and after dividing by √d_k: "
+            "the spread falls from about √d_k to about 1.",
+            {"d_k": d_k, "n_samples": plan.histogram_samples, "panels": panels})
+
+
+def figure_saturation(numeric, plan: Plan, seed: int) -> tuple[str, dict]:
+    curves = numeric.saturation_curves(list(plan.saturation_dks), plan.saturation_samples, seed=seed)
+    return ("Mean maximum attention weight, mean entropy and mean Frobenius norm of the softmax Jacobian over "
+            f"rows of d_k random scores ({plan.saturation_samples:,} rows per point): no scaling saturates, "
+            "1/√d_k stays put, 1/d_k flattens towards uniform.",
+            {"d_ks": list(plan.saturation_dks), "n_samples": plan.saturation_samples, "curves": plain(curves)})
+
+
+def figure_trace(numeric, plan: Plan, seed: int) -> tuple[str, dict]:
+    import numpy as np
+
+    # One row of scores as an unscaled d_k = 64 model would see them (std √64 = 8), so the
+    # running max keeps climbing and the running sum is visibly rescaled.
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 7]))
+    scores = rng.standard_normal(plan.trace_length) * 8.0
+    trace = numeric.online_softmax_trace(scores, plan.trace_block)
+    m = float(scores.max())
+    return (f"One row of {plan.trace_length} scores streamed in key blocks of {plan.trace_block}: after each block "
+            "the running max m and the running sum l = Σ exp(s − m), rescaled whenever m grows. Dashed: the "
+            "direct max and sum over the whole row.",
+            {"block_size": plan.trace_block, "running_max": plain(trace["running_max"]),
+             "running_sum": plain(trace["running_sum"]), "direct_max": m,
+             "direct_sum": float(np.exp(scores - m).sum())})
+
+
+# name, title, the claim it illustrates, the function that gathers its data from numeric
+NUMERIC_FIGURES = (
+    ("variance", "Var(q·k) against d_k", "dot-product-variance", figure_variance),
+    ("histograms", "Scores at d_k = 128, unscaled and scaled", "scaled-score-unit-variance", figure_histograms),
+    ("saturation", "Softmax saturation against d_k for three scalings", "softmax-saturation", figure_saturation),
+    ("online-softmax", "Online softmax: one row's running max and running sum", "online-softmax-unnormalised",
+     figure_trace),
+)
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+def enable_interpreter_if_no_gpu() -> None:
+    """Triton's interpreter must be on before triton is imported; a CPU-only machine needs it."""
+    has_gpu = os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi") is not None
+    if not has_gpu and "triton" not in sys.modules:
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def _check(c, device: str) -> KernelCheck:
+    return KernelCheck(
+        invariant=str(getattr(c, "invariant", "")), claim_id=getattr(c, "claim_id", None) or None,
+        case=str(getattr(c, "case", "")), dtype=str(getattr(c, "dtype", "")).replace("torch.", ""),
+        device=str(getattr(c, "device", device)), discrepancy=plain(getattr(c, "discrepancy", None)),
+        bound=plain(getattr(c, "bound", None)), passed=bool(getattr(c, "passed", False)),
+    )
+
+
+def _ratio(c: KernelCheck) -> float:
+    """How far a check went towards its bound (1 = at the bound); NaN when it has none."""
+    try:
+        d, b = float(c.discrepancy), float(c.bound)
+    except (TypeError, ValueError):
+        return float("nan")
+    if b > 0:
+        return d / b
+    return 0.0 if d == 0 else float("inf")
+
+
+def _worst(checks: list[KernelCheck]) -> KernelCheck | None:
+    failed = [c for c in checks if not c.passed]
+    if failed:
+        return failed[0]
+    measured = [c for c in checks if _ratio(c) == _ratio(c)]
+    return max(measured, key=_ratio) if measured else None
+
+
+def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[KernelSummary, list[KernelCheck]]:
+    """Run the conformance harness on the project's kernel, then its error-against-length sweep."""
+    enable_interpreter_if_no_gpu()
+    try:
+        import kernels
+        impl, verify = kernels.flash_attention, kernels.verify_attention
+    except Exception as exc:
+        return KernelSummary(NOT_CHECKED, f"the kernel layer is not available: {_why(exc)}"), []
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    interpreted = os.environ.get("TRITON_INTERPRET") == "1"
+    dtypes = list(plan.kernel_dtypes) if plan.kernel_dtypes else None
+    summary = KernelSummary(
+        PASSED, implementation=f"{impl.__module__}.{getattr(impl, '__qualname__', getattr(impl, '__name__', '?'))}",
+        device=device if device == "cpu" else f"cuda ({torch.cuda.get_device_name(0)})",
+        mode="interpreted (Triton interpreter on the CPU)" if interpreted else "compiled",
+        settings={"causal": plan.kernel_causal, "gqa": plan.kernel_gqa, "backward": plan.kernel_backward,
+                  "thorough": plan.kernel_thorough, "seed": seed, "dtypes": dtypes or "all the device supports"})
+    progress("kernels: conformance checks")
+    try:
+        rep = verify(impl, device=device, dtypes=dtypes, causal=plan.kernel_causal, gqa=plan.kernel_gqa,
+                     backward=plan.kernel_backward, seed=seed, thorough=plan.kernel_thorough)
+        checks = [_check(c, device) for c in rep.checks]
+    except Exception as exc:
+        summary.status, summary.reason = FAILED, f"verify_attention raised {_why(exc)}"
+        return summary, []
+    summary.checks_run = len(checks)
+    summary.failures = [c for c in checks if not c.passed]
+    summary.dtypes = sorted({c.dtype for c in checks if c.dtype})
+    summary.per_dtype = _grouped(checks, "dtype")
+    summary.per_invariant = _grouped(checks, "invariant")
+    problems = []
+    if summary.failures:
+        problems.append(f"{len(summary.failures)} of {len(checks)} conformance checks failed")
+    elif not getattr(rep, "passed", True):
+        problems.append("the conformance report says it did not pass")
+
+    length_fn = getattr(kernels, "error_vs_length", None)
+    if length_fn is None:
+        problems.append("kernels.error_vs_length is not available: no error-against-length sweep")
+    else:
+        progress("kernels: error against sequence length")
+        try:
+            records = length_fn(impl, list(plan.kernel_lengths), list(plan.kernel_length_dtypes), device=device,
+                                seed=seed)
+            summary.error_vs_length = [
+                {"dtype": str(r["dtype"]).replace("torch.", ""), "n": int(r["n"]), "error": plain(r["error"]),
+                 "bound": plain(r["bound"]), "passed": bool(r["passed"])} for r in map(_as_dict, records)]
+        except Exception as exc:
+            problems.append(f"error_vs_length raised {_why(exc)}")
+            summary.failures.append(KernelCheck("error within bound", None, "error_vs_length", "", device,
+                                                None, None, False))
+        for r in summary.error_vs_length:
+            if not r["passed"]:
+                summary.failures.append(KernelCheck("error within bound", None, f"N = {r['n']}", r["dtype"], device,
+                                                    r["error"], r["bound"], False))
+    if summary.failures or not getattr(rep, "passed", True):
+        summary.status = FAILED
+    summary.reason = "; ".join(problems)
+    return summary, checks
+
+
+def _as_dict(r) -> dict:
+    if isinstance(r, dict):
+        return r
+    return dataclasses.asdict(r) if dataclasses.is_dataclass(r) else dict(vars(r))
+
+
+def _grouped(checks: list[KernelCheck], key: str) -> list[dict]:
+    """One row per dtype (or invariant): how many checks, how many failed, and the worst of them."""
+    rows = []
+    for value in sorted({getattr(c, key) for c in checks}):
+        group = [c for c in checks if getattr(c, key) == value]
+        worst = _worst(group)
+        row = {key: value, "checks": len(group), "failed": sum(not c.passed for c in group),
+               "worst": plain(worst), "worst_ratio": plain(_ratio(worst)) if worst else None}
+        if key == "invariant":
+            row["claim_ids"] = sorted({c.claim_id or "" for c in group})
+        rows.append(row)
+    return rows
+
+
+def kernel_evidence(claim_id: str, summary: KernelSummary, checks: list[KernelCheck]) -> KernelEvidence:
+    if summary.status == NOT_CHECKED:
+        return KernelEvidence(NOT_CHECKED, summary.reason)
+    mine = [c for c in checks if c.claim_id == claim_id]
+    if not mine:
+        if not checks:
+            return KernelEvidence(NOT_CHECKED, f"the kernel checks did not run: {summary.reason}")
+        return KernelEvidence(NOT_CHECKED, "no kernel invariant is tied to this claim")
+    failed = [c for c in mine if not c.passed]
+    return KernelEvidence(FAILED if failed else PASSED,
+                          f"{len(failed)} of {len(mine)} checks failed" if failed else "",
+                          mine, sorted({c.invariant for c in mine}), sorted({c.dtype for c in mine}), _worst(mine))
+
+
+# --------------------------------------------------------------------------- environment
+
+
+_PACKAGES = ("attention-proofs", "sympy", "numpy", "scipy", "torch", "triton", "matplotlib", "latex2mathml", "rich")
+
+
+def environment(options: Options, kernels: KernelSummary) -> dict:
+    versions = {}
+    for name in _PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return {
+        "python": platform.python_version(),
+        "platform": f"{platform.system()} {platform.machine()}",
+        "cpus": os.cpu_count(),
+        "packages": versions,
+        "kernel_device": kernels.device or "not run",
+        "kernel_mode": kernels.mode or "not run",
+        "seeds": {
+            "seed": options.seed,
+            "numeric": f"numeric.confirm(..., seed={options.seed}) and the figures' samplers",
+            "kernels": f"verify_attention(..., seed={options.seed})",
+            "proofs": "identity probes use a fixed random.Random(0) (deterministic)",
+        },
+    }
+
+
+# --------------------------------------------------------------------------- the whole report
+
+
+def gather(options: Options, progress: Progress = _quiet) -> Report:
+    from proofs import CLAIMS
+
+    plan, seed = options.plan, options.seed
+    started = time.perf_counter()
+    seconds: dict[str, float] = {}
+    per_claim: dict[str, dict[str, float]] = {}
+    claims = [c for c in CLAIMS if options.only is None or c.id in options.only]
+    selected = {c.id for c in claims}
+
+    t = time.perf_counter()
+    proof_ev = {}
+    for c in claims:
+        if "proofs" in options.layers:
+            progress(f"proofs: {c.id}")
+            proof_ev[c.id], per_claim.setdefault(c.id, {})["proofs"] = prove(c.id)
+        else:
+            proof_ev[c.id] = ProofEvidence(NOT_CHECKED, _skipped("proofs"))
+    progress("proofs: audit of the seeds")
+    audit = gather_audit() if "proofs" in options.layers else AuditEvidence(NOT_CHECKED, _skipped("proofs"))
+    seconds["proofs"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    numeric_ev, figures = {}, []
+    missing = _skipped("numeric") if "numeric" not in options.layers else ""
+    numeric, confirmable = None, set()
+    if not missing:
+        try:
+            numeric = _numeric()
+            confirmable = set(numeric.CONFIRMABLE)
+        except Exception as exc:
+            missing = f"the Monte Carlo layer is not available: {_why(exc)}"
+    for c in claims:
+        if missing:
+            numeric_ev[c.id] = NumericEvidence(NOT_CHECKED, missing)
+        elif c.id not in confirmable:
+            numeric_ev[c.id] = NumericEvidence(NOT_CHECKED, "numeric does not confirm this claim (no empirical side)")
+        else:
+            progress(f"numeric: {c.id}")
+            numeric_ev[c.id], per_claim.setdefault(c.id, {})["numeric"] = confirm(numeric, c.id, plan, seed)
+    for name, title, claim_id, fn in NUMERIC_FIGURES:
+        if claim_id not in selected:
+            continue
+        if missing:
+            figures.append(FigureData(name, title, "", NOT_CHECKED, missing))
+            continue
+        progress(f"figures: {name}")
+        try:
+            caption, data = fn(numeric, plan, seed)
+            figures.append(FigureData(name, title, caption, PASSED, data=data))
+        except Exception as exc:
+            figures.append(FigureData(name, title, "", NOT_CHECKED, f"could not gather the data: {_why(exc)}"))
+    seconds["numeric"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    if "kernels" in options.layers:
+        kernels, checks = gather_kernels(plan, seed, progress)
+    else:
+        kernels, checks = KernelSummary(NOT_CHECKED, _skipped("kernels")), []
+    records = kernels.error_vs_length
+    figures.append(FigureData(
+        "kernel-error", "Kernel error against sequence length",
+        f"Maximum absolute error of {kernels.implementation or 'the kernel'} ({kernels.mode or 'not run'}) against "
+        "a float64 reference, per dtype, with the bound from the same-precision-reference rule (dashed).",
+        PASSED if records else NOT_CHECKED, "" if records else (kernels.reason or "no error-against-length data"),
+        {"records": records}))
+    kernel_ev = {c.id: kernel_evidence(c.id, kernels, checks) for c in claims}
+    # With --only, the failures of other claims' invariants are not this run's business.
+    kernels.failures = [f for f in kernels.failures if f.claim_id is None or f.claim_id in selected]
+    seconds["kernels"] = time.perf_counter() - t
+
+    evidence = [ClaimEvidence(c.id, c.title, c.statement, list(c.assumptions),
+                              [{"file": s.file, "quote": s.quote} for s in c.seeds], c.topic,
+                              proof_ev[c.id], numeric_ev[c.id], kernel_ev[c.id]) for c in claims]
+    seconds["total"] = time.perf_counter() - started
+    run = {"mode": plan.mode, "seed": seed, "only": list(options.only) if options.only else None,
+           "layers": list(options.layers), "plan": plain(plan)}
+    timings = {"generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "seconds": {k: round(v, 3) for k, v in seconds.items()},
+               "claims": {cid: {k: round(v, 3) for k, v in d.items()} for cid, d in per_claim.items()}}
+    return Report(run, evidence, kernels, audit, figures, environment(options, kernels), timings)

@@ -1,0 +1,175 @@
+"""The report as GitHub-flavoured Markdown: math in ``$…$`` / ``$$…$$``, figures as SVG files beside it.
+
+Inline math uses GitHub's ``$`…`$`` form, which keeps Markdown from reading ``_`` or ``*``
+inside a formula. Computes nothing.
+"""
+from __future__ import annotations
+
+from proofs.report import fmt
+from proofs.report.model import LAYER_TITLES, LAYERS, NOT_CHECKED, PASSED, Report
+
+FIGURE_DIR = "figures"
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _math(latex: str) -> str:
+    """Inline math safe inside a table cell: a bare | would split the cell."""
+    if not latex:
+        return ""
+    if fmt.too_long(latex):
+        return f"_{fmt.too_long(latex)}_"
+    tex = latex.replace(r"\|", r"\Vert ").replace("|", r"\vert ").replace("\n", " ")
+    return f"$`{tex}`$"
+
+
+def _display(latex: str) -> list[str]:
+    if fmt.too_long(latex):
+        return [f"_{fmt.too_long(latex)}_", ""]
+    return ["$$", latex.replace("\n", " "), "$$", ""] if latex else []
+
+
+def _layer(layer: str, ev) -> str:
+    word = fmt.word(layer, ev.status)
+    return f"**{word.upper()}**" if ev.status not in (PASSED, NOT_CHECKED) else word
+
+
+def summary(report: Report) -> list[str]:
+    head = " | ".join(LAYER_TITLES[x] for x in LAYERS)
+    out = [f"| claim | {head} | verdict |", "|---|" + "---|" * (len(LAYERS) + 1)]
+    for c in report.claims:
+        cells = " | ".join(_layer(x, c.layer(x)) for x in LAYERS)
+        verdict = fmt.overall(c.verdict)
+        out.append(f"| [`{c.id}`](#{c.id}) {_cell(c.title)} | {cells} | {'**' + verdict + '**' if c.verdict != PASSED else verdict} |")
+    return out + ["", f"_{fmt.not_checked('')}_ is written where a layer has no evidence for a claim.", ""]
+
+
+def _proof(c) -> list[str]:
+    p = c.proofs
+    out = [f"#### {LAYER_TITLES['proofs']}: {_layer('proofs', p)}", ""]
+    if p.status == NOT_CHECKED:
+        return out + [f"_{fmt.not_checked(p.reason)}_", ""]
+    if p.reason:
+        out += [f"> {p.reason}", ""]
+    out += _display(p.statement_latex)
+    if p.steps:
+        out += ["| # | rule | step | check |", "|---|---|---|---|"]
+        for s in p.steps:
+            check = "premise" if s.status == "premise" else ("✓ " if s.status == PASSED else "✗ **FAILED** ") + s.detail
+            out.append(f"| {s.number} | {_cell(s.rule)} | {_cell(s.description)}: {_math(s.latex)} | {_cell(check)} |")
+        out.append("")
+    out += [f"{p.checked_steps} checked steps, {p.premises} premises.", ""]
+    if p.results:
+        out += ["Result: " + "; ".join(f"`{name}` = {_math(tex)}" for name, tex in p.results), ""]
+    return out
+
+
+def _numeric(c) -> list[str]:
+    n = c.numeric
+    out = [f"#### {LAYER_TITLES['numeric']}: {_layer('numeric', n)}", ""]
+    if n.status == NOT_CHECKED:
+        return out + [f"_{fmt.not_checked(n.reason)}_", ""]
+    if n.reason:
+        out += [f"> {n.reason}", ""]
+    facts = [("what", n.description or "—"), ("estimate", fmt.number(n.estimate)), ("CI", fmt.interval(n.ci)),
+             ("p-value", fmt.number(n.p_value, 3)), ("α", fmt.number(n.alpha)), ("samples", fmt.number(n.n_samples))]
+    facts += [(k, fmt.number(v)) for k, v in sorted(n.details.items())]
+    return out + [f"- {k}: {_cell(v)}" for k, v in facts] + [""]
+
+
+def _kernel(c, report: Report) -> list[str]:
+    k, s = c.kernels, report.kernels
+    out = [f"#### {LAYER_TITLES['kernels']}: {_layer('kernels', k)}", ""]
+    if k.status == NOT_CHECKED:
+        return out + [f"_{fmt.not_checked(k.reason)}_", ""]
+    out += [f"- implementation: `{s.implementation}` on {s.device}, {s.mode}",
+            f"- dtypes: {', '.join(k.dtypes)}; invariants: {', '.join(k.invariants)}; {len(k.checks)} checks"]
+    if k.worst is not None:
+        label = "closest to its bound" if k.status == PASSED else "first failure"
+        out.append(f"- {label}: {fmt.check_line(k.worst)}")
+    out += [f"- ✗ {fmt.check_line(x)}" for x in k.checks if not x.passed]
+    return out + [""]
+
+
+def claim_section(c, report: Report) -> list[str]:
+    out = [f'<a id="{c.id}"></a>', "", f"### {c.title} (`{c.id}`): {fmt.overall(c.verdict)}", "", c.statement, ""]
+    if c.assumptions:
+        out += ["Assumptions: " + "; ".join(c.assumptions) + ".", ""]
+    for s in c.seeds:
+        out += [f"> “{s['quote']}”", ">", f"> — `{s['file']}`", ""]
+    return out + _proof(c) + _numeric(c) + _kernel(c, report)
+
+
+def kernels_section(report: Report) -> list[str]:
+    s = report.kernels
+    if s.status == NOT_CHECKED:
+        return [f"_{fmt.not_checked(s.reason)}_", ""]
+    out = [f"- implementation: `{s.implementation}`", f"- device: {s.device}, {s.mode}",
+           f"- dtypes: {', '.join(s.dtypes) or '—'}",
+           f"- settings: {', '.join(f'{k}={v}' for k, v in sorted(s.settings.items()))}",
+           f"- checks run: {s.checks_run}; verdict: **{fmt.word('kernels', s.status)}**", ""]
+    if s.reason:
+        out += [f"> {s.reason}", ""]
+    if s.per_invariant:
+        out += ["| invariant | claim | checks | failed | worst case: discrepancy against bound |", "|---|---|---|---|---|"]
+        out += [f"| {_cell(r['invariant'])} | {', '.join(x for x in r['claim_ids'] if x) or '—'} | {r['checks']} | "
+                f"{r['failed']} | {_cell(fmt.check_line(r['worst']) if r['worst'] else '—')} |" for r in s.per_invariant]
+        out.append("")
+    if s.error_vs_length:
+        out += ["| dtype | N | max error | bound | |", "|---|---|---|---|---|"]
+        out += [f"| {r['dtype']} | {r['n']} | {fmt.number(r['error'])} | {fmt.number(r['bound'])} | "
+                f"{'within' if r['passed'] else '**OVER**'} |" for r in s.error_vs_length]
+        out.append("")
+    return out
+
+
+def audit_section(report: Report) -> list[str]:
+    a = report.audit
+    if a.status != PASSED:
+        return [f"_{fmt.not_checked(a.reason)}_" if a.status == NOT_CHECKED else f"> {a.reason}", ""]
+    out = ["| id | the seed says | checked | verdict | true value or reason |", "|---|---|---|---|---|"]
+    out += [f"| `{r.id}` | “{_cell(r.quote)}” ({r.seed_file}) | {_cell(r.checked)} | {_cell(r.verdict)} | "
+            f"{_cell(r.value)} |" for r in a.records]
+    return out + [""]
+
+
+def environment_section(report: Report) -> list[str]:
+    env, t = report.environment, report.timings
+    plan = ", ".join(f"{k}={fmt.number(v)}" for k, v in report.run["plan"].items() if k != "mode")
+    return [
+        f"- mode: `--{report.run['mode']}` ({plan})", f"- seed: {report.run['seed']}",
+        *[f"- seed use, {k}: {v}" for k, v in env["seeds"].items() if k != "seed"],
+        f"- python {env['python']} on {env['platform']}, {env['cpus']} CPUs",
+        "- packages: " + ", ".join(f"{k} {v}" for k, v in env["packages"].items()),
+        f"- kernel device: {env['kernel_device']}, {env['kernel_mode']}",
+        "- times: " + ", ".join(f"{k} {v:.1f} s" for k, v in t.get("seconds", {}).items()),
+        f"- generated: {t.get('generated_at', '')}", "",
+    ]
+
+
+def render(report: Report, figure_files: dict[str, str], problems: dict[str, str]) -> str:
+    """``figure_files`` maps a figure's name to its path relative to the Markdown file."""
+    s = report.summary()
+    banner = (f"**All {s['claims']} claims hold.**" if s["verdict"] == PASSED
+              else f"**{len(s['failing'])} of {s['claims']} claims fail:** {', '.join(s['failing'])}.")
+    out = ["# attention-proofs report", "",
+           "Every claim is derived symbolically (SymPy), confirmed by Monte Carlo (NumPy) and, where it applies, "
+           f"checked on a real attention kernel (Triton). Mode `--{report.run['mode']}`, seed {report.run['seed']}.",
+           "", banner, "", "## Summary", ""] + summary(report)
+    out += ["## Figures", ""]
+    for f in report.figures:
+        if f.name in figure_files:
+            out += [f"![{f.title}]({figure_files[f.name]})", "", f"**{f.title}.** {f.caption}", ""]
+        else:
+            out += [f"**{f.title}.** _not drawn: {problems.get(f.name, f.reason)}_", ""]
+    out += ["## Claims", ""]
+    for c in report.claims:
+        out += claim_section(c, report)
+    out += ["## Kernel conformance", ""] + kernels_section(report)
+    out += ["## Audit of the seeds' numbers", ""] + audit_section(report)
+    out += ["## Environment", ""] + environment_section(report)
+    if s["failing"]:
+        out += ["## Failing claims", ""] + [f"- **{f}**" for f in s["failing"]] + [""]
+    return "\n".join(out)

@@ -1,0 +1,224 @@
+"""The report's evidence objects: plain data, gathered once, rendered many ways.
+
+Every field is a str, int, float, bool, None, list or dict of those (or one of these
+dataclasses), so the JSON writer, the HTML and the Markdown renderers read the same facts
+and none of them computes anything. Timings live apart from the evidence (``Report.timings``)
+because they are the only part of a report that changes between two runs with one seed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+PASSED = "passed"
+FAILED = "failed"
+NOT_CHECKED = "not checked"
+NOT_CHECKED_TEXT = "not checked by this layer"
+
+LAYERS = ("proofs", "numeric", "kernels")
+LAYER_TITLES = {"proofs": "Symbolic derivation", "numeric": "Monte Carlo", "kernels": "Kernel"}
+# What a pass or a failure is called in each layer's own words.
+VERDICT_WORDS = {
+    "proofs": {PASSED: "proved", FAILED: "failed"},
+    "numeric": {PASSED: "confirmed", FAILED: "rejected"},
+    "kernels": {PASSED: "conforms", FAILED: "violated"},
+}
+
+
+@dataclass
+class StepEvidence:
+    number: int
+    rule: str
+    description: str
+    latex: str
+    status: str  # "premise", PASSED or FAILED
+    detail: str
+
+
+@dataclass
+class ProofEvidence:
+    status: str
+    reason: str = ""  # why it was not checked, or why it failed
+    statement_latex: str = ""
+    steps: list[StepEvidence] = field(default_factory=list)
+    results: list[list[str]] = field(default_factory=list)  # [name, latex] pairs
+    checked_steps: int = 0
+    premises: int = 0
+
+
+@dataclass
+class NumericEvidence:
+    status: str
+    reason: str = ""
+    description: str = ""
+    estimate: Any = None
+    ci: list | None = None  # [low, high]
+    p_value: float | None = None
+    alpha: float | None = None
+    n_samples: int | None = None
+    details: dict = field(default_factory=dict)
+
+
+@dataclass
+class KernelCheck:
+    invariant: str
+    claim_id: str | None
+    case: str
+    dtype: str
+    device: str
+    discrepancy: Any
+    bound: Any
+    passed: bool
+
+
+@dataclass
+class KernelEvidence:
+    """The kernel checks tied to one claim (empty when the kernel layer has none for it)."""
+
+    status: str
+    reason: str = ""
+    checks: list[KernelCheck] = field(default_factory=list)
+    invariants: list[str] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=list)
+    worst: KernelCheck | None = None  # the check closest to (or furthest past) its bound
+
+
+@dataclass
+class KernelSummary:
+    """What the kernel layer ran, once for the whole report."""
+
+    status: str
+    reason: str = ""
+    implementation: str = ""
+    device: str = ""
+    mode: str = ""  # "interpreted (Triton interpreter on CPU)" or "compiled"
+    dtypes: list[str] = field(default_factory=list)
+    settings: dict = field(default_factory=dict)
+    checks_run: int = 0
+    failures: list[KernelCheck] = field(default_factory=list)
+    per_dtype: list[dict] = field(default_factory=list)  # {dtype, checks, failed, worst_invariant, worst_case, worst_ratio}
+    per_invariant: list[dict] = field(default_factory=list)  # {invariant, claim_id, checks, failed, worst ...}
+    error_vs_length: list[dict] = field(default_factory=list)  # {dtype, n, error, bound, passed}
+
+
+@dataclass
+class ClaimEvidence:
+    id: str
+    title: str
+    statement: str
+    assumptions: list[str]
+    seeds: list[dict]  # {file, quote}
+    topic: str
+    proofs: ProofEvidence
+    numeric: NumericEvidence
+    kernels: KernelEvidence
+
+    def layer(self, name: str):
+        return getattr(self, name)
+
+    @property
+    def verdict(self) -> str:
+        statuses = [self.layer(name).status for name in LAYERS]
+        if FAILED in statuses:
+            return FAILED
+        return PASSED if PASSED in statuses else NOT_CHECKED
+
+
+@dataclass
+class AuditRecord:
+    id: str
+    seed_file: str
+    quote: str
+    checked: str
+    verdict: str
+    value: str
+
+
+@dataclass
+class AuditEvidence:
+    status: str  # PASSED when the audit ran (its verdicts are about the seeds, not the suite)
+    reason: str = ""
+    records: list[AuditRecord] = field(default_factory=list)
+
+
+@dataclass
+class FigureData:
+    name: str
+    title: str
+    caption: str
+    status: str  # PASSED when the data is there to draw, NOT_CHECKED otherwise
+    reason: str = ""
+    data: dict = field(default_factory=dict)
+
+
+@dataclass
+class Report:
+    run: dict  # mode, seed, only, layers, plan: what this run did
+    claims: list[ClaimEvidence]
+    kernels: KernelSummary
+    audit: AuditEvidence
+    figures: list[FigureData]
+    environment: dict
+    timings: dict = field(default_factory=dict)  # generated_at and seconds: the only run-dependent part
+
+    @property
+    def failing(self) -> list[str]:
+        failing = [c.id for c in self.claims if c.verdict == FAILED]
+        # Kernel invariants that no claim owns still fail the run; name them after the claims.
+        failing += sorted({f"kernels:{c.invariant}" for c in self.kernels.failures if c.claim_id is None})
+        return failing
+
+    @property
+    def passed(self) -> bool:
+        return not self.failing
+
+    def summary(self) -> dict:
+        layers = {}
+        for name in LAYERS:
+            counts = {PASSED: 0, FAILED: 0, NOT_CHECKED: 0}
+            for c in self.claims:
+                counts[c.layer(name).status] += 1
+            layers[name] = counts
+        verdicts = [c.verdict for c in self.claims]
+        return {
+            "claims": len(self.claims),
+            "passed": verdicts.count(PASSED),
+            "failed": verdicts.count(FAILED),
+            "not_checked": verdicts.count(NOT_CHECKED),
+            "layers": layers,
+            "failing": self.failing,
+            "verdict": PASSED if self.passed else FAILED,
+        }
+
+    def figure(self, name: str) -> FigureData | None:
+        return next((f for f in self.figures if f.name == name), None)
+
+
+def plain(value: Any) -> Any:
+    """JSON-ready copy: dataclasses to dicts, NumPy scalars/arrays to Python, non-finite floats to strings.
+
+    Strict JSON has no NaN or infinity; writing them as "nan"/"inf" keeps the number's meaning.
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if hasattr(value, "tolist"):  # NumPy arrays and scalars, torch tensors
+        return plain(value.tolist())
+    if isinstance(value, float) or hasattr(value, "__float__"):
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            return str(value)
+        if math.isfinite(f):
+            return f
+        return "nan" if math.isnan(f) else ("inf" if f > 0 else "-inf")
+    return str(value)

@@ -1,0 +1,139 @@
+"""The report's figures as SVG, drawn from finished data (``FigureData.data``); nothing is computed here.
+
+Matplotlib runs on its Agg backend (no display needed). The SVGs keep text as text and carry
+no date, and their element ids are prefixed per figure, so several can sit inline in one page.
+"""
+from __future__ import annotations
+
+import io
+import re
+
+_COLORS = {"float32": "#1f77b4", "float16": "#d62728", "bfloat16": "#2ca02c", "float64": "#7f7f7f"}
+_SCALINGS = (("none", "no scaling", "#d62728"), ("sqrt_dk", "÷ √d_k", "#1f77b4"), ("dk", "÷ d_k", "#2ca02c"))
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "attention-proofs", "font.size": 9,
+                         "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True,
+                         "grid.alpha": 0.3, "figure.dpi": 100})
+    return plt
+
+
+def _svg(fig, prefix: str) -> str:
+    plt = _pyplot()
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]  # drop the XML declaration and DOCTYPE: the SVG goes inline
+    # Matplotlib's ids repeat across figures; one page holds several, so make them unique.
+    svg = re.sub(r'id="([^"]+)"', rf'id="{prefix}-\1"', svg)
+    svg = re.sub(r'(href="#|url\(#)([^")]+)', rf"\1{prefix}-\2", svg)
+    return svg
+
+
+def variance(data: dict, prefix: str = "variance") -> str:
+    plt = _pyplot()
+    rows = data["rows"]
+    d = [r["d_k"] for r in rows]
+    est = [r["estimate"] for r in rows]
+    low = [r["estimate"] - r["ci"][0] for r in rows]
+    high = [r["ci"][1] - r["estimate"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    ax.plot(d, d, color="#444", lw=1, label="derived: Var(q·k) = d_k")
+    ax.errorbar(d, est, yerr=[low, high], fmt="o", ms=4, capsize=3, color="#1f77b4",
+                label=f"sample variance, CI ({data['n_samples']:,} samples each)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("d_k")
+    ax.set_ylabel("Var(q·k)")
+    ax.legend(loc="upper left")
+    return _svg(fig, prefix)
+
+
+def histograms(data: dict, prefix: str = "histograms") -> str:
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(7.6, 3.2))
+    for ax, panel, color in zip(axes, data["panels"], ("#d62728", "#1f77b4")):
+        ax.stairs(panel["counts"], panel["edges"], fill=True, color=color, alpha=0.6)
+        ax.set_title(f"{panel['label']}  (sample std {panel['std']:.3g})")
+        ax.set_xlabel("score")
+    axes[0].set_ylabel(f"count of {data['n_samples']:,}")
+    return _svg(fig, prefix)
+
+
+def saturation(data: dict, prefix: str = "saturation") -> str:
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(9.6, 3.2))
+    quantities = (("max_weight", "mean max weight"), ("entropy", "mean entropy (nats)"),
+                  ("jacobian_fro", "mean ‖J‖_F"))
+    for ax, (key, label) in zip(axes, quantities):
+        for scaling, name, color in _SCALINGS:
+            curve = data["curves"].get(scaling)
+            if curve is not None:
+                ax.plot(data["d_ks"], curve[key], "o-", ms=3, color=color, label=name)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("d_k")
+        ax.set_title(label)
+    axes[0].legend()
+    return _svg(fig, prefix)
+
+
+def kernel_error(data: dict, prefix: str = "kernel-error") -> str:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for dtype in sorted({r["dtype"] for r in data["records"]}):
+        rows = sorted((r for r in data["records"] if r["dtype"] == dtype), key=lambda r: r["n"])
+        color = _COLORS.get(dtype, "#555")
+        n = [r["n"] for r in rows]
+        ax.plot(n, [r["error"] for r in rows], "o-", ms=4, color=color, label=f"{dtype} error")
+        ax.plot(n, [r["bound"] for r in rows], "--", color=color, lw=1, label=f"{dtype} bound")
+        bad = [r for r in rows if not r["passed"]]
+        if bad:
+            ax.plot([r["n"] for r in bad], [r["error"] for r in bad], "x", ms=9, color="black")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length N")
+    ax.set_ylabel("max |error| against float64")
+    ax.legend(ncol=3, fontsize=7, loc="lower right")
+    return _svg(fig, prefix)
+
+
+def online_softmax(data: dict, prefix: str = "online-softmax") -> str:
+    plt = _pyplot()
+    fig, (ax_m, ax_l) = plt.subplots(1, 2, figsize=(7.6, 3.2))
+    blocks = list(range(1, len(data["running_max"]) + 1))
+    ax_m.step(blocks, data["running_max"], where="post", color="#1f77b4", marker="o", ms=3)
+    ax_m.axhline(data["direct_max"], ls="--", color="#444", lw=1)
+    ax_m.set_title("running max m")
+    ax_l.step(blocks, data["running_sum"], where="post", color="#d62728", marker="o", ms=3)
+    ax_l.axhline(data["direct_sum"], ls="--", color="#444", lw=1)
+    ax_l.set_title("running sum l = Σ exp(s − m)")
+    for ax in (ax_m, ax_l):
+        ax.set_xlabel(f"key blocks seen (block size {data['block_size']})")
+    return _svg(fig, prefix)
+
+
+DRAW = {"variance": variance, "histograms": histograms, "saturation": saturation,
+        "kernel-error": kernel_error, "online-softmax": online_softmax}
+
+
+def draw_all(figures) -> tuple[dict[str, str], dict[str, str]]:
+    """SVG text for every figure whose data is there, and why any other could not be drawn."""
+    from proofs.report.model import PASSED
+
+    svgs, problems = {}, {}
+    for f in figures:
+        if f.status != PASSED:
+            problems[f.name] = f.reason
+            continue
+        try:
+            svgs[f.name] = DRAW[f.name](f.data, prefix=f"fig-{f.name}")
+        except Exception as exc:  # malformed data from a layer must not sink the whole report
+            problems[f.name] = f"could not draw the figure: {type(exc).__name__}: {exc}"
+    return svgs, problems

@@ -1,0 +1,84 @@
+"""Atomic writing of a report directory.
+
+Every file is first written into a hidden staging directory beside the target, and only a
+complete staging directory is renamed into place, so an interrupted run never leaves a
+half-written report: the target holds either the earlier report or the new one.
+
+A directory is written into only when it is missing, empty, or holds an earlier report
+(its marker file or ``report.json`` says so); anything else needs ``force=True``, and then only the
+report's own entries are replaced, each by an atomic rename, and nothing else is touched.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from proofs.report.jsonout import FORMAT
+
+MARKER = ".attention-proofs-report"  # written with every report, whatever its formats
+# The entries a report directory holds; with these only, the directory is swapped whole.
+REPORT_ENTRIES = frozenset({"index.html", "report.md", "report.json", "figures", MARKER})
+
+
+class RefusedError(ValueError):
+    """The target directory holds something other than an earlier report."""
+
+
+def holds_report(directory: Path) -> bool:
+    if (directory / MARKER).is_file():
+        return True
+    try:
+        doc = json.loads((directory / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("format", "").split("/")[0] == FORMAT.split("/")[0]
+
+
+def write_report(out: str | os.PathLike, files: dict[str, str | bytes], *, force: bool = False) -> Path:
+    """Write ``files`` (relative path → content) as the directory ``out``; returns its path."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise RefusedError(f"--out {out} exists and is not a directory")
+    existing = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    if existing and not holds_report(out) and not force:
+        shown = ", ".join(existing[:5]) + (", …" if len(existing) > 5 else "")
+        raise RefusedError(f"--out {out} is not empty ({shown}) and holds no earlier report; "
+                           "choose another directory or pass --force to write the report's files into it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        for rel, content in {**files, MARKER: FORMAT + "\n"}.items():
+            path = staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            data = content.encode("utf-8") if isinstance(content, str) else content
+            with open(path, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        staging.chmod(0o755)  # mkdtemp makes it private; a report is for reading
+        if not existing:
+            os.rename(staging, out)  # replaces a missing or empty directory in one step
+        elif set(existing) <= REPORT_ENTRIES:
+            _swap(staging, out)
+        else:
+            for entry in sorted(os.listdir(staging)):
+                _swap(staging / entry, out / entry)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return out
+
+
+def _swap(new: Path, target: Path) -> None:
+    """Put ``new`` where ``target`` is. Files go in by one atomic rename; a directory by two
+    (the old one aside, the new one in), so ``target`` is never a mixture of the two."""
+    if new.is_file() or not target.exists():
+        os.replace(new, target)
+        return
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
+    os.rename(target, old)
+    os.rename(new, target)
+    shutil.rmtree(old, ignore_errors=True)
