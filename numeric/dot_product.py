@@ -1,0 +1,194 @@
+"""Monte Carlo confirmations of the dot-product claims: moments of q·k and what scaling does.
+
+Every d_k of a sweep comes from one nested draw (q·k over the first d components of vectors of
+length max d_k), so a sweep costs one draw at its largest d_k; Holm's correction holds under
+the dependence this creates.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+
+from numeric import arguments, derived, sampling
+from numeric.evidence import Confirmation, from_test, sweep
+from numeric.statistics import Moments, mean_test, variance_power, variance_test
+
+DEFAULT_SAMPLES = 1_000_000
+SWEEP_D_KS = tuple(2**i for i in range(13))  # 1, 2, 4, …, 4096
+POWER_ERROR = 0.02  # the claim error whose rejection chance every variance test reports
+
+
+
+
+def _score_details(claim_id, d_ks, n, seed, q, k, alpha, *, divisor: Callable, claimed_variance: Callable,
+                   claimed_mean: Callable | None, label: str, threads, memory_budget) -> list[Confirmation]:
+    """Sample q·k / divisor(d_k) for every d_k in one nested draw and test mean and variance."""
+    d_ks = tuple(sorted(set(arguments.dimensions(d_ks, "d_k"))))
+    scale = 1.0 / np.array([float(divisor(d)) for d in d_ks])[:, None]  # (len(d_ks), 1)
+    parts = sampling.dot_products(d_ks, n, seed, q, k, lambda s: Moments.of(s * scale),
+                                  threads=threads, memory_budget=memory_budget)
+    moments = Moments.combine(parts)
+    n_tests = len(d_ks) * (2 if claimed_mean else 1)
+    details = []
+    for i, d in enumerate(d_ks):
+        m = moments[i]
+        v = variance_test(m, float(claimed_variance(d)), alpha)
+        power = variance_power(v.std_error, POWER_ERROR, alpha / n_tests)  # Holm's first, strictest threshold
+        details.append(from_test(claim_id, f"Var({label}) at d_k = {d}", v, alpha, power))
+        if claimed_mean:
+            details.append(from_test(claim_id, f"E[{label}] at d_k = {d}", mean_test(m, float(claimed_mean(d)), alpha),
+                                      alpha))
+    return details
+
+
+def _claimed_in_d_k(claimed, default: Callable) -> Callable:
+    if claimed is None:
+        return default
+    return derived.as_function_of_d_k(claimed)
+
+
+def _components(distribution, mean, variance, nu, which) -> sampling.Components:
+    arguments.real(mean, f"mean_{which}")
+    arguments.variance(variance, f"var_{which}")
+    return sampling.Components(arguments.distribution(distribution), float(mean), float(variance),
+                               arguments.nu(nu) if distribution == "student-t" else float(nu))
+
+
+def confirm_dot_product_variance(d_k, *, n_samples=DEFAULT_SAMPLES, seed=0, distribution="normal", mean_q=0,
+                                 mean_k=0, var_q=1, var_k=1, claimed=None, alpha=0.001, nu=sampling.DEFAULT_NU,
+                                 threads=None, memory_budget=sampling.MEMORY_BUDGET) -> Confirmation:
+    """Var(q·k) at one d_k against the value derived in ``proofs`` (or ``claimed``, a number)."""
+    started = time.perf_counter()
+    d_k = arguments.positive_int(d_k, "d_k")
+    n_samples, seed, alpha = arguments.n_samples(n_samples), arguments.seed(seed), arguments.alpha(alpha)
+    q = _components(distribution, mean_q, var_q, nu, "q")
+    k = _components(distribution, mean_k, var_k, nu, "k")
+    standard = (q.mean, k.mean, q.variance, k.variance) == (0, 0, 1, 1)
+    claim_id = "dot-product-variance" if standard else "dot-product-moments"
+    _, general_variance = derived.dot_product_moments()
+    value = (derived.in_d_k("dot-product-variance", "variance")(d_k) if standard
+             else general_variance(d_k, q.mean, k.mean, q.variance, k.variance))
+    if claimed is not None:
+        value = arguments.real(claimed, "claimed")
+    [detail] = _score_details(claim_id, (d_k,), n_samples, seed, q, k, alpha, divisor=lambda d: 1,
+                              claimed_variance=lambda d: value, claimed_mean=None, label="q·k",
+                              threads=threads, memory_budget=memory_budget)
+    detail.description = (f"Var(q·k) = {value:.6g} at d_k = {d_k}, {distribution} components "
+                           f"(μ_q = {q.mean}, μ_k = {k.mean}, σ_q² = {q.variance}, σ_k² = {k.variance})")
+    detail.seconds = time.perf_counter() - started
+    return detail
+
+
+def _dot_product_sweep(claim_id, *, divisor, variance_key, mean_key, label, n_samples, seed, alpha, d_ks,
+                       distribution, nu, claimed, threads, memory_budget) -> Confirmation:
+    started = time.perf_counter()
+    n_samples, seed, alpha = arguments.n_samples(n_samples), arguments.seed(seed), arguments.alpha(alpha)
+    comp = _components(distribution, 0, 1, nu, "q")
+    claimed_var = _claimed_in_d_k(claimed, derived.in_d_k(claim_id, variance_key))
+    claimed_mean = derived.in_d_k(claim_id, mean_key) if mean_key else None
+    details = _score_details(claim_id, d_ks, n_samples, seed, comp, comp, alpha, divisor=divisor,
+                             claimed_variance=claimed_var, claimed_mean=claimed_mean, label=label,
+                             threads=threads, memory_budget=memory_budget)
+    return sweep(claim_id, f"{label} with {distribution} components over d_k in {list(d_ks)}", details, alpha,
+                  started, n_samples)
+
+
+def _dot_product_variance(*, n_samples=None, seed=0, alpha=0.001, d_ks=SWEEP_D_KS, distribution="normal",
+                          nu=sampling.DEFAULT_NU, claimed=None, threads=None, memory_budget=sampling.MEMORY_BUDGET):
+    """E[q·k] = 0 and Var(q·k) = d_k over the sweep; ``claimed`` may replace the variance (a SymPy
+    expression in d_k, e.g. ``1.02 * d_k`` to watch a wrong claim be rejected)."""
+    return _dot_product_sweep("dot-product-variance", divisor=lambda d: 1, variance_key="variance", mean_key="mean",
+                              label="q·k", n_samples=n_samples or DEFAULT_SAMPLES, seed=seed, alpha=alpha, d_ks=d_ks,
+                              distribution=distribution, nu=nu, claimed=claimed, threads=threads,
+                              memory_budget=memory_budget)
+
+
+def _scaled(claim_id, divisor, label):
+    def run(*, n_samples=None, seed=0, alpha=0.001, d_ks=SWEEP_D_KS, distribution="normal", nu=sampling.DEFAULT_NU,
+            claimed=None, threads=None, memory_budget=sampling.MEMORY_BUDGET):
+        return _dot_product_sweep(claim_id, divisor=divisor, variance_key="variance", mean_key=None, label=label,
+                                  n_samples=n_samples or 200_000, seed=seed, alpha=alpha, d_ks=d_ks,
+                                  distribution=distribution, nu=nu, claimed=claimed, threads=threads,
+                                  memory_budget=memory_budget)
+    run.__doc__ = f"Var({label}) against the derived value over the d_k sweep."
+    return run
+
+
+MOMENT_POINTS = (  # (μ_q, μ_k, σ_q², σ_k²): non-zero means, unequal variances
+    (0.5, -1.0, 2.0, 0.5),
+    (1.0, 1.0, 1.0, 1.0),
+    (-0.25, 2.0, 0.25, 3.0),
+)
+
+
+def _moments_sweep(claim_id, distributions, points, *, n_samples, seed, alpha, d_ks, nu, threads, memory_budget):
+    started = time.perf_counter()
+    n_samples, seed, alpha = arguments.n_samples(n_samples), arguments.seed(seed), arguments.alpha(alpha)
+    mean_of, variance_of = derived.dot_product_moments()
+    details = []
+    for di, dist in enumerate(distributions):
+        for pi, (mq, mk, vq, vk) in enumerate(points):
+            q, k = _components(dist, mq, vq, nu, "q"), _components(dist, mk, vk, nu, "k")
+            part = _score_details(claim_id, d_ks, n_samples, seed + 1000 * di + pi, q, k, alpha,
+                                  divisor=lambda d: 1,
+                                  claimed_variance=lambda d: variance_of(d, q.mean, k.mean, q.variance, k.variance),
+                                  claimed_mean=lambda d: mean_of(d, q.mean, k.mean, q.variance, k.variance),
+                                  label="q·k", threads=threads, memory_budget=memory_budget)
+            for d in part:
+                d.description += f", {dist}, (μ_q, μ_k, σ_q², σ_k²) = {(mq, mk, vq, vk)}"
+            details += part
+    return sweep(claim_id, f"E and Var of q·k at non-zero means, {', '.join(distributions)} components",
+                  details, alpha, started, n_samples)
+
+
+def _dot_product_moments(*, n_samples=None, seed=0, alpha=0.001, d_ks=(1, 8, 64), distribution="normal",
+                         nu=sampling.DEFAULT_NU, points=MOMENT_POINTS, threads=None,
+                         memory_budget=sampling.MEMORY_BUDGET):
+    return _moments_sweep("dot-product-moments", (distribution,), points, n_samples=n_samples or 200_000, seed=seed,
+                          alpha=alpha, d_ks=d_ks, nu=nu, threads=threads, memory_budget=memory_budget)
+
+
+def _distribution_free(*, n_samples=None, seed=0, alpha=0.001, d_ks=(1, 8, 64),
+                       distributions=arguments.DISTRIBUTIONS, nu=sampling.DEFAULT_NU, points=MOMENT_POINTS[:1],
+                       threads=None, memory_budget=sampling.MEMORY_BUDGET):
+    for dist in distributions:
+        arguments.distribution(dist, "distributions")
+    return _moments_sweep("dot-product-distribution-free", tuple(distributions), points,
+                          n_samples=n_samples or 200_000, seed=seed, alpha=alpha, d_ks=d_ks, nu=nu, threads=threads,
+                          memory_budget=memory_budget)
+
+
+scaled_score_unit_variance = _scaled("scaled-score-unit-variance", lambda d: np.sqrt(d), "q·k/√d_k")
+dk_scaling_trap = _scaled("dk-scaling-trap", lambda d: d, "q·k/d_k")
+dot_product_variance = _dot_product_variance
+dot_product_moments = _dot_product_moments
+distribution_free = _distribution_free
+
+
+def prescaled_query(*, n_cases=300, seed=0, alpha=0.001) -> Confirmation:
+    """(sQ)Kᵀ computed in float64 against the derived s(QKᵀ), evaluated from its SymPy result."""
+    from numeric.evidence import exact
+
+    started = time.perf_counter()
+    n_cases, seed, alpha = arguments.positive_int(n_cases, "n_cases"), arguments.seed(seed), arguments.alpha(alpha)
+    f, (n_q, n_k, d) = derived.prescaled_scores()
+    rng = np.random.default_rng(seed)
+    u = np.finfo(np.float64).eps / 2
+    worst = (0.0, 1.0)
+    for _ in range(n_cases):
+        Q, K = rng.normal(size=(n_q, d)) * 10, rng.normal(size=(n_k, d)) * 10  # (n_q, d), (n_k, d)
+        s = float(10.0 ** rng.uniform(-3, 3))
+        want = np.array(f(s, *Q.ravel(), *K.ravel()), dtype=np.float64)  # (n_q, n_k)
+        got = (s * Q) @ K.T  # (n_q, n_k)
+        # Both sides are d-term dot products with one extra scaling: each entry errs by at most
+        # (d + 2)u · s·|Q||K|ᵀ (the standard dot-product rounding bound, twice).
+        bound = 2 * (d + 2) * u * s * (np.abs(Q) @ np.abs(K).T)
+        ratio = np.max(np.abs(got - want) / bound)
+        if ratio > worst[0] / worst[1]:
+            worst = (float(np.max(np.abs(got - want))), float(np.max(bound)))
+    out = exact("prescaled-query", f"(sQ)Kᵀ = s(QKᵀ) in float64 on {n_cases} random ({n_q}×{d})·({n_k}×{d})ᵀ "
+                "cases, |s| from 1e-3 to 1e3 (bound 2(d + 2)u·s|Q||K|ᵀ)", worst[0], worst[1], n_cases, alpha)
+    out.seconds = time.perf_counter() - started
+    return out

@@ -1,0 +1,80 @@
+"""The evidence object, :class:`Confirmation`, and how many tests become one verdict.
+
+Statistical claims carry an estimate,
+a confidence interval, a p-value for "the derived value holds" and a verdict at ``alpha``;
+sweeps hold one detail per parameter point and correct with Holm's step-down method, so the
+chance that a true claim is rejected anywhere in the sweep is at most ``alpha``.
+Floating-point claims (an identity evaluated in float64) carry no p-value: their verdict is the
+worst error against a stated rounding bound (``tolerance``).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from numeric.statistics import holm
+
+
+@dataclass
+class Confirmation:
+    claim_id: str
+    description: str
+    estimate: float
+    ci: tuple[float, float]
+    p_value: float | None  # None: a floating-point check, judged against ``tolerance``
+    confirmed: bool
+    n_samples: int
+    seconds: float
+    alpha: float
+    claimed: float | None = None
+    power: float | None = None  # chance to reject a variance claim off by 2% (worst over details)
+    tolerance: float | None = None
+    details: list["Confirmation"] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        verdict = "confirmed" if self.confirmed else "REJECTED"
+        p = "" if self.p_value is None else f", p = {self.p_value:.3g}"
+        return (f"{self.claim_id}: {verdict} (estimate {self.estimate:.6g}, CI [{self.ci[0]:.6g}, {self.ci[1]:.6g}]"
+                f"{p}, n = {self.n_samples}, {self.seconds:.2f} s) — {self.description}")
+
+
+# --------------------------------------------------------------------------- assembling verdicts
+
+
+def from_test(claim_id, description, test, alpha, power=None) -> Confirmation:
+    return Confirmation(claim_id, description, test.estimate, test.ci, test.p_value, not test.rejects(alpha),
+                        test.n, 0.0, alpha, test.claimed, power)
+
+
+def exact(claim_id, description, error: float, tolerance: float, n: int, alpha: float) -> Confirmation:
+    ok = bool(np.isfinite(error) and error <= tolerance)
+    return Confirmation(claim_id, description, float(error), (float(error), float(error)), None, ok, n, 0.0, alpha,
+                        0.0, None, float(tolerance))
+
+
+def sweep(claim_id, description, details: list[Confirmation], alpha, started, n_samples=None) -> Confirmation:
+    """One verdict for many details: Holm over the statistical ones, all exact ones must pass.
+
+    Details keep their raw p-values; their ``confirmed`` is re-decided by the Holm-adjusted p."""
+    stat = [d for d in details if d.p_value is not None]
+    exact = [d for d in details if d.p_value is None]
+    ok = all(d.confirmed for d in exact)
+    if stat:
+        adjusted, rejected = holm([d.p_value for d in stat], alpha)
+        for d, adj, rej in zip(stat, adjusted, rejected):
+            d.confirmed = not rej
+            d.description += f" (Holm-adjusted p = {adj:.3g} over {len(stat)} tests)"
+        worst = stat[int(np.argmin(adjusted))]
+        p_value, ok = float(adjusted.min()), ok and not rejected.any()
+    else:
+        worst, p_value = max(exact, key=lambda d: d.estimate / d.tolerance if d.tolerance else d.estimate), None
+    powers = [d.power for d in details if d.power is not None]
+    out = Confirmation(claim_id, description, worst.estimate, worst.ci, p_value, bool(ok),
+                       n_samples if n_samples is not None else max(d.n_samples for d in details),
+                       time.perf_counter() - started, alpha, worst.claimed, min(powers) if powers else None,
+                       worst.tolerance, details)
+    return out
+
+
