@@ -17,7 +17,8 @@ from kernels.flash import runtime
 from kernels.flash.api import _check_inputs
 from kernels.flash.forward import head_block
 
-COMBINE_BLOCK_D = 64  # head-dim slice per combine program: bounds its registers at 128 splits
+COMBINE_BLOCK_D = 64  # head-dim slice per combine program
+COMBINE_TILE = 8192  # float32 workspace entries per combine program: 64 registers a thread at 4 warps
 
 
 def _check(q, k, v, is_causal, scale, enable_gqa, num_splits, return_lse):
@@ -64,11 +65,14 @@ def partials(q, k, v, m_ws, l_ws, acc_ws, *, is_causal: bool, scale: float, num_
 def combine(m_ws, l_ws, acc_ws, out, lse):
     """Merge each row's S states into out (R, D) and the natural-log lse (R,) in float32."""
     rows, splits, d = acc_ws.shape
+    block_s = max(2, triton.next_power_of_2(splits))
     block_d = min(COMBINE_BLOCK_D, head_block(d))
-    grid = (rows, triton.cdiv(d, block_d))
+    # Rows per program: as many as keep a (rows, splits, head-dim slice) tile within the budget.
+    block_r = max(1, min(triton.next_power_of_2(rows), COMBINE_TILE // (block_s * block_d)))
+    grid = (triton.cdiv(rows, block_r), triton.cdiv(d, block_d))
     combine_partials[grid](
-        m_ws, l_ws, acc_ws, out, lse, *out.stride(), splits,
-        HEAD_DIM=d, BLOCK_S=max(2, triton.next_power_of_2(splits)), BLOCK_D=block_d, num_warps=4,
+        m_ws, l_ws, acc_ws, out, lse, *out.stride(), rows, splits,
+        HEAD_DIM=d, BLOCK_R=block_r, BLOCK_S=block_s, BLOCK_D=block_d, num_warps=4,
     )
 
 

@@ -56,7 +56,9 @@ def num_splits_for(nq: int, nk: int, *, batch: int = 1, q_heads: int = 1, kv_hea
 
 
 def should_split(nq: int, nk: int, *, batch: int = 1, q_heads: int = 1, kv_heads: int = 1,
-                 is_causal: bool = False, device="cpu") -> bool:
-    """True when ``flash_decode`` should serve a forward call instead of the unsplit kernel."""
+                 is_causal: bool = False, device="cpu", sms: int | None = None) -> bool:
+    """True when ``flash_decode`` should serve a forward call instead of the unsplit kernel.
+    ``sms`` defaults to the device's multiprocessor count (None on CPU: never split)."""
+    sms = sm_count(device) if sms is None else sms
     return _auto and num_splits_for(nq, nk, batch=batch, q_heads=q_heads, kv_heads=kv_heads,
-                                    is_causal=is_causal, sms=sm_count(device)) > 1
+                                    is_causal=is_causal, sms=sms) > 1

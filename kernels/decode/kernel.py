@@ -89,30 +89,34 @@ def split_kv_partials(
 @triton.jit
 def combine_partials(
     M_ws, L_ws, Acc_ws, Out, Lse,
-    stride_or, stride_od, num_splits,
-    HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
+    stride_or, stride_od, n_rows, num_splits,
+    HEAD_DIM: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    row = tl.program_id(0)  # one query row (b, hq, i)
-    pid_d = tl.program_id(1)  # one slice of the head dim
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)  # (BLOCK_R,) query rows (b, h_q, i)
     offs_s = tl.arange(0, BLOCK_S)
-    s_ok = offs_s < num_splits
-    offs_d = pid_d * BLOCK_D + tl.arange(0, BLOCK_D)
-    d_ok = offs_d < HEAD_DIM
+    offs_d = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)  # one slice of the head dim
+    state_ok = (rows[:, None] < n_rows) & (offs_s[None, :] < num_splits)  # (BLOCK_R, BLOCK_S)
+    state = rows[:, None] * num_splits + offs_s[None, :]  # (BLOCK_R, BLOCK_S)
 
-    m = tl.load(M_ws + row * num_splits + offs_s, mask=s_ok, other=float("-inf"))  # (BLOCK_S,)
-    l = tl.load(L_ws + row * num_splits + offs_s, mask=s_ok, other=0.0)  # (BLOCK_S,)
-    big_m = tl.max(m, 0)
-    # All key ranges empty (impossible through flash_decode: every row sees key 0) would
-    # make the reference −∞; rescale against 0 there so the identity states stay NaN-free.
+    m = tl.load(M_ws + state, mask=state_ok, other=float("-inf"))  # (BLOCK_R, BLOCK_S)
+    l = tl.load(L_ws + state, mask=state_ok, other=0.0)
+    big_m = tl.max(m, 1)  # (BLOCK_R,) the merge reference M
+    # A row whose splits are all empty (impossible through flash_decode: every row sees key 0)
+    # would have M = −∞; rescale against 0 there so the identity states stay NaN-free.
     ref = tl.where(big_m == float("-inf"), 0.0, big_m)
-    w = tl.exp(m - ref)  # (BLOCK_S,) e^{m_s − M}; exactly 0 for an identity state
-    l_sum = tl.sum(w * l, 0)
-    acc = tl.load(Acc_ws + (row * num_splits + offs_s[:, None]) * HEAD_DIM + offs_d[None, :],
-                  mask=s_ok[:, None] & d_ok[None, :], other=0.0)  # (BLOCK_S, BLOCK_D)
-    acc_sum = tl.sum(w[:, None] * acc, 0)  # (BLOCK_D,)
-    # l > 0 whenever some key range saw a key; a row that saw none gets o = 0, lse = −∞.
-    has_keys = l_sum > 0
-    o = tl.where(has_keys, acc_sum / tl.where(has_keys, l_sum, 1.0), 0.0)
-    tl.store(Out + row * stride_or + offs_d * stride_od, o.to(Out.dtype.element_ty), mask=d_ok)
-    lse = tl.where(has_keys, big_m + tl.log(tl.where(has_keys, l_sum, 1.0)), float("-inf"))
-    tl.store(Lse + row, lse, mask=pid_d == 0)
+    w = tl.exp(m - ref[:, None])  # (BLOCK_R, BLOCK_S) e^{m_s − M}; exactly 0 for an identity state
+    l_sum = tl.sum(w * l, 1)  # (BLOCK_R,)
+    acc_ok = state_ok[:, :, None] & (offs_d[None, None, :] < HEAD_DIM)
+    acc = tl.load(Acc_ws + state[:, :, None] * HEAD_DIM + offs_d[None, None, :], mask=acc_ok,
+                  other=0.0)  # (BLOCK_R, BLOCK_S, BLOCK_D)
+    acc_sum = tl.sum(w[:, :, None] * acc, 1)  # (BLOCK_R, BLOCK_D)
+    # l > 0 whenever some split saw a key; a row that saw none gets o = 0 and lse = −∞.
+    seen = l_sum > 0.0
+    l_safe = tl.where(seen, l_sum, 1.0)
+    o = acc_sum / l_safe[:, None]  # (BLOCK_R, BLOCK_D)
+    row_ok = rows < n_rows
+    tl.store(Out + rows[:, None] * stride_or + offs_d[None, :] * stride_od, o.to(Out.dtype.element_ty),
+             mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM))
+    if tl.program_id(1) == 0:  # one head-dim slice writes the lse
+        lse = tl.where(seen, big_m + tl.log(l_safe), float("-inf"))  # (BLOCK_R,) natural log
+        tl.store(Lse + rows, lse, mask=row_ok)
