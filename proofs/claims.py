@@ -41,6 +41,13 @@ def _seed(file: str, quote: str) -> SeedPassage:
 _DOT = "proofs.theorems.dot_product"
 _SOFT = "proofs.theorems.softmax"
 _ONLINE = "proofs.theorems.online_softmax"
+_BACKWARD = "proofs.theorems.backward"
+_SCORES = "proofs.theorems.real_scores"
+_PROJ = "proofs.theorems.projections"
+_MASK = "proofs.theorems.masking"
+_GQA = "proofs.theorems.gqa"
+_LIMITS = "proofs.theorems.scale_limits"
+_WORKED = "proofs.theorems.worked_examples"
 
 CLAIMS: tuple[Claim, ...] = (
     Claim("dot-product-moments", "Moments of the dot product",
@@ -126,6 +133,88 @@ CLAIMS: tuple[Claim, ...] = (
           ("real scores",),
           (_seed(SEED_SELF_ATTENTION, "computing softmax normalization on-the-fly"),),
           f"{_ONLINE}:logsumexp_merge", "online-softmax"),
+    # ---- extended derivations (issue 3) ----------------------------------------------------------------
+    Claim("attention-backward", "Backward pass of attention",
+          "dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − D) with D_i = Σ_j P_ij dP_ij = Σ_c dO_ic O_ic, "
+          "dQ = scale·dS K, dK = scale·dSᵀ Q.",
+          ("S = scale·QKᵀ, P = softmax(S) by rows, O = PV", "upstream gradient dO"),
+          (_seed(SEED_SELF_ATTENTION, "preserving healthy gradient flow during stochastic gradient descent"),
+           _seed(SEED_WITH_WEIGHTS, "halting backpropagation through the entire attention block")),
+          f"{_BACKWARD}:attention_backward", "backward"),
+    Claim("self-attention-score-moments", "Scores of one token are not independent products",
+          "For q = W_Qᵀx, k = W_Kᵀx, x ~ N(0, I_n): q·k = xᵀMx with M = W_Q W_Kᵀ, E = tr M and "
+          "Var = tr(MMᵀ) + tr(M²); W_Q = W_K gives E = ‖W‖_F² ≠ 0.",
+          ("x ~ N(0, I_n)", "Isserlis' theorem (checked on all index tuples for n = 3)"),
+          (_seed(SEED_WITH_WEIGHTS, "q = x W_Q, k = x W_K, v = x W_V"),
+           _seed(SEED_SELF_ATTENTION, "be independent and identically distributed (i.i.d.) random variables")),
+          f"{_SCORES}:self_attention_score_moments", "real-scores"),
+    Claim("distinct-token-score-moments", "Scores of two independent tokens",
+          "For q = W_Qᵀx, k = W_Kᵀy with x, y ~ N(0, I_n) independent: E[q·k] = 0, Var(q·k) = tr(MMᵀ); "
+          "orthonormal columns recover the seeds' Var = d_k.",
+          ("x, y ~ N(0, I_n) independent",),
+          (_seed(SEED_WITH_WEIGHTS, "qᵢ = xᵢ W_Q and kⱼ = xⱼ W_K use different weight matrices"),),
+          f"{_SCORES}:distinct_token_score_moments", "real-scores"),
+    Claim("projection-shapes", "Projections keep batch and sequence dimensions",
+          "[B, T, d_model]·[d_model, d_k] → [B, T, d_k]; output row (b, t) depends on token (b, t) only.",
+          ("X ∈ ℝ^{B×T×d_model}, W ∈ ℝ^{d_model×d_k}",),
+          (_seed(SEED_WITH_WEIGHTS, "[B, T, d] × [d, d] = [B, T, d]: The batch and sequence dimensions remain "
+                                    "untouched"),),
+          f"{_PROJ}:projection_shapes", "projections"),
+    Claim("fused-qkv-projection", "Fused QKV projection equals three projections",
+          "X·[W_Q | W_K | W_V] (+ [b_Q | b_K | b_V]) sliced into blocks equals (XW_Q, XW_K, XW_V) (+ biases).",
+          ("block slicing [:d_k], [d_k:2d_k], [2d_k:]",),
+          (_seed(SEED_WITH_WEIGHTS, "This result is then sliced in memory into Q, K, V"),),
+          f"{_PROJ}:fused_qkv_projection", "projections"),
+    Claim("projection-parameter-count", "Projection parameter counts",
+          "One projection has d_model·d_k parameters (+ d_k with bias); Q, K, V together 3·d_model·d_k; "
+          "GPT-2 small (d_model = 768): 589,824 per matrix, 1,769,472 for Q, K and V.",
+          ("dense projections",),
+          (_seed(SEED_WITH_WEIGHTS, "Total QKV Parameters = 3 × 589,824 = 1,769,472 parameters"),),
+          f"{_PROJ}:projection_parameter_count", "projections"),
+    Claim("score-asymmetry", "When are attention scores symmetric?",
+          "S = X W_Q W_Kᵀ Xᵀ is symmetric for every X exactly when W_Q W_Kᵀ is symmetric; W_Q = W_K is the "
+          "symmetry trap; the seed's W_Q, W_K give S_12 = 2 ≠ S_21 = 6.",
+          ("real matrices",),
+          (_seed(SEED_WITH_WEIGHTS, "If q = x and k = x, then compatibility s_(i, j) = xᵢ · xⱼ = xⱼ · xᵢ = s_(j, i)"),),
+          f"{_PROJ}:score_asymmetry", "projections"),
+    Claim("causal-mask-top-left", "Causal mask, top-left aligned (PyTorch is_causal)",
+          "With M_ij = −∞ for j > i, row i of the masked softmax is the softmax over keys j ≤ i, and o_i has zero "
+          "derivative in k_j, v_j for j > i.",
+          ("N_q ≤ N_k",),
+          (_seed(SEED_SELF_ATTENTION, "Optional Causal Mask M_ij = -inf (j > i)"),),
+          f"{_MASK}:causal_mask_top_left", "masking"),
+    Claim("causal-mask-bottom-right", "Causal mask, bottom-right aligned",
+          "Query i of N_q sees keys j ≤ i + N_k − N_q; row i of the masked softmax is the softmax over those keys; "
+          "it differs from the top-left mask whenever N_q ≠ N_k.",
+          ("N_q ≤ N_k",),
+          (_seed(SEED_SELF_ATTENTION, "Optional Causal Mask M_ij = -inf (j > i)"),),
+          f"{_MASK}:causal_mask_bottom_right", "masking"),
+    Claim("gqa-equals-repeated-mha", "GQA is MHA with repeated KV heads",
+          "With G = H_q/H_kv, GQA equals multi-head attention on KV heads each repeated G times (query head h "
+          "reads KV head ⌊h/G⌋); the KV cache shrinks by the factor G.",
+          ("H_q a multiple of H_kv",),
+          (_seed(SEED_SELF_ATTENTION, "multiple query heads share a single key-value head (G query heads per KV "
+                                      "head). This reduces the memory footprint of KV caches ... by a factor of G"),),
+          f"{_GQA}:gqa_equals_repeated_mha", "gqa"),
+    Claim("scale-trap-limits", "The scale trap as a limit",
+          "As d_k → ∞, in probability: logits divided by d_k have variance 1/d_k → 0 and the weights → uniform; "
+          "unscaled logits have gaps of std √(2d_k) → ∞ and the largest weight → 1 (one-hot).",
+          ("one query, n keys; components independent, mean 0, variance 1", "fixed n"),
+          (_seed(SEED_WITH_WEIGHTS, "Dividing by dₖ would shrink variance to 1/dₖ → 0, compressing all logits into "
+                                    "near-zero and destroying attention sharpness into uniform noise"),
+           _seed(SEED_SELF_ATTENTION, "the softmax function acts as an argmax indicator")),
+          f"{_LIMITS}:scale_trap_limits", "scaling"),
+    Claim("seed-worked-example-2-token", "The seed's N = 2 worked example, exactly",
+          "Q, K, V, S are exactly as printed; S/√2, A and Z in exact form (printed decimals: see the seed audit).",
+          ("X, W_Q, W_K, W_V as printed",),
+          (_seed(SEED_SELF_ATTENTION, "consider an explicit toy sequence of two tokens (N=2)"),),
+          f"{_WORKED}:seed_worked_example_2_token", "worked-examples"),
+    Claim("seed-worked-example-3-token", "The seed's 3-token worked example, exactly",
+          "Scaled scores as printed; α₁ = (e², e, 1)/(e² + e + 1); z₁ = (e² + 3e, 2e² + 4)/(e² + e + 1) "
+          "(printed decimals: see the seed audit).",
+          ("raw scores [[4, 2, 0], [1, 3, −1], [2, 0, 4]], d_k = 4",),
+          (_seed(SEED_WITH_WEIGHTS, "Suppose you have 3 tokens and head dimension dₖ = 4"),),
+          f"{_WORKED}:seed_worked_example_3_token", "worked-examples"),
 )
 
 _BY_ID = {c.id: c for c in CLAIMS}
