@@ -170,7 +170,8 @@ def _records(decide: Decide) -> list[AuditRecord]:
                   "softmax-jacobian", "the Jacobian by differentiation"),
         _by_claim(decide, "s0-saturation", S0, "when softmax(z)_i ≈ 0 or 1, the derivative evaluates to near zero",
                   "softmax-saturation", "the Jacobian's limit as one logit leads"),
-        _by_claim(decide, "s0-variance-proof", S0, "Var(S) = d_k · 1 = d_k ... StdDev(S) = √d_k", "dot-product-variance",
+        _by_claim(decide, "s0-variance-proof", S0, "Var(S) = d_k · 1 = d_k ... StdDev(S) = √d_k",
+                  "dot-product-variance",
                   "E[q·k] = 0, Var = d_k, Std = √d_k under independence"),
         _by_claim(decide, "s0-scaled-unit-variance", S0, "Var(S/√d_k) = (1/d_k) Var(S) = d_k/d_k = 1",
                   "scaled-score-unit-variance", "Var(S/√d_k)"),
@@ -241,14 +242,16 @@ def _records(decide: Decide) -> list[AuditRecord]:
                   "scaled-score-unit-variance", "Var(q·k) = d_k and Var(q·k/√d_k) = 1"),
         _by_claim(decide, "s2-bienayme", S2, "By the Bienaymé formula ... Var(S) = dₖ", "dot-product-variance",
                   "Var(q·k) = d_k"),
-        _fact("s2-sum-64", S2, "Unscaled dot product S = ∑_(i=1)^(64) (1.0 × 1.0) = 64.0", "64 · 1 · 1", 64 * 1 * 1 == 64,
+        _fact("s2-sum-64", S2, "Unscaled dot product S = ∑_(i=1)^(64) (1.0 × 1.0) = 64.0", "64 · 1 · 1",
+              64 * 1 * 1 == 64,
               "64"),
         _number("s2-e64", S2, "e^(64) ≈ 6.235 × 10^(27)", e64, "6.235e27"),
         AuditRecord("s2-e64-overflow", S2, "e^(64) ≈ 6.235 × 10^(27) ⟹ Floating point overflow",
                     "e^64 against the largest finite float16, bfloat16, float32, float64",
                     FAILS if fits else HOLDS,
                     f"overflows only {', '.join(breaks)} (max {FLOAT_MAX['float16']}); finite in {', '.join(fits)} "
-                    f"(bfloat16 max ≈ {sp.N(FLOAT_MAX['bfloat16'], 5)}, float32 max ≈ {sp.N(FLOAT_MAX['float32'], 5)}); "
+                    f"(bfloat16 max ≈ {sp.N(FLOAT_MAX['bfloat16'], 5)}, "
+                    f"float32 max ≈ {sp.N(FLOAT_MAX['float32'], 5)}); "
                     f"in float16 e^x already overflows for x > ln 65504 ≈ {sp.N(sp.log(65504), 4)}"),
         _fact("s2-scaled-8", S2, "S̃ = (64.0) / (8.0) = 8.0", "64/√64", 64 / sp.sqrt(64) == 8, "8"),
         _number("s2-e8", S2, "e^(8.0) ≈ 2,980.96", sp.exp(8), "2,980.96"),
@@ -260,7 +263,8 @@ def _records(decide: Decide) -> list[AuditRecord]:
         _out("s2-prescale-hbm", S2, "This saves an extra tensor element-wise scaling pass across HBM memory",
              "a memory-traffic claim about kernels"),
         _out("s2-history-chebyshev", S2, "formulated by Pafnuty Chebyshev in 1867", "history"),
-        _by_claim(decide, "s2-dk-trap", S2, "Dividing by dₖ would shrink variance to 1/dₖ → 0, compressing all logits into "
+        _by_claim(decide, "s2-dk-trap", S2, "Dividing by dₖ would shrink variance to 1/dₖ → 0, compressing all "
+                  "logits into "
                   "near-zero and destroying attention sharpness into uniform noise", "scale-trap-limits",
                   "the weights' limit as d_k → ∞ under 1/d_k scaling"),
         _by_claim(decide, "s2-rows-probability", S2, "every row is a probability distribution", "softmax-normalisation",
@@ -281,20 +285,24 @@ def _records(decide: Decide) -> list[AuditRecord]:
                 note="to the two significant figures printed it is 8,900,000"),
         _fact("s2-e16-saturates", S2, "which completely saturates the probabilities into a hard 1.0",
               "two logits at +16 and −16: the top weight at one decimal",
-              compare(_two_logit_top_weight(32), "1.0").holds, f"top weight 1 − {sp.N(1 - _two_logit_top_weight(32), 3)}"),
+              compare(_two_logit_top_weight(32), "1.0").holds,
+              f"top weight 1 − {sp.N(1 - _two_logit_top_weight(32), 3)}"),
         _fact("s2-scaled-range", S2, "Dividing by √(64) = 8 pulls the scores back into a gentle [-2, +2] range",
               "±16/√64", 16 / sp.sqrt(64) == 2, "±2"),
-        _by_claim(decide, "s2-normalizer", S2, "1/sqrt(dₖ) ... is the exact analytic normalizer required to preserve unit "
+        _by_claim(decide, "s2-normalizer", S2, "1/sqrt(dₖ) ... is the exact analytic normalizer required to "
+                  "preserve unit "
                   "variance under independent Gaussian distributions", "scaled-score-unit-variance",
                   "Var(q·k/√d_k) = 1", "it needs independence, zero mean and unit variance, not Gaussianity"),
-        _by_claim(decide, "s2-layernorm", S2, "the dot product itself multiplies two normalized vectors, creating a new sum "
+        _by_claim(decide, "s2-layernorm", S2, "the dot product itself multiplies two normalized vectors, creating "
+                  "a new sum "
                   "of variance dₖ that must be scaled separately", "dot-product-variance", "Var(q·k) = d_k",
                   "under independence of q and k; for q, k from one token see self-attention-score-moments"),
         _out("s2-citation-3.2.1", S2, "Vaswani et al. explicitly proved this scaling necessity in Section 3.2.1",
              "a citation"),
         _out("s2-every-implementation", S2, "sits at the center of every implementation of Scaled Dot-Product "
              "Attention in PyTorch, JAX, and FlashAttention", "a survey of software"),
-        _by_claim(decide, "s2-flash-memory", S2, "Reduces memory footprint from O(T²) to O(T)", "online-softmax-unnormalised",
+        _by_claim(decide, "s2-flash-memory", S2, "Reduces memory footprint from O(T²) to O(T)",
+                  "online-softmax-unnormalised",
                   "streaming blocks with a running (m, l, acc) equals softmax attention",
                   "only O(1) statistics per query row are kept, never the T×T matrix"),
         _out("s2-flash-hardware", S2, "HBM 80 GB, 2.0 TB/s; SRAM 192 KB per SM, 19 TB/s; 20 MB per GPU; "

@@ -16,7 +16,7 @@ from typing import Callable
 import sympy as sp
 
 from proofs.engine import Derivation, Proof, Result, identity
-from proofs.theorems.softmax import jacobian_in_weights
+from proofs.theorems.softmax import jacobian_in_weights, softmax_jacobian
 from proofs.validate import as_dimension
 
 SCALE = sp.Symbol("scale", positive=True)
@@ -97,6 +97,8 @@ def attention_backward(rule: DsRule | None = None, *, n_q: int = 2, n_k: int = 3
              sp.Matrix(n_q, n_k, lambda i, j: sp.diff(L_of_P, Pf[i, j])), dO * V.T)
 
     # Softmax layer, from the softmax-Jacobian theorem: dS_i = J(P_i)ᵀ dP_i with J = diag(a) − a aᵀ.
+    pf.holds("softmax-jacobian", f"the Jacobian used below is the derived one: ∂softmax/∂z = diag(a) − aaᵀ, "
+             f"n = {n_k}", sp.Symbol("J"), sp.Symbol("diag(a) − a aᵀ"), lambda: softmax_jacobian(n_k).verified)
     dPf = _matrix("dp", n_q, n_k, real=True)
     via_jacobian = sp.Matrix.vstack(*[(jacobian_in_weights(Pf.row(i).T).T * dPf.row(i).T).T for i in range(n_q)])
     pf.equal("softmax Jacobian (softmax-jacobian)", "dS_i = J(P_i)ᵀ dP_i equals P ∘ (dP − D), D_i = Σ_j P_ij dP_ij",

@@ -57,7 +57,8 @@ def gqa_equals_repeated_mha(mapping: Mapping | None = None, *, n_heads_q: int = 
     kv_head(0, hq, hkv)  # validates divisibility
     g = hq // hkv
     pf = Proof("gqa-equals-repeated-mha", "Grouped-query attention is MHA with repeated KV heads",
-               sp.Eq(sp.Symbol("GQA(Q, K, V)_h"), sp.Symbol("MHA(Q, repeat_interleave(K, G), repeat_interleave(V, G))_h")),
+               sp.Eq(sp.Symbol("GQA(Q, K, V)_h"),
+                     sp.Symbol("MHA(Q, repeat_interleave(K, G), repeat_interleave(V, G))_h")),
                [f"H_q = {hq} query heads, H_kv = {hkv} KV heads, G = {g}; one query row, {n_k} keys, "
                 f"head dim {d}, all entries symbolic"])
     Qs, Ks, Vs = _heads("q", hq, 1, d), _heads("k", hkv, n_k, d), _heads("v", hkv, n_k, d)
@@ -79,4 +80,4 @@ def gqa_equals_repeated_mha(mapping: Mapping | None = None, *, n_heads_q: int = 
     cache_mha, cache_gqa = 2 * B * H_Q * N * D, 2 * B * H_KV * N * D
     pf.equal("H_q = G·H_kv", "in general: cache(MHA)/cache(GQA) = 2BH_qNd / 2BH_kvNd = G",
              (cache_mha / cache_gqa).subs(H_Q, G * H_KV), G)
-    return pf.finish(Result(kv_head=kv_head, cache_ratio=G, cache_gqa=cache_gqa, cache_mha=cache_mha))
+    return pf.finish(Result(cache_ratio=G, cache_gqa=cache_gqa, cache_mha=cache_mha))

@@ -54,11 +54,20 @@ def _matrix(name: str, rows: int, cols: int) -> sp.Matrix:
     return sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{i + 1}{j + 1}", real=True))
 
 
+def _statement(align: str) -> sp.Eq:
+    """a_ij = exp(s_ij) / Σ_{k ≤ L_i} exp(s_ik) for j ≤ L_i, else 0; L_i = i or i + N_k − N_q."""
+    i, j, k = sp.symbols("i j k", integer=True, nonnegative=True)
+    n_q, n_k = sp.symbols("N_q N_k", integer=True, positive=True)
+    s = sp.IndexedBase("s")
+    last = i if align == TOP_LEFT else i + n_k - n_q
+    return sp.Eq(sp.Indexed("a", i, j), sp.Piecewise(
+        (sp.exp(s[i, j]) / sp.Sum(sp.exp(s[i, k]), (k, 0, last)), sp.Le(j, last)), (0, True)))
+
+
 def _causal(claim_id: str, align: str, mask: Mask | None, sizes: tuple[tuple[int, int], ...]) -> Derivation:
     build = mask or (lambda n_q, n_k: causal_mask(n_q, n_k, align))
     rule = "j ≤ i" if align == TOP_LEFT else "j ≤ i + N_k − N_q"
-    pf = Proof(claim_id, f"Causal mask, {align} aligned",
-               sp.Eq(sp.Symbol("softmax(S + M)_i"), sp.Symbol(f"softmax(S_i, keys {rule})")),
+    pf = Proof(claim_id, f"Causal mask, {align} aligned", _statement(align),
                [f"M_ij = 0 if {rule}, −∞ otherwise", "every query sees at least one key (N_q ≤ N_k)",
                 "scores S = QKᵀ/√d with symbolic Q, K, V (d = 1)"])
     pf.premise("exp(−∞) = 0", "a masked key contributes exp(s_ij − ∞) = 0 to numerator and denominator",
@@ -94,7 +103,7 @@ def _causal(claim_id: str, align: str, mask: Mask | None, sizes: tuple[tuple[int
              "(N_q ≤ N_k ≤ 4)", causal_mask(2, 3, align), causal_mask(2, 3, other),
              lambda: all((causal_mask(q, k, align) == causal_mask(q, k, other)) == (q == k)
                          for k in range(1, 5) for q in range(1, k + 1)), "≠")
-    return pf.finish(Result(mask=causal_mask, align=align, example=build(2, 3)))
+    return pf.finish(Result(mask_2x3=causal_mask(2, 3, align), mask_3x3=causal_mask(3, 3, align)))
 
 
 def causal_mask_top_left(mask: Mask | None = None) -> Derivation:

@@ -76,7 +76,7 @@ def projection_shapes() -> Derivation:
 
     pf.holds("independence of rows", "no output row depends on another token, so T and B are unchanged",
              sp.Symbol("∂Y[b,t]/∂X[b',t']"), 0, no_mixing)
-    return pf.finish(Result(shape=(B, T, D_K), rule=projected_shape))
+    return pf.finish(Result(shape=sp.Tuple(B, T, D_K)))
 
 
 def split_blocks(Y: sp.Matrix, d_k: int, d_v: int) -> tuple[sp.Matrix, sp.Matrix, sp.Matrix]:
@@ -108,7 +108,7 @@ def fused_qkv_projection(split: Split | None = None, *, t: int = 2, d_model: int
              list(split(X * W_qkv, d_k, d_v)), [X * W for W in Ws])
     pf.equal("block matrix product", "with bias: split(X·W_QKV + 1·b_QKV) = (XW_Q + 1b_Q, XW_K + 1b_K, XW_V + 1b_V)",
              list(split(X * W_qkv + ones * b_qkv, d_k, d_v)), [X * W + ones * b for W, b in zip(Ws, bs)])
-    return pf.finish(Result(W_qkv=W_qkv, split=split_blocks))
+    return pf.finish(Result(W_qkv=W_qkv, b_qkv=b_qkv))
 
 
 def parameter_count(d_model, d_k, *, bias: bool = False, matrices: int = 1):

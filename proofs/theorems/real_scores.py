@@ -191,8 +191,9 @@ def self_attention_score_moments(variance: Formula | None = None, *, n: int = EX
              sp.Tuple(seed.tr_M, seed.tr_MMT + seed.tr_M2), sp.Tuple(1, 13),
              lambda: (seed.tr_M == 1 and seed.tr_MMT + seed.tr_M2 == 13,
                       f"tr M = {seed.tr_M}, tr(MMᵀ) + tr(M²) = {seed.tr_MMT + seed.tr_M2}"))
-    return pf.finish(Result(M=M, mean=r.mean, variance=r.variance, n=n, build=score_moments,
-                            index_form=INDEX_FORM))
+    # Any other n: score_moments(n) builds the same expressions.
+    return pf.finish(Result(M=M, mean=r.mean, variance=r.variance, mean_index_form=INDEX_FORM.tr_M,
+                            variance_index_form=INDEX_FORM.tr_MMT + INDEX_FORM.tr_M2))
 
 
 def distinct_token_score_moments(variance: Formula | None = None, *, n: int = EXPLICIT_N) -> Derivation:
@@ -219,5 +220,5 @@ def distinct_token_score_moments(variance: Formula | None = None, *, n: int = EX
              "the seeds' value", sp.Symbol("Var"), 2,
              lambda: (W_Q.T * W_Q == sp.eye(2) and W_K.T * W_K == sp.eye(2)
                       and r.variance.subs(dict(zip(M, W_Q * W_K.T))) == 2, "Var = tr(MMᵀ) = 2"))
-    return pf.finish(Result(M=M, mean=r.mean, variance=r.variance, n=n, build=distinct_score_moments,
-                            index_form=INDEX_FORM))
+    # Any other n: distinct_score_moments(n) builds the same expressions.
+    return pf.finish(Result(M=M, mean=r.mean, variance=r.variance, variance_index_form=INDEX_FORM.tr_MMT))

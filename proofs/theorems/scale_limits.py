@@ -52,7 +52,7 @@ def scale_trap_limits(*, uniform_divisor=D_K, onehot_divisor=1) -> Derivation:
     c_u, c_1 = _divisor(uniform_divisor, "uniform_divisor"), _divisor(onehot_divisor, "onehot_divisor")
     pf = Proof("scale-trap-limits", "Scale by 1/d_k → uniform weights; no scaling → one-hot",
                sp.And(sp.Eq(sp.Limit(sp.Symbol("a_j"), D_K, sp.oo), 1 / N_KEYS),
-                      sp.Eq(sp.Limit(sp.Symbol("max_j a_j"), D_K, sp.oo), 1)),
+                      sp.Eq(sp.Limit(sp.Symbol("a_max"), D_K, sp.oo), 1)),
                ["one query, n ≥ 2 keys; all components of q, k_1, …, k_n independent, mean 0, variance 1",
                 "limits in probability as d_k → ∞, for fixed n"])
     var_s = dot_product_moments().result.variance  # Var(q·k) = d_k, derived
