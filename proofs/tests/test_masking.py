@@ -37,6 +37,8 @@ def test_confusing_the_alignments_is_refused():
 
 def test_bottom_right_is_the_end_of_the_key_sequence():
     assert [last_visible_key(i, 2, 5, BOTTOM_RIGHT) for i in range(2)] == [3, 4]
+    # More queries than keys: the first queries see nothing (a fully masked row).
+    assert [last_visible_key(i, 4, 2, BOTTOM_RIGHT) for i in range(4)] == [-1, -1, 0, 1]
 
 
 @pytest.mark.parametrize("args,name", [((2, 3, "diagonal"), "align"), ((0, 3), "n_q"), ((2, 2.5), "n_k")])

@@ -28,12 +28,12 @@ def _align(align: str) -> str:
 
 
 def last_visible_key(i: int, n_q: int, n_k: int, align: str = TOP_LEFT) -> int:
-    """The last key query i may see (−1 when it sees none)."""
+    """The last key query i may see; −1 when it sees none (bottom-right with N_q > N_k)."""
     n_q, n_k = int(as_dimension(n_q, "n_q")), int(as_dimension(n_k, "n_k"))
     if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n_q:
         raise ValueError(f"i must be a query index in 0..{n_q - 1}, got {i!r}")
     last = i if _align(align) == TOP_LEFT else i + n_k - n_q
-    return min(last, n_k - 1)
+    return max(min(last, n_k - 1), -1)
 
 
 def causal_mask(n_q: int, n_k: int, align: str = TOP_LEFT) -> sp.Matrix:

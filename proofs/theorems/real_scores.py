@@ -172,11 +172,12 @@ def self_attention_score_moments(variance: Formula | None = None, *, n: int = EX
     pf.equal("linearity + E[x_a x_b] = δ_ab", f"E[xᵀMx] = Σ_a M_aa = tr M (n = {n}, explicit entries)",
              r.mean, t.tr_M)
     pf.equal("Isserlis", f"Var(xᵀMx) = tr(MMᵀ) + tr(M²) (n = {n}, explicit entries)", r.variance, formula(M))
-    pf.holds("sifting by δ (index form)", "general n: E = Σ_a M_aa; Var = Σ_ab M_ab² + Σ_ab M_ab M_ba "
-             "(the δ_ab δ_cd pairing gives (tr M)², cancelled by E²); checked at n = 1, 2, 3",
+    pf.holds("sifting by δ (index form)", "index form for any n: Var = Σ_ab M_ab² + Σ_ab M_ab M_ba (the δ_ab δ_cd "
+             "pairing gives (tr M)², cancelled by E²), against the explicit computation at n = 1, 2, 3",
              Var(sp.Symbol("xᵀMx")), INDEX_FORM.tr_MMT + INDEX_FORM.tr_M2,
              _index_form_checks(INDEX_FORM.tr_MMT + INDEX_FORM.tr_M2, lambda k: score_moments(k).variance))
-    pf.holds("sifting by δ (index form)", "general n: E[xᵀMx] = Σ_a M_aa, checked at n = 1, 2, 3",
+    pf.holds("sifting by δ (index form)", "index form for any n: E[xᵀMx] = Σ_a M_aa, against the explicit "
+             "computation at n = 1, 2, 3",
              E(sp.Symbol("xᵀMx")), INDEX_FORM.tr_M,
              _index_form_checks(INDEX_FORM.tr_M, lambda k: score_moments(k).mean))
 
@@ -209,7 +210,8 @@ def distinct_token_score_moments(variance: Formula | None = None, *, n: int = EX
                sp.Symbol("E[x_a x_c y_b y_d]"), sp.Symbol("δ_ac δ_bd"))
     pf.equal("linearity", f"E[xᵀMy] = 0 (n = {n})", r.mean, 0)
     pf.equal("sifting by δ", f"Var(xᵀMy) = Σ_ab M_ab² = tr(MMᵀ) (n = {n}, explicit entries)", r.variance, formula(M))
-    pf.holds("sifting by δ (index form)", "general n: Var = Σ_ab M_ab², checked at n = 1, 2, 3",
+    pf.holds("sifting by δ (index form)", "index form for any n: Var = Σ_ab M_ab², against the explicit "
+             "computation at n = 1, 2, 3",
              Var(sp.Symbol("xᵀMy")), INDEX_FORM.tr_MMT,
              _index_form_checks(INDEX_FORM.tr_MMT, lambda k: distinct_score_moments(k).variance))
     # The seeds' Var = d_k is recovered when W_Q and W_K have orthonormal columns.
