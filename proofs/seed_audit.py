@@ -157,6 +157,7 @@ def _records(decide: Decide) -> list[AuditRecord]:
               "Var(q·k) = d_k at d_k = 128 (dot-product-variance)",
               dot_product_moments(d=128).result.variance == 128, "Var = 128 under the seeds' independence assumption"),
         _number("s0-llama-std", S0, "yielding standard deviations of ≈ 11.31", sp.sqrt(128), "11.31"),
+        _growth_record(),
         _out("s0-llama-dk", S0, "Meta Llama 3.1 (d_k = 128)", "a model configuration fact, not derivable here"),
         _fact("s0-argmax", S0, "When logits differ by margins of this magnitude ... the largest element receives "
               "probability ≈ 1.0, while all other elements receive 0.0",
@@ -312,6 +313,20 @@ def _records(decide: Decide) -> list[AuditRecord]:
     if len(ids) != len(set(ids)):
         raise RuntimeError(f"duplicate audit ids: {sorted(i for i in ids if ids.count(i) > 1)}")
     return records
+
+
+def _growth_record() -> AuditRecord:
+    """'dot products grow proportionally with dimensionality', under the seeds' own zero-mean model."""
+    from proofs.theorems.dot_product import D_K, dot_product_moments
+
+    r = dot_product_moments().result  # zero mean, unit variance: the seeds' assumptions
+    grows_linearly = sp.limit(r.std / D_K, D_K, sp.oo) != 0
+    return AuditRecord(
+        "s0-growth", S0, "standard dot products between high-dimensional embedding vectors grow proportionally "
+        "with dimensionality", "the typical size Std(q·k) against d_k under the seeds' zero-mean, unit-variance model",
+        HOLDS if grows_linearly else FAILS,
+        f"Std(q·k) = {sp.sstr(r.std)}: the size grows as √d_k, only the variance grows ∝ d_k (with non-zero means "
+        "E[q·k] = d_k μ_q μ_k does grow ∝ d_k, dot-product-moments)", "dot-product-moments")
 
 
 def _different_weights_record() -> AuditRecord:
