@@ -54,17 +54,18 @@ def _table(report) -> str:
     from proofs.report.model import LAYERS
 
     width = max([len(c.id) for c in report.claims] + [5])
-    head = f"{'claim':<{width}}  {'proofs':<12}{'numeric':<12}{'kernels':<12}verdict"
-    rows = [f"{c.id:<{width}}  " + "".join(f"{fmt.word(x, c.layer(x).status):<12}" for x in LAYERS)
+    head = f"{'claim':<{width}}  " + "".join(f"{x:<13}" for x in LAYERS) + "verdict"
+    rows = [f"{c.id:<{width}}  " + "".join(f"{fmt.word(x, c.layer(x).status):<13}" for x in LAYERS)
             + fmt.overall(c.verdict) for c in report.claims]
     return "\n".join([head, *rows])
 
 
 def _cmd_report(args) -> int:
-    from proofs.report import FILE_NAMES, Options, gather, render_files, write_report
+    from proofs.report import FILE_NAMES, Options, check_target, gather, render_files, write_report
 
     options = Options(mode=args.mode, seed=args.seed, only=tuple(args.only) if args.only else None,
                       layers=args.layers)
+    check_target(args.out, force=args.force)  # refuse before the long run, not after it
     start = time.perf_counter()
     with _progress() as progress:
         report = gather(options, progress)

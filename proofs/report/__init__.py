@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from proofs.report.gather import PLANS, Options, Plan, gather
 from proofs.report.model import Report
-from proofs.report.write import RefusedError, holds_report, write_report
+from proofs.report.write import RefusedError, check_target, holds_report, write_report
 
 FORMATS = ("html", "md", "json")
 FILE_NAMES = {"html": "index.html", "md": "report.md", "json": "report.json"}
@@ -46,4 +46,4 @@ def render_files(report: Report, formats=FORMATS) -> dict[str, str]:
 
 
 __all__ = ["FORMATS", "FILE_NAMES", "PLANS", "Options", "Plan", "RefusedError", "Report", "gather",
-           "holds_report", "render_files", "write_report"]
+           "check_target", "holds_report", "render_files", "write_report"]

@@ -55,4 +55,6 @@ def check_line(c: dict | object) -> str:
     get = c.get if isinstance(c, dict) else (lambda k: getattr(c, k))
     parts = [get("invariant"), get("case"), get("dtype")]
     text = ", ".join(str(p) for p in parts if p)
+    if get("error"):
+        return f"{text}: raised {get('error')}"
     return f"{text}: {number(get('discrepancy'))} against bound {number(get('bound'))}"

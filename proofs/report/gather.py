@@ -45,6 +45,7 @@ class Plan:
     kernel_gqa: bool
     kernel_backward: bool
     kernel_thorough: bool
+    kernel_cases: tuple[str, ...] | None  # names of the harness's cases to run; None: its own choice
     kernel_lengths: tuple[int, ...]
     kernel_length_dtypes: tuple[str, ...]
 
@@ -54,7 +55,8 @@ _POW2 = tuple(2**i for i in range(13))  # 1 … 4096
 PLANS = {
     # Sized to finish within 60 s on a 2-core CPU with the kernel interpreted: small Monte
     # Carlo samples (the CIs are wider, and the report prints n) and a float32, forward-only
-    # conformance check of the kernel with short sequences.
+    # conformance check of the kernel on four of the harness's cases (full, causal GQA,
+    # extreme logits, hugely negative rows), plus the error sweep over short lengths.
     "quick": Plan(
         mode="quick", confirm_samples=20_000,
         variance_dks=_POW2, variance_samples=4_000,
@@ -62,8 +64,8 @@ PLANS = {
         saturation_dks=(4, 16, 64, 256, 1024), saturation_samples=500,
         trace_length=512, trace_block=64,
         kernel_dtypes=("float32",), kernel_causal=True, kernel_gqa=True, kernel_backward=False,
-        kernel_thorough=False,
-        kernel_lengths=(1, 37, 64, 127, 200, 256), kernel_length_dtypes=("float32", "float16", "bfloat16"),
+        kernel_thorough=False, kernel_cases=("square", "gqa-causal", "extreme", "negative-rows"),
+        kernel_lengths=(1, 37, 64, 127, 256), kernel_length_dtypes=("float32", "float16", "bfloat16"),
     ),
     # The layers' own default (large) sample sizes and the thorough kernel checks.
     "full": Plan(
@@ -73,7 +75,7 @@ PLANS = {
         saturation_dks=_POW2[1:], saturation_samples=20_000,
         trace_length=1024, trace_block=64,
         kernel_dtypes=None, kernel_causal=True, kernel_gqa=True, kernel_backward=True,
-        kernel_thorough=True,
+        kernel_thorough=True, kernel_cases=None,
         kernel_lengths=(1, 37, 64, 127, 256, 513, 1024, 2048), kernel_length_dtypes=("float32", "float16", "bfloat16"),
     ),
 }
@@ -85,12 +87,15 @@ class Options:
     seed: int = 0
     only: tuple[str, ...] | None = None
     layers: tuple[str, ...] = LAYERS
+    jobs: int | None = None  # worker processes deriving the proofs; 0: inline; None: one per core but one
 
     def __post_init__(self):
         if self.mode not in PLANS:
             raise ValueError(f"mode {self.mode!r} is not one of {sorted(PLANS)}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if self.jobs is not None and (not isinstance(self.jobs, int) or isinstance(self.jobs, bool) or self.jobs < 0):
+            raise ValueError(f"jobs must be a non-negative integer or None, got {self.jobs!r}")
         unknown = [x for x in self.layers if x not in LAYERS]
         if unknown:
             raise ValueError(f"layers {unknown} unknown; choose from {', '.join(LAYERS)}")
@@ -192,6 +197,7 @@ def _audit_record(r) -> AuditRecord:
         checked=_field(d, "checked", "what", "check", "description"),
         verdict=_field(d, "verdict"),
         value=_field(d, "value", "true_value", "reason", "detail"),
+        claim=_field(d, "claim", "claim_id"),
     )
 
 
@@ -305,6 +311,7 @@ def _check(c, device: str) -> KernelCheck:
         case=str(getattr(c, "case", "")), dtype=str(getattr(c, "dtype", "")).replace("torch.", ""),
         device=str(getattr(c, "device", device)), discrepancy=plain(getattr(c, "discrepancy", None)),
         bound=plain(getattr(c, "bound", None)), passed=bool(getattr(c, "passed", False)),
+        error=getattr(c, "error", None) or None, detail=str(getattr(c, "detail", "") or ""),
     )
 
 
@@ -332,7 +339,9 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
     enable_interpreter_if_no_gpu()
     try:
         import kernels
-        impl, verify = kernels.flash_attention, kernels.verify_attention
+        from kernels import harness
+
+        impl, verify = kernels.flash_attention, harness.verify_attention
     except Exception as exc:
         return KernelSummary(NOT_CHECKED, f"the kernel layer is not available: {_why(exc)}"), []
     import torch
@@ -348,8 +357,11 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
                   "thorough": plan.kernel_thorough, "seed": seed, "dtypes": dtypes or "all the device supports"})
     progress("kernels: conformance checks")
     try:
+        cases = _cases(plan)
+        if cases is not None:
+            summary.settings["cases"] = [c.name for c in cases]
         rep = verify(impl, device=device, dtypes=dtypes, causal=plan.kernel_causal, gqa=plan.kernel_gqa,
-                     backward=plan.kernel_backward, seed=seed, thorough=plan.kernel_thorough)
+                     backward=plan.kernel_backward, seed=seed, thorough=plan.kernel_thorough, cases=cases)
         checks = [_check(c, device) for c in rep.checks]
     except Exception as exc:
         summary.status, summary.reason = FAILED, f"verify_attention raised {_why(exc)}"
@@ -365,9 +377,9 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
     elif not getattr(rep, "passed", True):
         problems.append("the conformance report says it did not pass")
 
-    length_fn = getattr(kernels, "error_vs_length", None)
+    length_fn = getattr(harness, "error_vs_length", None)
     if length_fn is None:
-        problems.append("kernels.error_vs_length is not available: no error-against-length sweep")
+        problems.append("kernels.harness.error_vs_length is not available: no error-against-length sweep")
     else:
         progress("kernels: error against sequence length")
         try:
@@ -388,6 +400,19 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
         summary.status = FAILED
     summary.reason = "; ".join(problems)
     return summary, checks
+
+
+def _cases(plan: Plan):
+    """The harness's own cases named by the plan (None: let the harness choose)."""
+    if plan.kernel_cases is None:
+        return None
+    from kernels.harness.cases import DEFAULT_CASES
+
+    chosen = [c for c in DEFAULT_CASES if c.name in plan.kernel_cases]
+    missing = set(plan.kernel_cases) - {c.name for c in chosen}
+    if missing:
+        raise ValueError(f"the harness has no cases named {sorted(missing)}")
+    return chosen
 
 
 def _as_dict(r) -> dict:
@@ -456,6 +481,64 @@ def environment(options: Options, kernels: KernelSummary) -> dict:
 # --------------------------------------------------------------------------- the whole report
 
 
+def _jobs(options: Options) -> int:
+    return options.jobs if options.jobs is not None else (os.cpu_count() or 1) - 1
+
+
+def _audit_wanted(options: Options) -> bool:
+    # The audit is about the seed documents, not about a selection of claims, and it takes seconds:
+    # a run narrowed with --only leaves it out (and says so).
+    return options.only is None
+
+
+def _audit_skipped() -> AuditEvidence:
+    return AuditEvidence(NOT_CHECKED, "the audit of the seeds runs with the whole catalogue, not with --only")
+
+
+def _start_proofs(claim_ids: list[str], jobs: int, audit: bool):
+    """Derive in worker processes while this one runs the other layers (SymPy is single-threaded).
+
+    Forked, so the workers start at once and share this process's state; None where forking is
+    not available or one process was asked for."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if jobs < 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"))
+    audit = pool.submit(gather_audit if audit else _audit_skipped)  # the longest task first
+    return pool, audit, {cid: pool.submit(prove, cid) for cid in claim_ids}
+
+
+def _collect_proofs(pending, per_claim) -> tuple[dict, AuditEvidence]:
+    pool, audit_future, futures = pending
+    proof_ev = {}
+    try:
+        for cid, future in futures.items():
+            try:
+                proof_ev[cid], per_claim.setdefault(cid, {})["proofs"] = future.result()
+            except Exception as exc:  # a worker that died (e.g. out of memory) proves nothing
+                proof_ev[cid] = ProofEvidence(FAILED, reason=f"the derivation's worker failed: {_why(exc)}")
+        try:
+            audit = audit_future.result()
+        except Exception as exc:
+            audit = AuditEvidence(FAILED, f"the audit's worker failed: {_why(exc)}")
+    finally:
+        pool.shutdown(cancel_futures=True)
+    return proof_ev, audit
+
+
+def _prove_inline(claim_ids: list[str], per_claim, progress: Progress, audit: bool) -> tuple[dict, AuditEvidence]:
+    proof_ev = {}
+    for cid in claim_ids:
+        progress(f"proofs: {cid}")
+        proof_ev[cid], per_claim.setdefault(cid, {})["proofs"] = prove(cid)
+    if not audit:
+        return proof_ev, _audit_skipped()
+    progress("proofs: audit of the seeds")
+    return proof_ev, gather_audit()
+
+
 def gather(options: Options, progress: Progress = _quiet) -> Report:
     from proofs import CLAIMS
 
@@ -466,17 +549,12 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
     claims = [c for c in CLAIMS if options.only is None or c.id in options.only]
     selected = {c.id for c in claims}
 
-    t = time.perf_counter()
-    proof_ev = {}
-    for c in claims:
-        if "proofs" in options.layers:
-            progress(f"proofs: {c.id}")
-            proof_ev[c.id], per_claim.setdefault(c.id, {})["proofs"] = prove(c.id)
-        else:
-            proof_ev[c.id] = ProofEvidence(NOT_CHECKED, _skipped("proofs"))
-    progress("proofs: audit of the seeds")
-    audit = gather_audit() if "proofs" in options.layers else AuditEvidence(NOT_CHECKED, _skipped("proofs"))
-    seconds["proofs"] = time.perf_counter() - t
+    proofs_on = "proofs" in options.layers
+    ids = [c.id for c in claims]
+    pending = _start_proofs(ids, _jobs(options), _audit_wanted(options)) if proofs_on else None
+    if proofs_on and pending is None:  # one core: derive first, inline
+        proof_ev, audit = _prove_inline(ids, per_claim, progress, _audit_wanted(options))
+        seconds["proofs"] = time.perf_counter() - started
 
     t = time.perf_counter()
     numeric_ev, figures = {}, []
@@ -523,9 +601,18 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
         PASSED if records else NOT_CHECKED, "" if records else (kernels.reason or "no error-against-length data"),
         {"records": records}))
     kernel_ev = {c.id: kernel_evidence(c.id, kernels, checks) for c in claims}
+    seconds["kernels"] = time.perf_counter() - t
+
+    if not proofs_on:
+        proof_ev = {c.id: ProofEvidence(NOT_CHECKED, _skipped("proofs")) for c in claims}
+        audit = AuditEvidence(NOT_CHECKED, _skipped("proofs"))
+    elif pending is not None:  # the derivations ran beside the other layers; collect them
+        progress("proofs: collecting the derivations")
+        proof_ev, audit = _collect_proofs(pending, per_claim)
+    # Wall time from the start until the derivations were in: with workers, it overlaps the others.
+    seconds["proofs"] = time.perf_counter() - started if pending is not None else seconds.get("proofs", 0.0)
     # With --only, the failures of other claims' invariants are not this run's business.
     kernels.failures = [f for f in kernels.failures if f.claim_id is None or f.claim_id in selected]
-    seconds["kernels"] = time.perf_counter() - t
 
     evidence = [ClaimEvidence(c.id, c.title, c.statement, list(c.assumptions),
                               [{"file": s.file, "quote": s.quote} for s in c.seeds], c.topic,
@@ -534,6 +621,7 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
     run = {"mode": plan.mode, "seed": seed, "only": list(options.only) if options.only else None,
            "layers": list(options.layers), "plan": plain(plan)}
     timings = {"generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "proofs_in_parallel": pending is not None,
                "seconds": {k: round(v, 3) for k, v in seconds.items()},
                "claims": {cid: {k: round(v, 3) for k, v in d.items()} for cid, d in per_claim.items()}}
     return Report(run, evidence, kernels, audit, figures, environment(options, kernels), timings)

@@ -37,7 +37,11 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 blockquote { margin: .5rem 0; padding: .25rem .9rem; border-left: 4px solid var(--line); color: #444; }
 blockquote cite { display: block; font-size: .85em; color: var(--none); }
 .math-block { overflow-x: auto; padding: .4rem 0; }
-.steps td.math { overflow-x: auto; max-width: 34rem; }
+table.steps { table-layout: fixed; }
+.steps th:nth-child(1) { width: 2.5rem; } .steps th:nth-child(2) { width: 11rem; }
+.steps th:nth-child(4) { width: 15rem; }
+.steps div.math { overflow-x: auto; padding: .2rem 0; }
+td { overflow-wrap: anywhere; }
 .steps tr.premise td { background: #fbfbfc; color: #444; }
 .steps tr.failed td { background: #ffebe9; }
 .detail { color: var(--none); font-size: .85em; }

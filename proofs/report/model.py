@@ -71,6 +71,8 @@ class KernelCheck:
     discrepancy: Any
     bound: Any
     passed: bool
+    error: str | None = None  # what the implementation raised, when it raised
+    detail: str = ""
 
 
 @dataclass
@@ -134,6 +136,7 @@ class AuditRecord:
     checked: str
     verdict: str
     value: str
+    claim: str = ""  # the catalogue claim that derives it, where one does
 
 
 @dataclass

@@ -31,6 +31,7 @@ def _svg(fig, prefix: str) -> str:
     plt.close(fig)
     svg = buf.getvalue()
     svg = svg[svg.index("<svg"):]  # drop the XML declaration and DOCTYPE: the SVG goes inline
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, flags=re.S)  # RDF boilerplate, nothing to show
     # Matplotlib's ids repeat across figures; one page holds several, so make them unique.
     svg = re.sub(r'id="([^"]+)"', rf'id="{prefix}-\1"', svg)
     svg = re.sub(r'(href="#|url\(#)([^")]+)', rf"\1{prefix}-\2", svg)

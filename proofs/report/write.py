@@ -37,8 +37,10 @@ def holds_report(directory: Path) -> bool:
     return isinstance(doc, dict) and doc.get("format", "").split("/")[0] == FORMAT.split("/")[0]
 
 
-def write_report(out: str | os.PathLike, files: dict[str, str | bytes], *, force: bool = False) -> Path:
-    """Write ``files`` (relative path → content) as the directory ``out``; returns its path."""
+def check_target(out: str | os.PathLike, *, force: bool = False) -> list[str]:
+    """Raise RefusedError when ``out`` may not receive a report; else return what it holds now.
+
+    Called before the long run as well as at writing time, so a refusal costs no waiting."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise RefusedError(f"--out {out} exists and is not a directory")
@@ -47,6 +49,13 @@ def write_report(out: str | os.PathLike, files: dict[str, str | bytes], *, force
         shown = ", ".join(existing[:5]) + (", …" if len(existing) > 5 else "")
         raise RefusedError(f"--out {out} is not empty ({shown}) and holds no earlier report; "
                            "choose another directory or pass --force to write the report's files into it")
+    return existing
+
+
+def write_report(out: str | os.PathLike, files: dict[str, str | bytes], *, force: bool = False) -> Path:
+    """Write ``files`` (relative path → content) as the directory ``out``; returns its path."""
+    out = Path(out)
+    existing = check_target(out, force=force)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:

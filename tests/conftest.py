@@ -1,0 +1,51 @@
+"""Shared fixtures of the report's end-to-end tests."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import _fake_layers
+
+# Claims that carry every figure, the kernel-checked softmax laws, and one claim the numeric
+# layer has no side of: small enough to derive in seconds, broad enough to show each part.
+FIGURE_CLAIMS = ("dot-product-variance", "scaled-score-unit-variance", "softmax-saturation",
+                 "online-softmax-unnormalised", "softmax-normalisation", "softmax-shift-invariance",
+                 "prescaled-query")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*args: str, cwd=None, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.setdefault("TRITON_INTERPRET", "1" if not Path("/dev/nvidiactl").exists() else "0")
+    return subprocess.run([sys.executable, "-m", "proofs", *args], cwd=cwd or REPO, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="session")
+def fake_report(tmp_path_factory) -> Path:
+    """A full report (all five figures) from the real proofs layer and fake numeric and kernel layers."""
+    from proofs import cli
+
+    out = tmp_path_factory.mktemp("fake") / "report"
+    with pytest.MonkeyPatch.context() as mp:
+        _fake_layers.install(mp, _fake_layers.numeric_module(), _fake_layers.kernel_modules())
+        status = cli.main(["report", "--out", str(out), "--only", *FIGURE_CLAIMS])
+    assert status == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def real_report(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """The report as a user runs it (every real layer, --quick), on the claims that carry the figures."""
+    out = tmp_path_factory.mktemp("real") / "report"
+    done = run_cli("report", "--out", str(out), "--only", *FIGURE_CLAIMS)
+    return out, done
+
+
+def load_json(out: Path) -> dict:
+    return json.loads((out / "report.json").read_text(encoding="utf-8"))

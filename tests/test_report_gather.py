@@ -1,0 +1,148 @@
+"""How the report joins the layers: verdicts, "not checked by this layer", failures and the exit status."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import _fake_layers
+from proofs import cli
+from proofs.engine import Proof
+from proofs.report import Options, gather, render_files
+from proofs.report.model import FAILED, NOT_CHECKED, NOT_CHECKED_TEXT, PASSED
+
+TWO = ("dot-product-variance", "softmax-normalisation")
+
+
+def _wrong_derivation(claim_id: str):
+    pf = Proof(claim_id, "a deliberately wrong derivation", 0, ["none"])
+    pf.premise("premise", "a stated fact", 1)
+    pf.equal("arithmetic", "1 + 1 = 3, which a check must refuse", 1 + 1, 3)
+    return pf.finish({"value": 3})
+
+
+def _fail_derivation_of(monkeypatch, bad_id: str):
+    import proofs
+
+    real = proofs.derive
+    monkeypatch.setattr(proofs, "derive", lambda cid: _wrong_derivation(cid) if cid == bad_id else real(cid))
+
+
+def test_absent_layers_say_not_checked_and_never_pass(monkeypatch):
+    report = gather(Options(only=TWO, layers=("proofs",)))
+    for c in report.claims:
+        assert c.proofs.status == PASSED
+        assert c.numeric.status == NOT_CHECKED and "not run" in c.numeric.reason
+        assert c.kernels.status == NOT_CHECKED
+        assert c.verdict == PASSED  # a pass of one layer, no pretence for the others
+    files = render_files(report)
+    assert files["index.html"].count(NOT_CHECKED_TEXT) >= 4
+    assert f"_{NOT_CHECKED_TEXT}: layer numeric not run (--layers)_" in files["report.md"]
+    assert all(f.status == NOT_CHECKED for f in report.figures)
+
+
+def test_a_layer_that_does_not_cover_a_claim_says_so(monkeypatch):
+    _fake_layers.install(monkeypatch, _fake_layers.numeric_module(confirmable=("dot-product-variance",)),
+                         _fake_layers.kernel_modules())
+    report = gather(Options(only=TWO))
+    by_id = {c.id: c for c in report.claims}
+    assert by_id["dot-product-variance"].numeric.status == PASSED
+    assert by_id["softmax-normalisation"].numeric.status == NOT_CHECKED
+    assert "does not confirm" in by_id["softmax-normalisation"].numeric.reason
+    assert by_id["softmax-normalisation"].kernels.status == PASSED  # the fake ties rows-sum-to-one to it
+    assert by_id["dot-product-variance"].kernels.status == NOT_CHECKED
+    assert by_id["dot-product-variance"].kernels.reason == "no kernel invariant is tied to this claim"
+
+
+def test_numeric_timings_stay_out_of_the_evidence(monkeypatch):
+    _fake_layers.install(monkeypatch, _fake_layers.numeric_module())
+    report = gather(Options(only=("dot-product-variance",), layers=("numeric",)))
+    ev = report.claims[0].numeric
+    assert ev.details == {"d_k": 64}  # "seconds_spent" went to the timings
+    assert report.timings["claims"]["dot-product-variance"]["numeric"] == 0.123
+
+
+@pytest.mark.parametrize("how", ["rejects", "raises"])
+def test_a_rejected_or_crashing_confirmation_fails_its_claim(monkeypatch, tmp_path, capsys, how):
+    _fake_layers.install(monkeypatch, _fake_layers.numeric_module(**{how: ("softmax-normalisation",)},
+                                                                  confirmable=TWO))
+    status = cli.main(["report", "--out", str(tmp_path / "r"), "--only", *TWO, "--layers", "proofs,numeric"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert status == 1
+    assert lines[-1] == "FAILED: softmax-normalisation"
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert doc["summary"]["failing"] == ["softmax-normalisation"]
+    bad = next(c for c in doc["claims"] if c["id"] == "softmax-normalisation")
+    assert bad["numeric"]["status"] == FAILED and bad["verdict"] == FAILED
+    if how == "raises":
+        assert "RuntimeError: fake failure" in bad["numeric"]["reason"]
+
+
+def test_a_failing_derivation_gives_exit_status_1_and_is_listed_last(monkeypatch, tmp_path, capsys):
+    _fail_derivation_of(monkeypatch, "dot-product-variance")
+    status = cli.main(["report", "--out", str(tmp_path / "r"), "--only", *TWO, "--layers", "proofs"])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert out.strip().splitlines()[-1] == "FAILED: dot-product-variance"
+    assert "1 of 2 claims hold, 1 fail" in out
+    html = (tmp_path / "r" / "index.html").read_text()
+    assert "1 of 2 claims fail: dot-product-variance." in html
+    assert html.rstrip().endswith("</ul>\n</body></html>") and "id='failing-end'" in html
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert md.rstrip().endswith("- **dot-product-variance**")
+    assert "✗ **FAILED**" in md and "refuted" in md
+
+
+def test_a_crashing_theorem_fails_its_claim_without_crashing_the_report(monkeypatch):
+    import proofs
+
+    def boom(cid):
+        raise ZeroDivisionError("theorem bug")
+
+    monkeypatch.setattr(proofs, "derive", boom)
+    report = gather(Options(only=TWO, layers=("proofs",)))
+    assert report.failing == list(TWO)
+    assert "ZeroDivisionError: theorem bug" in report.claims[0].proofs.reason
+
+
+def test_a_failing_kernel_invariant_fails_its_claim(monkeypatch, tmp_path, capsys):
+    _fake_layers.install(monkeypatch, kernels=_fake_layers.kernel_modules(failing_invariant="rows-sum-to-one"))
+    status = cli.main(["report", "--out", str(tmp_path / "r"), "--only", *TWO, "--layers", "proofs,kernels",
+                       "--format", "json"])
+    assert status == 1
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "FAILED: softmax-normalisation"
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    bad = next(c for c in doc["claims"] if c["id"] == "softmax-normalisation")
+    assert bad["kernels"]["status"] == FAILED
+    assert bad["kernels"]["worst"]["discrepancy"] == 5e-3 and bad["kernels"]["worst"]["bound"] == 1e-6
+    assert doc["kernels"]["status"] == FAILED
+
+
+def test_a_failing_kernel_invariant_without_a_claim_still_fails_the_run(monkeypatch):
+    _fake_layers.install(monkeypatch, kernels=_fake_layers.kernel_modules(failing_invariant="output-dtype-shape"))
+    report = gather(Options(only=TWO, layers=("kernels",)))
+    assert report.failing == ["kernels:output-dtype-shape"]
+    assert not report.passed
+
+
+def test_kernel_evidence_names_implementation_device_mode_and_bound(monkeypatch):
+    _fake_layers.install(monkeypatch, kernels=_fake_layers.kernel_modules())
+    report = gather(Options(only=("softmax-normalisation",), layers=("kernels",)))
+    k = report.kernels
+    assert k.implementation.endswith("flash_attention") and k.device == "cpu"
+    assert k.mode.startswith(("interpreted", "compiled"))
+    assert k.settings["cases"] == ["square", "gqa-causal", "extreme", "negative-rows"]
+    assert {r["dtype"] for r in k.error_vs_length} == {"float32", "float16", "bfloat16"}
+    ev = report.claims[0].kernels
+    assert ev.status == PASSED and ev.dtypes == ["float32"] and ev.worst.bound == 1e-6
+
+
+def test_bad_options_are_value_errors_naming_the_argument():
+    with pytest.raises(ValueError, match="mode"):
+        Options(mode="fast")
+    with pytest.raises(ValueError, match="seed"):
+        Options(seed=-1)
+    with pytest.raises(ValueError, match="layers"):
+        Options(layers=("proofs", "gpu"))
+    with pytest.raises(ValueError, match="claim_id 'nope'"):
+        Options(only=("nope",))
