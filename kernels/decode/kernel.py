@@ -78,7 +78,7 @@ def split_kv_partials(
                                       IS_CAUSAL, True, UPCAST, DOT_PRECISION, BLOCK_N)
 
     # Workspace rows are (b, h_q, i) flattened; this group's G·Nq rows start at pid_bh·G·Nq.
-    ws_row = pid_bh * GROUP * N_Q + rows  # (BLOCK_M,)
+    ws_row = pid_bh.to(tl.int64) * GROUP * N_Q + rows  # (BLOCK_M,) 64-bit: R·S·D can pass 2**31
     # m · ln 2: back from base 2 to natural-log units, the derivation's (claim logsumexp-merge).
     tl.store(M_ws + ws_row * num_splits + split, m_i * 0.6931471805599453, mask=row_ok)
     tl.store(L_ws + ws_row * num_splits + split, l_i, mask=row_ok)
@@ -96,7 +96,7 @@ def combine_partials(
     offs_s = tl.arange(0, BLOCK_S)
     offs_d = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)  # one slice of the head dim
     state_ok = (rows[:, None] < n_rows) & (offs_s[None, :] < num_splits)  # (BLOCK_R, BLOCK_S)
-    state = rows[:, None] * num_splits + offs_s[None, :]  # (BLOCK_R, BLOCK_S)
+    state = rows[:, None].to(tl.int64) * num_splits + offs_s[None, :]  # (BLOCK_R, BLOCK_S), 64-bit as above
 
     m = tl.load(M_ws + state, mask=state_ok, other=float("-inf"))  # (BLOCK_R, BLOCK_S)
     l = tl.load(L_ws + state, mask=state_ok, other=0.0)

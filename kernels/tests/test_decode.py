@@ -5,6 +5,7 @@ Interpreted, every tile pair costs milliseconds: the shapes are a few tiles long
 that the split counts 1..S cut them every way (whole tiles, empty trailing splits, splits
 past a causal diagonal).
 """
+import functools
 import math
 
 import pytest
@@ -199,3 +200,16 @@ def test_should_split_and_its_switch():
 def test_workspace_helper_shapes():
     m_ws, l_ws, acc_ws = workspace(6, 3, 5, "cpu", fill=float("nan"))
     assert (m_ws.shape, l_ws.shape, acc_ws.shape) == ((6, 3), (6, 3), (6, 3, 5)) and acc_ws.isnan().all()
+
+
+def test_passes_verify_attention_forward_invariants():
+    # The harness's forward invariants (agreement, convex hull, shifts, permutations, causality,
+    # scale, GQA, block merge) on decoding shapes, with three splits so that the combine works.
+    from kernels.harness import verify_attention
+    from kernels.harness.cases import NEGATIVE, Case
+
+    cases = [Case("decode-gqa", 1, 4, 2, 1, 150, 64, False),  # one query, three splits of one tile
+             Case("decode-mqa-causal-negative", 1, 2, 1, 4, 90, 16, True, NEGATIVE, 3e4)]  # splits 2, 3 masked
+    report = verify_attention(functools.partial(flash_decode, num_splits=3), backward=False, cases=cases)
+    failed = [c for c in report.checks if not c.passed]
+    assert report.checks and not failed, failed
