@@ -1,0 +1,137 @@
+"""The shapes and inputs the harness judges an implementation on.
+
+Lengths are chosen to be multiples of no block size (1, 37, 53, 127: FlashAttention's tests use
+113×203 and 1×147 for the same reason), Nq ≠ Nk both ways, head dims 16, 32, 64, 80, 128, MHA
+and GQA/MQA. Robustness cases push the logits to extremes a stable kernel must survive.
+"""
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass, replace
+
+import torch
+
+RANDOM = "random"
+EXTREME = "extreme-logits"  # |scaled scores| as large as the case's magnitude
+MIXED = "mixed-magnitude-rows"  # rows whose scores differ by orders of magnitude, in one batch
+NEGATIVE = "hugely-negative-rows"  # every visible score of every row hugely negative
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    batch: int
+    q_heads: int
+    kv_heads: int
+    n_q: int
+    n_k: int
+    head_dim: int
+    causal: bool
+    kind: str = RANDOM
+    magnitude: float = 0.0  # target max |scaled score| for the robustness kinds
+
+    @property
+    def gqa(self) -> bool:
+        return self.q_heads != self.kv_heads
+
+    def describe(self) -> str:
+        flags = ["causal" if self.causal else "full"]
+        if self.gqa:
+            flags.append("mqa" if self.kv_heads == 1 else "gqa")
+        if self.kind != RANDOM:
+            flags.append(f"{self.kind} {self.magnitude:.0e}")
+        return (f"{self.name}: B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} "
+                f"Nq={self.n_q} Nk={self.n_k} D={self.head_dim} {' '.join(flags)}")
+
+
+def _c(name, b, hq, hkv, nq, nk, d, causal, kind=RANDOM, magnitude=0.0) -> Case:
+    return Case(name, b, hq, hkv, nq, nk, d, causal, kind, magnitude)
+
+
+DEFAULT_CASES: tuple[Case, ...] = (
+    _c("square", 2, 2, 2, 53, 53, 64, False),
+    _c("causal-square", 1, 2, 2, 127, 127, 32, True),
+    _c("causal-short-q", 1, 2, 2, 37, 127, 80, True),  # Nq < Nk
+    _c("causal-long-q", 1, 2, 2, 53, 37, 16, True),  # Nq > Nk
+    _c("one-query", 1, 2, 2, 1, 53, 128, False),
+    _c("one-key", 1, 2, 2, 37, 1, 32, True),
+    _c("gqa-causal", 1, 4, 2, 37, 53, 64, True),
+    _c("gqa-full", 1, 6, 2, 53, 37, 32, False),
+    _c("tiny", 1, 2, 2, 5, 5, 16, True),  # small enough for the symbolic Jacobian
+    _c("extreme", 1, 2, 2, 37, 53, 64, False, EXTREME, 1e4),
+    _c("extreme-far", 1, 2, 2, 53, 53, 32, True, EXTREME, 1e30),
+    _c("mixed-rows", 2, 1, 1, 53, 37, 64, False, MIXED, 1e4),
+    _c("negative-rows", 1, 2, 2, 53, 53, 16, True, NEGATIVE, 3e4),
+)
+
+THOROUGH_CASES: tuple[Case, ...] = DEFAULT_CASES + (
+    _c("fa-113x203", 1, 2, 2, 113, 203, 64, True),
+    _c("fa-1x147", 2, 2, 2, 1, 147, 128, True),
+    _c("fa-1023x1024", 1, 1, 1, 1023, 1024, 64, True),
+    _c("long-full", 1, 2, 2, 257, 300, 128, False),
+    _c("mqa-causal", 2, 4, 1, 127, 53, 80, True),
+    _c("gqa-long", 1, 8, 2, 200, 200, 128, True),
+    _c("wide-batch", 4, 3, 3, 37, 37, 64, False),
+    _c("tiny-full", 1, 4, 2, 4, 6, 32, False),
+    _c("extreme-gqa", 1, 4, 2, 127, 127, 64, True, EXTREME, 1e8),
+    _c("mixed-rows-causal", 2, 2, 2, 127, 127, 64, True, MIXED, 1e4),
+    _c("negative-rows-gqa", 1, 4, 2, 37, 127, 128, True, NEGATIVE, 3e4),
+)
+
+# The largest |scaled score| asked of each dtype: a quarter of its range, so that the plain
+# reference's scores and their sums stay finite (float16 cannot hold scores beyond 65504).
+def magnitude_for(case: Case, dtype: torch.dtype) -> float:
+    return min(case.magnitude, torch.finfo(dtype).max / 4)
+
+
+def narrowed(cases, *, causal: bool = True, gqa: bool = True) -> list[Case]:
+    """The cases for an implementation that lacks causal masking or GQA: same shapes, feature off."""
+    out = []
+    for case in cases:
+        if not causal and case.causal:
+            case = replace(case, causal=False)
+        if not gqa and case.gqa:
+            case = replace(case, kv_heads=case.q_heads)
+        out.append(case)
+    return out
+
+
+def generator(seed: int, *labels) -> torch.Generator:
+    """A generator that depends on the seed and the labels only (stable across runs and orders)."""
+    key = zlib.crc32(repr((seed,) + labels).encode())
+    return torch.Generator().manual_seed(key)
+
+
+def _randn(gen, *shape) -> torch.Tensor:
+    return torch.randn(*shape, generator=gen, dtype=torch.float64)
+
+
+def make_inputs(case: Case, dtype: torch.dtype, device, seed: int):
+    """(q, k, v, dout) for the case in ``dtype`` on ``device``; float64 draws rounded once."""
+    gen = generator(seed, case.name, str(dtype))
+    b, hq, hkv, nq, nk, d = case.batch, case.q_heads, case.kv_heads, case.n_q, case.n_k, case.head_dim
+    q, k, v = _randn(gen, b, hq, nq, d), _randn(gen, b, hkv, nk, d), _randn(gen, b, hkv, nk, d)
+    dout = _randn(gen, b, hq, nq, d)
+    if case.kind != RANDOM:
+        q, k = _robust_logits(case, dtype, gen, q, k)
+    return tuple(t.to(device=device, dtype=dtype) for t in (q, k, v, dout))
+
+
+def _robust_logits(case: Case, dtype, gen, q, k):
+    big = magnitude_for(case, dtype)
+    if case.kind == NEGATIVE:
+        # k ≈ 1 and q ≈ -1 component-wise: every score lands in a narrow band near -big, so a
+        # finite mask sentinel (say -1e4) would beat every real score.
+        k = 1 + 0.05 * _randn(gen, *k.shape)
+        q = -(1 + 0.05 * _randn(gen, *q.shape))
+    g = case.q_heads // case.kv_heads
+    s = (q / math.sqrt(case.head_dim)) @ k.repeat_interleave(g, dim=1).transpose(-2, -1)  # (B, Hq, Nq, Nk)
+    row_max = s.abs().amax(dim=-1, keepdim=True)  # (B, Hq, Nq, 1)
+    if case.kind == MIXED:
+        # Each row gets its own magnitude, log-uniform in [1e-3, big]: a global (not per-row)
+        # max subtraction underflows the small rows to 0/0.
+        exponents = torch.rand(row_max.shape, generator=gen, dtype=torch.float64)
+        target = 1e-3 * (big / 1e-3) ** exponents
+        return q * target / row_max, k
+    return q * big / row_max.amax(), k

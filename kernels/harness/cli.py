@@ -1,0 +1,73 @@
+"""``attention-proofs verify MODULE:FUNCTION``: judge an attention implementation from the shell.
+
+``proofs/cli.py`` hands its arguments to :func:`main`; the exit status is 0 when every check
+passed, 1 when one failed, 2 for bad input (which the message names).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+
+def build_parser(prog: str = "attention-proofs verify") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Check an SDPA-compatible attention implementation "
+                                "against the derived invariants and print invariants × cases.")
+    p.add_argument("target", metavar="MODULE:FUNCTION",
+                   help="e.g. torch.nn.functional:scaled_dot_product_attention or kernels:flash_attention")
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    p.add_argument("--dtype", action="append", metavar="DTYPE",
+                   help="float32, float16, bfloat16 or float64; repeat or comma-separate "
+                        "(default: float32, float16, bfloat16 where the device supports them)")
+    p.add_argument("--no-backward", action="store_true", help="skip gradient checks")
+    p.add_argument("--no-gqa", action="store_true", help="skip grouped-query attention")
+    p.add_argument("--no-causal", action="store_true", help="skip causal masking")
+    p.add_argument("--thorough", action="store_true", help="more and larger cases (minutes)")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def load_target(target: str):
+    """The object named by "package.module:attribute" (dots after the colon walk attributes)."""
+    if not isinstance(target, str) or target.count(":") != 1 or not all(target.split(":")):
+        raise ValueError(f"target {target!r} must look like MODULE:FUNCTION, "
+                         "e.g. torch.nn.functional:scaled_dot_product_attention")
+    module_name, attr = target.split(":")
+    try:
+        obj = importlib.import_module(module_name)
+    except Exception as exc:  # ImportError, or anything the module raises while importing
+        raise ValueError(f"module {module_name!r} does not import: {type(exc).__name__}: {exc}") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"{module_name}:{attr}: {getattr(obj, '__name__', obj)!s} has no attribute {part!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TypeError(f"{target} is a {type(obj).__name__}, not a callable attention function")
+    return obj
+
+
+def main(argv=None, prog: str = "attention-proofs verify") -> int:
+    parser = build_parser(prog)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or an argument argparse refused (it printed why)
+        return int(exc.code or 0)
+    dtypes = None
+    if args.dtype:
+        dtypes = [d.strip() for item in args.dtype for d in item.split(",") if d.strip()]
+    try:
+        impl = load_target(args.target)
+        from kernels.harness.verify import verify_attention
+
+        report = verify_attention(impl, device=args.device, dtypes=dtypes, causal=not args.no_causal,
+                                  gqa=not args.no_gqa, backward=not args.no_backward, seed=args.seed,
+                                  thorough=args.thorough)
+    except (ValueError, TypeError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    print(report)
+    return 0 if report.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""Plain attention, written the way the mathematics reads, in float64 or in the inputs' precision.
+
+Two jobs: the float64 "golden" output and gradients every check is measured against, and the
+plain same-precision reference whose own error sets the tolerance (see ``tolerance.py``).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def default_scale(head_dim: int) -> float:
+    return 1.0 / math.sqrt(head_dim)
+
+
+def causal_mask(n_q: int, n_k: int, device=None) -> torch.Tensor:
+    """Top-left aligned, as SDPA: query i sees key j iff j <= i, also when Nq != Nk."""
+    i = torch.arange(n_q, device=device)[:, None]  # (Nq, 1)
+    j = torch.arange(n_k, device=device)[None, :]  # (1, Nk)
+    return j <= i  # (Nq, Nk), True = visible
+
+
+def repeat_kv(x: torch.Tensor, n_q_heads: int) -> torch.Tensor:
+    """KV heads repeated so that query head h reads KV head h // (Hq / Hkv)."""
+    group = n_q_heads // x.shape[1]
+    return x.repeat_interleave(group, dim=1)  # (B, Hq, N, D)
+
+
+def probabilities(q, k, *, is_causal=False, scale=None, enable_gqa=False) -> torch.Tensor:
+    """The attention weights P = softmax(scale · Q Kᵀ + mask), in the inputs' dtype."""
+    scale = default_scale(q.shape[-1]) if scale is None else scale
+    if enable_gqa:
+        k = repeat_kv(k, q.shape[1])
+    # The query is pre-scaled ((sQ)Kᵀ = s(QKᵀ), claim prescaled-query): in float16 the unscaled
+    # scores of large inputs could overflow where the scaled ones do not.
+    scores = (q * scale) @ k.transpose(-2, -1)  # (B, Hq, Nq, Nk)
+    if is_causal:
+        scores = scores.masked_fill(~causal_mask(q.shape[-2], k.shape[-2], q.device), float("-inf"))
+    return torch.softmax(scores, dim=-1)  # (B, Hq, Nq, Nk)
+
+
+def attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False) -> torch.Tensor:
+    """softmax(scale · Q Kᵀ) V in the inputs' own dtype: the plain same-precision reference."""
+    p = probabilities(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+    if enable_gqa:
+        v = repeat_kv(v, q.shape[1])
+    return p @ v  # (B, Hq, Nq, D)
+
+
+def attention64(q, k, v, *, is_causal=False, scale=None, enable_gqa=False) -> torch.Tensor:
+    """The float64 golden output, returned in float64."""
+    return attention(q.double(), k.double(), v.double(), is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
+def float64_reference(q, k, v, *, is_causal=False, scale=None, enable_gqa=False) -> torch.Tensor:
+    """An SDPA-compatible implementation that computes in float64 and returns q's dtype."""
+    return attention64(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa).to(q.dtype)
+
+
+def output_and_grads(fn, q, k, v, dout, *, upcast=False, **kwargs):
+    """fn's output and (dq, dk, dv) for the upstream gradient dout, by autograd.
+
+    With ``upcast`` the inputs are promoted to float64 first (the golden gradients)."""
+    dtype = torch.float64 if upcast else q.dtype
+    leaves = [t.detach().to(dtype).requires_grad_(True) for t in (q, k, v)]
+    out = fn(*leaves, **kwargs)
+    grads = torch.autograd.grad(out, leaves, dout.to(out.dtype))
+    return out.detach(), tuple(g.detach() for g in grads)
+
+
+def chain_rule_gradients(q, k, v, dout, p, score_grad, *, scale=None, enable_gqa=False):
+    """(dq, dk, dv) of attention by the chain rule, given the weights p and the map dP ↦ dS.
+
+    ``score_grad(p, dp)`` is the softmax's backward (e.g. the proved Jacobian applied to dp). With
+    GQA the key and value gradients are summed over each group of query heads."""
+    hq = q.shape[1]
+    scale = default_scale(q.shape[-1]) if scale is None else scale
+    k_rep, v_rep = (repeat_kv(k, hq), repeat_kv(v, hq)) if enable_gqa else (k, v)
+    dp = dout @ v_rep.transpose(-2, -1)  # (B, Hq, Nq, Nk)
+    ds = score_grad(p, dp)  # (B, Hq, Nq, Nk)
+    dq = scale * ds @ k_rep  # (B, Hq, Nq, D)
+    dk = scale * ds.transpose(-2, -1) @ q  # (B, Hq, Nk, D)
+    dv = p.transpose(-2, -1) @ dout  # (B, Hq, Nk, D)
+    if enable_gqa:
+        b, hkv = k.shape[:2]
+        dk = dk.reshape(b, hkv, hq // hkv, *dk.shape[2:]).sum(2)  # (B, Hkv, Nk, D)
+        dv = dv.reshape(b, hkv, hq // hkv, *dv.shape[2:]).sum(2)
+    return dq, dk, dv
+
+
+def gradient_term_sizes(q, k, v, dout, *, is_causal=False, scale=None, enable_gqa=False):
+    """The gradients with every factor replaced by its absolute value (float64).
+
+    Rounding acts on the terms a gradient is summed from, not on the (possibly cancelling) sum:
+    with one key, dS = P∘(dP - D) is exactly 0 while dP and D are not. These sizes set the floor."""
+    q, k, v, dout = (t.double() for t in (q, k, v, dout))
+    p = probabilities(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)  # (B, Hq, Nq, Nk)
+    # |dS| <= P∘(|dP| + |D|) and, by D = rowsum(P∘dP), |D| <= rowsum(P∘|dP|).
+    return chain_rule_gradients(q.abs(), k.abs(), v.abs(), dout.abs(), p,
+                                lambda p, dp: p * (dp + (p * dp).sum(-1, keepdim=True)),
+                                scale=abs(default_scale(q.shape[-1]) if scale is None else scale),
+                                enable_gqa=enable_gqa)

@@ -1,0 +1,58 @@
+"""The low-precision tolerance rule, in one place.
+
+An implementation's error against the float64 golden value may be at most MULT times the error
+that the plain same-precision reference (``reference.attention`` run in the inputs' dtype) makes
+on the same inputs, plus a small floor. This is the rule of FlashAttention's tests
+(tests/test_flash_attn.py: "numerical error at most twice the numerical error of a PyTorch
+implementation"; hopper/test_flash_attn.py adds the floor below) and of PyTorch's
+test/test_transformers.py (golden in float64, reference in the low precision, threshold from the
+reference's own error).
+"""
+from __future__ import annotations
+
+import torch
+
+# FlashAttention's factor: a kernel may be twice as inaccurate as the plain reference. Kernels that
+# accumulate in float32 are usually *more* accurate than a float16/bfloat16 reference; in float32
+# the two make errors of the same kind and size, and 2 leaves room for a different summation order.
+MULT = 2.0
+
+# The floor, in roundings at the magnitude |x| + 0.3 (FlashAttention-3's form: its floor
+# 2·|fl(x + 0.3) - 0.3 - x| is at most one rounding, eps·(|x| + 0.3)). It covers a plain reference
+# that happens to be exact (one query row, an all-ones V) while a kernel rounds once more.
+# Why float32 gets more: the rule above assumes a kernel computes in a wider type than its inputs
+# (float32 inside a float16 kernel), so it beats the plain reference. A float32 kernel has no
+# wider type; every fused step (folded scale, exp/exp2, per-block rescale, final division) rounds
+# at the output's scale, and measured over 20 seeds torch's own CPU kernel reaches about twice the
+# plain float32 reference's error plus two roundings. PyTorch's test_transformers likewise floors
+# float32 far higher than the half types (absolute 1e-5 ≈ 84 eps against 1e-3 ≈ 1 eps for
+# float16). 16 roundings still refuses a float32 kernel computing in float16 inside by ~100×.
+FLOOR_OFFSET = 0.3
+FLOOR_ROUNDINGS = {torch.float16: 1.0, torch.bfloat16: 1.0, torch.float32: 16.0, torch.float64: 16.0}
+
+
+def eps(dtype: torch.dtype) -> float:
+    return torch.finfo(dtype).eps
+
+
+def max_abs_error(observed: torch.Tensor, golden: torch.Tensor) -> float:
+    """max |observed - golden| in float64; non-finite where golden is finite counts as infinite."""
+    diff = (observed.double() - golden.double()).abs()
+    if diff.numel() == 0:
+        return 0.0
+    both_inf = torch.isinf(observed.double()) & torch.isinf(golden.double()) & (observed.double() == golden.double())
+    diff = torch.where(both_inf, torch.zeros_like(diff), diff)
+    diff = torch.nan_to_num(diff, nan=float("inf"))
+    return float(diff.max())
+
+
+def floor(dtype: torch.dtype, golden: torch.Tensor | float) -> float:
+    magnitude = float(golden.double().abs().max()) if isinstance(golden, torch.Tensor) and golden.numel() else 0.0
+    if not isinstance(golden, torch.Tensor):
+        magnitude = abs(float(golden))
+    return FLOOR_ROUNDINGS[dtype] * eps(dtype) * (magnitude + FLOOR_OFFSET)
+
+
+def bound(dtype: torch.dtype, reference_error: float, golden) -> float:
+    """The allowed error: MULT × the plain same-precision reference's error + the floor."""
+    return MULT * reference_error + floor(dtype, golden)

@@ -1,0 +1,355 @@
+"""Deliberately wrong attention implementations, one bug class each, for testing the harness.
+
+Each mutant is SDPA-compatible (``fn(q, k, v, *, is_causal=False, scale=None, enable_gqa=False)``)
+and differs from a correct implementation by one bug of a kind real FlashAttention-style kernels
+have shipped. ``MUTANTS`` records, for each, the bug class, the invariant of
+``kernels.verify_attention`` expected to name it, and the dtype in which the bug shows.
+
+The correct implementations they are cut from are here too: :func:`blocked_attention` (a
+FlashAttention-2 style loop over key blocks with a running max, running sum and unnormalised
+accumulator, float32 inside) and :func:`manual_backward_attention` (a hand-written backward,
+dS = P∘(dP - D) with D = rowsum(dO∘O)). The harness must pass both.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+BLOCK = 16  # small, so the harness's lengths (37, 53, 127) span several blocks and a partial one
+
+
+def _work_dtype(dtype: torch.dtype) -> torch.dtype:
+    # Accumulate in float32 for the half types, as kernels do; float64 stays float64.
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _heads(q, k, v, enable_gqa: bool, mapping: str = "group"):
+    """k, v with one head per query head: SDPA maps query head h to KV head h // (Hq / Hkv)."""
+    hq, hkv = q.shape[1], k.shape[1]
+    if hq == hkv:
+        return k, v
+    if mapping == "group":
+        index = torch.arange(hq, device=q.device) // (hq // hkv)
+    else:  # the bug: heads interleaved instead of grouped
+        index = torch.arange(hq, device=q.device) % hkv
+    return k[:, index], v[:, index]  # (B, Hq, Nk, D)
+
+
+def _visible(n_q: int, n_k: int, device, causal: str) -> torch.Tensor:
+    i = torch.arange(n_q, device=device)[:, None]  # (Nq, 1)
+    j = torch.arange(n_k, device=device)[None, :]  # (1, Nk)
+    offsets = {"top-left": 0, "leak-next": 1, "bottom-right": n_k - n_q}
+    if causal == "strict":  # the diagonal itself masked
+        return j < i
+    return j <= i + offsets[causal]  # (Nq, Nk)
+
+
+def blocked_attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, bugs=frozenset(),
+                      block=BLOCK, causal_mode="top-left", work_dtype=None, sentinel=float("-inf"),
+                      default_scale=None):
+    """FlashAttention-2's loop in PyTorch: for each key block, update (m, l, acc); divide once.
+
+    ``bugs`` switches on named defects (the mutants below); with none it is correct."""
+    out_dtype = q.dtype
+    work = work_dtype or _work_dtype(q.dtype)
+    d = q.shape[-1]
+    if scale is None:
+        scale = default_scale(d) if default_scale else 1.0 / math.sqrt(d)
+    if "ignore-scale" in bugs:
+        scale = 1.0 / math.sqrt(d)
+    k, v = _heads(q, k, v, enable_gqa, "modulo" if "gqa-modulo" in bugs else "group")
+    q, k, v = (t.to(work) for t in (q, k, v))
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    visible = _visible(n_q, n_k, q.device, causal_mode) if is_causal else None
+    m = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=work, device=q.device)  # (B, H, Nq, 1)
+    l = torch.zeros_like(m)  # (B, H, Nq, 1)
+    acc = torch.zeros(q.shape[:-1] + (v.shape[-1],), dtype=work, device=q.device)  # (B, H, Nq, D)
+    if "global-max" in bugs:
+        m = ((q * scale) @ k.transpose(-2, -1)).amax().expand_as(m).clone()  # one max for every row
+    stop = n_k - n_k % block if "drop-tail-block" in bugs else n_k
+    starts = list(range(0, stop, block))
+    if "reverse-no-guard" in bugs:
+        starts.reverse()
+    for j0 in starts:
+        kb, vb = k[:, :, j0:j0 + block], v[:, :, j0:j0 + block]  # (B, H, bn, D)
+        s = (q * scale) @ kb.transpose(-2, -1)  # (B, H, Nq, bn)
+        if visible is not None:
+            s = s.masked_fill(~visible[:, j0:j0 + block], sentinel)
+        if "no-max" in bugs:
+            m_new = torch.zeros_like(m)
+        elif "global-max" in bugs:
+            m_new = m
+        else:
+            m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (B, H, Nq, 1)
+        # Guard -inf - (-inf): a row with every key so far masked keeps m = -inf.
+        m_safe = m_new if "reverse-no-guard" in bugs else torch.where(torch.isinf(m_new), 0.0, m_new)
+        alpha = torch.exp(m - m_safe)  # rescales what was accumulated under the old max
+        p = torch.exp(s - m_safe)  # (B, H, Nq, bn)
+        l = (l if "no-l-rescale" in bugs else alpha * l) + p.sum(dim=-1, keepdim=True)
+        acc = (acc if "no-acc-rescale" in bugs else alpha * acc) + p @ vb  # (B, H, Nq, D)
+        m = m_new
+    out = acc / l  # (B, H, Nq, D)
+    if "drop-query-tail" in bugs:
+        out[:, :, n_q - n_q % block:] = 0.0
+    return out if "float32-output" in bugs else out.to(out_dtype)
+
+
+def _plain(q, k, v, *, is_causal, scale, enable_gqa, weights):
+    """Unblocked attention in float32 whose weights come from ``weights(scores, visible)``."""
+    dtype = q.dtype
+    k, v = _heads(q, k, v, enable_gqa)
+    q, k, v = (t.to(_work_dtype(dtype)) for t in (q, k, v))
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    s = (q * scale) @ k.transpose(-2, -1)  # (B, H, Nq, Nk)
+    visible = _visible(q.shape[-2], k.shape[-2], q.device, "top-left") if is_causal else None
+    return (weights(s, visible) @ v).to(dtype)  # (B, H, Nq, D)
+
+
+def _masked(s, visible):
+    return s if visible is None else s.masked_fill(~visible, float("-inf"))
+
+
+# --------------------------------------------------------------------------- forward mutants
+
+
+def wrong_default_scale(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """scale=None read as 1/D instead of 1/√D."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                             default_scale=lambda d: 1.0 / d)
+
+
+def ignored_explicit_scale(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """The scale argument is accepted and ignored: always 1/√D."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                             bugs={"ignore-scale"})
+
+
+def causal_leaks_next_key(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Causal off by one, outward: query i also sees key i + 1."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                             causal_mode="leak-next")
+
+
+def causal_masks_diagonal(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Causal off by one, inward: query i does not see key i (row 0 sees nothing)."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                             causal_mode="strict")
+
+
+def causal_bottom_right(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Causal mask aligned bottom-right (query i sees j <= i + Nk - Nq) instead of SDPA's top-left."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                             causal_mode="bottom-right")
+
+
+def mask_after_softmax(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Softmax over all keys, then the masked weights zeroed: rows no longer sum to 1."""
+    def weights(s, visible):
+        p = torch.softmax(s, dim=-1)
+        return p if visible is None else p * visible
+    return _plain(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, weights=weights)
+
+
+def softmax_over_queries(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Softmax normalised over the query axis (dim -2) instead of the key axis."""
+    return _plain(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                  weights=lambda s, visible: torch.nan_to_num(torch.softmax(_masked(s, visible), dim=-2)))
+
+
+def max_over_queries(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Stabilising max taken per key column (over queries) instead of per query row."""
+    def weights(s, visible):
+        s = _masked(s, visible)
+        e = torch.exp(s - s.amax(dim=-2, keepdim=True).clamp(min=-1e30))
+        return e / e.sum(dim=-1, keepdim=True)
+    return _plain(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, weights=weights)
+
+
+def normalised_scores_without_exp(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Weights s / Σ s (the exponential forgotten): rows still sum to 1, but weights go negative."""
+    def weights(s, visible):
+        s = s if visible is None else s * visible
+        return s / s.sum(dim=-1, keepdim=True)
+    return _plain(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, weights=weights)
+
+
+def online_without_accumulator_rescale(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Online softmax that rescales the running sum but not the accumulator when the max grows."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                             bugs={"no-acc-rescale"})
+
+
+def online_without_denominator_rescale(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Online softmax that rescales the accumulator but not the running sum."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                             bugs={"no-l-rescale"})
+
+
+def dropped_tail_block(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """The last, partial key block is skipped (loop bound Nk // BLOCK instead of a ceiling)."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                             bugs={"drop-tail-block"})
+
+
+def dropped_query_tail(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Rows of the last, partial query block are never written (left zero)."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                             bugs={"drop-query-tail"})
+
+
+def gqa_modulo_heads(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """GQA query head h reads KV head h % Hkv instead of h // (Hq / Hkv)."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                             bugs={"gqa-modulo"})
+
+
+def no_max_subtraction(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """exp(s) without subtracting a running max: overflows to inf/inf = NaN at large logits."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                             bugs={"no-max"})
+
+
+def global_max_subtraction(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """One max over the whole tensor instead of per row: small rows underflow to 0/0."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                             bugs={"global-max"})
+
+
+def finite_mask_sentinel(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Masked scores set to -1e4 instead of -inf: real scores below -1e4 lose to masked keys."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                             sentinel=-1e4)
+
+
+def unguarded_masked_block(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Key blocks visited last-to-first with no guard for -inf - (-inf): a row whose first visited
+    block is fully masked turns NaN."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                             bugs={"reverse-no-guard"})
+
+
+def low_internal_precision(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """float32 inputs silently computed in float16 inside."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                             work_dtype=torch.float16)
+
+
+def wrong_output_dtype(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Returns the float32 accumulator's dtype instead of q's."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                             bugs={"float32-output"})
+
+
+# --------------------------------------------------------------------------- backward mutants
+
+
+class _ManualAttention(torch.autograd.Function):
+    """Attention with a hand-written backward, as a kernel's backward pass computes it."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, is_causal, scale, enable_gqa, bugs):
+        dtype, work = q.dtype, _work_dtype(q.dtype)
+        hq, hkv = q.shape[1], k.shape[1]
+        kr, vr = _heads(q, k, v, enable_gqa)
+        q32, k32, v32 = (t.to(work) for t in (q, kr, vr))
+        scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+        s = (q32 * scale) @ k32.transpose(-2, -1)  # (B, H, Nq, Nk)
+        if is_causal:
+            s = s.masked_fill(~_visible(q.shape[-2], k.shape[-2], q.device, "top-left"), float("-inf"))
+        p = torch.softmax(s, dim=-1)  # (B, H, Nq, Nk)
+        out = p @ v32  # (B, H, Nq, D)
+        ctx.save_for_backward(q32, k32, v32, p, out)
+        ctx.meta = (dtype, scale, hq, hkv, bugs)
+        return out.to(dtype)
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, p, out = ctx.saved_tensors
+        dtype, scale, hq, hkv, bugs = ctx.meta
+        do = dout.to(q.dtype)  # (B, H, Nq, D)
+        dv = p.transpose(-2, -1) @ do  # (B, H, Nk, D)
+        dp = do @ v.transpose(-2, -1)  # (B, H, Nq, Nk)
+        d = (do * out).sum(dim=-1, keepdim=True)  # D_i = rowsum(dO∘O) = rowsum(P∘dP)
+        ds = p * dp if "no-D" in bugs else p * (dp - d)  # (B, H, Nq, Nk)
+        dq = ds @ k if "dq-unscaled" in bugs else scale * ds @ k  # (B, H, Nq, D)
+        dk = scale * ds.transpose(-2, -1) @ q  # (B, H, Nk, D)
+        if hq != hkv:
+            b, g = q.shape[0], hq // hkv
+            if "gqa-first-head" in bugs:
+                dk, dv = dk[:, ::g], dv[:, ::g]  # the first head of each group, not the sum
+            else:
+                dk = dk.reshape(b, hkv, g, *dk.shape[2:]).sum(2)  # (B, Hkv, Nk, D)
+                dv = dv.reshape(b, hkv, g, *dv.shape[2:]).sum(2)
+        return dq.to(dtype), dk.to(dtype), dv.to(dtype), None, None, None, None
+
+
+def manual_backward_attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, bugs=frozenset()):
+    """Correct attention whose backward is written by hand (dS = P∘(dP - D))."""
+    return _ManualAttention.apply(q, k, v, is_causal, scale, enable_gqa, frozenset(bugs))
+
+
+def backward_without_d_term(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Backward with dS = P∘dP: the D = rowsum(dO∘O) term of the softmax backward dropped."""
+    return manual_backward_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                                     bugs={"no-D"})
+
+
+def backward_dq_unscaled(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Backward forgets the softmax scale in dq = scale · dS K."""
+    return manual_backward_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                                     bugs={"dq-unscaled"})
+
+
+def backward_gqa_unsummed(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """GQA backward takes dk, dv of the group's first query head instead of summing the group."""
+    return manual_backward_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                                     bugs={"gqa-first-head"})
+
+
+# --------------------------------------------------------------------------- the register
+
+
+@dataclass(frozen=True)
+class Mutant:
+    fn: Callable
+    bug_class: str
+    caught_by: str  # the invariant expected to name it
+    dtype: torch.dtype = torch.float32  # a dtype the bug shows in
+    backward: bool = False  # the bug lives in the backward pass
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(wrong_default_scale, "wrong default scale", "default-scale"),
+    Mutant(ignored_explicit_scale, "ignored explicit scale", "explicit-scale"),
+    Mutant(causal_leaks_next_key, "causal off by one (sees the next key)", "causality"),
+    Mutant(causal_masks_diagonal, "causal off by one (masks the diagonal)", "causal-alignment"),
+    Mutant(causal_bottom_right, "causal aligned bottom-right", "causal-alignment"),
+    Mutant(mask_after_softmax, "mask applied after the softmax", "rows-sum-to-one"),
+    Mutant(softmax_over_queries, "softmax over the wrong axis", "rows-sum-to-one"),
+    Mutant(max_over_queries, "stabilising max over the wrong axis", "key-shift-invariance"),
+    Mutant(normalised_scores_without_exp, "exponential missing from the softmax", "convex-hull"),
+    Mutant(online_without_accumulator_rescale, "online softmax without accumulator rescale",
+           "online-softmax-merge"),
+    Mutant(online_without_denominator_rescale, "online softmax without denominator rescale", "rows-sum-to-one"),
+    Mutant(dropped_tail_block, "dropped tail key block", "key-permutation-invariance"),
+    Mutant(dropped_query_tail, "unwritten tail query block", "query-permutation-equivariance"),
+    Mutant(gqa_modulo_heads, "wrong GQA head mapping (h % Hkv)", "gqa-equals-repeated-mha"),
+    Mutant(no_max_subtraction, "no max subtraction (overflow at large logits)", "extreme-logits"),
+    Mutant(global_max_subtraction, "global instead of per-row max", "mixed-magnitude-rows"),
+    Mutant(finite_mask_sentinel, "finite mask sentinel (-1e4)", "hugely-negative-rows"),
+    Mutant(unguarded_masked_block, "no guard for -inf - (-inf) on a fully masked block", "causal-alignment"),
+    Mutant(low_internal_precision, "silent low internal precision (float16 inside)", "reference-agreement"),
+    Mutant(wrong_output_dtype, "wrong output dtype", "output-dtype-shape", dtype=torch.float16),
+    Mutant(backward_without_d_term, "softmax backward without the D term", "backward-key-gradient-sum",
+           backward=True),
+    Mutant(backward_dq_unscaled, "backward dq missing the scale", "softmax-jacobian", backward=True),
+    Mutant(backward_gqa_unsummed, "GQA gradients not summed over the group", "backward-agreement",
+           backward=True),
+)

@@ -1,0 +1,209 @@
+"""The conformance harness: correct implementations pass, and every way of going wrong is reported."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kernels.harness import ConformanceReport, error_vs_length, verify_attention
+from kernels.harness import invariants as inv
+from kernels.harness import reference as ref
+from kernels.harness import tolerance as tol
+from kernels.harness.cases import DEFAULT_CASES, EXTREME, MIXED, NEGATIVE, Case, magnitude_for, make_inputs
+from kernels.harness.invariants import INVARIANTS, Subject
+from kernels.mutants import low_internal_precision
+
+SDPA = F.scaled_dot_product_attention
+
+
+@pytest.fixture(scope="module")
+def sdpa_report() -> ConformanceReport:
+    return verify_attention(SDPA)
+
+
+def test_sdpa_passes_and_every_invariant_runs(sdpa_report):
+    assert sdpa_report.passed, str(sdpa_report)
+    assert {c.invariant for c in sdpa_report.checks} == {i.name for i in INVARIANTS}
+    assert set(sdpa_report.dtypes) == {"float32", "float16", "bfloat16"}
+    assert all(c.bound > 0 or c.invariant == "output-dtype-shape" for c in sdpa_report.checks)
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("impl", [SDPA, ref.float64_reference], ids=["sdpa", "float64-reference"])
+def test_no_false_alarms(impl, seed):
+    report = verify_attention(impl, seed=seed)
+    assert report.passed, "\n".join(f.describe() for f in report.failures)
+
+
+def test_claim_ids_are_in_the_catalogue():
+    from proofs.claims import CLAIMS
+
+    known = {c.id for c in CLAIMS}
+    used = {i.claim_id for i in INVARIANTS if i.claim_id is not None}
+    assert used <= known, used - known
+    assert {"softmax-normalisation", "softmax-shift-invariance", "prescaled-query", "softmax-jacobian",
+            "online-softmax-merge", "causal-mask-top-left", "gqa-equals-repeated-mha",
+            "attention-backward"} <= used
+
+
+def test_report_records_and_text(sdpa_report):
+    check = sdpa_report.checks[0]
+    for field in ("invariant", "claim_id", "case", "dtype", "device", "discrepancy", "bound", "passed", "error"):
+        assert hasattr(check, field)
+    text = str(sdpa_report)
+    assert "PASSED" in text and "reference-agreement" in text and "c13 = negative-rows" in text
+    assert sdpa_report.failures == []
+    assert len(sdpa_report.as_dicts()) == len(sdpa_report.checks)
+
+
+# ----------------------------------------------------------------------- failures are reported
+
+
+def test_an_exception_is_a_failure_of_that_case_not_a_crash():
+    def square_only(q, k, v, **kw):
+        if q.shape[-2] != k.shape[-2]:
+            raise RuntimeError("only Nq == Nk supported")
+        return SDPA(q, k, v, **kw)
+
+    report = verify_attention(square_only, dtypes=["float32"], backward=False)
+    assert not report.passed
+    raised = [f for f in report.failures if f.error]
+    assert raised and all("RuntimeError: only Nq == Nk supported" in f.error for f in raised)
+    assert all(f.error is None for f in report.checks if f.passed)
+    assert any(c.passed and c.case_name == "square" for c in report.checks)
+    assert "raised RuntimeError" in str(report)
+
+
+def test_non_tensor_output_is_a_failure():
+    report = verify_attention(lambda q, k, v, **kw: q.tolist(), dtypes=["float32"], backward=False)
+    assert not report.passed
+    assert all(not c.passed for c in report.checks)
+    assert any("list" in (c.error or c.detail) for c in report.failures)
+
+
+def test_error_just_above_the_float32_bound_is_refused():
+    """An error ~100 float32 roundings in size: far below float16's, above what float32 allows."""
+    def noisy(q, k, v, **kw):
+        out = SDPA(q, k, v, **kw)
+        return out + 1e-5 * out.abs().amax()
+
+    report = verify_attention(noisy, dtypes=["float32"], backward=False)
+    assert "reference-agreement" in report.failed_invariants
+
+
+def test_bfloat16_inside_a_float16_kernel_is_refused():
+    def via_bf16(q, k, v, **kw):
+        return SDPA(q.bfloat16(), k.bfloat16(), v.bfloat16(), **kw).to(q.dtype)
+
+    report = verify_attention(via_bf16, dtypes=["float16"], backward=False)
+    assert "reference-agreement" in report.failed_invariants
+
+
+def test_narrowing_switches_features_off():
+    seen = []
+
+    def spy(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+        seen.append((is_causal, enable_gqa, q.requires_grad))
+        if is_causal or enable_gqa:
+            raise NotImplementedError("no causal, no GQA")
+        return SDPA(q, k, v, scale=scale)
+
+    report = verify_attention(spy, dtypes=["float32"], causal=False, gqa=False, backward=False)
+    assert report.passed, str(report)
+    assert not any(c for c, g, grad in seen) and not any(g for c, g, grad in seen)
+    assert not any(grad for c, g, grad in seen)
+    names = {c.invariant for c in report.checks}
+    assert not names & {"causality", "causal-alignment", "gqa-equals-repeated-mha", "backward-agreement"}
+    # and the same implementation, asked for the features it lacks, fails on them
+    assert not verify_attention(spy, dtypes=["float32"], backward=False).passed
+
+
+# ----------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(impl=42), TypeError, "impl"),
+    (dict(dtypes=["int8"]), ValueError, "dtype"),
+    (dict(dtypes=[torch.int32]), ValueError, "dtype"),
+    (dict(dtypes=[]), ValueError, "dtypes"),
+    (dict(device="tpu"), ValueError, "device"),
+    (dict(device="not a device"), ValueError, "device"),
+])
+def test_bad_input(kwargs, error, words):
+    impl = kwargs.pop("impl", SDPA)
+    with pytest.raises(error, match=words):
+        verify_attention(impl, **kwargs)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA, so 'cuda' is a valid device")
+def test_absent_cuda_is_named():
+    with pytest.raises(ValueError, match="'cuda' is not available"):
+        verify_attention(SDPA, device="cuda")
+
+
+# ----------------------------------------------------------------------- the pieces
+
+
+def test_tolerance_rule():
+    assert tol.bound(torch.float16, 1e-3, torch.tensor([2.0])) == pytest.approx(
+        tol.MULT * 1e-3 + tol.eps(torch.float16) * 2.3)
+    assert tol.max_abs_error(torch.tensor([float("nan")]), torch.tensor([1.0])) == math.inf
+    assert tol.max_abs_error(torch.tensor([float("inf")]), torch.tensor([float("inf")])) == 0.0
+
+
+def test_cases_cover_the_nasty_shapes():
+    lengths = {c.n_q for c in DEFAULT_CASES} | {c.n_k for c in DEFAULT_CASES}
+    assert {1, 37, 53, 127} <= lengths
+    assert any(c.n_q < c.n_k and c.causal for c in DEFAULT_CASES)
+    assert any(c.n_q > c.n_k and c.causal for c in DEFAULT_CASES)
+    assert {16, 32, 64, 80, 128} <= {c.head_dim for c in DEFAULT_CASES}
+    assert any(c.gqa and c.causal for c in DEFAULT_CASES) and any(c.gqa and not c.causal for c in DEFAULT_CASES)
+
+
+def _scores(case: Case, dtype):
+    q, k, _, _ = make_inputs(case, dtype, "cpu", 0)
+    k = ref.repeat_kv(k.double(), case.q_heads)
+    return (q.double() * ref.default_scale(case.head_dim)) @ k.transpose(-2, -1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_robustness_inputs_are_as_extreme_as_claimed(dtype):
+    by_kind = {c.kind: c for c in DEFAULT_CASES if c.name in ("extreme-far", "mixed-rows", "negative-rows")}
+    far = by_kind[EXTREME]
+    s = _scores(far, dtype)
+    assert s.abs().max() >= 0.5 * magnitude_for(far, dtype) and torch.isfinite(s).all()
+    if dtype != torch.float16:
+        assert s.abs().max() > 1e29  # "far beyond" 1e4
+    rows = _scores(by_kind[MIXED], dtype).abs().amax(-1)
+    assert rows.max() / rows.min() > 1e5
+    neg = by_kind[NEGATIVE]
+    visible = ref.causal_mask(neg.n_q, neg.n_k)
+    assert (_scores(neg, dtype)[..., visible] < -1e4).all()  # below a -1e4 sentinel, every one
+
+
+def test_jacobian_gradients_equal_autograd():
+    case = next(c for c in DEFAULT_CASES if c.name == "tiny")
+    s = Subject(SDPA, case, torch.float32, "cpu", 0)
+    _, gold, _ = s.gradients
+    for a, b in zip(inv.jacobian_gradients(s), gold):
+        assert torch.allclose(a, b, atol=1e-12, rtol=0)
+
+
+def test_merge_of_reference_blocks_is_the_reference():
+    case = next(c for c in DEFAULT_CASES if c.name == "square")
+    s = Subject(ref.float64_reference, case, torch.float32, "cpu", 0)
+    o = inv.online_softmax_merge(s)
+    assert o.discrepancy < 1e-6 <= o.bound * 10
+
+
+def test_error_vs_length():
+    records = error_vs_length(SDPA, [1, 37], ["float32", torch.float16])
+    assert [(r["dtype"], r["n"]) for r in records] == [("float32", 1), ("float32", 37), ("float16", 1),
+                                                       ("float16", 37)]
+    assert all(r["passed"] and 0 <= r["error"] <= r["bound"] for r in records)
+    bad = error_vs_length(low_internal_precision, [53], ["float32"])
+    assert not bad[0]["passed"] and bad[0]["error"] > bad[0]["bound"]
+    with pytest.raises(ValueError, match="lengths"):
+        error_vs_length(SDPA, [0], ["float32"])
