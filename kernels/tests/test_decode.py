@@ -19,9 +19,9 @@ from kernels.harness import reference, tolerance
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
-def make(b, hq, hkv, nq, nk, d, dtype, seed=0):
+def make(b, hq, hkv, nq, nk, d, dtype, seed=0, device="cpu"):
     g = torch.Generator().manual_seed(seed)
-    return [torch.randn(b, h, n, d, generator=g).to(dtype) for h, n in ((hq, nq), (hkv, nk), (hkv, nk))]
+    return [torch.randn(b, h, n, d, generator=g).to(device=device, dtype=dtype) for h, n in ((hq, nq), (hkv, nk), (hkv, nk))]
 
 
 def assert_golden(out, q, k, v, **kw):
@@ -103,9 +103,9 @@ def test_default_splits_on_cpu_are_one():
     assert torch.equal(flash_decode(q, k, v), flash_decode(q, k, v, num_splits=1))
 
 
-def guarded(shape, guard=37):
+def guarded(shape, guard=37, device="cpu"):
     """A NaN buffer with `guard` elements either side of a view of `shape`."""
-    buf = torch.full((math.prod(shape) + 2 * guard,), float("nan"))
+    buf = torch.full((math.prod(shape) + 2 * guard,), float("nan"), device=device)
     return buf, buf[guard:-guard].view(shape)
 
 
@@ -213,3 +213,46 @@ def test_passes_verify_attention_forward_invariants():
     report = verify_attention(functools.partial(flash_decode, num_splits=3), backward=False, cases=cases)
     failed = [c for c in report.checks if not c.passed]
     assert report.checks and not failed, failed
+
+
+# -- compiled on a GPU, at decoding sizes ------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(2, 32, 8, 1, 32768, 128), (1, 8, 2, 16, 5000, 80), (1, 4, 4, 3, 4099, 256)],
+                         ids=["gqa-1x32768-d128", "gqa-16x5000-d80", "3x4099-d256"])
+def test_gpu_matches_golden_and_unsplit(dtype, shape):
+    q, k, v = make(*shape, dtype, seed=sum(shape), device="cuda")
+    gqa = shape[1] != shape[2]
+    for causal in (False, True):
+        kw = dict(is_causal=causal, enable_gqa=gqa)
+        unsplit = flash_attention(q, k, v, **kw)
+        golden = reference.attention64(q, k, v, **kw)
+        allowed = tolerance.bound(dtype, tolerance.max_abs_error(reference.attention(q, k, v, **kw), golden), golden)
+        for splits in (None, 1, 7):  # None: the heuristic's count for this GPU
+            out = flash_decode(q, k, v, num_splits=splits, **kw)
+            assert_golden(out, q, k, v, **kw)
+            # Not bitwise here: autotuning may give the unsplit kernel another key-tile width.
+            assert tolerance.max_abs_error(out, unsplit) <= 2 * allowed
+
+
+@pytest.mark.gpu
+def test_gpu_workspace_and_outputs_stay_in_bounds():
+    b, hq, hkv, nq, nk, d, splits = 2, 8, 2, 5, 3000, 96, 9
+    q, k, v = make(b, hq, hkv, nq, nk, d, torch.bfloat16, seed=6, device="cuda")
+    rows = b * hq * nq
+    (mb, m_ws), (lb, l_ws), (ab, acc_ws) = (guarded(s, device="cuda")
+                                            for s in ((rows, splits), (rows, splits), (rows, splits, d)))
+    partials(q, k, v, m_ws, l_ws, acc_ws, is_causal=False, scale=d ** -0.5, num_splits=splits)
+    assert not any(t.isnan().any() for t in (m_ws, l_ws, acc_ws))
+    (ob, out), (lbuf, lse) = guarded((rows, d), device="cuda"), guarded((rows,), device="cuda")
+    combine(m_ws, l_ws, acc_ws, out, lse)
+    for buf in (mb, lb, ab, ob, lbuf):
+        assert buf[:37].isnan().all() and buf[-37:].isnan().all()
+    assert_golden(out.view(b, hq, nq, d).to(torch.bfloat16), q, k, v, enable_gqa=True)
+
+
+@pytest.mark.gpu
+def test_gpu_dispatch_splits_decoding_shapes():
+    assert should_split(1, 32768, batch=2, q_heads=32, kv_heads=8, device="cuda")
+    assert not should_split(4096, 4096, batch=2, q_heads=32, kv_heads=8, device="cuda")
