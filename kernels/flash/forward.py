@@ -39,6 +39,8 @@ def attend_key_blocks(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, st
         # A row with no visible key yet keeps m = −∞; shifting by 0 instead avoids −∞ − (−∞).
         shift = tl.where(m_new == float("-inf"), 0.0, m_new)  # (BLOCK_M,)
         alpha = tl.exp2(m_i - shift)  # rescales what was accumulated under the old max
+        # s − m subtracts the very rounded value the max was taken of, so the largest score
+        # gives exactly exp2(0) = 1 whatever the magnitude of the scores.
         p = tl.exp2(s - shift[:, None])  # (BLOCK_M, BLOCK_N)
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)  # (BLOCK_M, BLOCK_D)
@@ -89,7 +91,8 @@ def _forward_kernel(Q, K, V, O, LSE, qk_scale,
     seen = l_i > 0.0
     l_safe = tl.where(seen, l_i, 1.0)
     out = acc / l_safe[:, None]  # (BLOCK_M, BLOCK_D)
-    lse = tl.where(seen, (m_i + tl.log2(l_safe)) * 0.6931471805599453, float("-inf"))  # natural log
+    # natural log (claim logsumexp-merge): m·ln 2 + ln l in one fma, rounded once
+    lse = tl.where(seen, tl.fma(m_i, 0.6931471805599453, tl.log(l_safe)), float("-inf"))
     o_base = O + b * stride_ob + h * stride_oh
     store_tile(o_base, out, offs_m, offs_d, stride_om, stride_od, N_Q, HEAD_DIM)
     tl.store(LSE + b * stride_lb + h * stride_lh + offs_m * stride_lm, lse, mask=offs_m < N_Q)

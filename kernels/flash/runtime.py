@@ -17,12 +17,22 @@ HOW_TO_INTERPRET = ("Triton kernels on CPU tensors need Triton's interpreter: se
                     "`TRITON_INTERPRET=1 python ...`), or pass CUDA tensors on a machine with a GPU.")
 
 
-def interpreting() -> bool:
-    """Whether triton was imported with its interpreter switched on."""
+def _interpret_flag() -> bool:
     knobs = getattr(triton, "knobs", None)
     if knobs is not None:
         return bool(knobs.runtime.interpret)
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+
+
+# Read once, when this module is imported: @triton.jit reads the same flag as the kernel
+# modules that import this one are decorated, so later changes to the environment do not
+# change how the kernels run (and must not change what we report).
+_INTERPRETING = _interpret_flag()
+
+
+def interpreting() -> bool:
+    """Whether the kernels were built for Triton's interpreter."""
+    return _INTERPRETING
 
 
 def upcast_operands(dtype: torch.dtype) -> bool:
