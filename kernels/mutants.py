@@ -237,6 +237,21 @@ def low_internal_precision(q, k, v, *, is_causal=False, scale=None, enable_gqa=F
                              work_dtype=torch.float16)
 
 
+def prescales_query_in_place(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """q multiplied by the scale in place, overwriting the caller's tensor."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    q.mul_(scale)
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=1.0, enable_gqa=enable_gqa)
+
+
+def ignores_strides(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Addresses computed from the shape as if every input were contiguous, ignoring its strides."""
+    def as_if_contiguous(t):
+        return t.as_strided(t.shape, torch.empty(t.shape, device="meta").stride(), t.storage_offset())
+    return blocked_attention(as_if_contiguous(q), as_if_contiguous(k), as_if_contiguous(v), is_causal=is_causal,
+                             scale=scale, enable_gqa=enable_gqa)
+
+
 def wrong_output_dtype(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
     """Returns the float32 accumulator's dtype instead of q's."""
     return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
@@ -346,6 +361,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(finite_mask_sentinel, "finite mask sentinel (-1e4)", "hugely-negative-rows"),
     Mutant(unguarded_masked_block, "no guard for -inf - (-inf) on a fully masked block", "causal-alignment"),
     Mutant(low_internal_precision, "silent low internal precision (float16 inside)", "reference-agreement"),
+    Mutant(prescales_query_in_place, "writes into its input (in-place pre-scale of q)", "inputs-untouched"),
+    Mutant(ignores_strides, "ignores the inputs' strides", "strided-inputs"),
     Mutant(wrong_output_dtype, "wrong output dtype", "output-dtype-shape", dtype=torch.float16),
     Mutant(backward_without_d_term, "softmax backward without the D term", "backward-key-gradient-sum",
            backward=True),

@@ -143,6 +143,29 @@ def output_dtype_shape(s: Subject) -> Outcome:
     return Outcome(math.inf if problems else 0.0, 0.0, "; ".join(problems))
 
 
+def inputs_untouched(s: Subject) -> Outcome:
+    """impl may not write into q, k or v (an in-place pre-scale of q is the classic slip)."""
+    q, k, v = s.q.clone(), s.k.clone(), s.v.clone()
+    with torch.no_grad():
+        s.impl(q, k, v, **s.kwargs())
+    changed = [name for name, before, after in (("q", s.q, q), ("k", s.k, k), ("v", s.v, v))
+               if not torch.equal(before, after)]
+    return Outcome(math.inf if changed else 0.0, 0.0, f"impl changed {', '.join(changed)}" if changed else "")
+
+
+def _strided(x: torch.Tensor) -> torch.Tensor:
+    """The same values as a non-contiguous view: (B, H, N, D) read out of (B, N, H, D) storage,
+    the layout a projection followed by .view(B, N, H, D).transpose(1, 2) produces."""
+    return x.transpose(1, 2).contiguous().transpose(1, 2)
+
+
+def strided_inputs(s: Subject) -> Outcome:
+    """Non-contiguous q, k, v (the usual (B, N, H, D) layout viewed as (B, H, N, D)) give the same output."""
+    q2, k2, v2 = _strided(s.q), _strided(s.k), _strided(s.v)
+    gold, err = s.base
+    return _relation(s, s.run(q2, k2, v2), gold, err, s.output(), gold, err)
+
+
 def rows_sum_to_one(s: Subject) -> Outcome:
     """softmax rows are probability vectors: with V = 1 the output is exactly 1."""
     ones = torch.ones_like(s.v)
@@ -389,7 +412,9 @@ def _random(c: Case) -> bool:
 
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant("output-dtype-shape", None, output_dtype_shape, lambda c: True),
+    Invariant("inputs-untouched", None, inputs_untouched, _random),
     Invariant("reference-agreement", None, reference_agreement, _random),
+    Invariant("strided-inputs", None, strided_inputs, lambda c: _random(c) and max(c.q_heads, c.n_q, c.n_k) > 1),
     Invariant("rows-sum-to-one", "softmax-normalisation", rows_sum_to_one, _random),
     Invariant("convex-hull", "softmax-normalisation", convex_hull, _random),
     Invariant("key-shift-invariance", "softmax-shift-invariance", key_shift_invariance, _random),

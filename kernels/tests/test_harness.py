@@ -27,7 +27,8 @@ def test_sdpa_passes_and_every_invariant_runs(sdpa_report):
     assert sdpa_report.passed, str(sdpa_report)
     assert {c.invariant for c in sdpa_report.checks} == {i.name for i in INVARIANTS}
     assert set(sdpa_report.dtypes) == {"float32", "float16", "bfloat16"}
-    assert all(c.bound > 0 or c.invariant == "output-dtype-shape" for c in sdpa_report.checks)
+    exact = {"output-dtype-shape", "inputs-untouched"}  # yes/no checks; every other one has a tolerance
+    assert all(c.bound > 0 or c.invariant in exact for c in sdpa_report.checks)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -79,7 +80,7 @@ def test_an_exception_is_a_failure_of_that_case_not_a_crash():
 def test_non_tensor_output_is_a_failure():
     report = verify_attention(lambda q, k, v, **kw: q.tolist(), dtypes=["float32"], backward=False)
     assert not report.passed
-    assert all(not c.passed for c in report.checks)
+    assert all(not c.passed for c in report.checks if c.invariant != "inputs-untouched")
     assert any("list" in (c.error or c.detail) for c in report.failures)
 
 
