@@ -26,10 +26,8 @@ def _score_details(claim_id, d_ks, n, seed, q, k, alpha, *, divisor: Callable, c
                    claimed_mean: Callable | None, label: str, threads, memory_budget) -> list[Confirmation]:
     """Sample q·k / divisor(d_k) for every d_k in one nested draw and test mean and variance."""
     d_ks = tuple(sorted(set(arguments.dimensions(d_ks, "d_k"))))
-    scale = 1.0 / np.array([float(divisor(d)) for d in d_ks])[:, None]  # (len(d_ks), 1)
-    parts = sampling.dot_products(d_ks, n, seed, q, k, lambda s: Moments.of(s * scale),
-                                  threads=threads, memory_budget=memory_budget)
-    moments = Moments.combine(parts)
+    divisors = tuple(float(divisor(d)) for d in d_ks)
+    moments = score_moments(d_ks, n, seed, q, k, divisors, threads=threads, memory_budget=memory_budget)
     n_tests = len(d_ks) * (2 if claimed_mean else 1)
     details = []
     for i, d in enumerate(d_ks):
@@ -41,6 +39,26 @@ def _score_details(claim_id, d_ks, n, seed, q, k, alpha, *, divisor: Callable, c
             details.append(from_test(claim_id, f"E[{label}] at d_k = {d}", mean_test(m, float(claimed_mean(d)), alpha),
                                       alpha))
     return details
+
+
+def score_moments(d_ks, n, seed, q, k, divisors, *, threads=None, memory_budget=sampling.MEMORY_BUDGET) -> Moments:
+    """Moments of q·k / divisor at each d_k: one nested draw, streamed chunk by chunk.
+
+    The result is a function of (d_ks, n, seed, q, k, divisors) alone, so the last few are kept:
+    judging several claimed values against one sample (a true claim and deliberately wrong ones)
+    costs one draw."""
+    key = (d_ks, n, seed, q, k, divisors)
+    if key not in _RECENT:
+        scale = 1.0 / np.array(divisors)[:, None]  # (len(d_ks), 1)
+        parts = sampling.dot_products(d_ks, n, seed, q, k, lambda s: Moments.of(s * scale),
+                                      threads=threads, memory_budget=memory_budget)
+        _RECENT[key] = Moments.combine(parts)
+        while len(_RECENT) > 4:
+            _RECENT.pop(next(iter(_RECENT)))
+    return _RECENT[key]
+
+
+_RECENT: dict = {}
 
 
 def _claimed_in_d_k(claimed, default: Callable) -> Callable:

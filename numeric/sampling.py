@@ -68,11 +68,9 @@ def standard(rng: np.random.Generator, distribution: str, shape: tuple[int, ...]
         x = rng.random(size, dtype=np.float32)
         x -= np.float32(0.5)
         x *= np.float32(math.sqrt(12.0))
-    elif distribution == "rademacher":  # one random bit per component
-        bits = np.unpackbits(np.frombuffer(rng.bytes((size + 7) // 8), dtype=np.uint8), count=size)
-        x = bits.astype(np.float32)
-        x *= np.float32(2)
-        x -= np.float32(1)
+    elif distribution == "rademacher":  # one random bit per component: each byte picks 8 signs
+        byte = np.frombuffer(rng.bytes((size + 7) // 8), dtype=np.uint8)
+        x = np.take(_SIGNS, byte, axis=0).reshape(-1)[:size]
     elif distribution == "student-t":  # t_ν = Z / √(χ²_ν / ν), scaled to variance 1 by √((ν-2)/ν)
         chi2 = rng.standard_gamma(nu / 2, size, dtype=np.float32)  # χ²_ν / 2
         x = _box_muller(rng, size)
@@ -80,6 +78,9 @@ def standard(rng: np.random.Generator, distribution: str, shape: tuple[int, ...]
     else:
         arguments.distribution(distribution)
     return x.reshape(shape)
+
+
+_SIGNS = (1 - 2 * np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1)).astype(np.float32)  # (256, 8)
 
 
 def _box_muller(rng: np.random.Generator, size: int) -> np.ndarray:
