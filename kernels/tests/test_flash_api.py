@@ -1,0 +1,57 @@
+"""flash_attention refuses bad input with a TypeError/ValueError naming the argument, before any launch."""
+import pytest
+import torch
+
+from kernels import flash_attention
+
+
+def _qkv(b=1, hq=2, hkv=2, nq=8, nk=8, d=16, dtype=torch.float32):
+    return torch.randn(b, hq, nq, d).to(dtype), torch.randn(b, hkv, nk, d).to(dtype), torch.randn(b, hkv, nk, d).to(dtype)
+
+
+def _call(q=None, k=None, v=None, **kwargs):
+    dq, dk, dv = _qkv()
+    return flash_attention(dq if q is None else q, dk if k is None else k, dv if v is None else v, **kwargs)
+
+
+BAD = {
+    # name: (call, exception, words the message must contain)
+    "q-not-a-tensor": (lambda: _call(q=[[1.0]]), TypeError, ["q", "torch.Tensor"]),
+    "q-3d": (lambda: _call(q=torch.randn(2, 8, 16)), ValueError, ["q", "4-D"]),
+    "k-3d": (lambda: _call(k=torch.randn(2, 8, 16)), ValueError, ["k", "4-D"]),
+    "q-integer": (lambda: _call(q=torch.ones(1, 2, 8, 16, dtype=torch.int32)), TypeError, ["q", "int32"]),
+    "v-integer": (lambda: _call(v=torch.ones(1, 2, 8, 16, dtype=torch.int64)), TypeError, ["v", "int64"]),
+    "q-float64": (lambda: _call(*_qkv(dtype=torch.float64)), TypeError, ["q", "float64"]),
+    "k-dtype-mismatch": (lambda: _call(k=_qkv(dtype=torch.float16)[1]), TypeError, ["k", "float16"]),
+    "v-device-mismatch": (lambda: _call(v=_qkv()[2].to("meta")), ValueError, ["v", "meta"]),
+    "q-on-meta": (lambda: _call(*(t.to("meta") for t in _qkv())), ValueError, ["q", "meta"]),
+    "k-batch-mismatch": (lambda: _call(k=_qkv(b=2)[1]), ValueError, ["k", "batch"]),
+    "v-head-dim-mismatch": (lambda: _call(v=_qkv(d=32)[2]), ValueError, ["v", "head dim"]),
+    "v-length-mismatch": (lambda: _call(v=_qkv(nk=9)[2]), ValueError, ["v", "seq_len"]),
+    "head-dim-over-256": (lambda: _call(*_qkv(d=288)), ValueError, ["q", "head dim", "256"]),
+    "heads-differ-without-gqa": (lambda: _call(*_qkv(hq=4, hkv=2)), ValueError, ["enable_gqa"]),
+    "heads-not-a-multiple": (lambda: _call(*_qkv(hq=3, hkv=2), enable_gqa=True), ValueError, ["multiple"]),
+    "empty-query-sequence": (lambda: _call(*_qkv(nq=0)), ValueError, ["q", "empty", "sequence length"]),
+    "empty-key-sequence": (lambda: _call(*_qkv(nk=0)), ValueError, ["k", "empty", "sequence length"]),
+    "empty-batch": (lambda: _call(*_qkv(b=0)), ValueError, ["q", "empty", "batch"]),
+    "is-causal-not-bool": (lambda: _call(is_causal="yes"), TypeError, ["is_causal"]),
+    "enable-gqa-not-bool": (lambda: _call(enable_gqa=1), TypeError, ["enable_gqa"]),
+    "scale-not-a-number": (lambda: _call(scale="0.1"), TypeError, ["scale"]),
+    "scale-infinite": (lambda: _call(scale=float("inf")), ValueError, ["scale"]),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_bad_input_names_the_argument(name):
+    call, exc, words = BAD[name]
+    with pytest.raises(exc) as info:
+        call()
+    message = str(info.value)
+    for word in words:
+        assert word in message, f"{name}: {word!r} not in {message!r}"
+
+
+def test_good_input_passes_the_same_checks():
+    """The table above is not refusing everything: the valid neighbours of its cases run."""
+    q, k, v = _qkv(hq=4, hkv=2, nq=1, nk=1, d=256)
+    assert flash_attention(q, k, v, enable_gqa=True, scale=0.5, is_causal=True).shape == q.shape
