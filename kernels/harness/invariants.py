@@ -238,16 +238,21 @@ def causal_alignment(s: Subject) -> Outcome:
     """Row i of causal attention equals full attention of query i over keys 0..i (top-left)."""
     n_q, n_k = s.case.n_q, s.case.n_k
     gold, err = s.base
-    worst, details = Outcome(0.0, math.inf), []
+    outcomes, details = [], []
     for i in sorted({0, min(n_q, n_k) - 1, n_q - 1}):
         seen = min(i + 1, n_k)
         q1, k1, v1 = s.q[:, :, i:i + 1], s.k[:, :, :seen], s.v[:, :, :seen]
         prefix = s.run(q1, k1, v1, is_causal=False)
         o = _relation(s, s.output()[:, :, i:i + 1], gold[:, :, i:i + 1], err,
                       prefix, *s.reference(q1, k1, v1, is_causal=False))
+        outcomes.append(o)
         details.append(f"row {i}: {o.discrepancy:.3g}")
-        if _ratio(o) > _ratio(worst):
-            worst = o
+    return _worst(outcomes, details)
+
+
+def _worst(outcomes: list[Outcome], details: list[str]) -> Outcome:
+    """The outcome closest to (or furthest past) its bound, with every part's figures as detail."""
+    worst = max(outcomes, key=_ratio)
     return Outcome(worst.discrepancy, worst.bound, "; ".join(details))
 
 
@@ -336,13 +341,16 @@ hugely_negative_rows = reference_agreement
 def backward_agreement(s: Subject) -> Outcome:
     """dq, dk, dv against float64 autograd (GQA: summed over each group), by the low-precision rule."""
     got, gold, plain = s.gradients
-    worst, details = Outcome(0.0, math.inf), []
-    for name, g, g64, gp, size in zip(("dq", "dk", "dv"), got, gold, plain, s.gradient_sizes):
+    return _gradients_against(s, got, gold, plain)
+
+
+def _gradients_against(s: Subject, got, golden, plain) -> Outcome:
+    outcomes, details = [], []
+    for name, g, g64, gp, size in zip(("dq", "dk", "dv"), got, golden, plain, s.gradient_sizes):
         o = _against(s, g, g64, tol.max_abs_error(gp, g64), size)
+        outcomes.append(o)
         details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
-        if _ratio(o) > _ratio(worst):
-            worst = o
-    return Outcome(worst.discrepancy, worst.bound, "; ".join(details))
+    return _worst(outcomes, details)
 
 
 def backward_key_gradient_sum(s: Subject) -> Outcome:
@@ -385,13 +393,7 @@ def jacobian_gradients(s: Subject):
 def softmax_jacobian(s: Subject) -> Outcome:
     """impl's gradients against gradients built from the proved Jacobian J = diag(a) - a aᵀ."""
     got, _, plain = s.gradients
-    worst, details = Outcome(0.0, math.inf), []
-    for name, g, gj, gp, size in zip(("dq", "dk", "dv"), got, jacobian_gradients(s), plain, s.gradient_sizes):
-        o = _against(s, g, gj, tol.max_abs_error(gp, gj), size)
-        details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
-        if _ratio(o) > _ratio(worst):
-            worst = o
-    return Outcome(worst.discrepancy, worst.bound, "; ".join(details))
+    return _gradients_against(s, got, jacobian_gradients(s), plain)
 
 
 # ===================================================================== the catalogue
