@@ -37,3 +37,21 @@ def test_importing_proofs_does_not_import_torch_or_numpy_heavy_layers():
             "print(bad); sys.exit(1 if bad else 0)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def _seed_dir():
+    from pathlib import Path
+
+    # CI lays shared/ beside the clone; a developer's checkout has it at the same place.
+    return Path(__file__).resolve().parents[3] / "shared" / "seeds"
+
+
+@pytest.mark.skipif(not _seed_dir().is_dir(), reason="the seed documents (../shared/seeds) are not beside this checkout")
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.id)
+def test_seed_quotes_are_verbatim(claim):
+    def norm(text):
+        return re.sub(r"\s+", " ", text).strip()
+
+    for passage in claim.seeds:
+        text = norm((_seed_dir() / passage.file).read_text(encoding="utf-8"))
+        assert norm(passage.quote) in text, f"{passage.file}: {passage.quote!r}"
