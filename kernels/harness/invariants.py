@@ -37,7 +37,6 @@ class Subject:
     def __init__(self, impl: Callable, case: Case, dtype: torch.dtype, device: str, seed: int):
         self.impl, self.case, self.dtype, self.device, self.seed = impl, case, dtype, device, seed
         self.q, self.k, self.v, self.dout = make_inputs(case, dtype, device, seed)
-        self._output = None
 
     # ---------------------------------------------------------------- calls
     def kwargs(self, **overrides) -> dict:
@@ -51,10 +50,18 @@ class Subject:
             out = self.impl(q, k, v, **self.kwargs(**overrides))
         return _checked_output(out, q, v)
 
+    @functools.cached_property
+    def first_call(self):
+        """impl on (copies of) the base inputs, once: (what it returned, names of inputs it changed)."""
+        q, k, v = self.q.clone(), self.k.clone(), self.v.clone()
+        with torch.no_grad():
+            raw = self.impl(q, k, v, **self.kwargs())
+        changed = [name for name, before, after in (("q", self.q, q), ("k", self.k, k), ("v", self.v, v))
+                   if not torch.equal(before, after)]
+        return raw, changed
+
     def output(self) -> torch.Tensor:
-        if self._output is None:
-            self._output = self.run()
-        return self._output
+        return _checked_output(self.first_call[0], self.q, self.v)
 
     # ---------------------------------------------------------------- references
     def reference(self, q=None, k=None, v=None, **overrides) -> tuple[torch.Tensor, float]:
@@ -127,8 +134,7 @@ def reference_agreement(s: Subject) -> Outcome:
 
 
 def output_dtype_shape(s: Subject) -> Outcome:
-    with torch.no_grad():
-        out = s.impl(s.q, s.k, s.v, **s.kwargs())
+    out = s.first_call[0]
     expected = tuple(s.q.shape[:-1]) + (s.v.shape[-1],)
     problems = []
     if not isinstance(out, torch.Tensor):
@@ -145,11 +151,7 @@ def output_dtype_shape(s: Subject) -> Outcome:
 
 def inputs_untouched(s: Subject) -> Outcome:
     """impl may not write into q, k or v (an in-place pre-scale of q is the classic slip)."""
-    q, k, v = s.q.clone(), s.k.clone(), s.v.clone()
-    with torch.no_grad():
-        s.impl(q, k, v, **s.kwargs())
-    changed = [name for name, before, after in (("q", s.q, q), ("k", s.k, k), ("v", s.v, v))
-               if not torch.equal(before, after)]
+    changed = s.first_call[1]
     return Outcome(math.inf if changed else 0.0, 0.0, f"impl changed {', '.join(changed)}" if changed else "")
 
 
