@@ -65,6 +65,7 @@ def main(argv=None, prog: str = "attention-proofs verify") -> int:
     except (ValueError, TypeError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
+    report.impl = args.target  # the name the user gave, not e.g. torch._C._nn's
     print(report)
     return 0 if report.passed else 1
 

@@ -13,6 +13,7 @@ def test_correct_implementation_exits_zero_with_a_table(capsys):
     assert main([SDPA, "--dtype", "float32", "--no-backward"]) == 0
     out = capsys.readouterr().out
     assert "PASSED" in out and "invariant" in out and "causal-alignment" in out and "c1 = square" in out
+    assert out.startswith(f"Conformance of {SDPA} on cpu (float32)")
 
 
 def test_mutant_exits_one_and_names_the_law(capsys):
