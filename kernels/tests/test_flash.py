@@ -207,6 +207,26 @@ def test_non_contiguous_inputs_give_the_contiguous_result():
         torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
+def test_rows_with_no_visible_key_give_zero_like_torch():
+    """Top-left causal never empties a row (key 0 is always visible), so the public API cannot
+    produce one; with zero keys the launcher can. Such rows get output 0 and lse −∞, which is
+    what torch's SDPA returns on CPU for a row whose mask hides every key, and no NaN."""
+    q, k, v, dout = make_inputs(1, 2, 2, 70, 1, 16, torch.float32, seed=11)
+    k0, v0 = k[:, :, :0], v[:, :, :0]  # (1, 2, 0, 16)
+    out = torch.full_like(q, float("nan"))
+    lse = torch.full(q.shape[:3], float("nan"))
+    attention_forward(q, k0, v0, out, lse, scale=0.25, is_causal=True)
+    hidden = torch.zeros(70, 1, dtype=torch.bool)  # every key masked
+    torch_out = F.scaled_dot_product_attention(q, k, v, attn_mask=hidden, scale=0.25)
+    torch.testing.assert_close(torch_out, torch.zeros_like(q), rtol=0, atol=0)
+    torch.testing.assert_close(out, torch_out, rtol=0, atol=0)
+    assert (lse == float("-inf")).all()
+    dq = torch.full_like(q, float("nan"))
+    attention_backward(q, k0, v0, out, lse, dout, None, dq, torch.empty_like(k0), torch.empty_like(v0),
+                       scale=0.25, is_causal=True)
+    torch.testing.assert_close(dq, torch.zeros_like(q), rtol=0, atol=0)
+
+
 # -- out-of-bounds safety -------------------------------------------------------------------
 
 MARGIN = 3
