@@ -46,6 +46,9 @@ class Subject:
 
     def run(self, q=None, k=None, v=None, **overrides) -> torch.Tensor:
         q, k, v = (self.q if q is None else q), (self.k if k is None else k), (self.v if v is None else v)
+        # Copies (strides kept): an impl that writes into its inputs is named by inputs-untouched
+        # and must not corrupt the inputs of every later check.
+        q, k, v = q.clone(), k.clone(), v.clone()
         with torch.no_grad():
             out = self.impl(q, k, v, **self.kwargs(**overrides))
         return _checked_output(out, q, v)
