@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 
-from numeric import arguments, curves, dot_product, softmax_checks
+from numeric import arguments, curves, dot_product, real_scores, softmax_checks
 from numeric.evidence import Confirmation
 from proofs.claims import claim as catalogued
 
@@ -28,6 +28,10 @@ CONFIRMERS = {
     "online-softmax-monoid": softmax_checks.online_softmax_monoid,
     "online-softmax-unnormalised": softmax_checks.online_softmax_unnormalised,
     "logsumexp-merge": softmax_checks.logsumexp_merge,
+    "attention-backward": softmax_checks.attention_backward,
+    "self-attention-score-moments": real_scores.self_attention_score_moments,
+    "distinct-token-score-moments": real_scores.distinct_token_score_moments,
+    "scale-trap-limits": real_scores.scale_trap_limits,
 }
 CONFIRMABLE = tuple(CONFIRMERS)
 

@@ -101,3 +101,49 @@ def prescaled_scores():
     ks = [x for x in syms if str(x).startswith("k")]
     n_q, n_k = scores.shape
     return sp.lambdify((s, *qs, *ks), scores, "numpy"), (n_q, n_k, len(qs) // n_q)
+
+
+@lru_cache(maxsize=None)
+def score_moments(claim_id: str):
+    """(mean, variance, M symbols, index forms) of a real-attention score claim.
+
+    ``mean(m)``/``variance(m)`` take the flattened entries of M = W_Q W_Kᵀ at the derivation's
+    explicit size; ``index_value(key, M)`` evaluates the general-n index form at any numeric M."""
+    r = proved(claim_id).result
+    syms = list(r.M)
+    mean = sp.lambdify(syms, r.mean, "numpy")
+    variance = sp.lambdify(syms, r.variance, "numpy")
+    return mean, variance, r.M.shape[0], {k: r[k] for k in r if k.endswith("index_form")}
+
+
+def index_form_value(expr, M) -> float:
+    """A general-n index form (sums over a, b of M[a, b]) evaluated at a numeric n×n matrix."""
+    n_sym = [s for s in expr.free_symbols if str(s) == "n"]
+    expanded = expr.subs(n_sym[0], M.shape[0]).doit() if n_sym else expr.doit()
+    value = expanded.replace(lambda e: isinstance(e, sp.Indexed),
+                             lambda e: sp.Float(M[int(e.indices[0]) - 1, int(e.indices[1]) - 1], 30))
+    return float(value)
+
+
+@lru_cache(maxsize=None)
+def scale_trap_limits():
+    r = proved("scale-trap-limits").result
+    d_k, n, delta, _t, _gamma = r.symbols
+    return (sp.lambdify(d_k, r.gap_std_unscaled, "numpy"),
+            sp.lambdify((d_k, n, delta), r.uniform_tail_bound, "numpy"))
+
+
+@lru_cache(maxsize=None)
+def attention_gradients():
+    """(f, shapes): f(Q, K, V, dO, scale) -> (dQ, dK, dV) from the attention-backward derivation."""
+    import numpy as np
+
+    r = proved("attention-backward").result
+    args = [*r.Q, *r.K, *r.V, *r.dO, r.scale]
+    fns = [sp.lambdify(args, r[key], "numpy") for key in ("dQ", "dK", "dV")]
+
+    def f(Q, K, V, dO, scale):
+        flat = [*np.ravel(Q), *np.ravel(K), *np.ravel(V), *np.ravel(dO), scale]
+        return tuple(np.array(g(*flat), dtype=np.float64) for g in fns)
+
+    return f, (r.Q.shape, r.K.shape, r.V.shape, r.dO.shape)

@@ -80,7 +80,7 @@ def standard(rng: np.random.Generator, distribution: str, shape: tuple[int, ...]
     return x.reshape(shape)
 
 
-_SIGNS = (1 - 2 * np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1)).astype(np.float32)  # (256, 8)
+_SIGNS = 1 - 2 * np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float32)  # (256, 8): ±1
 
 
 def _box_muller(rng: np.random.Generator, size: int) -> np.ndarray:

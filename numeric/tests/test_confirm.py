@@ -20,6 +20,12 @@ def _small(claim_id):
         return {"n_samples": 1000, "d_ks": (1, 256)}
     if claim_id.startswith("dot-product"):
         return SMALL
+    if claim_id in ("self-attention-score-moments", "distinct-token-score-moments"):
+        return {"n_samples": 20_000, "sizes": ((3, 2), (8, 4))}
+    if claim_id == "scale-trap-limits":
+        return {"n_samples": 5_000, "d_ks": (64, 256)}
+    if claim_id == "attention-backward":
+        return {"n_samples": 10}
     return {"n_samples": 100}  # floating-point checks: n_samples is the number of random cases
 
 
@@ -79,6 +85,27 @@ def test_a_merge_without_rescaling_is_refused():
         return np.maximum(m1, m2), l, np.where(l > 0, (l1 * o1 + l2 * o2) / np.where(l > 0, l, 1), 0)
 
     assert not softmax_checks.online_softmax_merge(n_cases=50, merge=forgetful).confirmed
+
+
+def test_real_attention_variance_without_tr_m2_is_refused():
+    # Forgetting tr(M²) (the same-token correlation) is caught, as is claiming E = 0 for tied weights.
+    c = confirm("self-attention-score-moments", n_samples=20_000, sizes=((3, 2),),
+                claimed_variance=lambda M: float(np.trace(M @ M.T)))
+    assert not c.confirmed
+
+
+def test_scale_trap_with_the_wrong_gap_law_is_refused():
+    c = confirm("scale-trap-limits", n_samples=5_000, d_ks=(64,), gap_std=lambda d: np.sqrt(d))
+    assert not c.confirmed
+
+
+def test_backward_without_the_row_correction_is_refused():
+    def no_correction(Q, K, V, dO, scale):  # dS = P ∘ dP, the −D term dropped
+        P = sm.softmax(scale * Q @ K.T)
+        dS = P * (dO @ V.T)
+        return scale * dS @ K, scale * dS.T @ Q, P.T @ dO
+
+    assert not softmax_checks.attention_backward(n_cases=5, gradients=no_correction).confirmed
 
 
 def test_floating_point_checks_report_bounds():
