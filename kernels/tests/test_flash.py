@@ -128,7 +128,7 @@ def test_rule_rejects_a_kernel_that_drops_a_rescale():
 @pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
 def test_matches_float64_reference(dtype, is_causal):
     """Lengths that are no block multiple, Nq < Nk, GQA, a padded head dim (40 -> 64)."""
-    q, k, v, dout = make_inputs(1, 4, 2, 70, 113, 40, dtype, seed=0)
+    q, k, v, dout = make_inputs(1, 4, 2, 70, 113, 40, dtype, seed=1)
     check_against_references(q, k, v, dout, is_causal=is_causal)
 
 
