@@ -17,7 +17,7 @@ def build_parser(prog: str = "attention-proofs verify") -> argparse.ArgumentPars
                    help="e.g. torch.nn.functional:scaled_dot_product_attention or kernels:flash_attention")
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--dtype", action="append", metavar="DTYPE",
-                   help="float32, float16, bfloat16 or float64; repeat or comma-separate "
+                   help="float32, float16 or bfloat16; repeat or comma-separate "
                         "(default: float32, float16, bfloat16 where the device supports them)")
     p.add_argument("--no-backward", action="store_true", help="skip gradient checks")
     p.add_argument("--no-gqa", action="store_true", help="skip grouped-query attention")

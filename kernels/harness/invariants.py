@@ -44,23 +44,23 @@ class Subject:
         kw.update(overrides)
         return kw
 
-    def run(self, q=None, k=None, v=None, **overrides) -> torch.Tensor:
-        q, k, v = (self.q if q is None else q), (self.k if k is None else k), (self.v if v is None else v)
-        # Copies (strides kept): an impl that writes into its inputs is named by inputs-untouched
-        # and must not corrupt the inputs of every later check.
+    def _call(self, q, k, v, **overrides):
+        """impl on copies of q, k, v (strides kept): (what it returned, the copies after the call).
+        An impl that writes into its inputs is named by inputs-untouched and must not corrupt the
+        inputs of every later check."""
         q, k, v = q.clone(), k.clone(), v.clone()
         with torch.no_grad():
-            out = self.impl(q, k, v, **self.kwargs(**overrides))
-        return _checked_output(out, q, v)
+            return self.impl(q, k, v, **self.kwargs(**overrides)), (q, k, v)
+
+    def run(self, q=None, k=None, v=None, **overrides) -> torch.Tensor:
+        q, k, v = (self.q if q is None else q), (self.k if k is None else k), (self.v if v is None else v)
+        return _checked_output(self._call(q, k, v, **overrides)[0], q, v)
 
     @functools.cached_property
     def first_call(self):
-        """impl on (copies of) the base inputs, once: (what it returned, names of inputs it changed)."""
-        q, k, v = self.q.clone(), self.k.clone(), self.v.clone()
-        with torch.no_grad():
-            raw = self.impl(q, k, v, **self.kwargs())
-        changed = [name for name, before, after in (("q", self.q, q), ("k", self.k, k), ("v", self.v, v))
-                   if not torch.equal(before, after)]
+        """impl on the base inputs, once: (what it returned, names of the inputs it changed)."""
+        raw, after = self._call(self.q, self.k, self.v)
+        changed = [name for name, x, y in zip("qkv", (self.q, self.k, self.v), after) if not torch.equal(x, y)]
         return raw, changed
 
     def output(self) -> torch.Tensor:

@@ -28,7 +28,7 @@ MULT = 2.0
 # float32 far higher than the half types (absolute 1e-5 ≈ 84 eps against 1e-3 ≈ 1 eps for
 # float16). 16 roundings still refuses a float32 kernel computing in float16 inside by ~100×.
 FLOOR_OFFSET = 0.3
-FLOOR_ROUNDINGS = {torch.float16: 1.0, torch.bfloat16: 1.0, torch.float32: 16.0, torch.float64: 16.0}
+FLOOR_ROUNDINGS = {torch.float16: 1.0, torch.bfloat16: 1.0, torch.float32: 16.0}
 
 
 def eps(dtype: torch.dtype) -> float:

@@ -128,6 +128,7 @@ def test_narrowing_switches_features_off():
     (dict(impl=42), TypeError, "impl"),
     (dict(dtypes=["int8"]), ValueError, "dtype"),
     (dict(dtypes=[torch.int32]), ValueError, "dtype"),
+    (dict(dtypes=["float64"]), ValueError, "golden precision"),
     (dict(dtypes=[]), ValueError, "dtypes"),
     (dict(device="tpu"), ValueError, "device"),
     (dict(device="not a device"), ValueError, "device"),
