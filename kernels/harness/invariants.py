@@ -293,16 +293,23 @@ def gqa_equals_repeated_mha(s: Subject) -> Outcome:
     return _relation(s, s.output(), *s.base, mha, *s.reference(k=k2, v=v2, enable_gqa=False))
 
 
+@functools.lru_cache(maxsize=None)
+def _proved(claim_id: str):
+    """The claim's derivation, which must verify before a check builds on it (once per process)."""
+    from proofs.claims import derive
+
+    d = derive(claim_id)
+    if not d.verified:
+        raise RuntimeError(f"the {claim_id} derivation did not verify; refusing to build a check on it")
+    return d
+
+
 @functools.lru_cache(maxsize=1)
 def _merge_function():
     """The online-softmax merge for the output, as proved, lambdified over (m1, l1, o1, m2, l2, o2)."""
     import sympy as sp
 
-    from proofs.claims import derive
-
-    d = derive("online-softmax-merge")
-    if not d.verified:
-        raise RuntimeError("the online-softmax-merge derivation did not verify; refusing to use it")
+    d = _proved("online-softmax-merge")
     return sp.lambdify(d.result["symbols"], d.result["o"], modules="numpy")
 
 
@@ -361,6 +368,7 @@ def _gradients_against(s: Subject, got, golden, plain) -> Outcome:
 def backward_key_gradient_sum(s: Subject) -> Outcome:
     """Σ_j dk_j = 0 per head: dk_j = scale Σ_i dS_ij q_i with dS = P∘(dP - D), and every row of dS
     sums to zero because D_i = rowsum(dO∘O) = rowsum(P∘dP) (the attention-backward identity)."""
+    _proved("attention-backward")
     got, gold, plain = s.gradients
     total = got[1].double().sum(dim=-2)  # (B, Hkv, D)
     total64, total_plain = gold[1].sum(dim=-2), plain[1].double().sum(dim=-2)

@@ -200,6 +200,21 @@ def test_merge_of_reference_blocks_is_the_reference():
     assert o.discrepancy < 1e-6 <= o.bound * 10
 
 
+def test_a_check_refuses_to_build_on_an_unproved_claim(monkeypatch):
+    class Unproved:
+        verified = False
+
+    inv._proved.cache_clear()
+    inv._merge_function.cache_clear()
+    monkeypatch.setattr("proofs.claims.derive", lambda claim_id: Unproved())
+    square = next(c for c in DEFAULT_CASES if c.name == "square")
+    report = verify_attention(SDPA, dtypes=["float32"], cases=[square])
+    refused = {f.invariant for f in report.failures if "did not verify" in (f.error or "")}
+    assert refused == {"online-softmax-merge", "backward-key-gradient-sum"}
+    inv._proved.cache_clear()
+    inv._merge_function.cache_clear()
+
+
 def test_error_vs_length():
     records = error_vs_length(SDPA, [1, 37], ["float32", torch.float16])
     assert [(r["dtype"], r["n"]) for r in records] == [("float32", 1), ("float32", 37), ("float16", 1),
