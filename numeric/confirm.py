@@ -46,6 +46,8 @@ def confirm(claim_id: str, *, n_samples=None, seed=0, **params) -> Confirmation:
     if unknown:
         raise ValueError(f"{claim_id!r} takes no parameter(s) {', '.join(unknown)}; it takes {', '.join(accepted)}")
     seed = arguments.seed(seed)
+    if "alpha" in params:  # refused before any sampling starts
+        arguments.alpha(params["alpha"])
     if "n_samples" in accepted:
         if n_samples is not None:
             params["n_samples"] = arguments.n_samples(n_samples)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from numeric import arguments
 from numeric.statistics import holm
 
 
@@ -49,6 +50,7 @@ def from_test(claim_id, description, test, alpha, power=None) -> Confirmation:
 
 
 def exact(claim_id, description, error: float, tolerance: float, n: int, alpha: float) -> Confirmation:
+    arguments.alpha(alpha)
     ok = bool(np.isfinite(error) and error <= tolerance)
     return Confirmation(claim_id, description, float(error), (float(error), float(error)), None, ok, n, 0.0, alpha,
                         0.0, None, float(tolerance))

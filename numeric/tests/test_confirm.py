@@ -118,6 +118,8 @@ def test_floating_point_checks_report_bounds():
     (lambda: confirm("dot-product-variance", n_samples=1), "n_samples"),
     (lambda: confirm("dot-product-variance", alpha=1.5, n_samples=100), "alpha"),
     (lambda: confirm("dot-product-variance", alpha=0, n_samples=100), "alpha"),
+    (lambda: confirm("softmax-jacobian", alpha=-0.1), "alpha"),
+    (lambda: confirm("online-softmax-merge", n_samples=0), "n_samples"),
     (lambda: confirm("dot-product-variance", distribution="laplace", n_samples=100), "distribution"),
     (lambda: confirm("dot-product-variance", distribution="student-t", nu=3, n_samples=100), "nu"),
     (lambda: confirm("dot-product-variance", d_ks=(0, 4), n_samples=100), "d_k"),
