@@ -38,6 +38,12 @@ def test_no_false_alarms(impl, seed):
     assert report.passed, "\n".join(f.describe() for f in report.failures)
 
 
+def test_thorough_run_adds_larger_cases_and_passes_sdpa():
+    report = verify_attention(SDPA, thorough=True, dtypes=["bfloat16"], backward=False)
+    assert report.passed, "\n".join(f.describe() for f in report.failures)
+    assert {"fa-113x203", "fa-1023x1024", "mqa-causal"} <= {c.case_name for c in report.checks}
+
+
 def test_claim_ids_are_in_the_catalogue():
     from proofs.claims import CLAIMS
 
