@@ -21,7 +21,10 @@ class Confirmation:
     seconds: float = 0.123
     alpha: float = 0.001
     description: str = "fake confirmation"
-    details: dict = field(default_factory=dict)
+    claimed: float | None = 1.0
+    power: float | None = None
+    tolerance: float | None = None
+    details: list = field(default_factory=list)
 
 
 def numeric_module(*, rejects: tuple[str, ...] = (), raises: tuple[str, ...] = (),
@@ -36,8 +39,8 @@ def numeric_module(*, rejects: tuple[str, ...] = (), raises: tuple[str, ...] = (
         if claim_id in raises:
             raise RuntimeError(f"fake failure for {claim_id}")
         ok = claim_id not in rejects
-        return Confirmation(1.0 + seed / 1000, (0.9, 1.1), 0.5 if ok else 1e-9, ok, n_samples or 10,
-                            details={"d_k": 64, "seconds_spent": 9.9})
+        part = Confirmation(1.0, (0.9, 1.1), 0.5, True, n_samples or 10, 0.0, description="fake point d_k = 64")
+        return Confirmation(1.0 + seed / 1000, (0.9, 1.1), 0.5 if ok else 1e-9, ok, n_samples or 10, details=[part])
 
     def confirm_dot_product_variance(d_k, *, n_samples, seed=0):
         return Confirmation(d_k * 1.01, (d_k * 0.9, d_k * 1.1), 0.5, True, n_samples)

@@ -58,7 +58,9 @@ def test_numeric_timings_stay_out_of_the_evidence(monkeypatch):
     _fake_layers.install(monkeypatch, _fake_layers.numeric_module())
     report = gather(Options(only=("dot-product-variance",), layers=("numeric",)))
     ev = report.claims[0].numeric
-    assert ev.details == {"d_k": 64}  # "seconds_spent" went to the timings
+    assert ev.parts == [{"description": "fake point d_k = 64", "estimate": 1.0, "claimed": 1.0, "ci": [0.9, 1.1],
+                         "p_value": 0.5, "alpha": 0.001, "n_samples": 20_000, "power": None, "tolerance": None,
+                         "confirmed": True}]  # no "seconds": timings are kept apart
     assert report.timings["claims"]["dot-product-variance"]["numeric"] == 0.123
 
 

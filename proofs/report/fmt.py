@@ -31,6 +31,23 @@ def too_long(latex: str) -> str:
     return f"(formula of {len(latex):,} LaTeX characters, too long to show; it is in report.json)"
 
 
+def plan(plan: dict) -> str:
+    """What a mode runs, one ``key=value`` per setting (dicts shortened to ``k: v`` lists)."""
+    def value(v):
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k}: {number(x)}" for k, x in v.items()) + "}" if v else "layer defaults"
+        return "layer default" if v is None else number(v)
+
+    return "; ".join(f"{k}={value(v)}" for k, v in plan.items() if k not in ("mode", "summary"))
+
+
+def seconds(timings: dict) -> str:
+    out = ", ".join(f"{k} {v:.1f} s" for k, v in timings.get("seconds", {}).items())
+    if timings.get("proofs_in_parallel"):
+        out += " (the derivations ran in a worker process beside the other layers)"
+    return out
+
+
 def interval(ci) -> str:
     return "—" if not ci else f"[{number(ci[0])}, {number(ci[1])}]"
 
@@ -50,11 +67,34 @@ def not_checked(reason: str) -> str:
     return f"{NOT_CHECKED_TEXT}: {reason}" if reason else NOT_CHECKED_TEXT
 
 
-def check_line(c: dict | object) -> str:
+def check_line(c: dict | object, *, invariant: bool = True) -> str:
     """A kernel check as one phrase: invariant, case, dtype, discrepancy against bound."""
     get = c.get if isinstance(c, dict) else (lambda k: getattr(c, k))
-    parts = [get("invariant"), get("case"), get("dtype")]
+    parts = [get("invariant") if invariant else "", get("case"), get("dtype")]
     text = ", ".join(str(p) for p in parts if p)
     if get("error"):
         return f"{text}: raised {get('error')}"
     return f"{text}: {number(get('discrepancy'))} against bound {number(get('bound'))}"
+
+
+def numeric_facts(n) -> list[tuple[str, str]]:
+    """A confirmation's numbers as (label, text) pairs; a floating-point check shows its tolerance."""
+    facts = [("what", n.description or "—"), ("estimate", number(n.estimate)),
+             ("derived value", number(n.claimed))]
+    if n.p_value is not None:  # a statistical test; a floating-point check has a bound instead
+        facts += [("confidence interval", interval(n.ci)), ("p-value", number(n.p_value, 3))]
+    if n.tolerance is not None:
+        facts.append(("tolerance (rounding bound)", number(n.tolerance)))
+    facts += [("α", number(n.alpha)), ("samples", number(n.n_samples))]
+    if n.power is not None:
+        facts.append(("power against a 2% error", number(n.power, 3)))
+    return facts
+
+
+PART_HEADERS = ("parameter point", "estimate", "derived", "CI", "p / tolerance", "verdict")
+
+
+def part_row(p: dict) -> tuple[str, ...]:
+    test = number(p["p_value"], 3) if p.get("p_value") is not None else f"≤ {number(p.get('tolerance'))}"
+    return (p["description"], number(p["estimate"]), number(p.get("claimed")), interval(p.get("ci")), test,
+            "confirmed" if p["confirmed"] else "REJECTED")

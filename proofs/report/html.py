@@ -27,6 +27,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .badge { display: inline-block; padding: 0 .5em; border-radius: 1em; font-size: .85em; font-weight: 600;
          white-space: nowrap; color: #fff; }
 .badge.passed { background: var(--ok); } .badge.failed { background: var(--bad); }
+.badge.precision { background: #0969da; }
 .badge.not-checked { background: #fff; color: var(--none); border: 1px solid var(--none); font-weight: 400; }
 .banner { padding: .8rem 1rem; border-radius: 8px; margin: 1rem 0; font-size: 1.1rem; }
 .banner.passed { background: #dafbe1; border: 1px solid var(--ok); }
@@ -41,9 +42,11 @@ table.steps { table-layout: fixed; }
 .steps th:nth-child(1) { width: 2.5rem; } .steps th:nth-child(2) { width: 11rem; }
 .steps th:nth-child(4) { width: 15rem; }
 .steps div.math { overflow-x: auto; padding: .2rem 0; }
-td { overflow-wrap: anywhere; }
+.steps td, .detail { overflow-wrap: anywhere; }
+table.audit td:first-child code, table.parts td:last-child { white-space: nowrap; }
 .steps tr.premise td { background: #fbfbfc; color: #444; }
 .steps tr.failed td { background: #ffebe9; }
+ul.results li { overflow-x: auto; padding: .15rem 0; }
 .detail { color: var(--none); font-size: .85em; }
 .none { color: var(--none); font-style: italic; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem; margin: .25rem 0; }
@@ -54,7 +57,7 @@ figcaption { font-size: .9rem; color: #444; max-width: 48rem; }
 math { font-size: 1.05em; }
 """
 
-_AUDIT_CLASS = {"holds": PASSED, "holds to printed precision": PASSED, "does not hold": FAILED}
+_AUDIT_CLASS = {"holds": PASSED, "holds to printed precision": "precision", "does not hold": FAILED}
 
 
 def _badge(status: str, text: str, title: str = "") -> str:
@@ -114,7 +117,7 @@ def _proof(c) -> str:
     out.append(f'<p class="detail">{p.checked_steps} checked steps, {p.premises} premises.</p>')
     if p.results:
         res = "".join(f"<li><code>{escape(name)}</code> = {_math(tex)}</li>" for name, tex in p.results)
-        out.append(f"<p>Result:</p><ul>{res}</ul>")
+        out.append(f'<p>Result:</p><ul class="results">{res}</ul>')
     return "".join(out)
 
 
@@ -125,12 +128,11 @@ def _numeric(c) -> str:
         return "".join(out) + _none(n.reason)
     if n.reason:
         out.append(f'<p class="detail">{escape(n.reason)}</p>')
-    facts = [("what", escape(n.description or "—")), ("estimate", escape(fmt.number(n.estimate))),
-             ("confidence interval", escape(fmt.interval(n.ci))), ("p-value", escape(fmt.number(n.p_value, 3))),
-             ("α", escape(fmt.number(n.alpha))), ("samples", escape(fmt.number(n.n_samples))),
-             ("verdict", escape(fmt.word("numeric", n.status)))]
-    facts += [(str(k), escape(fmt.number(v))) for k, v in sorted(n.details.items())]
-    out.append(_facts(facts))
+    out.append(_facts([(k, escape(v)) for k, v in fmt.numeric_facts(n)]))
+    if n.parts:
+        head = "".join(f"<th>{escape(h)}</th>" for h in fmt.PART_HEADERS)
+        rows = "".join("<tr>" + "".join(f"<td>{escape(x)}</td>" for x in fmt.part_row(p)) + "</tr>" for p in n.parts)
+        out.append(f'<table class="parts"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
     return "".join(out)
 
 
@@ -189,7 +191,8 @@ def kernels_section(report: Report) -> str:
         rows = "".join(
             f"<tr><td>{escape(r['invariant'])}</td><td>{escape(', '.join(x for x in r['claim_ids'] if x) or '—')}</td>"
             f'<td class="num">{r["checks"]}</td><td class="num">{r["failed"]}</td>'
-            f"<td>{escape(fmt.check_line(r['worst']) if r['worst'] else '—')}</td></tr>" for r in s.per_invariant)
+            f"<td>{escape(fmt.check_line(r['worst'], invariant=False) if r['worst'] else '—')}</td></tr>"
+            for r in s.per_invariant)
         out.append("<table><thead><tr><th>invariant</th><th>claim</th><th>checks</th><th>failed</th>"
                    f"<th>worst case: discrepancy against bound</th></tr></thead><tbody>{rows}</tbody></table>")
     if s.error_vs_length:
@@ -207,26 +210,27 @@ def audit_section(report: Report) -> str:
     a = report.audit
     if a.status != PASSED:
         return _none(a.reason) if a.status == NOT_CHECKED else f'<p class="detail">{escape(a.reason)}</p>'
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in a.counts.items())
     rows = "".join(
         f"<tr><td><code>{escape(r.id)}</code></td><td>“{escape(r.quote)}”<div class='detail'>{escape(r.seed_file)}"
         f"</div></td><td>{escape(r.checked)}</td>"
         f"<td>{_badge(_AUDIT_CLASS.get(r.verdict, NOT_CHECKED), r.verdict)}</td><td>{escape(r.value)}</td></tr>"
         for r in a.records)
-    return ("<table class='audit'><thead><tr><th>id</th><th>the seed says</th><th>checked</th><th>verdict</th>"
+    return (f"<p>{len(a.records)} numbers and statements in the seeds: {escape(counts)}.</p>"
+            "<table class='audit'><thead><tr><th>id</th><th>the seed says</th><th>checked</th><th>verdict</th>"
             f"<th>true value or reason</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
 def environment_section(report: Report) -> str:
     env, t = report.environment, report.timings
     packages = ", ".join(f"{k} {v}" for k, v in env["packages"].items())
-    seconds = ", ".join(f"{k} {v:.1f} s" for k, v in t.get("seconds", {}).items())
-    plan = ", ".join(f"{k}={fmt.number(v)}" for k, v in report.run["plan"].items() if k != "mode")
+    plan = fmt.plan(report.run["plan"])
     return _facts([
-        ("mode", escape(f"--{report.run['mode']}: {plan}")), ("seed", escape(str(report.run["seed"]))),
+        ("mode", escape(f"--{report.run['mode']}: {report.run['summary']}")), ("settings", escape(plan)), ("seed", escape(str(report.run["seed"]))),
         ("seeds used", escape("; ".join(f"{k}: {v}" for k, v in env["seeds"].items() if k != "seed"))),
         ("python", escape(f"{env['python']} on {env['platform']}, {env['cpus']} CPUs")),
         ("packages", escape(packages)), ("kernel device", escape(f"{env['kernel_device']}, {env['kernel_mode']}")),
-        ("times", escape(seconds)), ("generated", escape(t.get("generated_at", ""))),
+        ("times", escape(fmt.seconds(t))), ("generated", escape(t.get("generated_at", ""))),
     ])
 
 
@@ -249,7 +253,8 @@ def render(report: Report, svgs: dict, problems: dict) -> str:
 <h1>attention-proofs: the mathematics of scaled dot-product attention, checked</h1>
 <p>Every claim below is derived symbolically (SymPy), confirmed by Monte Carlo (NumPy) and, where it applies,
 checked on a real attention kernel (Triton). A layer that has nothing to say about a claim says
-“{escape(fmt.not_checked(''))}”. Mode <code>--{escape(report.run['mode'])}</code>, seed {report.run['seed']}.</p>
+“{escape(fmt.not_checked(''))}”. Mode <code>--{escape(report.run['mode'])}</code>, seed {report.run['seed']}:
+{escape(report.run['summary'])}</p>
 <div class="banner {verdict}">{escape(banner)}</div>
 <h2 id="summary-heading">Summary</h2>
 {summary_table(report)}

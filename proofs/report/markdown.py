@@ -73,10 +73,11 @@ def _numeric(c) -> list[str]:
         return out + [f"_{fmt.not_checked(n.reason)}_", ""]
     if n.reason:
         out += [f"> {n.reason}", ""]
-    facts = [("what", n.description or "—"), ("estimate", fmt.number(n.estimate)), ("CI", fmt.interval(n.ci)),
-             ("p-value", fmt.number(n.p_value, 3)), ("α", fmt.number(n.alpha)), ("samples", fmt.number(n.n_samples))]
-    facts += [(k, fmt.number(v)) for k, v in sorted(n.details.items())]
-    return out + [f"- {k}: {_cell(v)}" for k, v in facts] + [""]
+    out += [f"- {k}: {_cell(v)}" for k, v in fmt.numeric_facts(n)] + [""]
+    if n.parts:
+        out += ["| " + " | ".join(fmt.PART_HEADERS) + " |", "|---" * len(fmt.PART_HEADERS) + "|"]
+        out += ["| " + " | ".join(_cell(x) for x in fmt.part_row(p)) + " |" for p in n.parts] + [""]
+    return out
 
 
 def _kernel(c, report: Report) -> list[str]:
@@ -115,7 +116,8 @@ def kernels_section(report: Report) -> list[str]:
     if s.per_invariant:
         out += ["| invariant | claim | checks | failed | worst case: discrepancy against bound |", "|---|---|---|---|---|"]
         out += [f"| {_cell(r['invariant'])} | {', '.join(x for x in r['claim_ids'] if x) or '—'} | {r['checks']} | "
-                f"{r['failed']} | {_cell(fmt.check_line(r['worst']) if r['worst'] else '—')} |" for r in s.per_invariant]
+                f"{r['failed']} | {_cell(fmt.check_line(r['worst'], invariant=False) if r['worst'] else '—')} |"
+                for r in s.per_invariant]
         out.append("")
     if s.error_vs_length:
         out += ["| dtype | N | max error | bound | |", "|---|---|---|---|---|"]
@@ -129,7 +131,9 @@ def audit_section(report: Report) -> list[str]:
     a = report.audit
     if a.status != PASSED:
         return [f"_{fmt.not_checked(a.reason)}_" if a.status == NOT_CHECKED else f"> {a.reason}", ""]
-    out = ["| id | the seed says | checked | verdict | true value or reason |", "|---|---|---|---|---|"]
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in a.counts.items())
+    out = [f"{len(a.records)} numbers and statements in the seeds: {counts}.", "",
+           "| id | the seed says | checked | verdict | true value or reason |", "|---|---|---|---|---|"]
     out += [f"| `{r.id}` | “{_cell(r.quote)}” ({r.seed_file}) | {_cell(r.checked)} | {_cell(r.verdict)} | "
             f"{_cell(r.value)} |" for r in a.records]
     return out + [""]
@@ -137,14 +141,14 @@ def audit_section(report: Report) -> list[str]:
 
 def environment_section(report: Report) -> list[str]:
     env, t = report.environment, report.timings
-    plan = ", ".join(f"{k}={fmt.number(v)}" for k, v in report.run["plan"].items() if k != "mode")
     return [
-        f"- mode: `--{report.run['mode']}` ({plan})", f"- seed: {report.run['seed']}",
+        f"- mode: `--{report.run['mode']}`: {report.run['summary']}", f"- settings: {fmt.plan(report.run['plan'])}",
+        f"- seed: {report.run['seed']}",
         *[f"- seed use, {k}: {v}" for k, v in env["seeds"].items() if k != "seed"],
         f"- python {env['python']} on {env['platform']}, {env['cpus']} CPUs",
         "- packages: " + ", ".join(f"{k} {v}" for k, v in env["packages"].items()),
         f"- kernel device: {env['kernel_device']}, {env['kernel_mode']}",
-        "- times: " + ", ".join(f"{k} {v:.1f} s" for k, v in t.get("seconds", {}).items()),
+        f"- times: {fmt.seconds(t)}",
         f"- generated: {t.get('generated_at', '')}", "",
     ]
 
@@ -156,7 +160,8 @@ def render(report: Report, figure_files: dict[str, str], problems: dict[str, str
               else f"**{len(s['failing'])} of {s['claims']} claims fail:** {', '.join(s['failing'])}.")
     out = ["# attention-proofs report", "",
            "Every claim is derived symbolically (SymPy), confirmed by Monte Carlo (NumPy) and, where it applies, "
-           f"checked on a real attention kernel (Triton). Mode `--{report.run['mode']}`, seed {report.run['seed']}.",
+           f"checked on a real attention kernel (Triton). Mode `--{report.run['mode']}`, seed {report.run['seed']}: "
+           f"{report.run['summary']}",
            "", banner, "", "## Summary", ""] + summary(report)
     out += ["## Figures", ""]
     for f in report.figures:

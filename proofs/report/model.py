@@ -54,11 +54,14 @@ class NumericEvidence:
     reason: str = ""
     description: str = ""
     estimate: Any = None
+    claimed: Any = None  # the derived value the sample is tested against
     ci: list | None = None  # [low, high]
-    p_value: float | None = None
+    p_value: float | None = None  # None for a floating-point check judged against ``tolerance``
     alpha: float | None = None
     n_samples: int | None = None
-    details: dict = field(default_factory=dict)
+    power: float | None = None
+    tolerance: float | None = None
+    parts: list[dict] = field(default_factory=list)  # one per parameter point of a sweep, same keys
 
 
 @dataclass
@@ -144,6 +147,12 @@ class AuditEvidence:
     status: str  # PASSED when the audit ran (its verdicts are about the seeds, not the suite)
     reason: str = ""
     records: list[AuditRecord] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many records have each verdict, in the order the verdicts first appear."""
+        verdicts = [r.verdict for r in self.records]
+        return {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}
 
 
 @dataclass

@@ -87,21 +87,32 @@ def saturation(data: dict, prefix: str = "saturation") -> str:
 
 def kernel_error(data: dict, prefix: str = "kernel-error") -> str:
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for dtype in sorted({r["dtype"] for r in data["records"]}):
-        rows = sorted((r for r in data["records"] if r["dtype"] == dtype), key=lambda r: r["n"])
+    records = data["records"]
+    fig, ax = plt.subplots(figsize=(7.6, 4.0))
+    # An exact result (error 0, e.g. N = 1 where the output is the one value row) has no place on a
+    # log axis: it is drawn as a triangle on the bottom edge instead.
+    positive = [r["error"] for r in records if isinstance(r["error"], float) and r["error"] > 0]
+    floor = min(positive + [r["bound"] for r in records]) / 10
+    for dtype in sorted({r["dtype"] for r in records}):
+        rows = sorted((r for r in records if r["dtype"] == dtype), key=lambda r: r["n"])
         color = _COLORS.get(dtype, "#555")
-        n = [r["n"] for r in rows]
-        ax.plot(n, [r["error"] for r in rows], "o-", ms=4, color=color, label=f"{dtype} error")
-        ax.plot(n, [r["bound"] for r in rows], "--", color=color, lw=1, label=f"{dtype} bound")
+        ax.plot([r["n"] for r in rows], [r["bound"] for r in rows], "--", color=color, lw=1, label=f"{dtype} bound")
+        measured = [r for r in rows if r["error"] != 0]
+        ax.plot([r["n"] for r in measured], [r["error"] for r in measured], "o-", ms=4, color=color,
+                label=f"{dtype} error")
+        exact = [r["n"] for r in rows if r["error"] == 0]
+        if exact:
+            ax.plot(exact, [floor] * len(exact), "v", ms=7, color=color, clip_on=False,
+                    label=f"{dtype} error exactly 0")
         bad = [r for r in rows if not r["passed"]]
         if bad:
-            ax.plot([r["n"] for r in bad], [r["error"] for r in bad], "x", ms=9, color="black")
+            ax.plot([r["n"] for r in bad], [r["error"] for r in bad], "x", ms=10, mew=2, color="black")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("sequence length N")
+    ax.set_ylim(bottom=floor)
+    ax.set_xlabel("sequence length N (Nq = Nk)")
     ax.set_ylabel("max |error| against float64")
-    ax.legend(ncol=3, fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return _svg(fig, prefix)
 
 
