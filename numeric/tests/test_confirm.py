@@ -153,6 +153,11 @@ def test_saturation_curves_shape_and_direction():
     assert abs(c["sqrt_dk"]["max_weight"][-1] - c["sqrt_dk"]["max_weight"][1]) < 0.03
 
 
+def test_saturation_check_can_fail():
+    # With the d_k sweep reversed every "grows with d_k" statement points the wrong way.
+    assert not confirm("softmax-saturation", n_samples=500, d_ks=(256, 1)).confirmed
+
+
 def test_online_softmax_trace():
     s = np.array([-np.inf, -np.inf, 3.0, 1.0, 1e4, -1e4, 0.5])
     t = numeric.online_softmax_trace(s, 2)
