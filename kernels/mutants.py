@@ -3,7 +3,7 @@
 Each mutant is SDPA-compatible (``fn(q, k, v, *, is_causal=False, scale=None, enable_gqa=False)``)
 and differs from a correct implementation by one bug of a kind real FlashAttention-style kernels
 have shipped. ``MUTANTS`` records, for each, the bug class, the invariant of
-``kernels.verify_attention`` expected to name it, and the dtype in which the bug shows.
+``kernels.verify_attention`` expected to name it, and the dtypes in which the bug shows.
 
 The correct implementations they are cut from are here too: :func:`blocked_attention` (a
 FlashAttention-2 style loop over key blocks with a running max, running sum and unnormalised
@@ -327,12 +327,15 @@ def backward_gqa_unsummed(q, k, v, *, is_causal=False, scale=None, enable_gqa=Fa
 # --------------------------------------------------------------------------- the register
 
 
+ALL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
 @dataclass(frozen=True)
 class Mutant:
     fn: Callable
     bug_class: str
-    caught_by: str  # the invariant expected to name it
-    dtype: torch.dtype = torch.float32  # a dtype the bug shows in
+    caught_by: str  # the invariant expected to name it, in every one of ``dtypes``
+    dtypes: tuple[torch.dtype, ...] = ALL_DTYPES  # the dtypes the bug shows in
     backward: bool = False  # the bug lives in the backward pass
 
     @property
@@ -360,10 +363,13 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(global_max_subtraction, "global instead of per-row max", "mixed-magnitude-rows"),
     Mutant(finite_mask_sentinel, "finite mask sentinel (-1e4)", "hugely-negative-rows"),
     Mutant(unguarded_masked_block, "no guard for -inf - (-inf) on a fully masked block", "causal-alignment"),
-    Mutant(low_internal_precision, "silent low internal precision (float16 inside)", "reference-agreement"),
+    # float16 inside is no bug for float16 inputs, and for bfloat16 ones it is a different bug
+    # (range, not precision: named by the robustness cases instead)
+    Mutant(low_internal_precision, "silent low internal precision (float16 inside)", "reference-agreement",
+           dtypes=(torch.float32,)),
     Mutant(prescales_query_in_place, "writes into its input (in-place pre-scale of q)", "inputs-untouched"),
     Mutant(ignores_strides, "ignores the inputs' strides", "strided-inputs"),
-    Mutant(wrong_output_dtype, "wrong output dtype", "output-dtype-shape", dtype=torch.float16),
+    Mutant(wrong_output_dtype, "wrong output dtype", "output-dtype-shape", dtypes=(torch.float16, torch.bfloat16)),
     Mutant(backward_without_d_term, "softmax backward without the D term", "backward-key-gradient-sum",
            backward=True),
     Mutant(backward_dq_unscaled, "backward dq missing the scale", "softmax-jacobian", backward=True),

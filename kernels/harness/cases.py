@@ -121,10 +121,7 @@ def make_inputs(case: Case, dtype: torch.dtype, device, seed: int):
 def _robust_logits(case: Case, dtype, gen, q, k):
     big = magnitude_for(case, dtype)
     if case.kind == NEGATIVE:
-        # k ≈ 1 and q ≈ -1 component-wise: every score lands in a narrow band near -big, so a
-        # finite mask sentinel (say -1e4) would beat every real score.
-        k = 1 + 0.05 * _randn(gen, *k.shape)
-        q = -(1 + 0.05 * _randn(gen, *q.shape))
+        return _hugely_negative(case, big, gen, q.shape, k.shape)
     g = case.q_heads // case.kv_heads
     s = (q / math.sqrt(case.head_dim)) @ k.repeat_interleave(g, dim=1).transpose(-2, -1)  # (B, Hq, Nq, Nk)
     row_max = s.abs().amax(dim=-1, keepdim=True)  # (B, Hq, Nq, 1)
@@ -135,3 +132,18 @@ def _robust_logits(case: Case, dtype, gen, q, k):
         target = 1e-3 * (big / 1e-3) ** exponents
         return q * target / row_max, k
     return q * big / row_max.amax(), k
+
+
+def _hugely_negative(case: Case, big: float, gen, q_shape, k_shape):
+    """Every key the all-ones vector and query row i the constant -c_i: each visible score of row i
+    is exactly -c_i·√D, somewhere in [-big, -0.7·big], below any finite mask sentinel like -1e4.
+
+    Equal scores make the exact answer the mean of the visible values. Random scores would not do:
+    at |s| = 3e4 a bfloat16 score is only good to ±64, so the plain reference would pick among
+    near-tied keys at random and its own error, which sets the bound, would be of order one.
+    c_i is a multiple of 32, so q, k and the scaled scores are exact in every dtype tested."""
+    root_d = math.sqrt(case.head_dim)
+    u = torch.rand(q_shape[:-1] + (1,), generator=gen, dtype=torch.float64)  # (B, Hq, Nq, 1)
+    c = 32 * torch.round(big * (0.7 + 0.3 * u) / root_d / 32)
+    c = torch.minimum(c, 32 * torch.floor(torch.tensor(big / root_d / 32)))
+    return -c.expand(q_shape).clone(), torch.ones(k_shape, dtype=torch.float64)
