@@ -8,7 +8,7 @@ import torch
 
 from kernels.flash import runtime
 from kernels.flash.backward import attention_backward
-from kernels.flash.forward import attention_forward
+from kernels.flash.forward import LN2, attention_forward
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_HEAD_DIM = 256
@@ -60,26 +60,27 @@ def _check_inputs(q, k, v, is_causal, scale, enable_gqa) -> None:
 
 
 class FlashAttention(torch.autograd.Function):
-    """Forward and backward both run Triton kernels; saved for backward: q, k, v, out, lse."""
+    """Forward and backward both run Triton kernels; saved for backward: q, k, v, out and the
+    base-2 lse the forward loop left (the backward recomputes P from exactly that)."""
 
     @staticmethod
     def forward(ctx, q, k, v, is_causal: bool, scale: float):
         batch, heads_q, n_q, head_dim = q.shape
         out = torch.empty((batch, heads_q, n_q, head_dim), dtype=q.dtype, device=q.device)  # (B, Hq, Nq, D)
-        lse = torch.empty((batch, heads_q, n_q), dtype=torch.float32, device=q.device)  # (B, Hq, Nq)
-        attention_forward(q, k, v, out, lse, scale=scale, is_causal=is_causal)
-        ctx.save_for_backward(q, k, v, out, lse)
+        lse2 = torch.empty((batch, heads_q, n_q), dtype=torch.float32, device=q.device)  # (B, Hq, Nq)
+        attention_forward(q, k, v, out, lse2, scale=scale, is_causal=is_causal)
+        ctx.save_for_backward(q, k, v, out, lse2)
         ctx.set_materialize_grads(False)  # an unused lse then costs nothing in the backward
         ctx.is_causal, ctx.scale = is_causal, scale
-        return out, lse
+        return out, lse2 * LN2  # natural-log lse (claim logsumexp-merge)
 
     @staticmethod
     def backward(ctx, grad_out, grad_lse):
-        q, k, v, out, lse = ctx.saved_tensors
+        q, k, v, out, lse2 = ctx.saved_tensors
         if grad_out is None:  # only lse was used downstream
             grad_out = torch.zeros_like(out)
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-        attention_backward(q, k, v, out, lse, grad_out, grad_lse, dq, dk, dv, scale=ctx.scale,
+        attention_backward(q, k, v, out, lse2, grad_out, grad_lse, dq, dk, dv, scale=ctx.scale,
                            is_causal=ctx.is_causal)
         return dq, dk, dv, None, None
 

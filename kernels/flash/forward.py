@@ -5,7 +5,9 @@ Per query row the kernel keeps the online-softmax state of claim
 running max m, running sum l = Σ exp(s - m) and the unnormalised accumulator
 acc = Σ exp(s - m) v, all rescaled by exp(m_old - m_new) when the max grows, and divides
 acc by l once at the end. Scores are kept in base 2 (the scale is folded with log2 e and
-the loop uses exp2); claim ``logsumexp-merge`` gives the natural-log lse = (m + log2 l)·ln 2.
+the loop uses exp2). The kernel saves the row's base-2 log-sum-exp lse₂ = m + log2 l (claim
+``logsumexp-merge``), exactly as the loop leaves it, so that the backward recomputes the
+same probabilities; the natural lse handed to users is lse₂·ln 2.
 """
 import math
 
@@ -17,6 +19,7 @@ from kernels.flash import runtime
 from kernels.flash.tiles import key_bounds, load_tile, store_tile, visible
 
 LOG2E = math.log2(math.e)
+LN2 = math.log(2.0)
 
 
 @triton.jit
@@ -51,7 +54,7 @@ def attend_key_blocks(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, st
 @triton.autotune(configs=runtime.tile_configs("forward"), key=["N_Q", "N_K", "BLOCK_D", "IS_CAUSAL"],
                  prune_configs_by={"early_config_prune": runtime.prune_for_head_dim})
 @triton.jit
-def _forward_kernel(Q, K, V, O, LSE, qk_scale,
+def _forward_kernel(Q, K, V, O, LSE2, qk_scale,
                     stride_qb, stride_qh, stride_qm, stride_qd,
                     stride_kb, stride_kh, stride_kn, stride_kd,
                     stride_vb, stride_vh, stride_vn, stride_vd,
@@ -92,10 +95,10 @@ def _forward_kernel(Q, K, V, O, LSE, qk_scale,
     l_safe = tl.where(seen, l_i, 1.0)
     out = acc / l_safe[:, None]  # (BLOCK_M, BLOCK_D)
     # natural log (claim logsumexp-merge): m·ln 2 + ln l in one fma, rounded once
-    lse = tl.where(seen, tl.fma(m_i, 0.6931471805599453, tl.log(l_safe)), float("-inf"))
+    lse2 = tl.where(seen, m_i + tl.log2(l_safe), float("-inf"))
     o_base = O + b * stride_ob + h * stride_oh
     store_tile(o_base, out, offs_m, offs_d, stride_om, stride_od, N_Q, HEAD_DIM)
-    tl.store(LSE + b * stride_lb + h * stride_lh + offs_m * stride_lm, lse, mask=offs_m < N_Q)
+    tl.store(LSE2 + b * stride_lb + h * stride_lh + offs_m * stride_lm, lse2, mask=offs_m < N_Q)
 
 
 def head_block(head_dim: int) -> int:
@@ -103,10 +106,11 @@ def head_block(head_dim: int) -> int:
     return max(16, triton.next_power_of_2(head_dim))
 
 
-def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
+def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse2: torch.Tensor,
                       *, scale: float, is_causal: bool) -> None:
     """Launch the forward into caller-owned buffers (any strides): out (B, Hq, Nq, D) in
-    q's dtype, lse (B, Hq, Nq) float32. Inputs are assumed validated (see api.py)."""
+    q's dtype, lse2 (B, Hq, Nq) float32, the base-2 log-sum-exp (natural lse = lse2·ln 2).
+    Inputs are assumed validated (see api.py)."""
     batch, heads_q, n_q, head_dim = q.shape
     heads_kv, n_k = k.shape[1], k.shape[2]
 
@@ -114,8 +118,8 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: to
         return (triton.cdiv(n_q, meta["BLOCK_M"]), batch * heads_q)
 
     _forward_kernel[grid](
-        q, k, v, out, lse, scale * LOG2E,
-        *q.stride(), *k.stride(), *v.stride(), *out.stride(), *lse.stride(),
+        q, k, v, out, lse2, scale * LOG2E,
+        *q.stride(), *k.stride(), *v.stride(), *out.stride(), *lse2.stride(),
         heads_q, heads_q // heads_kv, n_q, n_k, head_dim,
         IS_CAUSAL=is_causal, UPCAST=runtime.upcast_operands(q.dtype),
         DOT_PRECISION=runtime.dot_precision(q.dtype), BLOCK_D=head_block(head_dim))
