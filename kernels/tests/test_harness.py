@@ -230,3 +230,14 @@ def test_error_vs_length():
     assert not bad[0]["passed"] and bad[0]["error"] > bad[0]["bound"]
     with pytest.raises(ValueError, match="lengths"):
         error_vs_length(SDPA, [0], ["float32"])
+
+
+def test_survey_counts_false_alarms_and_closeness(capsys):
+    from kernels.harness.survey import main, survey
+
+    failures, worst, _ = survey(ref.float64_reference, 1)
+    assert failures == [] and 0 < max(worst.values()) < 1
+    failures, worst, _ = survey(low_internal_precision, 1)
+    assert failures and worst[("reference-agreement", "float32")] > 1
+    assert main(["1", "kernels.mutants:wrong_default_scale"]) == 1
+    assert "false alarms over 1 seeds" in capsys.readouterr().out
