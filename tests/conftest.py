@@ -1,6 +1,7 @@
 """Shared fixtures of the report's end-to-end tests."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -41,10 +42,22 @@ def fake_report(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def real_report(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    """The report as a user runs it (every real layer, --quick), on the claims that carry the figures."""
-    out = tmp_path_factory.mktemp("real") / "report"
-    done = run_cli("report", "--out", str(out), "--only", *FIGURE_CLAIMS)
-    return out, done
+    """The report as a user runs it (every real layer, --quick), on the claims that carry the figures.
+
+    Made once per test run even under pytest-xdist: the workers share a directory and a lock,
+    and the first to arrive runs the report for all of them."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    out, record = root / "real-report" / "report", root / "real-report.json"
+    with open(root / "real-report.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not record.exists():
+            out.parent.mkdir(exist_ok=True)
+            done = run_cli("report", "--out", str(out), "--only", *FIGURE_CLAIMS)
+            record.write_text(json.dumps([done.args, done.returncode, done.stdout, done.stderr]))
+    args, code, stdout, stderr = json.loads(record.read_text())
+    return out, subprocess.CompletedProcess(args, code, stdout, stderr)
 
 
 def load_json(out: Path) -> dict:

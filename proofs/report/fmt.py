@@ -98,3 +98,19 @@ def part_row(p: dict) -> tuple[str, ...]:
     test = number(p["p_value"], 3) if p.get("p_value") is not None else f"≤ {number(p.get('tolerance'))}"
     return (p["description"], number(p["estimate"]), number(p.get("claimed")), interval(p.get("ci")), test,
             "confirmed" if p["confirmed"] else "REJECTED")
+
+
+def overview(report) -> list[str]:
+    """One line each on what the kernel layer and the seed audit did, for the top of the report."""
+    k, a = report.kernels, report.audit
+    if k.status == NOT_CHECKED:
+        kernel = f"Kernel: {not_checked(k.reason)}."
+    else:
+        kernel = (f"Kernel: {k.implementation} on {k.device}, {k.mode}: {k.checks_run} conformance checks, "
+                  f"{len(k.failures)} failed" + (f" ({k.reason})" if k.reason else "") + ".")
+    if a.status == PASSED:
+        audit = (f"Seed audit: {len(a.records)} numbers and statements: "
+                 + ", ".join(f"{n} {v}" for v, n in a.counts.items()) + ".")
+    else:
+        audit = f"Seed audit: {not_checked(a.reason) if a.status == NOT_CHECKED else a.reason}."
+    return [kernel, audit]

@@ -140,6 +140,11 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".strip()
 
 
+def _absent(exc: BaseException) -> bool:
+    """A layer (or the part of its API the report reads) that is not installed, as opposed to one that breaks."""
+    return isinstance(exc, (ModuleNotFoundError, AttributeError))
+
+
 def _skipped(layer: str) -> str:
     return f"layer {layer} not run (--layers)"
 
@@ -366,7 +371,9 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
 
         impl, verify = kernels.flash_attention, harness.verify_attention
     except Exception as exc:
-        return KernelSummary(NOT_CHECKED, f"the kernel layer is not available: {_why(exc)}"), []
+        if _absent(exc):
+            return KernelSummary(NOT_CHECKED, f"the kernel layer is not available: {_why(exc)}"), []
+        return KernelSummary(FAILED, f"importing the kernel layer raised {_why(exc)}"), []
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -375,7 +382,7 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
     summary = KernelSummary(
         PASSED, implementation=f"{impl.__module__}.{getattr(impl, '__qualname__', getattr(impl, '__name__', '?'))}",
         device=device if device == "cpu" else f"cuda ({torch.cuda.get_device_name(0)})",
-        mode="interpreted (Triton interpreter on the CPU)" if interpreted else "compiled",
+        mode="interpreted by Triton's interpreter on the CPU" if interpreted else "compiled",
         settings={"causal": plan.kernel_causal, "gqa": plan.kernel_gqa, "backward": plan.kernel_backward,
                   "thorough": plan.kernel_thorough, "seed": seed, "dtypes": dtypes or "all the device supports"})
     progress("kernels: conformance checks")
@@ -386,7 +393,7 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
         rep = verify(impl, device=device, dtypes=dtypes, causal=plan.kernel_causal, gqa=plan.kernel_gqa,
                      backward=plan.kernel_backward, seed=seed, thorough=plan.kernel_thorough, cases=cases)
         checks = [_check(c, device) for c in rep.checks]
-    except Exception as exc:
+    except Exception as exc:  # the harness itself broke: nothing about the kernel is known
         summary.status, summary.reason = FAILED, f"verify_attention raised {_why(exc)}"
         return summary, []
     summary.checks_run = len(checks)
@@ -458,14 +465,16 @@ def _grouped(checks: list[KernelCheck], key: str) -> list[dict]:
     return rows
 
 
-def kernel_evidence(claim_id: str, summary: KernelSummary, checks: list[KernelCheck]) -> KernelEvidence:
+def kernel_evidence(claim_id: str, summary: KernelSummary, checks: list[KernelCheck], plan_full: bool = True
+                    ) -> KernelEvidence:
     if summary.status == NOT_CHECKED:
         return KernelEvidence(NOT_CHECKED, summary.reason)
     mine = [c for c in checks if c.claim_id == claim_id]
     if not mine:
         if not checks:
             return KernelEvidence(NOT_CHECKED, f"the kernel checks did not run: {summary.reason}")
-        return KernelEvidence(NOT_CHECKED, "no kernel invariant is tied to this claim")
+        return KernelEvidence(NOT_CHECKED, "no kernel check tied to this claim ran"
+                                           + ("" if plan_full else " (--quick runs a reduced set; see Kernel conformance)"))
     failed = [c for c in mine if not c.passed]
     return KernelEvidence(FAILED if failed else PASSED,
                           f"{len(failed)} of {len(mine)} checks failed" if failed else "",
@@ -582,13 +591,16 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
     t = time.perf_counter()
     numeric_ev, figures = {}, []
     missing = _skipped("numeric") if "numeric" not in options.layers else ""
-    numeric, confirmable = None, set()
+    numeric, confirmable, problems = None, set(), []
     if not missing:
         try:
             numeric = _numeric()
             confirmable = set(numeric.CONFIRMABLE)
         except Exception as exc:
             missing = f"the Monte Carlo layer is not available: {_why(exc)}"
+            if not _absent(exc):
+                missing = f"importing the Monte Carlo layer raised {_why(exc)}"
+                problems.append(f"numeric: {missing}")
     for c in claims:
         if missing:
             numeric_ev[c.id] = NumericEvidence(NOT_CHECKED, missing)
@@ -619,11 +631,14 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
     records = kernels.error_vs_length
     figures.append(FigureData(
         "kernel-error", "Kernel error against sequence length",
-        f"Maximum absolute error of {kernels.implementation or 'the kernel'} ({kernels.mode or 'not run'}) against "
-        "a float64 reference, per dtype, with the bound from the same-precision-reference rule (dashed).",
+        f"Maximum absolute error of {kernels.implementation or 'the kernel'}, {kernels.mode or 'not run'}, against "
+        "a float64 reference for Nq = Nk = N, per dtype, with the bound from the same-precision-reference rule "
+        "(dashed).",
         PASSED if records else NOT_CHECKED, "" if records else (kernels.reason or "no error-against-length data"),
         {"records": records}))
-    kernel_ev = {c.id: kernel_evidence(c.id, kernels, checks) for c in claims}
+    kernel_ev = {c.id: kernel_evidence(c.id, kernels, checks, plan.kernel_thorough) for c in claims}
+    if kernels.status == FAILED and not checks:  # the layer broke before any check could speak
+        problems.append(f"kernels: {kernels.reason}")
     seconds["kernels"] = time.perf_counter() - t
 
     if not proofs_on:
@@ -647,4 +662,6 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
                "proofs_in_parallel": pending is not None,
                "seconds": {k: round(v, 3) for k, v in seconds.items()},
                "claims": {cid: {k: round(v, 3) for k, v in d.items()} for cid, d in per_claim.items()}}
-    return Report(run, evidence, kernels, audit, figures, environment(options, kernels), timings)
+    if audit.status == FAILED:
+        problems.append(f"proofs: {audit.reason}")
+    return Report(run, evidence, kernels, audit, figures, environment(options, kernels), timings, problems)

@@ -256,6 +256,7 @@ checked on a real attention kernel (Triton). A layer that has nothing to say abo
 “{escape(fmt.not_checked(''))}”. Mode <code>--{escape(report.run['mode'])}</code>, seed {report.run['seed']}:
 {escape(report.run['summary'])}</p>
 <div class="banner {verdict}">{escape(banner)}</div>
+{"".join(f"<p>{escape(line)}</p>" for line in fmt.overview(report))}
 <h2 id="summary-heading">Summary</h2>
 {summary_table(report)}
 {failing_list}

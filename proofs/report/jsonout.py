@@ -23,6 +23,7 @@ def document(report: Report) -> dict:
         "audit": plain(report.audit),
         "figures": {f.name: plain(f) for f in report.figures},
         "environment": plain(report.environment),
+        "problems": list(report.problems),
         "timings": plain(report.timings),
     }
 

@@ -162,7 +162,7 @@ def render(report: Report, figure_files: dict[str, str], problems: dict[str, str
            "Every claim is derived symbolically (SymPy), confirmed by Monte Carlo (NumPy) and, where it applies, "
            f"checked on a real attention kernel (Triton). Mode `--{report.run['mode']}`, seed {report.run['seed']}: "
            f"{report.run['summary']}",
-           "", banner, "", "## Summary", ""] + summary(report)
+           "", banner, ""] + [x for line in fmt.overview(report) for x in (line, "")] + ["## Summary", ""] + summary(report)
     out += ["## Figures", ""]
     for f in report.figures:
         if f.name in figure_files:

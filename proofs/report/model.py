@@ -174,13 +174,14 @@ class Report:
     figures: list[FigureData]
     environment: dict
     timings: dict = field(default_factory=dict)  # generated_at and seconds: the only run-dependent part
+    problems: list[str] = field(default_factory=list)  # a layer that broke as a whole (not one claim)
 
     @property
     def failing(self) -> list[str]:
         failing = [c.id for c in self.claims if c.verdict == FAILED]
-        # Kernel invariants that no claim owns still fail the run; name them after the claims.
+        # Kernel invariants that no claim owns, and layers that broke, still fail the run: after the claims.
         failing += sorted({f"kernels:{c.invariant}" for c in self.kernels.failures if c.claim_id is None})
-        return failing
+        return failing + self.problems
 
     @property
     def passed(self) -> bool:
