@@ -203,10 +203,12 @@ def _dq_kernel(Q, K, V, DO, LSE2, DELTA, DQ, sm_scale, qk_scale,
 _PREPROCESS_BLOCK_M = 64
 
 
-def attention_backward(q, k, v, out, lse2, grad_out, grad_lse, dq, dk, dv, *, scale: float, is_causal: bool) -> None:
+def attention_backward(q, k, v, out, lse2, grad_out, grad_lse, dq, dk, dv, *, scale: float, is_causal: bool,
+                       tiles: tuple[int, int] | None = None) -> None:
     """Launch the three backward kernels into caller-owned dq, dk, dv (any strides; shapes
     of q, k, v). lse2: the forward's base-2 lse; grad_lse: the gradient of the natural lse
-    (B, Hq, Nq), or None. Inputs are assumed validated (see api.py)."""
+    (B, Hq, Nq), or None. Inputs are assumed validated (see api.py). ``tiles`` as in
+    attention_forward: (BLOCK_M, BLOCK_N) for both kernels, bypassing autotuning."""
     batch, heads_q, n_q, head_dim = q.shape
     heads_kv, n_k = k.shape[1], k.shape[2]
     group = heads_q // heads_kv
@@ -222,9 +224,11 @@ def attention_backward(q, k, v, out, lse2, grad_out, grad_lse, dq, dk, dv, *, sc
 
     common = dict(IS_CAUSAL=is_causal, UPCAST=upcast, DOT_PRECISION=precision, BLOCK_D=block_d)
     strides_in = (*q.stride(), *k.stride(), *v.stride(), *grad_out.stride(), *lse2.stride())
-    _dkdv_kernel[lambda meta: (triton.cdiv(n_k, meta["BLOCK_N"]), batch * heads_kv)](
+    dkdv_kernel, chosen = runtime.launcher(_dkdv_kernel, tiles)
+    dkdv_kernel[lambda meta: (triton.cdiv(n_k, meta["BLOCK_N"]), batch * heads_kv)](
         q, k, v, grad_out, lse2, delta, dk, dv, scale, scale * LOG2E, *strides_in, *dk.stride(), *dv.stride(),
-        heads_q, heads_kv, group, n_q, n_k, head_dim, **common)
-    _dq_kernel[lambda meta: (triton.cdiv(n_q, meta["BLOCK_M"]), batch * heads_q)](
+        heads_q, heads_kv, group, n_q, n_k, head_dim, **common, **chosen)
+    dq_kernel, chosen = runtime.launcher(_dq_kernel, tiles)
+    dq_kernel[lambda meta: (triton.cdiv(n_q, meta["BLOCK_M"]), batch * heads_q)](
         q, k, v, grad_out, lse2, delta, dq, scale, scale * LOG2E, *strides_in, *dq.stride(),
-        heads_q, group, n_q, n_k, head_dim, **common)
+        heads_q, group, n_q, n_k, head_dim, **common, **chosen)

@@ -107,19 +107,21 @@ def head_block(head_dim: int) -> int:
 
 
 def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse2: torch.Tensor,
-                      *, scale: float, is_causal: bool) -> None:
+                      *, scale: float, is_causal: bool, tiles: tuple[int, int] | None = None) -> None:
     """Launch the forward into caller-owned buffers (any strides): out (B, Hq, Nq, D) in
     q's dtype, lse2 (B, Hq, Nq) float32, the base-2 log-sum-exp (natural lse = lse2·ln 2).
-    Inputs are assumed validated (see api.py)."""
+    Inputs are assumed validated (see api.py). ``tiles`` = (BLOCK_M, BLOCK_N) bypasses
+    autotuning, so tests can run the GPU's tile shapes under the interpreter."""
     batch, heads_q, n_q, head_dim = q.shape
     heads_kv, n_k = k.shape[1], k.shape[2]
 
     def grid(meta):
         return (triton.cdiv(n_q, meta["BLOCK_M"]), batch * heads_q)
 
-    _forward_kernel[grid](
+    kernel, chosen = runtime.launcher(_forward_kernel, tiles)
+    kernel[grid](
         q, k, v, out, lse2, scale * LOG2E,
         *q.stride(), *k.stride(), *v.stride(), *out.stride(), *lse2.stride(),
         heads_q, heads_q // heads_kv, n_q, n_k, head_dim,
         IS_CAUSAL=is_causal, UPCAST=runtime.upcast_operands(q.dtype),
-        DOT_PRECISION=runtime.dot_precision(q.dtype), BLOCK_D=head_block(head_dim))
+        DOT_PRECISION=runtime.dot_precision(q.dtype), BLOCK_D=head_block(head_dim), **chosen)

@@ -68,3 +68,12 @@ def prune_for_head_dim(configs, named_args, **kwargs):
     block_d = kwargs.get("BLOCK_D", named_args.get("BLOCK_D"))
     max_tile = 64 * 64 if block_d >= 256 else 128 * 64
     return [c for c in configs if c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] <= max_tile] or configs[-1:]
+
+
+def launcher(kernel, tiles):
+    """(kernel to launch, extra launch arguments): the autotuned kernel, or with ``tiles`` =
+    (BLOCK_M, BLOCK_N) the plain jitted one with those tile sizes."""
+    if tiles is None:
+        return kernel, {}
+    block_m, block_n = tiles
+    return kernel.fn, {"BLOCK_M": block_m, "BLOCK_N": block_n}

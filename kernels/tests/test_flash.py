@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels.flash import flash_attention
+from kernels.flash import flash_attention, runtime
 from kernels.flash.backward import attention_backward
 from kernels.flash.forward import attention_forward
 from kernels.harness import reference, tolerance
@@ -221,6 +221,31 @@ def test_rows_with_no_visible_key_give_zero_like_torch():
     attention_backward(q, k0, v0, out, lse2, dout, None, dq, torch.empty_like(k0), torch.empty_like(v0),
                        scale=0.25, is_causal=True)
     torch.testing.assert_close(dq, torch.zeros_like(q), rtol=0, atol=0)
+
+
+def _tile_shapes():
+    """The (BLOCK_M, BLOCK_N) shapes the GPU's autotuning may pick, other than the interpreter's."""
+    shapes = {(bm, bn) for bm, bn, _, _ in runtime._FORWARD + runtime._BACKWARD}
+    return sorted(shapes - {(64, 64)})
+
+
+@pytest.mark.parametrize("n_q, n_k", [(70, 93), (93, 70)])
+@pytest.mark.parametrize("tiles", _tile_shapes(), ids=lambda t: f"{t[0]}x{t[1]}")
+def test_gpu_tile_shapes_run_interpreted(tiles, n_q, n_k):
+    """Loop bounds (causal diagonal, tails) with BLOCK_M != BLOCK_N, as only a GPU would pick them."""
+    q, k, v, dout = make_inputs(1, 2, 1, n_q, n_k, 32, torch.float16, seed=12)
+    scale = 32 ** -0.5
+    out, lse2 = torch.empty_like(q), torch.empty(q.shape[:3])
+    attention_forward(q, k, v, out, lse2, scale=scale, is_causal=True, tiles=tiles)
+    grads = [torch.empty_like(t) for t in (q, k, v)]
+    attention_backward(q, k, v, out, lse2, dout, None, *grads, scale=scale, is_causal=True, tiles=tiles)
+    g_out, g_lse, g_grads = run_reference(q, k, v, dout, is_causal=True, golden=True)
+    p_out, p_lse, p_grads = run_reference(q, k, v, dout, is_causal=True)
+    assert_within_rule("out", out, g_out, p_out, q.dtype)
+    assert_within_rule("lse", lse2 * math.log(2), g_lse, p_lse, q.dtype)
+    sizes = reference.gradient_term_sizes(q, k, v, dout, is_causal=True, enable_gqa=True)
+    for name, g, gg, pg, size in zip(("dq", "dk", "dv"), grads, g_grads, p_grads, sizes):
+        assert_within_rule(name, g, gg, pg, q.dtype, size)
 
 
 # -- out-of-bounds safety -------------------------------------------------------------------
