@@ -32,6 +32,7 @@ class Confirmation:
     claimed: float | None = None
     power: float | None = None  # chance to reject a variance claim off by 2% (worst over details)
     tolerance: float | None = None
+    p_adjusted: float | None = None  # a sweep detail's p-value after Holm's correction
     details: list["Confirmation"] = field(default_factory=list)
 
     def __str__(self) -> str:
@@ -66,7 +67,7 @@ def sweep(claim_id, description, details: list[Confirmation], alpha, started, n_
     if stat:
         adjusted, rejected = holm([d.p_value for d in stat], alpha)
         for d, adj, rej in zip(stat, adjusted, rejected):
-            d.confirmed = not rej
+            d.confirmed, d.p_adjusted = not bool(rej), float(adj)
             d.description += f" (Holm-adjusted p = {adj:.3g} over {len(stat)} tests)"
         worst = stat[int(np.argmin(adjusted))]
         p_value, ok = float(adjusted.min()), ok and not rejected.any()
@@ -76,7 +77,7 @@ def sweep(claim_id, description, details: list[Confirmation], alpha, started, n_
     out = Confirmation(claim_id, description, worst.estimate, worst.ci, p_value, bool(ok),
                        n_samples if n_samples is not None else max(d.n_samples for d in details),
                        time.perf_counter() - started, alpha, worst.claimed, min(powers) if powers else None,
-                       worst.tolerance, details)
+                       worst.tolerance, details=details)
     return out
 
 

@@ -33,15 +33,14 @@ def power_table(distribution: str, n_samples: int, d_ks, nu: float, alpha: float
         rows.append({"d_k": d_k, "estimate": true.estimate, "ci": true.ci, "confirmed": true.confirmed,
                      "power_2pct": true.power, "reject_102": not var_details[1.02][i].confirmed,
                      "reject_098": not var_details[0.98][i].confirmed,
-                     "p_102": var_details[1.02][i].description.split("Holm-adjusted p = ")[1].split(" ")[0],
-                     "p_098": var_details[0.98][i].description.split("Holm-adjusted p = ")[1].split(" ")[0]})
+                     "p_102": var_details[1.02][i].p_adjusted, "p_098": var_details[0.98][i].p_adjusted})
     label = distribution + (f" (ν = {nu:g})" if distribution == "student-t" else "")
     print(f"\n{label}, n = {n_samples:,}, α = {alpha} with Holm over {len(runs[1].details)} tests, "
           f"{time.perf_counter() - started:.1f} s; true claim {'confirmed' if runs[1].confirmed else 'REJECTED'}")
     print(f"{'d_k':>5} {'s²':>11} {'CI':>25} {'power vs 2%':>12} {'×1.02 p_adj':>12} {'×0.98 p_adj':>12}")
     for r in rows:
         ci = f"[{r['ci'][0]:.5g}, {r['ci'][1]:.5g}]"
-        print(f"{r['d_k']:>5} {r['estimate']:>11.5g} {ci:>25} {r['power_2pct']:>12.4f} {r['p_102']:>12} {r['p_098']:>12}")
+        print(f"{r['d_k']:>5} {r['estimate']:>11.5g} {ci:>25} {r['power_2pct']:>12.4f} {r['p_102']:>12.3g} {r['p_098']:>12.3g}")
     missed = [r["d_k"] for r in rows if not (r["reject_102"] and r["reject_098"])]
     print("2% errors rejected at every d_k" if not missed else f"2% error NOT rejected at d_k = {missed}")
     return rows

@@ -165,3 +165,10 @@ def test_online_softmax_trace():
     assert t["running_sum"][0] == 0.0
     np.testing.assert_allclose(t["running_sum"][-1], np.exp(s - 1e4).sum())
     assert np.all(t["running_max"][2:] >= t["running_max"][1:-1])
+
+
+def test_sweep_details_carry_holm_adjusted_p_values():
+    c = confirm("dot-product-variance", n_samples=2000, d_ks=(1, 4, 16))
+    assert len(c.details) == 6  # mean and variance at each d_k
+    assert all(d.p_adjusted is not None and d.p_adjusted >= d.p_value for d in c.details)
+    assert c.p_value == min(d.p_adjusted for d in c.details)
