@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 
 from numeric import arguments, derived, sampling
-from numeric.evidence import Confirmation, from_test, sweep
+from numeric.evidence import Confirmation, exact, from_test, sweep
 from numeric.statistics import Moments, mean_test, variance_power, variance_test
 
 DEFAULT_SAMPLES = 1_000_000
@@ -113,7 +113,7 @@ def _dot_product_sweep(claim_id, *, divisor, variance_key, mean_key, label, n_sa
                   started, n_samples)
 
 
-def _dot_product_variance(*, n_samples=None, seed=0, alpha=0.001, d_ks=SWEEP_D_KS, distribution="normal",
+def dot_product_variance(*, n_samples=None, seed=0, alpha=0.001, d_ks=SWEEP_D_KS, distribution="normal",
                           nu=sampling.DEFAULT_NU, claimed=None, threads=None, memory_budget=sampling.MEMORY_BUDGET):
     """E[q·k] = 0 and Var(q·k) = d_k over the sweep; ``claimed`` may replace the variance (a SymPy
     expression in d_k, e.g. ``1.02 * d_k`` to watch a wrong claim be rejected)."""
@@ -161,14 +161,14 @@ def _moments_sweep(claim_id, distributions, points, *, n_samples, seed, alpha, d
                   details, alpha, started, n_samples)
 
 
-def _dot_product_moments(*, n_samples=None, seed=0, alpha=0.001, d_ks=(1, 8, 64), distribution="normal",
+def dot_product_moments(*, n_samples=None, seed=0, alpha=0.001, d_ks=(1, 8, 64), distribution="normal",
                          nu=sampling.DEFAULT_NU, points=MOMENT_POINTS, threads=None,
                          memory_budget=sampling.MEMORY_BUDGET):
     return _moments_sweep("dot-product-moments", (distribution,), points, n_samples=n_samples or 200_000, seed=seed,
                           alpha=alpha, d_ks=d_ks, nu=nu, threads=threads, memory_budget=memory_budget)
 
 
-def _distribution_free(*, n_samples=None, seed=0, alpha=0.001, d_ks=(1, 8, 64),
+def distribution_free(*, n_samples=None, seed=0, alpha=0.001, d_ks=(1, 8, 64),
                        distributions=arguments.DISTRIBUTIONS, nu=sampling.DEFAULT_NU, points=MOMENT_POINTS[:1],
                        threads=None, memory_budget=sampling.MEMORY_BUDGET):
     for dist in distributions:
@@ -180,15 +180,10 @@ def _distribution_free(*, n_samples=None, seed=0, alpha=0.001, d_ks=(1, 8, 64),
 
 scaled_score_unit_variance = _scaled("scaled-score-unit-variance", lambda d: np.sqrt(d), "q·k/√d_k")
 dk_scaling_trap = _scaled("dk-scaling-trap", lambda d: d, "q·k/d_k")
-dot_product_variance = _dot_product_variance
-dot_product_moments = _dot_product_moments
-distribution_free = _distribution_free
 
 
 def prescaled_query(*, n_cases=300, seed=0, alpha=0.001) -> Confirmation:
     """(sQ)Kᵀ computed in float64 against the derived s(QKᵀ), evaluated from its SymPy result."""
-    from numeric.evidence import exact
-
     started = time.perf_counter()
     n_cases, seed, alpha = arguments.positive_int(n_cases, "n_cases"), arguments.seed(seed), arguments.alpha(alpha)
     f, (n_q, n_k, d) = derived.prescaled_scores()

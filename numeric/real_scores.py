@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import sympy as sp
 
 from numeric import arguments, derived, sampling
 from numeric.evidence import Confirmation, from_test, sweep

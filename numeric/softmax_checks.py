@@ -13,7 +13,7 @@ import numpy as np
 
 from numeric import arguments, derived
 from numeric import softmax as sm
-from numeric.evidence import Confirmation, exact, sweep
+from numeric.evidence import Confirmation, exact
 
 U = np.finfo(np.float64).eps / 2  # unit roundoff
 FD_STEP = 2.0**-14  # a power of two: z ± h is exact for |z| < 2³⁸, so the step is symmetric

@@ -9,7 +9,6 @@ False alarms: over many seeds the rate at which a true claim is rejected must no
 judged by a one-sided exact binomial test at level 0.001: the test fails only if seeing that many
 rejections would have probability < 0.001 were the rate α.
 """
-import numpy as np
 import pytest
 
 from numeric import confirm, confirm_dot_product_variance

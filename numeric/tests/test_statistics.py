@@ -2,7 +2,6 @@
 import math
 
 import numpy as np
-import pytest
 
 from numeric.statistics import Moments, holm, mean_test, variance_power, variance_std_error, variance_test
 
