@@ -14,7 +14,7 @@ import triton
 from kernels.decode import dispatch
 from kernels.decode.kernel import LOG2E, combine_partials, split_kv_partials
 from kernels.flash import runtime
-from kernels.flash.api import _check_inputs
+from kernels.flash.api import check_inputs
 from kernels.flash.forward import head_block
 
 COMBINE_BLOCK_D = 64  # head-dim slice per combine program
@@ -23,7 +23,7 @@ COMBINE_TILE = 8192  # float32 workspace entries per combine program: 64 registe
 
 def _check(q, k, v, is_causal, scale, enable_gqa, num_splits, return_lse):
     # One set of input rules for both kernels: flash_attention's, then what only decoding adds.
-    _check_inputs(q, k, v, is_causal, scale, enable_gqa)
+    check_inputs(q, k, v, is_causal, scale, enable_gqa)
     if not isinstance(return_lse, bool):
         raise TypeError(f"return_lse must be a bool, got {type(return_lse).__name__}")
     if num_splits is not None:

@@ -14,7 +14,7 @@ SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_HEAD_DIM = 256
 
 
-def _check_inputs(q, k, v, is_causal, scale, enable_gqa) -> None:
+def check_inputs(q, k, v, is_causal, scale, enable_gqa) -> None:
     """Raise a TypeError/ValueError naming the offending argument; never launch on bad input."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
@@ -99,7 +99,14 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, is_cau
     On CPU tensors the kernels need Triton's interpreter (TRITON_INTERPRET=1 before triton
     is imported); without it this raises a RuntimeError saying so.
     """
-    _check_inputs(q, k, v, is_causal, scale, enable_gqa)
+    check_inputs(q, k, v, is_causal, scale, enable_gqa)
+    from kernels.decode import flash_decode, should_split  # here: kernels.decode imports this module
+
+    needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
+    if not needs_grad and should_split(q.shape[2], k.shape[2], batch=q.shape[0], q_heads=q.shape[1],
+                                       kv_heads=k.shape[1], is_causal=is_causal, device=q.device):
+        # Few queries, long keys, no backward: split-KV decoding merges partial states (issue 8).
+        return flash_decode(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, return_lse=return_lse)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     out, lse = FlashAttention.apply(q, k, v, is_causal, scale)
     return (out, lse) if return_lse else out
