@@ -85,3 +85,22 @@ def test_real_report_renders_in_chromium(chromium, real_report, tmp_path):
     if keep:
         for name in ("top.png", "page.png"):
             shutil.copy(tmp_path / name, os.path.join(keep, f"real-{name}"))
+
+
+def test_the_browser_checks_catch_a_broken_page(chromium, tmp_path):
+    # A page with a missing image, an empty formula and a script error: each check must object.
+    page = tmp_path / "index.html"
+    page.write_text('<!DOCTYPE html><html><body><table id="summary"><tbody><tr><td>x</td></tr></tbody></table>'
+                    '<figure id="figure-x"><svg width="0" height="0"></svg></figure><img src="missing.png">'
+                    '<math><mrow></mrow></math><script>console.error("boom")</script></body></html>')
+    layout, errors, urls = _render(chromium, tmp_path, tmp_path)
+    assert any("boom" in e for e in errors)
+    assert any("missing.png" in e for e in errors)
+    assert layout["empty_maths"] and layout["scripts"] == 1
+    with pytest.raises(AssertionError):
+        _check(layout, errors, urls, tmp_path, 1, {"x"})
+    quiet = {**layout, "scripts": 0, "svgs": [{"id": "figure-x", "size": [100, 100]}]}
+    with pytest.raises(AssertionError, match="complete"):  # the image that did not load
+        _check(quiet, [], urls[:1], tmp_path, 1, {"x"})
+    with pytest.raises(AssertionError, match="<math><mrow></mrow></math>"):  # the formula laid out with no size
+        _check({**quiet, "imgs": [], "maths": 11}, [], urls[:1], tmp_path, 1, {"x"})
