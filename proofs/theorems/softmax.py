@@ -66,9 +66,9 @@ def normalisation() -> Derivation:
 
 
 def shift_invariance() -> Derivation:
-    pf = Proof("softmax-shift-invariance", "softmax(z + c) = softmax(z)",
-               sp.Eq(softmax_index(_z), softmax_index(_z)), ["c ∈ ℝ added to every logit"])
     shifted = sp.exp(_z[_i] + C) / sp.Sum(sp.exp(_z[_k] + C), (_k, 1, N))
+    pf = Proof("softmax-shift-invariance", "softmax(z + c) = softmax(z)",
+               sp.Eq(shifted, softmax_index(_z), evaluate=False), ["c ∈ ℝ added to every logit"])
     split = sp.expand(shifted, power_exp=True)
     pf.equal("exp(x + c) = exp(c) exp(x)", "split every exponential", split,
              sp.exp(C) * sp.exp(_z[_i]) / sp.Sum(sp.exp(C) * sp.exp(_z[_k]), (_k, 1, N)))
