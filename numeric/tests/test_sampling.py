@@ -37,8 +37,27 @@ def test_memory_budget_is_enforced():
     comp = sampling.Components()
     with pytest.raises(ValueError, match="memory_budget"):
         sampling.dot_products((4096,), 100, 0, comp, comp, Moments.of, memory_budget=2**20)
-    # The default budget holds a chunk whatever n is: chunks are sized by the row width alone.
-    assert sampling.chunk_rows(4096) * 4096 * sampling.BYTES_PER_ELEMENT * sampling.cpu_count() <= sampling.MEMORY_BUDGET
+    # However many threads are asked for, no more chunks are alive at once than the budget holds.
+    import threading
+    import time
+
+    width = 1024
+    chunk_bytes = sampling.chunk_rows(width) * width * sampling.BYTES_PER_ELEMENT
+    alive, peak, lock = [0], [0], threading.Lock()
+
+    def work(rng, rows):
+        with lock:
+            alive[0] += 1
+            peak[0] = max(peak[0], alive[0])
+        time.sleep(0.01)
+        with lock:
+            alive[0] -= 1
+        return rows
+
+    rows = sampling.map_chunks(work, 20 * sampling.chunk_rows(width), width, 0, threads=16,
+                               memory_budget=3 * chunk_bytes)
+    assert sum(rows) == 20 * sampling.chunk_rows(width)
+    assert 1 < peak[0] <= 3
 
 
 def test_nested_prefix_equals_direct_dot_product():
