@@ -137,38 +137,33 @@ def peak_memory(fn, inputs, cuda: bool) -> float | None:
 
 # --------------------------------------------------------------------------- what is timed
 
-def flash_fn(mode: str, causal: bool, gqa: bool = False):
-    """flash_attention as a function of (q, k, v, dout); forward+backward returns the gradients."""
+def timed_fn(attention, mode: str, causal: bool, gqa: bool = False):
+    """``attention`` (SDPA's keyword contract) as a function of (q, k, v, dout); forward+backward
+    returns the gradients, so the backward is part of what is timed."""
     import torch
-
-    from kernels.flash import flash_attention
 
     if mode == FWD:
         def forward(q, k, v, dout):
             with torch.no_grad():
-                return flash_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+                return attention(q, k, v, is_causal=causal, enable_gqa=gqa)
         return forward
 
     def forward_backward(q, k, v, dout):
-        out = flash_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+        out = attention(q, k, v, is_causal=causal, enable_gqa=gqa)
         return torch.autograd.grad(out, (q, k, v), dout)
     return forward_backward
+
+
+def flash_fn(mode: str, causal: bool, gqa: bool = False):
+    from kernels.flash import flash_attention
+
+    return timed_fn(flash_attention, mode, causal, gqa)
 
 
 def sdpa_fn(mode: str, causal: bool, gqa: bool = False):
-    import torch
-    from torch.nn.functional import scaled_dot_product_attention as sdpa
+    from torch.nn.functional import scaled_dot_product_attention
 
-    if mode == FWD:
-        def forward(q, k, v, dout):
-            with torch.no_grad():
-                return sdpa(q, k, v, is_causal=causal, enable_gqa=gqa)
-        return forward
-
-    def forward_backward(q, k, v, dout):
-        out = sdpa(q, k, v, is_causal=causal, enable_gqa=gqa)
-        return torch.autograd.grad(out, (q, k, v), dout)
-    return forward_backward
+    return timed_fn(scaled_dot_product_attention, mode, causal, gqa)
 
 
 def backend_context(name: str):

@@ -115,34 +115,35 @@ def _masked(s, visible):
 # --------------------------------------------------------------------------- forward mutants
 
 
-def wrong_default_scale(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """scale=None read as 1/D instead of 1/√D."""
-    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                             default_scale=lambda d: 1.0 / d)
+def _variant(base, name: str, doc: str, **options):
+    """A mutant: ``base`` with one bug switched on, behind SDPA's keyword signature."""
+    def mutant(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+        return base(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, **options)
+
+    mutant.__name__ = mutant.__qualname__ = name
+    mutant.__doc__ = doc
+    return mutant
 
 
-def ignored_explicit_scale(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """The scale argument is accepted and ignored: always 1/√D."""
-    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                             bugs={"ignore-scale"})
+wrong_default_scale = _variant(blocked_attention, "wrong_default_scale",
+    "scale=None read as 1/D instead of 1/√D.",
+    default_scale=lambda d: 1.0 / d)
 
+ignored_explicit_scale = _variant(blocked_attention, "ignored_explicit_scale",
+    "The scale argument is accepted and ignored: always 1/√D.",
+    bugs={"ignore-scale"})
 
-def causal_leaks_next_key(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """Causal off by one, outward: query i also sees key i + 1."""
-    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                             causal_mode="leak-next")
+causal_leaks_next_key = _variant(blocked_attention, "causal_leaks_next_key",
+    "Causal off by one, outward: query i also sees key i + 1.",
+    causal_mode="leak-next")
 
+causal_masks_diagonal = _variant(blocked_attention, "causal_masks_diagonal",
+    "Causal off by one, inward: query i does not see key i (row 0 sees nothing).",
+    causal_mode="strict")
 
-def causal_masks_diagonal(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """Causal off by one, inward: query i does not see key i (row 0 sees nothing)."""
-    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                             causal_mode="strict")
-
-
-def causal_bottom_right(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """Causal mask aligned bottom-right (query i sees j <= i + Nk - Nq) instead of SDPA's top-left."""
-    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                             causal_mode="bottom-right")
+causal_bottom_right = _variant(blocked_attention, "causal_bottom_right",
+    "Causal mask aligned bottom-right (query i sees j <= i + Nk - Nq) instead of SDPA's top-left.",
+    causal_mode="bottom-right")
 
 
 def mask_after_softmax(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
@@ -176,65 +177,45 @@ def normalised_scores_without_exp(q, k, v, *, is_causal=False, scale=None, enabl
     return _plain(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, weights=weights)
 
 
-def online_without_accumulator_rescale(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """Online softmax that rescales the running sum but not the accumulator when the max grows."""
-    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                             bugs={"no-acc-rescale"})
+online_without_accumulator_rescale = _variant(blocked_attention, "online_without_accumulator_rescale",
+    "Online softmax that rescales the running sum but not the accumulator when the max grows.",
+    bugs={"no-acc-rescale"})
 
+online_without_denominator_rescale = _variant(blocked_attention, "online_without_denominator_rescale",
+    "Online softmax that rescales the accumulator but not the running sum.",
+    bugs={"no-l-rescale"})
 
-def online_without_denominator_rescale(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """Online softmax that rescales the accumulator but not the running sum."""
-    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                             bugs={"no-l-rescale"})
+dropped_tail_block = _variant(blocked_attention, "dropped_tail_block",
+    "The last, partial key block is skipped (loop bound Nk // BLOCK instead of a ceiling).",
+    bugs={"drop-tail-block"})
 
+dropped_query_tail = _variant(blocked_attention, "dropped_query_tail",
+    "Rows of the last, partial query block are never written (left zero).",
+    bugs={"drop-query-tail"})
 
-def dropped_tail_block(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """The last, partial key block is skipped (loop bound Nk // BLOCK instead of a ceiling)."""
-    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                             bugs={"drop-tail-block"})
+gqa_modulo_heads = _variant(blocked_attention, "gqa_modulo_heads",
+    "GQA query head h reads KV head h % Hkv instead of h // (Hq / Hkv).",
+    bugs={"gqa-modulo"})
 
+no_max_subtraction = _variant(blocked_attention, "no_max_subtraction",
+    "exp(s) without subtracting a running max: overflows to inf/inf = NaN at large logits.",
+    bugs={"no-max"})
 
-def dropped_query_tail(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """Rows of the last, partial query block are never written (left zero)."""
-    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                             bugs={"drop-query-tail"})
+global_max_subtraction = _variant(blocked_attention, "global_max_subtraction",
+    "One max over the whole tensor instead of per row: small rows underflow to 0/0.",
+    bugs={"global-max"})
 
+finite_mask_sentinel = _variant(blocked_attention, "finite_mask_sentinel",
+    "Masked scores set to -1e4 instead of -inf: real scores below -1e4 lose to masked keys.",
+    sentinel=-1e4)
 
-def gqa_modulo_heads(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """GQA query head h reads KV head h % Hkv instead of h // (Hq / Hkv)."""
-    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                             bugs={"gqa-modulo"})
+unguarded_masked_block = _variant(blocked_attention, "unguarded_masked_block",
+    "Key blocks visited last-to-first with no guard for -inf - (-inf): a row whose first visited block is fully masked turns NaN.",
+    bugs={"reverse-no-guard"})
 
-
-def no_max_subtraction(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """exp(s) without subtracting a running max: overflows to inf/inf = NaN at large logits."""
-    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                             bugs={"no-max"})
-
-
-def global_max_subtraction(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """One max over the whole tensor instead of per row: small rows underflow to 0/0."""
-    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                             bugs={"global-max"})
-
-
-def finite_mask_sentinel(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """Masked scores set to -1e4 instead of -inf: real scores below -1e4 lose to masked keys."""
-    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                             sentinel=-1e4)
-
-
-def unguarded_masked_block(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """Key blocks visited last-to-first with no guard for -inf - (-inf): a row whose first visited
-    block is fully masked turns NaN."""
-    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                             bugs={"reverse-no-guard"})
-
-
-def low_internal_precision(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """float32 inputs silently computed in float16 inside."""
-    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                             work_dtype=torch.float16)
+low_internal_precision = _variant(blocked_attention, "low_internal_precision",
+    "float32 inputs silently computed in float16 inside.",
+    work_dtype=torch.float16)
 
 
 def prescales_query_in_place(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
@@ -252,10 +233,9 @@ def ignores_strides(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
                              scale=scale, enable_gqa=enable_gqa)
 
 
-def wrong_output_dtype(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """Returns the float32 accumulator's dtype instead of q's."""
-    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                             bugs={"float32-output"})
+wrong_output_dtype = _variant(blocked_attention, "wrong_output_dtype",
+    "Returns the float32 accumulator's dtype instead of q's.",
+    bugs={"float32-output"})
 
 
 # --------------------------------------------------------------------------- backward mutants
@@ -306,22 +286,17 @@ def manual_backward_attention(q, k, v, *, is_causal=False, scale=None, enable_gq
     return _ManualAttention.apply(q, k, v, is_causal, scale, enable_gqa, frozenset(bugs))
 
 
-def backward_without_d_term(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """Backward with dS = P∘dP: the D = rowsum(dO∘O) term of the softmax backward dropped."""
-    return manual_backward_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                                     bugs={"no-D"})
+backward_without_d_term = _variant(manual_backward_attention, "backward_without_d_term",
+    "Backward with dS = P∘dP: the D = rowsum(dO∘O) term of the softmax backward dropped.",
+    bugs={"no-D"})
 
+backward_dq_unscaled = _variant(manual_backward_attention, "backward_dq_unscaled",
+    "Backward forgets the softmax scale in dq = scale · dS K.",
+    bugs={"dq-unscaled"})
 
-def backward_dq_unscaled(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """Backward forgets the softmax scale in dq = scale · dS K."""
-    return manual_backward_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                                     bugs={"dq-unscaled"})
-
-
-def backward_gqa_unsummed(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """GQA backward takes dk, dv of the group's first query head instead of summing the group."""
-    return manual_backward_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                                     bugs={"gqa-first-head"})
+backward_gqa_unsummed = _variant(manual_backward_attention, "backward_gqa_unsummed",
+    "GQA backward takes dk, dv of the group's first query head instead of summing the group.",
+    bugs={"gqa-first-head"})
 
 
 # --------------------------------------------------------------------------- the register
