@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from numeric import arguments, derived, sampling
+from numeric import arguments, derived, null_moments, sampling
 from numeric.evidence import Confirmation, exact, from_test, sweep
 from numeric.statistics import Moments, mean_test, variance_power, variance_test
 
@@ -32,7 +32,8 @@ def _score_details(claim_id, d_ks, n, seed, q, k, alpha, *, divisor: Callable, c
     details = []
     for i, d in enumerate(d_ks):
         m = moments[i]
-        v = variance_test(m, float(claimed_variance(d)), alpha)
+        # κ is scale-free, so the null κ of q·k holds for q·k / divisor too.
+        v = variance_test(m, float(claimed_variance(d)), alpha, null_moments.dot_product_kurtosis(d, q, k))
         power = variance_power(v.std_error, POWER_ERROR, alpha / n_tests)  # Holm's first, strictest threshold
         details.append(from_test(claim_id, f"Var({label}) at d_k = {d}", v, alpha, power))
         if claimed_mean:

@@ -1,8 +1,15 @@
 """The statistics: streamed moments, the variance test's error model, Holm."""
+import itertools
 import math
 
 import numpy as np
+import pytest
+import sympy as sp
+from scipy import stats as sps
+from sympy.stats import Normal, Uniform, moment
 
+from numeric import null_moments
+from numeric.sampling import Components
 from numeric.statistics import Moments, holm, mean_test, variance_power, variance_std_error, variance_test
 
 
@@ -54,6 +61,10 @@ def test_ci_contains_estimate_and_p_value_matches_ci():
     assert lo < t.estimate < hi
     # Inverting the test: a claim at the CI edge has p = alpha.
     assert math.isclose(variance_test(m, hi, 0.01).p_value, 0.01, rel_tol=1e-6)
+    # The same holds with a null-model κ: CI and p-value share one standard error.
+    tn = variance_test(m, 9.0, 0.01, null_kurtosis=5.0)
+    assert tn.std_error > t.std_error
+    assert math.isclose(variance_test(m, tn.ci[0], 0.01, null_kurtosis=5.0).p_value, 0.01, rel_tol=1e-6)
     tm = mean_test(m, 2.0, 0.01)
     assert math.isclose(mean_test(m, tm.ci[1], 0.01).p_value, 0.01, rel_tol=1e-6)
 
@@ -68,3 +79,69 @@ def test_power_formula():
     assert variance_power(0.0, 0.02, 0.001) == 1.0
     assert variance_power(1.0, 0.02, 0.001) < 0.01
     assert variance_power(0.002, 0.02, 0.001) > 0.99
+
+
+def test_null_kurtosis_is_a_floor_never_a_ceiling():
+    x = np.random.default_rng(4).standard_t(5, size=2000)
+    m = Moments.of(x)
+    plug_in = variance_std_error(m)
+    assert variance_std_error(m, null_kurtosis=1.0) == plug_in  # below the sample's κ: the sample's stays
+    assert variance_std_error(m, null_kurtosis=float(m.kurtosis) + 10) > plug_in
+    for bad in (0.5, float("nan")):
+        with pytest.raises(ValueError, match="null_kurtosis"):
+            variance_std_error(m, null_kurtosis=bad)
+
+
+@pytest.mark.parametrize("family, make", [("normal", lambda mu, v: Normal("x", mu, sp.sqrt(v))),
+                                          ("uniform", lambda mu, v: Uniform("x", mu - sp.sqrt(3 * v),
+                                                                            mu + sp.sqrt(3 * v)))])
+def test_component_raw_moments_match_sympy_stats(family, make):
+    mu, v = sp.Rational(-3, 4), sp.Rational(4, 3)  # √(3v) rational: the uniform's bounds stay exact
+    beta = sp.nsimplify(null_moments.component_kurtosis(family))
+    mine = null_moments._raw_moments(mu, v, beta)
+    assert [sp.simplify(a - moment(make(mu, v), r)) for r, a in enumerate(mine)] == [0] * 5
+
+
+def test_student_t_component_kurtosis_matches_scipy():
+    for nu in (4.5, 5, 10, 30):
+        assert math.isclose(null_moments.component_kurtosis("student-t", nu), sps.t(nu).stats(moments="k") + 3,
+                            rel_tol=1e-12)
+    with pytest.raises(ValueError, match="nu"):
+        null_moments.component_kurtosis("student-t", 4)
+
+
+def _exact_kurtosis(values, probs):
+    mean = np.dot(probs, values)
+    return np.dot(probs, (values - mean) ** 4) / np.dot(probs, (values - mean) ** 2) ** 2
+
+
+@pytest.mark.parametrize("d_k", [1, 2, 3])
+def test_dot_product_kurtosis_by_enumeration(d_k):
+    # Shifted Rademacher components: q·k takes finitely many values, so its kurtosis is exact by
+    # enumerating all 4^d_k sign patterns — an independent check of the product and sum steps.
+    q, k = Components("rademacher", 0.5, 2.0), Components("rademacher", -1.0, 0.25)
+    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=2 * d_k)))  # (4^d_k, 2 d_k)
+    qs = q.mean + math.sqrt(q.variance) * signs[:, :d_k]
+    ks = k.mean + math.sqrt(k.variance) * signs[:, d_k:]
+    values = (qs * ks).sum(axis=1)
+    want = _exact_kurtosis(values, np.full(len(values), 1 / len(values)))
+    assert math.isclose(null_moments.dot_product_kurtosis(d_k, q, k), want, rel_tol=1e-12)
+
+
+def test_dot_product_kurtosis_of_uniform_product_by_integration():
+    # q ~ U(-1, 2), k ~ U(0, 1): κ of q·k by direct integration of the product's density.
+    x, y = sp.symbols("x y")
+    mean = sp.integrate(x * y, (x, -1, 2), (y, 0, 1)) / 3
+    central = [sp.integrate((x * y - mean) ** r, (x, -1, 2), (y, 0, 1)) / 3 for r in (2, 4)]
+    q, k = Components("uniform", 0.5, 0.75), Components("uniform", 0.5, 1 / 12)
+    assert math.isclose(null_moments.dot_product_kurtosis(1, q, k), float(central[1] / central[0] ** 2),
+                        rel_tol=1e-12)
+
+
+def test_dot_product_kurtosis_limits():
+    normal = Components("normal")
+    assert null_moments.dot_product_kurtosis(1, normal, normal) == 9.0  # E[(qk)⁴] = E[q⁴]E[k⁴] = 3·3
+    # The sum of many iid terms tends to a normal: κ → 3.
+    assert abs(null_moments.dot_product_kurtosis(10**6, normal, normal) - 3) < 1e-5
+    t5 = Components("student-t", nu=5)
+    assert null_moments.dot_product_kurtosis(1, t5, t5) == 81.0
