@@ -41,11 +41,14 @@ def _cases(n_cases, seed, max_n=64):
     return [random_logits(rng, int(rng.integers(1, max_n + 1))) for _ in range(n_cases)]
 
 
-def _worst(errors_and_bounds):
-    """(worst error/bound ratio's error, its bound); NaN anywhere counts as failure."""
-    ratios = [(e / b if np.isfinite(e) else np.inf, e, b) for e, b in errors_and_bounds]
-    _, e, b = max(ratios, key=lambda r: r[0])
-    return e, b
+def _verdict(claim_id: str, description: str, checks, alpha: float, started: float) -> Confirmation:
+    """One Confirmation from per-case (error, bound) pairs: judged on the case with the worst
+    error/bound ratio; NaN anywhere counts as failure."""
+    ratios = [(e / b if np.isfinite(e) else np.inf, e, b) for e, b in checks]
+    _, error, bound = max(ratios, key=lambda r: r[0])
+    out = exact(claim_id, description, error, bound, len(checks), alpha)
+    out.seconds = time.perf_counter() - started
+    return out
 
 
 def softmax_normalisation(*, n_cases=300, seed=0, alpha=0.001) -> Confirmation:
@@ -61,11 +64,8 @@ def softmax_normalisation(*, n_cases=300, seed=0, alpha=0.001) -> Confirmation:
         live = z - np.max(z) > -700
         sign_ok = np.all(a[live] > 0) and np.all(a[np.isneginf(z)] == 0)
         checks.append((err if sign_ok else np.inf, (n + 2) * U))
-    e, b = _worst(checks)
-    out = exact("softmax-normalisation", f"Σ softmax(z) = 1 and a_i > 0 on {len(cases)} random rows "
-                f"(bound (n + 2)u)", e, b, len(cases), alpha)
-    out.seconds = time.perf_counter() - started
-    return out
+    return _verdict("softmax-normalisation", f"Σ softmax(z) = 1 and a_i > 0 on {len(cases)} random rows "
+                    f"(bound (n + 2)u)", checks, alpha, started)
 
 
 def softmax_shift_invariance(*, n_cases=300, seed=0, alpha=0.001) -> Confirmation:
@@ -81,11 +81,8 @@ def softmax_shift_invariance(*, n_cases=300, seed=0, alpha=0.001) -> Confirmatio
         eps = U * np.max(np.abs(shifted[finite]))
         err = np.max(np.abs(sm.softmax(shifted) - sm.softmax(z)))
         checks.append((err, eps / 2 + 2 * (z.size + 4) * U))
-    e, b = _worst(checks)
-    out = exact("softmax-shift-invariance", f"softmax(z + c) = softmax(z) on {n_cases} rows, |c| up to 1e4 "
-                "(bound u·max|z + c|/2 + 2(n + 4)u)", e, b, n_cases, alpha)
-    out.seconds = time.perf_counter() - started
-    return out
+    return _verdict("softmax-shift-invariance", f"softmax(z + c) = softmax(z) on {n_cases} rows, |c| up to 1e4 "
+                    "(bound u·max|z + c|/2 + 2(n + 4)u)", checks, alpha, started)
 
 
 def finite_difference_jacobian(z: np.ndarray, h: float = FD_STEP) -> np.ndarray:
@@ -117,11 +114,8 @@ def softmax_jacobian(*, n_cases=200, seed=0, alpha=0.001, jacobian=None) -> Conf
         zl = z[live]
         err = np.max(np.abs(jac(sm.softmax(zl)) - finite_difference_jacobian(zl)))
         checks.append((err, jacobian_error_bound(zl.size)))
-    e, b = _worst(checks)
-    out = exact("softmax-jacobian", f"derived Jacobian against central differences (h = 2⁻¹⁴) on {len(cases)} "
-                "random rows (bound h²/48 + (n + 6)u/h)", e, b, len(cases), alpha)
-    out.seconds = time.perf_counter() - started
-    return out
+    return _verdict("softmax-jacobian", f"derived Jacobian against central differences (h = 2⁻¹⁴) on {len(cases)} "
+                    "random rows (bound h²/48 + (n + 6)u/h)", checks, alpha, started)
 
 
 def softmax_jacobian_spectrum(*, n_cases=300, seed=0, alpha=0.001) -> Confirmation:
@@ -139,11 +133,8 @@ def softmax_jacobian_spectrum(*, n_cases=300, seed=0, alpha=0.001) -> Confirmati
         row = np.max(np.abs(J.sum(axis=1)))
         # eigvalsh is backward stable: |λ̂ − λ| ≤ c·n·u·‖J‖₂ with ‖J‖₂ ≤ λ_max; J·1 sums n terms ≤ 1.
         checks.append((max(excess, asym, row), 4 * (n + 2) * U))
-    e, b = _worst(checks)
-    out = exact("softmax-jacobian-spectrum", f"eigenvalues in [0, {lam_max:g}], diagonal ≤ {diag_max:g}, J = Jᵀ, "
-                f"J·1 = 0 on {n_cases} rows (bound 4(n + 2)u)", e, b, n_cases, alpha)
-    out.seconds = time.perf_counter() - started
-    return out
+    return _verdict("softmax-jacobian-spectrum", f"eigenvalues in [0, {lam_max:g}], diagonal ≤ {diag_max:g}, J = Jᵀ, "
+                    f"J·1 = 0 on {n_cases} rows (bound 4(n + 2)u)", checks, alpha, started)
 
 
 # --------------------------------------------------------------------------- online softmax
@@ -183,11 +174,8 @@ def online_softmax_merge(*, n_cases=300, seed=0, alpha=0.001, merge=None) -> Con
         blocked = _blockwise(s, v, cuts, merge)
         err = np.max(np.abs(blocked - direct)) if np.all(np.isfinite(blocked)) else np.inf
         checks.append((err, merge_error_bound(s.shape[1], len(cuts) + 1, v)))
-    e, b = _worst(checks)
-    out = exact("online-softmax-merge", f"blockwise (derived merge) = direct attention on {n_cases} random "
-                "partitions with masked blocks and ±1e4 logits, no NaN", e, b, n_cases, alpha)
-    out.seconds = time.perf_counter() - started
-    return out
+    return _verdict("online-softmax-merge", f"blockwise (derived merge) = direct attention on {n_cases} random "
+                    "partitions with masked blocks and ±1e4 logits, no NaN", checks, alpha, started)
 
 
 def _blockwise(s, v, cuts, merge=None):
@@ -224,11 +212,8 @@ def online_softmax_monoid(*, n_cases=300, seed=0, alpha=0.001) -> Confirmation:
                   np.max(np.abs(ab[2] - swapped[2])), np.max(np.abs(ab[1] - swapped[1]) / ab[1]),
                   *(np.max(np.abs(x[2] - A[2])) + np.max(np.abs(x[1] - A[1]) / A[1]) for x in with_id))
         checks.append((err, 32 * U * max(1.0, float(np.max(np.abs(np.concatenate([A[2], B[2], C[2]])))))))
-    e, b = _worst(checks)
-    out = exact("online-softmax-monoid", f"associativity, commutativity and identity (−∞, 0, 0) of the merge on "
-                f"{n_cases} random state triples (bound 32u·max|o|)", e, b, n_cases, alpha)
-    out.seconds = time.perf_counter() - started
-    return out
+    return _verdict("online-softmax-monoid", f"associativity, commutativity and identity (−∞, 0, 0) of the merge on "
+                    f"{n_cases} random state triples (bound 32u·max|o|)", checks, alpha, started)
 
 
 def unnormalised_attention(scores, values, block_size: int) -> np.ndarray:
@@ -259,11 +244,8 @@ def online_softmax_unnormalised(*, n_cases=300, seed=0, alpha=0.001) -> Confirma
         out_ = unnormalised_attention(s, v, block)
         err = np.max(np.abs(out_ - sm.attention(s, v))) if np.all(np.isfinite(out_)) else np.inf
         checks.append((err, merge_error_bound(s.shape[1], -(-s.shape[1] // block), v)))
-    e, b = _worst(checks)
-    out = exact("online-softmax-unnormalised", f"running max / sum / unnormalised accumulator = direct attention "
-                f"on {n_cases} random cases, no NaN", e, b, n_cases, alpha)
-    out.seconds = time.perf_counter() - started
-    return out
+    return _verdict("online-softmax-unnormalised", f"running max / sum / unnormalised accumulator = direct attention "
+                    f"on {n_cases} random cases, no NaN", checks, alpha, started)
 
 
 def logsumexp_merge(*, n_cases=300, seed=0, alpha=0.001) -> Confirmation:
@@ -283,11 +265,8 @@ def logsumexp_merge(*, n_cases=300, seed=0, alpha=0.001) -> Confirmation:
         err = max(abs(merged(lse1, lse2) - whole), abs(via_state - whole))
         # log and exp each add ≤ u relative; exp(lse) errs by u·|lse| relative, so log of it by u·|lse|.
         checks.append((err, 4 * (n + 4) * U * max(1.0, abs(whole))))
-    e, b = _worst(checks)
-    out = exact("logsumexp-merge", f"lse of a union = log(e^lse₁ + e^lse₂) = m + log l on {n_cases} random splits",
-                e, b, n_cases, alpha)
-    out.seconds = time.perf_counter() - started
-    return out
+    return _verdict("logsumexp-merge", f"lse of a union = log(e^lse₁ + e^lse₂) = m + log l on {n_cases} random splits",
+                    checks, alpha, started)
 
 
 # --------------------------------------------------------------------------- attention backward
@@ -337,9 +316,6 @@ def attention_backward(*, n_cases=100, seed=0, alpha=0.001, gradients=None) -> C
             allowance = np.abs(fd_h - fd_2h) + size * (Q.size + K.size + 8) * U / h
             worst = max(worst, float(np.max(np.abs(got[i] - fd_h) / allowance)))
         checks.append((worst, 1.0))
-    e, _ = _worst(checks)
-    out = exact("attention-backward", f"derived dQ, dK, dV against central differences (h = 2⁻¹⁴) on {n_cases} random "
-                f"cases of shape Q {q_shape}, K {k_shape}, V {v_shape}; estimate = worst error / allowance "
-                "(Richardson truncation estimate + rounding)", e, 1.0, n_cases, alpha)
-    out.seconds = time.perf_counter() - started
-    return out
+    return _verdict("attention-backward", f"derived dQ, dK, dV against central differences (h = 2⁻¹⁴) on {n_cases} random "
+                    f"cases of shape Q {q_shape}, K {k_shape}, V {v_shape}; estimate = worst error / allowance "
+                    "(Richardson truncation estimate + rounding)", checks, alpha, started)

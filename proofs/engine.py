@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
 
 import sympy as sp
 
@@ -198,12 +198,11 @@ def _reduces_to_zero(expr: sp.Expr) -> bool:
     return False
 
 
-def identity(lhs: Any, rhs: Any, *, probes: int = 3, sample: Callable | None = None) -> tuple[bool, str]:
+def identity(lhs: Any, rhs: Any, *, probes: int = 3) -> tuple[bool, str]:
     """Decide ``lhs == rhs`` for all values of the free symbols.
 
     Random rational probes refute false identities fast; survivors must reduce to
-    zero symbolically. ``sample(rng) -> dict`` may supply probe points that satisfy
-    constraints the symbols' assumptions cannot express (e.g. weights summing to 1).
+    zero symbolically.
     """
     try:
         diffs = _differences(lhs, rhs)
@@ -213,7 +212,7 @@ def identity(lhs: Any, rhs: Any, *, probes: int = 3, sample: Callable | None = N
     for diff in diffs:
         syms = sorted(diff.free_symbols, key=str)
         for _ in range(probes if syms else 1):
-            point = sample(rng) if sample else {s: _sample_value(s, rng) for s in syms}
+            point = {s: _sample_value(s, rng) for s in syms}
             if _is_zero_at(diff, point) is False:
                 shown = ", ".join(f"{k}={v}" for k, v in list(point.items())[:6])
                 return False, f"refuted at {shown or 'a constant'}: difference {sp.N(diff.subs(point).doit(), 6)}"
@@ -222,11 +221,3 @@ def identity(lhs: Any, rhs: Any, *, probes: int = 3, sample: Callable | None = N
             return False, f"difference does not simplify to 0: {sp.sstr(diff)[:200]}"
     return True, f"identity ({len(diffs)} entr{'y' if len(diffs) == 1 else 'ies'}; probed, then simplified to 0)"
 
-
-def all_equal(pairs: Sequence[tuple[Any, Any]]) -> tuple[bool, str]:
-    """Check many identities as one step; the first failure is reported."""
-    for i, (a, b) in enumerate(pairs):
-        ok, detail = identity(a, b)
-        if not ok:
-            return False, f"case {i}: {detail}"
-    return True, f"{len(pairs)} identities hold"

@@ -14,7 +14,7 @@ from typing import Callable, Mapping
 
 import sympy as sp
 
-from proofs.theorems.worked_examples import (FAILS, HOLDS, HOLDS_PRINTED, OUT_OF_SCOPE, PRINTED_K, PRINTED_Q,
+from proofs.theorems.worked_examples import (FAILS, HOLDS, OUT_OF_SCOPE, PRINTED_K, PRINTED_Q,
                                              PRINTED_S, PRINTED_V, SEED_2_TOKEN, SEED_3_TOKEN, VERDICTS, Comparison,
                                              compare, printed_comparisons, two_token_values)
 

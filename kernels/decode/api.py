@@ -12,7 +12,8 @@ import torch
 import triton
 
 from kernels.decode import dispatch
-from kernels.decode.kernel import LOG2E, combine_partials, split_kv_partials
+from kernels.decode.kernel import combine_partials, split_kv_partials
+from kernels.flash.forward import LOG2E
 from kernels.flash import runtime
 from kernels.flash.api import check_inputs
 from kernels.flash.forward import head_block

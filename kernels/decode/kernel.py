@@ -25,7 +25,7 @@ workspace's row order.
 import triton
 import triton.language as tl
 
-from kernels.flash.forward import LOG2E, attend_key_blocks
+from kernels.flash.forward import attend_key_blocks
 
 
 @triton.jit
