@@ -95,6 +95,7 @@ class Step:
     reference: str | None = None
     subject: Any = None
     claim: Any = None  # a whole relation the step establishes, when neither side is written as stated
+    cites: Any = None  # the Derivation a "theorem ..." step relies on (see Proof.cite)
 
     @property
     def is_premise(self) -> bool:
@@ -150,8 +151,19 @@ class Derivation:
 
     @property
     def trusted(self) -> tuple[Step, ...]:
-        """The premises, in order: what the verdict takes on trust rather than checks."""
-        return tuple(s for s in self.steps if s.is_premise)
+        """The premises, in order: what the verdict takes on trust rather than checks.
+
+        A theorem this one cites brings its own premises along (after this one's), so the
+        list is the whole trust base, not only the last layer of it.
+        """
+        out: list[Step] = []
+        for s in self.steps:
+            if s.is_premise:
+                out.append(s)
+        for s in self.steps:
+            if s.cites is not None:
+                out += [p for p in s.cites.trusted if not any(p is q for q in out)]
+        return tuple(out)
 
     @property
     def trust_base(self) -> dict[str, list[str]]:
@@ -300,7 +312,7 @@ class Proof:
                                f"{derivation.verdict_line}", rel.lhs if rel is not None else stated,
                                rel.rhs if rel is not None else None, bool(ok),
                                derivation.verdict_line if ok else f"{derivation.claim_id} does not establish it: "
-                               f"{derivation.verdict_line}", _REL_SYMBOL.get(type(rel), "=")))
+                               f"{derivation.verdict_line}", _REL_SYMBOL.get(type(rel), "="), cites=derivation))
         return bool(ok)
 
     def finish(self, result: Any) -> Derivation:

@@ -163,13 +163,13 @@ def jacobian_spectrum(n_max: int = 4) -> Derivation:
     diag = sp.expand(Jij.subs(_j, _i))
     p, q = sp.symbols("p q", positive=True)
     off = Jij.subs(sp.KroneckerDelta(_i, _j), 0)  # j ≠ i
-    pf.equal("a_i, a_j > 0", "|J_ij| = a_i a_j for j ≠ i", sp.Abs(off.subs({_a[_i]: p, _a[_j]: q})), p * q,
-             subject=sp.Abs(off))
-    total = sp.Symbol("Σ_j a_j")
-    radius = sp.expand(_a[_i] * (total - _a[_i]))  # Σ_{j≠i} a_i a_j = a_i (Σ_j a_j − a_i)
-    radius = radius.subs(total, 1)
-    pf.equal("Σ_j a_j = 1", "R_i = a_i (Σ_j a_j − a_i) = a_i (1 − a_i) = J_ii", radius, diag,
-             subject=sp.Symbol("R_i"))
+    abs_off = sp.Abs(off.subs({_a[_i]: p, _a[_j]: q})).subs({p: _a[_i], q: _a[_j]})  # a_i, a_j > 0
+    pf.equal("a_i, a_j > 0", f"|J_ij| = {abs_off} for j ≠ i", abs_off, -off, subject=sp.Abs(off))
+    # R_i = Σ_{j≠i} |J_ij|: the full sum over j less its j = i term, a_i pulled out, then Σ_j a_j = 1.
+    pulled = sp.factor_terms(sp.Sum(abs_off, (_j, 1, N))) - abs_off.subs(_j, _i)
+    radius = sp.expand(pulled.subs(sp.Sum(_a[_j], (_j, 1, N)), 1))
+    pf.equal("linearity of the sum, Σ_j a_j = 1", f"R_i = Σ_j |J_ij| − |J_ii| = {radius} = J_ii",
+             radius, diag, subject=sp.Symbol("R_i"))
     w = sp.Symbol("w", positive=True)  # a_i ∈ (0, 1)
     upper = sp.maximum((diag + radius).subs(_a[_i], w), w, sp.Interval(0, 1))
     lower = sp.minimum((diag - radius).subs(_a[_i], w), w, sp.Interval(0, 1))
