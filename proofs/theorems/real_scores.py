@@ -7,13 +7,14 @@ assume q and k have independent zero-mean unit-variance components (E = 0, Var =
 """
 from __future__ import annotations
 
-from itertools import permutations, product
+from itertools import product
 from math import prod
 from typing import Callable, Iterable
 
 import sympy as sp
 from sympy import stats
 
+from proofs import index_sums
 from proofs import notation as nt
 from proofs.engine import ASSUMPTION, CITED, DEFINITION, Derivation, Proof, Result
 from proofs.validate import as_dimension
@@ -144,9 +145,8 @@ INDEX_FORM = Result(
 )
 
 
-# ---- index form for any n: sums over 0..n−1 with Kronecker deltas, reduced by three exact rules ----------------
+# ---- index form for any n: sums over 0..n−1 with Kronecker deltas (reduced by proofs.index_sums) ----------------
 _IDX = sp.symbols("a b c d", integer=True, nonnegative=True)
-_CANON = sp.symbols("k0:4", integer=True, nonnegative=True)
 
 
 def _coupling(n=nt.N) -> sp.MatrixSymbol:
@@ -157,28 +157,8 @@ def _sum(body, *indices) -> sp.Sum:
     return sp.Sum(body, *((x, 0, nt.N - 1) for x in indices))
 
 
-def _split(s: sp.Sum) -> sp.Expr:
-    """Linearity: Σ of a sum of terms is the sum of the Σs."""
-    return sp.Add(*(sp.Sum(t, *s.limits) for t in sp.Add.make_args(sp.expand(s.function))))
-
-
-def _sift(s: sp.Sum) -> sp.Expr:
-    """Σ_y δ_xy f(y) = f(x): y leaves the sum (every index runs over the same 0..n−1)."""
-    bound = [lim[0] for lim in s.limits]
-    if len({lim[1:] for lim in s.limits}) != 1:
-        raise ValueError(f"sifting needs one common index range, got {s.limits}")
-    for delta in s.function.atoms(sp.KroneckerDelta):
-        x, y = delta.args
-        for keep, drop in ((x, y), (y, x)):
-            if drop in bound:
-                rest = [lim for lim in s.limits if lim[0] != drop]
-                body = s.function.xreplace({delta: 1}).xreplace({drop: keep})
-                return _sift(sp.Sum(body, *rest)) if rest else body
-    return s
-
-
 def _reduce(s: sp.Sum) -> sp.Expr:
-    return sp.Add(*(_sift(t) if isinstance(t, sp.Sum) else t for t in sp.Add.make_args(_split(s))))
+    return index_sums.reduce(s)
 
 
 def _product(s1: sp.Sum, s2: sp.Sum) -> sp.Sum:
@@ -188,21 +168,9 @@ def _product(s1: sp.Sum, s2: sp.Sum) -> sp.Sum:
     return sp.Sum(s1.function * s2.function, *s1.limits, *s2.limits)
 
 
-def _canonical(expr: sp.Expr) -> sp.Expr:
-    """Rename every sum's indices canonically (the order that gives the smallest form), so equal sums compare equal."""
-    def one(s: sp.Sum) -> sp.Sum:
-        bound, (lo, hi) = [lim[0] for lim in s.limits], s.limits[0][1:]
-        forms = (sp.Sum(s.function.xreplace(dict(zip(order, _CANON))), *((k, lo, hi) for k in _CANON[:len(bound)]))
-                 for order in permutations(bound))
-        return min(forms, key=sp.srepr)
-    return sp.sympify(expr).replace(lambda e: isinstance(e, sp.Sum), one)
-
-
 def _same_sums(lhs: sp.Expr, stated: sp.Expr) -> tuple[bool, str]:
     """The reduced index form equals the stated trace formula, written out as sums (any n)."""
-    diff = sp.expand(_canonical(lhs) - _canonical(sp.sympify(stated).rewrite(sp.Sum)))
-    return diff == 0, ("equal for every n (indices renamed canonically)" if diff == 0
-                       else f"they differ by {sp.sstr(diff)[:200]}")
+    return index_sums.same(lhs, sp.sympify(stated).rewrite(sp.Sum))
 
 
 def _seed_weights() -> tuple[sp.Matrix, sp.Matrix]:
