@@ -344,9 +344,43 @@ def _nonzero(d: sp.Expr) -> bool:
     return False
 
 
+# Functions with poles, and the factor that vanishes there: tan x = sin x / cos x, and so on.
+_POLES = {sp.tan: sp.cos, sp.sec: sp.cos, sp.cot: sp.sin, sp.csc: sp.sin,
+          sp.tanh: sp.cosh, sp.sech: sp.cosh, sp.coth: sp.sinh, sp.csch: sp.sinh}
+
+
+def _with_ranges(expr: sp.Expr) -> sp.Expr:
+    """Give every summation index the assumptions its range implies (k in 1..n is a positive integer)."""
+    def restrict(s):
+        new = {}
+        for var, lo, hi in s.limits:
+            facts = {"integer": bool(lo.is_integer)}
+            if lo.is_integer and lo.is_positive:
+                facts["positive"] = True
+            elif lo.is_integer and lo.is_nonnegative:
+                facts["nonnegative"] = True
+            elif hi.is_negative:
+                facts["negative"] = True
+            new[var] = sp.Dummy(str(var), **{k: v for k, v in facts.items() if v})
+        return s.xreplace(new)
+
+    return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), restrict) if expr.has(sp.Sum, sp.Product) \
+        else expr
+
+
+def _denominators(e: sp.Expr) -> set[sp.Expr]:
+    """Every expression that must not vanish for ``e`` to be defined: bases of negative powers and
+    the vanishing factor of each tan, cot, sec, csc (and hyperbolic) pole. Other singularities
+    (log at 0, gamma's poles) are not covered."""
+    e = _with_ranges(e)
+    found = {p.base for p in e.atoms(sp.Pow) if p.exp.is_extended_negative}
+    found.update(_POLES[f.func](f.args[0]) for f in e.atoms(*_POLES))
+    return found
+
+
 def _unsafe_denominator(exprs: list[sp.Expr]) -> str | None:
     """A reason naming the first denominator not shown non-zero, or None when all are."""
-    bases = {p.base for e in exprs for p in e.atoms(sp.Pow) if p.exp.is_extended_negative}
+    bases = set().union(*(_denominators(e) for e in exprs))
     for d in sorted(bases, key=sp.default_sort_key):
         if _nonzero(d):
             continue
