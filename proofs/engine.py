@@ -143,7 +143,8 @@ class Proof:
 #   2. random probes refute a false identity fast (probes where a side is undefined decide nothing);
 #   3. every denominator of either side is shown non-zero from the assumptions;
 #   4. the difference reduces to 0 symbolically.
-# Only 3 and 4 together make the verdict; the probes guard against a false "0" and save time.
+# A pass needs all four. Stages 3 and 4 are the proof; the probes refute fast and guard against a
+# simplification that wrongly returns 0.
 
 # Probes are evaluated with 40 significant digits; the two sides agree at a probe when they differ
 # by at most 1e-25 of the larger side (relative, so e^1000 (cosh² − sinh²) = e^1000 agrees while
