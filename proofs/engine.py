@@ -154,13 +154,15 @@ _PROBE_RTOL = sp.Float("1e-25", _PROBE_DIGITS)
 _RESOLVED_BITS = 20  # an evalf result with fewer bits could not be told from 0
 _PROBE_TRIES = 4  # probe points tried per wanted probe before the probes give up
 
+_MatrixElement = sp.matrices.expressions.matexpr.MatrixElement  # A[i, j] of a MatrixSymbol A
+
 
 class _Undefined(Exception):
     """A side has no value at a probe point (a pole, 0/0, an index form that stays symbolic)."""
 
 
 def _shape(x: Any) -> tuple:
-    if isinstance(x, (sp.MatrixBase, sp.NDimArray)):
+    if isinstance(x, (sp.MatrixBase, sp.NDimArray, sp.MatrixExpr)):
         return tuple(x.shape)
     if isinstance(x, (list, tuple, sp.Tuple)):
         inner = [_shape(item) for item in x]
@@ -173,6 +175,10 @@ def _shape(x: Any) -> tuple:
 def _entries(x: Any) -> list[sp.Expr]:
     if isinstance(x, sp.MatrixBase):
         return list(x)
+    if isinstance(x, sp.MatrixExpr):  # A·B with A, B MatrixSymbols: entrywise in A[i, j], B[i, j]
+        if not all(d.is_Integer for d in x.shape):
+            raise ValueError(f"{sp.sstr(x)[:80]} has a symbolic shape {x.shape}: give explicit sizes")
+        return list(x.as_explicit())
     if isinstance(x, sp.NDimArray):
         return list(sp.flatten(x))
     if isinstance(x, (list, tuple, sp.Tuple)):
@@ -260,12 +266,16 @@ class _NotInstantiable(_Undefined):
 _BINDERS = (sp.Sum, sp.Product, sp.Integral, sp.Derivative, sp.Lambda)
 
 
+def _indices(entry: sp.Expr) -> tuple:
+    return entry.indices if isinstance(entry, sp.Indexed) else (entry.i, entry.j)
+
+
 def _instantiate(exprs: list[sp.Expr], point: dict, rng: random.Random) -> list[sp.Expr]:
     """Substitute the point, expand finite sums, give every indexed entry (q[1], q[2], …) a value."""
     # subs keeps bound variables bound; xreplace is far cheaper where there are none.
     out = [(e.subs(point) if e.has(*_BINDERS) else e.xreplace(point)).doit() for e in exprs]
-    entries = sorted(set().union(*(e.atoms(sp.Indexed) for e in out)), key=sp.default_sort_key)
-    if any(not i.is_number for ix in entries for i in ix.indices):
+    entries = sorted(set().union(*(e.atoms(sp.Indexed, _MatrixElement) for e in out)), key=sp.default_sort_key)
+    if any(not i.is_number for ix in entries for i in _indices(ix)):
         raise _NotInstantiable("an index stays symbolic")
     values = {ix: _sample_value(ix, rng) for ix in entries}
     return [e.xreplace(values) for e in out] if values else out
@@ -287,7 +297,7 @@ def _probe(lhs: list[sp.Expr], rhs: list[sp.Expr], probes: int) -> tuple[str | N
     values and disagrees refutes the identity whatever the other entries do.
     """
     syms, counting = _probe_symbols(lhs + rhs)
-    indexed = sorted({str(ix.base) for e in lhs + rhs for ix in e.atoms(sp.Indexed)})
+    indexed = sorted({str(ix.args[0]) for e in lhs + rhs for ix in e.atoms(sp.Indexed, _MatrixElement)})
     wanted = probes if syms or indexed else 1
     rng = random.Random(0)
     decided = tried = 0

@@ -24,6 +24,7 @@ E1000 = sp.exp(1000)
 ZERO_A = x**2 - 1 - (x - 1) * (x + 1)  # identically 0, not auto-simplified
 ZERO_B = (x + 1) ** 2 - x**2 - 2 * x - 1  # identically 0, not auto-simplified
 M23 = sp.Matrix(2, 3, sp.symbols("m0:6", real=True))
+MA, MB = sp.MatrixSymbol("A", 2, 2), sp.MatrixSymbol("B", 2, 2)
 
 
 def S(expr, lo=1, hi=n):
@@ -102,6 +103,8 @@ FALSE = [
     ("sin 2x = 2 sin x", sp.sin(2 * x), 2 * sp.sin(x)),
     ("σ'(x) = σ(x)²", sp.diff(1 / (1 + sp.exp(-x)), x), (1 / (1 + sp.exp(-x))) ** 2),
     ("one wrong matrix entry", sp.Matrix([[x, y], [y, x]]), sp.Matrix([[x, y], [y, y]])),
+    ("(AB)ᵀ = AᵀBᵀ for matrix symbols", (MA * MB).T, MA.T * MB.T),
+    ("a matrix symbol against its 2×3 namesake", MA, sp.MatrixSymbol("A", 2, 3)),
 ]
 
 TRUE = [
@@ -164,6 +167,8 @@ TRUE = [
      sp.Matrix(2, 2, sp.symbols("b0:4")).T * sp.Matrix(2, 2, sp.symbols("a0:4")).T),
     ("det(AB) = det A det B", (sp.Matrix(2, 2, sp.symbols("a0:4")) * sp.Matrix(2, 2, sp.symbols("b0:4"))).det(),
      sp.Matrix(2, 2, sp.symbols("a0:4")).det() * sp.Matrix(2, 2, sp.symbols("b0:4")).det()),
+    ("(AB)ᵀ = BᵀAᵀ for matrix symbols", (MA * MB).T, MB.T * MA.T),
+    ("a product of matrix symbols against its explicit entries", MA * MB, (MA * MB).as_explicit()),
     # index forms over a symbolic range
     ("Σ (q_i + k_i) = Σ q_i + Σ k_i", S(Qv[i] + Kv[i]), S(Qv[i]) + S(Kv[i])),
     ("Σ 3q_i = 3 Σ q_i", S(3 * Qv[i]), 3 * S(Qv[i])),
