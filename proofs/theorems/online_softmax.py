@@ -76,9 +76,9 @@ def online_softmax_merge(merge: Merge | None = None, *, sizes=(2, 3), dim: int =
 
 def merge_monoid() -> Derivation:
     """Associative, commutative, with identity (-∞, 0, 0): blocks may be merged in any order."""
-    a = sp.symbols("m_a l_a o_a", real=True)
-    b = sp.symbols("m_b l_b o_b", real=True)
-    c = sp.symbols("m_c l_c o_c", real=True)
+    # l > 0 is the stated assumption: with l merely real the merged l can vanish and o is undefined.
+    a, b, c = ((sp.Symbol(f"m_{s}", real=True), sp.Symbol(f"l_{s}", positive=True), sp.Symbol(f"o_{s}", real=True))
+               for s in "abc")
     pf = Proof("online-softmax-monoid", "The merge is associative and commutative with identity (−∞, 0, 0)",
                sp.Eq(sp.Symbol("merge(merge(A, B), C)"), sp.Symbol("merge(A, merge(B, C))")),
                ["states with l > 0 (a non-empty block)"])
