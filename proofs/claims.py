@@ -384,7 +384,7 @@ def _causal_statement(sp, n, last):
 
 
 def _two_token_statement(sp):
-    from proofs.theorems.worked_examples import PRINTED_K, PRINTED_Q, PRINTED_S, PRINTED_V
+    from proofs.seed_data import PRINTED_K, PRINTED_Q, PRINTED_S, PRINTED_V
 
     r2 = sp.sqrt(2)
     sigma = lambda g: 1 / (1 + sp.exp(-g))  # noqa: E731  the logistic: softmax of two logits
@@ -396,7 +396,7 @@ def _two_token_statement(sp):
 
 
 def _three_token_statement(sp):
-    from proofs.theorems.worked_examples import PRINTED_SCALED_3
+    from proofs.seed_data import PRINTED_SCALED_3
 
     e = sp.E
     named = {"S/√d_k": PRINTED_SCALED_3, "α_1": sp.Matrix([[e**2, e, 1]]) / (e**2 + e + 1),

@@ -327,58 +327,306 @@ _REL_SYMBOL = {sp.Eq: "=", sp.Le: "≤", sp.Ge: "≥", sp.Lt: "<", sp.Gt: ">", s
 
 
 # --------------------------------------------------------------------------- checks
+#
+# identity() proves lhs = rhs for every value of the free symbols allowed by their assumptions:
+#   1. the two sides have the same shape (scalar, list, tuple, Matrix, array);
+#   2. random probes refute a false identity fast (probes where a side is undefined decide nothing);
+#   3. every denominator of either side is shown non-zero from the assumptions;
+#   4. the difference reduces to 0 symbolically.
+# A pass needs all four. Stages 3 and 4 are the proof; the probes refute fast and guard against a
+# simplification that wrongly returns 0.
+
+# Probes are evaluated with 40 significant digits; the two sides agree at a probe when they differ
+# by at most 1e-25 of the larger side (relative, so e^1000 (cosh² − sinh²) = e^1000 agrees while
+# 10^-30 x = 0 is refuted). The 15 spare digits absorb evalf's loss of working precision.
+_PROBE_DIGITS = 40
+_PROBE_RTOL = sp.Float("1e-25", _PROBE_DIGITS)
+_RESOLVED_BITS = 20  # an evalf result with fewer bits could not be told from 0
+_PROBE_TRIES = 4  # probe points tried per wanted probe before the probes give up
+
+_MatrixElement = sp.matrices.expressions.matexpr.MatrixElement  # A[i, j] of a MatrixSymbol A
+
+
+class _Undefined(Exception):
+    """A side has no value at a probe point (a pole, 0/0, an index form that stays symbolic)."""
+
+
+def _shape(x: Any) -> tuple:
+    if isinstance(x, (sp.MatrixBase, sp.NDimArray, sp.MatrixExpr)):
+        return tuple(x.shape)
+    if isinstance(x, (list, tuple, sp.Tuple)):
+        inner = [_shape(item) for item in x]
+        if len(set(inner)) > 1:
+            return ("ragged",) + tuple(inner)
+        return (len(inner),) + (inner[0] if inner else ())
+    return ()
 
 
 def _entries(x: Any) -> list[sp.Expr]:
-    if isinstance(x, (sp.MatrixBase, sp.NDimArray)):
+    if isinstance(x, sp.MatrixBase):
         return list(x)
-    if isinstance(x, (list, tuple)):
+    if isinstance(x, sp.MatrixExpr):  # A·B with A, B MatrixSymbols: entrywise in A[i, j], B[i, j]
+        if not all(d.is_Integer for d in x.shape):
+            raise ValueError(f"{sp.sstr(x)[:80]} has a symbolic shape {x.shape}: give explicit sizes")
+        return list(x.as_explicit())
+    if isinstance(x, sp.NDimArray):
+        return list(sp.flatten(x))
+    if isinstance(x, (list, tuple, sp.Tuple)):
         return [e for item in x for e in _entries(item)]
-    return [sp.sympify(x)]
+    if not isinstance(x, (sp.Basic, int, float)):
+        raise ValueError(f"{type(x).__name__} is not an expression, list, tuple, Matrix or array")
+    e = sp.sympify(x, strict=True)
+    if not isinstance(e, sp.Expr):
+        raise ValueError(f"{sp.sstr(e)[:80]} is a {type(e).__name__}, not an expression")
+    if e.has(sp.nan, sp.zoo):
+        raise ValueError(f"{sp.sstr(e)[:80]} is undefined (contains nan or zoo)")
+    return [e]
 
 
-def _differences(lhs: Any, rhs: Any) -> list[sp.Expr]:
-    a, b = _entries(lhs), _entries(rhs)
-    if len(a) != len(b):
-        raise ValueError(f"shapes differ: {len(a)} entries against {len(b)}")
-    if isinstance(lhs, sp.MatrixBase) and isinstance(rhs, sp.MatrixBase) and lhs.shape != rhs.shape:
-        raise ValueError(f"shapes differ: {lhs.shape} against {rhs.shape}")
-    return [x - y for x, y in zip(a, b)]
+def _sample_value(sym: sp.Expr, rng: random.Random, counting: bool = False) -> sp.Expr:
+    """A random number that respects the symbol's (or indexed entry's) assumptions.
 
-
-def _sample_value(sym: sp.Symbol, rng: random.Random) -> sp.Expr:
-    """A random rational that respects the symbol's assumptions."""
-    if sym.is_integer:
-        lo = 1 if sym.is_positive else (0 if sym.is_nonnegative else -6)
-        return sp.Integer(rng.randint(lo, 9))
+    ``counting`` marks a symbol used as a sum limit or an index: it gets a small integer, ≥ 1
+    unless its assumptions allow 0. A symbol not known to be real is complex half the time,
+    so that branch cuts get probed.
+    """
+    if counting or sym.is_integer:
+        k = rng.randint(1, 6 if counting else 9)
+        if sym.is_negative:
+            return sp.Integer(-k)
+        if sym.is_nonpositive:
+            return sp.Integer(1 - k)
+        if sym.is_positive or counting and not sym.is_nonnegative:
+            return sp.Integer(k)
+        if sym.is_nonnegative:
+            return sp.Integer(k - 1)
+        return sp.Integer(rng.randint(-6, 9))
     value = sp.Rational(rng.randint(1, 40), rng.randint(1, 13))
     if sym.is_positive or sym.is_nonnegative:
         return value
-    return value if rng.random() < 0.5 else -value
+    if sym.is_negative or sym.is_nonpositive:
+        return -value
+    value = value if rng.random() < 0.5 else -value
+    if sym.is_extended_real or rng.random() < 0.5:
+        return value
+    return value + sp.I * sp.Rational(rng.randint(-40, 40), rng.randint(1, 13))
 
 
-def _is_zero_at(expr: sp.Expr, point: dict) -> bool | None:
-    """True/False when the probe decides; None when the expression cannot be evaluated there."""
-    try:
-        # xreplace is far cheaper than subs and exact for plain-symbol keys.
-        val = (expr.xreplace(point) if all(isinstance(k, sp.Symbol) for k in point) else expr.subs(point)).doit()
-        num = sp.N(val, _PROBE_DIGITS)
-    except Exception:
-        return None
-    if not num.is_number or num.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
-        return None
-    return bool(abs(num) <= _PROBE_ZERO)
+def _probe_symbols(exprs: list[sp.Expr]) -> tuple[list[sp.Symbol], set[sp.Symbol]]:
+    """The plain symbols to instantiate, and those among them that count (sum limits, indices)."""
+    labels = {b.label for e in exprs for b in e.atoms(sp.IndexedBase)}
+    free = set().union(*(e.free_symbols for e in exprs)) - labels
+    syms = sorted((s for s in free if isinstance(s, sp.Symbol)), key=str)
+    counting: set = set()
+    for e in exprs:
+        for s in e.atoms(sp.Sum, sp.Product):
+            for limit in s.limits:
+                counting.update(*(b.free_symbols for b in limit[1:]))
+        for ix in e.atoms(sp.Indexed):
+            counting.update(*(i.free_symbols for i in ix.indices))
+    return syms, counting & set(syms)
+
+
+def _number(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+    """(real part, imaginary part, error bound) of a closed number, at _PROBE_DIGITS digits.
+
+    evalf returns a value it could not tell from zero as a Float of a few bits ("0.e-171"):
+    such a part counts as 0 with its magnitude as the error bound.
+    """
+    if expr.free_symbols:
+        raise _Undefined("symbols remain")
+    value = sp.N(expr, _PROBE_DIGITS)
+    if not value.is_number or value.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+        raise _Undefined("no finite value")
+    parts, bound = [], sp.Integer(0)
+    for part in value.as_real_imag():
+        if not part.is_Number:
+            raise _Undefined("no finite value")
+        if part.is_Float and part._prec < _RESOLVED_BITS:
+            bound += abs(part)
+            part = sp.Integer(0)
+        parts.append(part)
+    return parts[0], parts[1], bound
+
+
+class _NotInstantiable(_Undefined):
+    """An index stays symbolic at every point (an infinite sum, an unevaluated range)."""
+
+
+_BINDERS = (sp.Sum, sp.Product, sp.Integral, sp.Derivative, sp.Lambda)
+
+
+def _indices(entry: sp.Expr) -> tuple:
+    return entry.indices if isinstance(entry, sp.Indexed) else (entry.i, entry.j)
+
+
+def _instantiate(exprs: list[sp.Expr], point: dict, rng: random.Random) -> list[sp.Expr]:
+    """Substitute the point, expand finite sums, give every indexed entry (q[1], q[2], …) a value."""
+    # subs keeps bound variables bound; xreplace is far cheaper where there are none.
+    out = [(e.subs(point) if e.has(*_BINDERS) else e.xreplace(point)).doit() for e in exprs]
+    entries = sorted(set().union(*(e.atoms(sp.Indexed, _MatrixElement) for e in out)), key=sp.default_sort_key)
+    if any(not i.is_number for ix in entries for i in _indices(ix)):
+        raise _NotInstantiable("an index stays symbolic")
+    values = {ix: _sample_value(ix, rng) for ix in entries}
+    return [e.xreplace(values) for e in out] if values else out
+
+
+def _agree(lhs: sp.Expr, rhs: sp.Expr) -> bool:
+    """|lhs − rhs| within _PROBE_RTOL of the larger side, plus evalf's own error bounds."""
+    lr, li, lb = _number(lhs)
+    rr, ri, rb = _number(rhs)
+    gap = sp.sqrt((lr - rr) ** 2 + (li - ri) ** 2)
+    scale = max(sp.sqrt(lr**2 + li**2), sp.sqrt(rr**2 + ri**2))
+    return bool(gap <= lb + rb + _PROBE_RTOL * scale)
+
+
+def _probe(lhs: list[sp.Expr], rhs: list[sp.Expr], probes: int) -> tuple[str | None, str]:
+    """(refutation or None, how many probes decided).
+
+    A probe decides when every entry has a value on both sides there; one entry that has
+    values and disagrees refutes the identity whatever the other entries do.
+    """
+    syms, counting = _probe_symbols(lhs + rhs)
+    indexed = sorted({str(ix.args[0]) for e in lhs + rhs for ix in e.atoms(sp.Indexed, _MatrixElement)})
+    wanted = probes if syms or indexed else 1
+    rng = random.Random(0)
+    decided = tried = 0
+    while decided < wanted and tried < wanted * _PROBE_TRIES:
+        tried += 1
+        point = {s: _sample_value(s, rng, s in counting) for s in syms}
+        try:
+            both = _instantiate(lhs + rhs, point, rng)
+        except _NotInstantiable:
+            break  # no point gives it a value: more random points cannot help
+        except _Undefined:
+            continue
+        undefined = False
+        for k, (a, b) in enumerate(zip(both[:len(lhs)], both[len(lhs):])):
+            try:
+                if _agree(a, b):
+                    continue
+            except _Undefined:
+                undefined = True
+                continue
+            shown = ", ".join(f"{s}={v}" for s, v in list(point.items())[:6]) or "a constant"
+            shown += f" (random entries of {', '.join(indexed)})" if indexed else ""
+            entry = f", entry {k}" if len(lhs) > 1 else ""
+            return (f"refuted at {shown}{entry}: lhs {sp.N(a, 6)}, rhs {sp.N(b, 6)}",
+                    f"{decided + 1} of {tried} probes decided")
+        decided += not undefined
+    if decided == 0:
+        return None, f"not probed: 0 of {tried} probe points gave both sides a value"
+    return None, f"{decided} of {tried} probes decided"
+
+
+def _positive(e: sp.Expr) -> bool:
+    """e > 0 from the assumptions, including finite sums of positive terms."""
+    if e.is_positive:
+        return True
+    if isinstance(e, (sp.Add, sp.Mul)):
+        return all(_positive(a) for a in e.args)
+    if isinstance(e, sp.Pow):
+        return _positive(e.base) and bool(e.exp.is_extended_real)
+    if isinstance(e, sp.exp):
+        return bool(e.args[0].is_extended_real)
+    if isinstance(e, sp.Sum):  # a non-empty sum of positive terms: every range has hi ≥ lo
+        return _positive(e.function) and all(
+            (hi - lo).is_nonnegative or ((hi - lo).is_integer and (hi - lo + 1).is_positive) for _, lo, hi in e.limits)
+    return False
+
+
+def _nonzero(d: sp.Expr) -> bool:
+    if d.is_zero is False or _positive(d) or _positive(-d):
+        return True
+    if isinstance(d, sp.Mul):
+        return all(_nonzero(f) for f in d.args)
+    if isinstance(d, sp.Pow) and d.exp.is_extended_real:
+        return _nonzero(d.base) and bool(d.base.is_finite)
+    return False
+
+
+# Functions with poles, and the factor that vanishes there: tan x = sin x / cos x, and so on.
+_POLES = {sp.tan: sp.cos, sp.sec: sp.cos, sp.cot: sp.sin, sp.csc: sp.sin,
+          sp.tanh: sp.cosh, sp.sech: sp.cosh, sp.coth: sp.sinh, sp.csch: sp.sinh}
+
+
+def _with_ranges(expr: sp.Expr) -> sp.Expr:
+    """Give every summation index the assumptions its range implies (k in 1..n is a positive integer)."""
+    def restrict(s):
+        new = {}
+        for var, lo, hi in s.limits:
+            facts = {"integer": bool(lo.is_integer)}
+            if lo.is_integer and lo.is_positive:
+                facts["positive"] = True
+            elif lo.is_integer and lo.is_nonnegative:
+                facts["nonnegative"] = True
+            elif hi.is_negative:
+                facts["negative"] = True
+            new[var] = sp.Dummy(str(var), **{k: v for k, v in facts.items() if v})
+        return s.xreplace(new)
+
+    return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), restrict) if expr.has(sp.Sum, sp.Product) \
+        else expr
+
+
+def _denominators(e: sp.Expr) -> set[sp.Expr]:
+    """Every expression that must not vanish for ``e`` to be defined: bases of negative powers and
+    the vanishing factor of each tan, cot, sec, csc (and hyperbolic) pole. Other singularities
+    (log at 0, gamma's poles) are not covered."""
+    e = _with_ranges(e)
+    found = {p.base for p in e.atoms(sp.Pow) if p.exp.is_extended_negative}
+    found.update(_POLES[f.func](f.args[0]) for f in e.atoms(*_POLES))
+    return found
+
+
+def _unsafe_denominator(exprs: list[sp.Expr]) -> str | None:
+    """A reason naming the first denominator not shown non-zero, or None when all are."""
+    bases = set().union(*(_denominators(e) for e in exprs))
+    for d in sorted(bases, key=sp.default_sort_key):
+        if _nonzero(d):
+            continue
+        zero = d.is_number and d.is_zero or _reduces_to_zero(d)
+        return (f"denominator {sp.sstr(d)[:120]} is " +
+                ("identically 0" if zero else "not shown non-zero under the symbols' assumptions"))
+    return None
+
+
+def _sum_height(e: sp.Basic) -> int:
+    return max((1 + _sum_height(s.function) for s in e.atoms(sp.Sum, sp.Product)), default=0)
+
+
+def _rename_bound(expr: sp.Expr) -> sp.Expr:
+    """Name every bound index by its nesting height and position, so Σ_i q_i and Σ_m q_m coincide.
+
+    Sums of equal height never nest, so a shared name cannot capture another sum's index.
+    """
+    def rename(s):
+        height = _sum_height(s.function)
+        return s.xreplace({lim[0]: sp.Symbol(f"_bound{height}_{k}", integer=True)
+                           for k, lim in enumerate(s.limits)})
+
+    return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), rename)
 
 
 def _reduces_to_zero(expr: sp.Expr) -> bool:
     # Cheapest first: most identities here are polynomial or rational in exponentials.
-    reductions = (
+    # Each reduction is valid wherever the expression is defined; the denominators are checked apart.
+    if expr.has(sp.Sum, sp.Product):
+        expr = _rename_bound(expr)
+    reductions = [
         sp.expand,
         lambda e: sp.expand(sp.numer(sp.together(e))),
         lambda e: sp.cancel(sp.expand(e, power_exp=True)),
         lambda e: sp.cancel(sp.powsimp(sp.expand(e))),
         sp.simplify,
-    )
+    ]
+    if expr.has(sp.Sum, sp.Product):
+        reductions.append(lambda e: sp.simplify(e.doit()))
+    if expr.has(sp.Piecewise, sp.Max, sp.Min, sp.Abs, sp.sign, sp.Heaviside):
+        # Case by case: the pieces' conditions are kept, so this is exact.
+        reductions.append(lambda e: sp.simplify(sp.piecewise_fold(e.rewrite(sp.Piecewise))))
+    if expr.has(sp.ceiling, sp.frac):
+        reductions.append(lambda e: sp.expand(e.rewrite(sp.floor)))
     for reduce in reductions:
         try:
             if reduce(expr) == 0:
@@ -389,25 +637,34 @@ def _reduces_to_zero(expr: sp.Expr) -> bool:
 
 
 def identity(lhs: Any, rhs: Any, *, probes: int = 3) -> tuple[bool, str]:
-    """Decide ``lhs == rhs`` for all values of the free symbols.
+    """Decide ``lhs == rhs`` for all values of the free symbols; never raises.
 
-    Random rational probes refute false identities fast; survivors must reduce to
-    zero symbolically.
+    True only when the shapes match, no probe refutes it, every denominator is shown
+    non-zero and the difference reduces to zero. The detail says which stage decided.
     """
     try:
-        diffs = _differences(lhs, rhs)
+        return _identity(lhs, rhs, probes)
+    except Exception as exc:  # a check that cannot run is a failed check, never a crash
+        return False, f"check raised {type(exc).__name__}: {str(exc)[:200]}"
+
+
+def _identity(lhs: Any, rhs: Any, probes: int) -> tuple[bool, str]:
+    try:
+        a_shape, b_shape = _shape(lhs), _shape(rhs)
+        if a_shape != b_shape:
+            return False, f"shapes differ: {a_shape or 'scalar'} against {b_shape or 'scalar'}"
+        a, b = _entries(lhs), _entries(rhs)
     except ValueError as exc:
         return False, str(exc)
-    rng = random.Random(0)
-    for diff in diffs:
-        syms = sorted(diff.free_symbols, key=str)
-        for _ in range(probes if syms else 1):
-            point = {s: _sample_value(s, rng) for s in syms}
-            if _is_zero_at(diff, point) is False:
-                shown = ", ".join(f"{k}={v}" for k, v in list(point.items())[:6])
-                return False, f"refuted at {shown or 'a constant'}: difference {sp.N(diff.subs(point).doit(), 6)}"
-    for diff in diffs:
-        if not _reduces_to_zero(diff):
-            return False, f"difference does not simplify to 0: {sp.sstr(diff)[:200]}"
-    return True, f"identity ({len(diffs)} entr{'y' if len(diffs) == 1 else 'ies'}; probed, then simplified to 0)"
-
+    refuted, probed = _probe(a, b, probes)
+    if refuted:
+        return False, refuted
+    why = _unsafe_denominator(a + b)
+    if why:
+        return False, f"{why} ({probed})"
+    for k, (x, y) in enumerate(zip(a, b)):
+        if x != y and not _reduces_to_zero(x - y):
+            entry = f" (entry {k})" if len(a) > 1 else ""
+            return False, f"difference does not simplify to 0{entry}: {sp.sstr(x - y)[:200]} ({probed})"
+    return True, (f"identity ({len(a)} entr{'y' if len(a) == 1 else 'ies'}; {probed}; "
+                  "denominators non-zero; difference simplified to 0)")

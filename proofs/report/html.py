@@ -57,7 +57,8 @@ figcaption { font-size: .9rem; color: #444; max-width: 48rem; }
 math { font-size: 1.05em; }
 """
 
-_AUDIT_CLASS = {"holds": PASSED, "holds to printed precision": "precision", "does not hold": FAILED}
+_AUDIT_CLASS = {"holds": PASSED, "holds to printed precision": "precision", "rounding carried forward": "precision",
+                "arithmetic slip": FAILED, "does not hold": FAILED}
 
 
 def _badge(status: str, text: str, title: str = "") -> str:

@@ -1,3 +1,4 @@
+import pytest
 import sympy as sp
 
 from proofs.engine import Proof, identity
@@ -73,3 +74,91 @@ def test_rendering_shows_verdict_and_the_failed_step():
     assert "FAILED" in text and "a wrong step" in text
     assert "demo-claim" in md and "premise" in md and "✗" in md
     assert r"\item" in tex and "FAILED" in tex
+
+
+# ---- the review's findings, each a false identity the engine once accepted (or crashed on)
+
+_A = x**2 - 1 - (x - 1) * (x + 1)  # identically 0, not auto-simplified
+_B = (x + 1) ** 2 - x**2 - 2 * x - 1  # identically 0, not auto-simplified
+
+
+@pytest.mark.parametrize("c", [0, 1, 7, x, -x**3])
+def test_zero_over_zero_is_not_equal_to_anything(c):
+    ok, detail = identity(_A / _B, c)
+    assert not ok
+    assert "denominator" in detail and "x" in detail
+
+
+def test_probes_where_a_side_is_undefined_are_undecided_not_agreement():
+    # x/x-like forms aside, (x^2 - 1)/(x - 1) = x + 1 fails: x = 1 is in the domain of x and not of the lhs.
+    ok, detail = identity((x**2 - 1) / (x - 1), x + 1)
+    assert not ok and "x - 1" in detail
+    # With the denominator provably non-zero the identity holds, and the detail counts the decided probes.
+    p = sp.Symbol("p", positive=True)
+    ok, detail = identity((p**2 - 1) / (p + 1), p - 1)
+    assert ok and "3 of 3 probes decided" in detail
+
+
+def test_a_side_undefined_everywhere_decides_no_probe():
+    ok, detail = identity(_A / _B, _A / _B)
+    assert not ok and "denominator" in detail
+
+
+@pytest.mark.parametrize("lhs,rhs", [
+    (x, [x]),
+    ([x], x),
+    ((x, y), [x, y, 0]),
+    (sp.Matrix([[x, y]]), [x, y]),
+    (sp.Matrix(2, 3, list(range(6))), sp.Matrix(2, 3, list(range(6))).T.tolist()),
+    (sp.Matrix(2, 3, list(range(6))), [[0, 3], [1, 4], [2, 5]]),
+    (sp.ImmutableDenseNDimArray(list(range(6)), (2, 3)), sp.ImmutableDenseNDimArray(list(range(6)), (3, 2))),
+    ([[x, y], [x]], [[x], [y, x]]),
+])
+def test_shapes_are_compared_for_every_container(lhs, rhs):
+    ok, detail = identity(lhs, rhs)
+    assert not ok and "shape" in detail
+
+
+def test_same_shape_in_different_containers_is_compared_entrywise():
+    M = sp.Matrix(2, 3, list(range(6)))
+    assert identity(M, M.tolist())[0]
+    assert identity((x, y), [x, y])[0]
+    assert identity(sp.ImmutableDenseNDimArray(list(range(6)), (2, 3)), M)[0]
+
+
+_q, _k = sp.IndexedBase("q", real=True), sp.IndexedBase("k", real=True)
+_i = sp.Symbol("i", integer=True, positive=True)
+
+
+def test_a_false_index_form_step_fails_and_does_not_raise():
+    ok, detail = identity(sp.Sum(_q[_i] ** 2, (_i, 1, n)), sp.Sum(_q[_i], (_i, 1, n)) ** 2)
+    assert not ok and "refuted" in detail and "n=" in detail
+
+
+def test_index_forms_are_probed_by_instantiating_the_range():
+    ok, detail = identity(sp.Sum(_q[_i] + _k[_i], (_i, 1, n)), sp.Sum(_q[_i], (_i, 1, n)) + sp.Sum(_k[_i], (_i, 1, n)))
+    assert ok and "3 of 3 probes decided" in detail, detail
+    # The same step with one term changed is refuted at an instantiated range.
+    ok, detail = identity(sp.Sum(_q[_i] + _k[_i], (_i, 1, n)), sp.Sum(_q[_i], (_i, 1, n)) + sp.Sum(_k[_i], (_i, 2, n)))
+    assert not ok and "refuted" in detail
+
+
+def test_an_index_form_that_cannot_be_instantiated_says_not_probed():
+    m = sp.Symbol("m", integer=True, positive=True)
+    inf = sp.Sum(_q[_i] / m**_i, (_i, 1, sp.oo))  # an infinite sum has no finite instance
+    ok, detail = identity(inf, inf)
+    assert "not probed" in detail
+
+
+def test_the_probe_tolerance_is_relative():
+    big = sp.exp(1000)
+    ok, detail = identity(big * (sp.cosh(x) ** 2 - sp.sinh(x) ** 2), big)
+    assert ok, detail
+    ok, detail = identity(sp.Rational(1, 10**30) * x, 0)
+    assert not ok and "refuted" in detail
+
+
+def test_nothing_raises_out_of_identity():
+    for lhs, rhs in [({x}, {x}), (object(), 1), (sp.Eq(x, 1), x), (None, 0), (sp.nan, sp.nan), ("x +", x)]:
+        ok, detail = identity(lhs, rhs)
+        assert not ok and detail

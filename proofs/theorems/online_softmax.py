@@ -147,9 +147,9 @@ def online_softmax_merge(merge: Merge | None = None, *, sizes=(2, 3), dim: int =
 def merge_monoid(rule: Merge | None = None) -> Derivation:
     """Associative, commutative, with identity (-∞, 0, 0): blocks may be merged in any order."""
     rule = rule or merge
-    a = sp.symbols("m_a l_a o_a", real=True)
-    b = sp.symbols("m_b l_b o_b", real=True)
-    c = sp.symbols("m_c l_c o_c", real=True)
+    # l > 0 is the stated assumption: with l merely real the merged l can vanish and o is undefined.
+    a, b, c = ((sp.Symbol(f"m_{s}", real=True), sp.Symbol(f"l_{s}", positive=True), sp.Symbol(f"o_{s}", real=True))
+               for s in "abc")
     pf = Proof("online-softmax-monoid")
     A, B, C, e = nt.STATE_A, nt.STATE_B, nt.STATE_C, nt.IDENTITY_STATE
     mg = nt.merge

@@ -206,7 +206,7 @@ def score_asymmetry(n: int = 2, d_k: int = 2, tokens: int = 2) -> Derivation:
     pf.equal("symmetry trap", "W_Q = W_K (q = x, k = x is W = I) gives M = Mᵀ, hence s_ij = s_ji",
              M_trap, M_trap.T)
     M = W_Q * W_K.T
-    from proofs.theorems.worked_examples import SEED_W_K, SEED_W_Q, SEED_X
+    from proofs.seed_data import SEED_W_K, SEED_W_Q, SEED_X
 
     seed_S = scores(SEED_X, SEED_W_Q, SEED_W_K)
     sizes = {nt.N_TOK: tokens, nt.N: n}

@@ -175,7 +175,7 @@ def _same_sums(lhs: sp.Expr, stated: sp.Expr) -> tuple[bool, str]:
 
 def _seed_weights() -> tuple[sp.Matrix, sp.Matrix]:
     """W_Q, W_K of the seed's N = 2 example (000_6dc9c20305ca48b8.txt), both 4×2."""
-    from proofs.theorems.worked_examples import SEED_W_K, SEED_W_Q
+    from proofs.seed_data import SEED_W_K, SEED_W_Q
 
     return SEED_W_Q, SEED_W_K
 

@@ -1,0 +1,236 @@
+"""Adversarial battery for ``identity``: false identities it must reject, true ones it must accept.
+
+Each false case names the trap it sets (a 0/0 form, a shape, an index form, a branch cut, a tiny or
+huge magnitude, a piecewise or step function); nothing may raise out of the engine.
+``python -m proofs.tests.test_engine_battery`` prints the counts quoted in the closing note.
+"""
+from __future__ import annotations
+
+import pytest
+import sympy as sp
+
+from proofs.engine import identity
+
+x, y = sp.symbols("x y", real=True)
+p, q = sp.symbols("p q", positive=True)
+a, b, c = sp.symbols("a b c")  # complex: no assumptions
+u, v = sp.symbols("u v", negative=True)
+n = sp.Symbol("n", integer=True, positive=True)
+m = sp.Symbol("m", integer=True)
+i = sp.Symbol("i", integer=True, positive=True)
+Qv, Kv = sp.IndexedBase("q", real=True), sp.IndexedBase("k", real=True)
+Z = sp.IndexedBase("z", real=True)
+E1000 = sp.exp(1000)
+ZERO_A = x**2 - 1 - (x - 1) * (x + 1)  # identically 0, not auto-simplified
+ZERO_B = (x + 1) ** 2 - x**2 - 2 * x - 1  # identically 0, not auto-simplified
+M23 = sp.Matrix(2, 3, sp.symbols("m0:6", real=True))
+MA, MB = sp.MatrixSymbol("A", 2, 2), sp.MatrixSymbol("B", 2, 2)
+
+
+def S(expr, lo=1, hi=n):
+    return sp.Sum(expr, (i, lo, hi))
+
+
+FALSE = [
+    # 0/0 forms and removable singularities
+    ("0/0 equals a constant", ZERO_A / ZERO_B, 7),
+    ("0/0 equals zero", ZERO_A / ZERO_B, 0),
+    ("0/0 equals x", ZERO_A / ZERO_B, x),
+    ("0/0 equals itself", ZERO_A / ZERO_B, ZERO_A / ZERO_B),
+    ("removable singularity (x²−1)/(x−1)", (x**2 - 1) / (x - 1), x + 1),
+    ("removable singularity (x²−x)/x", (x**2 - x) / x, x - 1),
+    ("sin(x)/x = 1 (a limit, not an identity)", sp.sin(x) / x, 1),
+    ("tan x cos x = sin x: undefined where cos x = 0", sp.tan(x) * sp.cos(x), sp.sin(x)),
+    ("cot x sin x = cos x: undefined where sin x = 0", sp.cot(x) * sp.sin(x), sp.cos(x)),
+    ("(1 − cos x)/x² = 1/2", (1 - sp.cos(x)) / x**2, sp.Rational(1, 2)),
+    ("x(x + y)/(x(x² − y²)) = 1/(x − y): undefined at x = 0 and x = −y", x * (x + y) / (x * (x**2 - y**2)),
+     1 / (x - y)),
+    # shapes
+    ("scalar against a one-element list", x, [x]),
+    ("one-element list against a scalar", [x], x),
+    ("tuple of 2 against list of 3", (x, y), [x, y, 0]),
+    ("row matrix against flat list", sp.Matrix([[x, y]]), [x, y]),
+    ("2×3 Matrix against the list of its 3×2 transpose", M23, M23.T.tolist()),
+    ("2×3 Matrix against a 3×2 list with the same entries in order", M23, [list(M23[k:k + 2]) for k in (0, 2, 4)]),
+    ("2×3 array against 3×2 array", sp.ImmutableDenseNDimArray(list(M23), (2, 3)),
+     sp.ImmutableDenseNDimArray(list(M23), (3, 2))),
+    ("1×1 Matrix against a scalar", sp.Matrix([[x]]), x),
+    ("ragged lists", [[x, y], [x]], [[x], [y, x]]),
+    ("list of 2×2 blocks against list of 1×4 blocks", [sp.Matrix(2, 2, [x, y, x, y])], [sp.Matrix(1, 4, [x, y, x, y])]),
+    # index forms
+    ("Σ q_i² = (Σ q_i)²", S(Qv[i] ** 2), S(Qv[i]) ** 2),
+    ("Σ q_i k_i = Σ q_i · Σ k_i", S(Qv[i] * Kv[i]), S(Qv[i]) * S(Kv[i])),
+    ("Σ_{1..n} q_i = Σ_{0..n} q_i", S(Qv[i]), sp.Sum(Qv[m], (m, 0, n))),
+    ("Σ q_i = n q_1", S(Qv[i]), n * Qv[1]),
+    ("Σ (q_i + k_i) = Σ q_i + Σ_{2..n} k_i", S(Qv[i] + Kv[i]), S(Qv[i]) + S(Kv[i], 2)),
+    ("softmax sums to n", S(sp.exp(Z[i]) / sp.Sum(sp.exp(Z[m]), (m, 1, n))), n),
+    ("Σ 1 = n + 1", S(1), n + 1),
+    ("a free index taken for the bound one: q_i + Σ q_i = 2 Σ q_i", Qv[i] + S(Qv[i]), 2 * S(Qv[i])),
+    # probe tolerance: tiny and huge magnitudes
+    ("10⁻³⁰ x = 0", sp.Rational(1, 10**30) * x, 0),
+    ("10⁻⁴⁰ = 0", sp.Rational(1, 10**40), 0),
+    ("x + 10⁻⁴⁰ = x", x + sp.Rational(1, 10**40), x),
+    ("e^{−1000} = 0", sp.exp(-1000), 0),
+    ("e^{1000} + 1 = e^{1000}", E1000 + 1, E1000),
+    ("e^{1000}(1 + 10⁻³⁰) = e^{1000}", E1000 * (1 + sp.Rational(1, 10**30)), E1000),
+    ("e^{1000} x (cosh² − sinh²) = e^{1000}", E1000 * x * (sp.cosh(y) ** 2 - sp.sinh(y) ** 2), E1000),
+    # branch cuts
+    ("√(x²) = x for real x", sp.sqrt(x**2), x),
+    ("log(ab) = log a + log b for complex a, b", sp.log(a * b), sp.log(a) + sp.log(b)),
+    ("log(uv) = log u + log v for negative u, v", sp.log(u * v), sp.log(u) + sp.log(v)),
+    ("(a^b)^c = a^{bc} for complex a", (a**b) ** c, a ** (b * c)),
+    ("(x²)^{1/2} = x", (x**2) ** sp.Rational(1, 2), x),
+    ("√(uv) = √u √v for negative u, v", sp.sqrt(u * v), sp.sqrt(u) * sp.sqrt(v)),
+    ("log(e^a) = a for complex a", sp.log(sp.exp(a)), a),
+    ("asin(sin x) = x", sp.asin(sp.sin(x)), x),
+    ("∛(x³) = x for real x", (x**3) ** sp.Rational(1, 3), x),
+    # floor, ceiling, Abs, sign
+    ("floor(x) = x", sp.floor(x), x),
+    ("ceiling(x) = floor(x) + 1", sp.ceiling(x), sp.floor(x) + 1),
+    ("floor(2x) = 2 floor(x)", sp.floor(2 * x), 2 * sp.floor(x)),
+    ("|x| = x", sp.Abs(x), x),
+    ("|x + y| = |x| + |y|", sp.Abs(x + y), sp.Abs(x) + sp.Abs(y)),
+    ("sign(x + y) = sign(x) + sign(y)", sp.sign(x + y), sp.sign(x) + sp.sign(y)),
+    ("sign(x) x = x", sp.sign(x) * x, x),
+    # piecewise, Max, Min
+    ("max(x, 0) = x", sp.Piecewise((x, x > 0), (0, True)), x),
+    ("a ±1 step equals sign (differs at 0)", sp.Piecewise((1, x >= 0), (-1, True)), sp.sign(x)),
+    ("Max(x, y) = x", sp.Max(x, y), x),
+    ("Min(x, y) = (x + y)/2", sp.Min(x, y), (x + y) / 2),
+    # plain algebra slips
+    ("(x + y)² = x² + y²", (x + y) ** 2, x**2 + y**2),
+    ("e^{x+y} = e^x + e^y", sp.exp(x + y), sp.exp(x) + sp.exp(y)),
+    ("sin 2x = 2 sin x", sp.sin(2 * x), 2 * sp.sin(x)),
+    ("σ'(x) = σ(x)²", sp.diff(1 / (1 + sp.exp(-x)), x), (1 / (1 + sp.exp(-x))) ** 2),
+    ("one wrong matrix entry", sp.Matrix([[x, y], [y, x]]), sp.Matrix([[x, y], [y, y]])),
+    ("(AB)ᵀ = AᵀBᵀ for matrix symbols", (MA * MB).T, MA.T * MB.T),
+    ("a matrix symbol against its 2×3 namesake", MA, sp.MatrixSymbol("A", 2, 3)),
+]
+
+TRUE = [
+    # algebra
+    ("(x + y)²", (x + y) ** 2, x**2 + 2 * x * y + y**2),
+    ("difference of squares", (x - 1) * (x + 1), x**2 - 1),
+    ("(a + b)³ over the complex numbers", (a + b) ** 3, a**3 + 3 * a**2 * b + 3 * a * b**2 + b**3),
+    ("unsimplified 0 = 0", ZERO_A, 0),
+    ("unsimplified 0 = unsimplified 0", ZERO_A, ZERO_B),
+    # rational functions whose denominators are provably non-zero
+    ("(p² − 1)/(p + 1) = p − 1, p > 0", (p**2 - 1) / (p + 1), p - 1),
+    ("x/(x² + 1) · (x² + 1) = x", x / (x**2 + 1) * (x**2 + 1), x),
+    ("logistic both ways", 1 / (1 + sp.exp(-x)), sp.exp(x) / (1 + sp.exp(x))),
+    ("σ'(x) = σ(1 − σ)", sp.diff(1 / (1 + sp.exp(-x)), x), 1 / (1 + sp.exp(-x)) * (1 - 1 / (1 + sp.exp(-x)))),
+    ("two-logit softmax", sp.exp(x) / (sp.exp(x) + sp.exp(y)), 1 / (1 + sp.exp(y - x))),
+    ("softmax a(1 − a)", sp.exp(x) / (sp.exp(x) + sp.exp(y)) * (1 - sp.exp(x) / (sp.exp(x) + sp.exp(y))),
+     sp.exp(x + y) / (sp.exp(x) + sp.exp(y)) ** 2),
+    ("1/√p · √p = 1", 1 / sp.sqrt(p) * sp.sqrt(p), 1),
+    ("(p/q)·(q/p) = 1", (p / q) * (q / p), 1),
+    ("u/v·v = u, v < 0", u / v * v, u),
+    # exp, log and powers under the assumptions that make them true
+    ("e^{x+y} = e^x e^y", sp.exp(x + y), sp.exp(x) * sp.exp(y)),
+    ("e^{a+b} = e^a e^b, complex", sp.exp(a + b), sp.exp(a) * sp.exp(b)),
+    ("log(pq) = log p + log q, p, q > 0", sp.log(p * q), sp.log(p) + sp.log(q)),
+    ("√(p²) = p, p > 0", sp.sqrt(p**2), p),
+    ("√(x²) = |x|, x real", sp.sqrt(x**2), sp.Abs(x)),
+    ("(p^x)^y = p^{xy}, p > 0, x real", (p**x) ** y, p ** (x * y)),
+    ("e^{log p} = p", sp.exp(sp.log(p)), p),
+    ("log(e^x) = x, x real", sp.log(sp.exp(x)), x),
+    ("(a²)^n = a^{2n}, n integer", (a**2) ** n, a ** (2 * n)),
+    ("(−1)^{2n} = 1", (-1) ** (2 * n), 1),
+    # trigonometric and hyperbolic
+    ("sin² + cos² = 1", sp.sin(x) ** 2 + sp.cos(x) ** 2, 1),
+    ("sin 2x = 2 sin x cos x", sp.sin(2 * x), 2 * sp.sin(x) * sp.cos(x)),
+    ("cosh² − sinh² = 1", sp.cosh(x) ** 2 - sp.sinh(x) ** 2, 1),
+    # tiny and huge magnitudes
+    ("e^{1000}(cosh² − sinh²) = e^{1000}", E1000 * (sp.cosh(x) ** 2 - sp.sinh(x) ** 2), E1000),
+    ("e^{1000} e^{−999} = e", E1000 * sp.exp(-999), sp.E),
+    ("e^{1000} + e^{1000} = 2e^{1000}", E1000 + sp.exp(sp.Integer(1000)), 2 * E1000),
+    ("10⁻⁴⁰ x = x/10⁴⁰", sp.Rational(1, 10**40) * x, x / 10**40),
+    ("(x + 10⁻⁴⁰) − x = 10⁻⁴⁰", (x + sp.Rational(1, 10**40)) - x, sp.Rational(1, 10**40)),
+    ("e^{−1000}(cosh² − sinh²) = e^{−1000}", sp.exp(-1000) * (sp.cosh(x) ** 2 - sp.sinh(x) ** 2), sp.exp(-1000)),
+    # floor, ceiling, Abs, sign
+    ("floor(n) = n, n integer", sp.floor(n), n),
+    ("floor(x + 1) = floor(x) + 1", sp.floor(x + 1), sp.floor(x) + 1),
+    ("ceiling(x) = −floor(−x)", sp.ceiling(x), -sp.floor(-x)),
+    ("|xy| = |x||y|", sp.Abs(x * y), sp.Abs(x) * sp.Abs(y)),
+    ("|p| = p, p > 0", sp.Abs(p), p),
+    ("sign(p) = 1, p > 0", sp.sign(p), 1),
+    ("sign(x)|x| = x, x real", sp.sign(x) * sp.Abs(x), x),
+    # piecewise and Max
+    ("|x| as a piecewise", sp.Piecewise((x, x >= 0), (-x, True)), sp.Abs(x)),
+    ("Max(p, 0) = p", sp.Max(p, 0), p),
+    ("Max(x, y) + Min(x, y) = x + y", sp.Max(x, y) + sp.Min(x, y), x + y),
+    # containers of equal shape
+    ("Matrix against the list of its rows", M23, M23.tolist()),
+    ("tuple against list", (x, y), [x, y]),
+    ("array against Matrix", sp.ImmutableDenseNDimArray(list(M23), (2, 3)), M23),
+    ("(AB)ᵀ = BᵀAᵀ", (sp.Matrix(2, 2, sp.symbols("a0:4")) * sp.Matrix(2, 2, sp.symbols("b0:4"))).T,
+     sp.Matrix(2, 2, sp.symbols("b0:4")).T * sp.Matrix(2, 2, sp.symbols("a0:4")).T),
+    ("det(AB) = det A det B", (sp.Matrix(2, 2, sp.symbols("a0:4")) * sp.Matrix(2, 2, sp.symbols("b0:4"))).det(),
+     sp.Matrix(2, 2, sp.symbols("a0:4")).det() * sp.Matrix(2, 2, sp.symbols("b0:4")).det()),
+    ("(AB)ᵀ = BᵀAᵀ for matrix symbols", (MA * MB).T, MB.T * MA.T),
+    ("a product of matrix symbols against its explicit entries", MA * MB, (MA * MB).as_explicit()),
+    # index forms over a symbolic range
+    ("Σ (q_i + k_i) = Σ q_i + Σ k_i", S(Qv[i] + Kv[i]), S(Qv[i]) + S(Kv[i])),
+    ("Σ 3q_i = 3 Σ q_i", S(3 * Qv[i]), 3 * S(Qv[i])),
+    ("Σ 1 = n", S(1), n),
+    ("Σ_{k=1..3} 1/k = 11/6: the index's range keeps k ≠ 0", sp.Sum(1 / m, (m, 1, 3)), sp.Rational(11, 6)),
+    ("tanh x cosh x = sinh x, x real", sp.tanh(x) * sp.cosh(x), sp.sinh(x)),
+    ("renaming a bound index beside a free one of the same name", Qv[i] + S(Qv[i]),
+     sp.Sum(Qv[m], (m, 1, n)) + Qv[i]),
+    ("softmax numerator over its sum, times the sum", sp.exp(Z[1]) / S(sp.exp(Z[i])) * S(sp.exp(Z[i])),
+     sp.exp(Z[1])),
+]
+
+
+def _run(lhs, rhs):
+    try:
+        ok, detail = identity(lhs, rhs)
+    except Exception as exc:  # the engine promises never to raise; record it instead of stopping
+        return None, f"raised {type(exc).__name__}: {exc}"
+    return ok, detail
+
+
+@pytest.mark.parametrize("name,lhs,rhs", FALSE, ids=[f[0] for f in FALSE])
+def test_false_identity_is_rejected(name, lhs, rhs):
+    ok, detail = _run(lhs, rhs)
+    assert ok is False, f"{name}: {detail}"
+    assert detail
+
+
+@pytest.mark.parametrize("name,lhs,rhs", TRUE, ids=[t[0] for t in TRUE])
+def test_true_identity_is_accepted(name, lhs, rhs):
+    ok, detail = _run(lhs, rhs)
+    assert ok is True, f"{name}: {detail}"
+
+
+def test_the_battery_is_as_large_as_promised():
+    assert len(FALSE) >= 40 and len(TRUE) >= 40
+    assert len({f[0] for f in FALSE}) == len(FALSE) and len({t[0] for t in TRUE}) == len(TRUE)
+
+
+def counts() -> dict[str, int]:
+    out = {"false": len(FALSE), "false rejected": 0, "true": len(TRUE), "true accepted": 0, "raised": 0}
+    for cases, want, key in ((FALSE, False, "false rejected"), (TRUE, True, "true accepted")):
+        for _, lhs, rhs in cases:
+            ok, _ = _run(lhs, rhs)
+            out["raised"] += ok is None
+            out[key] += ok is want
+    return out
+
+
+if __name__ == "__main__":
+    c = counts()
+    print(f"false identities rejected: {c['false rejected']}/{c['false']}; "
+          f"true identities accepted: {c['true accepted']}/{c['true']}; raised: {c['raised']}")
+
+
+def test_a_fused_qkv_split_with_the_wrong_block_shapes_is_not_proved():
+    # Row-major reshape keeps the entries in order: only a shape check on nested containers sees it.
+    from proofs.theorems.projections import fused_qkv_projection, split_blocks
+
+    def reshaped(Y, d_k, d_v):
+        return tuple(M.reshape(M.cols, M.rows) for M in split_blocks(Y, d_k, d_v))
+
+    d = fused_qkv_projection(reshaped, t=2, d_model=3, d_k=3)
+    assert not d.verified
+    assert all("shapes differ" in s.detail for s in d.failed_steps)
