@@ -422,3 +422,18 @@ def claim(claim_id: str) -> Claim:
 def derive(claim_id: str):
     """The Derivation of one catalogued claim."""
     return claim(claim_id).derive()
+
+
+_CITED: dict[int, tuple[Claim, Any]] = {}
+
+
+def cited(claim_id: str):
+    """The Derivation of a catalogued claim that another theorem cites, derived once per catalogue entry.
+
+    Keyed by the entry object (not its fields: a test's perturbed statement differs only in ``formal``),
+    so a replaced entry is derived afresh.
+    """
+    entry = claim(claim_id)
+    if id(entry) not in _CITED or _CITED[id(entry)][0] is not entry:
+        _CITED[id(entry)] = (entry, entry.derive())
+    return _CITED[id(entry)][1]

@@ -17,6 +17,7 @@ import sympy as sp
 
 from proofs import index_sums
 from proofs import notation as nt
+from proofs.claims import cited
 from proofs.engine import CITED, DEFINITION, Derivation, Proof, Result, identity
 from proofs.theorems.softmax import jacobian_in_weights, softmax_jacobian
 from proofs.validate import as_dimension
@@ -89,7 +90,7 @@ def _any_size(pf: Proof, stated: dict) -> dict:
                             establishes=stated[name])
     # Softmax layer, from the cited softmax-jacobian: ∂P_ak/∂S_ab = P_ak(δ_kb − P_ab), so
     # dS_ab = Σ_k dP_ak ∂P_ak/∂S_ab (chain rule through row a's softmax).
-    jacobian = softmax_jacobian()
+    jacobian = cited("softmax-jacobian")
     jac = pf.cite(jacobian)
     local = jacobian.statement.rhs.xreplace({nt.I: k, nt.J: b}).replace(
         lambda e: isinstance(e, sp.Indexed) and e.base == nt.A, lambda e: P[a, e.indices[0]])

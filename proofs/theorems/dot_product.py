@@ -10,6 +10,7 @@ from __future__ import annotations
 import sympy as sp
 from sympy import stats
 
+from proofs.claims import cited
 from proofs.engine import ASSUMPTION, DEFINITION, HYPOTHESIS, Derivation, Proof, Result
 from proofs.moments import IndependentMoments
 from proofs.notation import (C_IDX, D_K, Cov, MU_K, MU_Q, SCALE_S, VAR_K, VAR_Q, E, I, J, KI, QI, S, Std, Var)
@@ -112,7 +113,7 @@ def dot_product_moments(*, d=None, mean_q=0, mean_k=0, var_q=1, var_k=1) -> Deri
     d = D_K if d is None else as_dimension(d, "d")
     values = {MU_Q: as_mean(mean_q, "mean_q"), MU_K: as_mean(mean_k, "mean_k"),
               VAR_Q: as_variance(var_q, "var_q"), VAR_K: as_variance(var_k, "var_k"), D_K: d}
-    general = general_moments()
+    general = cited("dot-product-moments")
     mean, variance = (sp.expand(x.subs(values)) for x in (general.result.mean, general.result.variance))
     pf = Proof("dot-product-moments", statement=sp.And(sp.Eq(E(S), mean, evaluate=False),
                                                        sp.Eq(Var(S), variance, evaluate=False)),
@@ -140,7 +141,7 @@ def _substitute(pf: Proof, general: Derivation, values: dict) -> None:
 
 def seed_variance() -> Derivation:
     """The seeds' case: zero mean, unit variance gives E = 0, Var = d_k, Std = √d_k."""
-    general = general_moments()
+    general = cited("dot-product-moments")
     pf = Proof("dot-product-variance")
     pf.steps.extend(general.steps)
     values = {MU_Q: 0, MU_K: 0, VAR_Q: 1, VAR_K: 1, D_K: D_K}
@@ -156,23 +157,28 @@ def seed_variance() -> Derivation:
 
 
 def distribution_free() -> Derivation:
-    """Only means and variances enter: cited from the general derivation, cross-checked by sympy.stats."""
+    """Only means and variances enter: cited from the general derivation, cross-checked by integration."""
     pf = Proof("dot-product-distribution-free")
-    general = general_moments()
+    general = cited("dot-product-moments")
     pf.cite(general, sp.Eq(Var(S), pf.statement.rhs, evaluate=False))
-    # A Normal query component and a Uniform key component, integrated by sympy.stats itself; the
-    # formula is fed only their means and variances (also from sympy.stats). Numbers keep it fast.
-    qn, ku = stats.Normal("q", 1, 2), stats.Uniform("k", 0, 3)
-    at = {MU_Q: stats.E(qn), VAR_Q: stats.variance(qn), MU_K: stats.E(ku), VAR_K: stats.variance(ku), D_K: 1}
-    pf.equal("sympy.stats", "E[qk], q ~ Normal(1, 2²), k ~ Uniform(0, 3), equals the general mean at their means",
-             stats.E(qn * ku), general.result.mean.subs(at))
-    pf.equal("sympy.stats", "Var(qk) for the same pair equals the general variance at their means and variances",
-             stats.variance(qn * ku), general.result.variance.subs(at))
+    # A Normal query component and a Uniform key component: their densities from sympy.stats, every
+    # moment integrated over the joint density f_q(x) f_k(y) (independence). The formula is fed only the
+    # marginal means and variances. Numbers keep the integrals fast.
+    x, y = sp.symbols("x y", real=True)
+    fq = stats.density(stats.Normal("q", 1, 2))(x)
+    fk = stats.density(stats.Uniform("k", 0, 3))(y).rewrite(sp.Piecewise)
+    moment = lambda expr: sp.integrate(sp.integrate(expr * fq, (x, -sp.oo, sp.oo)) * fk, (y, 0, 3))  # noqa: E731
+    mq, mk = moment(x), moment(y)
+    at = {MU_Q: mq, VAR_Q: moment(x**2) - mq**2, MU_K: mk, VAR_K: moment(y**2) - mk**2, D_K: 1}
+    pf.equal("integration", "E[qk], q ~ Normal(1, 2²), k ~ Uniform(0, 3), equals the general mean at their means",
+             moment(x * y), general.result.mean.subs(at))
+    pf.equal("integration", "Var(qk) for the same pair equals the general variance at their means and variances",
+             moment(x**2 * y**2) - moment(x * y) ** 2, general.result.variance.subs(at))
     return pf.finish(Result(variance=general.result.variance))
 
 
 def _scaled_variance(claim_id: str, divisor: sp.Expr) -> tuple[Proof, sp.Expr]:
-    base = seed_variance()
+    base = cited("dot-product-variance")
     pf = Proof(claim_id)
     c = sp.Symbol("c", positive=True)
     y = sp.Symbol("Y")

@@ -16,9 +16,10 @@ from __future__ import annotations
 import sympy as sp
 
 from proofs import notation as nt
+from proofs.claims import cited
 from proofs.engine import ASSUMPTION, CITED, DEFINITION, HYPOTHESIS, Derivation, Proof, Result
 from proofs.moments import IndependentMoments
-from proofs.theorems.dot_product import D_K, S, Var, seed_variance
+from proofs.theorems.dot_product import D_K, S, Var
 
 N_KEYS = nt.N_KEYS
 DELTA = sp.Symbol("delta", positive=True)
@@ -82,7 +83,7 @@ def scale_trap_limits(*, uniform_divisor=D_K, onehot_divisor=1) -> Derivation:
     c_u, c_1 = _divisor(uniform_divisor, "uniform_divisor"), _divisor(onehot_divisor, "onehot_divisor")
     pf = Proof("scale-trap-limits")
     eps = sp.Symbol("epsilon", positive=True)
-    base = seed_variance()
+    base = cited("dot-product-variance")
     pf.cite(base, sp.Eq(Var(S), D_K, evaluate=False))
     pf.premise("definition", "logits z_j = s_j / c with s_j = q·k_j; weights a = softmax(z); n fixed as d_k → ∞",
                sp.Symbol("z_j"), sp.Symbol("s_j") / sp.Symbol("c"), kind=DEFINITION)
