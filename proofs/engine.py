@@ -303,27 +303,24 @@ class Proof:
     def cite(self, derivation: "Derivation", conjunct: Any = None) -> bool:
         """Use what another derivation proved: a checked step that holds when it is proved.
 
-        Establishes ``conjunct`` (default: the other derivation's whole statement).
+        Establishes ``conjunct``, which must be one of its statement's conjuncts (default: its whole
+        statement, every conjunct). Its premises join this derivation's trust base.
         """
         stated = derivation.statement if conjunct is None else conjunct
         ok = derivation.verified and (conjunct is None or any(_same(conjunct, c) for c in conjuncts(derivation.statement)))
-        rel = stated if isinstance(stated, sp.core.relational.Relational) else None
-        self.steps.append(Step(f"theorem {derivation.claim_id}", f"from {derivation.claim_id}: "
-                               f"{derivation.verdict_line}", rel.lhs if rel is not None else stated,
-                               rel.rhs if rel is not None else None, bool(ok),
-                               derivation.verdict_line if ok else f"{derivation.claim_id} does not establish it: "
-                               f"{derivation.verdict_line}", _REL_SYMBOL.get(type(rel), "="), cites=derivation))
+        why = derivation.verdict_line if ok else \
+            f"{derivation.claim_id} does not establish {sp.sstr(stated)}: {derivation.verdict_line}"
+        self.steps.append(Step(f"theorem {derivation.claim_id}", f"from {derivation.claim_id}: {sp.sstr(stated)}",
+                               stated, None, bool(ok), why, claim=stated, cites=derivation))
         return bool(ok)
 
     def finish(self, result: Any) -> Derivation:
-        established = [s.established for s in self.steps if s.passed]
-        unmatched = tuple(c for c in conjuncts(self.statement)
-                          if not any(e is not None and _same(c, e) for e in established))
+        # A step may establish a conjunction (a cited theorem's whole statement): each part counts.
+        established = [part for s in self.steps if s.passed and s.established is not None
+                       for part in conjuncts(s.established)]
+        unmatched = tuple(c for c in conjuncts(self.statement) if not any(_same(c, e) for e in established))
         return Derivation(self.claim_id, self.title, self.statement, self.assumptions, self.steps, result,
                           time.perf_counter() - self._start, unmatched, self.statement_source)
-
-
-_REL_SYMBOL = {sp.Eq: "=", sp.Le: "≤", sp.Ge: "≥", sp.Lt: "<", sp.Gt: ">", sp.Ne: "≠"}
 
 
 # --------------------------------------------------------------------------- checks

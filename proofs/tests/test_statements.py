@@ -119,3 +119,21 @@ def test_catalogue_statements_are_sympy_relations():
         for part in sp.And.make_args(c.statement):
             assert isinstance(part, (sp.core.relational.Relational, sp.Equivalent)), (c.id, part)
     assert claim("dot-product-variance").statement == claim("dot-product-variance").statement
+
+
+def test_cite_establishes_only_what_the_cited_derivation_proved():
+    x, y = sp.symbols("x y", real=True)
+    inner = Proof("inner", statement=sp.And(sp.Eq(x + y, y + x, evaluate=False), sp.Le(0, x**2, evaluate=False)))
+    inner.equal("commutativity", "x + y = y + x", x + y, y + x)
+    inner.holds("square", "x² ≥ 0", 0, x**2, lambda: (x**2).is_nonnegative, "≤")
+    proved = inner.finish(None)
+    outer = Proof("outer", statement=proved.statement)
+    assert outer.cite(proved) and outer.finish(None).verified  # the whole conjunction, part by part
+    other = Proof("other", statement=sp.Eq(x, 1, evaluate=False))
+    assert not other.cite(proved, sp.Eq(x, 1, evaluate=False))  # not something it proved
+    assert not other.finish(None).verified
+    broken = Proof("broken", statement=sp.Eq(x, x + 1, evaluate=False))
+    broken.equal("algebra", "false", x, x + 1)
+    citing = Proof("citing", statement=sp.Eq(x, x + 1, evaluate=False))
+    assert not citing.cite(broken.finish(None))  # a failed derivation establishes nothing
+    assert not citing.finish(None).verified
