@@ -13,7 +13,6 @@ Var = sp.Function("Var")
 Std = sp.Function("Std")
 Cov = sp.Function("Cov")
 P = sp.Function("P")  # probability of an event
-tr = sp.Function("tr")
 
 # Dot product q·k of two d_k-vectors.
 S = sp.Symbol("S")  # the raw score q·k
@@ -35,7 +34,6 @@ T_LEAD = sp.Symbol("t", real=True)  # the lead of one logit over the others
 
 # Online softmax.
 merge = sp.Function("merge")
-state = sp.Function("state")
 lse = sp.Function("lse")
 STATE_A, STATE_B, STATE_C = sp.symbols("A B C")  # block states (m, l, o)
 IDENTITY_STATE = sp.Tuple(-sp.oo, sp.Integer(0), sp.Integer(0))
@@ -58,7 +56,7 @@ A_MAX = sp.Symbol("a_max")  # the largest weight
 BATCH, SEQ, D_MODEL, D_V = sp.symbols("B T d_model d_v", integer=True, positive=True)
 shape = sp.Function("shape")
 params = sp.Function("params")
-H_Q, H_KV, G = sp.symbols("H_q H_kv G", integer=True, positive=True)
+G = sp.Symbol("G", integer=True, positive=True)  # query heads per KV head
 
 # Saturation: the weights of z = (t, 0, ..., 0) as functions of the lead t.
 A_1 = sp.Function("a_1")(T_LEAD)  # the leading weight
@@ -68,7 +66,6 @@ A_K_T = sp.Function("a_k")(T_LEAD)  # another trailing weight, k > 1, k ≠ j
 # Log-sum-exp.
 M_REF, L_SUM = sp.Symbol("m", real=True), sp.Symbol("l", positive=True)
 SUM_EXP = sp.Symbol("Σ_j exp(s_j)", positive=True)
-X_REAL = sp.Symbol("x", real=True)
 M_BASE2 = sp.Symbol("m_2", positive=True)
 
 # Online softmax over any number of blocks: block b's raw sums Z_b = Σ_{j∈B_b} exp(s_j), U_b = Σ exp(s_j) v_j.

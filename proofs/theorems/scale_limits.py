@@ -25,7 +25,7 @@ N_KEYS = nt.N_KEYS
 DELTA = sp.Symbol("delta", positive=True)
 T = sp.Symbol("t", positive=True)  # a fixed gap threshold
 GAMMA = sp.Symbol("gamma", positive=True)  # smallest gap between the top logit and the rest
-P = sp.Function("P")
+P = nt.P
 
 
 def _divisor(value, name: str) -> sp.Expr:
