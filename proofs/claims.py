@@ -231,3 +231,17 @@ def claim(claim_id: str) -> Claim:
 def derive(claim_id: str):
     """The Derivation of one catalogued claim."""
     return claim(claim_id).derive()
+
+
+def require_proved(derivation):
+    """``derivation`` itself, or a RuntimeError if it did not prove: the one guard every layer puts
+    in front of a derived result before building on it (confirming it, checking a kernel by it)."""
+    if not derivation.verified:
+        raise RuntimeError(f"the derivation of {derivation.claim_id!r} did not prove ({derivation.verdict}); "
+                           "refusing to build on it")
+    return derivation
+
+
+def proved(claim_id: str):
+    """The proved Derivation of one catalogued claim (see ``require_proved``)."""
+    return require_proved(derive(claim_id))
