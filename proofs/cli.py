@@ -11,8 +11,25 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import shutil
 import sys
 import time
+
+
+def has_nvidia_gpu() -> bool:
+    """Decided without importing torch, which would import triton too early."""
+    return os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi") is not None
+
+
+def use_triton_interpreter_without_gpu() -> None:
+    """On a machine with no NVIDIA GPU, run Triton kernels in Triton's interpreter.
+
+    The one place the choice is made, for the command line and for the test session (conftest).
+    It must come before anything imports triton: the flag is read then, and setting it later
+    breaks Triton's helpers, so once triton is imported it is left alone."""
+    if not has_nvidia_gpu() and "triton" not in sys.modules:
+        os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 def _formats(text: str) -> tuple[str, ...]:
@@ -150,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    use_triton_interpreter_without_gpu()
     if argv[:1] == ["verify"]:
         return _cmd_verify(argv[1:])  # the harness owns its arguments, --help included
     args = build_parser().parse_args(argv)

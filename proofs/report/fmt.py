@@ -87,7 +87,7 @@ def numeric_facts(n) -> list[tuple[str, str]]:
         facts.append(("tolerance (rounding bound)", number(n.tolerance)))
     facts += [("α", number(n.alpha)), ("samples", number(n.n_samples))]
     if n.power is not None:
-        facts.append(("power against a 2% error", number(n.power, 3)))
+        facts.append((f"power against a {n.power_error:.0%} error", number(n.power, 3)))
     return facts
 
 

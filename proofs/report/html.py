@@ -212,7 +212,7 @@ def audit_section(report: Report) -> str:
         return _none(a.reason) if a.status == NOT_CHECKED else f'<p class="detail">{escape(a.reason)}</p>'
     counts = ", ".join(f"{n} {verdict}" for verdict, n in a.counts.items())
     rows = "".join(
-        f"<tr><td><code>{escape(r.id)}</code></td><td>“{escape(r.quote)}”<div class='detail'>{escape(r.seed_file)}"
+        f"<tr><td><code>{escape(r.id)}</code></td><td>“{escape(r.quote)}”<div class='detail'>{escape(r.seed)}"
         f"</div></td><td>{escape(r.checked)}</td>"
         f"<td>{_badge(_AUDIT_CLASS.get(r.verdict, NOT_CHECKED), r.verdict)}</td><td>{escape(r.value)}</td></tr>"
         for r in a.records)
