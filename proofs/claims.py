@@ -28,6 +28,7 @@ class Claim:
     seeds: tuple[SeedPassage, ...]
     theorem: str  # "module:function" returning a Derivation
     topic: str = "core"
+    references: tuple[str, ...] = ()  # where a claim no seed states comes from: it quotes a seed or cites these
 
     def derive(self):
         module, name = self.theorem.split(":")
@@ -216,6 +217,14 @@ CLAIMS: tuple[Claim, ...] = (
           ("raw scores [[4, 2, 0], [1, 3, −1], [2, 0, 4]], d_k = 4",),
           (_seed(SEED_WITH_WEIGHTS, "Suppose you have 3 tokens and head dimension dₖ = 4"),),
           f"{_WORKED}:seed_worked_example_3_token", "worked-examples"),
+    Claim("rope-relative-position", "RoPE scores depend on relative position only",
+          "With rotary position embedding, ⟨R_m q, R_n k⟩ = Σ_i q_iᵀ R((n − m)θ_i) k_i: the score of a query "
+          "at position m and a key at position n depends on the positions only through n − m, so shifting "
+          "both by t leaves it unchanged.",
+          ("pair i of q and of k rotated by the angles mθ_i and nθ_i", "any frequencies θ_i, any h ≥ 1"),
+          (), "proofs.theorems.rope:rope_relative_position", "position",
+          ("Su, Lu, Pan, Murtadha, Wen, Liu: RoFormer: Enhanced Transformer with Rotary Position Embedding "
+           "(2021), section 3.4.2",)),
 )
 
 _BY_ID = {c.id: c for c in CLAIMS}

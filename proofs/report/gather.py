@@ -587,7 +587,7 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
 
     evidence = [ClaimEvidence(c.id, c.title, c.statement, list(c.assumptions),
                               [{"file": s.file, "quote": s.quote} for s in c.seeds], c.topic,
-                              proof_ev[c.id], numeric_ev[c.id], kernel_ev[c.id]) for c in claims]
+                              proof_ev[c.id], numeric_ev[c.id], kernel_ev[c.id], list(c.references)) for c in claims]
     seconds["total"] = time.perf_counter() - started
     run = {"mode": plan.mode, "summary": plan.summary, "seed": seed, "only": list(options.only) if options.only else None,
            "layers": list(options.layers), "plan": plain(plan)}

@@ -162,6 +162,7 @@ def claim_section(c, report: Report) -> str:
             f'<p class="statement">{escape(c.statement)}</p>'
             + (f"<p>Assumptions:</p><ul>{assumptions}</ul>" if assumptions else "")
             + (f"<p>Seed passage:</p>{seeds}" if seeds else "")
+            + "".join(f"<p>Reference: <cite>{escape(r)}</cite></p>" for r in c.references)
             + _proof(c) + _numeric(c) + _kernel(c, report) + "</section>")
 
 

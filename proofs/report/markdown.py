@@ -100,6 +100,8 @@ def claim_section(c, report: Report) -> list[str]:
         out += ["Assumptions: " + "; ".join(c.assumptions) + ".", ""]
     for s in c.seeds:
         out += [f"> “{s['quote']}”", ">", f"> — `{s['file']}`", ""]
+    for r in c.references:
+        out += [f"Reference: {r}", ""]
     return out + _proof(c) + _numeric(c) + _kernel(c, report)
 
 

@@ -111,6 +111,7 @@ class ClaimEvidence:
     proofs: ProofEvidence
     numeric: NumericEvidence
     kernels: KernelEvidence
+    references: list[str] = field(default_factory=list)  # cited where no seed states the claim
 
     def layer(self, name: str):
         return getattr(self, name)
