@@ -225,6 +225,15 @@ CLAIMS: tuple[Claim, ...] = (
           (), "proofs.theorems.rope:rope_relative_position", "position",
           ("Su, Lu, Pan, Murtadha, Wen, Liu: RoFormer: Enhanced Transformer with Rotary Position Embedding "
            "(2021), section 3.4.2",)),
+    Claim("dot-product-kurtosis", "Kurtosis of the dot product under the null model",
+          "With independent components q_i = μ_q + σ_q Z, k_i = μ_k + σ_k Z' (Z, Z' standardised and symmetric, "
+          "E[Z⁴] = β_q, E[Z'⁴] = β_k), κ(q·k) = κ(q_i k_i)/d_k + 3(d_k − 1)/d_k, with κ(q_i k_i) from the "
+          "components' first four moments.",
+          ("components of q and k mutually independent", "each family standardised, symmetric, with kurtosis β"),
+          (), "proofs.theorems.null_kurtosis:dot_product_kurtosis", "dot-product",
+          ("the fourth central moment of a sum of independent variables: μ₄(ΣY_i) = Σμ₄(Y_i) + 3Σ_{i≠j}μ₂(Y_i)μ₂(Y_j) "
+           "(Kendall & Stuart, The Advanced Theory of Statistics, vol. 1, on moments of sums; proved here by "
+           "induction)",)),
 )
 
 _BY_ID = {c.id: c for c in CLAIMS}
