@@ -387,7 +387,7 @@ def _grouped(checks: list, key: str, worst) -> list[dict]:
         group = [c for c in checks if getattr(c, key) == value]
         w = worst(group)
         row = {key: value, "checks": len(group), "failed": sum(not c.passed for c in group),
-               "worst": plain(w), "worst_ratio": plain(w.ratio) if w else None}
+               "worst": w, "worst_ratio": plain(w.ratio) if w else None}
         if key == "invariant":
             row["claim_ids"] = sorted({c.claim_id or "" for c in group})
         rows.append(row)

@@ -95,7 +95,7 @@ class KernelSummary:
     settings: dict = field(default_factory=dict)
     checks_run: int = 0
     failures: list[Check] = field(default_factory=list)
-    per_dtype: list[dict] = field(default_factory=list)  # {dtype, checks, failed, worst_invariant, worst_case, worst_ratio}
+    per_dtype: list[dict] = field(default_factory=list)  # {dtype, checks, failed, worst (a Check), worst_ratio}
     per_invariant: list[dict] = field(default_factory=list)  # {invariant, claim_id, checks, failed, worst ...}
     error_vs_length: list[dict] = field(default_factory=list)  # {dtype, n, error, bound, passed}
 
