@@ -172,3 +172,17 @@ def test_a_layer_that_breaks_as_a_whole_fails_the_run_but_an_absent_one_does_not
     monkeypatch.setitem(sys.modules, "kernels", broken["kernels"])
     report = gather(Options(only=TWO, layers=("kernels",)))
     assert report.kernels.status == FAILED and "AttributeError" in report.kernels.reason
+
+
+def test_the_worst_check_is_the_first_failure_else_the_closest_to_its_bound():
+    from kernels.harness.report import Check, worst
+
+    def check(discrepancy, bound, passed=True):
+        return Check("inv", None, "case", "case", "float32", "cpu", discrepancy, bound, passed)
+
+    near, far, nan = check(0.9, 1.0), check(0.1, 1.0), check(float("nan"), 1.0)
+    assert worst([far, nan, near]) is near and near.ratio == 0.9
+    failed = check(2.0, 1.0, passed=False)
+    assert worst([near, failed, check(5.0, 1.0, passed=False)]) is failed
+    assert worst([nan]) is None and worst([]) is None
+    assert check(0.0, 0.0).ratio == 0.0 and check(1e-9, 0.0).ratio == float("inf")
