@@ -32,7 +32,8 @@ from proofs.report.model import (
 
 @dataclass(frozen=True)
 class Plan:
-    """How much each layer runs. ``None`` sample sizes mean the layer's own defaults."""
+    """How much each layer runs. The confirmations' sample sizes are the numeric layer's own (registered
+    quick sizes, or defaults); ``None`` elsewhere means the layer's own choice."""
 
     mode: str
     summary: str  # what the mode runs, in words
