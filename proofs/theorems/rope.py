@@ -45,7 +45,7 @@ def rope_relative_position(*, pair_score=rotated_pair_score) -> Derivation:
     pf = Proof(
         "rope-relative-position",
         "RoPE scores depend on relative position only",
-        sp.And(sp.Eq(SCORE(M, N), relative), sp.Eq(SCORE(M + T, N + T), SCORE(M, N))),
+        sp.And(sp.Eq(SCORE(M, N), relative), sp.Eq(SCORE(M + T, N + T), relative)),
         ["pair i of q and of k rotated by the angles mθ_i and nθ_i", "any frequencies θ_i, any h ≥ 1"],
     )
     a, b = sp.symbols("a b", real=True)
@@ -60,6 +60,6 @@ def rope_relative_position(*, pair_score=rotated_pair_score) -> Derivation:
              "i = 1..h, for every h", SCORE(M, N), relative,
              lambda: (terms_equal, "the summands are identical for every i" if terms_equal else
                       "the summands differ (previous step)"))
-    pf.equal("substitution", "shifting both positions by t leaves n − m, and so every term, unchanged",
-             relative.subs({M: M + T, N: N + T}).doit(), relative)
+    pf.equal("substitution", "shifting both positions by t leaves n − m, and so every term, unchanged: "
+             "s(m + t, n + t) is the same sum", relative.subs({M: M + T, N: N + T}).doit(), relative)
     return pf.finish(Result(score=relative, pair_score=relative_pair_score(N - M), symbols=(M, N, I, Q, K, THETA)))
