@@ -129,18 +129,26 @@ def test_proofs_stands_alone_but_for_its_top_floor_and_numeric_and_kernels_stand
     assert layering_violations(graph(), _external()) == []
 
 
-# The one cycle known when this test was written: decode/api.py and flash/api.py import each other
-# (over check_inputs). The kernel helper's branch removes it; strict, so this marker must go with it.
-KNOWN_CYCLE = ["kernels.decode", "kernels.decode.api", "kernels.flash.api"]
+# Cycles known when this test was written, each fixed on another branch; strict, so each marker must
+# go when its fix lands:
+# - kernels/decode/api.py and kernels/flash/api.py import each other (over check_inputs): the kernel branch.
+# - proofs.engine reads the catalogue (Proof(claim_id)), whose three-token statement imports
+#   PRINTED_SCALED_3 from proofs.theorems.worked_examples, which imports the engine: the seed data
+#   moving out of worked_examples (the engine branch's proofs/seed_data.py) breaks it.
+KNOWN_CYCLES = {
+    "decode-flash": ["kernels.decode", "kernels.decode.api", "kernels.flash.api"],
+    "engine-catalogue": ["proofs.claims", "proofs.engine", "proofs.theorems.worked_examples"],
+}
 
 
-def test_no_import_cycles_but_the_known_one():
-    assert [c for c in cycles(graph()) if c != KNOWN_CYCLE] == []
+def test_no_import_cycles_but_the_known_ones():
+    assert [c for c in cycles(graph()) if c not in KNOWN_CYCLES.values()] == []
 
 
-@pytest.mark.xfail(strict=True, reason="kernels/decode/api.py <-> kernels/flash/api.py: fixed on the kernel branch")
-def test_no_import_cycles():
-    assert cycles(graph()) == []
+@pytest.mark.parametrize("name", sorted(KNOWN_CYCLES))
+@pytest.mark.xfail(strict=True, reason="a known cycle, fixed on another branch (see KNOWN_CYCLES)")
+def test_the_known_cycle_is_gone(name):
+    assert KNOWN_CYCLES[name] not in cycles(graph())
 
 
 # --------------------------------------------------------------------------- the checks can fail

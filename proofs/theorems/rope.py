@@ -1,4 +1,4 @@
-"""Rotary position embedding (RoPE): the score depends on the positions only through m − n.
+"""Rotary position embedding (RoPE): the score depends on the positions only through n − m.
 
 RoPE (Su et al., RoFormer, 2021) rotates the i-th pair of components of a query at position m by
 the angle m·θ_i, and of a key at position n by n·θ_i. Because rotations compose,
@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import sympy as sp
 
-from proofs.engine import Derivation, Proof, Result
+from proofs.engine import DEFINITION, Derivation, Proof, Result, identity
+from proofs.notation import I, KI, QI, ROPE_H, ROPE_M, ROPE_N, ROPE_T, ROPE_THETA, score_rope
 
-M, N, T = sp.symbols("m n t", integer=True)  # query position, key position, a common shift
-H = sp.Symbol("h", integer=True, positive=True)  # pairs of components: head dimension d_k = 2h
-I = sp.Symbol("i", integer=True, positive=True)
-Q, K, THETA = sp.IndexedBase("q"), sp.IndexedBase("k"), sp.IndexedBase("theta")
-SCORE = sp.Function("s_RoPE")  # s(m, n) = ⟨R_m q, R_n k⟩
+M, N, T, H, THETA, Q, K = ROPE_M, ROPE_N, ROPE_T, ROPE_H, ROPE_THETA, QI, KI
 
 
 def rotation(angle) -> sp.Matrix:
@@ -37,29 +34,35 @@ def relative_pair_score(offset) -> sp.Expr:
     return (_pair(Q).T * rotation(offset * THETA[I]) * _pair(K))[0]
 
 
+def _same_sum(computed: sp.Sum, stated) -> tuple[bool, str]:
+    """Both sums over the same range with identical summands (checked as an identity in i)."""
+    if not isinstance(stated, sp.Sum) or stated.limits != computed.limits:
+        return False, f"the stated side is not a sum over {computed.limits}: {stated}"
+    return identity(computed.function, stated.function)
+
+
 def rope_relative_position(*, pair_score=rotated_pair_score) -> Derivation:
     """⟨R_m q, R_n k⟩ = Σ_i q_iᵀ R((n − m)θ_i) k_i for every head dimension 2h, and so the score is
     unchanged when both positions shift by t. ``pair_score`` may replace the rotated term (to see a
     wrong embedding refused)."""
-    relative = sp.Sum(relative_pair_score(N - M), (I, 1, H))
-    pf = Proof(
-        "rope-relative-position",
-        "RoPE scores depend on relative position only",
-        sp.And(sp.Eq(SCORE(M, N), relative), sp.Eq(SCORE(M + T, N + T), relative)),
-        ["pair i of q and of k rotated by the angles mθ_i and nθ_i", "any frequencies θ_i, any h ≥ 1"],
-    )
+    pf = Proof("rope-relative-position")
+    relative = pf.claimed(score_rope(M, N))  # the stated Σ_{i=1}^{h} q_iᵀ R((n − m)θ_i) k_i, written out
+    matrix_form = sp.Sum(relative_pair_score(N - M), (I, 1, H))
     a, b = sp.symbols("a b", real=True)
     pf.premise("definition", "RoPE rotates pair i of a vector at position p by the angle p·θ_i; the score "
-               "is the sum of the pairs' dot products", SCORE(M, N),
-               sp.Sum(pair_score(M, N), (I, 1, H)))
+               "is the sum of the pairs' dot products", score_rope(M, N), sp.Sum(pair_score(M, N), (I, 1, H)),
+               kind=DEFINITION)
     pf.equal("rotations compose", "R(a)ᵀR(b) = R(b − a): rotating back by a, then forward by b",
              sp.simplify(rotation(a).T * rotation(b)), rotation(b - a))
     terms_equal = pf.equal("rotations compose (pair i)", "(R(mθ_i) q_i)·(R(nθ_i) k_i) = q_iᵀ R((n − m)θ_i) k_i "
                            "for a symbolic pair i", pair_score(M, N), relative_pair_score(N - M))
-    pf.holds("linearity of the sum", "equal terms for every i (the step before) give equal sums over "
-             "i = 1..h, for every h", SCORE(M, N), relative,
-             lambda: (terms_equal, "the summands are identical for every i" if terms_equal else
-                      "the summands differ (previous step)"))
-    pf.equal("substitution", "shifting both positions by t leaves n − m, and so every term, unchanged: "
-             "s(m + t, n + t) is the same sum", relative.subs({M: M + T, N: N + T}).doit(), relative)
+    stated = pf.holds("matrix form", "the stated sum is Σ_{i=1}^{h} q_iᵀ R((n − m)θ_i) k_i written out",
+                      matrix_form, relative, lambda: _same_sum(matrix_form, relative))
+    pf.holds("linearity of the sum", "equal terms for every i give equal sums over i = 1..h, for every h",
+             sp.Sum(pair_score(M, N), (I, 1, H)), relative,
+             lambda: (terms_equal and stated, "the summands are identical for every i (steps above)"
+                      if terms_equal and stated else "a step above failed"), subject=score_rope(M, N))
+    pf.equal("substitution", "at positions m + t, n + t the offset (n + t) − (m + t) is n − m again, so the "
+             "score is the same sum", relative.subs({M: M + T, N: N + T}), pf.claimed(score_rope(M + T, N + T)),
+             subject=score_rope(M + T, N + T))
     return pf.finish(Result(score=relative, pair_score=relative_pair_score(N - M), symbols=(M, N, I, Q, K, THETA)))
