@@ -117,3 +117,17 @@ def test_scale_trap_probability_content_is_checked_with_the_cited_theorems_named
     assert "n · Var" not in premises and "e^{−2δ}/n ≤ a_j" not in premises
     checked = " ".join(s.description for s in d.checked_steps)
     assert "n · Var(z_j)/δ²" in checked and "Var(s_1 − s_2) = 2 d_k" in checked
+
+
+def test_score_moments_are_proved_for_every_n_by_sifting():
+    from proofs.theorems.real_scores import _IDX, _coupling, _reduce, _same_sums, _sum
+
+    a, b, c, d = _IDX
+    M, delta = _coupling(), sp.KroneckerDelta
+    second = _reduce(_sum(M[a, b] * M[c, d] * delta(a, c) * delta(b, d), a, b, c, d))
+    assert _same_sums(second, sp.Trace(M * M.T))[0]
+    assert not _same_sums(second, sp.Trace(M * M))[0]  # tr(M²) is a different sum
+    assert not _same_sums(second, 2 * sp.Trace(M * M.T))[0]
+    for cid in ("self-attention-score-moments", "distinct-token-score-moments"):
+        steps = derived(cid).checked_steps
+        assert any(s.description.startswith("any n: Var") and s.passed for s in steps), cid

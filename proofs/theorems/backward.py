@@ -15,6 +15,7 @@ from typing import Callable
 
 import sympy as sp
 
+from proofs import index_sums
 from proofs import notation as nt
 from proofs.engine import CITED, DEFINITION, Derivation, Proof, Result, identity
 from proofs.theorems.softmax import jacobian_in_weights, softmax_jacobian
@@ -71,6 +72,49 @@ def backward_identities(n_q: int = 2, n_k: int = 3, d: int = 2, d_v: int = 2) ->
                   D_from_dP=row_correction(P, dP), dS=dS, dQ=SCALE * dS * K, dK=SCALE * dS.T * Q)
 
 
+def _any_size(pf: Proof, stated: dict) -> dict:
+    """Every identity entrywise for matrices of any size: index sums over symbolic ranges, reduced exactly."""
+    i, j, c, a, b, k = sp.symbols("i j c a b k", integer=True, nonnegative=True)
+    ms = {m.name: m for rel in stated.values() for m in rel.atoms(sp.MatrixSymbol)}
+    P, V, dO, dP, D, Q, K = (ms[n] for n in ("P", "V", "dO", "dP", "D", "Q", "K"))
+    n_q, n_k, d_v = P.shape[0], P.shape[1], V.shape[1]
+    G = sp.MatrixSymbol("G", n_q, n_k)
+    at = lambda name, **by: stated[name].rhs.xreplace({ms[m]: v for m, v in by.items()})  # noqa: E731
+    ok = {}
+    L = sp.Sum(dO[i, c] * sp.Sum(P[i, j] * V[j, c], (j, 0, n_k - 1)), (i, 0, n_q - 1), (c, 0, d_v - 1))  # Σ dO ∘ (PV)
+    for name, var in (("dV", V), ("dP", P)):
+        ok[name] = pf.holds("differentiation of O = PV", f"any sizes: ∂L/∂{name[1:]}_ab = ({stated[name].rhs})_ab, "
+                            "L = Σ_ic dO_ic Σ_j P_ij V_jc", sp.diff(L, var[a, b]), stated[name].rhs[a, b],
+                            lambda var=var, name=name: index_sums.same(sp.diff(L, var[a, b]), stated[name].rhs[a, b]),
+                            establishes=stated[name])
+    # Softmax layer, from the cited softmax-jacobian: ∂P_ak/∂S_ab = P_ak(δ_kb − P_ab), so
+    # dS_ab = Σ_k dP_ak ∂P_ak/∂S_ab (chain rule through row a's softmax).
+    jacobian = softmax_jacobian()
+    jac = pf.cite(jacobian)
+    local = jacobian.statement.rhs.xreplace({nt.I: k, nt.J: b}).replace(
+        lambda e: isinstance(e, sp.Indexed) and e.base == nt.A, lambda e: P[a, e.indices[0]])
+    pull = sp.Sum(dP[a, k] * local, (k, 0, n_k - 1))
+    d_row = stated["D"].rhs[a, 0]
+    ok["D"] = pf.holds("softmax Jacobian (softmax-jacobian)", "any sizes: the correction in dS_ab = Σ_k dP_ak P_ak(δ_kb − "
+                       "P_ab) is P_ab times the stated D_a", P[a, b] * dP[a, b] - pull, P[a, b] * d_row,
+                       lambda: index_sums.same(P[a, b] * dP[a, b] - pull, P[a, b] * d_row), establishes=stated["D"])
+    ok["dS"] = pf.holds("softmax Jacobian (softmax-jacobian)", "any sizes: dS_ab = Σ_k dP_ak P_ak(δ_kb − P_ab) is the "
+                        "stated P ∘ (dP − D1ᵀ)", pull, stated["dS"].rhs[a, b],
+                        lambda: (jac and index_sums.same(pull, stated["dS"].rhs[a, b].xreplace({D[a, 0]: d_row}))[0],
+                                 "the pullback equals the stated dS entry, D as stated"), establishes=stated["dS"])
+    from_dp = stated["D"].rhs.xreplace({dP: dO * V.T})  # the stated D with dP = dO Vᵀ
+    ok["D[dO]"] = pf.holds("O = PV", "any sizes: with dP = dO Vᵀ and O = PV, rowsum(P ∘ dP) = rowsum(dO ∘ O)",
+                           from_dp[a, 0], at("D[dO]", O=P * V)[a, 0],
+                           lambda: index_sums.same(from_dp[a, 0], at("D[dO]", O=P * V)[a, 0]),
+                           establishes=stated["D[dO]"])
+    L_lin = sp.Sum(G[i, j] * SCALE * sp.Sum(Q[i, c] * K[j, c], (c, 0, Q.shape[1] - 1)), (i, 0, n_q - 1), (j, 0, n_k - 1))
+    for name, var in (("dQ", Q), ("dK", K)):
+        ok[name] = pf.holds("differentiation of S = scale·QKᵀ", f"any sizes: ∂/∂{name[1:]} Σ G ∘ S = the stated {name} "
+                            "with dS = G, any upstream G", sp.diff(L_lin, var[a, b]), at(name, dS=G)[a, b],
+                            lambda var=var, name=name: index_sums.same(sp.diff(L_lin, var[a, b]), at(name, dS=G)[a, b]))
+    return ok
+
+
 def attention_backward(rule: DsRule | None = None, *, n_q: int = 2, n_k: int = 3, d: int = 2) -> Derivation:
     """Derive the backward identities on symbolic matrices (default 2×3 queries/keys, head dim 2).
 
@@ -94,16 +138,17 @@ def attention_backward(rule: DsRule | None = None, *, n_q: int = 2, n_k: int = 3
     Q, K, V, dO = ids.Q, ids.K, ids.V, ids.dO
     pf.premise("chain rule", "any scalar loss enters through O; its gradient there is dO, so take L = Σ dO ∘ O",
                sp.Symbol("L"), sp.Symbol("Σ_ic dO_ic O_ic"), kind=DEFINITION)
+    general = _any_size(pf, stated)
+
+    # Cross-checks on explicit matrices, and the dS rule under test.
 
     # P as free symbols: the matrix-product layers are polynomial, so these steps are cheap.
     Pf = _matrix("p", n_q, n_k, positive=True)
     L_of_P = sum((dO.multiply_elementwise(Pf * V)))
     pf.equal("differentiation of O = PV", f"dV = ∂L/∂V = Pᵀ dO {where}",
-             sp.Matrix(n_k, d_v, lambda j, c: sp.diff(L_of_P, V[j, c])), claimed("dV", P=Pf, dO=dO),
-             establishes=stated["dV"])
+             sp.Matrix(n_k, d_v, lambda j, c: sp.diff(L_of_P, V[j, c])), claimed("dV", P=Pf, dO=dO))
     pf.equal("differentiation of O = PV", f"dP = ∂L/∂P = dO Vᵀ {where}",
-             sp.Matrix(n_q, n_k, lambda i, j: sp.diff(L_of_P, Pf[i, j])), claimed("dP", dO=dO, V=V),
-             establishes=stated["dP"])
+             sp.Matrix(n_q, n_k, lambda i, j: sp.diff(L_of_P, Pf[i, j])), claimed("dP", dO=dO, V=V))
 
     # Softmax layer, from the softmax-Jacobian theorem: dS_i = J(P_i)ᵀ dP_i with J = diag(a) − a aᵀ.
     pf.cite(softmax_jacobian(n_k))
@@ -112,11 +157,11 @@ def attention_backward(rule: DsRule | None = None, *, n_q: int = 2, n_k: int = 3
     pf.equal("softmax Jacobian (softmax-jacobian)", "dS_i = J(P_i)ᵀ dP_i equals the rule under test, P ∘ (dP − D)",
              via_jacobian, rule(Pf, dPf))
     pf.equal("definition of D", f"D = rowsum(P ∘ dP), the correction the rule uses {where}", row_correction(Pf, dPf),
-             claimed("D", P=Pf, dP=dPf), establishes=stated["D"])
+             claimed("D", P=Pf, dP=dPf))
     pf.equal("softmax Jacobian (softmax-jacobian)", f"dS_i = J(P_i)ᵀ dP_i equals the stated dS {where}",
-             via_jacobian, claimed("dS", P=Pf, dP=dPf, D=claimed("D", P=Pf, dP=dPf)), establishes=stated["dS"])
+             via_jacobian, claimed("dS", P=Pf, dP=dPf, D=claimed("D", P=Pf, dP=dPf)))
     pf.equal("O = PV", f"the row correction in output terms: Σ_j P_ij dP_ij = Σ_c dO_ic O_ic {where}",
-             row_correction(Pf, dO * V.T), claimed("D[dO]", dO=dO, O=Pf * V), establishes=stated["D[dO]"])
+             row_correction(Pf, dO * V.T), claimed("D[dO]", dO=dO, O=Pf * V))
 
     # End to end through the exponentials: differentiate L(S) with P = softmax(S) written out.
     Sf = _matrix("s", n_q, n_k, real=True)
@@ -139,8 +184,9 @@ def attention_backward(rule: DsRule | None = None, *, n_q: int = 2, n_k: int = 3
     pf.premise("chain rule", "∂L/∂Q = Σ_ij (∂L/∂S_ij) ∂S_ij/∂Q: the pullback through S of G = ∂L/∂S = dS",
                sp.Symbol("∂L/∂Q"), sp.Symbol("Σ_ij dS_ij ∂S_ij/∂Q"), kind=CITED,
                reference="chain rule of multivariable calculus")
-    for name, pulled in (("dQ", pull_q), ("dK", pull_k)):
-        pf.holds("chain rule", f"with G = dS: {stated[name]}", stated[name].lhs, stated[name].rhs,
-                 lambda pulled=pulled: (pulled and end_to_end, "G = dS (checked end to end above) in the pullback "
-                                        "(checked above for every G)"), establishes=stated[name])
+    for name in ("dQ", "dK"):
+        pf.holds("chain rule", f"with G = dS: {stated[name]} for any sizes", stated[name].lhs, stated[name].rhs,
+                 lambda name=name: (general[name] and general["dS"] and pull_q and pull_k and end_to_end,
+                                    "G = dS (checked above for any sizes) in the pullback (checked above for every G "
+                                    "and any sizes; explicit cross-checks passed)"), establishes=stated[name])
     return pf.finish(ids)

@@ -95,22 +95,26 @@ def fused_qkv_projection(split: Split | None = None, *, t: int = 2, d_model: int
     pf = Proof("fused-qkv-projection")
     plain, biased = (pf.stated(sp.Symbol(name)) for name in ("split(X[W_Q|W_K|W_V])",
                                                              "split(X[W_Q|W_K|W_V] + 1[b_Q|b_K|b_V])"))
-    X = _matrix("x", t, d_model)
-    Ws = [_matrix(n, d_model, d) for n, d in (("wq", d_k), ("wk", d_k), ("wv", d_v))]
-    bs = [_matrix(n, 1, d) for n, d in (("bq", d_k), ("bk", d_k), ("bv", d_v))]
-    W_qkv, b_qkv = sp.Matrix.hstack(*Ws), sp.Matrix.hstack(*bs)
-    ones = sp.ones(t, 1)
-    pf.holds("shape rule", f"W_QKV is {d_model}×(2·{d_k} + {d_v}); X·W_QKV is {t}×{2 * d_k + d_v}",
-             sp.Tuple(*(X * W_qkv).shape), sp.Tuple(t, 2 * d_k + d_v),
-             lambda: (X * W_qkv).shape == (t, 2 * d_k + d_v))
-    sizes = {nt.SEQ: t, nt.D_MODEL: d_model, D_K: d_k, nt.D_V: d_v}
-    named = {"X": X, "W_Q": Ws[0], "W_K": Ws[1], "W_V": Ws[2], "b_Q": bs[0], "b_K": bs[1], "b_V": bs[2]}
-    stated = lambda rel: [nt.explicit(e, sizes, named) for e in rel.rhs]  # noqa: E731
-    pf.equal("block matrix product", f"split(X·W_QKV) = (XW_Q, XW_K, XW_V), entrywise (explicit X {t}×{d_model}, "
-             f"W {d_model}×{d_k})", list(split(X * W_qkv, d_k, d_v)), stated(plain), establishes=plain)
-    pf.equal("block matrix product", "with bias: split(X·W_QKV + 1·b_QKV) = (XW_Q + 1b_Q, XW_K + 1b_K, XW_V + 1b_V)",
-             list(split(X * W_qkv + ones * b_qkv, d_k, d_v)), stated(biased), establishes=biased)
-    return pf.finish(Result(W_qkv=W_qkv, b_qkv=b_qkv))
+    # The given sizes, then d_v ≠ d_k both ways: the slicing must hold for every shape, not one.
+    for t_, dm, dk, dv in ((t, d_model, d_k, d_v), (1, 2, 1, 3), (3, 2, 3, 1)):
+        X = _matrix("x", t_, dm)
+        Ws = [_matrix(n, dm, d) for n, d in (("wq", dk), ("wk", dk), ("wv", dv))]
+        bs = [_matrix(n, 1, d) for n, d in (("bq", dk), ("bk", dk), ("bv", dv))]
+        W_qkv, b_qkv = sp.Matrix.hstack(*Ws), sp.Matrix.hstack(*bs)
+        if (t_, dm, dk, dv) == (t, d_model, d_k, d_v):
+            result = Result(W_qkv=W_qkv, b_qkv=b_qkv)
+        ones = sp.ones(t_, 1)
+        shape = f"X {t_}×{dm}, W_Q, W_K {dm}×{dk}, W_V {dm}×{dv}"
+        pf.holds("shape rule", f"{shape}: X·W_QKV is {t_}×{2 * dk + dv}", sp.Tuple(*(X * W_qkv).shape),
+                 sp.Tuple(t_, 2 * dk + dv), lambda X=X, W=W_qkv, t_=t_, dk=dk, dv=dv: (X * W).shape == (t_, 2 * dk + dv))
+        sizes = {nt.SEQ: t_, nt.D_MODEL: dm, D_K: dk, nt.D_V: dv}
+        named = {"X": X, "W_Q": Ws[0], "W_K": Ws[1], "W_V": Ws[2], "b_Q": bs[0], "b_K": bs[1], "b_V": bs[2]}
+        stated = lambda rel, sizes=sizes, named=named: [nt.explicit(e, sizes, named) for e in rel.rhs]  # noqa: E731
+        pf.equal("block matrix product", f"{shape}: split(X·W_QKV) = (XW_Q, XW_K, XW_V), entrywise",
+                 list(split(X * W_qkv, dk, dv)), stated(plain), establishes=plain)
+        pf.equal("block matrix product", f"{shape}: with bias, split(X·W_QKV + 1·b_QKV) = (XW_Q + 1b_Q, XW_K + 1b_K, "
+                 "XW_V + 1b_V)", list(split(X * W_qkv + ones * b_qkv, dk, dv)), stated(biased), establishes=biased)
+    return pf.finish(result)
 
 
 def parameter_count(d_model, d_k, *, bias: bool = False, matrices: int = 1):

@@ -14,6 +14,7 @@ from typing import Callable, Iterable
 import sympy as sp
 from sympy import stats
 
+from proofs import index_sums
 from proofs import notation as nt
 from proofs.engine import ASSUMPTION, CITED, DEFINITION, Derivation, Proof, Result
 from proofs.validate import as_dimension
@@ -144,6 +145,34 @@ INDEX_FORM = Result(
 )
 
 
+# ---- index form for any n: sums over 0..n−1 with Kronecker deltas (reduced by proofs.index_sums) ----------------
+_IDX = sp.symbols("a b c d", integer=True, nonnegative=True)
+
+
+def _coupling(n=nt.N) -> sp.MatrixSymbol:
+    return sp.MatrixSymbol("M", n, n)
+
+
+def _sum(body, *indices) -> sp.Sum:
+    return sp.Sum(body, *((x, 0, nt.N - 1) for x in indices))
+
+
+def _reduce(s: sp.Sum) -> sp.Expr:
+    return index_sums.reduce(s)
+
+
+def _product(s1: sp.Sum, s2: sp.Sum) -> sp.Sum:
+    """Distributivity: (Σ_a f)(Σ_c g) = Σ_{a,c} f g for distinct indices."""
+    if {lim[0] for lim in s1.limits} & {lim[0] for lim in s2.limits}:
+        raise ValueError("the two sums must use distinct indices")
+    return sp.Sum(s1.function * s2.function, *s1.limits, *s2.limits)
+
+
+def _same_sums(lhs: sp.Expr, stated: sp.Expr) -> tuple[bool, str]:
+    """The reduced index form equals the stated trace formula, written out as sums (any n)."""
+    return index_sums.same(lhs, sp.sympify(stated).rewrite(sp.Sum))
+
+
 def _seed_weights() -> tuple[sp.Matrix, sp.Matrix]:
     """W_Q, W_K of the seed's N = 2 example (000_6dc9c20305ca48b8.txt), both 4×2."""
     from proofs.theorems.worked_examples import SEED_W_K, SEED_W_Q
@@ -179,15 +208,25 @@ def self_attention_score_moments(variance: Formula | None = None, *, n: int = EX
     pf.equal("linearity + E[x_a x_b] = δ_ab", f"E[xᵀMx] = Σ_a M_aa = tr M (n = {n}, explicit entries)",
              r.mean, t.tr_M)
     pf.equal("Isserlis", f"Var(xᵀMx) = tr(MMᵀ) + tr(M²) (n = {n}, explicit entries)", r.variance, formula(M))
-    pf.holds("sifting by δ (index form)", "index form for any n: Var = Σ_ab M_ab² + Σ_ab M_ab M_ba (the δ_ab δ_cd "
-             "pairing gives (tr M)², cancelled by E²), against the explicit computation at n = 1, 2, 3",
-             Var(xmx), INDEX_FORM.tr_MMT + INDEX_FORM.tr_M2,
+    # Any n: E and E[(xᵀMx)²] as sums over indices, reduced by linearity and sifting with Isserlis' pairings.
+    a, b, c, d = _IDX
+    Mg, delta = _coupling(), sp.KroneckerDelta
+    mean_any = _reduce(_sum(Mg[a, b] * delta(a, b), a, b))
+    pf.holds("linearity + E[x_a x_b] = δ_ab + sifting", f"any n: E[xᵀMx] = Σ_ab M_ab δ_ab = {mean_any} = tr M",
+             E(xmx), pf.claimed(E(xmx)), lambda: _same_sums(mean_any, pf.claimed(E(xmx))), subject=E(xmx))
+    second = _reduce(_sum(Mg[a, b] * Mg[c, d] * (delta(a, b) * delta(c, d) + delta(a, c) * delta(b, d)
+                                                 + delta(a, d) * delta(b, c)), a, b, c, d))
+    var_any = second - _product(mean_any, mean_any.xreplace({mean_any.limits[0][0]: c}))
+    pf.holds("Isserlis + sifting", "any n: Var = E[(xᵀMx)²] − (E xᵀMx)², the δ_ab δ_cd pairing cancelling (tr M)²: "
+             "Σ_ab M_ab² + Σ_ab M_ab M_ba = tr(MMᵀ) + tr(M²)", Var(xmx), pf.claimed(Var(xmx)),
+             lambda: _same_sums(var_any, pf.claimed(Var(xmx))), subject=Var(xmx))
+    pf.holds("sifting by δ (index form)", "cross-check: the index form at n = 1, 2, 3 against the explicit "
+             "Gaussian computation", Var(xmx), INDEX_FORM.tr_MMT + INDEX_FORM.tr_M2,
              _index_form_checks(INDEX_FORM.tr_MMT + INDEX_FORM.tr_M2, lambda k: score_moments(k).variance,
-                                pf.claimed(Var(xmx))), establishes=pf.stated(Var(xmx)))
-    pf.holds("sifting by δ (index form)", "index form for any n: E[xᵀMx] = Σ_a M_aa, against the explicit "
-             "computation at n = 1, 2, 3",
+                                pf.claimed(Var(xmx))))
+    pf.holds("sifting by δ (index form)", "cross-check: E's index form at n = 1, 2, 3 against the explicit computation",
              E(xmx), INDEX_FORM.tr_M,
-             _index_form_checks(INDEX_FORM.tr_M, lambda k: score_moments(k).mean, pf.claimed(E(xmx))), establishes=pf.stated(E(xmx)))
+             _index_form_checks(INDEX_FORM.tr_M, lambda k: score_moments(k).mean, pf.claimed(E(xmx))))
 
     # Where the seeds' independence assumption (E = 0) breaks.
     W = W_Q
@@ -222,15 +261,20 @@ def distinct_token_score_moments(variance: Formula | None = None, *, n: int = EX
     pf.premise("independence + E[x_a x_b] = δ_ab", "E[x_a y_b] = 0 and E[x_a x_c y_b y_d] = δ_ac δ_bd",
                sp.Symbol("E[x_a x_c y_b y_d]"), sp.Symbol("δ_ac δ_bd"), kind=ASSUMPTION)
     mean_index = sp.Sum(_M[_a, _b] * sp.Symbol("E[x_a]") * sp.Symbol("E[y_b]"), (_a, 1, _n), (_b, 1, _n))
-    pf.equal("linearity + independence", "index form for any n: E[xᵀMy] = Σ_ab M_ab E[x_a] E[y_b] with E[x_a] = 0",
-             mean_index.subs(sp.Symbol("E[x_a]"), 0), 0, subject=E(xmy))
+    a, b, c, d = _IDX
+    Mg, delta = _coupling(), sp.KroneckerDelta
+    mu_x, mu_y = sp.symbols("E[x_a] E[y_b]", real=True)
+    pf.equal("linearity + independence", "any n: E[xᵀMy] = Σ_ab M_ab E[x_a] E[y_b], and E[x_a] = 0",
+             _sum(Mg[a, b] * mu_x * mu_y, a, b), 0, subject=E(xmy), where=lambda e: sp.sympify(e).subs(mu_x, 0))
+    second = _reduce(_sum(Mg[a, b] * Mg[c, d] * delta(a, c) * delta(b, d), a, b, c, d))
+    pf.holds("independence + sifting", f"any n: Var = Σ_abcd M_ab M_cd E[x_a x_c] E[y_b y_d] − 0² = {second} = tr(MMᵀ)",
+             Var(xmy), pf.claimed(Var(xmy)), lambda: _same_sums(second, pf.claimed(Var(xmy))), subject=Var(xmy))
     pf.equal("linearity", f"cross-check: E[xᵀMy] = 0 (n = {n}, explicit)", r.mean, 0)
-    pf.equal("sifting by δ", f"Var(xᵀMy) = Σ_ab M_ab² = tr(MMᵀ) (n = {n}, explicit entries)", r.variance, formula(M))
-    pf.holds("sifting by δ (index form)", "index form for any n: Var = Σ_ab M_ab², against the explicit "
-             "computation at n = 1, 2, 3",
+    pf.equal("sifting by δ", f"cross-check: Var(xᵀMy) = Σ_ab M_ab² = tr(MMᵀ) (n = {n}, explicit entries)", r.variance,
+             formula(M))
+    pf.holds("sifting by δ (index form)", "cross-check: the index form at n = 1, 2, 3 against the explicit computation",
              Var(xmy), INDEX_FORM.tr_MMT,
-             _index_form_checks(INDEX_FORM.tr_MMT, lambda k: distinct_score_moments(k).variance, pf.claimed(Var(xmy))),
-             establishes=pf.stated(Var(xmy)))
+             _index_form_checks(INDEX_FORM.tr_MMT, lambda k: distinct_score_moments(k).variance, pf.claimed(Var(xmy))))
     # The seeds' Var = d_k is recovered when W_Q and W_K have orthonormal columns.
     c, s = sp.Rational(3, 5), sp.Rational(4, 5)
     W_Q = sp.Matrix([[1, 0], [0, 1], [0, 0]])

@@ -103,8 +103,13 @@ def scale_trap_limits(*, uniform_divisor=D_K, onehot_divisor=1) -> Derivation:
     upper, lower = 1 / (N_KEYS * sp.exp(-2 * DELTA)), 1 / (N_KEYS * sp.exp(2 * DELTA))
     z = sp.symbols("z_1:4", real=True)
     a1 = sp.exp(z[0]) / sum(sp.exp(v) for v in z)
-    pf.equal("division by e^{z_j}", "a_j = 1 / Σ_k e^{z_k − z_j} (shown for n = 3)", a1,
-             1 / sum(sp.exp(v - z[0]) for v in z))
+    zk, k_idx, j_idx = sp.IndexedBase("z", real=True), sp.Symbol("k", integer=True, positive=True), \
+        sp.Symbol("j", integer=True, positive=True)
+    weight = sp.exp(zk[j_idx]) / sp.Sum(sp.exp(zk[k_idx]), (k_idx, 1, N_KEYS))
+    pulled = sp.factor_terms(sp.expand(sp.Sum(sp.exp(zk[k_idx] - zk[j_idx]), (k_idx, 1, N_KEYS)), power_exp=True))
+    pf.equal("division by e^{z_j}", "any n: Σ_k e^{z_k − z_j} = e^{−z_j} Σ_k e^{z_k}, so a_j = 1 / Σ_k e^{z_k − z_j}",
+             1 / pulled, weight)
+
     width = sp.expand(upper - 1 / N_KEYS)
     pf.equal("completing the square", "(e^{2δ} − 1) − (1 − e^{−2δ}) = (e^δ − e^{−δ})² ≥ 0, so the wider side is "
              "|a_j − 1/n| ≤ (e^{2δ} − 1)/n", n_times(width) - n_times(1 / N_KEYS - lower),

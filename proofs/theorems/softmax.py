@@ -216,19 +216,23 @@ def saturation() -> Derivation:
     pf.premise("definition", "z = (t, 0, …, 0): a_1 = eᵗ/(eᵗ + n − 1), a_j = a_k = 1/(eᵗ + n − 1) for j, k > 1",
                sp.Tuple(A_1, A_J_T, A_K_T), sp.Tuple(lead, rest, rest), kind=DEFINITION)
     pf.premise("definition", "J_ij = ∂a_i/∂z_j", JAC[_i, _j], sp.Derivative(_a[_i], _z[_j]), kind=DEFINITION)
-    pf.cite(softmax_jacobian())
+    jacobian = softmax_jacobian()
+    pf.cite(jacobian)
     unfold = {A_1: lead, A_J_T: rest, A_K_T: rest}
     pf.holds("limit", "a_1 → 1", sp.Limit(lead, t, sp.oo), 1, lambda: sp.limit(lead, t, sp.oo) == 1)
-    for name, entry in (("J_11 = a_1(1 − a_1)", A_1 * (1 - A_1)), ("J_1j = −a_1 a_j", -A_1 * A_J_T),
-                        ("J_jj = a_j(1 − a_j)", A_J_T * (1 - A_J_T)), ("J_jk = −a_j a_k", -A_J_T * A_K_T)):
+    # The entries from the cited J_ij = a_i(δ_ij − a_j) at index pairs (1, 1), (1, j), (j, j), (j, k), not typed.
+    names = {1: A_1, 2: A_J_T, 3: A_K_T}
+    for (i, j), name in (((1, 1), "J_11"), ((1, 2), "J_1j"), ((2, 2), "J_jj"), ((2, 3), "J_jk")):
+        entry = jacobian.statement.rhs.subs({_i: i, _j: j}).xreplace({_a[k]: v for k, v in names.items()})
         value = entry.xreplace(unfold)
         limit = sp.limit(value, t, sp.oo)
-        pf.holds("limit", f"{name} → {limit}", sp.Limit(value, t, sp.oo), limit,
+        pf.holds("limit", f"{name} = {entry} → {limit}", sp.Limit(value, t, sp.oo), limit,
                  lambda limit=limit: (limit.is_number and limit.is_finite, f"the limit evaluates to {limit}"),
                  subject=sp.Limit(entry, t, sp.oo))
     _, a, J = differentiated_jacobian(3)
     z = logits(3)
     J_t = J.subs({z[0]: t, z[1]: 0, z[2]: 0})
-    pf.holds("limit", "cross-check n = 3, from the differentiated Jacobian: every entry → 0", J_t, sp.zeros(3, 3),
-             lambda: all(sp.limit(e, t, sp.oo) == 0 for e in J_t))
-    return pf.finish(Result(limit=sp.zeros(3, 3)))
+    limits = J_t.applyfunc(lambda e: sp.limit(e, t, sp.oo))
+    pf.holds("limit", "cross-check n = 3, from the differentiated Jacobian: every entry → 0", sp.Limit(J_t, t, sp.oo),
+             limits, lambda: (all(e == 0 for e in limits), f"entrywise limits {limits.tolist()}"))
+    return pf.finish(Result(limit=limits))
