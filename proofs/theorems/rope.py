@@ -34,11 +34,19 @@ def relative_pair_score(offset) -> sp.Expr:
     return (_pair(Q).T * rotation(offset * THETA[I]) * _pair(K))[0]
 
 
+def _angle_sums(expr):
+    """Both sides expanded by the angle-addition formulas (cos(a − b) = cos a cos b + sin a sin b, …):
+    the form in which the identity is polynomial, so the check is fast."""
+    if isinstance(expr, sp.MatrixBase):
+        return expr.applyfunc(_angle_sums)
+    return sp.expand(sp.expand_trig(sp.expand(expr)))
+
+
 def _same_sum(computed: sp.Sum, stated) -> tuple[bool, str]:
     """Both sums over the same range with identical summands (checked as an identity in i)."""
     if not isinstance(stated, sp.Sum) or stated.limits != computed.limits:
         return False, f"the stated side is not a sum over {computed.limits}: {stated}"
-    return identity(computed.function, stated.function)
+    return identity(_angle_sums(computed.function), _angle_sums(stated.function))
 
 
 def rope_relative_position(*, pair_score=rotated_pair_score) -> Derivation:
@@ -52,10 +60,11 @@ def rope_relative_position(*, pair_score=rotated_pair_score) -> Derivation:
     pf.premise("definition", "RoPE rotates pair i of a vector at position p by the angle p·θ_i; the score "
                "is the sum of the pairs' dot products", score_rope(M, N), sp.Sum(pair_score(M, N), (I, 1, H)),
                kind=DEFINITION)
-    pf.equal("rotations compose", "R(a)ᵀR(b) = R(b − a): rotating back by a, then forward by b",
-             sp.simplify(rotation(a).T * rotation(b)), rotation(b - a))
+    pf.equal("rotations compose", "R(a)ᵀR(b) = R(b − a): rotating back by a, then forward by b "
+             "(angle-addition formulas)", rotation(a).T * rotation(b), rotation(b - a), where=_angle_sums)
     terms_equal = pf.equal("rotations compose (pair i)", "(R(mθ_i) q_i)·(R(nθ_i) k_i) = q_iᵀ R((n − m)θ_i) k_i "
-                           "for a symbolic pair i", pair_score(M, N), relative_pair_score(N - M))
+                           "for a symbolic pair i (angle-addition formulas)", pair_score(M, N),
+                           relative_pair_score(N - M), where=_angle_sums)
     stated = pf.holds("matrix form", "the stated sum is Σ_{i=1}^{h} q_iᵀ R((n − m)θ_i) k_i written out",
                       matrix_form, relative, lambda: _same_sum(matrix_form, relative))
     pf.holds("linearity of the sum", "equal terms for every i give equal sums over i = 1..h, for every h",
