@@ -460,15 +460,14 @@ def derive(claim_id: str):
     return claim(claim_id).derive()
 
 
-def require_proved(derivation):
-    """``derivation`` itself, or a RuntimeError if it did not prove: the one guard every layer puts
-    in front of a derived result before building on it (confirming it, checking a kernel by it)."""
+def require_proved(derivation, what: str):
+    """``derivation`` itself, or a RuntimeError naming ``what`` if it did not prove: the one guard every
+    layer puts in front of a derived result before building on it (confirming it, checking a kernel by it)."""
     if not derivation.verified:
-        raise RuntimeError(f"the derivation of {derivation.claim_id!r} did not prove ({derivation.verdict}); "
-                           "refusing to build on it")
+        raise RuntimeError(f"the derivation of {what} did not verify; refusing to build on it")
     return derivation
 
 
 def proved(claim_id: str):
     """The proved Derivation of one catalogued claim (see ``require_proved``)."""
-    return require_proved(derive(claim_id))
+    return require_proved(derive(claim_id), repr(claim_id))

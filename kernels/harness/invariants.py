@@ -382,7 +382,7 @@ def _jacobian_function(n: int):
     from proofs.claims import require_proved
     from proofs.theorems.softmax import probabilities, softmax_jacobian
 
-    d = require_proved(softmax_jacobian(n))
+    d = require_proved(softmax_jacobian(n), f"softmax-jacobian for n = {n}")
     return sp.lambdify(list(probabilities(n)), d.result, modules="numpy")
 
 

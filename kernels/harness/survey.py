@@ -6,12 +6,19 @@ invariant came to its bound (discrepancy / bound; 1 = at the bound) and the time
 """
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections import defaultdict
 
 from kernels.harness.cli import load_target
 from kernels.harness.verify import verify_attention
+
+
+def _ratio(check) -> float:
+    if check.bound > 0:
+        return check.discrepancy / check.bound
+    return 0.0 if check.discrepancy == 0 else math.inf
 
 
 def survey(impl, seeds: int) -> tuple[list, dict, float]:
@@ -22,7 +29,7 @@ def survey(impl, seeds: int) -> tuple[list, dict, float]:
         report = verify_attention(impl, seed=seed)
         failures += [(seed, f) for f in report.failures]
         for c in report.checks:
-            worst[(c.invariant, c.dtype)] = max(worst[(c.invariant, c.dtype)], c.ratio)
+            worst[(c.invariant, c.dtype)] = max(worst[(c.invariant, c.dtype)], _ratio(c))
     return failures, dict(worst), (time.perf_counter() - start) / seeds
 
 
