@@ -39,6 +39,7 @@ class Claim:
     theorem: str  # "module:function" returning a Derivation
     topic: str = "core"
     formal: Callable[[], Any] = field(default=lambda: None, repr=False, compare=False)
+    references: tuple[str, ...] = ()  # where a claim no seed states comes from: it quotes a seed or cites these
 
     @property
     def statement(self):
@@ -334,6 +335,23 @@ CLAIMS: tuple[Claim, ...] = (
           (_seed(SEED_WITH_WEIGHTS, "Suppose you have 3 tokens and head dimension dₖ = 4"),),
           f"{_WORKED}:seed_worked_example_3_token", "worked-examples",
           _formal(lambda sp, n: _three_token_statement(sp))),
+    Claim("rope-relative-position", "RoPE scores depend on relative position only",
+          "With rotary position embedding, ⟨R_m q, R_n k⟩ = Σ_i q_iᵀ R((n − m)θ_i) k_i: the score of a query "
+          "at position m and a key at position n depends on the positions only through n − m, so shifting "
+          "both by t leaves it unchanged.",
+          ("pair i of q and of k rotated by the angles mθ_i and nθ_i", "any frequencies θ_i, any h ≥ 1"),
+          (), "proofs.theorems.rope:rope_relative_position", "position", _formal(lambda sp, n: _rope_statement(sp, n)),
+          ("Su, Lu, Pan, Murtadha, Wen, Liu: RoFormer: Enhanced Transformer with Rotary Position Embedding "
+           "(2021), section 3.4.2",)),
+    Claim("dot-product-kurtosis", "Kurtosis of the dot product under the null model",
+          "With independent components q_i = μ_q + σ_q Z, k_i = μ_k + σ_k Z' (Z, Z' standardised and symmetric, "
+          "E[Z⁴] = β_q, E[Z'⁴] = β_k) and P = q_i k_i: μ₄(q·k) = d_k μ₄(P) + 3d_k(d_k − 1)μ₂(P)² for every d_k, "
+          "so κ(q·k) = κ(P)/d_k + 3(d_k − 1)/d_k, with κ(P) from the components' first four moments.",
+          ("components of q and k mutually independent", "each family standardised, symmetric, with kurtosis β"),
+          (), "proofs.theorems.null_kurtosis:dot_product_kurtosis", "dot-product", _formal(lambda sp, n: _kurtosis_statement(sp, n)),
+          ("the fourth central moment of a sum of independent variables: μ₄(ΣY_i) = Σμ₄(Y_i) + 3Σ_{i≠j}μ₂(Y_i)μ₂(Y_j) "
+           "(Kendall & Stuart, The Advanced Theory of Statistics, vol. 1, on moments of sums; proved here by "
+           "induction)",)),
 )
 
 
@@ -393,6 +411,24 @@ def _two_token_statement(sp):
     return sp.And(*(_eq(_matrix_symbol(sp, name, m), sp.ImmutableMatrix(m)) for name, m in named.items()))
 
 
+def _rope_statement(sp, n):
+    """s(m, n) = Σ_i q_iᵀ R((n − m)θ_i) k_i, written out, and the same sum at positions shifted by t."""
+    q, k, i, th = n.QI, n.KI, n.I, n.ROPE_THETA
+    angle = (n.ROPE_N - n.ROPE_M) * th[i]
+    term = ((q[2 * i - 1] * k[2 * i - 1] + q[2 * i] * k[2 * i]) * sp.cos(angle)
+            + (q[2 * i] * k[2 * i - 1] - q[2 * i - 1] * k[2 * i]) * sp.sin(angle))
+    relative = sp.Sum(term, (i, 1, n.ROPE_H))
+    return sp.And(_eq(n.score_rope(n.ROPE_M, n.ROPE_N), relative),
+                  _eq(n.score_rope(n.ROPE_M + n.ROPE_T, n.ROPE_N + n.ROPE_T), relative))
+
+
+def _kurtosis_statement(sp, n):
+    """μ₄(S) = d_k μ₄(P) + 3d_k(d_k − 1)μ₂(P)² and κ(S) = κ(P)/d_k + 3(d_k − 1)/d_k, P = q_i k_i."""
+    d, p = n.D_K, n.P_TERM
+    return sp.And(_eq(n.mu_4(n.S), d * n.mu_4(p) + 3 * d * (d - 1) * n.mu_2(p) ** 2),
+                  _eq(n.kappa(n.S), n.kappa(p) / d + 3 * (d - 1) / d))
+
+
 def _three_token_statement(sp):
     e = sp.E
     named = {"S/√d_k": PRINTED_SCALED_3, "α_1": sp.Matrix([[e**2, e, 1]]) / (e**2 + e + 1),
@@ -433,3 +469,16 @@ def cited(claim_id: str):
     if id(entry) not in _CITED or _CITED[id(entry)][0] is not entry:
         _CITED[id(entry)] = (entry, entry.derive())
     return _CITED[id(entry)][1]
+
+
+def require_proved(derivation, what: str):
+    """``derivation`` itself, or a RuntimeError naming ``what`` if it did not prove: the one guard every
+    layer puts in front of a derived result before building on it (confirming it, checking a kernel by it)."""
+    if not derivation.verified:
+        raise RuntimeError(f"the derivation of {what} did not verify; refusing to build on it")
+    return derivation
+
+
+def proved(claim_id: str):
+    """The proved Derivation of one catalogued claim (see ``require_proved``)."""
+    return require_proved(derive(claim_id), repr(claim_id))

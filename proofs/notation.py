@@ -88,3 +88,13 @@ def explicit(expr, sizes: dict, matrices: dict):
     expr = expr.xreplace({by_name[name]: sp.ImmutableMatrix(value) for name, value in matrices.items()
                           if name in by_name}).doit()
     return sp.Matrix(expr.as_explicit()) if isinstance(expr, sp.MatrixExpr) else expr
+
+# Rotary position embedding: query at position m, key at n, both shifted by t; h pairs of components.
+ROPE_M, ROPE_N, ROPE_T = sp.symbols("m n t", integer=True)
+ROPE_H = sp.Symbol("h", integer=True, positive=True)
+ROPE_THETA = sp.IndexedBase("theta", real=True)  # pair i's frequency θ_i
+score_rope = sp.Function("s_RoPE")  # s(m, n) = ⟨R_m q, R_n k⟩
+
+# Kurtosis of q·k: central moments and kurtosis of the score S and of one product term P = q_i k_i.
+P_TERM = sp.Symbol("P")
+mu_2, mu_4, kappa = sp.Function("mu_2"), sp.Function("mu_4"), sp.Function("kappa")
