@@ -26,6 +26,7 @@ import triton
 import triton.language as tl
 
 from kernels.flash.forward import attend_key_blocks
+from kernels.flash.tiles import round_to
 
 
 @triton.jit
@@ -51,7 +52,7 @@ def split_kv_partials(
     # Packed rows are not one stride apart (head and query strides differ), so q is addressed per row.
     q = tl.load(Q + b * stride_qb + h_q[:, None] * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd,
                 mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM), other=0.0)  # (BLOCK_M, BLOCK_D)
-    if UPCAST:  # the interpreter's bfloat16 arithmetic is wrong; its conversion is right
+    if UPCAST:  # the interpreter's bfloat16 arithmetic is wrong; bfloat16 -> float32 is exact
         q = q.to(tl.float32)
     k_base = K + b * stride_kb + h_kv * stride_kh
     v_base = V + b * stride_vb + h_kv * stride_vh
@@ -115,7 +116,7 @@ def combine_partials(
     l_safe = tl.where(seen, l_sum, 1.0)
     o = acc_sum / l_safe[:, None]  # (BLOCK_R, BLOCK_D)
     row_ok = rows < n_rows
-    tl.store(Out + rows[:, None] * stride_or + offs_d[None, :] * stride_od, o.to(Out.dtype.element_ty),
+    tl.store(Out + rows[:, None] * stride_or + offs_d[None, :] * stride_od, round_to(o, Out.dtype.element_ty),
              mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM))
     if tl.program_id(1) == 0:  # one head-dim slice writes the lse
         lse = tl.where(seen, big_m + tl.log(l_safe), float("-inf"))  # (BLOCK_R,) natural log

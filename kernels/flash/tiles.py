@@ -22,16 +22,34 @@ def load_tile(base, offs_rows, offs_cols, stride_row, stride_col, n_rows, n_cols
     ptrs = base + offs_rows[:, None] * stride_row + offs_cols[None, :] * stride_col
     mask = (offs_rows[:, None] < n_rows) & (offs_cols[None, :] < n_cols)
     tile = tl.load(ptrs, mask=mask, other=0.0)
-    if UPCAST:  # the interpreter's bfloat16 arithmetic is wrong; its conversion is right
+    if UPCAST:  # the interpreter's bfloat16 arithmetic is wrong; bfloat16 -> float32 is exact
         tile = tile.to(tl.float32)
     return tile
+
+
+@triton.jit
+def round_to(x, dtype: tl.constexpr):
+    """x in ``dtype``, rounded to nearest, ties to even, on every backend.
+
+    The interpreter converts float32 to bfloat16 by truncation (a bias toward zero in every
+    bfloat16 result), so float32 → bfloat16 rounds on the bit pattern instead: adding 0x7FFF
+    plus the lowest kept bit carries into the kept half exactly when the dropped half is
+    above one half-ulp, or equal to it with an odd kept half. Infinities pass unchanged; a
+    NaN is made quiet first, since a payload in the low bits alone would carry into ±inf."""
+    if dtype == tl.bfloat16:
+        if x.dtype == tl.float32:
+            bits = x.to(tl.uint32, bitcast=True)
+            rounded = bits + 0x7FFF + ((bits >> 16) & 1)
+            bits = tl.where(x != x, bits | 0x00400000, rounded)
+            return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    return x.to(dtype)
 
 
 @triton.jit
 def store_tile(base, tile, offs_rows, offs_cols, stride_row, stride_col, n_rows, n_cols):
     ptrs = base + offs_rows[:, None] * stride_row + offs_cols[None, :] * stride_col
     mask = (offs_rows[:, None] < n_rows) & (offs_cols[None, :] < n_cols)
-    tl.store(ptrs, tile.to(base.dtype.element_ty), mask=mask)
+    tl.store(ptrs, round_to(tile, base.dtype.element_ty), mask=mask)
 
 
 @triton.jit
