@@ -8,6 +8,7 @@ a real list on a GPU.
 from __future__ import annotations
 
 import os
+import re
 
 import torch
 import triton
@@ -42,11 +43,9 @@ INTERPRETER_MIN_TRITON = (3, 7, 1)
 
 
 def _version(text: str) -> tuple[int, ...]:
-    parts = []
-    for piece in text.split("+")[0].split(".")[:3]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts)
+    """(major, minor, patch) from a version string; each part's leading digits ("0rc1" -> 0)."""
+    parts = [re.match(r"\d*", piece).group() for piece in text.split("+")[0].split(".")[:3]]
+    return tuple(int(p) if p else 0 for p in parts)
 
 
 def interpreter_problem(triton_version: str, numpy_version: str) -> str | None:
