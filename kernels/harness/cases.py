@@ -120,14 +120,16 @@ def magnitude_for(case: Case, dtype: torch.dtype) -> float:
     return min(case.magnitude, torch.finfo(dtype).max / 4)
 
 
-def narrowed(cases, *, causal: bool = True, gqa: bool = True) -> list[Case]:
-    """The cases for an implementation that lacks causal masking or GQA: same shapes, feature off."""
+def narrowed(cases, *, causal: bool = True, gqa: bool = True, value_dim: bool = True) -> list[Case]:
+    """The cases for an implementation that lacks causal masking, GQA or Dv ≠ D: same shapes, feature off."""
     out = []
     for case in cases:
         if not causal and case.causal:
             case = replace(case, causal=False)
         if not gqa and case.gqa:
             case = replace(case, kv_heads=case.q_heads)
+        if not value_dim and case.value_dim is not None:
+            case = replace(case, value_dim=None)
         out.append(case)
     return out
 

@@ -96,11 +96,12 @@ def _short(exc: BaseException) -> str:
 
 
 def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool = True, gqa: bool = True,
-                     backward: bool = True, seed: int = 0, thorough: bool = False,
+                     backward: bool = True, value_dim: bool = True, seed: int = 0, thorough: bool = False,
                      cases: Iterable[Case] | None = None, invariants: Iterable[str] | None = None
                      ) -> ConformanceReport:
     """Judge an SDPA-compatible ``impl(q, k, v, attn_mask=, dropout_p=, is_causal=, scale=, enable_gqa=)``.
 
+    ``value_dim=False`` runs the Dv ≠ D cases with Dv = D (for an impl that has only one head dim).
     ``causal``/``gqa``/``backward`` = False say the implementation lacks that feature; an impl whose
     signature lacks ``attn_mask`` or ``dropout_p`` lacks those. The invariants needing a missing
     feature are reported "not applicable" (never failed), and the cases run with it switched off.
@@ -115,7 +116,7 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     subjects: dict = {}
     with _one_thread():
         for dtype in dtypes:
-            for item in planned(chosen, dtype, features, causal=causal, gqa=gqa, only=only):
+            for item in planned(chosen, dtype, features, causal=causal, gqa=gqa, value_dim=value_dim, only=only):
                 report.checks.append(run_item(item, impl, dtype, device, seed, subjects))
     report.seconds = time.perf_counter() - start
     return report
@@ -132,14 +133,14 @@ def _invariant_names(names) -> set[str] | None:
     return set(names)
 
 
-def planned(cases, dtype, features, *, causal=True, gqa=True, only=None):
+def planned(cases, dtype, features, *, causal=True, gqa=True, value_dim=True, only=None):
     """(invariant, original case, case as run, missing features) for every invariant that applies.
 
     The case as run has causal masking or GQA switched off when the impl lacks them; the invariant
     is then not applicable if it needs what is missing."""
     items = []
     for case in cases:
-        run_as = narrowed([case], causal=causal, gqa=gqa)[0]
+        run_as = narrowed([case], causal=causal, gqa=gqa, value_dim=value_dim)[0]
         for inv in INVARIANTS:
             if not inv.applies(case) or (inv.dtypes is not None and dtype not in inv.dtypes):
                 continue
