@@ -280,3 +280,12 @@ def test_survey_counts_false_alarms_and_closeness(capsys):
     assert failures and worst[("reference-agreement", "float32")] > 1
     assert main(["1", "kernels.mutants:wrong_default_scale"]) == 1
     assert "false alarms over 1 seeds" in capsys.readouterr().out
+
+
+def test_readme_lists_every_invariant_as_the_registry_does():
+    from pathlib import Path
+
+    from kernels.harness.catalogue import markdown_table
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert markdown_table() in readme, "README's invariant table is stale: python -m kernels.harness.catalogue"
