@@ -5,6 +5,7 @@ statistical invariants, |z| / z_crit) and the time per run.
     python -m kernels.harness.survey 20 peers            # every correct peer (kernels.harness.peers)
     python -m kernels.harness.survey 20 sdpa-math flex-eager
     python -m kernels.harness.survey 20 torch.nn.functional:scaled_dot_product_attention
+    python -m kernels.harness.survey 5 sdpa-math --only rounding-bias --only dropout-variance
 """
 from __future__ import annotations
 
@@ -53,10 +54,12 @@ def main(argv=None) -> int:
     if not argv or not argv[0].isdigit():
         print(__doc__, file=sys.stderr)
         return 2
-    seeds, names = int(argv[0]), argv[1:] or ["torch.nn.functional:scaled_dot_product_attention"]
+    only = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--only"]
+    names = [a for i, a in enumerate(argv[1:], 1) if a != "--only" and argv[i - 1] != "--only"]
+    seeds, names = int(argv[0]), names or ["torch.nn.functional:scaled_dot_product_attention"]
     any_failed = False
     for name, impl, options in _targets(names):
-        failures, worst, per_run = survey(impl, seeds, **options)
+        failures, worst, per_run = survey(impl, seeds, **options, **({"invariants": only} if only else {}))
         any_failed |= bool(failures)
         print(f"{name}: {len(failures)} alarms over {seeds} seeds, {per_run:.2f} s per default run", flush=True)
         told = defaultdict(int)
