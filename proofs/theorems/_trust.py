@@ -15,12 +15,30 @@ from proofs.engine import Proof
 KINDS = ("definition", "assumption", "cited", "hypothesis")
 
 
+def _new_engine() -> bool:
+    return "subject" in inspect.signature(Proof.equal).parameters
+
+
 def proof(claim_id: str, statement) -> Proof:
-    """A Proof of a catalogued claim (its title and assumptions from the catalogue)."""
+    """A Proof of a catalogued claim, its title and assumptions from the catalogue and ``statement``
+    the SymPy relation (a conjunction) each of whose conjuncts a checked step must establish."""
     c = claim(claim_id)
-    if len(inspect.signature(Proof).parameters) == 1:  # the catalogue-driven engine
-        return Proof(claim_id)
+    if _new_engine():
+        return Proof(claim_id, statement=statement, assumptions=c.assumptions)
     return Proof(claim_id, c.title, statement, c.assumptions)
+
+
+def equal(pf: Proof, rule: str, description: str, lhs, rhs, *, subject=None) -> bool:
+    """A checked identity; on the new engine it establishes ``subject = rhs`` (a statement conjunct)."""
+    if subject is not None and _new_engine():
+        return pf.equal(rule, description, lhs, rhs, subject=subject)
+    return pf.equal(rule, description, lhs, rhs)
+
+
+def holds(pf: Proof, rule: str, description: str, lhs, rhs, check, relation: str = "=", *, subject=None) -> bool:
+    if subject is not None and _new_engine():
+        return pf.holds(rule, description, lhs, rhs, check, relation, subject=subject)
+    return pf.holds(rule, description, lhs, rhs, check, relation)
 
 
 def premise(pf: Proof, rule: str, description: str, lhs, rhs=None, relation: str = "=", *, kind: str,

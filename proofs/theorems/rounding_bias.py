@@ -13,7 +13,7 @@ import sympy as sp
 from sympy.stats import E, Uniform, variance
 
 from proofs.engine import Derivation, Result
-from proofs.theorems._trust import premise, proof
+from proofs.theorems._trust import equal, premise, proof
 
 h = sp.Symbol("h", positive=True)
 E_RN, VAR_RN, E_TRUNC = sp.Symbol("E[RN(x) - x]"), sp.Symbol("Var[RN(x) - x]"), sp.Symbol("E[trunc(x) - x]")
@@ -33,9 +33,10 @@ def round_to_nearest_unbiased() -> Derivation:
     rn_mean = sp.simplify(E(rn_error))
     rn_var = sp.simplify(variance(rn_error))
     trunc_mean = sp.simplify(E(trunc_error))
-    pf.equal("integration over U", "E[RN(x) - x] = ∫₀^½ -u h du + ∫_½^1 (1 - u) h du = 0", rn_mean, 0)
-    pf.equal("integration over U", "Var[RN(x) - x] = h²/12", rn_var, h ** 2 / 12)
-    pf.equal("integration over U", "E[trunc(x) - x] = -h/2: half a cell toward zero", trunc_mean, -h / 2)
+    equal(pf, "integration over U", "E[RN(x) - x] = ∫₀^½ -u h du + ∫_½^1 (1 - u) h du = 0", rn_mean, 0, subject=E_RN)
+    equal(pf, "integration over U", "Var[RN(x) - x] = h²/12", rn_var, h ** 2 / 12, subject=VAR_RN)
+    equal(pf, "integration over U", "E[trunc(x) - x] = -h/2: half a cell toward zero", trunc_mean, -h / 2,
+          subject=E_TRUNC)
     premise(pf, "central limit theorem", "the mean of many independent row errors is approximately normal, so "
             "a z-test judges it", sp.Symbol("mean"), sp.Symbol("Normal"), "~", kind="cited",
             reference="central limit theorem (Lindeberg–Lévy)")
