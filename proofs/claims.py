@@ -73,6 +73,14 @@ _MASK = "proofs.theorems.masking"
 _GQA = "proofs.theorems.gqa"
 _LIMITS = "proofs.theorems.scale_limits"
 _WORKED = "proofs.theorems.worked_examples"
+_DROPOUT = "proofs.theorems.dropout"
+_ROUNDING_BIAS = "proofs.theorems.rounding_bias"
+# The seeds say nothing about dropout or rounding; each claim quotes the nearest passage the
+# harness's judgement of it rests on (row-wise softmax weights; Bienaymé; numerical precision).
+_ROW_WEIGHTS = SeedPassage(SEED_WITH_WEIGHTS, "compute row-wise Softmax weights")
+_BIENAYME = SeedPassage(SEED_WITH_WEIGHTS, "By the Bienaymé formula for sums of independent variables")
+_PRECISION = SeedPassage(SEED_WITH_WEIGHTS, "numerical precision and computational efficiency require adhering "
+                                            "strictly to canonical mathematical laws")
 
 def _eq(lhs, rhs):
     """An unevaluated equation: stated, not decided by SymPy on construction."""
@@ -353,6 +361,25 @@ CLAIMS: tuple[Claim, ...] = (
           ("the fourth central moment of a sum of independent variables: μ₄(ΣY_i) = Σμ₄(Y_i) + 3Σ_{i≠j}μ₂(Y_i)μ₂(Y_j) "
            "(Kendall & Stuart, The Advanced Theory of Statistics, vol. 1, on moments of sums; proved here by "
            "induction)",)),
+    Claim("dropout-kept-fraction", "Dropout keeps 1 − p of the weights and rescales them by 1/(1 − p)",
+          "With M_j ~ Bernoulli(q), q = 1 − p the keep probability: E[M_j] = q, and c = 1/q is the rescale with "
+          "E[c M_j] = 1.",
+          ("masks independent Bernoulli(1 − p)", "0 < p < 1"), (_ROW_WEIGHTS,), f"{_DROPOUT}:dropout_kept_fraction",
+          "dropout", _formal(lambda sp, n: _dropout_statement(sp, "kept-fraction"))),
+    Claim("dropout-unbiased", "Dropout leaves the expected output unchanged",
+          "E[o] = E[Σ_j P_j M_j v_j/q] = Σ_j P_j v_j, the output without dropout, for any number of keys n.",
+          ("masks independent Bernoulli(1 − p)", "0 < p < 1"), (_ROW_WEIGHTS,), f"{_DROPOUT}:dropout_unbiased",
+          "dropout", _formal(lambda sp, n: _dropout_statement(sp, "unbiased"))),
+    Claim("dropout-variance", "The variance dropout adds to each output element",
+          "Var[o] = (1 − q)/q Σ_j P_j² v_j² = p/(1 − p) Σ_j P_j² v_j², for any number of keys n.",
+          ("masks independent Bernoulli(1 − p)", "0 < p < 1"), (_BIENAYME,), f"{_DROPOUT}:dropout_variance",
+          "dropout", _formal(lambda sp, n: _dropout_statement(sp, "variance"))),
+    Claim("round-to-nearest-unbiased", "Round-to-nearest is unbiased, truncation is not",
+          "For an exact value uniform within its rounding cell of width h: E[RN(x) − x] = 0, Var[RN(x) − x] = h²/12, "
+          "and E[trunc(x) − x] = −h/2 (toward zero).",
+          ("the value's position within its cell is uniform",), (_PRECISION,),
+          f"{_ROUNDING_BIAS}:round_to_nearest_unbiased", "rounding",
+          _formal(lambda sp, n: _rounding_bias_statement(sp))),
 )
 
 
@@ -428,6 +455,21 @@ def _kurtosis_statement(sp, n):
     d, p = n.D_K, n.P_TERM
     return sp.And(_eq(n.mu_4(n.S), d * n.mu_4(p) + 3 * d * (d - 1) * n.mu_2(p) ** 2),
                   _eq(n.kappa(n.S), n.kappa(p) / d + 3 * (d - 1) / d))
+
+
+def _dropout_statement(sp, which: str):
+    """The dropout laws in the keep probability q = 1 − p (symbols of proofs.theorems.dropout)."""
+    d = importlib.import_module(_DROPOUT)
+    if which == "kept-fraction":
+        return sp.And(_eq(d.E_M, d.q), _eq(d.RESCALE, 1 / d.q))
+    if which == "unbiased":
+        return _eq(d.E_O, sp.Sum(d.P[d.j] * d.v[d.j], (d.j, 1, d.n)))
+    return _eq(d.VAR_O, (1 - d.q) / d.q * sp.Sum(d.P[d.j] ** 2 * d.v[d.j] ** 2, (d.j, 1, d.n)))
+
+
+def _rounding_bias_statement(sp):
+    r = importlib.import_module(_ROUNDING_BIAS)
+    return sp.And(_eq(r.E_RN, 0), _eq(r.VAR_RN, r.h ** 2 / 12), _eq(r.E_TRUNC, -r.h / 2))
 
 
 def _three_token_statement(sp):
