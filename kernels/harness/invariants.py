@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from kernels.harness import reference as ref
+from kernels.harness import rounding_bound
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import EXTREME, MIXED, NEGATIVE, RANDOM, Case, generator, make_inputs
 
@@ -449,6 +450,7 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant("extreme-logits", "softmax-shift-invariance", extreme_logits, lambda c: c.kind == EXTREME),
     Invariant("mixed-magnitude-rows", "softmax-shift-invariance", mixed_magnitude_rows, lambda c: c.kind == MIXED),
     Invariant("hugely-negative-rows", "causal-mask-top-left", hugely_negative_rows, lambda c: c.kind == NEGATIVE),
+    Invariant("rounding-attention-forward", "rounding-attention-forward", rounding_bound.check, lambda c: True),
     Invariant("backward-agreement", None, backward_agreement, _random, backward=True),
     Invariant("backward-key-gradient-sum", "attention-backward", backward_key_gradient_sum, _random, backward=True),
     Invariant("softmax-jacobian", "softmax-jacobian", softmax_jacobian,
