@@ -95,3 +95,18 @@ def check(s):
     elif math.isinf(b):
         e = 0.0  # a vacuous bound passes everything finite; the detail says so
     return Outcome(e, b, detail)
+
+
+def mutants_caught(dtypes=("float32", "float16", "bfloat16")) -> list[tuple[str, list[str], int]]:
+    """(mutant, dtypes in which this invariant alone fails it, failing cases) for every mutant of
+    kernels.mutants, judged on the default cases (backward mutants: the forward is correct)."""
+    from kernels.harness.verify import verify_attention
+    from kernels.mutants import MUTANTS
+
+    out = []
+    for m in MUTANTS:
+        report = verify_attention(m.fn, dtypes=list(dtypes), backward=False)
+        bad = [c for c in report.checks if c.invariant == "rounding-attention-forward" and not c.passed]
+        out.append((m.name, sorted({c.dtype for c in bad}), len(bad)))
+    return out
+

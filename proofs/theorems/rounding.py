@@ -442,8 +442,8 @@ def online_rescale(per_block: int = 2) -> Derivation:
 
 def _forward_expressions(score_roundings: int = 2):
     """The bound's pieces as SymPy expressions in the recipe and per-element symbols."""
-    n_l = online_rescale().result["n_l"]
-    n_a = online_rescale().result["n_a"]
+    counts = online_rescale().result
+    n_l, n_a = counts["n_l"], counts["n_a"]
     score = gamma(HEAD_DIM + score_roundings, U_A)  # relative to c|q||k|
     delta = score * QK_ABS
     h = delta + U_A * (GAP + delta + DELTA_MAX)
