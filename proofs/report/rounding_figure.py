@@ -25,7 +25,7 @@ def rounding(data: dict, prefix: str = "rounding-bounds") -> str:
         ax.plot(n, [r["empirical"] for r in rows], ":", color="#888", lw=1.2, label="empirical rule (2× ref + floor)")
         measured = [r for r in rows if r["error"] > 0]
         ax.plot([r["n"] for r in measured], [r["error"] for r in measured], "o", ms=4, color=color,
-                label=f"largest error, {data['samples']} inputs")
+                label=f"error nearest its bound ({data['samples']} inputs)")
         bad = [r for r in rows if r["violations"]]
         if bad:
             ax.plot([r["n"] for r in bad], [r["error"] for r in bad], "x", ms=10, mew=2, color="black",
