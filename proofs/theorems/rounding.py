@@ -354,7 +354,7 @@ def softmax_shifted() -> Derivation:
     # softmax is the ratio lemma with v = e_j and no underflow terms: num = w_j(1 + a_j)
     pj, aj = sp.symbols("p_j |a_j|", nonnegative=True)
     slack = sp.Symbol("s", nonnegative=True)
-    _termwise(pf, "|w_j a_j − p̂... |: w_j|a_j| ≤ w_j A_j and |o|Σ w|b| ≤ p_j Σ w B (o = p_j for v = e_j)",
+    _termwise(pf, "termwise: w_j|a_j| ≤ w_j A_j, and |o|Σ w|b| ≤ p_j Σ w B since o = p_j for v = e_j",
               pj * a_j, pj * aj, {aj: a_j - slack})
     _holds(pf, "denominator", "Σ w_k(1 + b_k) ≥ Σ w_k (1 − B_k) = Σw (1 − Σ p_k B_k) > 0", 1 - sb, 0,
            lambda: (True, "Σ p_k B_k < 1 is the claim's assumption"), relation=">")
@@ -501,12 +501,12 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
            lambda: _is_identity(dj + U_A * (GAP + dj + dmax), ex["H"].subs(ex["delta"], dj)), relation="=")
     # 3. the weight factors of numerator (without P's rounding) and denominator
     _weight_factor_steps(pf)
-    _holds(pf, "γ lemma + rounding counts", "Θ_a = (1 + μ)^T(1 + u_a)^{n_a} − 1, Θ_l = (1 + μ)^T(1 + u_a)^{n_l} − 1 "
-           "bound the products of T exp errors and n_a, n_l roundings (claims rounding-gamma-lemma, "
-           "rounding-online-rescale); R = e^H(1 + Θ_a) − 1, B = e^H(1 + Θ_l) − 1",
-           sp.Tuple(ex["R"], ex["B"]), sp.Tuple(ex["R"], ex["B"]),
-           lambda: (ex["R"].has(sp.exp(ex["H"])) and ex["B"].has(sp.exp(ex["H"])), "R and B built from H, Θ_a, Θ_l"),
-           relation="=")
+    lemma = gamma_lemma().result["product"]  # (1 + u)ⁿ − 1 bounds |Π_{k≤n}(1 + δ_k) − 1|
+    theta = lambda n: (1 + lemma.subs({N: BLOCKS, U: MU})) * (1 + lemma.subs({N: n, U: U_A})) - 1  # noqa: E731
+    pf.equal("γ lemma + rounding counts", "R = e^H(1 + Θ_a) − 1 and B = e^H(1 + Θ_l) − 1 with Θ the γ lemma's bound "
+             "(1 + μ)^T(1 + u_a)^n − 1 for T exp errors and n_a = B_N + 2T − 1, n_l = B_N + 2T − 2 roundings "
+             "(claims rounding-gamma-lemma, rounding-online-rescale)", (ex["R"], ex["B"]),
+             (sp.exp(ex["H"]) * (1 + theta(ex["n_a"])) - 1, sp.exp(ex["H"]) * (1 + theta(ex["n_l"])) - 1))
     # 4. P's rounding split off: (1 + r)(1 + δ_p) − 1 = r + δ_p(1 + r)
     r_, dp = sp.symbols("r delta_p", real=True)
     pf.equal("P rounded to u_p", "(1 + r)(1 + δ_p) − 1 = r + δ_p(1 + r): the numerator's error is "
@@ -532,6 +532,14 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
     symbols = dict(recipe=(U_IN, U_A, U_P, MU, LAMBDA_A, LAMBDA_P, LAMBDA_O), shape=(HEAD_DIM, BLOCK_N, BLOCKS, KEYS),
                    key=(QK_ABS, GAP, DELTA_MAX), row=(T_P, PRV, PB, O_ABS, V_L1, ZETA))
     return pf.finish(Result(ex, symbols=symbols))
+
+
+def _min_is_below_first() -> tuple[bool, str]:
+    """min(a, b) ≤ a, by the two cases b = a + e and a = b + e (e ≥ 0)."""
+    a, b, e = sp.symbols("a b e", nonnegative=True)
+    cases = [(sp.Min(a, a + e) - a), (sp.Min(b + e, b) - (b + e))]
+    ok = all(sp.simplify(c).is_nonpositive for c in cases)
+    return ok, "both cases of min(a, b) − a ≤ 0" if ok else "a case of min(a, b) ≤ a not established"
 
 
 def attention_probabilistic_bound() -> Derivation:
@@ -563,8 +571,7 @@ def attention_probabilistic_bound() -> Derivation:
     _holds(pf, "both bounds hold", "the deterministic γ-form holds always, so min(γ-form, γ̃-form) holds whenever "
            "the γ̃-form does; the same min for every chain and for T_P",
            prob["score"], gamma(HEAD_DIM + 2, U_A),
-           lambda: (prob["score"].subs({HEAD_DIM: 62, U_A: sp.Rational(1, 2**24), LAM: 3})
-                    <= gamma(64, sp.Rational(1, 2**24)), "min(a, b) ≤ a, probed at D = 62, u = 2⁻²⁴, λ = 3"))
+           lambda: _min_is_below_first())
     _holds(pf, "Hoeffding ≤ union", "2exp(−λ²/2) ≤ 2exp(−λ²(1 − u)²/2): the P·V events fit the same per-chain "
            "probability", 2 * sp.exp(-LAM**2 / 2), per_chain,
            lambda: _nonnegative(LAM**2 / 2 - LAM**2 * (1 - U_A)**2 / 2, {U_A: _a / (1 + _a)}))
