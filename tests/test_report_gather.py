@@ -16,7 +16,7 @@ TWO = ("dot-product-variance", "softmax-normalisation")
 
 def _wrong_derivation(claim_id: str):
     pf = Proof(claim_id, "a deliberately wrong derivation", 0, ["none"])
-    pf.premise("premise", "a stated fact", 1)
+    pf.premise("premise", "a stated fact", 1, kind="assumption")
     pf.equal("arithmetic", "1 + 1 = 3, which a check must refuse", 1 + 1, 3)
     return pf.finish({"value": 3})
 

@@ -169,12 +169,7 @@ def prove(claim_id: str) -> tuple[ProofEvidence, float]:
              for n, s in enumerate(d.steps, 1)]
     result = d.result.items() if isinstance(d.result, dict) else [("result", d.result)]
     results = [[str(name), _safe(sp.latex, value)] for name, value in result]
-    failed = [s for s in steps if s.status == FAILED]
-    reason = ""
-    if failed:
-        reason = "; ".join(f"step {s.number} ({s.rule}): {s.detail}" for s in failed)
-    elif not d.verified:
-        reason = "no step is checked: a derivation of premises only proves nothing"
+    reason = "; ".join(d.reasons)
     return ProofEvidence(PASSED if d.verified else FAILED, reason, _safe(sp.latex, d.statement), steps, results,
                          len(d.checked_steps), len(d.steps) - len(d.checked_steps)), time.perf_counter() - start
 
@@ -652,7 +647,7 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
     # With --only, the failures of other claims' invariants are not this run's business.
     kernels.failures = [f for f in kernels.failures if f.claim_id is None or f.claim_id in selected]
 
-    evidence = [ClaimEvidence(c.id, c.title, c.statement, list(c.assumptions),
+    evidence = [ClaimEvidence(c.id, c.title, c.prose, list(c.assumptions),
                               [{"file": s.file, "quote": s.quote} for s in c.seeds], c.topic,
                               proof_ev[c.id], numeric_ev[c.id], kernel_ev[c.id]) for c in claims]
     seconds["total"] = time.perf_counter() - started

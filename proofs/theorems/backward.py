@@ -15,7 +15,8 @@ from typing import Callable
 
 import sympy as sp
 
-from proofs.engine import Derivation, Proof, Result, identity
+from proofs import notation as nt
+from proofs.engine import CITED, DEFINITION, Derivation, Proof, Result, identity
 from proofs.theorems.softmax import jacobian_in_weights, softmax_jacobian
 from proofs.validate import as_dimension
 
@@ -79,33 +80,43 @@ def attention_backward(rule: DsRule | None = None, *, n_q: int = 2, n_k: int = 3
     rule = rule or ds_rule
     n_q, n_k, d = int(as_dimension(n_q, "n_q")), int(as_dimension(n_k, "n_k")), int(as_dimension(d, "d"))
     d_v = d
-    pf = Proof("attention-backward", "Backward pass of attention",
-               sp.Eq(sp.Symbol("dS"), sp.Symbol("P ∘ (dP − rowsum(dO ∘ O))")),
-               [f"S = scale·QKᵀ, P = softmax(S) by rows, O = PV; Q {n_q}×{d}, K {n_k}×{d}, V {n_k}×{d_v}, "
-                "all entries symbolic", "upstream gradient dO = ∂L/∂O"])
+    pf = Proof("attention-backward")
+    # The statement's conjuncts by the gradient they name; D is stated twice (from dP and from dO).
+    stated = {str(c.lhs) + ("[dO]" if "dO" in str(c.rhs) and str(c.lhs) == "D" else ""): c
+              for c in sp.And.make_args(pf.statement)}
+    where = f"(checked on explicit {n_q}×{n_k} scores, head dim {d}, all entries symbolic)"
+    sizes = {nt.N_Q: n_q, nt.N_K: n_k, sp.Symbol("d", integer=True, positive=True): d, nt.D_V: d_v}
+
+    def claimed(name: str, **matrices):
+        """The statement's right side for ``name`` at these sizes and explicit matrices."""
+        return nt.explicit(stated[name].rhs, sizes, matrices)
     ids = backward_identities(n_q, n_k, d, d_v)
     Q, K, V, dO = ids.Q, ids.K, ids.V, ids.dO
     pf.premise("chain rule", "any scalar loss enters through O; its gradient there is dO, so take L = Σ dO ∘ O",
-               sp.Symbol("L"), sp.Symbol("Σ_ic dO_ic O_ic"))
+               sp.Symbol("L"), sp.Symbol("Σ_ic dO_ic O_ic"), kind=DEFINITION)
 
     # P as free symbols: the matrix-product layers are polynomial, so these steps are cheap.
     Pf = _matrix("p", n_q, n_k, positive=True)
     L_of_P = sum((dO.multiply_elementwise(Pf * V)))
-    pf.equal("differentiation of O = PV", "dV = ∂L/∂V = Pᵀ dO",
-             sp.Matrix(n_k, d_v, lambda j, c: sp.diff(L_of_P, V[j, c])), Pf.T * dO)
-    pf.equal("differentiation of O = PV", "dP = ∂L/∂P = dO Vᵀ",
-             sp.Matrix(n_q, n_k, lambda i, j: sp.diff(L_of_P, Pf[i, j])), dO * V.T)
+    pf.equal("differentiation of O = PV", f"dV = ∂L/∂V = Pᵀ dO {where}",
+             sp.Matrix(n_k, d_v, lambda j, c: sp.diff(L_of_P, V[j, c])), claimed("dV", P=Pf, dO=dO),
+             establishes=stated["dV"])
+    pf.equal("differentiation of O = PV", f"dP = ∂L/∂P = dO Vᵀ {where}",
+             sp.Matrix(n_q, n_k, lambda i, j: sp.diff(L_of_P, Pf[i, j])), claimed("dP", dO=dO, V=V),
+             establishes=stated["dP"])
 
     # Softmax layer, from the softmax-Jacobian theorem: dS_i = J(P_i)ᵀ dP_i with J = diag(a) − a aᵀ.
-    pf.holds("softmax-jacobian", f"the Jacobian used below is the derived one: ∂softmax/∂z = diag(a) − aaᵀ, "
-             f"n = {n_k}", sp.Symbol("J"), sp.Symbol("diag(a) − a aᵀ"), lambda: softmax_jacobian(n_k).verified)
+    pf.cite(softmax_jacobian(n_k))
     dPf = _matrix("dp", n_q, n_k, real=True)
     via_jacobian = sp.Matrix.vstack(*[(jacobian_in_weights(Pf.row(i).T).T * dPf.row(i).T).T for i in range(n_q)])
-    pf.equal("softmax Jacobian (softmax-jacobian)", "dS_i = J(P_i)ᵀ dP_i equals P ∘ (dP − D), D_i = Σ_j P_ij dP_ij",
+    pf.equal("softmax Jacobian (softmax-jacobian)", "dS_i = J(P_i)ᵀ dP_i equals the rule under test, P ∘ (dP − D)",
              via_jacobian, rule(Pf, dPf))
-    pf.equal("O = PV", "the row correction in output terms: Σ_j P_ij dP_ij = Σ_c dO_ic O_ic",
-             row_correction(Pf, dO * V.T), sp.Matrix([sum(dO[i, c] * (Pf * V)[i, c] for c in range(d_v))
-                                                      for i in range(n_q)]))
+    pf.equal("definition of D", f"D = rowsum(P ∘ dP), the correction the rule uses {where}", row_correction(Pf, dPf),
+             claimed("D", P=Pf, dP=dPf), establishes=stated["D"])
+    pf.equal("softmax Jacobian (softmax-jacobian)", f"dS_i = J(P_i)ᵀ dP_i equals the stated dS {where}",
+             via_jacobian, claimed("dS", P=Pf, dP=dPf, D=claimed("D", P=Pf, dP=dPf)), establishes=stated["dS"])
+    pf.equal("O = PV", f"the row correction in output terms: Σ_j P_ij dP_ij = Σ_c dO_ic O_ic {where}",
+             row_correction(Pf, dO * V.T), claimed("D[dO]", dO=dO, O=Pf * V), establishes=stated["D[dO]"])
 
     # End to end through the exponentials: differentiate L(S) with P = softmax(S) written out.
     Sf = _matrix("s", n_q, n_k, real=True)
@@ -115,16 +126,21 @@ def attention_backward(rule: DsRule | None = None, *, n_q: int = 2, n_k: int = 3
     by_rule = rule(P_of_S, dO * V.T)
     # One probe suffices to refute; the symbolic reduction to zero is the proof, and probing
     # these exponential quotients at 40 digits is what costs time.
-    pf.holds("chain rule through softmax", "∂L/∂S, differentiated through the exponentials, equals dS",
-             by_diff, by_rule, lambda: identity(by_diff, by_rule, probes=1))
+    end_to_end = pf.holds("chain rule through softmax", "∂L/∂S, differentiated through the exponentials, equals dS",
+                          by_diff, by_rule, lambda: identity(by_diff, by_rule, probes=1))
 
     # Score layer S = scale·QKᵀ: linear, so its pullback of any upstream G is exact to check.
     G = _matrix("G", n_q, n_k, real=True)
     L_lin = sum(G.multiply_elementwise(SCALE * Q * K.T))
-    pf.equal("differentiation of S = scale·QKᵀ", "∂/∂Q Σ G ∘ S = scale·G K",
-             sp.Matrix(n_q, d, lambda i, c: sp.diff(L_lin, Q[i, c])), SCALE * G * K)
-    pf.equal("differentiation of S = scale·QKᵀ", "∂/∂K Σ G ∘ S = scale·Gᵀ Q",
-             sp.Matrix(n_k, d, lambda j, c: sp.diff(L_lin, K[j, c])), SCALE * G.T * Q)
-    pf.premise("chain rule", "with G = dS: dQ = scale·dS K, dK = scale·dSᵀ Q", sp.Symbol("dQ"),
-               SCALE * sp.Symbol("dS") * sp.Symbol("K"))
+    pull_q = pf.equal("differentiation of S = scale·QKᵀ", "∂/∂Q Σ G ∘ S = the stated dQ with dS = G, any upstream G",
+                      sp.Matrix(n_q, d, lambda i, c: sp.diff(L_lin, Q[i, c])), claimed("dQ", dS=G, K=K))
+    pull_k = pf.equal("differentiation of S = scale·QKᵀ", "∂/∂K Σ G ∘ S = the stated dK with dS = G, any upstream G",
+                      sp.Matrix(n_k, d, lambda j, c: sp.diff(L_lin, K[j, c])), claimed("dK", dS=G, Q=Q))
+    pf.premise("chain rule", "∂L/∂Q = Σ_ij (∂L/∂S_ij) ∂S_ij/∂Q: the pullback through S of G = ∂L/∂S = dS",
+               sp.Symbol("∂L/∂Q"), sp.Symbol("Σ_ij dS_ij ∂S_ij/∂Q"), kind=CITED,
+               reference="chain rule of multivariable calculus")
+    for name, pulled in (("dQ", pull_q), ("dK", pull_k)):
+        pf.holds("chain rule", f"with G = dS: {stated[name]}", stated[name].lhs, stated[name].rhs,
+                 lambda pulled=pulled: (pulled and end_to_end, "G = dS (checked end to end above) in the pullback "
+                                        "(checked above for every G)"), establishes=stated[name])
     return pf.finish(ids)

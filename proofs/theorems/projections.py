@@ -6,6 +6,7 @@ from typing import Callable
 
 import sympy as sp
 
+from proofs import notation as nt
 from proofs.engine import Derivation, Proof, Result
 from proofs.validate import as_dimension
 
@@ -49,12 +50,10 @@ def batched_projection(X: list[sp.Matrix], W: sp.Matrix) -> list[sp.Matrix]:
 
 
 def projection_shapes() -> Derivation:
-    pf = Proof("projection-shapes", "Projections keep batch and sequence dimensions",
-               sp.Eq(sp.Symbol("shape(XW)"), sp.Tuple(B, T, D_K)),
-               ["X ∈ ℝ^{B×T×d_model}, W ∈ ℝ^{d_model×d_k}"])
+    pf = Proof("projection-shapes")
+    shape = sp.Tuple(*projected_shape((B, T, D_MODEL), (D_MODEL, D_K)))
     pf.holds("shape rule of the batched GEMM", "[B, T, d_model]·[d_model, d_k] → [B, T, d_k] (symbolic sizes)",
-             sp.Tuple(*projected_shape((B, T, D_MODEL), (D_MODEL, D_K))), sp.Tuple(B, T, D_K),
-             lambda: projected_shape((B, T, D_MODEL), (D_MODEL, D_K)) == (B, T, D_K))
+             shape, shape, lambda: (len(shape) == 3, f"shape {tuple(shape)}"), subject=nt.shape(sp.Symbol("XW")))
     b, t, dm, dk = 2, 3, 2, 2
     X = [_matrix(f"x{i + 1}", t, dm) for i in range(b)]
     W = _matrix("w", dm, dk)
@@ -74,8 +73,8 @@ def projection_shapes() -> Derivation:
                     return False, f"output row ({b1}, {t1}) depends on another token"
         return True, "∂Y[b, t]/∂X[b', t'] = 0 for (b', t') ≠ (b, t): no token or batch mixing"
 
-    pf.holds("independence of rows", "no output row depends on another token, so T and B are unchanged",
-             sp.Symbol("∂Y[b,t]/∂X[b',t']"), 0, no_mixing)
+    pf.holds("independence of rows", f"no output row depends on another token (explicit B = {b}, T = {t}): "
+             "each row is one token's GEMV", sp.Symbol("∂Y[b,t]/∂X[b',t'], (b',t') ≠ (b,t)"), 0, no_mixing)
     return pf.finish(Result(shape=sp.Tuple(B, T, D_K)))
 
 
@@ -93,9 +92,9 @@ def fused_qkv_projection(split: Split | None = None, *, t: int = 2, d_model: int
     split = split or split_blocks
     t, d_model, d_k = (int(as_dimension(v, n)) for v, n in ((t, "t"), (d_model, "d_model"), (d_k, "d_k")))
     d_v = d_k
-    pf = Proof("fused-qkv-projection", "The fused QKV projection equals three projections",
-               sp.Eq(sp.Symbol("split(X[W_Q|W_K|W_V])"), sp.Symbol("(XW_Q, XW_K, XW_V)")),
-               [f"explicit symbolic X ({t}×{d_model}), W_Q, W_K, W_V ({d_model}×{d_k}), biases"])
+    pf = Proof("fused-qkv-projection")
+    plain, biased = (pf.stated(sp.Symbol(name)) for name in ("split(X[W_Q|W_K|W_V])",
+                                                             "split(X[W_Q|W_K|W_V] + 1[b_Q|b_K|b_V])"))
     X = _matrix("x", t, d_model)
     Ws = [_matrix(n, d_model, d) for n, d in (("wq", d_k), ("wk", d_k), ("wv", d_v))]
     bs = [_matrix(n, 1, d) for n, d in (("bq", d_k), ("bk", d_k), ("bv", d_v))]
@@ -104,10 +103,13 @@ def fused_qkv_projection(split: Split | None = None, *, t: int = 2, d_model: int
     pf.holds("shape rule", f"W_QKV is {d_model}×(2·{d_k} + {d_v}); X·W_QKV is {t}×{2 * d_k + d_v}",
              sp.Tuple(*(X * W_qkv).shape), sp.Tuple(t, 2 * d_k + d_v),
              lambda: (X * W_qkv).shape == (t, 2 * d_k + d_v))
-    pf.equal("block matrix product", "split(X·W_QKV) = (XW_Q, XW_K, XW_V), entrywise",
-             list(split(X * W_qkv, d_k, d_v)), [X * W for W in Ws])
+    sizes = {nt.SEQ: t, nt.D_MODEL: d_model, D_K: d_k, nt.D_V: d_v}
+    named = {"X": X, "W_Q": Ws[0], "W_K": Ws[1], "W_V": Ws[2], "b_Q": bs[0], "b_K": bs[1], "b_V": bs[2]}
+    stated = lambda rel: [nt.explicit(e, sizes, named) for e in rel.rhs]  # noqa: E731
+    pf.equal("block matrix product", f"split(X·W_QKV) = (XW_Q, XW_K, XW_V), entrywise (explicit X {t}×{d_model}, "
+             f"W {d_model}×{d_k})", list(split(X * W_qkv, d_k, d_v)), stated(plain), establishes=plain)
     pf.equal("block matrix product", "with bias: split(X·W_QKV + 1·b_QKV) = (XW_Q + 1b_Q, XW_K + 1b_K, XW_V + 1b_V)",
-             list(split(X * W_qkv + ones * b_qkv, d_k, d_v)), [X * W + ones * b for W, b in zip(Ws, bs)])
+             list(split(X * W_qkv + ones * b_qkv, d_k, d_v)), stated(biased), establishes=biased)
     return pf.finish(Result(W_qkv=W_qkv, b_qkv=b_qkv))
 
 
@@ -122,9 +124,9 @@ def parameter_count(d_model, d_k, *, bias: bool = False, matrices: int = 1):
 
 
 def projection_parameter_count() -> Derivation:
-    pf = Proof("projection-parameter-count", "Parameter counts of the Q, K, V projections",
-               sp.Eq(sp.Symbol("params(W_Q, W_K, W_V)"), 3 * D_MODEL * D_K),
-               ["W_Q, W_K, W_V ∈ ℝ^{d_model×d_k}; a bias adds d_k each"])
+    pf = Proof("projection-parameter-count")
+    W, b_, gpt2_w = sp.Symbol("W"), sp.Symbol("b"), sp.Symbol("W^{GPT-2}")
+    qkv, gpt2_qkv = sp.symbols("W_Q W_K W_V"), sp.symbols("W_Q^{GPT-2} W_K^{GPT-2} W_V^{GPT-2}")
 
     def counted(dm: int, dk: int, bias: bool) -> int:
         W = _matrix("w", dm, dk)
@@ -137,22 +139,28 @@ def projection_parameter_count() -> Derivation:
                  f"{sp.sstr(formula)} parameters, counted on explicit matrices for d_model, d_k ≤ 4",
                  sp.Symbol("params"), formula,
                  lambda f=formula, bias=bias: all(counted(m, k, bias) == f.subs({D_MODEL: m, D_K: k})
-                                                  for m in range(1, 5) for k in range(1, 5)))
+                                                  for m in range(1, 5) for k in range(1, 5)),
+                 subject=nt.params(W, b_) if bias else nt.params(W))
+    pf.equal("three projections", "Q, K and V: three times one projection", parameter_count(D_MODEL, D_K, matrices=3),
+             pf.claimed(nt.params(*qkv)), subject=nt.params(*qkv))
     fused = 3 * D_MODEL * D_MODEL + 3 * D_MODEL  # nn.Linear(d_model, 3·d_model, bias=True)
     pf.equal("block matrix", "fused Linear(d_model, 3·d_model, bias) has as many parameters as three separate ones",
              fused, parameter_count(D_MODEL, D_MODEL, bias=True, matrices=3))
     gpt2 = {D_MODEL: 768, D_K: 768}
-    pf.equal("substitution, d_model = d_k = 768", "GPT-2 small: 768 × 768 = 589,824 per matrix",
-             parameter_count(D_MODEL, D_K).subs(gpt2), 589_824)
-    pf.equal("substitution, d_model = d_k = 768", "GPT-2 small: W_Q, W_K, W_V together hold 1,769,472 weights",
-             parameter_count(D_MODEL, D_K, matrices=3).subs(gpt2), 1_769_472)
+    pf.equal("substitution, d_model = d_k = 768", "GPT-2 small: d_model·d_k per matrix",
+             sp.Subs(parameter_count(D_MODEL, D_K), (D_MODEL, D_K), (768, 768)), pf.claimed(nt.params(gpt2_w)),
+             subject=nt.params(gpt2_w), where=lambda e: sp.sympify(e).doit())
+    pf.equal("substitution, d_model = d_k = 768", "GPT-2 small: W_Q, W_K, W_V together",
+             sp.Subs(parameter_count(D_MODEL, D_K, matrices=3), (D_MODEL, D_K), (768, 768)),
+             pf.claimed(nt.params(*gpt2_qkv)), subject=nt.params(*gpt2_qkv), where=lambda e: sp.sympify(e).doit())
     pf.equal("substitution, d_model = d_k = 768", "with GPT-2's biases (c_attn): 1,771,776",
              parameter_count(D_MODEL, D_K, bias=True, matrices=3).subs(gpt2), 1_771_776)
     return pf.finish(Result(per_matrix=parameter_count(D_MODEL, D_K),
                             per_matrix_bias=parameter_count(D_MODEL, D_K, bias=True),
                             qkv=parameter_count(D_MODEL, D_K, matrices=3),
                             qkv_bias=parameter_count(D_MODEL, D_K, bias=True, matrices=3),
-                            gpt2_per_matrix=sp.Integer(589_824), gpt2_qkv=sp.Integer(1_769_472),
+                            gpt2_per_matrix=parameter_count(D_MODEL, D_K).subs(gpt2),
+                            gpt2_qkv=parameter_count(D_MODEL, D_K, matrices=3).subs(gpt2),
                             symbols=(D_MODEL, D_K)))
 
 
@@ -164,9 +172,8 @@ def scores(X: sp.Matrix, W_Q: sp.Matrix, W_K: sp.Matrix) -> sp.Matrix:
 def score_asymmetry(n: int = 2, d_k: int = 2, tokens: int = 2) -> Derivation:
     """S = X W_Q W_Kᵀ Xᵀ is symmetric for every X exactly when M = W_Q W_Kᵀ is symmetric."""
     n, d_k, tokens = (int(as_dimension(v, name)) for v, name in ((n, "n"), (d_k, "d_k"), (tokens, "tokens")))
-    pf = Proof("score-asymmetry", "Scores are symmetric for all inputs iff W_Q W_Kᵀ is symmetric",
-               sp.Equivalent(sp.Symbol("S = Sᵀ for all X"), sp.Symbol("W_Q W_Kᵀ = W_K W_Qᵀ")),
-               [f"X ∈ ℝ^{{N×n}}, W_Q, W_K ∈ ℝ^{{n×d_k}} (explicit n = {n}, d_k = {d_k}, N = {tokens})"])
+    pf = Proof("score-asymmetry")
+    iff = next(c for c in sp.And.make_args(pf.statement) if isinstance(c, sp.Equivalent))
     X = _matrix("x", tokens, n)
     W_Q, W_K = _matrix("wq", n, d_k), _matrix("wk", n, d_k)
     Mf = _matrix("m", n, n)  # M = W_Q W_Kᵀ as free symbols: every S is X M Xᵀ
@@ -185,8 +192,8 @@ def score_asymmetry(n: int = 2, d_k: int = 2, tokens: int = 2) -> Derivation:
                     return False, f"tokens e_{a + 1}, e_{b + 1}"
         return True, "for X = [e_a; e_b]: S_12 − S_21 = M_ab − M_ba, so symmetric S for all X forces M = Mᵀ"
 
-    pf.holds("choice of X", "only if: unit-vector tokens expose every entry of M − Mᵀ", sp.Symbol("M − Mᵀ"),
-             sp.zeros(n, n), only_if)
+    only = pf.holds("choice of X", f"only if: unit-vector tokens expose every entry of M − Mᵀ (n = {n})",
+                    sp.Symbol("M − Mᵀ"), sp.zeros(n, n), only_if)
     A = sp.Matrix(d_k, d_k, lambda i, j: sp.Symbol(f"a_{min(i, j) + 1}{max(i, j) + 1}", real=True))
     M_sym = W_Q * (W_Q * A).T
     pf.equal("M symmetric", "if: W_K = W_Q·A with A = Aᵀ (W_K ≠ W_Q in general) gives M = Mᵀ, hence S = Sᵀ",
@@ -198,6 +205,32 @@ def score_asymmetry(n: int = 2, d_k: int = 2, tokens: int = 2) -> Derivation:
     from proofs.theorems.worked_examples import SEED_W_K, SEED_W_Q, SEED_X
 
     seed_S = scores(SEED_X, SEED_W_Q, SEED_W_K)
-    pf.holds("the seed's weights", "the seed's X, W_Q, W_K give S = [[3, 2], [6, 4]]: S_12 = 2 ≠ S_21 = 6",
+    sizes = {nt.N_TOK: tokens, nt.N: n}
+    sym = sp.Matrix(n, n, lambda i, j: Mf[min(i, j), max(i, j)])  # a generic symmetric M
+
+    def truth(prop, M) -> bool:
+        """Does the stated proposition hold identically in X (every X) for this M?"""
+        if isinstance(prop, sp.Not):
+            return not truth(prop.args[0], M)
+        if isinstance(prop, sp.Ne):
+            return not truth(sp.Eq(prop.lhs, prop.rhs, evaluate=False), M)
+        if not isinstance(prop, sp.Eq):
+            raise ValueError(f"cannot decide the proposition {prop}")
+        diff = nt.explicit(prop.lhs - prop.rhs, sizes, {"X": X, "M": M})
+        return all(sp.expand(e) == 0 for e in diff)
+
+    def both_ways() -> tuple[bool, str]:
+        lhs, rhs = iff.args
+        rows = {name: (truth(lhs, M), truth(rhs, M)) for name, M in (("symmetric M", sym), ("generic M", Mf))}
+        ok = only and all(a == b for a, b in rows.values())
+        return ok, "; ".join(f"{name}: sides {a} and {b}" for name, (a, b) in rows.items()) + \
+            ("; unit tokens witness the generic case (above)" if only else "; the unit-token step failed")
+
+    pf.holds("iff", "the stated sides agree: both hold for a generic symmetric M (S − Sᵀ = X(M − Mᵀ)Xᵀ = 0 for every "
+             "symbolic X), both fail for a generic M", iff.args[0], iff.args[1], both_ways, "⟺", establishes=iff)
+    for (i, j), name in (((0, 1), "S_12^seed"), ((1, 0), "S_21^seed")):
+        pf.equal("matrix product", f"the seed's X, W_Q, W_K: {name[:4]} = {seed_S[i, j]}", seed_S[i, j],
+                 pf.claimed(sp.Symbol(name)), subject=sp.Symbol(name))
+    pf.holds("the seed's weights", "so the seed's scores are not symmetric: S_12 ≠ S_21",
              seed_S, seed_S.T, lambda: (seed_S != seed_S.T, f"S = {seed_S.tolist()}"), "≠")
     return pf.finish(Result(scores=X * M * X.T, M=M, difference=X * (M - M.T) * X.T, seed_scores=seed_S))

@@ -134,6 +134,33 @@ ZETA = sp.Symbol("zeta", nonnegative=True)
 ERR = sp.Symbol("|fl(o) - o|", nonnegative=True)
 
 
+# What the statements speak of (the catalogue builds them from these, the theorems establish them).
+X_F, Y_F = sp.Function("x", real=True), sp.Function("y", real=True)  # functions of the index j
+DOT_ERROR = sp.Symbol("|fl(x^T y) - x^T y|", nonnegative=True)
+SOFTMAX_GAP = sp.Symbol("|s_j - m|", nonnegative=True)
+SOFTMAX_PB = sp.Symbol("Σ p_k B_k", nonnegative=True)
+SOFTMAX_ERROR = sp.Symbol("|p̂_j - p_j| / p_j", nonnegative=True)
+DRIFT = sp.Symbol("|tau_j|", nonnegative=True)
+LAST_MAX, SCORE_J = sp.symbols("m_T s_j", real=True)
+COUNT_L, COUNT_A, COUNT_EXP = sp.symbols("n_l(T) n_a(T) exps(T)", integer=True, positive=True)
+FAILURE_PROB = sp.Symbol("P(some element exceeds its bound)", nonnegative=True)
+CHAINS, Q_FAIL = sp.symbols("C Q", positive=True)  # rounding chains in one output tensor; failure probability
+
+
+def rescale_counts(per_block: int = 2) -> tuple[sp.Expr, sp.Expr]:
+    """(n_l, n_a): roundings on a weight in l and in acc over T blocks (claim rounding-online-rescale)."""
+    return BLOCK_N + per_block * (BLOCKS - 1), BLOCK_N + 1 + per_block * (BLOCKS - 1)
+
+
+def softmax_relative_bound() -> sp.Expr:
+    a_j = sp.exp(U * SOFTMAX_GAP) * (1 + MU) - 1
+    return (1 + U) * (a_j + SOFTMAX_PB) / (1 - SOFTMAX_PB) + U
+
+
+def forward_bound_expression() -> sp.Expr:
+    return _forward_expressions()["bound"]
+
+
 def gamma(n, u=U) -> sp.Expr:
     """γ_n = nu / (1 − nu)."""
     return n * u / (1 - n * u)
@@ -157,10 +184,17 @@ def _premise(pf: Proof, rule, description, lhs, rhs=None, relation="=", *, kind,
         pf.premise(rule, tag + description, lhs, rhs, relation)
 
 
-def _holds(pf: Proof, rule, description, lhs, rhs, check, relation="≤", subject=None) -> bool:
-    if subject is not None and "subject" in inspect.signature(pf.holds).parameters:
-        return pf.holds(rule, description, lhs, rhs, check, relation=relation, subject=subject)
+def _holds(pf: Proof, rule, description, lhs, rhs, check, relation="≤") -> bool:
     return pf.holds(rule, description, lhs, rhs, check, relation=relation)
+
+
+def _conclude(pf: Proof, description, lhs, rel, rhs) -> bool:
+    """The claim's relation, built from this derivation's own expressions, holding because every
+    step before it checked (the steps are the proof; this step composes them)."""
+    from proofs.engine import relation
+
+    return pf.holds("conclusion", description, lhs, rhs, lambda: _all_checked(pf), relation=rel,
+                    establishes=relation(lhs, rel, rhs))
 
 
 def _nonnegative(expr: sp.Expr, substitution: dict | None = None) -> tuple[bool, str]:
@@ -196,10 +230,8 @@ def gamma_lemma(gamma_of=None) -> Derivation:
 
     ``gamma_of(n, u)`` replaces γ to have a candidate judged: nu alone (no denominator) is refused."""
     gamma = gamma_of or globals()["gamma"]
-    theta_n, theta_n1 = THETA(N), THETA(N + 1)
-    statement = sp.And(sp.Le(sp.Abs(theta_n), (1 + U)**N - 1), sp.Le((1 + U)**N - 1, gamma(N)))
-    pf = Proof("rounding-gamma-lemma", "The γ_n lemma: n roundings cost at most γ_n = nu/(1 − nu)",
-               statement, ["|δ_k| ≤ u for every k", "nu < 1"])
+    theta_n = THETA(N)
+    pf = Proof("rounding-gamma-lemma")
     _premise(pf, "definition", "θ_n is defined by Π_{k=1}^{n} (1 + δ_k) = 1 + θ_n", 1 + theta_n,
              sp.Product(1 + sp.Indexed("delta", _K), (_K, 1, N)), kind="definition")
     _premise(pf, "definition", "γ_n = nu / (1 − nu)", sp.Symbol("gamma_n"), gamma(N), kind="definition")
@@ -235,8 +267,10 @@ def gamma_lemma(gamma_of=None) -> Derivation:
     _holds(pf, "monotonicity of γ", "γ_k ≤ γ_n for k ≤ n (γ_n − γ_k = (n − k)u/((1 − nu)(1 − ku)))",
            gamma(N), gamma(N + _K),
            lambda: _nonnegative(gamma(N + _K) - gamma(N), _hypothesis_u(N + _K)))
-    _holds(pf, "induction on n", "|θ_n| ≤ (1 + u)ⁿ − 1 ≤ γ_n for every n with nu < 1 (base case and step)",
-           sp.Abs(theta_n), gamma(N), lambda: _all_checked(pf), subject=statement)
+    _conclude(pf, "by induction on n (base case and step above): |θ_n| ≤ (1 + u)ⁿ − 1",
+              sp.Abs(theta_n), "≤", (1 + U)**N - 1)
+    _conclude(pf, "by induction on n (base case and step above): (1 + u)ⁿ − 1 ≤ γ_n",
+              (1 + U)**N - 1, "≤", gamma(N))
     return pf.finish(Result(gamma=gamma(N), product=(1 + U)**N - 1, symbols=(N, U)))
 
 
@@ -255,13 +289,10 @@ def _fl_sum_tree(terms, deltas, pairwise: bool):
 
 def dot_product_bound() -> Derivation:
     """|fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y| in any summation order."""
-    # Functions of the index, not IndexedBase: the engine probes plain symbols only.
-    x, y, th = sp.Function("x", real=True), sp.Function("y", real=True), sp.Function("theta", real=True)
+    x, y, th = X_F, Y_F, sp.Function("theta", real=True)
     exact = sp.Sum(x(_J) * y(_J), (_J, 1, N))
     bound = gamma(N) * sp.Sum(sp.Abs(x(_J)) * sp.Abs(y(_J)), (_J, 1, N))
-    statement = sp.Le(sp.Symbol("|fl(x^T y) - x^T y|"), bound)
-    pf = Proof("rounding-dot-product", "Dot products: |fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y| in any order", statement,
-               ["x, y ∈ ℝⁿ, nu < 1", "no overflow or underflow"])
+    pf = Proof("rounding-dot-product")
     _premise(pf, "standard model", "fl(a op b) = (a op b)(1 + δ), |δ| ≤ u, for op ∈ {+, −, ×, /}",
              sp.Symbol("fl(a op b)"), sp.Symbol("(a op b)(1 + delta)"), kind="cited", reference=STANDARD_MODEL)
     # Any order is a binary tree whose n leaves are the products; a leaf is rounded once as a
@@ -299,8 +330,7 @@ def dot_product_bound() -> Derivation:
 
         _holds(pf, f"cross-check n = 4, {order}", f"{order} summation: each x_j y_j carries at most n = 4 δ's",
                sp.Symbol(f"roundings per term ({order})"), 4, count)
-    _holds(pf, "conclusion", "|fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y|", statement.lhs, bound,
-           lambda: _all_checked(pf), subject=statement)
+    _conclude(pf, "|fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y|", DOT_ERROR, "≤", bound)
     return pf.finish(Result(bound=bound, gamma=gamma(N)))
 
 
@@ -333,15 +363,11 @@ def _termwise(pf: Proof, what: str, bound_term, abs_term, subs) -> None:
 
 def softmax_shifted() -> Derivation:
     """p̂_j = fl(e_j / fl(Σ e_k)), e_k = fl(exp(fl(s_k − m))), m = max s: a relative error bound."""
-    x, mu, u = sp.Symbol("|s_j - m|", nonnegative=True), MU, U
+    x, mu, u = SOFTMAX_GAP, MU, U
     a_j = sp.exp(u * x) * (1 + mu) - 1  # the numerator's weight factor
-    b_k = sp.Symbol("B_k", nonnegative=True)  # e^{u|s_k − m|}(1 + μ)(1 + u)^{n−1} − 1
-    sb = sp.Symbol("Σ p_k B_k", nonnegative=True)
-    rel = ((1 + u) * (a_j + sb) / (1 - sb) + u)
-    statement = sp.Le(sp.Symbol("|p̂_j - p_j| / p_j"), rel)
-    pf = Proof("rounding-softmax-shifted", "Softmax with max subtraction: a relative error bound", statement,
-               ["s ∈ ℝⁿ, m = max_k s_k (computed exactly: max does not round)", "Σ_k p_k B_k < 1",
-                "no overflow; weights below the underflow threshold enter through the forward claim"])
+    sb = SOFTMAX_PB
+    rel = softmax_relative_bound()
+    pf = Proof("rounding-softmax-shifted")
     _premise(pf, "standard model", "each +, −, ×, / rounds with |δ| ≤ u", sp.Symbol("fl(a op b)"),
              sp.Symbol("(a op b)(1 + delta)"), kind="cited", reference=STANDARD_MODEL)
     _premise(pf, "exp accuracy", "fl(exp(x)) = exp(x)(1 + ε), |ε| ≤ μ", sp.Symbol("fl(exp(x))"),
@@ -361,9 +387,9 @@ def softmax_shifted() -> Derivation:
     e = sp.Symbol("E", nonnegative=True)
     pf.equal("final division", "fl(ô) − p = (ô − p)(1 + δ) + pδ, so |fl(ô) − p| ≤ (1 + u)E + u p",
              sp.Symbol("o") * (1 + DELTA) - pj, (sp.Symbol("o") - pj) * (1 + DELTA) + pj * DELTA)
-    _holds(pf, "conclusion", "|p̂_j − p_j| ≤ p_j[(1 + u)(A_j + Σ p_k B_k)/(1 − Σ p_k B_k) + u], A_j = e^{u|s_j − m|}"
-           "(1 + μ) − 1, B_k = e^{u|s_k − m|}(1 + μ)(1 + u)^{n−1} − 1 (cf. Blanchard, Higham & Higham 2021)",
-           statement.lhs, rel, lambda: _all_checked(pf), subject=statement)
+    _conclude(pf, "|p̂_j − p_j| ≤ p_j[(1 + u)(A_j + Σ p_k B_k)/(1 − Σ p_k B_k) + u], A_j = e^{u|s_j − m|}(1 + μ) − 1, "
+              "B_k = e^{u|s_k − m|}(1 + μ)(1 + u)^{n−1} − 1 (cf. Blanchard, Higham & Higham 2021)",
+              SOFTMAX_ERROR, "≤", (1 + u) * (a_j + sb) / (1 - sb) + u)
     return pf.finish(Result(relative=rel, A=a_j, B=sp.exp(u * x) * (1 + mu) * (1 + u)**(N - 1) - 1,
                             reference=BLANCHARD))
 
@@ -391,14 +417,8 @@ def online_rescale(per_block: int = 2) -> Derivation:
     adds to a weight (a multiply and an add: 2); a count that forgets one is refused."""
     m = sp.Function("m", real=True)
     t, b = sp.symbols("t b", integer=True, positive=True)
-    n_l = BLOCK_N + per_block * (BLOCKS - 1)
-    n_a = BLOCK_N + 1 + per_block * (BLOCKS - 1)
-    statement = sp.And(sp.Le(sp.Symbol("|tau_j|"), U * sp.Symbol("(m_T - s_j)")),
-                       sp.Eq(sp.Symbol("n_l(T)"), n_l), sp.Eq(sp.Symbol("n_a(T)"), n_a),
-                       sp.Eq(sp.Symbol("exps(T)"), BLOCKS))
-    pf = Proof("rounding-online-rescale", "Online softmax: one rescale, and the total over ⌈N_k/B_N⌉ blocks",
-               statement, ["T = ⌈N_k / B_N⌉ key blocks of at most B_N keys", "running maxima m_1 ≤ … ≤ m_T of "
-                           "the computed scores (max is exact)", "key j lies in block b ≤ T"])
+    n_l, n_a = rescale_counts(per_block)
+    pf = Proof("rounding-online-rescale")
     _premise(pf, "standard model", "each +, −, × rounds with |δ| ≤ u", sp.Symbol("fl(a op b)"),
              sp.Symbol("(a op b)(1 + delta)"), kind="cited", reference=STANDARD_MODEL)
     _premise(pf, "exp accuracy", "fl(exp(x)) = exp(x)(1 + ε), |ε| ≤ μ", sp.Symbol("fl(exp(x))"),
@@ -431,9 +451,11 @@ def online_rescale(per_block: int = 2) -> Derivation:
              "n(T + 1) = n(T) + (δ's a later block puts on the carried l, counted), exps(T + 1) = exps(T) + 1",
              (n_l + added, n_a + added, BLOCKS + 1),
              (n_l.subs(BLOCKS, BLOCKS + 1), n_a.subs(BLOCKS, BLOCKS + 1), BLOCKS + 1))
-    _holds(pf, "conclusion", "|τ_j| ≤ u(m_T − s_j); n_l = B_N + 2T − 2, n_a = B_N + 2T − 1 roundings and T exps",
-           statement.args[0].lhs, statement.args[0].rhs, lambda: _all_checked(pf),
-           subject=statement)
+    _conclude(pf, "the exponent of key j drifts by at most u(m_T − s_j) in total", DRIFT, "≤",
+              U * (LAST_MAX - SCORE_J))
+    _conclude(pf, "by induction on T: n_l(T) = B_N + 2T − 2", COUNT_L, "=", n_l)
+    _conclude(pf, "by induction on T: n_a(T) = B_N + 2T − 1", COUNT_A, "=", n_a)
+    _conclude(pf, "by induction on T: T exps", COUNT_EXP, "=", BLOCKS)
     return pf.finish(Result(n_l=n_l, n_a=n_a, exps=BLOCKS))
 
 
@@ -442,8 +464,7 @@ def online_rescale(per_block: int = 2) -> Derivation:
 
 def _forward_expressions(score_roundings: int = 2):
     """The bound's pieces as SymPy expressions in the recipe and per-element symbols."""
-    counts = online_rescale().result
-    n_l, n_a = counts["n_l"], counts["n_a"]
+    n_l, n_a = rescale_counts()
     score = gamma(HEAD_DIM + score_roundings, U_A)  # relative to c|q||k|
     delta = score * QK_ABS
     h = delta + U_A * (GAP + delta + DELTA_MAX)
@@ -466,13 +487,7 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
     """The per-element forward bound. ``score_roundings`` is what the bound allows beyond the dot product's
     D roundings (the scale's and the product's: 2); a bound that forgets them is refused."""
     ex = _forward_expressions(score_roundings)
-    statement = sp.Le(ERR, ex["bound"])
-    pf = Proof("rounding-attention-forward", "Whole forward, per output element: an a-posteriori bound",
-               statement,
-               ["a FlashAttention-2 style loop with precision recipe (u_in, u_a, u_p, μ, B_N): scores, running max, "
-                "l and acc in the accumulator format, P rounded to u_p before P·V, exp to μ, one division, "
-                "one store", "T = ⌈N_k/B_N⌉, D = head dim; masked keys contribute exact zeros",
-                "the chain factors stay ≤ 2 and 1 − (P∘B)1 − N_k ζ > 0 (else the bound is +∞)"])
+    pf = Proof("rounding-attention-forward")
     _premise(pf, "standard model", "fl(a op b) = (a op b)(1 + δ) + η, |δ| ≤ u, |η| ≤ λ (λ the smallest normal: "
              "also covers flush-to-zero), exact when the result is representable",
              sp.Symbol("fl(a op b)"), sp.Symbol("(a op b)(1 + delta) + eta"), kind="cited", reference=STANDARD_MODEL)
@@ -527,8 +542,8 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
     oh, o = sp.symbols("ohat o", real=True)
     pf.equal("division and store", "fl_in(fl_a(ô)) − o = (ô − o)(1 + δ_a)(1 + δ_in) + o((1 + δ_a)(1 + δ_in) − 1)",
              oh * (1 + d1) * (1 + d2) - o, (oh - o) * (1 + d1) * (1 + d2) + o * ((1 + d1) * (1 + d2) - 1))
-    _holds(pf, "conclusion", "|fl(o) − o| ≤ (1 + u_a)(1 + u_in)E + ((1 + u_a)(1 + u_in) − 1)|o| + λ_a + λ_o u_in",
-           ERR, ex["bound"], lambda: _all_checked(pf), subject=statement)
+    _conclude(pf, "|fl(o) − o| ≤ (1 + u_a)(1 + u_in)E + ((1 + u_a)(1 + u_in) − 1)|o| + λ_a + λ_o u_in",
+              ERR, "≤", ex["bound"])
     symbols = dict(recipe=(U_IN, U_A, U_P, MU, LAMBDA_A, LAMBDA_P, LAMBDA_O), shape=(HEAD_DIM, BLOCK_N, BLOCKS, KEYS),
                    key=(QK_ABS, GAP, DELTA_MAX), row=(T_P, PRV, PB, O_ABS, V_L1, ZETA))
     return pf.finish(Result(ex, symbols=symbols))
@@ -544,8 +559,7 @@ def _min_is_below_first() -> tuple[bool, str]:
 
 def attention_probabilistic_bound() -> Derivation:
     ex = _forward_expressions()
-    chains = sp.Symbol("C", positive=True)  # rounding chains in one output tensor
-    q_fail = sp.Symbol("Q", positive=True)
+    chains, q_fail = CHAINS, Q_FAIL
     per_chain = 2 * sp.exp(-LAM**2 * (1 - U_A)**2 / 2)
     lam_of_q = sp.sqrt(2 * sp.log(2 * chains / q_fail)) / (1 - U_A)
     prob = dict(
@@ -554,12 +568,7 @@ def attention_probabilistic_bound() -> Derivation:
         chain_l=(1 + MU)**BLOCKS * (1 + sp.Min((1 + U_A)**ex["n_l"] - 1, gamma_tilde(ex["n_l"], LAM, U_A))) - 1,
         T_P=LAM * U_P * sp.Symbol("(1 + R_max)||p∘v||_2", nonnegative=True),
     )
-    statement = sp.Le(sp.Symbol("P(some element exceeds its bound)"), chains * per_chain)
-    pf = Proof("rounding-attention-probabilistic", "Whole forward, probabilistic: λ√n·u chains (Higham–Mary)",
-               statement, ["the rounding errors δ are independent random variables of mean zero (the model "
-                           "Higham & Mary analyse); exp errors and argument roundings stay deterministic",
-                           "C = number of rounding chains and P·V sums in the output tensor",
-                           "the recipe assumptions of rounding-attention-forward"])
+    pf = Proof("rounding-attention-probabilistic")
     _premise(pf, "probabilistic model", "each δ_k is a random variable, independent of the earlier ones, mean zero, "
              "|δ_k| ≤ u", sp.Symbol("E[delta_k | delta_1..delta_{k-1}]"), 0, kind="assumption")
     _premise(pf, "Higham–Mary", "a chain Π_{k≤n}(1 + δ_k) = 1 + θ_n has |θ_n| ≤ γ̃_n(λ) = exp(λ√n u + nu²/(1 − u)) − 1 "
@@ -580,7 +589,6 @@ def attention_probabilistic_bound() -> Derivation:
              "bound", sp.Sum(per_chain, (k, 1, chains)).doit(), chains * per_chain)
     pf.equal("choosing λ", "λ = √(2 ln(2C/Q))/(1 − u) makes the failure probability exactly Q",
              sp.simplify(chains * per_chain.subs(LAM, lam_of_q)), q_fail)
-    _holds(pf, "conclusion", "with probability ≥ 1 − Q, every element obeys the forward bound with γ → min(γ, γ̃) "
-           "and T_P → min(u_p Σp(1 + R)|v|, λu_p(1 + R_max)‖p∘v‖₂)", statement.lhs, chains * per_chain,
-           lambda: _all_checked(pf), subject=statement)
+    _conclude(pf, "with probability ≥ 1 − Q, every element obeys the forward bound with γ → min(γ, γ̃) and "
+              "T_P → min(u_p Σp(1 + R)|v|, λu_p(1 + R_max)‖p∘v‖₂)", FAILURE_PROB, "≤", chains * per_chain)
     return pf.finish(Result(prob, per_chain=per_chain, lam_of_q=lam_of_q, chains=chains, q_fail=q_fail))
