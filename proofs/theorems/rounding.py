@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import sympy as sp
 
@@ -161,6 +162,11 @@ def forward_bound_expression() -> sp.Expr:
     return _forward_expressions()["bound"]
 
 
+def product_bound(n, u=U) -> sp.Expr:
+    """(1 + u)ⁿ − 1: what n roundings of at most u can do to a product (claim rounding-gamma-lemma)."""
+    return (1 + u)**n - 1
+
+
 def gamma(n, u=U) -> sp.Expr:
     """γ_n = nu / (1 − nu)."""
     return n * u / (1 - n * u)
@@ -271,7 +277,7 @@ def gamma_lemma(gamma_of=None) -> Derivation:
               sp.Abs(theta_n), "≤", (1 + U)**N - 1)
     _conclude(pf, "by induction on n (base case and step above): (1 + u)ⁿ − 1 ≤ γ_n",
               (1 + U)**N - 1, "≤", gamma(N))
-    return pf.finish(Result(gamma=gamma(N), product=(1 + U)**N - 1, symbols=(N, U)))
+    return pf.finish(Result(gamma=gamma(N), product=product_bound(N, U), symbols=(N, U)))
 
 
 def _fl_sum_tree(terms, deltas, pairwise: bool):
@@ -350,10 +356,23 @@ def _ratio_steps(pf: Proof) -> None:
     o = _sum(_w(_J) * _v(_J)) / _sum(_w(_J))
     num = _sum(_w(_J) * (1 + _av(_J)) * _v(_J) + _za(_J) * _v(_J))
     den = _sum(_w(_J) * (1 + _bv(_J)) + _zb(_J))
-    pf.equal("ratio lemma (identity)", "num − o·den = Σ w a v + Σ z_a v − o(Σ w b + Σ z_b): the exact parts "
-             "cancel because Σ w v = o Σ w", num - o * den,
-             _sum(_w(_J) * _av(_J) * _v(_J)) + _sum(_za(_J) * _v(_J)) - o * (_sum(_w(_J) * _bv(_J)) + _sum(_zb(_J))))
-    pf.equal("ratio lemma (identity)", "num/den − o = (num − o·den)/den", num / den - o, (num - o * den) / den)
+    rhs = _sum(_w(_J) * _av(_J) * _v(_J)) + _sum(_za(_J) * _v(_J)) - o * (_sum(_w(_J) * _bv(_J)) + _sum(_zb(_J)))
+    # The same two identities serve several claims: checked once per process (engine.identity, cached).
+    pf.holds("ratio lemma (identity)", "num − o·den = Σ w a v + Σ z_a v − o(Σ w b + Σ z_b): the exact parts "
+             "cancel because Σ w v = o Σ w", num - o * den, rhs, lambda: _ratio_identity(0), relation="=")
+    pf.holds("ratio lemma (identity)", "num/den − o = (num − o·den)/den", num / den - o, (num - o * den) / den,
+             lambda: _ratio_identity(1), relation="=")
+
+
+@lru_cache(maxsize=None)
+def _ratio_identity(which: int) -> tuple[bool, str]:
+    o = _sum(_w(_J) * _v(_J)) / _sum(_w(_J))
+    num = _sum(_w(_J) * (1 + _av(_J)) * _v(_J) + _za(_J) * _v(_J))
+    den = _sum(_w(_J) * (1 + _bv(_J)) + _zb(_J))
+    if which == 0:
+        return _is_identity(num - o * den, _sum(_w(_J) * _av(_J) * _v(_J)) + _sum(_za(_J) * _v(_J))
+                            - o * (_sum(_w(_J) * _bv(_J)) + _sum(_zb(_J))))
+    return _is_identity(num / den - o, (num - o * den) / den)
 
 
 def _termwise(pf: Proof, what: str, bound_term, abs_term, subs) -> None:
@@ -516,7 +535,7 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
            lambda: _is_identity(dj + U_A * (GAP + dj + dmax), ex["H"].subs(ex["delta"], dj)), relation="=")
     # 3. the weight factors of numerator (without P's rounding) and denominator
     _weight_factor_steps(pf)
-    lemma = gamma_lemma().result["product"]  # (1 + u)ⁿ − 1 bounds |Π_{k≤n}(1 + δ_k) − 1|
+    lemma = product_bound(N, U)  # (1 + u)ⁿ − 1 bounds |Π_{k≤n}(1 + δ_k) − 1| (claim rounding-gamma-lemma)
     theta = lambda n: (1 + lemma.subs({N: BLOCKS, U: MU})) * (1 + lemma.subs({N: n, U: U_A})) - 1  # noqa: E731
     pf.equal("γ lemma + rounding counts", "R = e^H(1 + Θ_a) − 1 and B = e^H(1 + Θ_l) − 1 with Θ the γ lemma's bound "
              "(1 + μ)^T(1 + u_a)^n − 1 for T exp errors and n_a = B_N + 2T − 1, n_l = B_N + 2T − 2 roundings "
@@ -553,7 +572,7 @@ def _min_is_below_first() -> tuple[bool, str]:
     """min(a, b) ≤ a, by the two cases b = a + e and a = b + e (e ≥ 0)."""
     a, b, e = sp.symbols("a b e", nonnegative=True)
     cases = [(sp.Min(a, a + e) - a), (sp.Min(b + e, b) - (b + e))]
-    ok = all(sp.simplify(c).is_nonpositive for c in cases)
+    ok = all(c.is_nonpositive for c in cases)  # Min decides a ≤ a + e itself
     return ok, "both cases of min(a, b) − a ≤ 0" if ok else "a case of min(a, b) ≤ a not established"
 
 
