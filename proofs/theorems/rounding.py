@@ -342,7 +342,8 @@ def dot_product_bound() -> Derivation:
 
 # ----------------------------------------------------------------------------- the ratio lemma
 
-_w, _av, _bv, _v = (sp.Function(s, real=True) for s in ("w", "a", "b", "v"))
+_w = sp.Function("w", positive=True)  # exact weights e^{s_j − m} > 0
+_av, _bv, _v = (sp.Function(s, real=True) for s in ("a", "b", "v"))
 _za, _zb = sp.Function("z_a", real=True), sp.Function("z_b", real=True)
 
 
@@ -352,27 +353,31 @@ def _sum(f):
 
 def _ratio_steps(pf: Proof) -> None:
     """Numerator Σ w_j(1 + a_j)v_j + Σ z_a,j v_j and denominator Σ w_j(1 + b_j) + Σ z_b,j, against
-    o = Σ w v / Σ w: the checked identity behind every bound here (the ratio lemma)."""
-    o = _sum(_w(_J) * _v(_J)) / _sum(_w(_J))
+    o = Σ w v / Σ w: the checked identity behind every bound here (the ratio lemma). Written
+    multiplied out, so no step divides by a quantity not known to be non-zero."""
+    s1, sv = _sum(_w(_J)), _sum(_w(_J) * _v(_J))
     num = _sum(_w(_J) * (1 + _av(_J)) * _v(_J) + _za(_J) * _v(_J))
     den = _sum(_w(_J) * (1 + _bv(_J)) + _zb(_J))
-    rhs = _sum(_w(_J) * _av(_J) * _v(_J)) + _sum(_za(_J) * _v(_J)) - o * (_sum(_w(_J) * _bv(_J)) + _sum(_zb(_J)))
-    # The same two identities serve several claims: checked once per process (engine.identity, cached).
-    pf.holds("ratio lemma (identity)", "num − o·den = Σ w a v + Σ z_a v − o(Σ w b + Σ z_b): the exact parts "
-             "cancel because Σ w v = o Σ w", num - o * den, rhs, lambda: _ratio_identity(0), relation="=")
-    pf.holds("ratio lemma (identity)", "num/den − o = (num − o·den)/den", num / den - o, (num - o * den) / den,
-             lambda: _ratio_identity(1), relation="=")
+    rhs = s1 * (_sum(_w(_J) * _av(_J) * _v(_J)) + _sum(_za(_J) * _v(_J))) - sv * (_sum(_w(_J) * _bv(_J)) + _sum(_zb(_J)))
+    # The same identities serve several claims: checked once per process (engine.identity, cached).
+    pf.holds("ratio lemma (identity)", "Σw·num − Σwv·den = Σw(Σ w a v + Σ z_a v) − Σwv(Σ w b + Σ z_b): the exact "
+             "parts cancel", s1 * num - sv * den, rhs, lambda: _ratio_identity(0), relation="=")
+    oh, o, s1_, den_ = sp.symbols("ohat o S_1 den", real=True)
+    pf.holds("ratio lemma (division)", "with ô·den = num and o·Σw = Σwv: (ô − o)·Σw·den = Σw·num − Σwv·den, so "
+             "|ô − o| = |Σw·num − Σwv·den| / (Σw·den) where Σw > 0 and den > 0", (oh - o) * s1_ * den_,
+             s1_ * (oh * den_) - (o * s1_) * den_, lambda: _ratio_identity(1), relation="=")
 
 
 @lru_cache(maxsize=None)
 def _ratio_identity(which: int) -> tuple[bool, str]:
-    o = _sum(_w(_J) * _v(_J)) / _sum(_w(_J))
+    if which == 1:
+        oh, o, s1_, den_ = sp.symbols("ohat o S_1 den", real=True)
+        return _is_identity((oh - o) * s1_ * den_, s1_ * (oh * den_) - (o * s1_) * den_)
+    s1, sv = _sum(_w(_J)), _sum(_w(_J) * _v(_J))
     num = _sum(_w(_J) * (1 + _av(_J)) * _v(_J) + _za(_J) * _v(_J))
     den = _sum(_w(_J) * (1 + _bv(_J)) + _zb(_J))
-    if which == 0:
-        return _is_identity(num - o * den, _sum(_w(_J) * _av(_J) * _v(_J)) + _sum(_za(_J) * _v(_J))
-                            - o * (_sum(_w(_J) * _bv(_J)) + _sum(_zb(_J))))
-    return _is_identity(num / den - o, (num - o * den) / den)
+    return _is_identity(s1 * num - sv * den, s1 * (_sum(_w(_J) * _av(_J) * _v(_J)) + _sum(_za(_J) * _v(_J)))
+                        - sv * (_sum(_w(_J) * _bv(_J)) + _sum(_zb(_J))))
 
 
 def _termwise(pf: Proof, what: str, bound_term, abs_term, subs) -> None:
@@ -540,7 +545,10 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
     pf.equal("γ lemma + rounding counts", "R = e^H(1 + Θ_a) − 1 and B = e^H(1 + Θ_l) − 1 with Θ the γ lemma's bound "
              "(1 + μ)^T(1 + u_a)^n − 1 for T exp errors and n_a = B_N + 2T − 1, n_l = B_N + 2T − 2 roundings "
              "(claims rounding-gamma-lemma, rounding-online-rescale)", (ex["R"], ex["B"]),
-             (sp.exp(ex["H"]) * (1 + theta(ex["n_a"])) - 1, sp.exp(ex["H"]) * (1 + theta(ex["n_l"])) - 1))
+             (sp.exp(ex["H"]) * (1 + theta(ex["n_a"])) - 1, sp.exp(ex["H"]) * (1 + theta(ex["n_l"])) - 1),
+             # 1/(1 − (D + 2)u_a) enters both sides alike: named (positive), so nothing divides by zero
+             where=lambda e: tuple(sp.sympify(x).xreplace({1 / (1 - (HEAD_DIM + 2) * U_A): sp.Symbol(
+                 "1/(1 - (D+2)u_a)", positive=True)}) for x in e))
     # 4. P's rounding split off: (1 + r)(1 + δ_p) − 1 = r + δ_p(1 + r)
     r_, dp = sp.symbols("r delta_p", real=True)
     pf.equal("P rounded to u_p", "(1 + r)(1 + δ_p) − 1 = r + δ_p(1 + r): the numerator's error is "
