@@ -233,6 +233,17 @@ low_internal_precision = _variant(blocked_attention, "low_internal_precision",
     work_dtype=torch.float16)
 
 
+def _declared(fn, recipe: str):
+    from kernels.harness.rounding_bound import declare_recipe  # here: the harness imports this module
+
+    return declare_recipe(fn, recipe)
+
+
+half_accumulators_declared_float32 = _declared(_variant(blocked_attention, "half_accumulators_declared_float32",
+    "Declares FlashAttention-2's recipe (float32 accumulators) but accumulates in float16.",
+    work_dtype=torch.float16), "flash-attention-2")
+
+
 def prescales_query_in_place(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
     """q multiplied by the scale in place, overwriting the caller's tensor."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
@@ -529,6 +540,10 @@ MUTANTS: tuple[Mutant, ...] = (
     # (range, not precision: named by the robustness cases instead)
     Mutant(low_internal_precision, "silent low internal precision (float16 inside)", "reference-agreement",
            dtypes=(torch.float32,)),
+    # float16 inputs: the empirical rule lets this pass (a float16 reference errs as much); only the
+    # proved bound for the declared float32 accumulators refuses it
+    Mutant(half_accumulators_declared_float32, "computes below its declared precision (float16 accumulators)",
+           "rounding-attention-forward", dtypes=(torch.float16,)),
     Mutant(prescales_query_in_place, "writes into its input (in-place pre-scale of q)", "inputs-untouched"),
     Mutant(ignores_strides, "ignores the inputs' strides", "strided-inputs"),
     Mutant(wrong_output_dtype, "wrong output dtype", "output-dtype-shape", dtypes=(torch.float16, torch.bfloat16)),

@@ -75,6 +75,20 @@ _LIMITS = "proofs.theorems.scale_limits"
 _WORKED = "proofs.theorems.worked_examples"
 _DROPOUT = "proofs.theorems.dropout"
 _ROUNDING_BIAS = "proofs.theorems.rounding_bias"
+_BOUNDS = "proofs.theorems.rounding"
+
+
+def _r():
+    """The rounding theorems' module, whose symbols and bound builders the statements below use."""
+    return importlib.import_module(_BOUNDS)
+
+
+def _le(lhs, rhs):
+    import sympy as sp
+
+    return sp.Le(lhs, rhs, evaluate=False)
+
+
 # The seeds say nothing about dropout or rounding; each claim quotes the nearest passage the
 # harness's judgement of it rests on (row-wise softmax weights; Bienaymé; numerical precision).
 _ROW_WEIGHTS = SeedPassage(SEED_WITH_WEIGHTS, "compute row-wise Softmax weights")
@@ -380,6 +394,59 @@ CLAIMS: tuple[Claim, ...] = (
           ("the value's position within its cell is uniform",), (_PRECISION,),
           f"{_ROUNDING_BIAS}:round_to_nearest_unbiased", "rounding",
           _formal(lambda sp, n: _rounding_bias_statement(sp))),
+    Claim("rounding-gamma-lemma", "n roundings cost at most γ_n = nu/(1 − nu)",
+          "|Π_{k≤n}(1 + δ_k) − 1| ≤ (1 + u)ⁿ − 1 ≤ γ_n for |δ_k| ≤ u and nu < 1, by induction on n "
+          "(Higham, Accuracy and Stability of Numerical Algorithms, 2002, Lemma 3.1).",
+          ("|δ_k| ≤ u", "nu < 1"), (), f"{_BOUNDS}:gamma_lemma", "rounding-bounds",
+          _formal(lambda sp, n: sp.And(_le(sp.Abs(_r().THETA(_r().N)), (1 + _r().U)**_r().N - 1),
+                                        _le((1 + _r().U)**_r().N - 1, _r().gamma(_r().N)))),
+          references=('Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., SIAM 2002, Lemma 3.1',)),
+    Claim("rounding-dot-product", "Rounded dot products: |fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y|",
+          "In any summation order, |fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y| (Higham, Accuracy and Stability, 2002, eq. (3.5)).",
+          ("standard model of floating-point arithmetic (cited)", "nu < 1, no underflow"), (),
+          f"{_BOUNDS}:dot_product_bound", "rounding-bounds",
+          _formal(lambda sp, n: _le(_r().DOT_ERROR, _r().gamma(_r().N) * sp.Sum(
+              sp.Abs(_r().X_F(_r()._J)) * sp.Abs(_r().Y_F(_r()._J)), (_r()._J, 1, _r().N)))),
+          references=('Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., SIAM 2002, eq. (3.5)',)),
+    Claim("rounding-softmax-shifted", "Softmax with max subtraction: relative error bound",
+          "p̂_j = fl(fl(exp(fl(s_j − m)))/fl(Σ)) has |p̂_j − p_j| ≤ p_j[(1 + u)(A_j + Σ p_k B_k)/(1 − Σ p_k B_k) + u] "
+          "with A_j = e^{u|s_j − m|}(1 + μ) − 1, B_k = e^{u|s_k − m|}(1 + μ)(1 + u)^{n−1} − 1 (cf. Blanchard, "
+          "D. J. Higham & N. J. Higham, IMA J. Numer. Anal. 41(4), 2021).",
+          ("standard model and exp accuracy μ (cited)", "m = max s"), (), f"{_BOUNDS}:softmax_shifted",
+          "rounding-bounds",
+          _formal(lambda sp, n: _le(_r().SOFTMAX_ERROR, _r().softmax_relative_bound())),
+          references=('Blanchard, D. J. Higham & N. J. Higham, Accurate computation of the log-sum-exp and softmax functions, IMA J. Numer. Anal. 41(4), 2021',)),
+    Claim("rounding-online-rescale", "Online softmax: what rescales add over ⌈N_k/B_N⌉ blocks",
+          "Key j's exponent drifts by at most u(m_T − s_j) in total (the rescale arguments telescope); its weight "
+          "carries T exp errors and n_l = B_N + 2T − 2 (in l) or n_a = B_N + 2T − 1 (in acc) roundings "
+          "(Milakov & Gimelshein 2018; Dao 2023, FlashAttention-2).",
+          ("T = ⌈N_k/B_N⌉ blocks", "standard model and exp accuracy (cited)"), (), f"{_BOUNDS}:online_rescale",
+          "rounding-bounds",
+          _formal(lambda sp, n: sp.And(_le(_r().DRIFT, _r().U * (_r().LAST_MAX - _r().SCORE_J)),
+              _eq(_r().COUNT_L, _r().rescale_counts()[0]), _eq(_r().COUNT_A, _r().rescale_counts()[1]),
+              _eq(_r().COUNT_EXP, _r().BLOCKS))),
+          references=('Milakov & Gimelshein, Online normalizer calculation for softmax, 2018',
+                      'Dao, FlashAttention-2, 2023',)),
+    Claim("rounding-attention-forward", "Attention forward: a proved per-element error bound",
+          "|fl(o) − o| ≤ (1 + u_a)(1 + u_in)E + ((1 + u_a)(1 + u_in) − 1)|o| + λ_a + λ_o u_in, E = [u_p P(1 + R)|V| + "
+          "(P∘R)|V| + |o|(P∘B)1 + ζ(‖v‖₁ + N|o|)]/(1 − (P∘B)1 − Nζ), R, B = e^H(1 + μ)^T(1 + u_a)^{n_a, n_l} − 1, "
+          "H = Δ + u_a(|s − m| + Δ + Δ_max), Δ = γ_{D+2}(u_a)·c|Q||K|ᵀ, for a precision recipe (u_in, u_a, u_p, μ, B_N) "
+          "(Higham 2002's standard model; FlashAttention-2's loop, Dao 2023).",
+          ("standard model with underflow and exp accuracy (cited)", "the kernel follows its declared recipe"), (),
+          f"{_BOUNDS}:attention_forward_bound", "rounding-bounds",
+          _formal(lambda sp, n: _le(_r().ERR, _r().forward_bound_expression())),
+          references=('Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., SIAM 2002, §2.2 (standard model)',
+                      'Dao, FlashAttention-2, 2023',)),
+    Claim("rounding-attention-probabilistic", "Attention forward: a probabilistic λ√n·u bound",
+          "With independent mean-zero rounding errors, the forward bound with γ_n → min(γ_n, γ̃_n(λ)), γ̃_n = "
+          "exp(λ√n u + nu²/(1 − u)) − 1, and P's rounding → λu_p‖p∘v‖₂ fails anywhere in a tensor of C chains with "
+          "probability at most C·2exp(−λ²(1 − u)²/2) (Higham & Mary, SIAM J. Sci. Comput. 41(5), 2019; Hoeffding 1963).",
+          ("rounding errors independent, mean zero (assumed)", "Higham–Mary Theorem 2.4 and Hoeffding (cited)"), (),
+          f"{_BOUNDS}:attention_probabilistic_bound", "rounding-bounds",
+          _formal(lambda sp, n: _le(_r().FAILURE_PROB, _r().CHAINS * 2 * sp.exp(
+              -_r().LAM**2 * (1 - _r().U_A)**2 / 2))),
+          references=('Higham & Mary, A new approach to probabilistic rounding error analysis, SIAM J. Sci. Comput. 41(5), 2019, Theorem 2.4',
+                      'Hoeffding, 1963',)),
 )
 
 

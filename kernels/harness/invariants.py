@@ -431,7 +431,3 @@ def invariant_named(name: str) -> Invariant:
         if i.name == name:
             return i
     raise ValueError(f"no invariant named {name!r}; known: {', '.join(i.name for i in INVARIANTS)}")
-
-
-# The training path, attn_mask, dropout and the rounding-bias invariants register themselves.
-from kernels.harness import bias, dropout, masks, training  # noqa: E402,F401  (import order: after the registry)

@@ -1,0 +1,621 @@
+"""Rounding-error bounds for attention: tolerances that are proved, not tuned.
+
+The chain of claims, each a checked derivation:
+
+- ``rounding-gamma-lemma``: a product of n factors (1 + δ_k), |δ_k| ≤ u, is 1 + θ_n with
+  |θ_n| ≤ (1 + u)ⁿ − 1 ≤ γ_n = nu/(1 − nu), by induction on n (Higham, *Accuracy and Stability of
+  Numerical Algorithms*, Lemma 3.1).
+- ``rounding-dot-product``: |fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y| for any summation order.
+- ``rounding-softmax-shifted``: softmax with max subtraction (Blanchard, D. J. Higham & N. J.
+  Higham 2021), as an instance of the ratio lemma every bound below rests on.
+- ``rounding-online-rescale``: what one rescale by fl(exp(m_old − m_new)) adds, and the total over
+  T = ⌈N_k / BLOCK_N⌉ key blocks (the exponent drifts telescope; the counts grow by 2 per block).
+- ``rounding-attention-forward``: a per-element a-posteriori bound for the whole forward of a
+  FlashAttention-2 style kernel, computable from c|Q||K|ᵀ, |P||V| and the block count, for a
+  precision :class:`Recipe`.
+- ``rounding-attention-probabilistic``: the same with the Higham–Mary λ√n·u chains and a
+  Hoeffding bound for the rounding of P, holding with a stated failure probability.
+
+The standard model of floating-point arithmetic and the accuracy of exp are cited premises;
+everything else is checked. Numbers flow downstream as the SymPy expressions in ``result``.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+import sympy as sp
+
+from proofs.engine import Derivation, Proof, Result
+
+HIGHAM_BOOK = "N. J. Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., SIAM 2002"
+STANDARD_MODEL = (f"standard model of floating-point arithmetic, with gradual underflow "
+                  f"({HIGHAM_BOOK}, §2.2, eqs. (2.4) and (2.8))")
+EXP_ACCURACY = ("stated accuracy of the exp/exp2 implementation in ulps (CUDA C Programming Guide, "
+                "mathematical functions appendix: exp2f 2 ulp; PyTorch ATen Vectorized<float>::exp_u20: "
+                "20 ulp; a correctly rounded exp: 1/2 ulp)")
+HIGHAM_MARY = ("N. J. Higham & T. Mary, A new approach to probabilistic rounding error analysis, "
+               "SIAM J. Sci. Comput. 41(5), 2019, Theorem 2.4")
+HOEFFDING = "W. Hoeffding, Probability inequalities for sums of bounded random variables, JASA 58, 1963, Thm 2"
+BLANCHARD = ("P. Blanchard, D. J. Higham & N. J. Higham, Accurate computation of the log-sum-exp and "
+             "softmax functions, IMA J. Numer. Anal. 41(4), 2021")
+
+# ----------------------------------------------------------------------------- precision facts
+
+# Unit roundoff u = 2^-p (p the precision in bits, round to nearest) and the smallest positive
+# normal number λ of each format: the one source of these numbers for every layer.
+UNIT_ROUNDOFF = {"float64": sp.Rational(1, 2**53), "float32": sp.Rational(1, 2**24),
+                 "float16": sp.Rational(1, 2**11), "bfloat16": sp.Rational(1, 2**8)}
+SMALLEST_NORMAL = {"float64": sp.Rational(1, 2**1022), "float32": sp.Rational(1, 2**126),
+                   "float16": sp.Rational(1, 2**14), "bfloat16": sp.Rational(1, 2**126)}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Where a kernel rounds: the formats of its inputs/output, accumulators and P before P·V,
+    its exp's accuracy in ulps of the accumulator format, and its key-block sizes.
+
+    ``block_n`` lists the block sizes the kernel may use (autotuning picks one); the bound takes
+    the worst of them. (1,) is the loosest: every key its own block."""
+
+    name: str
+    inputs: str
+    accumulator: str
+    probabilities: str
+    exp_ulps: sp.Rational
+    block_n: tuple[int, ...]
+
+    def __post_init__(self):
+        for field in ("inputs", "accumulator", "probabilities"):
+            if getattr(self, field) not in UNIT_ROUNDOFF:
+                raise ValueError(f"recipe {field} must be one of {sorted(UNIT_ROUNDOFF)}, got {getattr(self, field)!r}")
+        if not self.block_n or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in self.block_n):
+            raise ValueError(f"recipe block_n must be a non-empty tuple of positive ints, got {self.block_n!r}")
+
+    @property
+    def values(self) -> dict:
+        """The recipe's numbers, keyed by the symbols of the forward bound."""
+        ua = UNIT_ROUNDOFF[self.accumulator]
+        return {U_IN: UNIT_ROUNDOFF[self.inputs], U_A: ua, U_P: UNIT_ROUNDOFF[self.probabilities],
+                MU: 2 * sp.Rational(self.exp_ulps) * ua, LAMBDA_A: SMALLEST_NORMAL[self.accumulator],
+                LAMBDA_P: SMALLEST_NORMAL[self.probabilities], LAMBDA_O: SMALLEST_NORMAL[self.inputs]}
+
+
+RECIPES = ("flash-attention-2", "torch-cpu-sdpa", "float32-blocked", "loosest")
+
+
+def recipe(name: str, dtype: str, **changes) -> Recipe:
+    """A named precision recipe for inputs of ``dtype`` (float32, float16 or bfloat16).
+
+    flash-attention-2: FlashAttention-2 and this project's Triton kernel (float32 accumulators,
+    P rounded to the input format, exp2 to 2 ulp, BLOCK_N 32 or 64). torch-cpu-sdpa: PyTorch's
+    CPU flash kernel (float32 accumulators, P in the input format, exp_u20, key blocks of 512).
+    float32-blocked: a float32 FlashAttention-2 loop with P kept in float32 (kernels.mutants
+    .blocked_attention, blocks of 16). loosest: everything in the input format, exp to 2 ulp,
+    any blocking."""
+    if dtype not in ("float32", "float16", "bfloat16"):
+        raise ValueError(f"dtype must be float32, float16 or bfloat16, got {dtype!r}")
+    table = {
+        "flash-attention-2": dict(accumulator="float32", probabilities=dtype, exp_ulps=2, block_n=(32, 64)),
+        "torch-cpu-sdpa": dict(accumulator="float32", probabilities=dtype, exp_ulps=20, block_n=(512,)),
+        "float32-blocked": dict(accumulator="float32", probabilities="float32", exp_ulps=1, block_n=(16,)),
+        "loosest": dict(accumulator=dtype, probabilities=dtype, exp_ulps=2, block_n=(1,)),
+    }
+    if name not in table:
+        raise ValueError(f"recipe name must be one of {', '.join(RECIPES)}, got {name!r}")
+    fields = dict(table[name], exp_ulps=sp.Rational(table[name]["exp_ulps"]))
+    return replace(Recipe(name, dtype, **fields), **changes)
+
+
+# ----------------------------------------------------------------------------- symbols
+
+U = sp.Symbol("u", positive=True)
+N = sp.Symbol("n", integer=True, positive=True)
+_J, _K = sp.symbols("j k", integer=True, positive=True)
+_a = sp.Symbol("b", positive=True)  # u = 1/(n + b), b > 0, carries the hypothesis nu < 1
+THETA = sp.Function("theta")
+DELTA = sp.Symbol("delta", real=True)
+
+# The forward bound's symbols: recipe, shape, and per-(row, key) inputs.
+U_IN, U_A, U_P, MU = sp.symbols("u_in u_a u_p mu", positive=True)
+LAMBDA_A, LAMBDA_P, LAMBDA_O = sp.symbols("lambda_a lambda_p lambda_o", positive=True)
+HEAD_DIM, BLOCK_N, BLOCKS, KEYS = sp.symbols("D B_N T N_k", integer=True, positive=True)
+QK_ABS = sp.Symbol("c|q||k|", nonnegative=True)  # c·|q_i|ᵀ|k_j|: the score's rounding acts at it
+GAP = sp.Symbol("m-s", nonnegative=True)  # m_i − s_ij ≥ 0, distance below the row max
+DELTA_MAX = sp.Symbol("Delta_max", nonnegative=True)  # the row's largest score-error bound
+LAM = sp.Symbol("lambda", positive=True)  # the probabilistic bound's λ
+# Row quantities (sums over the row's keys j, one column d of V):
+T_P = sp.Symbol("T_P", nonnegative=True)  # the rounding of P: u_p Σ p(1 + R)|v|, or its λ-form
+PRV = sp.Symbol("(P∘R)|V|", nonnegative=True)
+PB = sp.Symbol("(P∘B)1", nonnegative=True)
+O_ABS = sp.Symbol("|o|", nonnegative=True)
+V_L1 = sp.Symbol("||v||_1", nonnegative=True)
+ZETA = sp.Symbol("zeta", nonnegative=True)
+ERR = sp.Symbol("|fl(o) - o|", nonnegative=True)
+
+
+# What the statements speak of (the catalogue builds them from these, the theorems establish them).
+X_F, Y_F = sp.Function("x", real=True), sp.Function("y", real=True)  # functions of the index j
+DOT_ERROR = sp.Symbol("|fl(x^T y) - x^T y|", nonnegative=True)
+SOFTMAX_GAP = sp.Symbol("|s_j - m|", nonnegative=True)
+SOFTMAX_PB = sp.Symbol("Σ p_k B_k", nonnegative=True)
+SOFTMAX_ERROR = sp.Symbol("|p̂_j - p_j| / p_j", nonnegative=True)
+DRIFT = sp.Symbol("|tau_j|", nonnegative=True)
+LAST_MAX, SCORE_J = sp.symbols("m_T s_j", real=True)
+COUNT_L, COUNT_A, COUNT_EXP = sp.symbols("n_l(T) n_a(T) exps(T)", integer=True, positive=True)
+FAILURE_PROB = sp.Symbol("P(some element exceeds its bound)", nonnegative=True)
+CHAINS, Q_FAIL = sp.symbols("C Q", positive=True)  # rounding chains in one output tensor; failure probability
+
+
+def rescale_counts(per_block: int = 2) -> tuple[sp.Expr, sp.Expr]:
+    """(n_l, n_a): roundings on a weight in l and in acc over T blocks (claim rounding-online-rescale)."""
+    return BLOCK_N + per_block * (BLOCKS - 1), BLOCK_N + 1 + per_block * (BLOCKS - 1)
+
+
+def softmax_relative_bound() -> sp.Expr:
+    a_j = sp.exp(U * SOFTMAX_GAP) * (1 + MU) - 1
+    return (1 + U) * (a_j + SOFTMAX_PB) / (1 - SOFTMAX_PB) + U
+
+
+def forward_bound_expression() -> sp.Expr:
+    return _forward_expressions()["bound"]
+
+
+def product_bound(n, u=U) -> sp.Expr:
+    """(1 + u)ⁿ − 1: what n roundings of at most u can do to a product (claim rounding-gamma-lemma)."""
+    return (1 + u)**n - 1
+
+
+def gamma(n, u=U) -> sp.Expr:
+    """γ_n = nu / (1 − nu)."""
+    return n * u / (1 - n * u)
+
+
+def gamma_tilde(n, lam=LAM, u=U) -> sp.Expr:
+    """Higham–Mary's γ̃_n(λ) = exp(λ√n u + n u²/(1 − u)) − 1."""
+    return sp.exp(lam * sp.sqrt(n) * u + n * u**2 / (1 - u)) - 1
+
+
+# ----------------------------------------------------------------------------- engine helpers
+
+
+def _premise(pf: Proof, rule, description, lhs, rhs=None, relation="=", *, kind, reference=None):
+    """A premise with its kind of trust; the engine API of branch proofs-core takes kind/reference,
+    today's engine only the text (the reference then goes into the description)."""
+    if "kind" in inspect.signature(pf.premise).parameters:
+        pf.premise(rule, description, lhs, rhs, relation, kind=kind, reference=reference)
+    else:
+        tag = f"[{kind}{': ' + reference if reference else ''}] "
+        pf.premise(rule, tag + description, lhs, rhs, relation)
+
+
+def _holds(pf: Proof, rule, description, lhs, rhs, check, relation="≤") -> bool:
+    return pf.holds(rule, description, lhs, rhs, check, relation=relation)
+
+
+def _conclude(pf: Proof, description, lhs, rel, rhs) -> bool:
+    """The claim's relation, built from this derivation's own expressions, holding because every
+    step before it checked (the steps are the proof; this step composes them)."""
+    from proofs.engine import relation
+
+    return pf.holds("conclusion", description, lhs, rhs, lambda: _all_checked(pf), relation=rel,
+                    establishes=relation(lhs, rel, rhs))
+
+
+def _nonnegative(expr: sp.Expr, substitution: dict | None = None) -> tuple[bool, str]:
+    """expr ≥ 0, decided by SymPy's sign rules after factoring (the substitution carries the
+    hypothesis into symbols whose assumptions say it, e.g. u = (1 − a)/(n + 1) with a > 0)."""
+    e = sp.factor(sp.together(expr.subs(substitution or {})))
+    ok = e.is_nonnegative is True
+    return ok, f"{'nonnegative' if ok else 'sign not established'}: {sp.sstr(e)[:160]}"
+
+
+def _all_checked(pf: Proof) -> tuple[bool, str]:
+    """A conclusion step: it holds when every step before it checked."""
+    failed = [s.rule for s in pf.steps if s.passed is False]
+    return (not failed, "every step above checked" if not failed else f"failed before: {', '.join(failed)}")
+
+
+def _is_identity(lhs, rhs) -> tuple[bool, str]:
+    from proofs.engine import identity
+
+    return identity(lhs, rhs)
+
+
+def _hypothesis_u(n, u=U) -> dict:
+    """nu < 1 (and u > 0) written as u = 1/(n + b) with b > 0."""
+    return {u: 1 / (n + _a)}
+
+
+# ============================================================================= claims
+
+
+def gamma_lemma(gamma_of=None) -> Derivation:
+    """|Π_{k≤n}(1 + δ_k) − 1| ≤ (1 + u)ⁿ − 1 ≤ γ_n for |δ_k| ≤ u, nu < 1; induction on n.
+
+    ``gamma_of(n, u)`` replaces γ to have a candidate judged: nu alone (no denominator) is refused."""
+    gamma = gamma_of or globals()["gamma"]
+    theta_n = THETA(N)
+    pf = Proof("rounding-gamma-lemma")
+    _premise(pf, "definition", "θ_n is defined by Π_{k=1}^{n} (1 + δ_k) = 1 + θ_n", 1 + theta_n,
+             sp.Product(1 + sp.Indexed("delta", _K), (_K, 1, N)), kind="definition")
+    _premise(pf, "definition", "γ_n = nu / (1 − nu)", sp.Symbol("gamma_n"), gamma(N), kind="definition")
+    # base case n = 1
+    _holds(pf, "base case", "n = 1: |θ_1| = |δ_1| ≤ u = (1 + u)¹ − 1", sp.Abs(THETA(1)), U,
+           lambda: _is_identity((1 + U)**1 - 1, U))
+    _holds(pf, "base case", "n = 1: u ≤ γ_1 (γ_1 − u = u²/(1 − u) ≥ 0 when u < 1)", U, gamma(1),
+           lambda: _nonnegative(gamma(1) - U, _hypothesis_u(1)))
+    # induction step
+    _premise(pf, "induction hypothesis", "|θ_n| ≤ (1 + u)ⁿ − 1 ≤ γ_n", sp.Abs(theta_n), (1 + U)**N - 1,
+             "≤", kind="hypothesis")
+    pf.equal("algebra", "θ_{n+1} = (1 + θ_n)(1 + δ) − 1 = θ_n + δ + θ_n δ", (1 + theta_n) * (1 + DELTA) - 1,
+             theta_n + DELTA + theta_n * DELTA)
+    t, d = sp.symbols("t d", nonnegative=True)  # t = |θ_n|, d = |δ|
+    pf.equal("triangle inequality, then the hypothesis", "|θ_{n+1}| ≤ |θ_n|(1 + u) + u, and with |θ_n| ≤ "
+             "(1 + u)ⁿ − 1 this is ((1 + u)ⁿ − 1)(1 + u) + u = (1 + u)^{n+1} − 1",
+             ((1 + U)**N - 1) * (1 + U) + U, (1 + U)**(N + 1) - 1)
+    _holds(pf, "monotonicity", "|θ_n + δ + θ_n δ| ≤ t + d + t d ≤ t(1 + u) + u for t = |θ_n|, d = |δ| ≤ u",
+           t + d + t * d, t * (1 + U) + U,
+           lambda: _nonnegative((t * (1 + U) + U) - (t + d + t * d), {d: U - sp.Symbol("e", nonnegative=True)}))
+    _holds(pf, "induction step", "(1 + u)^{n+1} − 1 = (1 + u)((1 + u)ⁿ − 1) + u ≤ (1 + u)γ_n + u ≤ γ_{n+1}: "
+           "γ_{n+1} − ((1 + γ_n)(1 + u) − 1) = (n + 1)u² / ((1 − (n + 1)u)(1 − nu)) ≥ 0",
+           (1 + gamma(N)) * (1 + U) - 1, gamma(N + 1),
+           lambda: _nonnegative(gamma(N + 1) - ((1 + gamma(N)) * (1 + U) - 1), _hypothesis_u(N + 1)))
+    pf.equal("induction step", "the same recursion closes the upper bound: (1 + u)^{n+1} − 1 = "
+             "(1 + u)((1 + u)ⁿ − 1) + u", (1 + U) * ((1 + U)**N - 1) + U, (1 + U)**(N + 1) - 1)
+    # cross-check at n = 3: the extreme corners δ_k = ±u
+    corners = [(1 + U)**3 - 1, 1 - (1 - U)**3]
+    _holds(pf, "cross-check n = 3", "corners δ_k = ±u: (1 + u)³ − 1 ≥ 1 − (1 − u)³, and (1 + u)³ − 1 ≤ γ_3",
+           corners[0], gamma(3),
+           lambda: (all(_nonnegative(x, _hypothesis_u(3))[0]
+                        for x in (corners[0] - corners[1], gamma(3) - corners[0])), "both corner checks"))
+    _holds(pf, "monotonicity of γ", "γ_k ≤ γ_n for k ≤ n (γ_n − γ_k = (n − k)u/((1 − nu)(1 − ku)))",
+           gamma(N), gamma(N + _K),
+           lambda: _nonnegative(gamma(N + _K) - gamma(N), _hypothesis_u(N + _K)))
+    _conclude(pf, "by induction on n (base case and step above): |θ_n| ≤ (1 + u)ⁿ − 1",
+              sp.Abs(theta_n), "≤", (1 + U)**N - 1)
+    _conclude(pf, "by induction on n (base case and step above): (1 + u)ⁿ − 1 ≤ γ_n",
+              (1 + U)**N - 1, "≤", gamma(N))
+    return pf.finish(Result(gamma=gamma(N), product=product_bound(N, U), symbols=(N, U)))
+
+
+def _fl_sum_tree(terms, deltas, pairwise: bool):
+    """fl of a sum of ``terms`` with one δ per addition, recursive or pairwise order."""
+    if len(terms) == 1:
+        return terms[0]
+    if pairwise:
+        h = len(terms) // 2
+        left = _fl_sum_tree(terms[:h], deltas, True)
+        right = _fl_sum_tree(terms[h:], deltas, True)
+    else:
+        left, right = _fl_sum_tree(terms[:-1], deltas, False), terms[-1]
+    return (left + right) * (1 + next(deltas))
+
+
+def dot_product_bound() -> Derivation:
+    """|fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y| in any summation order."""
+    x, y, th = X_F, Y_F, sp.Function("theta", real=True)
+    exact = sp.Sum(x(_J) * y(_J), (_J, 1, N))
+    bound = gamma(N) * sp.Sum(sp.Abs(x(_J)) * sp.Abs(y(_J)), (_J, 1, N))
+    pf = Proof("rounding-dot-product")
+    _premise(pf, "standard model", "fl(a op b) = (a op b)(1 + δ), |δ| ≤ u, for op ∈ {+, −, ×, /}",
+             sp.Symbol("fl(a op b)"), sp.Symbol("(a op b)(1 + delta)"), kind="cited", reference=STANDARD_MODEL)
+    # Any order is a binary tree whose n leaves are the products; a leaf is rounded once as a
+    # product and once per addition on its path to the root.
+    a_, b_ = sp.symbols("a b", integer=True, positive=True)
+    _holds(pf, "induction on the tree", "a summation tree with n = a + b leaves (subtrees of a, b ≥ 1 leaves "
+           "of depth ≤ a − 1, b − 1) has depth ≤ 1 + max(a, b) − 1 ≤ n − 1",
+           1 + sp.Max(a_, b_) - 1, a_ + b_ - 1,
+           lambda: (_nonnegative((a_ + b_ - 1) - a_)[0] and _nonnegative((a_ + b_ - 1) - b_)[0],
+                    "n − 1 − a = b − 1 ≥ 0 and n − 1 − b = a − 1 ≥ 0"))
+    pf.equal("standard model, collected", "so fl(xᵀy) = Σ x_j y_j (1 + θ_j) with θ_j a product of at most "
+             "1 + (n − 1) = n factors, and fl(xᵀy) − xᵀy = Σ x_j y_j θ_j",
+             sp.Sum(x(_J) * y(_J) * (1 + th(_J)), (_J, 1, N)) - exact, sp.Sum(x(_J) * y(_J) * th(_J), (_J, 1, N)))
+    absx, absy, tj = sp.symbols("|x_j| |y_j| |theta_j|", nonnegative=True)
+    slack = sp.Symbol("s", nonnegative=True)
+    _holds(pf, "triangle inequality + γ lemma", "|Σ x_j y_j θ_j| ≤ Σ |x_j||y_j||θ_j| ≤ γ_n Σ|x_j||y_j| "
+           "(termwise, |θ_j| ≤ γ_{n_j} ≤ γ_n by claim rounding-gamma-lemma)",
+           absx * absy * tj, gamma(N) * absx * absy,
+           lambda: _nonnegative(gamma(N) * absx * absy - absx * absy * tj, {tj: gamma(N) - slack}))
+    # cross-check at n = 4: every term carries at most n δ's, recursively and pairwise
+    for pairwise in (False, True):
+        xs, ys = sp.symbols("x_1:5"), sp.symbols("y_1:5")
+        dlt = iter(sp.symbols(f"d_1:{20}"))
+        prods = [xs[i] * ys[i] * (1 + next(dlt)) for i in range(4)]
+        fl = sp.expand(_fl_sum_tree(prods, dlt, pairwise))
+        order = "pairwise" if pairwise else "recursive"
+
+        def count(fl=fl, xs=xs, ys=ys):
+            worst = 0
+            for i in range(4):
+                coeff = fl.coeff(xs[i]).coeff(ys[i])
+                worst = max(worst, max(sp.Poly(term, *[s for s in coeff.free_symbols]).total_degree()
+                                       for term in sp.Add.make_args(coeff)))
+            return worst <= 4, f"largest number of δ factors on one term: {worst} (n = 4)"
+
+        _holds(pf, f"cross-check n = 4, {order}", f"{order} summation: each x_j y_j carries at most n = 4 δ's",
+               sp.Symbol(f"roundings per term ({order})"), 4, count)
+    _conclude(pf, "|fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y|", DOT_ERROR, "≤", bound)
+    return pf.finish(Result(bound=bound, gamma=gamma(N)))
+
+
+# ----------------------------------------------------------------------------- the ratio lemma
+
+_w = sp.Function("w", positive=True)  # exact weights e^{s_j − m} > 0
+_av, _bv, _v = (sp.Function(s, real=True) for s in ("a", "b", "v"))
+_za, _zb = sp.Function("z_a", real=True), sp.Function("z_b", real=True)
+
+
+def _sum(f):
+    return sp.Sum(f, (_J, 1, KEYS))
+
+
+def _ratio_steps(pf: Proof) -> None:
+    """Numerator Σ w_j(1 + a_j)v_j + Σ z_a,j v_j and denominator Σ w_j(1 + b_j) + Σ z_b,j, against
+    o = Σ w v / Σ w: the checked identity behind every bound here (the ratio lemma). Written
+    multiplied out, so no step divides by a quantity not known to be non-zero."""
+    s1, sv = _sum(_w(_J)), _sum(_w(_J) * _v(_J))
+    num = _sum(_w(_J) * (1 + _av(_J)) * _v(_J) + _za(_J) * _v(_J))
+    den = _sum(_w(_J) * (1 + _bv(_J)) + _zb(_J))
+    rhs = s1 * (_sum(_w(_J) * _av(_J) * _v(_J)) + _sum(_za(_J) * _v(_J))) - sv * (_sum(_w(_J) * _bv(_J)) + _sum(_zb(_J)))
+    # The same identities serve several claims: checked once per process (engine.identity, cached).
+    pf.holds("ratio lemma (identity)", "Σw·num − Σwv·den = Σw(Σ w a v + Σ z_a v) − Σwv(Σ w b + Σ z_b): the exact "
+             "parts cancel", s1 * num - sv * den, rhs, lambda: _ratio_identity(0), relation="=")
+    oh, o, s1_, den_ = sp.symbols("ohat o S_1 den", real=True)
+    pf.holds("ratio lemma (division)", "with ô·den = num and o·Σw = Σwv: (ô − o)·Σw·den = Σw·num − Σwv·den, so "
+             "|ô − o| = |Σw·num − Σwv·den| / (Σw·den) where Σw > 0 and den > 0", (oh - o) * s1_ * den_,
+             s1_ * (oh * den_) - (o * s1_) * den_, lambda: _ratio_identity(1), relation="=")
+
+
+@lru_cache(maxsize=None)
+def _ratio_identity(which: int) -> tuple[bool, str]:
+    if which == 1:
+        oh, o, s1_, den_ = sp.symbols("ohat o S_1 den", real=True)
+        return _is_identity((oh - o) * s1_ * den_, s1_ * (oh * den_) - (o * s1_) * den_)
+    s1, sv = _sum(_w(_J)), _sum(_w(_J) * _v(_J))
+    num = _sum(_w(_J) * (1 + _av(_J)) * _v(_J) + _za(_J) * _v(_J))
+    den = _sum(_w(_J) * (1 + _bv(_J)) + _zb(_J))
+    return _is_identity(s1 * num - sv * den, s1 * (_sum(_w(_J) * _av(_J) * _v(_J)) + _sum(_za(_J) * _v(_J)))
+                        - sv * (_sum(_w(_J) * _bv(_J)) + _sum(_zb(_J))))
+
+
+def _termwise(pf: Proof, what: str, bound_term, abs_term, subs) -> None:
+    _holds(pf, "triangle inequality, termwise", what, abs_term, bound_term,
+           lambda: _nonnegative(bound_term - abs_term, subs))
+
+
+def softmax_shifted() -> Derivation:
+    """p̂_j = fl(e_j / fl(Σ e_k)), e_k = fl(exp(fl(s_k − m))), m = max s: a relative error bound."""
+    x, mu, u = SOFTMAX_GAP, MU, U
+    a_j = sp.exp(u * x) * (1 + mu) - 1  # the numerator's weight factor
+    sb = SOFTMAX_PB
+    rel = softmax_relative_bound()
+    pf = Proof("rounding-softmax-shifted")
+    _premise(pf, "standard model", "each +, −, ×, / rounds with |δ| ≤ u", sp.Symbol("fl(a op b)"),
+             sp.Symbol("(a op b)(1 + delta)"), kind="cited", reference=STANDARD_MODEL)
+    _premise(pf, "exp accuracy", "fl(exp(x)) = exp(x)(1 + ε), |ε| ≤ μ", sp.Symbol("fl(exp(x))"),
+             sp.Symbol("exp(x)(1 + epsilon)"), kind="cited", reference=EXP_ACCURACY)
+    xs, dl = sp.Symbol("x", real=True), sp.Symbol("delta", real=True)
+    pf.equal("exp of a rounded argument", "exp(x(1 + δ)) = exp(x)·exp(xδ): the subtraction's rounding "
+             "becomes a factor e^{xδ}, |xδ| ≤ u|x|", sp.exp(xs * (1 + dl)), sp.exp(xs) * sp.exp(xs * dl))
+    _weight_factor_steps(pf)
+    _ratio_steps(pf)
+    # softmax is the ratio lemma with v = e_j and no underflow terms: num = w_j(1 + a_j)
+    pj, aj = sp.symbols("p_j |a_j|", nonnegative=True)
+    slack = sp.Symbol("s", nonnegative=True)
+    _termwise(pf, "termwise: w_j|a_j| ≤ w_j A_j, and |o|Σ w|b| ≤ p_j Σ w B since o = p_j for v = e_j",
+              pj * a_j, pj * aj, {aj: a_j - slack})
+    _holds(pf, "denominator", "Σ w_k(1 + b_k) ≥ Σ w_k (1 − B_k) = Σw (1 − Σ p_k B_k) > 0", 1 - sb, 0,
+           lambda: (True, "Σ p_k B_k < 1 is the claim's assumption"), relation=">")
+    e = sp.Symbol("E", nonnegative=True)
+    pf.equal("final division", "fl(ô) − p = (ô − p)(1 + δ) + pδ, so |fl(ô) − p| ≤ (1 + u)E + u p",
+             sp.Symbol("o") * (1 + DELTA) - pj, (sp.Symbol("o") - pj) * (1 + DELTA) + pj * DELTA)
+    _conclude(pf, "|p̂_j − p_j| ≤ p_j[(1 + u)(A_j + Σ p_k B_k)/(1 − Σ p_k B_k) + u], A_j = e^{u|s_j − m|}(1 + μ) − 1, "
+              "B_k = e^{u|s_k − m|}(1 + μ)(1 + u)^{n−1} − 1 (cf. Blanchard, Higham & Higham 2021)",
+              SOFTMAX_ERROR, "≤", (1 + u) * (a_j + sb) / (1 - sb) + u)
+    return pf.finish(Result(relative=rel, A=a_j, B=sp.exp(u * x) * (1 + mu) * (1 + u)**(N - 1) - 1,
+                            reference=BLANCHARD))
+
+
+def _weight_factor_steps(pf: Proof) -> None:
+    """|e^η(1 + θ) − 1| ≤ e^H(1 + Θ) − 1 whenever |η| ≤ H and |θ| ≤ Θ."""
+    h, th = sp.symbols("H Theta", nonnegative=True)
+    # η ≤ H and θ ≤ Θ written with slacks: e^H = e^η(1 + y), 1 + Θ = (1 + θ) + z, y, z ≥ 0, 1 + θ = w ≥ 0
+    eta = sp.Symbol("eta", real=True)
+    w, y, z = sp.symbols("w y z", nonnegative=True)
+    small, large = sp.exp(eta) * w - 1, sp.exp(eta) * (1 + y) * (w + z) - 1
+    _holds(pf, "weight-factor lemma", "upper side: e^η(1 + θ) − 1 ≤ e^H(1 + Θ) − 1 when η ≤ H, θ ≤ Θ, 1 + θ ≥ 0",
+           small, large, lambda: _nonnegative(large - small))
+    lower_gap = (sp.exp(h) * (1 + th) - 1) - (1 - sp.exp(-h) * (1 - th))
+    pf.equal("weight-factor lemma", "lower side: (e^H(1 + Θ) − 1) − (1 − e^{−H}(1 − Θ)) = "
+             "(e^{H/2} − e^{−H/2})² + Θ(e^H − e^{−H})", lower_gap,
+             (sp.exp(h / 2) - sp.exp(-h / 2))**2 + th * (sp.exp(h) - sp.exp(-h)))
+    _holds(pf, "weight-factor lemma", "which is ≥ 0 for H, Θ ≥ 0: |e^η(1 + θ) − 1| ≤ e^H(1 + Θ) − 1",
+           lower_gap, 0, lambda: _nonnegative(lower_gap, {h: sp.log(1 + sp.Symbol("y", nonnegative=True))}),
+           relation="≥")
+
+
+def online_rescale(per_block: int = 2) -> Derivation:
+    """One rescale, and the total over T key blocks. ``per_block`` is the roundings each later block
+    adds to a weight (a multiply and an add: 2); a count that forgets one is refused."""
+    m = sp.Function("m", real=True)
+    t, b = sp.symbols("t b", integer=True, positive=True)
+    n_l, n_a = rescale_counts(per_block)
+    pf = Proof("rounding-online-rescale")
+    _premise(pf, "standard model", "each +, −, × rounds with |δ| ≤ u", sp.Symbol("fl(a op b)"),
+             sp.Symbol("(a op b)(1 + delta)"), kind="cited", reference=STANDARD_MODEL)
+    _premise(pf, "exp accuracy", "fl(exp(x)) = exp(x)(1 + ε), |ε| ≤ μ", sp.Symbol("fl(exp(x))"),
+             sp.Symbol("exp(x)(1 + epsilon)"), kind="cited", reference=EXP_ACCURACY)
+    # one rescale
+    d1, d2, e = sp.symbols("delta_1 delta_2 epsilon", real=True)
+    mo, mn, ell, sblk = sp.symbols("m_old m_new l s_blk", real=True)
+    computed = (ell * sp.exp((mo - mn) * (1 + d1)) * (1 + e) * (1 + d2))
+    pf.equal("one rescale", "fl(l·fl(exp(fl(m_old − m_new)))) = l·e^{m_old − m_new}·e^{(m_old − m_new)δ₁}(1 + ε)(1 + δ₂): "
+             "the argument's rounding moves the exponent by ≤ u(m_new − m_old), the exp and the product add "
+             "the factors (1 + μ)(1 + u)", computed,
+             ell * sp.exp(mo - mn) * sp.exp((mo - mn) * d1) * (1 + e) * (1 + d2))
+    # exponent drift over the blocks: telescoping, by induction on T
+    drift = lambda T: sp.Sum(m(t + 1) - m(t), (t, b, T - 1))  # noqa: E731
+    pf.equal("telescoping (base)", "T = b: no later rescale, the drift sum is empty",
+             drift(b).doit(), 0)
+    pf.equal("telescoping (step)", "Σ_{t=b}^{T} (m_{t+1} − m_t) = (m_T − m_b) + (m_{T+1} − m_T) = m_{T+1} − m_b",
+             (m(BLOCKS) - m(b)) + (m(BLOCKS + 1) - m(BLOCKS)), m(BLOCKS + 1) - m(b))
+    sj = sp.Symbol("s_j", real=True)
+    pf.equal("exponent drift", "u(m_b − s_j) from the block's own subtraction plus u(m_T − m_b) from the "
+             "rescales (all arguments ≤ 0, each rounded once) is u(m_T − s_j)",
+             U * (m(b) - sj) + U * (m(BLOCKS) - m(b)), U * (m(BLOCKS) - sj))
+    # rounding counts, by induction on T
+    pf.equal("count (base)", "T = 1: l gets B_N − 1 roundings inside the block sum and 1 adding it in; "
+             "acc gets B_N in the block's P·V dot product and 1 adding it in", (BLOCK_N - 1 + 1, BLOCK_N + 1),
+             (n_l.subs(BLOCKS, 1), n_a.subs(BLOCKS, 1)))
+    one_more = (sp.Symbol("fl(l·alpha)") + sp.Symbol("s_blk")) * (1 + sp.Symbol("d_mul")) * (1 + sp.Symbol("d_add"))
+    added = sp.Poly(sp.expand(one_more), sp.Symbol("d_mul"), sp.Symbol("d_add")).total_degree()
+    pf.equal("count (step)", "each later block multiplies by α (1 rounding, 1 exp) and adds (1 rounding): "
+             "n(T + 1) = n(T) + (δ's a later block puts on the carried l, counted), exps(T + 1) = exps(T) + 1",
+             (n_l + added, n_a + added, BLOCKS + 1),
+             (n_l.subs(BLOCKS, BLOCKS + 1), n_a.subs(BLOCKS, BLOCKS + 1), BLOCKS + 1))
+    _conclude(pf, "the exponent of key j drifts by at most u(m_T − s_j) in total", DRIFT, "≤",
+              U * (LAST_MAX - SCORE_J))
+    _conclude(pf, "by induction on T: n_l(T) = B_N + 2T − 2", COUNT_L, "=", n_l)
+    _conclude(pf, "by induction on T: n_a(T) = B_N + 2T − 1", COUNT_A, "=", n_a)
+    _conclude(pf, "by induction on T: T exps", COUNT_EXP, "=", BLOCKS)
+    return pf.finish(Result(n_l=n_l, n_a=n_a, exps=BLOCKS))
+
+
+# ----------------------------------------------------------------------------- the forward
+
+
+def _forward_expressions(score_roundings: int = 2):
+    """The bound's pieces as SymPy expressions in the recipe and per-element symbols."""
+    n_l, n_a = rescale_counts()
+    score = gamma(HEAD_DIM + score_roundings, U_A)  # relative to c|q||k|
+    delta = score * QK_ABS
+    h = delta + U_A * (GAP + delta + DELTA_MAX)
+    chain_a = (1 + MU)**BLOCKS * (1 + U_A)**n_a - 1
+    chain_l = (1 + MU)**BLOCKS * (1 + U_A)**n_l - 1
+    r = sp.exp(h) * (1 + chain_a) - 1
+    b = sp.exp(h) * (1 + chain_l) - 1
+    e = (T_P + PRV + O_ABS * PB + ZETA * (V_L1 + KEYS * O_ABS)) / (1 - PB - KEYS * ZETA)
+    final = (1 + U_A) * (1 + U_IN)
+    bound = final * e + (final - 1) * O_ABS + LAMBDA_A + LAMBDA_O * U_IN
+    # underflow: every weight's absolute error, normalised by the computed max (≤ e^{Δmax} away)
+    zeta = 2 * sp.exp(DELTA_MAX) * (LAMBDA_P * U_P + (2 * BLOCKS + BLOCK_N + 2) * LAMBDA_A)
+    amplification = (1 + U_P) * (1 + chain_a)  # must stay ≤ 2 for zeta's factor 2
+    return dict(n_l=n_l, n_a=n_a, score=score, delta=delta, H=h, R=r, B=b, E=e, bound=bound, zeta=zeta,
+                chain_a=chain_a, chain_l=chain_l, amplification=amplification,
+                T_P=U_P * sp.Symbol("Σ p(1+R)|v|", nonnegative=True))
+
+
+def attention_forward_bound(score_roundings: int = 2) -> Derivation:
+    """The per-element forward bound. ``score_roundings`` is what the bound allows beyond the dot product's
+    D roundings (the scale's and the product's: 2); a bound that forgets them is refused."""
+    ex = _forward_expressions(score_roundings)
+    pf = Proof("rounding-attention-forward")
+    _premise(pf, "standard model", "fl(a op b) = (a op b)(1 + δ) + η, |δ| ≤ u, |η| ≤ λ (λ the smallest normal: "
+             "also covers flush-to-zero), exact when the result is representable",
+             sp.Symbol("fl(a op b)"), sp.Symbol("(a op b)(1 + delta) + eta"), kind="cited", reference=STANDARD_MODEL)
+    _premise(pf, "exp accuracy", "fl(exp x) = exp(x)(1 + ε), |ε| ≤ μ = 2·ulps·u_a (one ulp ≤ 2u relative)",
+             sp.Symbol("fl(exp(x))"), sp.Symbol("exp(x)(1 + epsilon)"), kind="cited", reference=EXP_ACCURACY)
+    _premise(pf, "recipe", "u_in: inputs and output; u_a: accumulators; u_p: P before P·V; B_N: key block",
+             sp.Symbol("recipe"), sp.Tuple(U_IN, U_A, U_P, MU, BLOCK_N), kind="assumption")
+    # 1. scores: ŝ = fl(fl(q·k)·fl(c)): a dot product of length D, the scale's own rounding and the product
+    qk, e_d, d1, d2 = sp.symbols("qk e_D delta_1 delta_2", real=True)
+    c = sp.Symbol("c", positive=True)
+    pf.equal("standard model", "ŝ − s = c[qk((1 + δ₁)(1 + δ₂) − 1) + e_D(1 + δ₁)(1 + δ₂)], |e_D| ≤ γ_D |q||k| "
+             "(claim rounding-dot-product)", (qk + e_d) * c * (1 + d1) * (1 + d2) - c * qk,
+             c * (qk * ((1 + d1) * (1 + d2) - 1) + e_d * (1 + d1) * (1 + d2)))
+    _holds(pf, "γ arithmetic", "so |ŝ − s| ≤ c|q||k|((1 + γ_D)(1 + u)² − 1) ≤ γ_{D+2} c|q||k| =: Δ",
+           (1 + gamma(HEAD_DIM, U_A)) * (1 + U_A)**2 - 1, ex["score"],
+           lambda: _nonnegative(ex["score"] - ((1 + gamma(HEAD_DIM, U_A)) * (1 + U_A)**2 - 1),
+                                _hypothesis_u(HEAD_DIM + 2, U_A)))
+    # 2. the exponent of key j's weight: exact s_j − m plus σ_j (score) plus τ_j (argument roundings)
+    mhat, m, sh, s = sp.symbols("mhat m shat s", real=True)
+    dj, dmax = sp.symbols("Delta_j Delta_max", nonnegative=True)
+    pf.equal("max is exact", "(m − s_j + Δ_j + Δ_max) − (m̂ − ŝ_j) = (m + Δ_max − m̂) + (ŝ_j − s_j + Δ_j): both "
+             "brackets ≥ 0 since |m̂ − m| ≤ Δ_max (a max of perturbed values) and |ŝ_j − s_j| ≤ Δ_j",
+             (m - s + dj + dmax) - (mhat - sh), (m + dmax - mhat) + (sh - s + dj))
+    _holds(pf, "exponent bound", "|η_j| ≤ |σ_j| + |τ_j| ≤ Δ_j + u_a(m̂ − ŝ_j) ≤ Δ_j + u_a(|s_j − m| + Δ_j + Δ_max) = H "
+           "(τ from claim rounding-online-rescale)", dj + U_A * (GAP + dj + dmax), ex["H"].subs(ex["delta"], dj),
+           lambda: _is_identity(dj + U_A * (GAP + dj + dmax), ex["H"].subs(ex["delta"], dj)), relation="=")
+    # 3. the weight factors of numerator (without P's rounding) and denominator
+    _weight_factor_steps(pf)
+    lemma = product_bound(N, U)  # (1 + u)ⁿ − 1 bounds |Π_{k≤n}(1 + δ_k) − 1| (claim rounding-gamma-lemma)
+    theta = lambda n: (1 + lemma.subs({N: BLOCKS, U: MU})) * (1 + lemma.subs({N: n, U: U_A})) - 1  # noqa: E731
+    pf.equal("γ lemma + rounding counts", "R = e^H(1 + Θ_a) − 1 and B = e^H(1 + Θ_l) − 1 with Θ the γ lemma's bound "
+             "(1 + μ)^T(1 + u_a)^n − 1 for T exp errors and n_a = B_N + 2T − 1, n_l = B_N + 2T − 2 roundings "
+             "(claims rounding-gamma-lemma, rounding-online-rescale)", (ex["R"], ex["B"]),
+             (sp.exp(ex["H"]) * (1 + theta(ex["n_a"])) - 1, sp.exp(ex["H"]) * (1 + theta(ex["n_l"])) - 1),
+             # 1/(1 − (D + 2)u_a) enters both sides alike: named (positive), so nothing divides by zero
+             where=lambda e: tuple(sp.sympify(x).xreplace({1 / (1 - (HEAD_DIM + 2) * U_A): sp.Symbol(
+                 "1/(1 - (D+2)u_a)", positive=True)}) for x in e))
+    # 4. P's rounding split off: (1 + r)(1 + δ_p) − 1 = r + δ_p(1 + r)
+    r_, dp = sp.symbols("r delta_p", real=True)
+    pf.equal("P rounded to u_p", "(1 + r)(1 + δ_p) − 1 = r + δ_p(1 + r): the numerator's error is "
+             "Σ w r v + Σ w δ_p(1 + r) v, the second at most u_p Σ w(1 + R)|v| =: T_P (deterministic)",
+             (1 + r_) * (1 + dp) - 1, r_ + dp * (1 + r_))
+    # 5. ratio lemma with underflow terms
+    _ratio_steps(pf)
+    w, av, rr, slack = sp.symbols("w |v| R_j s", nonnegative=True)
+    rj = sp.Symbol("|r_j|", nonnegative=True)
+    _termwise(pf, "|Σ w r v| ≤ Σ w R|v|: termwise w|r_j||v| ≤ w R_j|v|", w * rr * av, w * rj * av, {rj: rr - slack})
+    _holds(pf, "normalise by Σw ≥ 1", "dividing by Σw (≥ 1: the exact max key has weight e⁰ = 1) turns Σ w(·) into "
+           "P∘(·); underflow terms |z_j| ≤ ζ after normalising by the computed max, so |num − o·den| ≤ Σw[T_P + "
+           "(P∘R)|V| + |o|(P∘B)1 + ζ(‖v‖₁ + N_k|o|)] and den ≥ Σw[1 − (P∘B)1 − N_k ζ]",
+           ex["E"], ex["E"], lambda: _is_identity(ex["E"] * (1 - PB - KEYS * ZETA),
+                                                   T_P + PRV + O_ABS * PB + ZETA * (V_L1 + KEYS * O_ABS)),
+           relation="=")
+    # 6. the final division and the store
+    oh, o = sp.symbols("ohat o", real=True)
+    pf.equal("division and store", "fl_in(fl_a(ô)) − o = (ô − o)(1 + δ_a)(1 + δ_in) + o((1 + δ_a)(1 + δ_in) − 1)",
+             oh * (1 + d1) * (1 + d2) - o, (oh - o) * (1 + d1) * (1 + d2) + o * ((1 + d1) * (1 + d2) - 1))
+    _conclude(pf, "|fl(o) − o| ≤ (1 + u_a)(1 + u_in)E + ((1 + u_a)(1 + u_in) − 1)|o| + λ_a + λ_o u_in",
+              ERR, "≤", ex["bound"])
+    symbols = dict(recipe=(U_IN, U_A, U_P, MU, LAMBDA_A, LAMBDA_P, LAMBDA_O), shape=(HEAD_DIM, BLOCK_N, BLOCKS, KEYS),
+                   key=(QK_ABS, GAP, DELTA_MAX), row=(T_P, PRV, PB, O_ABS, V_L1, ZETA))
+    return pf.finish(Result(ex, symbols=symbols))
+
+
+def _min_is_below_first() -> tuple[bool, str]:
+    """min(a, b) ≤ a, by the two cases b = a + e and a = b + e (e ≥ 0)."""
+    a, b, e = sp.symbols("a b e", nonnegative=True)
+    cases = [(sp.Min(a, a + e) - a), (sp.Min(b + e, b) - (b + e))]
+    ok = all(c.is_nonpositive for c in cases)  # Min decides a ≤ a + e itself
+    return ok, "both cases of min(a, b) − a ≤ 0" if ok else "a case of min(a, b) ≤ a not established"
+
+
+def attention_probabilistic_bound() -> Derivation:
+    ex = _forward_expressions()
+    chains, q_fail = CHAINS, Q_FAIL
+    per_chain = 2 * sp.exp(-LAM**2 * (1 - U_A)**2 / 2)
+    lam_of_q = sp.sqrt(2 * sp.log(2 * chains / q_fail)) / (1 - U_A)
+    prob = dict(
+        score=sp.Min(gamma(HEAD_DIM + 2, U_A), gamma_tilde(HEAD_DIM + 2, LAM, U_A)),
+        chain_a=(1 + MU)**BLOCKS * (1 + sp.Min((1 + U_A)**ex["n_a"] - 1, gamma_tilde(ex["n_a"], LAM, U_A))) - 1,
+        chain_l=(1 + MU)**BLOCKS * (1 + sp.Min((1 + U_A)**ex["n_l"] - 1, gamma_tilde(ex["n_l"], LAM, U_A))) - 1,
+        T_P=LAM * U_P * sp.Symbol("(1 + R_max)||p∘v||_2", nonnegative=True),
+    )
+    pf = Proof("rounding-attention-probabilistic")
+    _premise(pf, "probabilistic model", "each δ_k is a random variable, independent of the earlier ones, mean zero, "
+             "|δ_k| ≤ u", sp.Symbol("E[delta_k | delta_1..delta_{k-1}]"), 0, kind="assumption")
+    _premise(pf, "Higham–Mary", "a chain Π_{k≤n}(1 + δ_k) = 1 + θ_n has |θ_n| ≤ γ̃_n(λ) = exp(λ√n u + nu²/(1 − u)) − 1 "
+             "with probability at least 1 − 2exp(−λ²(1 − u)²/2)", sp.Abs(THETA(N)), gamma_tilde(N), "≤",
+             kind="cited", reference=HIGHAM_MARY)
+    _premise(pf, "Hoeffding", "Σ_j a_j δ_j with the a_j fixed before the independent, mean-zero |δ_j| ≤ u: "
+             "|Σ a_j δ_j| ≤ λu‖a‖₂ with probability at least 1 − 2exp(−λ²/2)", sp.Symbol("|Σ a_j delta_j|"),
+             LAM * U * sp.Symbol("||a||_2"), "≤", kind="cited", reference=HOEFFDING)
+    _holds(pf, "both bounds hold", "the deterministic γ-form holds always, so min(γ-form, γ̃-form) holds whenever "
+           "the γ̃-form does; the same min for every chain and for T_P",
+           prob["score"], gamma(HEAD_DIM + 2, U_A),
+           lambda: _min_is_below_first())
+    _holds(pf, "Hoeffding ≤ union", "2exp(−λ²/2) ≤ 2exp(−λ²(1 − u)²/2): the P·V events fit the same per-chain "
+           "probability", 2 * sp.exp(-LAM**2 / 2), per_chain,
+           lambda: _nonnegative(LAM**2 / 2 - LAM**2 * (1 - U_A)**2 / 2, {U_A: _a / (1 + _a)}))
+    k = sp.Symbol("k", integer=True, positive=True)
+    pf.equal("union bound", "P(∪ failures) ≤ Σ_k P(failure k) = C·2exp(−λ²(1 − u)²/2) when each is ≤ the per-chain "
+             "bound", sp.Sum(per_chain, (k, 1, chains)).doit(), chains * per_chain)
+    pf.equal("choosing λ", "λ = √(2 ln(2C/Q))/(1 − u) makes the failure probability exactly Q",
+             sp.simplify(chains * per_chain.subs(LAM, lam_of_q)), q_fail)
+    _conclude(pf, "with probability ≥ 1 − Q, every element obeys the forward bound with γ → min(γ, γ̃) and "
+              "T_P → min(u_p Σp(1 + R)|v|, λu_p(1 + R_max)‖p∘v‖₂)", FAILURE_PROB, "≤", chains * per_chain)
+    return pf.finish(Result(prob, per_chain=per_chain, lam_of_q=lam_of_q, chains=chains, q_fail=q_fail))
