@@ -129,25 +129,8 @@ def test_proofs_stands_alone_but_for_its_top_floor_and_numeric_and_kernels_stand
     assert layering_violations(graph(), _external()) == []
 
 
-# Cycles known when this test was written, each fixed on another branch; strict, so each marker must
-# go when its fix lands:
-# - kernels/decode/api.py and kernels/flash/api.py import each other (over check_inputs): the kernel branch.
-# - proofs.engine reads the catalogue (Proof(claim_id)), whose three-token statement imports
-#   PRINTED_SCALED_3 from proofs.theorems.worked_examples, which imports the engine: the seed data
-#   moving out of worked_examples (the engine branch's proofs/seed_data.py) breaks it.
-KNOWN_CYCLES = {
-    "decode-flash": ["kernels.decode", "kernels.decode.api", "kernels.flash.api"],
-}
-
-
-def test_no_import_cycles_but_the_known_ones():
-    assert [c for c in cycles(graph()) if c not in KNOWN_CYCLES.values()] == []
-
-
-@pytest.mark.parametrize("name", sorted(KNOWN_CYCLES))
-@pytest.mark.xfail(strict=True, reason="a known cycle, fixed on another branch (see KNOWN_CYCLES)")
-def test_the_known_cycle_is_gone(name):
-    assert KNOWN_CYCLES[name] not in cycles(graph())
+def test_no_import_cycles():
+    assert cycles(graph()) == []
 
 
 # --------------------------------------------------------------------------- the checks can fail
