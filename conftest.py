@@ -4,18 +4,12 @@ Triton's interpreter must be switched on before anything imports triton, so this
 first: when the machine has no NVIDIA GPU, kernels run interpreted on the CPU.
 """
 import os
-import shutil
 
 import pytest
 
+from proofs.cli import use_triton_interpreter_without_gpu
 
-def _has_nvidia_gpu() -> bool:
-    # Decided without importing torch, which would be too late for some triton imports.
-    return os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi") is not None
-
-
-if not _has_nvidia_gpu():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+use_triton_interpreter_without_gpu()
 
 try:
     from hypothesis import HealthCheck, settings

@@ -11,6 +11,7 @@ import numpy as np
 
 from numeric import arguments, sampling
 from numeric import softmax as sm
+from numeric.registry import confirms
 from numeric.statistics import Moments
 
 SCALINGS = {"sqrt_dk": lambda d: np.sqrt(d), "dk": lambda d: float(d), "none": lambda d: 1.0}
@@ -73,6 +74,7 @@ def _difference(a: Moments, b: Moments, z: float) -> tuple[float, tuple[float, f
     return diff, (diff - z * se, diff + z * se)
 
 
+@confirms("softmax-saturation")
 def confirm_saturation(*, n_samples=2000, seed=0, alpha=0.001, d_ks=(1, 16, 256, 1024), n_keys=DEFAULT_KEYS,
                        threads=None):
     """softmax-saturation, numerically.

@@ -10,18 +10,11 @@ from functools import lru_cache
 
 import sympy as sp
 
-from proofs.claims import derive
-
-
-def proved(claim_id: str):
-    d = derive(claim_id)
-    if not d.verified:
-        raise RuntimeError(f"the derivation of {claim_id!r} did not prove ({d.verdict}); nothing to confirm")
-    return d
+from proofs.claims import proved
 
 
 @lru_cache(maxsize=None)
-def dot_product_moments():
+def dot_product_moment_functions():
     """(mean, variance) of q·k as functions of (d_k, μ_q, μ_k, σ_q², σ_k²)."""
     from proofs.theorems import dot_product as dp
 
@@ -104,7 +97,7 @@ def prescaled_scores():
 
 
 @lru_cache(maxsize=None)
-def score_moments(claim_id: str):
+def real_score_moment_functions(claim_id: str):
     """(mean, variance, M symbols, index forms) of a real-attention score claim.
 
     ``mean(m)``/``variance(m)`` take the flattened entries of M = W_Q W_Kᵀ at the derivation's

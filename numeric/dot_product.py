@@ -12,12 +12,12 @@ from typing import Callable
 import numpy as np
 
 from numeric import arguments, derived, null_moments, sampling
-from numeric.evidence import Confirmation, exact, from_test, sweep
-from numeric.statistics import Moments, mean_test, variance_power, variance_test
+from numeric.evidence import POWER_ERROR, Confirmation, exact, from_test, sweep  # noqa: F401  (POWER_ERROR re-exported)
+from numeric.registry import confirms
+from numeric.statistics import Moments, mean_test, variance_test
 
 DEFAULT_SAMPLES = 1_000_000
 SWEEP_D_KS = tuple(2**i for i in range(13))  # 1, 2, 4, …, 4096
-POWER_ERROR = 0.02  # the claim error whose rejection chance every variance test reports
 
 
 
@@ -27,22 +27,23 @@ def _score_details(claim_id, d_ks, n, seed, q, k, alpha, *, divisor: Callable, c
     """Sample q·k / divisor(d_k) for every d_k in one nested draw and test mean and variance."""
     d_ks = tuple(sorted(set(arguments.dimensions(d_ks, "d_k"))))
     divisors = tuple(float(divisor(d)) for d in d_ks)
-    moments = score_moments(d_ks, n, seed, q, k, divisors, threads=threads, memory_budget=memory_budget)
+    moments = sampled_score_moments(d_ks, n, seed, q, k, divisors, threads=threads, memory_budget=memory_budget)
     n_tests = len(d_ks) * (2 if claimed_mean else 1)
     details = []
     for i, d in enumerate(d_ks):
         m = moments[i]
         # κ is scale-free, so the null κ of q·k holds for q·k / divisor too.
         v = variance_test(m, float(claimed_variance(d)), alpha, null_moments.dot_product_kurtosis(d, q, k))
-        power = variance_power(v.std_error, POWER_ERROR, alpha / n_tests)  # Holm's first, strictest threshold
-        details.append(from_test(claim_id, f"Var({label}) at d_k = {d}", v, alpha, power))
+        details.append(from_test(claim_id, f"Var({label}) at d_k = {d}", v, alpha,
+                                 power_alpha=alpha / n_tests,  # Holm's first, strictest threshold
+                                 point={"d_k": d, "moment": "variance"}))
         if claimed_mean:
             details.append(from_test(claim_id, f"E[{label}] at d_k = {d}", mean_test(m, float(claimed_mean(d)), alpha),
-                                      alpha))
+                                      alpha, point={"d_k": d, "moment": "mean"}))
     return details
 
 
-def score_moments(d_ks, n, seed, q, k, divisors, *, threads=None, memory_budget=sampling.MEMORY_BUDGET) -> Moments:
+def sampled_score_moments(d_ks, n, seed, q, k, divisors, *, threads=None, memory_budget=sampling.MEMORY_BUDGET) -> Moments:
     """Moments of q·k / divisor at each d_k: one nested draw, streamed chunk by chunk.
 
     The result is a function of (d_ks, n, seed, q, k, divisors) alone, so the last few are kept:
@@ -86,7 +87,7 @@ def confirm_dot_product_variance(d_k, *, n_samples=DEFAULT_SAMPLES, seed=0, dist
     k = _components(distribution, mean_k, var_k, nu, "k")
     standard = (q.mean, k.mean, q.variance, k.variance) == (0, 0, 1, 1)
     claim_id = "dot-product-variance" if standard else "dot-product-moments"
-    _, general_variance = derived.dot_product_moments()
+    _, general_variance = derived.dot_product_moment_functions()
     value = (derived.in_d_k("dot-product-variance", "variance")(d_k) if standard
              else general_variance(d_k, q.mean, k.mean, q.variance, k.variance))
     if claimed is not None:
@@ -114,6 +115,7 @@ def _dot_product_sweep(claim_id, *, divisor, variance_key, mean_key, label, n_sa
                   started, n_samples)
 
 
+@confirms("dot-product-variance", n_samples=20_000)
 def dot_product_variance(*, n_samples=None, seed=0, alpha=0.001, d_ks=SWEEP_D_KS, distribution="normal",
                           nu=sampling.DEFAULT_NU, claimed=None, threads=None, memory_budget=sampling.MEMORY_BUDGET):
     """E[q·k] = 0 and Var(q·k) = d_k over the sweep; ``claimed`` may replace the variance (a SymPy
@@ -145,7 +147,7 @@ MOMENT_POINTS = (  # (μ_q, μ_k, σ_q², σ_k²): non-zero means, unequal varia
 def _moments_sweep(claim_id, distributions, points, *, n_samples, seed, alpha, d_ks, nu, threads, memory_budget):
     started = time.perf_counter()
     n_samples, seed, alpha = arguments.n_samples(n_samples), arguments.seed(seed), arguments.alpha(alpha)
-    mean_of, variance_of = derived.dot_product_moments()
+    mean_of, variance_of = derived.dot_product_moment_functions()
     details = []
     for di, dist in enumerate(distributions):
         for pi, (mq, mk, vq, vk) in enumerate(points):
@@ -162,13 +164,15 @@ def _moments_sweep(claim_id, distributions, points, *, n_samples, seed, alpha, d
                   details, alpha, started, n_samples)
 
 
-def dot_product_moments(*, n_samples=None, seed=0, alpha=0.001, d_ks=(1, 8, 64), distribution="normal",
+@confirms("dot-product-moments", n_samples=20_000)
+def confirm_dot_product_moments(*, n_samples=None, seed=0, alpha=0.001, d_ks=(1, 8, 64), distribution="normal",
                          nu=sampling.DEFAULT_NU, points=MOMENT_POINTS, threads=None,
                          memory_budget=sampling.MEMORY_BUDGET):
     return _moments_sweep("dot-product-moments", (distribution,), points, n_samples=n_samples or 200_000, seed=seed,
                           alpha=alpha, d_ks=d_ks, nu=nu, threads=threads, memory_budget=memory_budget)
 
 
+@confirms("dot-product-distribution-free", n_samples=20_000)
 def distribution_free(*, n_samples=None, seed=0, alpha=0.001, d_ks=(1, 8, 64),
                        distributions=arguments.DISTRIBUTIONS, nu=sampling.DEFAULT_NU, points=MOMENT_POINTS[:1],
                        threads=None, memory_budget=sampling.MEMORY_BUDGET):
@@ -179,10 +183,12 @@ def distribution_free(*, n_samples=None, seed=0, alpha=0.001, d_ks=(1, 8, 64),
                           memory_budget=memory_budget)
 
 
-scaled_score_unit_variance = _scaled("scaled-score-unit-variance", lambda d: np.sqrt(d), "q·k/√d_k")
-dk_scaling_trap = _scaled("dk-scaling-trap", lambda d: d, "q·k/d_k")
+scaled_score_unit_variance = confirms("scaled-score-unit-variance", n_samples=20_000)(
+    _scaled("scaled-score-unit-variance", lambda d: np.sqrt(d), "q·k/√d_k"))
+dk_scaling_trap = confirms("dk-scaling-trap", n_samples=20_000)(_scaled("dk-scaling-trap", lambda d: d, "q·k/d_k"))
 
 
+@confirms("prescaled-query")
 def prescaled_query(*, n_cases=300, seed=0, alpha=0.001) -> Confirmation:
     """(sQ)Kᵀ computed in float64 against the derived s(QKᵀ), evaluated from its SymPy result."""
     started = time.perf_counter()

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from numeric import arguments
-from numeric.statistics import holm
+from numeric.statistics import holm, variance_power
+
+POWER_ERROR = 0.02  # the relative error of a variance claim whose rejection chance every variance test reports
 
 
 @dataclass
@@ -30,10 +32,12 @@ class Confirmation:
     seconds: float
     alpha: float
     claimed: float | None = None
-    power: float | None = None  # chance to reject a variance claim off by 2% (worst over details)
+    power: float | None = None  # chance to reject a variance claim off by ``power_error`` (worst over details)
+    power_error: float | None = None  # the relative error ``power`` is computed against (POWER_ERROR)
     tolerance: float | None = None
     p_adjusted: float | None = None  # a sweep detail's p-value after Holm's correction
     details: list["Confirmation"] = field(default_factory=list)
+    point: dict = field(default_factory=dict)  # a sweep detail's parameters, e.g. {"d_k": 64, "moment": "variance"}
 
     def __str__(self) -> str:
         verdict = "confirmed" if self.confirmed else "REJECTED"
@@ -45,16 +49,30 @@ class Confirmation:
 # --------------------------------------------------------------------------- assembling verdicts
 
 
-def from_test(claim_id, description, test, alpha, power=None) -> Confirmation:
+def from_test(claim_id, description, test, alpha, *, power_alpha=None, point=None) -> Confirmation:
+    """One test's verdict. With ``power_alpha`` (the level the test is finally judged at, e.g. Holm's
+    strictest threshold) it also reports its power against a claim off by POWER_ERROR."""
+    power = None if power_alpha is None else variance_power(test.std_error, POWER_ERROR, power_alpha)
     return Confirmation(claim_id, description, test.estimate, test.ci, test.p_value, not test.rejects(alpha),
-                        test.n, 0.0, alpha, test.claimed, power)
+                        test.n, 0.0, alpha, test.claimed, power, None if power is None else POWER_ERROR,
+                        point=dict(point or {}))
 
 
 def exact(claim_id, description, error: float, tolerance: float, n: int, alpha: float) -> Confirmation:
     arguments.alpha(alpha)
     ok = bool(np.isfinite(error) and error <= tolerance)
     return Confirmation(claim_id, description, float(error), (float(error), float(error)), None, ok, n, 0.0, alpha,
-                        0.0, None, float(tolerance))
+                        0.0, tolerance=float(tolerance))
+
+
+def worst_case(claim_id: str, description: str, checks, alpha: float, started: float) -> Confirmation:
+    """One Confirmation from per-case (error, bound) pairs of a floating-point check: judged on the
+    case with the worst error/bound ratio; NaN anywhere counts as failure."""
+    ratios = [(e / b if np.isfinite(e) else np.inf, e, b) for e, b in checks]
+    _, error, bound = max(ratios, key=lambda r: r[0])
+    out = exact(claim_id, description, error, bound, len(checks), alpha)
+    out.seconds = time.perf_counter() - started
+    return out
 
 
 def sweep(claim_id, description, details: list[Confirmation], alpha, started, n_samples=None) -> Confirmation:
@@ -77,7 +95,7 @@ def sweep(claim_id, description, details: list[Confirmation], alpha, started, n_
     out = Confirmation(claim_id, description, worst.estimate, worst.ci, p_value, bool(ok),
                        n_samples if n_samples is not None else max(d.n_samples for d in details),
                        time.perf_counter() - started, alpha, worst.claimed, min(powers) if powers else None,
-                       worst.tolerance, details=details)
+                       POWER_ERROR if powers else None, tolerance=worst.tolerance, details=details)
     return out
 
 

@@ -5,8 +5,8 @@
     python -m numeric.power false-alarms [--trials 10000] [--n-samples 10000] [--alpha 0.001]
 
 ``power``: one nested draw per distribution, judged against the derived Var(q·k) = d_k and against
-claims 2% too high and too low (Holm over the sweep, α = 0.001). Columns: the sample variance, the
-power the test's standard error gives against a 2% error (at Holm's strictest threshold), and
+claims POWER_ERROR (2%) too high and too low (Holm over the sweep, α = 0.001). Columns: the sample
+variance, the power the test's standard error gives against that error (at Holm's strictest threshold), and
 the Holm-adjusted p-values of the two wrong claims.
 ``false-alarms``: the rejection rate of the true claim over many seeds, with the one-sided
 binomial p-value of that many rejections were the rate exactly α (the variance test's error
@@ -19,31 +19,34 @@ import time
 
 from numeric import confirm, confirm_dot_product_variance
 from numeric.dot_product import DEFAULT_SAMPLES, SWEEP_D_KS
+from numeric.evidence import POWER_ERROR
 from numeric.statistics import binomial_upper
 from proofs.theorems.dot_product import D_K
 
 
 def power_table(distribution: str, n_samples: int, d_ks, nu: float, alpha: float = 0.001) -> list[dict]:
     started = time.perf_counter()
+    high, low = 1 + POWER_ERROR, 1 - POWER_ERROR
     runs = {f: confirm("dot-product-variance", distribution=distribution, n_samples=n_samples, d_ks=d_ks, nu=nu,
-                       alpha=alpha, claimed=None if f == 1 else f * D_K) for f in (1, 1.02, 0.98)}
+                       alpha=alpha, claimed=None if f == 1 else f * D_K) for f in (1, high, low)}
     rows = []
-    var_details = {f: [d for d in c.details if d.description.startswith("Var")] for f, c in runs.items()}
+    var_details = {f: [d for d in c.details if d.point["moment"] == "variance"] for f, c in runs.items()}
     for i, d_k in enumerate(sorted(set(d_ks))):
         true = var_details[1][i]
         rows.append({"d_k": d_k, "estimate": true.estimate, "ci": true.ci, "confirmed": true.confirmed,
-                     "power_2pct": true.power, "reject_102": not var_details[1.02][i].confirmed,
-                     "reject_098": not var_details[0.98][i].confirmed,
-                     "p_102": var_details[1.02][i].p_adjusted, "p_098": var_details[0.98][i].p_adjusted})
+                     "power": true.power, "reject_high": not var_details[high][i].confirmed,
+                     "reject_low": not var_details[low][i].confirmed,
+                     "p_high": var_details[high][i].p_adjusted, "p_low": var_details[low][i].p_adjusted})
     label = distribution + (f" (ν = {nu:g})" if distribution == "student-t" else "")
     print(f"\n{label}, n = {n_samples:,}, α = {alpha} with Holm over {len(runs[1].details)} tests, "
           f"{time.perf_counter() - started:.1f} s; true claim {'confirmed' if runs[1].confirmed else 'REJECTED'}")
-    print(f"{'d_k':>5} {'s²':>11} {'CI':>25} {'power vs 2%':>12} {'×1.02 p_adj':>12} {'×0.98 p_adj':>12}")
+    pct = f"{POWER_ERROR:.0%}"
+    print(f"{'d_k':>5} {'s²':>11} {'CI':>25} {'power vs ' + pct:>12} {f'×{high:g} p_adj':>12} {f'×{low:g} p_adj':>12}")
     for r in rows:
         ci = f"[{r['ci'][0]:.5g}, {r['ci'][1]:.5g}]"
-        print(f"{r['d_k']:>5} {r['estimate']:>11.5g} {ci:>25} {r['power_2pct']:>12.4f} {r['p_102']:>12.3g} {r['p_098']:>12.3g}")
-    missed = [r["d_k"] for r in rows if not (r["reject_102"] and r["reject_098"])]
-    print("2% errors rejected at every d_k" if not missed else f"2% error NOT rejected at d_k = {missed}")
+        print(f"{r['d_k']:>5} {r['estimate']:>11.5g} {ci:>25} {r['power']:>12.4f} {r['p_high']:>12.3g} {r['p_low']:>12.3g}")
+    missed = [r["d_k"] for r in rows if not (r["reject_high"] and r["reject_low"])]
+    print(f"{pct} errors rejected at every d_k" if not missed else f"{pct} error NOT rejected at d_k = {missed}")
     return rows
 
 

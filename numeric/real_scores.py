@@ -13,7 +13,8 @@ import numpy as np
 
 from numeric import arguments, derived, sampling
 from numeric.evidence import Confirmation, from_test, sweep
-from numeric.statistics import Moments, binomial_upper, mean_test, variance_power, variance_test
+from numeric.registry import confirms
+from numeric.statistics import Moments, binomial_upper, mean_test, variance_test
 
 WEIGHT_CASES = ("independent", "tied")  # W_Q, W_K drawn apart, or W_Q = W_K (the symmetry trap)
 
@@ -38,7 +39,7 @@ def _score_chunk(w_q, w_k, same_token):
 
 def _claimed(claim_id, M, key):
     """The derived value at M: the explicit-size result when M has that size, else the index form."""
-    mean, variance, n_explicit, index_forms = derived.score_moments(claim_id)
+    mean, variance, n_explicit, index_forms = derived.real_score_moment_functions(claim_id)
     if M.shape[0] == n_explicit:
         return float((mean if key == "mean" else variance)(*M.ravel()))
     form = index_forms.get(f"{key}_index_form")
@@ -62,8 +63,7 @@ def _score_claim(claim_id, same_token, *, n_samples, seed, alpha, sizes, claimed
             label = f"n = {n}, d_k = {d_k}, {'W_Q = W_K' if tied else 'independent W_Q, W_K'}"
             want_var = claimed_variance(M) if claimed_variance else _claimed(claim_id, M, "variance")
             v = variance_test(m, want_var, alpha)
-            details.append(from_test(claim_id, f"Var(q·k) at {label}", v, alpha,
-                                     variance_power(v.std_error, 0.02, alpha / n_tests)))
+            details.append(from_test(claim_id, f"Var(q·k) at {label}", v, alpha, power_alpha=alpha / n_tests))
             details.append(from_test(claim_id, f"E[q·k] at {label}", mean_test(m, _claimed(claim_id, M, "mean"), alpha),
                                      alpha))
     token = "one token x" if same_token else "two independent tokens x, y"
@@ -74,6 +74,7 @@ def _score_claim(claim_id, same_token, *, n_samples, seed, alpha, sizes, claimed
 SIZES = ((3, 2), (8, 4), (16, 8))  # (n, d_k): the derivation's explicit n = 3, then index forms
 
 
+@confirms("self-attention-score-moments", n_samples=20_000)
 def self_attention_score_moments(*, n_samples=200_000, seed=0, alpha=0.001, sizes=SIZES, claimed_variance=None,
                                  threads=None) -> Confirmation:
     """``claimed_variance(M)`` may replace the derived tr(MMᵀ) + tr(M²) to see a wrong one refused."""
@@ -81,6 +82,7 @@ def self_attention_score_moments(*, n_samples=200_000, seed=0, alpha=0.001, size
                         sizes=sizes, claimed_variance=claimed_variance, threads=threads)
 
 
+@confirms("distinct-token-score-moments", n_samples=20_000)
 def distinct_token_score_moments(*, n_samples=200_000, seed=0, alpha=0.001, sizes=SIZES, claimed_variance=None,
                                  threads=None) -> Confirmation:
     return _score_claim("distinct-token-score-moments", False, n_samples=n_samples, seed=seed, alpha=alpha,
@@ -103,6 +105,7 @@ def _keys_chunk(d_k, n_keys, delta):
     return work
 
 
+@confirms("scale-trap-limits", n_samples=10_000)
 def scale_trap_limits(*, n_samples=100_000, seed=0, alpha=0.001, d_ks=(64, 256, 1024), n_keys=8, delta=0.5,
                       gap_std=None, threads=None) -> Confirmation:
     """The two halves of the limit, at finite d_k, from the derivation's own expressions:
@@ -124,7 +127,7 @@ def scale_trap_limits(*, n_samples=100_000, seed=0, alpha=0.001, d_ks=(64, 256, 
         exceed = sum(p[1] for p in parts)
         v = variance_test(gap, float(std_of(d)) ** 2, alpha)
         details.append(from_test("scale-trap-limits", f"Var(z_1 − z_2) unscaled = (√(2d_k))² at d_k = {d}", v, alpha,
-                                 variance_power(v.std_error, 0.02, alpha / (2 * len(d_ks)))))
+                                 power_alpha=alpha / (2 * len(d_ks))))
         bound = min(1.0, float(tail_of(d, n_keys, delta)))
         freq = exceed / n_samples
         p = binomial_upper(exceed, n_samples, bound) if bound < 1 else 1.0

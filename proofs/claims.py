@@ -1,16 +1,17 @@
 """The claim catalogue: every claim stated once, with a stable kebab-case id.
 
 ``numeric`` and ``kernels`` key their evidence on these ids and the report joins the
-three layers by them. A claim names the theorem that derives it as "module:function"
-so that importing the catalogue stays cheap.
+three layers by them. A claim names the theorem that derives it as "module:function",
+so the catalogue imports no theorem (and no theorem's cost).
 """
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
-SEED_SELF_ATTENTION = "000_6dc9c20305ca48b8.txt"  # "Self-Attention by Hand"
-SEED_WITH_WEIGHTS = "002_84043d61bb2cf99b.txt"  # "Self Attention With Weights"
+from proofs.seed_data import (PRINTED_K, PRINTED_Q, PRINTED_S, PRINTED_SCALED_3, PRINTED_V,
+                              SEED_SELF_ATTENTION, SEED_WITH_WEIGHTS)
 
 
 @dataclass(frozen=True)
@@ -21,17 +22,41 @@ class SeedPassage:
 
 @dataclass(frozen=True)
 class Claim:
+    """One claim, stated once.
+
+    ``statement`` is the formal SymPy statement the engine checks: a derivation is proved
+    only if each of its conjuncts is the relation some checked step established. ``prose``
+    is a reading of that same statement for people, written beside it so the two are seen
+    together; it may name the objects the symbols stand for, but asserts nothing more.
+    ``formal`` builds the statement on first use, so importing the catalogue stays cheap.
+    """
+
     id: str
     title: str
-    statement: str
+    prose: str
     assumptions: tuple[str, ...]
     seeds: tuple[SeedPassage, ...]
     theorem: str  # "module:function" returning a Derivation
     topic: str = "core"
+    formal: Callable[[], Any] = field(default=lambda: None, repr=False, compare=False)
+    references: tuple[str, ...] = ()  # where a claim no seed states comes from: it quotes a seed or cites these
+
+    @property
+    def statement(self):
+        return _build(self.formal)
 
     def derive(self):
         module, name = self.theorem.split(":")
         return getattr(importlib.import_module(module), name)()
+
+
+_BUILT: dict[Callable, Any] = {}
+
+
+def _build(formal: Callable[[], Any]):
+    if formal not in _BUILT:
+        _BUILT[formal] = formal()
+    return _BUILT[formal]
 
 
 def _seed(file: str, quote: str) -> SeedPassage:
@@ -49,146 +74,233 @@ _GQA = "proofs.theorems.gqa"
 _LIMITS = "proofs.theorems.scale_limits"
 _WORKED = "proofs.theorems.worked_examples"
 
+def _eq(lhs, rhs):
+    """An unevaluated equation: stated, not decided by SymPy on construction."""
+    import sympy as sp
+
+    return sp.Eq(lhs, rhs, evaluate=False)
+
+
+def _formal(build: Callable[[Any, Any], Any]) -> Callable[[], Any]:
+    """Defer a statement: ``build(sp, notation)`` runs on first use, importing SymPy then."""
+    def formal():
+        import sympy as sp
+
+        from proofs import notation
+
+        return build(sp, notation)
+    return formal
+
+
+def _matrix_symbol(sp, name: str, m) -> Any:
+    return sp.MatrixSymbol(name, *m.shape)
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim("dot-product-moments", "Moments of the dot product",
-          "E[q·k] = d_k μ_q μ_k and Var(q·k) = d_k(σ_q²σ_k² + μ_q²σ_k² + μ_k²σ_q²).",
+          "E[q·k] = d_k μ_q μ_k and Var(q·k) = d_k(σ_q²σ_k² + μ_q²σ_k² + μ_k²σ_q²), for every d_k.",
           ("components of q and k mutually independent", "means μ_q, μ_k; variances σ_q², σ_k²"),
           (_seed(SEED_SELF_ATTENTION, r"be independent and identically distributed (i.i.d.) random variables with mean"),),
-          f"{_DOT}:general_moments", "dot-product"),
+          f"{_DOT}:general_moments", "dot-product",
+          _formal(lambda sp, n: sp.And(_eq(n.E(n.S), n.D_K * n.MU_Q * n.MU_K),
+                                       _eq(n.Var(n.S), n.D_K * (n.VAR_Q * n.VAR_K + n.MU_Q**2 * n.VAR_K
+                                                                + n.MU_K**2 * n.VAR_Q))))),
     Claim("dot-product-variance", "Var(q·k) = d_k",
           "With zero-mean, unit-variance independent components: E[q·k] = 0, Var(q·k) = d_k, Std(q·k) = √d_k.",
           ("independent components", "zero mean, unit variance"),
           (_seed(SEED_SELF_ATTENTION, r"\mathrm{Var}(S) = \sum_{i=1}^{d_k} \mathrm{Var}(q_i k_i) = d_k \cdot 1 = d_k"),
            _seed(SEED_WITH_WEIGHTS, "By the Bienaymé formula for sums of independent variables")),
-          f"{_DOT}:seed_variance", "dot-product"),
+          f"{_DOT}:seed_variance", "dot-product",
+          _formal(lambda sp, n: sp.And(_eq(n.E(n.S), 0), _eq(n.Var(n.S), n.D_K), _eq(n.Std(n.S), sp.sqrt(n.D_K))))),
     Claim("dot-product-distribution-free", "Only means and variances matter",
-          "The dot-product moments depend on the components only through their means and variances "
-          "(Normal and Uniform components give the same values).",
+          "Var(q·k) = d_k(σ_q²σ_k² + μ_q²σ_k² + μ_k²σ_q²) whatever the components' distributions: it depends on "
+          "them only through their means and variances (checked: Normal and Uniform components agree).",
           ("independent components with finite variance",),
           (_seed(SEED_WITH_WEIGHTS, "it is the exact analytic normalizer required to preserve unit variance "
                                     "under independent Gaussian distributions"),),
-          f"{_DOT}:distribution_free", "dot-product"),
+          f"{_DOT}:distribution_free", "dot-product",
+          _formal(lambda sp, n: _eq(n.Var(n.S), n.D_K * (n.VAR_Q * n.VAR_K + n.MU_Q**2 * n.VAR_K
+                                                         + n.MU_K**2 * n.VAR_Q)))),
     Claim("scaled-score-unit-variance", "Dividing by √d_k restores unit variance",
           "Var(q·k / √d_k) = 1.",
           ("independent components", "zero mean, unit variance"),
           (_seed(SEED_SELF_ATTENTION, r"Dividing by $\sqrt{d_k}$ rescales the variance back to unity"),),
-          f"{_DOT}:scaled_unit_variance", "dot-product"),
+          f"{_DOT}:scaled_unit_variance", "dot-product",
+          _formal(lambda sp, n: _eq(n.Var(n.S / sp.sqrt(n.D_K)), 1))),
     Claim("dk-scaling-trap", "Dividing by d_k shrinks the variance to 1/d_k",
-          "Var(q·k / d_k) = 1/d_k, which goes to 0 as d_k grows.",
+          "Var(q·k / d_k) = 1/d_k, and its limit as d_k → ∞ is 0.",
           ("independent components", "zero mean, unit variance"),
           (_seed(SEED_WITH_WEIGHTS, "Dividing by dₖ would shrink variance to 1/dₖ → 0"),),
-          f"{_DOT}:dk_scaling_trap", "dot-product"),
+          f"{_DOT}:dk_scaling_trap", "dot-product",
+          _formal(lambda sp, n: sp.And(_eq(n.Var(n.S / n.D_K), 1 / n.D_K),
+                                       _eq(sp.Limit(n.Var(n.S / n.D_K), n.D_K, sp.oo), 0)))),
     Claim("prescaled-query", "Pre-scaling Q equals scaling the scores",
-          "(sQ)Kᵀ = s(QKᵀ); in particular (Q/√d_k)Kᵀ = QKᵀ/√d_k.",
+          "((sQ)Kᵀ)_ij = Σ_c s q_ic k_jc = s (QKᵀ)_ij for every scale s and head dimension d_k; in particular "
+          "(Q/√d_k)Kᵀ = QKᵀ/√d_k.",
           ("real matrices",),
           (_seed(SEED_WITH_WEIGHTS, "the scaling factor (1) / (√(dₖ)) is premultiplied into the Query tensor"),),
-          f"{_DOT}:prescaled_query", "dot-product"),
+          f"{_DOT}:prescaled_query", "dot-product",
+          _formal(lambda sp, n: _eq(sp.Sum(n.SCALE_S * n.QI[n.I, n.C_IDX] * n.KI[n.J, n.C_IDX], (n.C_IDX, 1, n.D_K)),
+                                    n.SCALE_S * sp.Sum(n.QI[n.I, n.C_IDX] * n.KI[n.J, n.C_IDX], (n.C_IDX, 1, n.D_K))))),
     Claim("softmax-normalisation", "Softmax rows sum to 1",
-          "Every softmax row is a probability vector: a_i > 0 and Σ_i a_i = 1.",
+          "Every softmax row is a probability vector: a_i > 0 and Σ_{i=1}^n a_i = 1, for every n.",
           ("z ∈ ℝⁿ",),
           (_seed(SEED_SELF_ATTENTION, "normalizes each row independently into a valid categorical probability "
                                       "distribution"),),
-          f"{_SOFT}:normalisation", "softmax"),
+          f"{_SOFT}:normalisation", "softmax",
+          _formal(lambda sp, n: sp.And(sp.Gt(n.A[n.I], 0, evaluate=False),
+                                       _eq(sp.Sum(n.A[n.I], (n.I, 1, n.N)), 1)))),
     Claim("softmax-shift-invariance", "Softmax is shift invariant",
-          "softmax(z + c·1) = softmax(z) for every real c (why subtracting the max is free).",
+          "softmax(z + c·1) = softmax(z) for every real c and every n (why subtracting the max is free).",
           ("z ∈ ℝⁿ, c ∈ ℝ",),
           (_seed(SEED_WITH_WEIGHTS, "Numerical Stability in Softmax (x - max(x))"),),
-          f"{_SOFT}:shift_invariance", "softmax"),
+          f"{_SOFT}:shift_invariance", "softmax",
+          _formal(lambda sp, n: _eq(sp.exp(n.Z[n.I] + n.C) / sp.Sum(sp.exp(n.Z[n.K_IDX] + n.C), (n.K_IDX, 1, n.N)),
+                                    sp.exp(n.Z[n.I]) / sp.Sum(sp.exp(n.Z[n.K_IDX]), (n.K_IDX, 1, n.N))))),
     Claim("softmax-jacobian", "Softmax Jacobian",
-          "∂a_i/∂z_j = a_i(δ_ij − a_j), i.e. J = diag(a) − a aᵀ.",
+          "∂a_i/∂z_j = a_i(δ_ij − a_j), i.e. J = diag(a) − a aᵀ, for every n.",
           ("a = softmax(z)",),
           (_seed(SEED_SELF_ATTENTION, r"\frac{\partial \text{softmax}(z)_i}{\partial z_j} = \text{softmax}(z)_i (\delta_{ij} - \text{softmax}(z)_j)"),
            _seed(SEED_WITH_WEIGHTS, "(∂ softmax(z)ᵢ) / (∂ zⱼ) = αᵢ (δ_(i, j) - αⱼ)")),
-          f"{_SOFT}:softmax_jacobian", "softmax"),
+          f"{_SOFT}:softmax_jacobian", "softmax",
+          _formal(lambda sp, n: _eq(sp.Derivative(n.A[n.I], n.Z[n.J]),
+                                    n.A[n.I] * (sp.KroneckerDelta(n.I, n.J) - n.A[n.J])))),
     Claim("softmax-jacobian-spectrum", "The Jacobian is symmetric PSD with eigenvalues in [0, 1/2]",
-          "J = Jᵀ, J·1 = 0, J ⪰ 0, every eigenvalue lies in [0, 1/2], and a(1 − a) ≤ 1/4.",
+          "For every n: J_ij = J_ji, Σ_j J_ij = 0 (J·1 = 0), every eigenvalue λ of J lies in [0, 1/2], and "
+          "a_i(1 − a_i) ≤ 1/4.",
           ("a = softmax(z)",),
           (_seed(SEED_WITH_WEIGHTS, "αᵢ (1 - αᵢ) → 1.0 × (1 - 1.0) = 0.0"),),
-          f"{_SOFT}:jacobian_spectrum", "softmax"),
+          f"{_SOFT}:jacobian_spectrum", "softmax",
+          _formal(lambda sp, n: sp.And(_eq(n.JAC[n.I, n.J], n.JAC[n.J, n.I]),
+                                       _eq(sp.Sum(n.JAC[n.I, n.J], (n.J, 1, n.N)), 0),
+                                       sp.Le(0, n.LAMBDA, evaluate=False),
+                                       sp.Le(n.LAMBDA, sp.Rational(1, 2), evaluate=False),
+                                       sp.Le(n.A[n.I] * (1 - n.A[n.I]), sp.Rational(1, 4), evaluate=False)))),
     Claim("softmax-saturation", "Saturated softmax has a vanishing Jacobian",
-          "As one logit's lead t → ∞, every entry of the softmax Jacobian → 0.",
+          "As one logit's lead t → ∞, every entry of the softmax Jacobian → 0: J_11 = a_1(1 − a_1), "
+          "J_1j = −a_1 a_j, J_jj = a_j(1 − a_j) and J_jk = −a_j a_k all have limit 0.",
           ("z = (t, 0, …, 0)",),
           (_seed(SEED_SELF_ATTENTION, r"the derivative evaluates to near zero, causing severe gradient vanishing"),
            _seed(SEED_WITH_WEIGHTS, "When αᵢ → 1.0 (or αⱼ → 0.0), the derivative collapses")),
-          f"{_SOFT}:saturation", "softmax"),
+          f"{_SOFT}:saturation", "softmax",
+          _formal(lambda sp, n: sp.And(*(_eq(sp.Limit(entry, n.T_LEAD, sp.oo), 0) for entry in (
+              n.A_1 * (1 - n.A_1), -n.A_1 * n.A_J_T, n.A_J_T * (1 - n.A_J_T), -n.A_J_T * n.A_K_T))))),
     Claim("online-softmax-merge", "Online softmax merge is exact",
           "For block states (m, l, o): m = max(m₁, m₂), l = e^{m₁−m} l₁ + e^{m₂−m} l₂, "
-          "o = (e^{m₁−m} l₁ o₁ + e^{m₂−m} l₂ o₂)/l equals softmax attention over the union, for any references.",
+          "o = (e^{m₁−m} l₁ o₁ + e^{m₂−m} l₂ o₂)/l. Merging the states of any number N_B of blocks of any sizes, "
+          "with raw sums Z_b = Σ_{j∈B_b} e^{s_j} and U_b = Σ_{j∈B_b} e^{s_j} v_j, gives l = e^{−M} Σ_b Z_b and "
+          "o = Σ_b U_b / Σ_b Z_b, softmax attention over their union, for any references (M the merged one).",
           ("blocks of scores with vector values", "references arbitrary: the max only prevents overflow"),
           (_seed(SEED_SELF_ATTENTION, "computing softmax normalization on-the-fly using the online softmax algorithm"),),
-          f"{_ONLINE}:online_softmax_merge", "online-softmax"),
+          f"{_ONLINE}:online_softmax_merge", "online-softmax",
+          _formal(lambda sp, n: sp.And(
+              _eq(n.L_MERGED, sp.exp(-n.M_FINAL) * sp.Sum(n.Z_BLOCK[n.B_IDX], (n.B_IDX, 1, n.N_BLOCKS))),
+              _eq(n.O_MERGED, sp.Sum(n.U_BLOCK[n.B_IDX], (n.B_IDX, 1, n.N_BLOCKS))
+                  / sp.Sum(n.Z_BLOCK[n.B_IDX], (n.B_IDX, 1, n.N_BLOCKS)))))),
     Claim("online-softmax-monoid", "The merge is a monoid",
-          "The merge is associative and commutative, with identity (−∞, 0, 0).",
+          "The merge is associative and commutative, with identity (−∞, 0, 0) on either side.",
           ("non-empty states (l > 0)",),
           (_seed(SEED_WITH_WEIGHTS, r"tiles the Q K^\top product into SRAM to perform online Softmax"),),
-          f"{_ONLINE}:merge_monoid", "online-softmax"),
+          f"{_ONLINE}:merge_monoid", "online-softmax",
+          _formal(lambda sp, n: sp.And(
+              _eq(n.merge(n.merge(n.STATE_A, n.STATE_B), n.STATE_C), n.merge(n.STATE_A, n.merge(n.STATE_B, n.STATE_C))),
+              _eq(n.merge(n.STATE_A, n.STATE_B), n.merge(n.STATE_B, n.STATE_A)),
+              _eq(n.merge(n.IDENTITY_STATE, n.STATE_A), n.STATE_A),
+              _eq(n.merge(n.STATE_A, n.IDENTITY_STATE), n.STATE_A)))),
     Claim("online-softmax-unnormalised", "FlashAttention-2's unnormalised accumulator",
-          "Streaming blocks with running max m, running sum l and unnormalised accumulator acc, "
-          "then acc/l, equals softmax attention.",
+          "Streaming any number N_B of blocks with running max m, running sum l and unnormalised accumulator acc, "
+          "then acc/l, equals softmax attention Σ_b U_b / Σ_b Z_b (raw sums of the blocks as in the merge).",
           ("state starts at (−∞, 0, 0)",),
           (_seed(SEED_WITH_WEIGHTS, "Computes attention and softmax incrementally using the online softmax trick"),),
-          f"{_ONLINE}:unnormalised_accumulator", "online-softmax"),
+          f"{_ONLINE}:unnormalised_accumulator", "online-softmax",
+          _formal(lambda sp, n: _eq(n.ACC_OVER_L, sp.Sum(n.U_BLOCK[n.B_IDX], (n.B_IDX, 1, n.N_BLOCKS))
+                                    / sp.Sum(n.Z_BLOCK[n.B_IDX], (n.B_IDX, 1, n.N_BLOCKS))))),
     Claim("logsumexp-merge", "Log-sum-exp of a merge",
-          "lse = m + log l = log Σ exp(s_j), and lse merges as log(e^{lse₁} + e^{lse₂}); base 2 gives the same.",
+          "lse = m + log l = log Σ exp(s_j); lse merges as log(e^{lse₁} + e^{lse₂}); a base-2 state "
+          "(m₂, l) has natural lse (m₂ + log₂ l)·ln 2.",
           ("real scores",),
           (_seed(SEED_SELF_ATTENTION, "computing softmax normalization on-the-fly"),),
-          f"{_ONLINE}:logsumexp_merge", "online-softmax"),
+          f"{_ONLINE}:logsumexp_merge", "online-softmax",
+          _formal(lambda sp, n: sp.And(
+              _eq(n.M_REF + sp.log(n.L_SUM), sp.log(n.SUM_EXP)),
+              _eq(n.lse(n.merge(n.STATE_A, n.STATE_B)), sp.log(sp.exp(n.lse(n.STATE_A)) + sp.exp(n.lse(n.STATE_B)))),
+              _eq((n.M_BASE2 + sp.log(n.L_SUM, 2)) * sp.log(2), n.M_BASE2 * sp.log(2) + sp.log(n.L_SUM))))),
     # ---- extended derivations (issue 3) ----------------------------------------------------------------
     Claim("attention-backward", "Backward pass of attention",
-          "dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − D) with D_i = Σ_j P_ij dP_ij = Σ_c dO_ic O_ic, "
+          "dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − D 1ᵀ) with D = rowsum(P ∘ dP) = rowsum(dO ∘ O), "
           "dQ = scale·dS K, dK = scale·dSᵀ Q.",
           ("S = scale·QKᵀ, P = softmax(S) by rows, O = PV", "upstream gradient dO"),
           (_seed(SEED_SELF_ATTENTION, "preserving healthy gradient flow during stochastic gradient descent"),
            _seed(SEED_WITH_WEIGHTS, "halting backpropagation through the entire attention block")),
-          f"{_BACKWARD}:attention_backward", "backward"),
+          f"{_BACKWARD}:attention_backward", "backward",
+          _formal(lambda sp, n: _backward_statement(sp, n))),
     Claim("self-attention-score-moments", "Scores of one token are not independent products",
           "For q = W_Qᵀx, k = W_Kᵀx, x ~ N(0, I_n): q·k = xᵀMx with M = W_Q W_Kᵀ, E = tr M and "
-          "Var = tr(MMᵀ) + tr(M²); W_Q = W_K gives E = ‖W‖_F² ≠ 0.",
-          ("x ~ N(0, I_n)", "Isserlis' theorem (checked on all index tuples for n = 3)"),
+          "Var = tr(MMᵀ) + tr(M²); W_Q = W_K = W gives E = tr(WWᵀ) = ‖W‖_F² ≠ 0.",
+          ("x ~ N(0, I_n)",),
           (_seed(SEED_WITH_WEIGHTS, "q = x W_Q, k = x W_K, v = x W_V"),
            _seed(SEED_SELF_ATTENTION, "be independent and identically distributed (i.i.d.) random variables")),
-          f"{_SCORES}:self_attention_score_moments", "real-scores"),
+          f"{_SCORES}:self_attention_score_moments", "real-scores",
+          _formal(lambda sp, n: sp.And(
+              _eq(n.E(sp.Symbol("xᵀMx")), sp.Trace(_m(sp, n))),
+              _eq(n.Var(sp.Symbol("xᵀMx")), sp.Trace(_m(sp, n) * _m(sp, n).T) + sp.Trace(_m(sp, n) ** 2)),
+              _eq(n.E(sp.Symbol("xᵀWWᵀx")), sp.Trace(_w(sp, n) * _w(sp, n).T))))),
     Claim("distinct-token-score-moments", "Scores of two independent tokens",
-          "For q = W_Qᵀx, k = W_Kᵀy with x, y ~ N(0, I_n) independent: E[q·k] = 0, Var(q·k) = tr(MMᵀ); "
-          "orthonormal columns recover the seeds' Var = d_k.",
+          "For q = W_Qᵀx, k = W_Kᵀy with x, y ~ N(0, I_n) independent: E[q·k] = 0 and Var(q·k) = tr(MMᵀ), "
+          "M = W_Q W_Kᵀ (orthonormal columns recover the seeds' Var = d_k).",
           ("x, y ~ N(0, I_n) independent",),
           (_seed(SEED_WITH_WEIGHTS, "qᵢ = xᵢ W_Q and kⱼ = xⱼ W_K use different weight matrices"),),
-          f"{_SCORES}:distinct_token_score_moments", "real-scores"),
+          f"{_SCORES}:distinct_token_score_moments", "real-scores",
+          _formal(lambda sp, n: sp.And(_eq(n.E(sp.Symbol("xᵀMy")), 0),
+                                       _eq(n.Var(sp.Symbol("xᵀMy")), sp.Trace(_m(sp, n) * _m(sp, n).T))))),
     Claim("projection-shapes", "Projections keep batch and sequence dimensions",
           "[B, T, d_model]·[d_model, d_k] → [B, T, d_k]; output row (b, t) depends on token (b, t) only.",
           ("X ∈ ℝ^{B×T×d_model}, W ∈ ℝ^{d_model×d_k}",),
           (_seed(SEED_WITH_WEIGHTS, "[B, T, d] × [d, d] = [B, T, d]: The batch and sequence dimensions remain "
                                     "untouched"),),
-          f"{_PROJ}:projection_shapes", "projections"),
+          f"{_PROJ}:projection_shapes", "projections",
+          _formal(lambda sp, n: sp.And(_eq(n.shape(sp.Symbol("XW")), sp.Tuple(n.BATCH, n.SEQ, n.D_K)),
+                                       _eq(sp.Symbol("∂Y[b,t]/∂X[b',t'], (b',t') ≠ (b,t)"), 0)))),
     Claim("fused-qkv-projection", "Fused QKV projection equals three projections",
           "X·[W_Q | W_K | W_V] (+ [b_Q | b_K | b_V]) sliced into blocks equals (XW_Q, XW_K, XW_V) (+ biases).",
           ("block slicing [:d_k], [d_k:2d_k], [2d_k:]",),
           (_seed(SEED_WITH_WEIGHTS, "This result is then sliced in memory into Q, K, V"),),
-          f"{_PROJ}:fused_qkv_projection", "projections"),
+          f"{_PROJ}:fused_qkv_projection", "projections",
+          _formal(lambda sp, n: _fused_statement(sp, n))),
     Claim("projection-parameter-count", "Projection parameter counts",
           "One projection has d_model·d_k parameters (+ d_k with bias); Q, K, V together 3·d_model·d_k; "
           "GPT-2 small (d_model = 768): 589,824 per matrix, 1,769,472 for Q, K and V.",
           ("dense projections",),
           (_seed(SEED_WITH_WEIGHTS, "Total QKV Parameters = 3 × 589,824 = 1,769,472 parameters"),),
-          f"{_PROJ}:projection_parameter_count", "projections"),
+          f"{_PROJ}:projection_parameter_count", "projections",
+          _formal(lambda sp, n: sp.And(
+              _eq(n.params(sp.Symbol("W")), n.D_MODEL * n.D_K),
+              _eq(n.params(sp.Symbol("W"), sp.Symbol("b")), n.D_MODEL * n.D_K + n.D_K),
+              _eq(n.params(*sp.symbols("W_Q W_K W_V")), 3 * n.D_MODEL * n.D_K),
+              _eq(n.params(sp.Symbol("W^{GPT-2}")), 589_824),
+              _eq(n.params(*sp.symbols("W_Q^{GPT-2} W_K^{GPT-2} W_V^{GPT-2}")), 1_769_472)))),
     Claim("score-asymmetry", "When are attention scores symmetric?",
-          "S = X W_Q W_Kᵀ Xᵀ is symmetric for every X exactly when W_Q W_Kᵀ is symmetric; W_Q = W_K is the "
-          "symmetry trap; the seed's W_Q, W_K give S_12 = 2 ≠ S_21 = 6.",
+          "S = X W_Q W_Kᵀ Xᵀ is symmetric for every X exactly when W_Q W_Kᵀ is symmetric (W_Q = W_K is the "
+          "symmetry trap); the seed's W_Q, W_K give S_12 = 2 ≠ S_21 = 6.",
           ("real matrices",),
           (_seed(SEED_WITH_WEIGHTS, "If q = x and k = x, then compatibility s_(i, j) = xᵢ · xⱼ = xⱼ · xᵢ = s_(j, i)"),),
-          f"{_PROJ}:score_asymmetry", "projections"),
+          f"{_PROJ}:score_asymmetry", "projections",
+          _formal(lambda sp, n: sp.And(_symmetry_iff(sp, n), _eq(sp.Symbol("S_12^seed"), 2),
+                                       _eq(sp.Symbol("S_21^seed"), 6)))),
     Claim("causal-mask-top-left", "Causal mask, top-left aligned (PyTorch is_causal)",
-          "With M_ij = −∞ for j > i, row i of the masked softmax is the softmax over keys j ≤ i, and o_i has zero "
-          "derivative in k_j, v_j for j > i.",
+          "With M_ij = −∞ for j > i (0-based), row i of the masked softmax is the softmax over keys j ≤ i, "
+          "and 0 beyond.",
           ("N_q ≤ N_k",),
           (_seed(SEED_SELF_ATTENTION, "M_ij = -inf (j > i)"),),
-          f"{_MASK}:causal_mask_top_left", "masking"),
+          f"{_MASK}:causal_mask_top_left", "masking",
+          _formal(lambda sp, n: _causal_statement(sp, n, n.I0))),
     Claim("causal-mask-bottom-right", "Causal mask, bottom-right aligned",
-          "Query i of N_q sees keys j ≤ i + N_k − N_q; row i of the masked softmax is the softmax over those keys; "
-          "it differs from the top-left mask whenever N_q ≠ N_k.",
+          "Query i of N_q sees keys j ≤ i + N_k − N_q (0-based); row i of the masked softmax is the softmax over "
+          "those keys, and 0 beyond.",
           ("N_q ≤ N_k",),
           (_seed(SEED_SELF_ATTENTION, "M_ij = -inf (j > i)"),),
-          f"{_MASK}:causal_mask_bottom_right", "masking"),
+          f"{_MASK}:causal_mask_bottom_right", "masking",
+          _formal(lambda sp, n: _causal_statement(sp, n, n.I0 + n.N_K - n.N_Q))),
     Claim("gqa-equals-repeated-mha", "GQA is MHA with repeated KV heads",
           "With G = H_q/H_kv, GQA equals multi-head attention on KV heads each repeated G times (query head h "
           "reads KV head ⌊h/G⌋); the KV cache shrinks by the factor G.",
@@ -196,29 +308,140 @@ CLAIMS: tuple[Claim, ...] = (
           (_seed(SEED_SELF_ATTENTION, "multiple query heads share a single key-value head ($G$ query heads per KV "
                                       "head). This reduces the memory footprint of KV caches during "
                                       "autoregressive decoding by a factor of $G$"),),
-          f"{_GQA}:gqa_equals_repeated_mha", "gqa"),
+          f"{_GQA}:gqa_equals_repeated_mha", "gqa",
+          _formal(lambda sp, n: sp.And(_eq(n.kv_head(n.H_IDX), sp.floor(n.H_IDX / n.G)),
+                                       _eq(sp.Symbol("cache_MHA") / sp.Symbol("cache_GQA"), n.G)))),
     Claim("scale-trap-limits", "The scale trap as a limit",
-          "As d_k → ∞, in probability: logits divided by d_k have variance 1/d_k → 0 and the weights → uniform; "
-          "unscaled logits have gaps of std √(2d_k) → ∞ and the largest weight → 1 (one-hot).",
+          "As d_k → ∞, in probability: with logits divided by d_k every weight a_j → 1/n (uniform); with "
+          "unscaled logits the largest weight a_max → 1 (one-hot).",
           ("one query, n keys; components independent, mean 0, variance 1", "fixed n"),
           (_seed(SEED_WITH_WEIGHTS, "Dividing by dₖ would shrink variance to 1/dₖ → 0, compressing all logits into "
                                     "near-zero and destroying attention sharpness into uniform noise"),
            _seed(SEED_SELF_ATTENTION, "the softmax function acts as an argmax indicator")),
-          f"{_LIMITS}:scale_trap_limits", "scaling"),
+          f"{_LIMITS}:scale_trap_limits", "scaling",
+          _formal(lambda sp, n: sp.And(_eq(sp.Limit(n.A_J, n.D_K, sp.oo), 1 / n.N_KEYS),
+                                       _eq(sp.Limit(n.A_MAX, n.D_K, sp.oo), 1)))),
     Claim("seed-worked-example-2-token", "The seed's N = 2 worked example, exactly",
-          "Q, K, V, S are exactly as printed; S/√2, A and Z in exact form (printed decimals: see the seed audit).",
+          "Q, K, V, S are exactly as printed; S/√2, A (each weight a logistic σ(g) = 1/(1 + e^{−g}) of a score "
+          "gap) and Z = AV in exact form (printed decimals: see the seed audit).",
           ("X, W_Q, W_K, W_V as printed",),
           (_seed(SEED_SELF_ATTENTION, "consider an explicit toy sequence of two tokens ($N=2$)"),),
-          f"{_WORKED}:seed_worked_example_2_token", "worked-examples"),
+          f"{_WORKED}:seed_worked_example_2_token", "worked-examples",
+          _formal(lambda sp, n: _two_token_statement(sp))),
     Claim("seed-worked-example-3-token", "The seed's 3-token worked example, exactly",
           "Scaled scores as printed; α₁ = (e², e, 1)/(e² + e + 1); z₁ = (e² + 3e, 2e² + 4)/(e² + e + 1) "
           "(printed decimals: see the seed audit).",
           ("raw scores [[4, 2, 0], [1, 3, −1], [2, 0, 4]], d_k = 4",),
           (_seed(SEED_WITH_WEIGHTS, "Suppose you have 3 tokens and head dimension dₖ = 4"),),
-          f"{_WORKED}:seed_worked_example_3_token", "worked-examples"),
+          f"{_WORKED}:seed_worked_example_3_token", "worked-examples",
+          _formal(lambda sp, n: _three_token_statement(sp))),
+    Claim("rope-relative-position", "RoPE scores depend on relative position only",
+          "With rotary position embedding, ⟨R_m q, R_n k⟩ = Σ_i q_iᵀ R((n − m)θ_i) k_i: the score of a query "
+          "at position m and a key at position n depends on the positions only through n − m, so shifting "
+          "both by t leaves it unchanged.",
+          ("pair i of q and of k rotated by the angles mθ_i and nθ_i", "any frequencies θ_i, any h ≥ 1"),
+          (), "proofs.theorems.rope:rope_relative_position", "position", _formal(lambda sp, n: _rope_statement(sp, n)),
+          ("Su, Lu, Pan, Murtadha, Wen, Liu: RoFormer: Enhanced Transformer with Rotary Position Embedding "
+           "(2021), section 3.4.2",)),
+    Claim("dot-product-kurtosis", "Kurtosis of the dot product under the null model",
+          "With independent components q_i = μ_q + σ_q Z, k_i = μ_k + σ_k Z' (Z, Z' standardised and symmetric, "
+          "E[Z⁴] = β_q, E[Z'⁴] = β_k) and P = q_i k_i: μ₄(q·k) = d_k μ₄(P) + 3d_k(d_k − 1)μ₂(P)² for every d_k, "
+          "so κ(q·k) = κ(P)/d_k + 3(d_k − 1)/d_k, with κ(P) from the components' first four moments.",
+          ("components of q and k mutually independent", "each family standardised, symmetric, with kurtosis β"),
+          (), "proofs.theorems.null_kurtosis:dot_product_kurtosis", "dot-product", _formal(lambda sp, n: _kurtosis_statement(sp, n)),
+          ("the fourth central moment of a sum of independent variables: μ₄(ΣY_i) = Σμ₄(Y_i) + 3Σ_{i≠j}μ₂(Y_i)μ₂(Y_j) "
+           "(Kendall & Stuart, The Advanced Theory of Statistics, vol. 1, on moments of sums; proved here by "
+           "induction)",)),
 )
 
+
+def _m(sp, n):
+    return sp.MatrixSymbol("M", n.N, n.N)  # M = W_Q W_Kᵀ
+
+
+def _w(sp, n):
+    return sp.MatrixSymbol("W", n.N, n.D_K)
+
+
+def _fused_statement(sp, n):
+    """split(X[W_Q | W_K | W_V] (+ 1[b_Q | b_K | b_V])) = (XW_Q, XW_K, XW_V) (+ biases)."""
+    M = sp.MatrixSymbol
+    X, ones = M("X", n.SEQ, n.D_MODEL), sp.OneMatrix(n.SEQ, 1)
+    Ws = [M(name, n.D_MODEL, d) for name, d in (("W_Q", n.D_K), ("W_K", n.D_K), ("W_V", n.D_V))]
+    bs = [M(name, 1, d) for name, d in (("b_Q", n.D_K), ("b_K", n.D_K), ("b_V", n.D_V))]
+    return sp.And(_eq(sp.Symbol("split(X[W_Q|W_K|W_V])"), sp.Tuple(*(X * W for W in Ws))),
+                  _eq(sp.Symbol("split(X[W_Q|W_K|W_V] + 1[b_Q|b_K|b_V])"),
+                      sp.Tuple(*(X * W + ones * b for W, b in zip(Ws, bs)))))
+
+
+def _symmetry_iff(sp, n):
+    """S = X M Xᵀ is symmetric (for all X) ⟺ M = W_Q W_Kᵀ is symmetric."""
+    X, M = sp.MatrixSymbol("X", n.N_TOK, n.N), _m(sp, n)
+    S = X * M * X.T
+    return sp.Equivalent(_eq(S, S.T), _eq(M, M.T), evaluate=False)
+
+
+def _backward_statement(sp, n):
+    nq, nk, d, dv = n.N_Q, n.N_K, sp.Symbol("d", integer=True, positive=True), n.D_V
+    M = sp.MatrixSymbol
+    P, dP, D, dS = M("P", nq, nk), M("dP", nq, nk), M("D", nq, 1), M("dS", nq, nk)
+    Q, K, V, O, dO = M("Q", nq, d), M("K", nk, d), M("V", nk, dv), M("O", nq, dv), M("dO", nq, dv)
+    scale = sp.Symbol("scale", positive=True)
+    return sp.And(_eq(M("dV", nk, dv), P.T * dO), _eq(dP, dO * V.T),
+                  _eq(dS, sp.HadamardProduct(P, dP - D * sp.OneMatrix(1, nk))),
+                  _eq(D, sp.HadamardProduct(P, dP) * sp.OneMatrix(nk, 1)),
+                  _eq(D, sp.HadamardProduct(dO, O) * sp.OneMatrix(dv, 1)),
+                  _eq(M("dQ", nq, d), scale * dS * K), _eq(M("dK", nk, d), scale * dS.T * Q))
+
+
+def _causal_statement(sp, n, last):
+    """a_ij = exp(s_ij) / Σ_{k ≤ L_i} exp(s_ik) for j ≤ L_i, else 0."""
+    i, j, k, s = n.I0, n.J0, n.K0, n.SCORES
+    return _eq(n.WEIGHTS[i, j], sp.Piecewise(
+        (sp.exp(s[i, j]) / sp.Sum(sp.exp(s[i, k]), (k, 0, last)), sp.Le(j, last)), (0, True)))
+
+
+def _two_token_statement(sp):
+    r2 = sp.sqrt(2)
+    sigma = lambda g: 1 / (1 + sp.exp(-g))  # noqa: E731  the logistic: softmax of two logits
+    A = sp.ImmutableMatrix([[sigma(1 / r2), sigma(-1 / r2)], [sigma(r2), sigma(-r2)]])
+    named = {"Q": PRINTED_Q, "K": PRINTED_K, "V": PRINTED_V, "S": PRINTED_S,
+             "S/√2": sp.Matrix([[3 / r2, r2], [3 * r2, 2 * r2]]), "A": A,
+             "Z": sp.Matrix([[1 + A[0, 1], 3 - A[0, 1]], [1 + A[1, 1], 3 - A[1, 1]]])}
+    return sp.And(*(_eq(_matrix_symbol(sp, name, m), sp.ImmutableMatrix(m)) for name, m in named.items()))
+
+
+def _rope_statement(sp, n):
+    """s(m, n) = Σ_i q_iᵀ R((n − m)θ_i) k_i, written out, and the same sum at positions shifted by t."""
+    q, k, i, th = n.QI, n.KI, n.I, n.ROPE_THETA
+    angle = (n.ROPE_N - n.ROPE_M) * th[i]
+    term = ((q[2 * i - 1] * k[2 * i - 1] + q[2 * i] * k[2 * i]) * sp.cos(angle)
+            + (q[2 * i] * k[2 * i - 1] - q[2 * i - 1] * k[2 * i]) * sp.sin(angle))
+    relative = sp.Sum(term, (i, 1, n.ROPE_H))
+    return sp.And(_eq(n.score_rope(n.ROPE_M, n.ROPE_N), relative),
+                  _eq(n.score_rope(n.ROPE_M + n.ROPE_T, n.ROPE_N + n.ROPE_T), relative))
+
+
+def _kurtosis_statement(sp, n):
+    """μ₄(S) = d_k μ₄(P) + 3d_k(d_k − 1)μ₂(P)² and κ(S) = κ(P)/d_k + 3(d_k − 1)/d_k, P = q_i k_i."""
+    d, p = n.D_K, n.P_TERM
+    return sp.And(_eq(n.mu_4(n.S), d * n.mu_4(p) + 3 * d * (d - 1) * n.mu_2(p) ** 2),
+                  _eq(n.kappa(n.S), n.kappa(p) / d + 3 * (d - 1) / d))
+
+
+def _three_token_statement(sp):
+    e = sp.E
+    named = {"S/√d_k": PRINTED_SCALED_3, "α_1": sp.Matrix([[e**2, e, 1]]) / (e**2 + e + 1),
+             "z_1": sp.Matrix([e**2 + 3 * e, 2 * e**2 + 4]) / (e**2 + e + 1)}
+    return sp.And(*(_eq(_matrix_symbol(sp, name, m), sp.ImmutableMatrix(m)) for name, m in named.items()))
+
+
 _BY_ID = {c.id: c for c in CLAIMS}
+
+
+def catalogued(claim_id: str) -> Claim | None:
+    """The catalogue entry of ``claim_id``, or None for an id outside the catalogue."""
+    return _BY_ID.get(claim_id) if isinstance(claim_id, str) else None
 
 
 def claim(claim_id: str) -> Claim:
@@ -231,3 +454,31 @@ def claim(claim_id: str) -> Claim:
 def derive(claim_id: str):
     """The Derivation of one catalogued claim."""
     return claim(claim_id).derive()
+
+
+_CITED: dict[int, tuple[Claim, Any]] = {}
+
+
+def cited(claim_id: str):
+    """The Derivation of a catalogued claim that another theorem cites, derived once per catalogue entry.
+
+    Keyed by the entry object (not its fields: a test's perturbed statement differs only in ``formal``),
+    so a replaced entry is derived afresh.
+    """
+    entry = claim(claim_id)
+    if id(entry) not in _CITED or _CITED[id(entry)][0] is not entry:
+        _CITED[id(entry)] = (entry, entry.derive())
+    return _CITED[id(entry)][1]
+
+
+def require_proved(derivation, what: str):
+    """``derivation`` itself, or a RuntimeError naming ``what`` if it did not prove: the one guard every
+    layer puts in front of a derived result before building on it (confirming it, checking a kernel by it)."""
+    if not derivation.verified:
+        raise RuntimeError(f"the derivation of {what} did not verify; refusing to build on it")
+    return derivation
+
+
+def proved(claim_id: str):
+    """The proved Derivation of one catalogued claim (see ``require_proved``)."""
+    return require_proved(derive(claim_id), repr(claim_id))

@@ -1,7 +1,8 @@
 """attention-proofs: derive, confirm and check the mathematics of attention.
 
   attention-proofs report [--out DIR] [--format html,md,json] [--quick | --full] [--seed N] [--only ID ...]
-  attention-proofs derive [--only ID ...]
+  attention-proofs derive [CLAIM_ID ...]
+  attention-proofs --version
   attention-proofs verify MODULE:FUNCTION [--device cuda] [--dtype ...] [--no-backward] [--no-gqa] [--thorough]
 
 (also ``python -m proofs ...``). Exit status: 0 when every claim holds, 1 when any fails
@@ -11,8 +12,25 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import shutil
 import sys
 import time
+
+
+def has_nvidia_gpu() -> bool:
+    """Decided without importing torch, which would import triton too early."""
+    return os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi") is not None
+
+
+def use_triton_interpreter_without_gpu() -> None:
+    """On a machine with no NVIDIA GPU, run Triton kernels in Triton's interpreter.
+
+    The one place the choice is made, for the command line and for the test session (conftest).
+    It must come before anything imports triton: the flag is read then, and setting it later
+    breaks Triton's helpers, so once triton is imported it is left alone."""
+    if not has_nvidia_gpu() and "triton" not in sys.modules:
+        os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 def _formats(text: str) -> tuple[str, ...]:
@@ -89,9 +107,11 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_derive(args) -> int:
-    from proofs import CLAIMS, derive
+    from proofs import CLAIMS, claim, derive
 
-    ids = args.only or [c.id for c in CLAIMS]
+    ids = list(dict.fromkeys([*args.claim_ids, *(args.only or [])])) or [c.id for c in CLAIMS]
+    for cid in ids:
+        claim(cid)  # every id checked before the first derivation prints: a clear error naming it
     failed = []
     for cid in ids:
         d = derive(cid)
@@ -114,9 +134,27 @@ def _cmd_verify(argv: list[str]) -> int:
     return verify_main(argv)
 
 
+def _version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("attention-proofs")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown (not installed)"
+
+
+def _claim_list() -> str:
+    from proofs import CLAIMS
+
+    width = max(len(c.id) for c in CLAIMS)
+    return "claims:\n" + "\n".join(f"  {c.id:<{width}}  {c.title}" for c in CLAIMS)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="attention-proofs", description=__doc__,
+    claims = _claim_list()
+    p = argparse.ArgumentParser(prog="attention-proofs", description=__doc__, epilog=claims,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"attention-proofs {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     rep = sub.add_parser("report", help="derive, confirm and check every claim; write HTML, Markdown and JSON")
@@ -137,8 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write into a non-empty directory that holds no earlier report")
     rep.set_defaults(func=_cmd_report)
 
-    der = sub.add_parser("derive", help="print every derivation as text (the symbolic layer only)")
-    der.add_argument("--only", nargs="+", metavar="CLAIM_ID")
+    der = sub.add_parser("derive", help="print the named derivations (default: every claim) as text",
+                         epilog=claims, formatter_class=argparse.RawDescriptionHelpFormatter)
+    der.add_argument("claim_ids", nargs="*", metavar="CLAIM_ID", help="the claims to derive (default: all)")
+    der.add_argument("--only", nargs="+", metavar="CLAIM_ID", help="the same as naming them (kept for old scripts)")
     der.set_defaults(func=_cmd_derive)
 
     ver = sub.add_parser("verify", add_help=False,
@@ -150,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    use_triton_interpreter_without_gpu()
     if argv[:1] == ["verify"]:
         return _cmd_verify(argv[1:])  # the harness owns its arguments, --help included
     args = build_parser().parse_args(argv)

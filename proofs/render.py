@@ -17,8 +17,17 @@ def _plain(x) -> str:
     return "" if x is None else sp.sstr(x)
 
 
+KIND_LABELS = {"definition": "definitions", "assumption": "assumptions of the claim",
+               "cited": "cited theorems", "hypothesis": "induction hypotheses"}
+
+
 def _mark(step) -> str:
-    return "premise" if step.is_premise else ("ok" if step.passed else "FAILED")
+    return f"{step.kind}" if step.is_premise else ("ok" if step.passed else "FAILED")
+
+
+def trust_lines(d) -> list[str]:
+    """What the verdict takes on trust, by kind: one line per kind."""
+    return [f"{KIND_LABELS.get(kind, kind)}: " + "; ".join(names) for kind, names in d.trust_base.items()]
 
 
 def to_text(d) -> str:
@@ -28,8 +37,10 @@ def to_text(d) -> str:
         lines.append(f"  {n:>2}. [{_mark(s)}] {s.rule}: {s.description}")
         if s.passed is False:
             lines.append(f"      -> {s.detail}")
-    lines.append(f"  verdict: {d.verdict} ({len(d.checked_steps)} checked steps, "
-                 f"{len(d.steps) - len(d.checked_steps)} premises, {d.seconds:.2f} s)")
+    lines += ["  trusted, not checked:"] + [f"    {t}" for t in trust_lines(d)] if d.trusted else \
+        ["  trusted, not checked: nothing"]
+    lines.append(f"  verdict: {d.verdict_line} ({len(d.checked_steps)} checked steps, "
+                 f"{len(d.trusted)} premises, {d.seconds:.2f} s)")
     return "\n".join(lines)
 
 
@@ -42,23 +53,24 @@ def step_latex(step) -> str:
 
 
 def to_markdown(d) -> str:
-    out = [f"### `{d.claim_id}` — {d.title}", "", f"**Verdict: {d.verdict}**", "",
+    out = [f"### `{d.claim_id}` — {d.title}", "", f"**Verdict: {d.verdict_line}**", "",
            f"$$ {_latex(d.statement)} $$", ""]
     if d.assumptions:
         out += ["Assumptions:", ""] + [f"- {a}" for a in d.assumptions] + [""]
+    out += ["Trusted, not checked:", ""] + ([f"- {t}" for t in trust_lines(d)] or ["- nothing"]) + [""]
     out += ["| # | rule | step | check |", "|---|---|---|---|"]
     for n, s in enumerate(d.steps, 1):
-        check = "premise" if s.is_premise else ("✓ " if s.passed else "✗ ") + s.detail.replace("|", "\\|")
+        check = f"premise ({s.kind})" if s.is_premise else ("✓ " if s.passed else "✗ ") + s.detail.replace("|", "\\|")
         desc = s.description.replace("|", "\\|")
         out.append(f"| {n} | {s.rule} | {desc} | {check} |")
     return "\n".join(out) + "\n"
 
 
 def to_latex(d) -> str:
-    out = [rf"\paragraph{{{d.claim_id}: {d.title}}} Verdict: \textbf{{{d.verdict}}}.",
+    out = [rf"\paragraph{{{d.claim_id}: {d.title}}} Verdict: \textbf{{{d.verdict_line}}}.",
            r"\[" + _latex(d.statement) + r"\]", r"\begin{enumerate}"]
     for s in d.steps:
-        tag = "premise" if s.is_premise else ("checked" if s.passed else "FAILED")
+        tag = f"premise, {s.kind}" if s.is_premise else ("checked" if s.passed else "FAILED")
         out.append(rf"  \item ({s.rule}; {tag}) {s.description}: \( {step_latex(s)} \)")
     out.append(r"\end{enumerate}")
     return "\n".join(out)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from proofs.claims import SEED_SELF_ATTENTION, SEED_WITH_WEIGHTS
+SEED_SELF_ATTENTION = "000_6dc9c20305ca48b8.txt"  # "Self-Attention by Hand"
+SEED_WITH_WEIGHTS = "002_84043d61bb2cf99b.txt"  # "Self Attention With Weights"
 
 SEED_2_TOKEN = SEED_SELF_ATTENTION  # the N = 2 example
 SEED_3_TOKEN = SEED_WITH_WEIGHTS  # the 3-token example

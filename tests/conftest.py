@@ -21,10 +21,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def run_cli(*args: str, cwd=None, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.setdefault("TRITON_INTERPRET", "1" if not Path("/dev/nvidiactl").exists() else "0")
+    # The CLI chooses Triton's interpreter itself (proofs.cli.use_triton_interpreter_without_gpu).
     return subprocess.run([sys.executable, "-m", "proofs", *args], cwd=cwd or REPO, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+                          timeout=timeout)
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -16,7 +17,7 @@ TWO = ("dot-product-variance", "softmax-normalisation")
 
 def _wrong_derivation(claim_id: str):
     pf = Proof(claim_id, "a deliberately wrong derivation", 0, ["none"])
-    pf.premise("premise", "a stated fact", 1)
+    pf.premise("premise", "a stated fact", 1, kind="assumption")
     pf.equal("arithmetic", "1 + 1 = 3, which a check must refuse", 1 + 1, 3)
     return pf.finish({"value": 3})
 
@@ -58,9 +59,9 @@ def test_numeric_timings_stay_out_of_the_evidence(monkeypatch):
     _fake_layers.install(monkeypatch, _fake_layers.numeric_module())
     report = gather(Options(only=("dot-product-variance",), layers=("numeric",)))
     ev = report.claims[0].numeric
-    assert ev.parts == [{"description": "fake point d_k = 64", "estimate": 1.0, "claimed": 1.0, "ci": [0.9, 1.1],
-                         "p_value": 0.5, "alpha": 0.001, "n_samples": 20_000, "power": None, "tolerance": None,
-                         "confirmed": True}]  # no "seconds": timings are kept apart
+    assert ev.parts[1] == {"description": "fake point d_k = 64", "estimate": 64.64, "claimed": 64.0,
+                           "ci": [57.6, 70.4], "p_value": 0.5, "alpha": 0.001, "n_samples": 20_000, "power": None,
+                           "power_error": None, "tolerance": None, "confirmed": True}  # no "seconds": kept apart
     assert report.timings["claims"]["dot-product-variance"]["numeric"] == 0.123
 
 
@@ -162,7 +163,26 @@ def test_a_layer_that_breaks_as_a_whole_fails_the_run_but_an_absent_one_does_not
     assert report.failing == ["kernels: verify_attention raised RuntimeError: harness bug"]
     assert all(c.kernels.status == NOT_CHECKED for c in report.claims)
 
-    del broken["kernels"].flash_attention  # an API the report reads is missing: the layer is absent
+    monkeypatch.setitem(sys.modules, "kernels", None)  # not installed: the import fails, the layer is absent
     report = gather(Options(only=TWO, layers=("kernels",)))
     assert report.passed and report.kernels.status == NOT_CHECKED
     assert "not available" in report.kernels.reason
+
+    del broken["kernels"].flash_attention  # installed but missing what the report reads: that is a failure
+    monkeypatch.setitem(sys.modules, "kernels", broken["kernels"])
+    report = gather(Options(only=TWO, layers=("kernels",)))
+    assert report.kernels.status == FAILED and "AttributeError" in report.kernels.reason
+
+
+def test_the_worst_check_is_the_first_failure_else_the_closest_to_its_bound():
+    from kernels.harness.report import Check, worst
+
+    def check(discrepancy, bound, passed=True):
+        return Check("inv", None, "case", "case", "float32", "cpu", discrepancy, bound, passed)
+
+    near, far, nan = check(0.9, 1.0), check(0.1, 1.0), check(float("nan"), 1.0)
+    assert worst([far, nan, near]) is near and near.ratio == 0.9
+    failed = check(2.0, 1.0, passed=False)
+    assert worst([near, failed, check(5.0, 1.0, passed=False)]) is failed
+    assert worst([nan]) is None and worst([]) is None
+    assert check(0.0, 0.0).ratio == 0.0 and check(1e-9, 0.0).ratio == float("inf")

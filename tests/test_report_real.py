@@ -70,6 +70,6 @@ def test_the_seed_audit_joins_the_report():
     assert audit.status == PASSED and len(audit.records) > 20
     verdicts = set(AUDIT_VERDICTS)
     assert {r.verdict for r in audit.records} <= verdicts
-    assert all(r.id and r.seed_file and r.quote and r.value for r in audit.records)
+    assert all(r.id and r.seed and r.quote and r.value for r in audit.records)
     assert sum(audit.counts.values()) == len(audit.records)
     assert audit.status != FAILED

@@ -296,12 +296,9 @@ def gqa_equals_repeated_mha(s: Subject) -> Outcome:
 @functools.lru_cache(maxsize=None)
 def _proved(claim_id: str):
     """The claim's derivation, which must verify before a check builds on it (once per process)."""
-    from proofs.claims import derive
+    from proofs.claims import proved
 
-    d = derive(claim_id)
-    if not d.verified:
-        raise RuntimeError(f"the {claim_id} derivation did not verify; refusing to build a check on it")
-    return d
+    return proved(claim_id)
 
 
 @functools.lru_cache(maxsize=1)
@@ -382,11 +379,10 @@ def _jacobian_function(n: int):
     """J(a) = diag(a) - a aᵀ as derived by proofs (softmax_jacobian(n).result), lambdified."""
     import sympy as sp
 
+    from proofs.claims import require_proved
     from proofs.theorems.softmax import probabilities, softmax_jacobian
 
-    d = softmax_jacobian(n)
-    if not d.verified:
-        raise RuntimeError(f"the softmax-jacobian derivation for n = {n} did not verify; refusing to use it")
+    d = require_proved(softmax_jacobian(n), f"softmax-jacobian for n = {n}")
     return sp.lambdify(list(probabilities(n)), d.result, modules="numpy")
 
 

@@ -19,6 +19,13 @@ class Check:
     error: str | None = None  # the exception text when impl (or the check on its output) raised
     detail: str = ""
 
+    @property
+    def ratio(self) -> float:
+        """How far the check went towards its bound (1 = at the bound; NaN for a NaN discrepancy)."""
+        if self.bound > 0:
+            return self.discrepancy / self.bound
+        return 0.0 if self.discrepancy == 0 else math.inf
+
     def describe(self) -> str:
         claim = f" [{self.claim_id}]" if self.claim_id else ""
         head = f"{self.invariant}{claim} on {self.case} ({self.dtype}, {self.device})"
@@ -30,6 +37,15 @@ class Check:
 
 
 Failure = Check  # a failure is a check that did not pass; same record
+
+
+def worst(checks: list[Check]) -> Check | None:
+    """The first failed check, else the one closest to its bound (None when none has a ratio)."""
+    failed = [c for c in checks if not c.passed]
+    if failed:
+        return failed[0]
+    measured = [c for c in checks if not math.isnan(c.ratio)]
+    return max(measured, key=lambda c: c.ratio) if measured else None
 
 
 def _num(x: float) -> str:

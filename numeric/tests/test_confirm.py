@@ -4,29 +4,12 @@ import numpy as np
 import pytest
 
 import numeric
-from numeric import CONFIRMABLE, Confirmation, confirm, confirm_dot_product_variance, softmax_checks
+from numeric import (CONFIRMABLE, Confirmation, backward_checks, confirm, confirm_dot_product_variance, merge_checks,
+                     softmax_checks)
 from numeric import softmax as sm
+from numeric.registry import CONFIRMERS, confirms
 from proofs.claims import CLAIMS
 from proofs.theorems.dot_product import D_K
-
-SMALL = {"n_samples": 20_000}
-FAST_SWEEP = {"d_ks": (1, 4, 64)}
-
-
-def _small(claim_id):
-    if claim_id in ("dot-product-variance", "scaled-score-unit-variance", "dk-scaling-trap"):
-        return {**SMALL, **FAST_SWEEP}
-    if claim_id == "softmax-saturation":
-        return {"n_samples": 1000, "d_ks": (1, 256)}
-    if claim_id.startswith("dot-product"):
-        return SMALL
-    if claim_id in ("self-attention-score-moments", "distinct-token-score-moments"):
-        return {"n_samples": 20_000, "sizes": ((3, 2), (8, 4))}
-    if claim_id == "scale-trap-limits":
-        return {"n_samples": 5_000, "d_ks": (64, 256)}
-    if claim_id == "attention-backward":
-        return {"n_samples": 10}
-    return {"n_samples": 100}  # floating-point checks: n_samples is the number of random cases
 
 
 def test_confirmable_ids_are_catalogued():
@@ -37,13 +20,27 @@ def test_confirmable_ids_are_catalogued():
 
 @pytest.mark.parametrize("claim_id", CONFIRMABLE)
 def test_every_claim_confirms(claim_id):
-    c = confirm(claim_id, seed=3, **_small(claim_id))
+    c = confirm(claim_id, seed=3, quick=True)  # the sizes the report's --quick run uses
     assert isinstance(c, Confirmation)
     assert c.confirmed, str(c)
     assert c.claim_id == claim_id and c.seconds > 0 and c.n_samples >= 2
     assert c.ci[0] <= c.estimate <= c.ci[1]
     if c.p_value is not None:
         assert 0 <= c.p_value <= 1 and c.p_value >= c.alpha
+
+
+def test_a_confirmation_registers_once_and_only_for_a_catalogued_claim():
+    with pytest.raises(ValueError, match="claim_id 'no-such-claim'"):
+        confirms("no-such-claim")
+    with pytest.raises(ValueError, match="already has a confirmation"):
+        confirms("dot-product-variance")(lambda **kw: None)
+    assert CONFIRMERS["dot-product-variance"].run.__name__ == "dot_product_variance"
+
+
+def test_quick_takes_the_registered_size_and_an_explicit_one_wins():
+    quick = CONFIRMERS["dot-product-moments"].quick["n_samples"]
+    assert confirm("dot-product-moments", quick=True, d_ks=(1,)).n_samples == quick
+    assert confirm("dot-product-moments", quick=True, n_samples=3000, d_ks=(1,)).n_samples == 3000
 
 
 def test_confirm_is_deterministic():
@@ -84,7 +81,7 @@ def test_a_merge_without_rescaling_is_refused():
         l = l1 + l2
         return np.maximum(m1, m2), l, np.where(l > 0, (l1 * o1 + l2 * o2) / np.where(l > 0, l, 1), 0)
 
-    assert not softmax_checks.online_softmax_merge(n_cases=50, merge=forgetful).confirmed
+    assert not merge_checks.online_softmax_merge(n_cases=50, merge=forgetful).confirmed
 
 
 def test_real_attention_variance_without_tr_m2_is_refused():
@@ -105,7 +102,7 @@ def test_backward_without_the_row_correction_is_refused():
         dS = P * (dO @ V.T)
         return scale * dS @ K, scale * dS.T @ Q, P.T @ dO
 
-    assert not softmax_checks.attention_backward(n_cases=5, gradients=no_correction).confirmed
+    assert not backward_checks.attention_backward(n_cases=5, gradients=no_correction).confirmed
 
 
 def test_floating_point_checks_report_bounds():

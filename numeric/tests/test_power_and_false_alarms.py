@@ -17,6 +17,7 @@ import pytest
 
 from numeric import confirm, confirm_dot_product_variance, null_moments, sampling
 from numeric.dot_product import DEFAULT_SAMPLES, SWEEP_D_KS
+from numeric.evidence import POWER_ERROR
 from numeric.statistics import Moments, binomial_upper, variance_test
 from proofs.theorems.dot_product import D_K
 
@@ -28,14 +29,14 @@ def test_two_percent_error_is_rejected_at_every_d_k(distribution):
     assert true.n_samples == DEFAULT_SAMPLES
     assert true.confirmed, str(true)
     assert len(true.details) == 2 * len(SWEEP_D_KS)
-    for factor in (1.02, 0.98):
+    for factor in (1 + POWER_ERROR, 1 - POWER_ERROR):
         wrong = confirm("dot-product-variance", distribution=distribution, claimed=factor * D_K)
         assert not wrong.confirmed
-        variance_details = [d for d in wrong.details if d.description.startswith("Var")]
+        variance_details = [d for d in wrong.details if d.point["moment"] == "variance"]
         missed = [d.description for d in variance_details if d.confirmed]
         assert not missed, f"a {factor}·d_k claim survived: {missed}"
-    # The reported power agrees: the weakest point of the sweep still rejects a 2% error surely.
-    assert true.power > 0.99
+    # The reported power agrees: the weakest point of the sweep still rejects that error surely.
+    assert true.power > 0.99 and true.power_error == POWER_ERROR
 
 
 def _false_alarm_rate(trials, **kwargs):

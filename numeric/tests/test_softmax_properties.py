@@ -11,7 +11,7 @@ from hypothesis.extra import numpy as hnp
 
 from numeric import online_softmax_trace
 from numeric import softmax as sm
-from numeric.softmax_checks import merge_error_bound
+from numeric.merge_checks import merge_error_bound
 
 U = np.finfo(np.float64).eps / 2
 logit = st.one_of(st.floats(-1e4, 1e4), st.just(-np.inf), st.sampled_from([-1e4, 1e4, 0.0]))

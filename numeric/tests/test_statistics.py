@@ -9,6 +9,7 @@ from scipy import stats as sps
 from sympy.stats import Normal, Uniform, moment
 
 from numeric import null_moments
+from proofs.theorems.null_kurtosis import raw_moments
 from numeric.sampling import Components
 from numeric.statistics import Moments, holm, mean_test, variance_power, variance_std_error, variance_test
 
@@ -98,7 +99,7 @@ def test_null_kurtosis_is_a_floor_never_a_ceiling():
 def test_component_raw_moments_match_sympy_stats(family, make):
     mu, v = sp.Rational(-3, 4), sp.Rational(4, 3)  # √(3v) rational: the uniform's bounds stay exact
     beta = sp.nsimplify(null_moments.component_kurtosis(family))
-    mine = null_moments._raw_moments(mu, v, beta)
+    mine = raw_moments(mu, v, beta)  # the derivation's own expansion (proofs.theorems.null_kurtosis)
     assert [sp.simplify(a - moment(make(mu, v), r)) for r, a in enumerate(mine)] == [0] * 5
 
 

@@ -67,14 +67,13 @@ def not_checked(reason: str) -> str:
     return f"{NOT_CHECKED_TEXT}: {reason}" if reason else NOT_CHECKED_TEXT
 
 
-def check_line(c: dict | object, *, invariant: bool = True) -> str:
-    """A kernel check as one phrase: invariant, case, dtype, discrepancy against bound."""
-    get = c.get if isinstance(c, dict) else (lambda k: getattr(c, k))
-    parts = [get("invariant") if invariant else "", get("case"), get("dtype")]
+def check_line(c, *, invariant: bool = True) -> str:
+    """A kernel check (``kernels.harness.Check``) as one phrase: invariant, case, dtype, discrepancy against bound."""
+    parts = [c.invariant if invariant else "", c.case, c.dtype]
     text = ", ".join(str(p) for p in parts if p)
-    if get("error"):
-        return f"{text}: raised {get('error')}"
-    return f"{text}: {number(get('discrepancy'))} against bound {number(get('bound'))}"
+    if c.error:
+        return f"{text}: raised {c.error}"
+    return f"{text}: {number(c.discrepancy)} against bound {number(c.bound)}"
 
 
 def numeric_facts(n) -> list[tuple[str, str]]:
@@ -87,7 +86,7 @@ def numeric_facts(n) -> list[tuple[str, str]]:
         facts.append(("tolerance (rounding bound)", number(n.tolerance)))
     facts += [("α", number(n.alpha)), ("samples", number(n.n_samples))]
     if n.power is not None:
-        facts.append(("power against a 2% error", number(n.power, 3)))
+        facts.append((f"power against a {n.power_error:.0%} error", number(n.power, 3)))
     return facts
 
 

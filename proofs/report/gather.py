@@ -1,45 +1,50 @@
 """Run each layer and turn what it says into the report's plain evidence objects.
 
+This is the top floor: the one place (with ``proofs.cli``) that looks at all three layers.
 ``numeric`` and ``kernels`` (and through them NumPy, torch and Triton) are imported only
 inside the functions that gather their evidence, so importing ``proofs`` stays light. A
-layer that is absent, or that does not cover a claim, yields evidence marked
+layer that is not installed, or that does not cover a claim, yields evidence marked
 "not checked by this layer" with the reason; an error raised while a layer checks a claim
 it does cover is a failure of that claim, never a crash of the report.
+
+The report reads the layers' own record types (``numeric.Confirmation``,
+``kernels.harness.Check``, ``proofs.seed_audit.AuditRecord``), and its figures are drawn
+from that evidence and from the derived expressions: nothing is sampled again or re-typed.
+
+Triton's interpreter is the caller's choice, made before triton is imported
+(``proofs.cli`` makes it for the command line; the test session's conftest for the tests).
 """
 from __future__ import annotations
 
-import dataclasses
 import importlib.metadata
 import os
 import platform
-import shutil
-import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable
 
 from proofs.report.model import (
-    FAILED, LAYERS, NOT_CHECKED, PASSED, AuditEvidence, AuditRecord, ClaimEvidence, FigureData, KernelCheck,
-    KernelEvidence, KernelSummary, NumericEvidence, ProofEvidence, Report, StepEvidence, plain,
+    FAILED, LAYERS, NOT_CHECKED, PASSED, AuditEvidence, ClaimEvidence, FigureData, KernelEvidence, KernelSummary,
+    NumericEvidence, ProofEvidence, Report, StepEvidence, plain,
 )
 
 
 @dataclass(frozen=True)
 class Plan:
-    """How much each layer runs. ``None`` sample sizes mean the layer's own defaults."""
+    """How much each layer runs. The confirmations' sample sizes are the numeric layer's own (registered
+    quick sizes, or defaults); ``None`` elsewhere means the layer's own choice."""
 
     mode: str
     summary: str  # what the mode runs, in words
-    confirm_samples: dict  # claim id -> n_samples for numeric.confirm; a claim not named takes its default
-    variance_dks: tuple[int, ...]  # the Var(q·k) figure's sweep
-    variance_samples: int
+    quick_confirmations: bool  # numeric.confirm at each claim's registered quick size, else its default
     histogram_dk: int
     histogram_samples: int
     histogram_bins: int
-    saturation_dks: tuple[int, ...]
+    saturation_dks: tuple[int, ...] | None  # None: the numeric layer's d_k sweep, less d_k = 1
     saturation_samples: int
-    trace_length: int  # one row of scores for the online-softmax figure
+    trace_dk: int  # one row of unscaled scores at this d_k for the online-softmax figure
+    trace_length: int
     trace_block: int
     kernel_dtypes: tuple[str, ...] | None  # None: every dtype the device supports
     kernel_causal: bool
@@ -51,16 +56,6 @@ class Plan:
     kernel_length_dtypes: tuple[str, ...]
 
 
-_POW2 = tuple(2**i for i in range(13))  # 1 … 4096
-# --quick cuts down the confirmations that sample scores over sweeps (their defaults are 10⁵–10⁶
-# samples); the others check identities on a few hundred random cases and keep their defaults.
-_QUICK_SAMPLES = {
-    **dict.fromkeys(("dot-product-moments", "dot-product-variance", "dot-product-distribution-free",
-                     "scaled-score-unit-variance", "dk-scaling-trap", "self-attention-score-moments",
-                     "distinct-token-score-moments"), 20_000),
-    "scale-trap-limits": 10_000,
-}
-
 PLANS = {
     # Sized to finish within 60 s on a 2-core CPU with the kernel interpreted: small Monte
     # Carlo samples (the CIs are wider, and the report prints n) and a float32, forward-only
@@ -68,16 +63,15 @@ PLANS = {
     # extreme logits, hugely negative rows), plus the error sweep over short lengths.
     "quick": Plan(
         mode="quick",
-        summary="Monte Carlo sweeps with 20,000 samples per point (the scale-trap limits 10,000; their power "
-                "against a 2% error is low, and the report prints it), identity checks on the numeric layer's "
+        summary="Monte Carlo sweeps at each claim's registered quick sample size (their power is low, and the "
+                "report prints it), identity checks on the numeric layer's "
                 "default few hundred random cases; the Triton kernel checked in float32, forward only, on four of "
                 "the harness's cases (full, causal GQA, extreme logits, hugely negative rows), and its error "
                 "measured against N = 1 … 256 in float32, float16 and bfloat16.",
-        confirm_samples=_QUICK_SAMPLES,
-        variance_dks=_POW2, variance_samples=10_000,
+        quick_confirmations=True,
         histogram_dk=128, histogram_samples=20_000, histogram_bins=60,
         saturation_dks=(4, 16, 64, 256, 1024), saturation_samples=500,
-        trace_length=512, trace_block=64,
+        trace_dk=64, trace_length=512, trace_block=64,
         kernel_dtypes=("float32",), kernel_causal=True, kernel_gqa=True, kernel_backward=False,
         kernel_thorough=False, kernel_cases=("square", "gqa-causal", "extreme", "negative-rows"),
         kernel_lengths=(1, 37, 64, 127, 256), kernel_length_dtypes=("float32", "float16", "bfloat16"),
@@ -88,11 +82,10 @@ PLANS = {
         summary="Monte Carlo at the numeric layer's default sample sizes (10⁵–10⁶ per point); the Triton kernel "
                 "checked by the harness's thorough cases in every dtype the device supports, forward and backward, "
                 "and its error measured against N = 1 … 2048.",
-        confirm_samples={},
-        variance_dks=_POW2, variance_samples=1_000_000,
+        quick_confirmations=False,
         histogram_dk=128, histogram_samples=1_000_000, histogram_bins=80,
-        saturation_dks=_POW2[1:], saturation_samples=20_000,
-        trace_length=1024, trace_block=64,
+        saturation_dks=None, saturation_samples=20_000,
+        trace_dk=64, trace_length=1024, trace_block=64,
         kernel_dtypes=None, kernel_causal=True, kernel_gqa=True, kernel_backward=True,
         kernel_thorough=True, kernel_cases=None,
         kernel_lengths=(1, 37, 64, 127, 256, 513, 1024, 2048), kernel_length_dtypes=("float32", "float16", "bfloat16"),
@@ -141,8 +134,8 @@ def _why(exc: BaseException) -> str:
 
 
 def _absent(exc: BaseException) -> bool:
-    """A layer (or the part of its API the report reads) that is not installed, as opposed to one that breaks."""
-    return isinstance(exc, (ModuleNotFoundError, AttributeError))
+    """A layer that is not installed (its package, or one it needs), as opposed to one that breaks."""
+    return isinstance(exc, ModuleNotFoundError)
 
 
 def _skipped(layer: str) -> str:
@@ -169,12 +162,7 @@ def prove(claim_id: str) -> tuple[ProofEvidence, float]:
              for n, s in enumerate(d.steps, 1)]
     result = d.result.items() if isinstance(d.result, dict) else [("result", d.result)]
     results = [[str(name), _safe(sp.latex, value)] for name, value in result]
-    failed = [s for s in steps if s.status == FAILED]
-    reason = ""
-    if failed:
-        reason = "; ".join(f"step {s.number} ({s.rule}): {s.detail}" for s in failed)
-    elif not d.verified:
-        reason = "no step is checked: a derivation of premises only proves nothing"
+    reason = "; ".join(d.reasons)
     return ProofEvidence(PASSED if d.verified else FAILED, reason, _safe(sp.latex, d.statement), steps, results,
                          len(d.checked_steps), len(d.steps) - len(d.checked_steps)), time.perf_counter() - start
 
@@ -187,42 +175,13 @@ def _safe(to_latex, x) -> str:
 
 
 def gather_audit() -> AuditEvidence:
-    import proofs
+    from proofs.seed_audit import seed_audit
 
-    audit = getattr(proofs, "seed_audit", None)
-    if audit is None:
-        return AuditEvidence(NOT_CHECKED, "proofs.seed_audit() is not available in this version of proofs")
     try:
-        records = [_audit_record(r) for r in audit()]
+        records = seed_audit()
     except Exception as exc:
         return AuditEvidence(FAILED, f"seed_audit() raised {_why(exc)}")
     return AuditEvidence(PASSED, records=records)
-
-
-def _field(record: dict, *names: str) -> str:
-    for name in names:
-        if record.get(name) not in (None, ""):
-            return str(record[name])
-    return ""
-
-
-def _audit_record(r) -> AuditRecord:
-    # Read by field name so the audit's record type may be a dataclass, a named tuple or a dict.
-    if dataclasses.is_dataclass(r):
-        d = dataclasses.asdict(r)
-    elif hasattr(r, "_asdict"):
-        d = r._asdict()
-    else:
-        d = dict(r)
-    return AuditRecord(
-        id=_field(d, "id", "claim_id"),
-        seed_file=_field(d, "seed_file", "seed", "file"),
-        quote=_field(d, "quote"),
-        checked=_field(d, "checked", "what", "check", "description"),
-        verdict=_field(d, "verdict"),
-        value=_field(d, "value", "true_value", "reason", "detail"),
-        claim=_field(d, "claim", "claim_id"),
-    )
 
 
 # --------------------------------------------------------------------------- numeric
@@ -235,51 +194,59 @@ def _numeric():
 
 
 _CONFIRMATION_FIELDS = ("description", "estimate", "claimed", "ci", "p_value", "alpha", "n_samples", "power",
-                       "tolerance")
+                        "power_error", "tolerance")
 
 
 def _confirmation_fields(c) -> dict:
     """The numbers of a numeric Confirmation, JSON-ready; its timing is left to the timings."""
-    out = {name: plain(getattr(c, name, None)) for name in _CONFIRMATION_FIELDS}
-    out["description"] = str(out["description"] or "")
-    out["confirmed"] = bool(getattr(c, "confirmed", False))
+    out = {name: plain(getattr(c, name)) for name in _CONFIRMATION_FIELDS}
+    out["confirmed"] = bool(c.confirmed)
     return out
 
 
-def confirm(numeric, claim_id: str, plan: Plan, seed: int) -> tuple[NumericEvidence, float]:
+def confirm(numeric, claim_id: str, plan: Plan, seed: int):
+    """(evidence, the Confirmation itself or None where confirming raised, seconds)."""
     start = time.perf_counter()
     try:
-        c = numeric.confirm(claim_id, n_samples=plan.confirm_samples.get(claim_id), seed=seed)
+        c = numeric.confirm(claim_id, quick=plan.quick_confirmations, seed=seed)
         fields = _confirmation_fields(c)
-        parts = getattr(c, "details", None) or []
-        parts = [_confirmation_fields(p) for p in parts] if isinstance(parts, (list, tuple)) else []
+        parts = [_confirmation_fields(p) for p in c.details]
     except Exception as exc:
-        return NumericEvidence(FAILED, reason=f"confirm raised {_why(exc)}"), time.perf_counter() - start
+        return NumericEvidence(FAILED, reason=f"confirm raised {_why(exc)}"), None, time.perf_counter() - start
     ok = fields.pop("confirmed")
     ev = NumericEvidence(PASSED if ok else FAILED,
                          reason="" if ok else "the samples reject the derived value at the stated α", parts=parts,
                          **fields)
-    return ev, float(getattr(c, "seconds", None) or time.perf_counter() - start)
+    return ev, c, c.seconds
 
 
-def figure_variance(numeric, plan: Plan, seed: int) -> tuple[str, dict]:
-    rows = []
-    for d_k in plan.variance_dks:
-        c = numeric.confirm_dot_product_variance(d_k, n_samples=plan.variance_samples, seed=seed)
-        rows.append({"d_k": d_k, "estimate": plain(c.estimate), "ci": plain(list(c.ci)),
-                     "confirmed": bool(c.confirmed)})
-    return (f"Sample variance of q·k ({plan.variance_samples:,} samples per d_k) with its confidence interval, "
-            "over the derived line Var(q·k) = d_k (log–log).",
-            {"rows": rows, "n_samples": plan.variance_samples})
+def _derived_std():
+    """Std(q·k) as a function of d_k, from the proved dot-product-variance derivation."""
+    from numeric import derived
+
+    return derived.in_d_k("dot-product-variance", "std")
 
 
-def figure_histograms(numeric, plan: Plan, seed: int) -> tuple[str, dict]:
+def figure_variance(numeric, plan: Plan, seed: int, confirmations: dict) -> tuple[str, dict]:
+    """The dot-product-variance confirmation's own per-d_k variance tests, over its derived values."""
+    c = confirmations.get("dot-product-variance")
+    if c is None:
+        raise LookupError("the dot-product-variance confirmation did not run, so there is nothing to draw")
+    rows = [{"d_k": p.point["d_k"], "estimate": plain(p.estimate), "ci": plain(list(p.ci)),
+             "derived": plain(p.claimed), "confirmed": bool(p.confirmed)}
+            for p in c.details if p.point.get("moment") == "variance"]
+    return (f"Sample variance of q·k ({c.n_samples:,} samples per d_k) with its confidence interval, over the "
+            "derived line Var(q·k) = d_k (log–log): the points the dot-product-variance confirmation tested.",
+            {"rows": rows, "n_samples": c.n_samples})
+
+
+def figure_histograms(numeric, plan: Plan, seed: int, confirmations: dict) -> tuple[str, dict]:
     import numpy as np
 
     d_k = plan.histogram_dk
     s = np.asarray(numeric.dot_product_samples(d_k, plan.histogram_samples, seed=seed), dtype=np.float64)
     panels = []
-    for label, values in (("unscaled q·k", s), ("scaled q·k/√d_k", s / np.sqrt(d_k))):
+    for label, values in (("unscaled q·k", s), ("scaled q·k/√d_k", s / _derived_std()(d_k))):
         counts, edges = np.histogram(values, bins=plan.histogram_bins)
         panels.append({"label": label, "counts": plain(counts), "edges": plain(edges),
                        "std": float(values.std(ddof=1))})
@@ -288,21 +255,24 @@ def figure_histograms(numeric, plan: Plan, seed: int) -> tuple[str, dict]:
             {"d_k": d_k, "n_samples": plan.histogram_samples, "panels": panels})
 
 
-def figure_saturation(numeric, plan: Plan, seed: int) -> tuple[str, dict]:
-    curves = numeric.saturation_curves(list(plan.saturation_dks), plan.saturation_samples, seed=seed)
+def figure_saturation(numeric, plan: Plan, seed: int, confirmations: dict) -> tuple[str, dict]:
+    from numeric.dot_product import SWEEP_D_KS
+
+    d_ks = list(plan.saturation_dks or [d for d in SWEEP_D_KS if d > 1])
+    curves = numeric.saturation_curves(d_ks, plan.saturation_samples, seed=seed)
     return ("Mean maximum attention weight, mean entropy and mean Frobenius norm of the softmax Jacobian over "
             f"rows of d_k random scores ({plan.saturation_samples:,} rows per point): no scaling saturates, "
             "1/√d_k stays put, 1/d_k flattens towards uniform.",
-            {"d_ks": list(plan.saturation_dks), "n_samples": plan.saturation_samples, "curves": plain(curves)})
+            {"d_ks": d_ks, "n_samples": plan.saturation_samples, "curves": plain(curves)})
 
 
-def figure_trace(numeric, plan: Plan, seed: int) -> tuple[str, dict]:
+def figure_trace(numeric, plan: Plan, seed: int, confirmations: dict) -> tuple[str, dict]:
     import numpy as np
 
-    # One row of scores as an unscaled d_k = 64 model would see them (std √64 = 8), so the
-    # running max keeps climbing and the running sum is visibly rescaled.
+    # One row of scores as an unscaled model at d_k = trace_dk would see them (std √d_k, derived),
+    # so the running max keeps climbing and the running sum is visibly rescaled.
     rng = np.random.default_rng(np.random.SeedSequence([seed, 7]))
-    scores = rng.standard_normal(plan.trace_length) * 8.0
+    scores = rng.standard_normal(plan.trace_length) * _derived_std()(plan.trace_dk)
     trace = numeric.online_softmax_trace(scores, plan.trace_block)
     m = float(scores.max())
     return (f"One row of {plan.trace_length} scores streamed in key blocks of {plan.trace_block}: after each block "
@@ -326,48 +296,13 @@ NUMERIC_FIGURES = (
 # --------------------------------------------------------------------------- kernels
 
 
-def enable_interpreter_if_no_gpu() -> None:
-    """Triton's interpreter must be on before triton is imported; a CPU-only machine needs it."""
-    has_gpu = os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi") is not None
-    if not has_gpu and "triton" not in sys.modules:
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-
-
-def _check(c, device: str) -> KernelCheck:
-    return KernelCheck(
-        invariant=str(getattr(c, "invariant", "")), claim_id=getattr(c, "claim_id", None) or None,
-        case=str(getattr(c, "case", "")), dtype=str(getattr(c, "dtype", "")).replace("torch.", ""),
-        device=str(getattr(c, "device", device)), discrepancy=plain(getattr(c, "discrepancy", None)),
-        bound=plain(getattr(c, "bound", None)), passed=bool(getattr(c, "passed", False)),
-        error=getattr(c, "error", None) or None, detail=str(getattr(c, "detail", "") or ""),
-    )
-
-
-def _ratio(c: KernelCheck) -> float:
-    """How far a check went towards its bound (1 = at the bound); NaN when it has none."""
-    try:
-        d, b = float(c.discrepancy), float(c.bound)
-    except (TypeError, ValueError):
-        return float("nan")
-    if b > 0:
-        return d / b
-    return 0.0 if d == 0 else float("inf")
-
-
-def _worst(checks: list[KernelCheck]) -> KernelCheck | None:
-    failed = [c for c in checks if not c.passed]
-    if failed:
-        return failed[0]
-    measured = [c for c in checks if _ratio(c) == _ratio(c)]
-    return max(measured, key=_ratio) if measured else None
-
-
-def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[KernelSummary, list[KernelCheck]]:
+def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[KernelSummary, list]:
     """Run the conformance harness on the project's kernel, then its error-against-length sweep."""
-    enable_interpreter_if_no_gpu()
     try:
         import kernels
         from kernels import harness
+        from kernels.flash.runtime import interpreting
+        from kernels.harness.report import Check, worst
 
         impl, verify = kernels.flash_attention, harness.verify_attention
     except Exception as exc:
@@ -377,10 +312,10 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    interpreted = os.environ.get("TRITON_INTERPRET") == "1"
+    interpreted = interpreting()
     dtypes = list(plan.kernel_dtypes) if plan.kernel_dtypes else None
     summary = KernelSummary(
-        PASSED, implementation=f"{impl.__module__}.{getattr(impl, '__qualname__', getattr(impl, '__name__', '?'))}",
+        PASSED, implementation=f"{impl.__module__}.{impl.__qualname__}",
         device=device if device == "cpu" else f"cuda ({torch.cuda.get_device_name(0)})",
         mode="interpreted by Triton's interpreter on the CPU" if interpreted else "compiled",
         settings={"causal": plan.kernel_causal, "gqa": plan.kernel_gqa, "backward": plan.kernel_backward,
@@ -392,41 +327,37 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
             summary.settings["cases"] = [c.name for c in cases]
         rep = verify(impl, device=device, dtypes=dtypes, causal=plan.kernel_causal, gqa=plan.kernel_gqa,
                      backward=plan.kernel_backward, seed=seed, thorough=plan.kernel_thorough, cases=cases)
-        checks = [_check(c, device) for c in rep.checks]
+        checks = list(rep.checks)
     except Exception as exc:  # the harness itself broke: nothing about the kernel is known
         summary.status, summary.reason = FAILED, f"verify_attention raised {_why(exc)}"
         return summary, []
     summary.checks_run = len(checks)
     summary.failures = [c for c in checks if not c.passed]
     summary.dtypes = sorted({c.dtype for c in checks if c.dtype})
-    summary.per_dtype = _grouped(checks, "dtype")
-    summary.per_invariant = _grouped(checks, "invariant")
+    summary.per_dtype = _grouped(checks, "dtype", worst)
+    summary.per_invariant = _grouped(checks, "invariant", worst)
     problems = []
     if summary.failures:
         problems.append(f"{len(summary.failures)} of {len(checks)} conformance checks failed")
-    elif not getattr(rep, "passed", True):
+    elif not rep.passed:
         problems.append("the conformance report says it did not pass")
 
-    length_fn = getattr(harness, "error_vs_length", None)
-    if length_fn is None:
-        problems.append("kernels.harness.error_vs_length is not available: no error-against-length sweep")
-    else:
-        progress("kernels: error against sequence length")
-        try:
-            records = length_fn(impl, list(plan.kernel_lengths), list(plan.kernel_length_dtypes), device=device,
-                                seed=seed)
-            summary.error_vs_length = [
-                {"dtype": str(r["dtype"]).replace("torch.", ""), "n": int(r["n"]), "error": plain(r["error"]),
-                 "bound": plain(r["bound"]), "passed": bool(r["passed"])} for r in map(_as_dict, records)]
-        except Exception as exc:
-            problems.append(f"error_vs_length raised {_why(exc)}")
-            summary.failures.append(KernelCheck("error within bound", None, "error_vs_length", "", device,
-                                                None, None, False))
-        for r in summary.error_vs_length:
-            if not r["passed"]:
-                summary.failures.append(KernelCheck("error within bound", None, f"N = {r['n']}", r["dtype"], device,
-                                                    r["error"], r["bound"], False))
-    if summary.failures or not getattr(rep, "passed", True):
+    progress("kernels: error against sequence length")
+    nan = float("nan")
+    try:
+        records = harness.error_vs_length(impl, list(plan.kernel_lengths), list(plan.kernel_length_dtypes),
+                                          device=device, seed=seed)
+        summary.error_vs_length = [{key: plain(r[key]) for key in ("dtype", "n", "error", "bound", "passed")}
+                                   for r in records]
+    except Exception as exc:
+        problems.append(f"error_vs_length raised {_why(exc)}")
+        summary.failures.append(Check("error within bound", None, "error_vs_length", "error_vs_length", "", device,
+                                      nan, nan, False, error=_why(exc)))
+    for r in summary.error_vs_length:
+        if not r["passed"]:
+            summary.failures.append(Check("error within bound", None, f"N = {r['n']}", f"length-{r['n']}",
+                                          r["dtype"], device, r["error"], r["bound"], False))
+    if summary.failures or not rep.passed:
         summary.status = FAILED
     summary.reason = "; ".join(problems)
     return summary, checks
@@ -445,28 +376,21 @@ def _cases(plan: Plan):
     return chosen
 
 
-def _as_dict(r) -> dict:
-    if isinstance(r, dict):
-        return r
-    return dataclasses.asdict(r) if dataclasses.is_dataclass(r) else dict(vars(r))
-
-
-def _grouped(checks: list[KernelCheck], key: str) -> list[dict]:
+def _grouped(checks: list, key: str, worst) -> list[dict]:
     """One row per dtype (or invariant): how many checks, how many failed, and the worst of them."""
     rows = []
     for value in sorted({getattr(c, key) for c in checks}):
         group = [c for c in checks if getattr(c, key) == value]
-        worst = _worst(group)
+        w = worst(group)
         row = {key: value, "checks": len(group), "failed": sum(not c.passed for c in group),
-               "worst": plain(worst), "worst_ratio": plain(_ratio(worst)) if worst else None}
+               "worst": w, "worst_ratio": plain(w.ratio) if w else None}
         if key == "invariant":
             row["claim_ids"] = sorted({c.claim_id or "" for c in group})
         rows.append(row)
     return rows
 
 
-def kernel_evidence(claim_id: str, summary: KernelSummary, checks: list[KernelCheck], plan_full: bool = True
-                    ) -> KernelEvidence:
+def kernel_evidence(claim_id: str, summary: KernelSummary, checks: list, plan_full: bool = True) -> KernelEvidence:
     if summary.status == NOT_CHECKED:
         return KernelEvidence(NOT_CHECKED, summary.reason)
     mine = [c for c in checks if c.claim_id == claim_id]
@@ -475,10 +399,12 @@ def kernel_evidence(claim_id: str, summary: KernelSummary, checks: list[KernelCh
             return KernelEvidence(NOT_CHECKED, f"the kernel checks did not run: {summary.reason}")
         return KernelEvidence(NOT_CHECKED, "no kernel check tied to this claim ran"
                                            + ("" if plan_full else " (--quick runs a reduced set; see Kernel conformance)"))
+    from kernels.harness.report import worst
+
     failed = [c for c in mine if not c.passed]
     return KernelEvidence(FAILED if failed else PASSED,
                           f"{len(failed)} of {len(mine)} checks failed" if failed else "",
-                          mine, sorted({c.invariant for c in mine}), sorted({c.dtype for c in mine}), _worst(mine))
+                          mine, sorted({c.invariant for c in mine}), sorted({c.dtype for c in mine}), worst(mine))
 
 
 # --------------------------------------------------------------------------- environment
@@ -589,7 +515,7 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
         seconds["proofs"] = time.perf_counter() - started
 
     t = time.perf_counter()
-    numeric_ev, figures = {}, []
+    numeric_ev, confirmations, figures = {}, {}, []
     missing = _skipped("numeric") if "numeric" not in options.layers else ""
     numeric, confirmable, problems = None, set(), []
     if not missing:
@@ -608,7 +534,10 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
             numeric_ev[c.id] = NumericEvidence(NOT_CHECKED, "numeric does not confirm this claim (no empirical side)")
         else:
             progress(f"numeric: {c.id}")
-            numeric_ev[c.id], per_claim.setdefault(c.id, {})["numeric"] = confirm(numeric, c.id, plan, seed)
+            evidence, confirmation, per_claim.setdefault(c.id, {})["numeric"] = confirm(numeric, c.id, plan, seed)
+            numeric_ev[c.id] = evidence
+            if confirmation is not None:
+                confirmations[c.id] = confirmation
     for name, title, claim_id, fn in NUMERIC_FIGURES:
         if claim_id not in selected:
             continue
@@ -617,7 +546,7 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
             continue
         progress(f"figures: {name}")
         try:
-            caption, data = fn(numeric, plan, seed)
+            caption, data = fn(numeric, plan, seed, confirmations)
             figures.append(FigureData(name, title, caption, PASSED, data=data))
         except Exception as exc:
             figures.append(FigureData(name, title, "", NOT_CHECKED, f"could not gather the data: {_why(exc)}"))
@@ -652,9 +581,9 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
     # With --only, the failures of other claims' invariants are not this run's business.
     kernels.failures = [f for f in kernels.failures if f.claim_id is None or f.claim_id in selected]
 
-    evidence = [ClaimEvidence(c.id, c.title, c.statement, list(c.assumptions),
+    evidence = [ClaimEvidence(c.id, c.title, c.prose, list(c.assumptions),
                               [{"file": s.file, "quote": s.quote} for s in c.seeds], c.topic,
-                              proof_ev[c.id], numeric_ev[c.id], kernel_ev[c.id]) for c in claims]
+                              proof_ev[c.id], numeric_ev[c.id], kernel_ev[c.id], list(c.references)) for c in claims]
     seconds["total"] = time.perf_counter() - started
     run = {"mode": plan.mode, "summary": plan.summary, "seed": seed, "only": list(options.only) if options.only else None,
            "layers": list(options.layers), "plan": plain(plan)}

@@ -163,6 +163,7 @@ def claim_section(c, report: Report) -> str:
             f'<p class="statement">{escape(c.statement)}</p>'
             + (f"<p>Assumptions:</p><ul>{assumptions}</ul>" if assumptions else "")
             + (f"<p>Seed passage:</p>{seeds}" if seeds else "")
+            + "".join(f"<p>Reference: <cite>{escape(r)}</cite></p>" for r in c.references)
             + _proof(c) + _numeric(c) + _kernel(c, report) + "</section>")
 
 
@@ -213,7 +214,7 @@ def audit_section(report: Report) -> str:
         return _none(a.reason) if a.status == NOT_CHECKED else f'<p class="detail">{escape(a.reason)}</p>'
     counts = ", ".join(f"{n} {verdict}" for verdict, n in a.counts.items())
     rows = "".join(
-        f"<tr><td><code>{escape(r.id)}</code></td><td>“{escape(r.quote)}”<div class='detail'>{escape(r.seed_file)}"
+        f"<tr><td><code>{escape(r.id)}</code></td><td>“{escape(r.quote)}”<div class='detail'>{escape(r.seed)}"
         f"</div></td><td>{escape(r.checked)}</td>"
         f"<td>{_badge(_AUDIT_CLASS.get(r.verdict, NOT_CHECKED), r.verdict)}</td><td>{escape(r.value)}</td></tr>"
         for r in a.records)

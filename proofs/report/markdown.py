@@ -100,6 +100,8 @@ def claim_section(c, report: Report) -> list[str]:
         out += ["Assumptions: " + "; ".join(c.assumptions) + ".", ""]
     for s in c.seeds:
         out += [f"> “{s['quote']}”", ">", f"> — `{s['file']}`", ""]
+    for r in c.references:
+        out += [f"Reference: {r}", ""]
     return out + _proof(c) + _numeric(c) + _kernel(c, report)
 
 
@@ -134,7 +136,7 @@ def audit_section(report: Report) -> list[str]:
     counts = ", ".join(f"{n} {verdict}" for verdict, n in a.counts.items())
     out = [f"{len(a.records)} numbers and statements in the seeds: {counts}.", "",
            "| id | the seed says | checked | verdict | true value or reason |", "|---|---|---|---|---|"]
-    out += [f"| `{r.id}` | “{_cell(r.quote)}” ({r.seed_file}) | {_cell(r.checked)} | {_cell(r.verdict)} | "
+    out += [f"| `{r.id}` | “{_cell(r.quote)}” ({r.seed}) | {_cell(r.checked)} | {_cell(r.verdict)} | "
             f"{_cell(r.value)} |" for r in a.records]
     return out + [""]
 

@@ -1,7 +1,8 @@
 """The report's evidence objects: plain data, gathered once, rendered many ways.
 
-Every field is a str, int, float, bool, None, list or dict of those (or one of these
-dataclasses), so the JSON writer, the HTML and the Markdown renderers read the same facts
+Every field is a str, int, float, bool, None, list or dict of those, one of these dataclasses,
+or a layer's own frozen record (``kernels.harness.Check``, ``proofs.seed_audit.AuditRecord``,
+imported, never copied), so the JSON writer, the HTML and the Markdown renderers read the same facts
 and none of them computes anything. Timings live apart from the evidence (``Report.timings``)
 because they are the only part of a report that changes between two runs with one seed.
 """
@@ -10,7 +11,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the layers' own record types; the model only holds them
+    from kernels.harness.report import Check
+    from proofs.seed_audit import AuditRecord
 
 PASSED = "passed"
 FAILED = "failed"
@@ -60,22 +65,9 @@ class NumericEvidence:
     alpha: float | None = None
     n_samples: int | None = None
     power: float | None = None
+    power_error: float | None = None  # the relative error ``power`` is the chance to reject
     tolerance: float | None = None
     parts: list[dict] = field(default_factory=list)  # one per parameter point of a sweep, same keys
-
-
-@dataclass
-class KernelCheck:
-    invariant: str
-    claim_id: str | None
-    case: str
-    dtype: str
-    device: str
-    discrepancy: Any
-    bound: Any
-    passed: bool
-    error: str | None = None  # what the implementation raised, when it raised
-    detail: str = ""
 
 
 @dataclass
@@ -84,10 +76,10 @@ class KernelEvidence:
 
     status: str
     reason: str = ""
-    checks: list[KernelCheck] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
     invariants: list[str] = field(default_factory=list)
     dtypes: list[str] = field(default_factory=list)
-    worst: KernelCheck | None = None  # the check closest to (or furthest past) its bound
+    worst: Check | None = None  # the check closest to (or furthest past) its bound
 
 
 @dataclass
@@ -102,8 +94,8 @@ class KernelSummary:
     dtypes: list[str] = field(default_factory=list)
     settings: dict = field(default_factory=dict)
     checks_run: int = 0
-    failures: list[KernelCheck] = field(default_factory=list)
-    per_dtype: list[dict] = field(default_factory=list)  # {dtype, checks, failed, worst_invariant, worst_case, worst_ratio}
+    failures: list[Check] = field(default_factory=list)
+    per_dtype: list[dict] = field(default_factory=list)  # {dtype, checks, failed, worst (a Check), worst_ratio}
     per_invariant: list[dict] = field(default_factory=list)  # {invariant, claim_id, checks, failed, worst ...}
     error_vs_length: list[dict] = field(default_factory=list)  # {dtype, n, error, bound, passed}
 
@@ -119,6 +111,7 @@ class ClaimEvidence:
     proofs: ProofEvidence
     numeric: NumericEvidence
     kernels: KernelEvidence
+    references: list[str] = field(default_factory=list)  # cited where no seed states the claim
 
     def layer(self, name: str):
         return getattr(self, name)
@@ -129,17 +122,6 @@ class ClaimEvidence:
         if FAILED in statuses:
             return FAILED
         return PASSED if PASSED in statuses else NOT_CHECKED
-
-
-@dataclass
-class AuditRecord:
-    id: str
-    seed_file: str
-    quote: str
-    checked: str
-    verdict: str
-    value: str
-    claim: str = ""  # the catalogue claim that derives it, where one does
 
 
 @dataclass

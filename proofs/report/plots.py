@@ -46,7 +46,7 @@ def variance(data: dict, prefix: str = "variance") -> str:
     low = [r["estimate"] - r["ci"][0] for r in rows]
     high = [r["ci"][1] - r["estimate"] for r in rows]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    ax.plot(d, d, color="#444", lw=1, label="derived: Var(q·k) = d_k")
+    ax.plot(d, [r["derived"] for r in rows], color="#444", lw=1, label="derived: Var(q·k) = d_k")
     ax.errorbar(d, est, yerr=[low, high], fmt="o", ms=4, capsize=3, color="#1f77b4",
                 label=f"sample variance, CI ({data['n_samples']:,} samples each)")
     ax.set_xscale("log", base=2)

@@ -6,23 +6,24 @@ import pytest
 
 from proofs import CLAIMS, derive
 from proofs.claims import SEED_SELF_ATTENTION, SEED_WITH_WEIGHTS
+from proofs.tests.derived import derived
 
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.id)
 def test_every_catalogued_claim_is_proved(claim):
-    d = derive(claim.id)
+    d = derived(claim.id)
     assert d.claim_id == claim.id
     failed = [(s.description, s.detail) for s in d.failed_steps]
     assert d.verified, failed
     assert d.checked_steps, "a derivation needs at least one checked step"
 
 
-def test_ids_are_unique_kebab_case_and_cite_a_seed():
+def test_ids_are_unique_kebab_case_and_quote_a_seed_or_cite_a_reference():
     ids = [c.id for c in CLAIMS]
     assert len(ids) == len(set(ids))
     for c in CLAIMS:
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", c.id), c.id
-        assert c.statement and c.seeds
+        assert c.prose and c.statement is not None and (c.seeds or any(r.strip() for r in c.references)), c.id
         assert all(s.file in (SEED_SELF_ATTENTION, SEED_WITH_WEIGHTS) for s in c.seeds)
 
 

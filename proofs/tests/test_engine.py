@@ -50,7 +50,7 @@ def test_one_wrong_step_fails_the_verdict():
 
 def test_premises_are_marked_and_prove_nothing_alone():
     pf = Proof("demo", "demo", sp.Eq(x, 1))
-    pf.premise("assumption", "x is one", x, 1)
+    pf.premise("assumption", "x is one", x, 1, kind="assumption")
     d = pf.finish(None)
     assert d.steps[0].is_premise
     assert not d.verified  # nothing was checked
@@ -67,7 +67,7 @@ def test_a_check_that_raises_is_a_failed_step_not_a_crash():
 
 def test_rendering_shows_verdict_and_the_failed_step():
     pf = Proof("demo-claim", "Demo", sp.Eq(x, 1))
-    pf.premise("assumption", "x is one", x, 1)
+    pf.premise("assumption", "x is one", x, 1, kind="assumption")
     pf.equal("algebra", "a wrong step", x + 1, x)
     d = pf.finish(None)
     text, md, tex = d.to_text(), d.to_markdown(), d.to_latex()

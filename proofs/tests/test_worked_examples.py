@@ -12,14 +12,17 @@ def test_both_examples_are_proved_exactly():
 
 
 def test_wrong_printed_matrix_is_refused():
-    import proofs.theorems.worked_examples as we
+    from proofs.claims import claim
+    from proofs.tests.perturb import stated_as
 
-    saved = we.PRINTED_S
-    try:
-        we.PRINTED_S = sp.Matrix([[3, 6], [2, 4]])  # transposed: the symmetric-trap mistake
-        assert not we.seed_worked_example_2_token().verified
-    finally:
-        we.PRINTED_S = saved
+    S = sp.MatrixSymbol("S", 2, 2)
+    statement = claim("seed-worked-example-2-token").statement
+    transposed = statement.xreplace({sp.Eq(S, sp.ImmutableMatrix([[3, 2], [6, 4]]), evaluate=False):
+                                     sp.Eq(S, sp.ImmutableMatrix([[3, 6], [2, 4]]), evaluate=False)})
+    assert transposed != statement
+    with stated_as("seed-worked-example-2-token", transposed):  # the symmetric-trap mistake in the claim
+        d = seed_worked_example_2_token()
+    assert not d.verified and any("S = QKᵀ" in s.description for s in d.failed_steps)
 
 
 def test_the_module_holds_the_theorems_and_not_the_audit():

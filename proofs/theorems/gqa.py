@@ -11,6 +11,7 @@ from typing import Callable
 
 import sympy as sp
 
+from proofs import notation as nt
 from proofs.engine import Derivation, Proof, Result
 from proofs.validate import as_dimension
 
@@ -56,19 +57,31 @@ def gqa_equals_repeated_mha(mapping: Mapping | None = None, *, n_heads_q: int = 
     hq, hkv = int(as_dimension(n_heads_q, "n_heads_q")), int(as_dimension(n_heads_kv, "n_heads_kv"))
     kv_head(0, hq, hkv)  # validates divisibility
     g = hq // hkv
-    pf = Proof("gqa-equals-repeated-mha", "Grouped-query attention is MHA with repeated KV heads",
-               sp.Eq(sp.Symbol("GQA(Q, K, V)_h"),
-                     sp.Symbol("MHA(Q, repeat_interleave(K, G), repeat_interleave(V, G))_h")),
-               [f"H_q = {hq} query heads, H_kv = {hkv} KV heads, G = {g}; one query row, {n_k} keys, "
-                f"head dim {d}, all entries symbolic"])
+    pf = Proof("gqa-equals-repeated-mha")
     Qs, Ks, Vs = _heads("q", hq, 1, d), _heads("k", hkv, n_k, d), _heads("v", hkv, n_k, d)
     K_rep, V_rep = repeat_interleave(Ks, g), repeat_interleave(Vs, g)  # H_q heads each
     mha = [_attention(Qs[h], K_rep[h], V_rep[h]) for h in range(hq)]
     gqa = [_attention(Qs[h], Ks[mapping(h, hq, hkv)], Vs[mapping(h, hq, hkv)]) for h in range(hq)]
-    pf.equal("definition of repeat_interleave", "repeated KV head h is KV head ⌊h/G⌋",
-             [K_rep[h] for h in range(hq)] + [V_rep[h] for h in range(hq)],
-             [Ks[mapping(h, hq, hkv)] for h in range(hq)] + [Vs[mapping(h, hq, hkv)] for h in range(hq)])
-    pf.equal("substitution", f"every head's output agrees: GQA(h) = MHA on repeated KV (h = 0..{hq - 1})", gqa, mha)
+    rule = pf.stated(nt.kv_head(nt.H_IDX))
+    stated = lambda h, g: int(rule.rhs.subs({nt.H_IDX: h, G: g}))  # noqa: E731
+
+    def layouts() -> tuple[bool, str]:
+        # repeat_interleave's head h, the mapping under test and the stated rule, for every H_kv | H_q ≤ 8.
+        for n_q in range(1, 9):
+            for n_kv in (k for k in range(1, n_q + 1) if n_q % k == 0):
+                heads = repeat_interleave(list(range(n_kv)), n_q // n_kv)
+                for h in range(n_q):
+                    if not heads[h] == mapping(h, n_q, n_kv) == stated(h, n_q // n_kv):
+                        return False, (f"H_q = {n_q}, H_kv = {n_kv}, h = {h}: repeat_interleave gives {heads[h]}, "
+                                       f"the mapping {mapping(h, n_q, n_kv)}, the statement {stated(h, n_q // n_kv)}")
+        return True, "repeat_interleave, the mapping and the stated ⌊h/G⌋ agree for every H_kv | H_q ≤ 8"
+
+    same_heads = pf.holds("definition of repeat_interleave", "repeated KV head h is KV head ⌊h/G⌋, every H_kv | H_q ≤ 8",
+                          nt.kv_head(nt.H_IDX), rule.rhs, layouts)
+    same_out = pf.equal("substitution", f"so every head's output agrees: GQA(h) = MHA on repeated KV (H_q = {hq}, "
+                        f"H_kv = {hkv}, G = {g}; {n_k} keys, head dim {d}, entries symbolic)", gqa, mha)
+    pf.holds("GQA = MHA with repeat_interleave", "query head h reads KV head ⌊h/G⌋", nt.kv_head(nt.H_IDX), rule.rhs,
+             lambda: (same_heads and same_out, "the layouts and the outputs agree (above)"), establishes=rule)
 
     def cache_entries() -> tuple[bool, str]:
         grouped = {s for M in Ks + Vs for s in M}
@@ -79,5 +92,6 @@ def gqa_equals_repeated_mha(mapping: Mapping | None = None, *, n_heads_q: int = 
              sp.Symbol("cache_MHA / cache_GQA"), g, cache_entries)
     cache_mha, cache_gqa = 2 * B * H_Q * N * D, 2 * B * H_KV * N * D
     pf.equal("H_q = G·H_kv", "in general: cache(MHA)/cache(GQA) = 2BH_qNd / 2BH_kvNd = G",
-             (cache_mha / cache_gqa).subs(H_Q, G * H_KV), G)
+             (cache_mha / cache_gqa).subs(H_Q, G * H_KV), G,
+             subject=sp.Symbol("cache_MHA") / sp.Symbol("cache_GQA"))
     return pf.finish(Result(cache_ratio=G, cache_gqa=cache_gqa, cache_mha=cache_mha))

@@ -3,17 +3,19 @@ from __future__ import annotations
 
 import sympy as sp
 
-from proofs.engine import Derivation, Proof, Result
+from proofs.claims import cited
+from proofs.engine import CITED, DEFINITION, Derivation, Proof, Result, identity
+from proofs.notation import A as _a
+from proofs.notation import A_1, A_J_T, A_K_T, C, JAC, LAMBDA, N, T_LEAD
+from proofs.notation import I as _i
+from proofs.notation import J as _j
+from proofs.notation import K_IDX as _k
+from proofs.notation import Z as _z
 from proofs.validate import as_dimension
 
-N = sp.Symbol("n", integer=True, positive=True)
-_i, _j, _k = sp.symbols("i j k", integer=True, positive=True)
 _r = sp.Symbol("r", integer=True, nonnegative=True)  # n = j + r: keeps index j inside 1..n
-_z = sp.IndexedBase("z", real=True)
-_a = sp.IndexedBase("a")
-C = sp.Symbol("c", real=True)
 
-EXPANDED_SIZES = (2, 3, 4, 5, 6)
+EXPANDED_SIZES = (2, 3, 4)  # cross-checks only: the general-n proofs stand on their own
 
 
 def softmax_index(z=_z, i=_i, n=N) -> sp.Expr:
@@ -48,18 +50,17 @@ def differentiated_jacobian(n: int) -> tuple[list[sp.Symbol], sp.Matrix, sp.Matr
 
 
 def normalisation() -> Derivation:
-    pf = Proof("softmax-normalisation", "Softmax rows are probability distributions",
-               sp.Eq(sp.Sum(_a[_i], (_i, 1, N)), 1), ["z ∈ ℝⁿ, n ≥ 1"])
+    pf = Proof("softmax-normalisation")
     total = sp.Sum(softmax_index(), (_i, 1, N))
-    pf.premise("definition", "a_i = exp(z_i) / Σ_k exp(z_k)", _a[_i], softmax_index())
+    pf.premise("definition", "a_i = exp(z_i) / Σ_k exp(z_k)", _a[_i], softmax_index(), kind=DEFINITION)
     pulled = sp.simplify(total)
     pf.equal("linearity of the sum", "the denominator does not depend on i and leaves the sum",
              pulled, sp.Sum(sp.exp(_z[_i]), (_i, 1, N)) / sp.Sum(sp.exp(_z[_k]), (_k, 1, N)))
     pf.equal("renaming a bound index", "numerator and denominator are the same sum",
-             pulled.xreplace({_i: _k}), 1)
+             pulled.xreplace({_i: _k}), 1, subject=sp.Sum(_a[_i], (_i, 1, N)))
     pf.holds("exp > 0", "each weight is positive: a positive numerator over a sum of n ≥ 1 positive terms",
-             _a[_i], 0, lambda: bool(sp.exp(_z[_i]).is_positive and sp.exp(_z[_k]).is_positive), ">")
-    pf.holds("explicit expansion", "Σ a_i = 1 for n = 2..6",
+             _a[_i], 0, lambda: bool(softmax_index().is_positive), ">")
+    pf.holds("explicit expansion", f"cross-check: Σ a_i = 1 for n = {EXPANDED_SIZES}",
              sp.Sum(_a[_i], (_i, 1, N)), 1,
              lambda: all(sp.simplify(sum(softmax_vector(logits(n))) - 1) == 0 for n in EXPANDED_SIZES))
     return pf.finish(Result(weights=softmax_index()))
@@ -67,13 +68,12 @@ def normalisation() -> Derivation:
 
 def shift_invariance() -> Derivation:
     shifted = sp.exp(_z[_i] + C) / sp.Sum(sp.exp(_z[_k] + C), (_k, 1, N))
-    pf = Proof("softmax-shift-invariance", "softmax(z + c) = softmax(z)",
-               sp.Eq(shifted, softmax_index(_z), evaluate=False), ["c ∈ ℝ added to every logit"])
+    pf = Proof("softmax-shift-invariance")
     split = sp.expand(shifted, power_exp=True)
     pf.equal("exp(x + c) = exp(c) exp(x)", "split every exponential", split,
              sp.exp(C) * sp.exp(_z[_i]) / sp.Sum(sp.exp(C) * sp.exp(_z[_k]), (_k, 1, N)))
     pulled = split.replace(lambda x: isinstance(x, sp.Sum), lambda x: sp.factor_terms(x.expand()))
-    pf.equal("linearity of the sum", "exp(c) leaves the sum and cancels", pulled, softmax_index())
+    pf.equal("linearity of the sum", "exp(c) leaves the sum and cancels", pulled, softmax_index(), subject=shifted)
     z = logits(4)
     pf.equal("explicit expansion", "softmax(z + c) = softmax(z) for n = 4",
              softmax_vector([x + C for x in z]), softmax_vector(z))
@@ -81,104 +81,159 @@ def shift_invariance() -> Derivation:
 
 
 def softmax_jacobian(n=None) -> Derivation:
-    """∂a_i/∂z_j = a_i(δ_ij - a_j). ``n=None``: general n in index form, plus n = 2..6 expanded.
+    """∂a_i/∂z_j = a_i(δ_ij - a_j). ``n=None``: general n in index form, plus EXPANDED_SIZES expanded.
 
     ``.result`` is the Jacobian: for a given n a SymPy Matrix in the weights a_1..a_n,
     for general n the index-form entry a_i (δ_ij - a_j).
     """
     sizes = EXPANDED_SIZES if n is None else (as_dimension(n, "n"),)
-    pf = Proof("softmax-jacobian", "Softmax Jacobian J = diag(a) - a aᵀ",
-               sp.Eq(sp.Symbol("J_ij"), _a[_i] * (sp.KroneckerDelta(_i, _j) - _a[_j])),
-               ["a = softmax(z), z ∈ ℝⁿ"])
+    subject = sp.Derivative(_a[_i], _z[_j])
+    pf = Proof("softmax-jacobian") if n is None else Proof(
+        "softmax-jacobian", statement=sp.Eq(sp.Symbol("∂a/∂z"), jacobian_in_weights(probabilities(int(n))),
+                                            evaluate=False), assumptions=[f"a = softmax(z), z ∈ ℝ^{int(n)}"])
     if n is None:
-        a_i = softmax_index()
-        derivative = sp.diff(a_i, _z[_j]).doit().subs(N, _j + _r)
-        claim = (a_i * (sp.KroneckerDelta(_i, _j) - a_i.subs(_i, _j))).subs(N, _j + _r)
-        pf.equal("quotient rule + chain rule", "∂a_i/∂z_j = a_i (δ_ij - a_j), general n (index form, 1 ≤ j ≤ n)",
-                 derivative, claim)
+        pf.premise("definition", "a_i = exp(z_i) / Σ_k exp(z_k)", _a[_i], softmax_index(), kind=DEFINITION)
+        derivative = sp.diff(softmax_index(), _z[_j]).doit().subs(N, _j + _r)
+        claimed = pf.claimed(subject)
+        pf.holds("quotient rule + chain rule", "∂a_i/∂z_j = a_i (δ_ij - a_j), general n (index form, 1 ≤ j ≤ n; "
+                 "a_i unfolded to its definition for the check)", derivative, claimed,
+                 lambda: _index_identity(derivative, _unfold_weights(claimed)), subject=subject)
     for size in sizes:
         size = int(size)
         _, a, J = differentiated_jacobian(size)
         pf.equal("quotient rule + chain rule", f"n = {size}: every entry of ∂a/∂z equals diag(a) - a aᵀ",
-                 J, jacobian_in_weights(a))
+                 J, jacobian_in_weights(a), establishes=pf.statement if n is not None else None)
     if n is None:
         return pf.finish(_a[_i] * (sp.KroneckerDelta(_i, _j) - _a[_j]))
     return pf.finish(jacobian_in_weights(probabilities(int(n))))
 
 
-def _on_simplex(expr, a: sp.Matrix):
-    """Impose Σ a_i = 1 by eliminating the last weight."""
-    return sp.sympify(expr).subs(a[-1], 1 - sum(a[:-1]))
+def _index_identity(lhs, rhs) -> tuple[bool, str]:
+    """An index-form identity: refuted fast at instances (explicit i, j, n and rational logits), else simplified."""
+    diff = lhs - rhs
+    for i, j, r in ((1, 1, 1), (1, 2, 0), (3, 1, 2), (2, 2, 2)):
+        at = diff.subs({_i: i, _j: j, _r: r}).doit()
+        logits = {x: sp.Rational(k + 2, 5 + k) for k, x in enumerate(sorted(at.atoms(sp.Indexed), key=str))}
+        value = sp.N(at.xreplace(logits), 30)
+        if not value.is_number or abs(value) > 1e-20:
+            return False, f"refuted at i = {i}, j = {j}, n = {j + r}: difference {sp.N(value, 6)}"
+    return identity(lhs, rhs)
 
 
-def jacobian_spectrum(n_max: int = 6) -> Derivation:
-    pf = Proof("softmax-jacobian-spectrum", "J is symmetric, J·1 = 0, and 0 ≤ λ(J) ≤ 1/2",
-               sp.And(sp.Eq(sp.Symbol("J"), sp.Symbol("J^T")), sp.Le(0, sp.Symbol("lambda")),
-                      sp.Le(sp.Symbol("lambda"), sp.Rational(1, 2))),
-               ["a = softmax(z): a_i > 0, Σ a_i = 1"])
+def _unfold_weights(expr):
+    """Replace every a_x by its definition exp(z_x)/Σ_k exp(z_k), with n = j + r as in the derivative."""
+    unfolded = sp.sympify(expr).replace(lambda e: isinstance(e, sp.Indexed) and e.base == _a,
+                                        lambda e: softmax_index(i=e.indices[0]))
+    return unfolded.subs(N, _j + _r)
+
+
+def jacobian_index_form() -> sp.Expr:
+    """J_ij = a_i(δ_ij − a_j), general n."""
+    return _a[_i] * sp.KroneckerDelta(_i, _j) - _a[_i] * _a[_j]
+
+
+def jacobian_spectrum(n_max: int = 3) -> Derivation:
+    """For every n: J symmetric, J·1 = 0, and every eigenvalue in [0, 1/2] by Gershgorin's discs.
+
+    The bounds 0 and 1/2 (and a(1 − a) ≤ 1/4) are computed as extrema, not typed.
+    """
+    pf = Proof("softmax-jacobian-spectrum")
+    Jij = jacobian_index_form()
+    pf.premise("definition", "J_ij = ∂a_i/∂z_j", JAC[_i, _j], sp.Derivative(_a[_i], _z[_j]), kind=DEFINITION)
+    pf.cite(cited("softmax-jacobian"))
+    norm = cited("softmax-normalisation")
+    pf.cite(norm, sp.Eq(sp.Sum(_a[_i], (_i, 1, N)), 1, evaluate=False))
+    pf.cite(norm, sp.Gt(_a[_i], 0, evaluate=False))
+
+    def symmetric() -> tuple[bool, str]:
+        diff = sp.expand(Jij - Jij.xreplace({_i: _j, _j: _i}))
+        off = sp.expand(diff.subs(sp.KroneckerDelta(_i, _j), 0))  # i ≠ j: δ_ij = 0
+        on = sp.expand(diff.subs(_j, _i))  # i = j
+        return off == 0 and on == 0, f"i ≠ j: J_ij − J_ji = {off}; i = j: {on}"
+
+    pf.holds("case analysis on δ_ij", "J_ij − J_ji = (a_i − a_j) δ_ij vanishes for i ≠ j (δ = 0) and for i = j",
+             Jij, Jij.xreplace({_i: _j, _j: _i}), symmetric, establishes=sp.Eq(JAC[_i, _j], JAC[_j, _i], evaluate=False))
+    row = sp.factor_terms(sp.Sum(sp.expand(Jij), (_j, 1, N)).doit()).subs(sp.Le(_i, N), True)  # 1 ≤ i ≤ n
+    pf.equal("sifting by δ_ij, then Σ_j a_j = 1", "Σ_j J_ij = a_i − a_i Σ_j a_j = 0",
+             row.subs(sp.Sum(_a[_j], (_j, 1, N)), 1), 0, subject=sp.Sum(JAC[_i, _j], (_j, 1, N)))
+
+    # Gershgorin: every eigenvalue lies in a disc |λ − J_ii| ≤ R_i = Σ_{j≠i} |J_ij|.
+    pf.premise("Gershgorin circle theorem", "every eigenvalue λ of J satisfies J_ii − R_i ≤ λ ≤ J_ii + R_i for some i, "
+               "R_i = Σ_{j≠i} |J_ij|", sp.Abs(LAMBDA - JAC[_i, _i]), sp.Symbol("R_i"), "≤", kind=CITED,
+               reference="Gershgorin circle theorem (Gershgorin, 1931)")
+    diag = sp.expand(Jij.subs(_j, _i))
+    p, q = sp.symbols("p q", positive=True)
+    off = Jij.subs(sp.KroneckerDelta(_i, _j), 0)  # j ≠ i
+    abs_off = sp.Abs(off.subs({_a[_i]: p, _a[_j]: q})).subs({p: _a[_i], q: _a[_j]})  # a_i, a_j > 0
+    pf.equal("a_i, a_j > 0", f"|J_ij| = {abs_off} for j ≠ i", abs_off, -off, subject=sp.Abs(off))
+    # R_i = Σ_{j≠i} |J_ij|: the full sum over j less its j = i term, a_i pulled out, then Σ_j a_j = 1.
+    pulled = sp.factor_terms(sp.Sum(abs_off, (_j, 1, N))) - abs_off.subs(_j, _i)
+    radius = sp.expand(pulled.subs(sp.Sum(_a[_j], (_j, 1, N)), 1))
+    pf.equal("linearity of the sum, Σ_j a_j = 1", f"R_i = Σ_j |J_ij| − |J_ii| = {radius} = J_ii",
+             radius, diag, subject=sp.Symbol("R_i"))
+    w = sp.Symbol("w", positive=True)  # a_i ∈ (0, 1)
+    upper = sp.maximum((diag + radius).subs(_a[_i], w), w, sp.Interval(0, 1))
+    lower = sp.minimum((diag - radius).subs(_a[_i], w), w, sp.Interval(0, 1))
+    pf.holds("Gershgorin lower edge", f"J_ii − R_i = {sp.expand(diag - radius)} for every i, so λ ≥ {lower}",
+             lower, LAMBDA, lambda: (sp.expand(diag - radius) == lower, f"J_ii − R_i = {sp.expand(diag - radius)}"),
+             "≤")
+    top = sp.expand(diag + radius)
+
+    def below_upper() -> tuple[bool, str]:
+        gap = sp.factor(upper - top.subs(_a[_i], w))  # a square times a positive constant
+        return bool(gap.is_nonnegative), f"{upper} − (J_ii + R_i) = {gap} ≥ 0; maximum attained at a_i = 1/2"
+
+    pf.holds("maximum over a_i ∈ [0, 1]", f"J_ii + R_i = {top} ≤ {upper}, its maximum", LAMBDA, upper, below_upper,
+             "≤")
+    quarter = sp.maximum(w * (1 - w), w, sp.Interval(0, 1))
+    pf.holds("completing the square", f"{quarter} − a(1 − a) = (a − 1/2)² ≥ 0, {quarter} its maximum",
+             _a[_i] * (1 - _a[_i]), quarter,
+             lambda: (sp.expand(quarter - w * (1 - w) - (w - sp.Rational(1, 2)) ** 2) == 0, "a perfect square"), "≤")
+
+    # Cross-checks on explicit n: the differentiated Jacobian, and the bound attained at n = 2.
     for n in range(2, n_max + 1):
         _, _, J = differentiated_jacobian(n)
-        pf.equal("symmetry of mixed terms", f"n = {n}: J - Jᵀ = 0", J - J.T, sp.zeros(n, n))
-        pf.equal("Σ a_j = 1", f"n = {n}: J·1 = 0 (shift invariance, differentiated)", J * sp.ones(n, 1), sp.zeros(n, 1))
-
-    # Quadratic form in the weights: xᵀJx is the variance of x under the distribution a.
-    n = 4
-    a = probabilities(n)
-    x = sp.Matrix(sp.symbols(f"x_1:{n + 1}", real=True))
-    mean_x = (a.T * x)[0]
-    quad = (x.T * jacobian_in_weights(a) * x)[0]
-    var_terms = [a[i] * (x[i] - mean_x) ** 2 for i in range(n)]
-    pf.equal("Σ a_i = 1", "n = 4: xᵀJx = Σ a_i (x_i - x̄)², x̄ = Σ a_j x_j (a variance)",
-             _on_simplex(quad, a), _on_simplex(sum(var_terms), a))
-    pf.holds("sum of non-negative terms", "each a_i (x_i - x̄)² ≥ 0, so J is positive semidefinite",
-             quad, 0, lambda: all(t.is_nonnegative for t in var_terms), "≥")
-    # Upper bound, by Popoviciu: a variance is at most (max - min)²/4 ≤ 2‖x‖²/4.
-    c = sp.Symbol("c", real=True)
-    pf.equal("shift of a variance", "Var_a(x) = Σ a_i (x_i - c)² - (x̄ - c)² for any c",
-             _on_simplex(sum(var_terms), a),
-             _on_simplex(sum(a[i] * (x[i] - c) ** 2 for i in range(n)) - (mean_x - c) ** 2, a))
-    xi, xj = sp.symbols("x_i x_j", real=True)
-    pf.equal("completing the square", "2(x_i² + x_j²) - (x_i - x_j)² = (x_i + x_j)² ≥ 0, so (max - min)² ≤ 2‖x‖²",
-             2 * (xi**2 + xj**2) - (xi - xj) ** 2, (xi + xj) ** 2)
-    pf.premise("Popoviciu's inequality", "with c = (max + min)/2 every |x_i - c| ≤ (max - min)/2, "
-               "so Var_a(x) ≤ (max - min)²/4 ≤ ‖x‖²/2", sp.Symbol("lambda"), sp.Rational(1, 2), "≤")
-    p = sp.Symbol("p", positive=True)
-    J2 = jacobian_in_weights(sp.Matrix([p, 1 - p]))
+        pf.equal("symmetry of mixed terms", f"cross-check n = {n}: J - Jᵀ = 0", J - J.T, sp.zeros(n, n))
+        pf.equal("Σ a_j = 1", f"cross-check n = {n}: J·1 = 0", J * sp.ones(n, 1), sp.zeros(n, 1))
+    pw = sp.Symbol("p", positive=True)
+    J2 = jacobian_in_weights(sp.Matrix([pw, 1 - pw]))
 
     def two_by_two() -> tuple[bool, str]:
         eig = [sp.factor(e) for e in J2.eigenvals()]
-        nonzero = [e for e in eig if e != 0]
-        if 0 not in eig or len(nonzero) != 1 or sp.expand(nonzero[0] - 2 * p * (1 - p)) != 0:
-            return False, f"eigenvalues {eig}"
-        peak = sp.solve(sp.diff(nonzero[0], p), p)
-        top = nonzero[0].subs(p, peak[0]) if len(peak) == 1 else None
-        return top == sp.Rational(1, 2), f"eigenvalues {eig}; maximum {top} at p = {peak}"
+        biggest = sp.maximum(sum(eig), pw, sp.Interval(0, 1))  # one eigenvalue is 0
+        return 0 in eig and biggest == upper, f"eigenvalues {eig}; the largest peaks at {biggest}"
 
-    pf.holds("eigenvalues, n = 2", "λ ∈ {0, 2p(1 - p)}, maximal 1/2 at p = 1/2: the bound is attained",
-             sp.Symbol("lambda_max"), sp.Rational(1, 2), two_by_two)
-    w = sp.Symbol("a", positive=True)
-    pf.equal("completing the square", "1/4 - a(1 - a) = (a - 1/2)² ≥ 0, so a(1 - a) ≤ 1/4",
-             sp.Rational(1, 4) - w * (1 - w), (w - sp.Rational(1, 2)) ** 2)
-    return pf.finish(Result(max_eigenvalue=sp.Rational(1, 2), diagonal_max=sp.Rational(1, 4)))
+    pf.holds("eigenvalues, n = 2", f"λ ∈ {{0, 2p(1 − p)}}, maximal {upper} at p = 1/2: the bound is attained",
+             sp.Symbol("lambda_max"), upper, two_by_two)
+    return pf.finish(Result(max_eigenvalue=upper, min_eigenvalue=lower, diagonal_max=quarter))
 
 
 def saturation() -> Derivation:
     """As one logit leads by t → ∞, every Jacobian entry → 0 (general n)."""
-    t = sp.Symbol("t", real=True)
+    t = T_LEAD
     n = sp.Symbol("n", integer=True, positive=True)
-    pf = Proof("softmax-saturation", "Saturated softmax has a vanishing Jacobian",
-               sp.Eq(sp.Limit(sp.Symbol("J"), t, sp.oo), 0),
-               ["z = (t, 0, …, 0) ∈ ℝⁿ, n ≥ 2: logit 1 leads the rest by t"])
+    pf = Proof("softmax-saturation")
     lead, rest = sp.exp(t) / (sp.exp(t) + n - 1), 1 / (sp.exp(t) + n - 1)
-    pf.premise("definition", "a_1 = eᵗ/(eᵗ + n - 1), a_j = 1/(eᵗ + n - 1) for j > 1", sp.Symbol("a_1"), lead)
+    pf.premise("definition", "z = (t, 0, …, 0): a_1 = eᵗ/(eᵗ + n − 1), a_j = a_k = 1/(eᵗ + n − 1) for j, k > 1",
+               sp.Tuple(A_1, A_J_T, A_K_T), sp.Tuple(lead, rest, rest), kind=DEFINITION)
+    pf.premise("definition", "J_ij = ∂a_i/∂z_j", JAC[_i, _j], sp.Derivative(_a[_i], _z[_j]), kind=DEFINITION)
+    jacobian = cited("softmax-jacobian")
+    pf.cite(jacobian)
+    unfold = {A_1: lead, A_J_T: rest, A_K_T: rest}
     pf.holds("limit", "a_1 → 1", sp.Limit(lead, t, sp.oo), 1, lambda: sp.limit(lead, t, sp.oo) == 1)
-    entries = {"J_11 = a_1(1 - a_1)": lead * (1 - lead), "J_1j = -a_1 a_j": -lead * rest,
-               "J_jj = a_j(1 - a_j)": rest * (1 - rest), "J_jk = -a_j a_k": -rest * rest}
-    for name, e in entries.items():
-        pf.holds("limit", f"{name} → 0", sp.Limit(e, t, sp.oo), 0, lambda e=e: sp.limit(e, t, sp.oo) == 0)
+    # The entries from the cited J_ij = a_i(δ_ij − a_j) at index pairs (1, 1), (1, j), (j, j), (j, k), not typed.
+    names = {1: A_1, 2: A_J_T, 3: A_K_T}
+    for (i, j), name in (((1, 1), "J_11"), ((1, 2), "J_1j"), ((2, 2), "J_jj"), ((2, 3), "J_jk")):
+        entry = jacobian.statement.rhs.subs({_i: i, _j: j}).xreplace({_a[k]: v for k, v in names.items()})
+        value = entry.xreplace(unfold)
+        limit = sp.limit(value, t, sp.oo)
+        pf.holds("limit", f"{name} = {entry} → {limit}", sp.Limit(value, t, sp.oo), limit,
+                 lambda limit=limit: (limit.is_number and limit.is_finite, f"the limit evaluates to {limit}"),
+                 subject=sp.Limit(entry, t, sp.oo))
     _, a, J = differentiated_jacobian(3)
     z = logits(3)
     J_t = J.subs({z[0]: t, z[1]: 0, z[2]: 0})
-    pf.holds("limit", "n = 3, from the differentiated Jacobian: every entry → 0", J_t, sp.zeros(3, 3),
-             lambda: all(sp.limit(e, t, sp.oo) == 0 for e in J_t))
-    return pf.finish(Result(limit=sp.zeros(3, 3)))
+    limits = J_t.applyfunc(lambda e: sp.limit(e, t, sp.oo))
+    pf.holds("limit", "cross-check n = 3, from the differentiated Jacobian: every entry → 0", sp.Limit(J_t, t, sp.oo),
+             limits, lambda: (all(e == 0 for e in limits), f"entrywise limits {limits.tolist()}"))
+    return pf.finish(Result(limit=limits))

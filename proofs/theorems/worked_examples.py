@@ -1,7 +1,7 @@
 """The seeds' worked examples in exact arithmetic.
 
 The derivations prove the exact values (integers, √2, e) from the seeds' printed inputs
-(``proofs.seed_data``) and carry them in ``.result``; the seed audit sets every decimal the
+(``proofs.seed_data``), against the printed matrices the catalogue states, and carry them in ``.result``; the seed audit sets every decimal the
 seeds print beside them.
 """
 from __future__ import annotations
@@ -9,8 +9,7 @@ from __future__ import annotations
 import sympy as sp
 
 from proofs.engine import Derivation, Proof, Result
-from proofs.seed_data import (PRINTED_K, PRINTED_Q, PRINTED_S, PRINTED_SCALED_3, PRINTED_V, SEED_DK_3,
-                              SEED_SCORES_3, SEED_VALUES_3, SEED_W_K, SEED_W_Q, SEED_W_V, SEED_X)
+from proofs.seed_data import SEED_DK_3, SEED_SCORES_3, SEED_VALUES_3, SEED_W_K, SEED_W_Q, SEED_W_V, SEED_X
 
 
 def row_softmax(S: sp.Matrix) -> sp.Matrix:
@@ -35,42 +34,37 @@ def three_token_values() -> Result:
                   sum1=sum(sp.exp(x) for x in scaled.row(0)))
 
 
+def _matrix_symbol(name: str, m: sp.Matrix) -> sp.MatrixSymbol:
+    return sp.MatrixSymbol(name, *m.shape)
+
+
 def seed_worked_example_2_token() -> Derivation:
     """The N = 2 example of the first seed: exact Q, K, V, S as printed; exact S/√2, A and Z."""
-    pf = Proof("seed-worked-example-2-token", "The seed's N = 2 worked example, exactly",
-               sp.Eq(sp.Symbol("Z"), sp.Symbol("softmax(XW_Q (XW_K)ᵀ/√2) XW_V")),
-               ["X, W_Q, W_K, W_V as printed in 000_6dc9c20305ca48b8.txt", "d_k = d_v = 2"])
+    pf = Proof("seed-worked-example-2-token")
     t = two_token_values()
-    pf.equal("matrix product", "Q = X W_Q is the printed [[1, 1], [2, 2]]", t.Q, PRINTED_Q)
-    pf.equal("matrix product", "K = X W_K is the printed [[2, 1], [0, 2]]", t.K, PRINTED_K)
-    pf.equal("matrix product", "V = X W_V is the printed [[1, 3], [2, 2]]", t.V, PRINTED_V)
-    pf.equal("matrix product", "S = QKᵀ is the printed [[3, 2], [6, 4]]", t.S, PRINTED_S)
-    pf.equal("division by √2", "S/√2 = [[3/√2, √2], [3√2, 2√2]]", t.scaled,
-             sp.Matrix([[3 / sp.sqrt(2), sp.sqrt(2)], [3 * sp.sqrt(2), 2 * sp.sqrt(2)]]))
+    stated = lambda name, m: pf.claimed(_matrix_symbol(name, m))  # noqa: E731
+    for name, rule in (("Q", "X W_Q"), ("K", "X W_K"), ("V", "X W_V"), ("S", "QKᵀ")):
+        pf.equal("matrix product", f"{name} = {rule} is the printed {stated(name, t[name]).tolist()}", t[name],
+                 stated(name, t[name]), subject=_matrix_symbol(name, t[name]))
+    pf.equal("division by √2", "S/√2 in exact form", t.scaled, stated("S/√2", t.scaled),
+             subject=_matrix_symbol("S/√2", t.scaled))
     # Two keys: a_1 = 1/(1 + e^{s_2 − s_1}), so every weight is a logistic of a score gap.
-    logistic = lambda g: 1 / (1 + sp.exp(-g))  # noqa: E731
-    pf.equal("softmax of two logits", "A = [[σ(1/√2), σ(−1/√2)], [σ(√2), σ(−√2)]], σ(g) = 1/(1 + e^{−g})", t.A,
-             sp.Matrix([[logistic(1 / sp.sqrt(2)), logistic(-1 / sp.sqrt(2))],
-                        [logistic(sp.sqrt(2)), logistic(-sp.sqrt(2))]]))
+    pf.equal("softmax of two logits", "A: each weight a logistic σ(g) = 1/(1 + e^{−g}) of a scaled-score gap",
+             t.A, stated("A", t.A), subject=_matrix_symbol("A", t.A))
     pf.equal("softmax normalisation", "each row of A sums to 1", t.A * sp.ones(2, 1), sp.ones(2, 1))
     pf.equal("matrix product, rows sum to 1", "Z = AV = [[1 + A_12, 3 − A_12], [1 + A_22, 3 − A_22]]", t.Z,
-             sp.Matrix([[1 + t.A[0, 1], 3 - t.A[0, 1]], [1 + t.A[1, 1], 3 - t.A[1, 1]]]))
+             stated("Z", t.Z), subject=_matrix_symbol("Z", t.Z))
     return pf.finish(t)
 
 
 def seed_worked_example_3_token() -> Derivation:
     """The 3-token example of the second seed: exact scaled scores, row-1 weights and z₁."""
-    pf = Proof("seed-worked-example-3-token", "The seed's 3-token worked example, exactly",
-               sp.Eq(sp.Symbol("z_1"), sp.Symbol("Σ_j α_1j v_j")),
-               ["raw scores [[4, 2, 0], [1, 3, −1], [2, 0, 4]], d_k = 4, as printed in 002_84043d61bb2cf99b.txt",
-                "v₁ = (1, 2), v₂ = (3, 0), v₃ = (0, 4)"])
+    pf = Proof("seed-worked-example-3-token")
     h = three_token_values()
-    pf.equal("division by √4 = 2", "the scaled scores are the printed [[2, 1, 0], [0.5, 1.5, −0.5], [1, 0, 2]]",
-             h.scaled, PRINTED_SCALED_3)
-    e = sp.E
-    pf.equal("softmax", "row 1: α₁ = (e², e, 1)/(e² + e + 1)", h.A.row(0),
-             sp.Matrix([[e**2, e, 1]]) / (e**2 + e + 1))
+    for name, value, rule, what in (("S/√d_k", h.scaled, "division by √4 = 2", "the scaled scores are as printed"),
+                                    ("α_1", h.A.row(0), "softmax", "row 1: α₁ = (e², e, 1)/(e² + e + 1)"),
+                                    ("z_1", h.z1, "z₁ = Σ_j α_1j v_j", "z₁ = ((e² + 3e), (2e² + 4))/(e² + e + 1)")):
+        subject = _matrix_symbol(name, value)
+        pf.equal(rule, what, value, pf.claimed(subject), subject=subject)
     pf.equal("softmax normalisation", "every row of A sums to 1", h.A * sp.ones(3, 1), sp.ones(3, 1))
-    pf.equal("z₁ = Σ_j α_1j v_j", "z₁ = ((e² + 3e), (2e² + 4))/(e² + e + 1)", h.z1,
-             sp.Matrix([e**2 + 3 * e, 2 * e**2 + 4]) / (e**2 + e + 1))
     return pf.finish(h)
