@@ -515,9 +515,12 @@ def _number(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
     evalf returns a value it could not tell from zero as a Float of a few bits ("0.e-171"):
     such a part counts as 0 with its magnitude as the error bound.
     """
-    if expr.free_symbols:
-        raise _Undefined("symbols remain")
-    value = sp.N(expr, _PROBE_DIGITS)
+    if expr.free_symbols or expr.has(sp.Derivative, sp.Subs, sp.core.function.AppliedUndef):
+        raise _Undefined("symbols or unevaluated calculus remain")  # evalf differentiates numerically, or recurses
+    try:
+        value = sp.N(expr, _PROBE_DIGITS)
+    except Exception as exc:  # evalf gave up: this point decides nothing
+        raise _Undefined(f"evalf raised {type(exc).__name__}") from None
     if not value.is_number or value.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
         raise _Undefined("no finite value")
     parts, bound = [], sp.Integer(0)
@@ -572,7 +575,10 @@ def _instantiate(exprs: list[sp.Expr], point: dict, rng: random.Random, calls: d
         raise _NotInstantiable("an index stays symbolic")
     values = {ix: _sample_value(ix, rng) for ix in entries}
     out = [e.xreplace(values) for e in out] if values else out
-    applied = sorted(set().union(*(e.atoms(sp.core.function.AppliedUndef) for e in out)), key=sp.default_sort_key)
+    # Only calls at numbers: f(_x) under a Derivative or Subs is not a value (replacing it there would
+    # make every derivative 0).
+    applied = sorted((f for e in out for f in e.atoms(sp.core.function.AppliedUndef)
+                      if all(a.is_number for a in f.args)), key=sp.default_sort_key)
     for f in applied:
         if f not in calls:
             calls[f] = _sample_value(f, rng)
@@ -788,9 +794,12 @@ def _undefined_somewhere(exprs: list[sp.Expr]) -> str | None:
 
 
 def _forward_ranges(expr: sp.Expr) -> bool:
-    """Every sum and product range in ``expr`` is shown not reversed (hi ≥ lo − 1)."""
+    """Every sum range in ``expr`` is shown not reversed (hi ≥ lo − 1), or sums a polynomial in its
+    index (a closed form of a polynomial sum is a polynomial identity in hi, so it holds for reversed
+    ranges too); every product range is shown not reversed."""
     return all((hi - lo + 1).is_nonnegative or hi == sp.oo
-               for s in expr.atoms(sp.Sum, sp.Product) for _, lo, hi in s.limits)
+               or isinstance(s, sp.Sum) and s.function.is_polynomial(var)
+               for s in expr.atoms(sp.Sum, sp.Product) for var, lo, hi in s.limits)
 
 
 def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool) -> bool:
@@ -805,6 +814,8 @@ def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool) -> bool:
         lambda e: sp.cancel(sp.expand(e, power_exp=True)),
         lambda e: sp.cancel(sp.powsimp(sp.expand(e))),
     ]
+    if expr.has(sp.Derivative):  # differentiation rules are exact
+        reductions.append(lambda e: sp.expand(e.xreplace({d: d.doit() for d in e.atoms(sp.Derivative)})))
     if expr.has(sp.sin, sp.cos, sp.tan, sp.sinh, sp.cosh, sp.tanh):
         reductions.append(lambda e: sp.expand(sp.expand_trig(e)))
     # Sum.doit on a symbolic range ignores the reversed-range convention (it makes
@@ -850,12 +861,13 @@ def identity(lhs: Any, rhs: Any, *, probes: int = 3, budget: float = BUDGET_S) -
 def _plain(x: Any) -> Any:
     """Python and array-library numbers and arrays as SymPy sees them (1j, Fraction(1, 2), an
     ndarray via its ``tolist``), without importing any array library."""
-    if isinstance(x, (sp.Basic, list, tuple)):
+    if isinstance(x, (sp.Basic, sp.MatrixBase, sp.NDimArray, list, tuple)):
         return x
     if isinstance(x, numbers.Number):
         return sp.sympify(x)
     if hasattr(x, "tolist") and hasattr(x, "shape"):
-        return x.tolist()
+        shape = tuple(int(d) for d in x.shape)
+        return sp.ImmutableDenseNDimArray(x.tolist(), shape) if shape else x.tolist()
     return x
 
 

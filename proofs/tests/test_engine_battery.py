@@ -163,6 +163,9 @@ FALSE = [
     ("∞ = ∞", sp.oo, sp.oo),
     ("∞ x = ∞, x real", sp.oo * x, sp.oo),
     ("Σ 1/i = Σ 1/j to ∞ (both diverge)", sp.Sum(1 / k, (k, 1, sp.oo)), sp.Sum(1 / j, (j, 1, sp.oo))),
+    ("a 0×0 Matrix against an empty list", sp.zeros(0, 0), []),
+    ("f'(x) = 0 for an undefined f", sp.Derivative(f(x), x), 0),
+    ("(f²)' = 3 f f'", sp.Derivative(f(x) ** 2, x), 3 * f(x) * sp.Derivative(f(x), x)),
 ]
 
 TRUE = [
@@ -250,6 +253,8 @@ TRUE = [
     ("e^(e^(e^p)) doubled, a tower too large to evaluate", 2 * sp.exp(sp.exp(sp.exp(p))),
      sp.exp(sp.exp(sp.exp(p))) + sp.exp(sp.exp(sp.exp(p)))),
     ("sin nested 300 deep equals itself", _nested_sin(300), _nested_sin(300)),
+    ("Σ_{i=1..n} i = n(n + 1)/2 for every integer n (reversed ranges too)", sp.Sum(k, (k, 1, j)), j * (j + 1) / 2),
+    ("(f²)' = 2 f f' for an undefined f", sp.Derivative(f(x) ** 2, x), 2 * f(x) * sp.Derivative(f(x), x)),
 ]
 
 
