@@ -347,7 +347,8 @@ CLAIMS: tuple[Claim, ...] = (
           "With independent components q_i = μ_q + σ_q Z, k_i = μ_k + σ_k Z' (Z, Z' standardised and symmetric, "
           "E[Z⁴] = β_q, E[Z'⁴] = β_k) and P = q_i k_i: μ₄(q·k) = d_k μ₄(P) + 3d_k(d_k − 1)μ₂(P)² for every d_k, "
           "so κ(q·k) = κ(P)/d_k + 3(d_k − 1)/d_k, with κ(P) from the components' first four moments.",
-          ("components of q and k mutually independent", "each family standardised, symmetric, with kurtosis β"),
+          ("components of q and k mutually independent", "each family standardised, symmetric, with kurtosis β",
+           "P non-degenerate: μ₂(P) > 0"),
           (), "proofs.theorems.null_kurtosis:dot_product_kurtosis", "dot-product", _formal(lambda sp, n: _kurtosis_statement(sp, n)),
           ("the fourth central moment of a sum of independent variables: μ₄(ΣY_i) = Σμ₄(Y_i) + 3Σ_{i≠j}μ₂(Y_i)μ₂(Y_j) "
            "(Kendall & Stuart, The Advanced Theory of Statistics, vol. 1, on moments of sums; proved here by "

@@ -97,4 +97,5 @@ score_rope = sp.Function("s_RoPE")  # s(m, n) = ⟨R_m q, R_n k⟩
 
 # Kurtosis of q·k: central moments and kurtosis of the score S and of one product term P = q_i k_i.
 P_TERM = sp.Symbol("P")
-mu_2, mu_4, kappa = sp.Function("mu_2"), sp.Function("mu_4"), sp.Function("kappa")
+# μ₂(P) > 0: the kurtosis claim assumes a non-degenerate product P (its assumptions say so).
+mu_2, mu_4, kappa = sp.Function("mu_2", positive=True), sp.Function("mu_4"), sp.Function("kappa")

@@ -137,7 +137,6 @@ def test_proofs_stands_alone_but_for_its_top_floor_and_numeric_and_kernels_stand
 #   moving out of worked_examples (the engine branch's proofs/seed_data.py) breaks it.
 KNOWN_CYCLES = {
     "decode-flash": ["kernels.decode", "kernels.decode.api", "kernels.flash.api"],
-    "engine-catalogue": ["proofs.claims", "proofs.engine", "proofs.theorems.worked_examples"],
 }
 
 
