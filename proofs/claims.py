@@ -236,7 +236,7 @@ CLAIMS: tuple[Claim, ...] = (
           _formal(lambda sp, n: _backward_statement(sp, n))),
     Claim("self-attention-score-moments", "Scores of one token are not independent products",
           "For q = W_Qᵀx, k = W_Kᵀx, x ~ N(0, I_n): q·k = xᵀMx with M = W_Q W_Kᵀ, E = tr M and "
-          "Var = tr(MMᵀ) + tr(M²); W_Q = W_K = W gives E = tr(WWᵀ) = ‖W‖_F² ≠ 0.",
+          "Var = tr(MMᵀ) + tr(M²); W_Q = W_K = W gives E = tr(WWᵀ) = ‖W‖_F².",
           ("x ~ N(0, I_n)",),
           (_seed(SEED_WITH_WEIGHTS, "q = x W_Q, k = x W_K, v = x W_V"),
            _seed(SEED_SELF_ATTENTION, "be independent and identically distributed (i.i.d.) random variables")),
@@ -247,7 +247,7 @@ CLAIMS: tuple[Claim, ...] = (
               _eq(n.E(sp.Symbol("xᵀWWᵀx")), sp.Trace(_w(sp, n) * _w(sp, n).T))))),
     Claim("distinct-token-score-moments", "Scores of two independent tokens",
           "For q = W_Qᵀx, k = W_Kᵀy with x, y ~ N(0, I_n) independent: E[q·k] = 0 and Var(q·k) = tr(MMᵀ), "
-          "M = W_Q W_Kᵀ (orthonormal columns recover the seeds' Var = d_k).",
+          "M = W_Q W_Kᵀ.",
           ("x, y ~ N(0, I_n) independent",),
           (_seed(SEED_WITH_WEIGHTS, "qᵢ = xᵢ W_Q and kⱼ = xⱼ W_K use different weight matrices"),),
           f"{_SCORES}:distinct_token_score_moments", "real-scores",
@@ -280,8 +280,8 @@ CLAIMS: tuple[Claim, ...] = (
               _eq(n.params(sp.Symbol("W^{GPT-2}")), 589_824),
               _eq(n.params(*sp.symbols("W_Q^{GPT-2} W_K^{GPT-2} W_V^{GPT-2}")), 1_769_472)))),
     Claim("score-asymmetry", "When are attention scores symmetric?",
-          "S = X W_Q W_Kᵀ Xᵀ is symmetric for every X exactly when W_Q W_Kᵀ is symmetric (W_Q = W_K is the "
-          "symmetry trap); the seed's W_Q, W_K give S_12 = 2 ≠ S_21 = 6.",
+          "S = X M Xᵀ with M = W_Q W_Kᵀ is symmetric for every X exactly when M is symmetric; the seed's W_Q, W_K "
+          "give S_12 = 2 and S_21 = 6.",
           ("real matrices",),
           (_seed(SEED_WITH_WEIGHTS, "If q = x and k = x, then compatibility s_(i, j) = xᵢ · xⱼ = xⱼ · xᵢ = s_(j, i)"),),
           f"{_PROJ}:score_asymmetry", "projections",

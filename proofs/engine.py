@@ -232,7 +232,12 @@ class Proof:
                  assumptions: Iterable[str] | None = None):
         from proofs import claims
 
+        if not isinstance(claim_id, str) or not claim_id:
+            raise ValueError(f"claim_id must be a non-empty string, got {claim_id!r}")
         entry = claims.catalogued(claim_id)
+        if entry is None and statement is None:
+            raise ValueError(f"claim_id {claim_id!r} is not in the catalogue: pass statement= (what the steps must "
+                             "establish), or a derivation could prove nothing and be called proved")
         if entry is not None and statement is None and (title is not None or assumptions is not None):
             raise ValueError(f"claim_id {claim_id!r} is catalogued: its title and assumptions come from "
                              "proofs/claims.py, not from the theorem")

@@ -34,7 +34,7 @@ def test_numeric_arguments_and_expressions_are_accepted():
 def test_a_wrong_variance_step_is_rejected():
     # The classic slip: forgetting the cross terms of a non-zero mean.
     base = dot_product_moments(mean_q=1, mean_k=1)
-    pf = Proof("wrong", "wrong", None)
+    pf = Proof("wrong", statement=sp.Eq(sp.Function("Var")(sp.Symbol("S")), D_K, evaluate=False))
     pf.equal("Bienaymé", "Var(S) = d_k σ_q² σ_k² (forgets the means)", base.result.variance, D_K)
     assert not pf.finish(None).verified
 

@@ -131,3 +131,17 @@ def test_score_moments_are_proved_for_every_n_by_sifting():
     for cid in ("self-attention-score-moments", "distinct-token-score-moments"):
         steps = derived(cid).checked_steps
         assert any(s.description.startswith("any n: Var") and s.passed for s in steps), cid
+
+
+def test_a_causal_statement_with_an_off_by_one_rule_is_refused():
+    import sympy
+
+    from proofs import notation as nt
+    from proofs.claims import _causal_statement
+    from proofs.tests.perturb import stated_as
+    from proofs.theorems.masking import causal_mask_top_left
+
+    shifted = _causal_statement(sympy, nt, nt.I0 + 1)  # "query i sees keys j ≤ i + 1"
+    with stated_as("causal-mask-top-left", shifted):
+        d = causal_mask_top_left()
+    assert not d.verified and any(s.rule == "algebra" for s in d.failed_steps)

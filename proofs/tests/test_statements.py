@@ -67,6 +67,13 @@ def test_proof_refuses_a_title_or_assumptions_for_a_catalogued_claim():
         Proof("dot-product-variance", assumptions=["independent components"])
 
 
+def test_an_id_outside_the_catalogue_needs_a_statement():
+    with pytest.raises(ValueError, match="statement="):
+        Proof("not-a-claim")
+    with pytest.raises(ValueError, match="claim_id"):
+        Proof(None, statement=sp.true)
+
+
 def test_a_derivation_that_proves_something_else_fails():
     x = sp.Symbol("x", real=True)
     pf = Proof("demo", statement=sp.Eq(x**2 - 1, (x - 1) * (x + 1), evaluate=False))

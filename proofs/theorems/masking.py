@@ -121,6 +121,17 @@ def _causal(claim_id: str, align: str, mask: Mask | None, sizes: tuple[tuple[int
                     return False, f"N_q = {n_q}, N_k = {n_k}, row {i}: statement keeps {seen}, sums {summed}; tril {want}"
         return True, f"the stated rule selects the tril reference's keys for every N_q ≤ N_k ≤ {MAX_ENUMERATED}"
 
+    def stated_rule_is_tril() -> tuple[bool, str]:
+        # Any sizes: the stated j ≤ L_i (and the denominator's k ≤ L_i) is tril's j − i ≤ diagonal.
+        piece, cond = pf.statement.rhs.args[0]
+        last = next(iter(piece.atoms(sp.Sum))).limits[0][2]
+        diagonal = 0 if align == TOP_LEFT else nt.N_K - nt.N_Q
+        same_cond = isinstance(cond, (sp.Le, sp.Ge)) and sp.expand(cond.gts - cond.lts - (last - nt.J0)) == 0
+        return same_cond and sp.expand(last - nt.I0 - diagonal) == 0, \
+            f"weights kept for j ≤ {last}, summed for k ≤ {last}: j − i ≤ {sp.expand(last - nt.I0)}; tril diagonal {diagonal}"
+
+    general_ok = pf.holds("algebra", f"any sizes: the stated rule {rule} is the tril reference's j − i ≤ diagonal",
+                          sp.Symbol(rule), sp.Symbol("j − i ≤ diagonal"), stated_rule_is_tril, "⟺")
     stated_ok = pf.holds("enumeration", f"the statement's rule {rule} (weights and the sum in the denominator) keeps "
                          f"exactly the tril reference's keys, N_q ≤ N_k ≤ {MAX_ENUMERATED}",
                          sp.Symbol(rule), sp.Symbol("visible(i, j)"), statement_matches, "⟺")
@@ -128,10 +139,14 @@ def _causal(claim_id: str, align: str, mask: Mask | None, sizes: tuple[tuple[int
     for n_q, n_k in sizes:
         S = _matrix("s", n_q, n_k)
         ref = tril_reference(n_q, n_k, align)
+        try:
+            stated = _statement_at(pf.statement, S)
+        except (IndexError, ValueError, TypeError):  # a statement that reaches outside the matrix fails below
+            stated = None
         softmax_ok &= pf.equal("exp(−∞) = 0", f"N_q = {n_q}, N_k = {n_k}: the masked softmax equals the stated weights",
-                               masked_softmax(S, build(n_q, n_k)), _statement_at(pf.statement, S))
+                               masked_softmax(S, build(n_q, n_k)), stated)
         softmax_ok &= pf.equal("exp(−∞) = 0", f"N_q = {n_q}, N_k = {n_k}: the stated weights equal the softmax over "
-                               "the tril reference's keys", _statement_at(pf.statement, S), _reference_softmax(S, ref))
+                               "the tril reference's keys", stated, _reference_softmax(S, ref))
 
         Q, K, V = _matrix("q", n_q, 1), _matrix("k", n_k, 1), _matrix("v", n_k, 1)
         O = masked_softmax(Q * K.T, build(n_q, n_k)) * V  # (n_q, 1)
@@ -152,7 +167,8 @@ def _causal(claim_id: str, align: str, mask: Mask | None, sizes: tuple[tuple[int
     pf.holds("exp(−∞) = 0 + enumeration", "row i of the masked softmax is the softmax over the keys the rule keeps: "
              "the mask and the statement select the tril reference's keys (all shapes ≤ 8) and masked keys add "
              "exp(−∞) = 0", sp.Symbol("softmax(S + M)_ij"), pf.statement.rhs,
-             lambda: (masked_ok and stated_ok and softmax_ok, "the enumerations and the explicit softmax steps above"),
+             lambda: (masked_ok and general_ok and stated_ok and softmax_ok,
+                     "the stated rule is tril's for any sizes; the mask is, for every shape ≤ 8; explicit softmax steps"),
              establishes=pf.statement)
     other = BOTTOM_RIGHT if align == TOP_LEFT else TOP_LEFT
     pf.holds("comparison of the rules", f"the {other} mask differs whenever N_q ≠ N_k and agrees when N_q = N_k "
