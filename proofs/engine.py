@@ -468,7 +468,7 @@ def _exact(e: sp.Expr) -> sp.Expr:
     return e.xreplace({f: sp.Rational(f) for f in floats}) if floats else e
 
 
-def _sample_value(sym: sp.Expr, rng: random.Random, lean: int = 0) -> sp.Expr:
+def _sample_value(sym: sp.Expr, rng: random.Random, lean: int = 0, wide: bool = False) -> sp.Expr:
     """A random number over the whole domain the symbol's (or indexed entry's) assumptions allow.
 
     ``lean`` −1 or +1 picks the negative or positive part of that domain when it has both (the first
@@ -477,7 +477,10 @@ def _sample_value(sym: sp.Expr, rng: random.Random, lean: int = 0) -> sp.Expr:
     """
     sign = lean or rng.choice((-1, 1))
     if sym.is_integer:
-        k = rng.randint(1, 9) if rng.random() < 0.75 else rng.randint(10, 40)
+        if wide:  # log-uniform magnitude up to 1000: past any small set of roots a factor could vanish on
+            k = int(10 ** rng.uniform(0, 3))
+        else:
+            k = rng.randint(1, 9) if rng.random() < 0.75 else rng.randint(10, 40)
         if sym.is_negative:
             return sp.Integer(-k)
         if sym.is_nonpositive:
@@ -612,14 +615,14 @@ def _probe(lhs: list[sp.Expr], rhs: list[sp.Expr], probes: int, salt: bytes = b"
     wanted = probes if syms or indexed else 1
     # Seeded by the identity itself: reproducible, yet no fixed set of points an expression could be
     # built to vanish on (a polynomial with roots at every probe point would make a false rewrite agree).
-    rng = random.Random(hashlib.sha256(salt + sp.srepr(lhs + rhs).encode()).digest())
+    rng = random.Random(hashlib.sha256(salt + sp.sstr(lhs + rhs, order="none").encode()).digest())  # "none": ordering evaluates sums
     calls: dict = {}
     decided = tried = 0
     skipped = ""
     while decided < wanted and tried < wanted * _PROBE_TRIES:
         lean = (-1, 1)[tried] if tried < 2 and not salt else 0
         tried += 1
-        point = {s: _sample_value(sp.Dummy(integer=True) if s in bare else s, rng, lean) for s in syms}
+        point = {s: _sample_value(sp.Dummy(integer=True) if s in bare else s, rng, lean, wide=bool(salt)) for s in syms}
         skipped = _too_large(lhs + rhs, point) or ""
         if skipped:
             continue
