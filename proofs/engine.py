@@ -814,6 +814,14 @@ def _forward_ranges(expr: sp.Expr) -> bool:
                for s in expr.atoms(sp.Sum, sp.Product) for var, lo, hi in s.limits)
 
 
+def _gamma_rewrites_hold(expr: sp.Expr) -> bool:
+    """simplify rewrites binomials and rising/falling factorials through gamma, which is exact only
+    where no gamma pole is met: binomial(n, m) = binomial(n, n − m) is false for negative integer n.
+    So simplify may see them only with a first argument shown non-negative (or not an integer)."""
+    return all(f.args[0].is_nonnegative or f.args[0].is_integer is False
+               for f in expr.atoms(sp.binomial, sp.RisingFactorial, sp.FallingFactorial))
+
+
 def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool) -> str:
     """"exact" or "simplify" (which kind of reduction reached 0), or "" when none did."""
     # Cheapest first: most identities here are polynomial or rational in exponentials.
@@ -837,7 +845,7 @@ def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool) -> str:
     if expr.has(sp.ceiling, sp.frac):
         reductions.append(lambda e: sp.expand(e.rewrite(sp.floor)))
     exact = len(reductions)
-    if trust_simplify and _forward_ranges(expr):
+    if trust_simplify and _forward_ranges(expr) and _gamma_rewrites_hold(expr):
         reductions.append(sp.simplify)
         if expr.has(sp.Sum, sp.Product):
             reductions.append(lambda e: sp.simplify(e.doit()))

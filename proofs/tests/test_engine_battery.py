@@ -167,6 +167,8 @@ FALSE = [
     ("e^(e^p) + e^(−e^(e^p)) = e^(e^p)", sp.exp(sp.exp(p)) + sp.exp(-sp.exp(sp.exp(p))), sp.exp(sp.exp(p))),
     ("binomial symmetry times a factor vanishing at −9..9", sp.binomial(j, m) * sp.prod([j - t for t in range(-9, 10)]),
      sp.binomial(j, j - m) * sp.prod([j - t for t in range(-9, 10)])),
+    ("binomial symmetry times a factor vanishing at −60..60", sp.binomial(j, m) * sp.prod([j - t for t in range(-60, 61)]),
+     sp.binomial(j, j - m) * sp.prod([j - t for t in range(-60, 61)])),
     ("f'(x) = 0 for an undefined f", sp.Derivative(f(x), x), 0),
     ("(f²)' = 3 f f'", sp.Derivative(f(x) ** 2, x), 3 * f(x) * sp.Derivative(f(x), x)),
 ]
@@ -257,6 +259,7 @@ TRUE = [
      sp.exp(sp.exp(sp.exp(p))) + sp.exp(sp.exp(sp.exp(p)))),
     ("sin nested 300 deep equals itself", _nested_sin(300), _nested_sin(300)),
     ("Σ_{i=1..n} i = n(n + 1)/2 for every integer n (reversed ranges too)", sp.Sum(k, (k, 1, j)), j * (j + 1) / 2),
+    ("binomial symmetry for n ≥ 0 and every integer m", sp.binomial(nn, m), sp.binomial(nn, nn - m)),
     ("(f²)' = 2 f f' for an undefined f", sp.Derivative(f(x) ** 2, x), 2 * f(x) * sp.Derivative(f(x), x)),
 ]
 
