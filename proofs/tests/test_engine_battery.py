@@ -31,6 +31,28 @@ def S(expr, lo=1, hi=n):
     return sp.Sum(expr, (i, lo, hi))
 
 
+# For the red team's cases (each was accepted by the engine before the fix that named it).
+k, j = sp.symbols("k j", integer=True)  # integers of either sign
+ar = sp.Symbol("a", real=True)
+mneg = sp.Symbol("m", integer=True, negative=True)
+nn = sp.Symbol("n", integer=True, nonnegative=True)
+f = sp.Function("f")
+HZ = sp.sin(x) ** 2 + sp.cos(x) ** 2 - 1  # identically 0, not recognised by expand
+BOUND = sp.Symbol("_bound0_0", integer=True)  # the name the old engine gave bound indices
+VANISH_16 = sp.prod([BOUND - c for c in range(-6, 10)])  # 0 at every integer the probes used
+
+
+def P6(t):
+    return sp.prod([t - c for c in range(1, 7)])  # 0 at every counting probe 1..6 the old engine used
+
+
+def _nested_sin(depth):
+    e = x
+    for _ in range(depth):
+        e = sp.sin(e)
+    return e
+
+
 FALSE = [
     # 0/0 forms and removable singularities
     ("0/0 equals a constant", ZERO_A / ZERO_B, 7),
@@ -105,6 +127,50 @@ FALSE = [
     ("one wrong matrix entry", sp.Matrix([[x, y], [y, x]]), sp.Matrix([[x, y], [y, y]])),
     ("(AB)ᵀ = AᵀBᵀ for matrix symbols", (MA * MB).T, MA.T * MB.T),
     ("a matrix symbol against its 2×3 namesake", MA, sp.MatrixSymbol("A", 2, 3)),
+    # bound indices: renaming must be alpha-equivalence that cannot capture
+    ("a bound index renamed onto a user symbol's name", sp.Sum(VANISH_16 * k, (k, 1, 1)), 0),
+    ("a sum's own limit renamed with its index: Σ_{i=1..i} ≠ Σ_{j=1..j}",
+     sp.Sum(P6(k) - P6(k - 1), (k, 1, k)), sp.Sum(P6(j) - P6(j - 1), (j, 1, j))),
+    ("renaming makes the index of Σ_{i=a..a+2} an integer for real a", sp.Sum(sp.sin(sp.pi * c), (c, ar, ar + 2)), 0),
+    ("renaming makes the index of Σ_{i=1/2..n−1/2} an integer", sp.Sum((-1) ** (2 * c), (c, sp.Rational(1, 2), n - sp.Rational(1, 2)))
+     + f(n), n + f(n)),
+    # reversed ranges (Karr's convention: Σ_{1..n} = −Σ_{n+1..0} for n < 0) and negative integers
+    ("Σ_{i=1..n} δ(i, −2) = 0 for integer n (−1 at n = −5)", sp.Sum(sp.KroneckerDelta(k, -2), (k, 1, j)), 0),
+    ("Σ_{i=1..n} δ(i, m) = [1 ≤ m ≤ n] for integer n", sp.Sum(sp.KroneckerDelta(k, m), (k, 1, j)),
+     sp.Piecewise((1, (m >= 1) & (m <= j)), (0, True))),
+    ("binomial symmetry times Σ_{1..n} 1 (false for n < 0)", sp.binomial(j, m) * sp.Sum(1, (k, 1, j)),
+     sp.binomial(j, j - m) * sp.Sum(1, (k, 1, j))),
+    ("binomial symmetry beside an undefined f(n)", sp.binomial(j, m) + f(j), sp.binomial(j, j - m) + f(j)),
+    ("binomial symmetry beside an infinite indexed sum", sp.binomial(j, m) + sp.Sum(Qv[k], (k, 1, sp.oo)),
+     sp.binomial(j, j - m) + sp.Sum(Qv[k], (k, 1, sp.oo))),
+    ("binomial symmetry times q_n", Qv[j] * sp.binomial(j, m), Qv[j] * sp.binomial(j, j - m)),
+    # high-precision floats are exact numbers, not noise
+    ("(p + 1)² + 10⁻⁶⁰ (a 50-digit Float) = p² + 2p + 1", (p + 1) ** 2 + sp.Float("1e-60", 50), p**2 + 2 * p + 1),
+    ("0.1 + 0.2 = 0.3 in binary floats", 0.1 + 0.2, 0.3),
+    # a side undefined somewhere in the domain: not an identity
+    ("(x + 1)Γ(m) − xΓ(m) − Γ(m) = 0, m a negative integer (Γ has a pole there)",
+     (x + 1) * sp.gamma(mneg) - x * sp.gamma(mneg) - sp.gamma(mneg), 0),
+    ("(x + 1)L − xL − L = 0, L = log(sin² + cos² − 1) = log 0", (x + 1) * sp.log(HZ) - x * sp.log(HZ) - sp.log(HZ), 0),
+    ("log(sin² + cos² − 1) = itself (log 0 everywhere)", sp.log(HZ), sp.log(HZ)),
+    ("(y + 1) log x − y log x − log x = 0, x real (log 0 at x = 0)",
+     (y + 1) * sp.log(x) - y * sp.log(x) - sp.log(x), 0),
+    ("x^(n−2)(x² + 1) − x^(n−2) = x^n, n integer (0^(−1) at x = 0, n = 1)",
+     x ** (j - 2) * (x**2 + 1) - x ** (j - 2), x**j),
+    ("Γ(x + 1)/Γ(x) = x, x real (poles at 0, −1, …)", sp.gamma(x + 1) / sp.gamma(x), x),
+    ("Σ_{i=1..n} 1/i = H(n), n integer (Karr: 1/0 for n < 0)", sp.Sum(1 / k, (k, 1, j)), sp.harmonic(j)),
+    ("(x² + y²)T − x²T − y²T = 0, T = atan2(y, x) (undefined at the origin)",
+     (x**2 + y**2) * sp.atan2(y, x) - x**2 * sp.atan2(y, x) - y**2 * sp.atan2(y, x), 0),
+    ("∞ = ∞", sp.oo, sp.oo),
+    ("∞ x = ∞, x real", sp.oo * x, sp.oo),
+    ("Σ 1/i = Σ 1/j to ∞ (both diverge)", sp.Sum(1 / k, (k, 1, sp.oo)), sp.Sum(1 / j, (j, 1, sp.oo))),
+    ("a 0×0 Matrix against an empty list", sp.zeros(0, 0), []),
+    ("e^(e^p) + e^(−e^(e^p)) = e^(e^p)", sp.exp(sp.exp(p)) + sp.exp(-sp.exp(sp.exp(p))), sp.exp(sp.exp(p))),
+    ("binomial symmetry times a factor vanishing at −9..9", sp.binomial(j, m) * sp.prod([j - t for t in range(-9, 10)]),
+     sp.binomial(j, j - m) * sp.prod([j - t for t in range(-9, 10)])),
+    ("binomial symmetry times a factor vanishing at −41..41", sp.binomial(j, m) * sp.prod([j - t for t in range(-41, 42)]),
+     sp.binomial(j, j - m) * sp.prod([j - t for t in range(-41, 42)])),
+    ("f'(x) = 0 for an undefined f", sp.Derivative(f(x), x), 0),
+    ("(f²)' = 3 f f'", sp.Derivative(f(x) ** 2, x), 3 * f(x) * sp.Derivative(f(x), x)),
 ]
 
 TRUE = [
@@ -179,6 +245,22 @@ TRUE = [
      sp.Sum(Qv[m], (m, 1, n)) + Qv[i]),
     ("softmax numerator over its sum, times the sum", sp.exp(Z[1]) / S(sp.exp(Z[i])) * S(sp.exp(Z[i])),
      sp.exp(Z[1])),
+    # exact floats, Python and array numbers, sums to infinity and runaway instantiations
+    ("0.5x = x/2 (0.5 is exact in binary)", 0.5 * x, x / 2),
+    ("Python 1j = I", 1j, sp.I),
+    ("Fraction(1, 2) = 1/2", __import__("fractions").Fraction(1, 2), sp.Rational(1, 2)),
+    ("Σ_{i≥1} 1/i² = π²/6 (shown convergent, probed numerically)", sp.Sum(1 / i**2, (i, 1, sp.oo)), sp.pi**2 / 6),
+    ("Σ_{i=1..n} 1/i = H(n), n ≥ 0", sp.Sum(1 / k, (k, 1, nn)), sp.harmonic(nn)),
+    ("2x^(10⁸) = x^(10⁸) + x^(10⁸) (too large to probe exactly)", 2 * x ** (10**8), x ** (10**8) + x ** (10**8)),
+    ("2 (10⁶ n)! = (10⁶ n)! 2 (too large to probe exactly)", sp.factorial(10**6 * n) * 2, 2 * sp.factorial(10**6 * n)),
+    ("2Σ_{1..10⁷} sin i = Σ sin j + Σ sin k (too many terms to probe)", sp.Sum(sp.sin(k), (k, 1, 10**7)) * 2,
+     sp.Sum(sp.sin(j), (j, 1, 10**7)) + sp.Sum(sp.sin(m), (m, 1, 10**7))),
+    ("e^(e^(e^p)) doubled, a tower too large to evaluate", 2 * sp.exp(sp.exp(sp.exp(p))),
+     sp.exp(sp.exp(sp.exp(p))) + sp.exp(sp.exp(sp.exp(p)))),
+    ("sin nested 300 deep equals itself", _nested_sin(300), _nested_sin(300)),
+    ("Σ_{i=1..n} i = n(n + 1)/2 for every integer n (reversed ranges too)", sp.Sum(k, (k, 1, j)), j * (j + 1) / 2),
+    ("binomial symmetry for n ≥ 0 and every integer m", sp.binomial(nn, m), sp.binomial(nn, nn - m)),
+    ("(f²)' = 2 f f' for an undefined f", sp.Derivative(f(x) ** 2, x), 2 * f(x) * sp.Derivative(f(x), x)),
 ]
 
 
@@ -234,3 +316,26 @@ def test_a_fused_qkv_split_with_the_wrong_block_shapes_is_not_proved():
     d = fused_qkv_projection(reshaped, t=2, d_model=3, d_k=3)
     assert not d.verified
     assert all("shapes differ" in s.detail for s in d.failed_steps)
+
+
+class _Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("this message cannot be printed")
+
+
+class _ExplodingList(list):
+    def __iter__(self):
+        raise _Unprintable()
+
+
+def test_an_exception_that_cannot_be_printed_does_not_escape():
+    ok, detail = _run(_ExplodingList([x]), [x])
+    assert ok is False and "_Unprintable" in detail, detail
+
+
+def test_a_runaway_simplification_stops_at_the_budget():
+    # A true identity that needs seconds of trigonometric expansion: a budget far below that makes it
+    # undecided (a fail), never a hang. The old engine had no budget at all.
+    sixth = sp.sin(x + y + a) ** 6
+    ok, detail = identity(sixth, sp.expand(sp.expand_trig(sixth)), budget=0.05)
+    assert ok is False and "budget of 0.05 s" in detail, detail
