@@ -54,9 +54,9 @@ def impl_recipe(recipe_name: str, dtype: str) -> R.Recipe:
     return R.recipe(recipe_name, dtype)
 
 
-def judge(out, gold, q64, k64, v64, recipe, *, is_causal, failure=FAILURE) -> dict:
+def judge(out, gold, q64, k64, v64, recipe, *, is_causal, scale=None, failure=FAILURE) -> dict:
     """One output tensor against its bounds: worst det ratio, worst prob ratio, largest error."""
-    b = forward_bound(q64, k64, v64, recipe, is_causal=is_causal, failure=failure)
+    b = forward_bound(q64, k64, v64, recipe, scale=scale, is_causal=is_causal, failure=failure)
     err = np.abs(np.asarray(out, dtype=np.float64) - gold)
     err = np.where(np.isnan(err), np.inf, err)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -120,7 +120,7 @@ def confirm_harness_cases(dtypes=DTYPES, seed: int = 0, kernel: bool = True) -> 
     for dtype in dtypes:
         for case in THOROUGH_CASES:
             q, k, v, _ = make_inputs(case, getattr(torch, dtype), "cpu", seed)
-            kw = dict(is_causal=case.causal, enable_gqa=case.gqa)
+            kw = dict(is_causal=case.causal, enable_gqa=case.gqa, scale=case.scale)
             q64 = q.double().numpy()
             k64, v64 = (ref.repeat_kv(t, q.shape[1]).double().numpy() if case.gqa else t.double().numpy()
                         for t in (k, v))
@@ -128,7 +128,8 @@ def confirm_harness_cases(dtypes=DTYPES, seed: int = 0, kernel: bool = True) -> 
             for name, fn, recipe_name in _impls(kernel=kernel and case.n_q * case.n_k <= 300 * 300):
                 with torch.no_grad():
                     out = fn(q, k, v, **kw).double().numpy()
-                rec = judge(out, gold, q64, k64, v64, impl_recipe(recipe_name, dtype), is_causal=case.causal)
+                rec = judge(out, gold, q64, k64, v64, impl_recipe(recipe_name, dtype), is_causal=case.causal,
+                            scale=case.scale)
                 rec.update(impl=name, dtype=dtype, n=case.n_k, case=case.name, kind=case.kind, source="harness")
                 records.append(rec)
     return records
