@@ -1,4 +1,4 @@
-"""The proved rounding-error bounds of attention, evaluated on arrays; and their confirmation.
+"""The proved rounding-error bounds of attention, evaluated on arrays; and the statistics of their confirmation.
 
 ``forward_bound(q, k, v, recipe)`` evaluates, element by element, the bound that claim
 ``rounding-attention-forward`` proves (and, with ``failure=Q``, the probabilistic bound of
@@ -7,11 +7,10 @@ Every formula comes from the derivations' SymPy expressions through ``lambdify``
 supplies the arrays: exact scores and probabilities in float64 from the (already rounded) inputs,
 c|Q||K|ᵀ, and the row sums the bound is made of.
 
-``python -m numeric.rounding`` runs the confirmation: random inputs per dtype and length, plus the
-conformance harness's extreme cases, against torch's CPU SDPA, a float32 blocked reference and
-(a few cases) the project's Triton kernel under the interpreter. It prints violation counts, the
-binomial test of the probabilistic bound, and the tightness table. torch and the kernels are
-imported inside the confirmation only: the bound itself needs NumPy and SymPy.
+The confirmation that runs implementations against it (torch's SDPA, the blocked reference, the
+Triton kernel) lives in the kernels layer, ``python -m kernels.rounding_confirmation``, and builds on
+this module: here are only the NumPy/SciPy parts it reports with (the binomial test of the
+probabilistic bound, the tightness table). Nothing here imports torch or the kernels.
 """
 from __future__ import annotations
 
@@ -21,6 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 import sympy as sp
+from scipy import stats
 
 from proofs.theorems import rounding as R
 
@@ -167,142 +167,13 @@ def _final_fn():
     return sp.lambdify((e_sym,) + _ALL, fwd["bound"].subs(fwd["E"], e_sym), "numpy")
 
 
-# ============================================================================= confirmation
+# ============================================================================= confirmation records
 
-LENGTHS = (1, 2, 3, 5, 8, 16, 31, 64, 127, 256, 511, 1024, 2048, 4096)
-DTYPES = ("float32", "float16", "bfloat16")
-HEAD_DIMS = (32, 64, 128)
-LONG = 256  # above this length a quarter of the samples: 1000 × 10 + 250 × 4 = 11000 per dtype
-N_QUERIES = 4  # rows per sample: the bound is per row, so few rows reach long key lengths cheaply
-
-
-def _impls(kernel: bool):
-    """(name, fn, recipe name) of the implementations confirmed; torch and kernels imported here only."""
-    import torch.nn.functional as F
-
-    from kernels.mutants import blocked_attention
-
-    out = [("torch-sdpa", F.scaled_dot_product_attention, "torch-cpu-sdpa"),
-           ("float32-blocked", blocked_attention, "float32-blocked")]
-    if kernel:
-        from kernels.flash import flash_attention
-
-        out.append(("triton-kernel", flash_attention, "flash-attention-2"))
-    return out
-
-
-def impl_recipe(recipe_name: str, dtype: str) -> R.Recipe:
-    """The declared recipe; the project's kernel keeps bfloat16 P in float32 under the interpreter
-    (it upcasts bf16 tiles there: kernels.flash.runtime.upcast_operands)."""
-    if recipe_name == "flash-attention-2":
-        from kernels.harness.rounding_bound import flash_recipe
-
-        return flash_recipe(dtype)
-    return R.recipe(recipe_name, dtype)
-
-
-def _torch_dtype(name):
-    import torch
-
-    return getattr(torch, name)
-
-
-def judge(out, gold, q64, k64, v64, recipe, *, is_causal, failure=FAILURE) -> dict:
-    """One output tensor against its bounds: worst det ratio, worst prob ratio, largest error."""
-    b = forward_bound(q64, k64, v64, recipe, is_causal=is_causal, failure=failure)
-    err = np.abs(np.asarray(out, dtype=np.float64) - gold)
-    err = np.where(np.isnan(err), np.inf, err)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        det = np.where(err == 0, 0.0, err / b.deterministic)
-        prob = np.where(err == 0, 0.0, err / b.probabilistic)
-    worst = np.unravel_index(int(np.argmax(np.nan_to_num(det, nan=np.inf))), det.shape)  # the element nearest its bound
-    return dict(error=float(err.max()), det_ratio=float(det.max()), prob_ratio=float(prob.max()),
-                det_bound=float(b.deterministic.max()), prob_bound=float(b.probabilistic.max()), lam=b.lam,
-                worst_error=float(err[worst]), worst_det=float(b.deterministic[worst]),
-                worst_prob=float(b.probabilistic[worst]))
-
-
-def _sample(rng, n_k, dtype, d):
-    """Rounded inputs (float64 arrays holding dtype values) and the golden output."""
-    import torch
-
-    sharp = math.exp(rng.uniform(math.log(0.25), math.log(4.0)))  # flatter or peakier softmax rows
-    q = rng.standard_normal((1, 1, N_QUERIES, d)) * sharp
-    k, v = rng.standard_normal((1, 1, n_k, d)), rng.standard_normal((1, 1, n_k, d))
-    tensors = [torch.from_numpy(x).to(_torch_dtype(dtype)) for x in (q, k, v)]
-    return tensors, [t.double().numpy() for t in tensors]
-
-
-def _golden(q64, k64, v64, is_causal):
-    s = q64 @ np.swapaxes(k64, -1, -2) / math.sqrt(q64.shape[-1])
-    if is_causal:
-        n_q, n_k = s.shape[-2:]
-        s = np.where(np.arange(n_k)[None, :] <= np.arange(n_q)[:, None], s, -np.inf)
-    p = np.exp(s - s.max(-1, keepdims=True))
-    return (p / p.sum(-1, keepdims=True)) @ v64
-
-
-def confirm(samples_per_length: int, kernel_samples: int, seed: int = 0, lengths=LENGTHS, dtypes=DTYPES,
-            progress=None) -> list[dict]:
-    """One record per (sample, implementation): the ratios error/bound and the empirical rule's ratio."""
-    import torch
-
-    from kernels.harness import reference as ref
-    from kernels.harness import tolerance as tol
-
-    torch.set_num_threads(1)
-    records = []
-    for dtype in dtypes:
-        for n_k in lengths:
-            rng = np.random.default_rng(np.random.SeedSequence([seed, DTYPES.index(dtype), n_k]))
-            for i in range(samples_per_length if n_k <= LONG else max(1, samples_per_length // 4)):
-                d = HEAD_DIMS[i % len(HEAD_DIMS)]
-                causal = bool(rng.random() < 0.25)
-                (q, k, v), (q64, k64, v64) = _sample(rng, n_k, dtype, d)
-                gold = _golden(q64, k64, v64, causal)
-                emp_ref = tol.max_abs_error(ref.attention(q, k, v, is_causal=causal), torch.from_numpy(gold))
-                emp_bound = tol.bound(_torch_dtype(dtype), emp_ref, torch.from_numpy(gold))
-                for name, fn, recipe_name in _impls(kernel=i < kernel_samples):
-                    with torch.no_grad():
-                        out = fn(q, k, v, is_causal=causal).double().numpy()
-                    rec = judge(out, gold, q64, k64, v64, impl_recipe(recipe_name, dtype), is_causal=causal)
-                    rec.update(impl=name, dtype=dtype, n=n_k, d=d, causal=causal, source="random",
-                               emp_ratio=rec["error"] / emp_bound, emp_bound=emp_bound)
-                    records.append(rec)
-            if progress:
-                progress(f"{dtype} N={n_k}: {len(records)} records")
-    return records
-
-
-def confirm_harness_cases(dtypes=DTYPES, seed: int = 0, kernel: bool = True) -> list[dict]:
-    """The conformance harness's cases (random and robustness kinds), every impl, every dtype."""
-    import torch
-
-    from kernels.harness import reference as ref
-    from kernels.harness.cases import THOROUGH_CASES, make_inputs
-
-    records = []
-    for dtype in dtypes:
-        for case in THOROUGH_CASES:
-            q, k, v, _ = make_inputs(case, _torch_dtype(dtype), "cpu", seed)
-            kw = dict(is_causal=case.causal, enable_gqa=case.gqa)
-            q64 = q.double().numpy()
-            k64, v64 = (ref.repeat_kv(t, q.shape[1]).double().numpy() if case.gqa else t.double().numpy()
-                        for t in (k, v))
-            gold = ref.attention64(q, k, v, **kw).numpy()
-            for name, fn, recipe_name in _impls(kernel=kernel and case.n_q * case.n_k <= 300 * 300):
-                with torch.no_grad():
-                    out = fn(q, k, v, **kw).double().numpy()
-                rec = judge(out, gold, q64, k64, v64, impl_recipe(recipe_name, dtype), is_causal=case.causal)
-                rec.update(impl=name, dtype=dtype, n=case.n_k, case=case.name, kind=case.kind, source="harness")
-                records.append(rec)
-    return records
+DTYPES = ("float32", "float16", "bfloat16")  # the formats confirmed, in the order the tables list them
 
 
 def binomial_p_value(exceedances: int, trials: int, failure: float = FAILURE) -> float:
     """P(X ≥ exceedances) for X ~ Binomial(trials, failure): small means the stated probability is too low."""
-    from scipy import stats
-
     return float(stats.binom.sf(exceedances - 1, trials, failure)) if exceedances else 1.0
 
 
@@ -326,7 +197,8 @@ def tightness_table(records) -> str:
 
 
 def summary(records) -> str:
-    lines = ["impl             dtype     samples  det-violations  prob-exceed  (allowed by binomial, α=0.01)  "
+    """Per (impl, dtype): deterministic violations, probabilistic exceedances against what the binomial allows."""
+    lines = [f"impl             dtype     samples  det-violations  prob-exceed  (allowed by binomial, α={ALPHA:g})  "
              "p-value   closest prob bound to largest error"]
     for impl in sorted({r["impl"] for r in records}):
         for dtype in DTYPES:
@@ -337,95 +209,8 @@ def summary(records) -> str:
             rand = [r for r in rs if r["source"] == "random"]
             exceed = sum(r["prob_ratio"] > 1 for r in rand)
             p = binomial_p_value(exceed, len(rand)) if rand else float("nan")
-            from scipy import stats
-
             allowed = int(stats.binom.isf(ALPHA, len(rand), FAILURE)) if rand else 0
             worst = max((r["prob_ratio"] for r in rand), default=float("nan"))
             lines.append(f"{impl:<16} {dtype:<9} {len(rs):>7}  {viol:>14}  {exceed:>11}  {allowed:>29}  {p:8.3f}  "
                          f"bound = {1 / worst if worst else float('inf'):.1f}× largest error")
     return "\n".join(lines)
-
-
-def main(argv=None) -> int:
-    import argparse
-    import json
-    import os
-    import sys
-    import time
-
-    ap = argparse.ArgumentParser(prog="python -m numeric.rounding", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--samples", type=int, default=1000, help="random samples per (dtype, length) up to "
-                    f"N = {LONG}, a quarter of them above: the default gives 11000 per dtype")
-    ap.add_argument("--kernel-samples", type=int, default=0, help="of those, how many also run the Triton kernel")
-    ap.add_argument("--lengths", type=str, default=",".join(map(str, LENGTHS)))
-    ap.add_argument("--json", type=str, default=None, help="write every record here")
-    ap.add_argument("--no-harness-cases", action="store_true")
-    ap.add_argument("--dtypes", type=str, default=",".join(DTYPES))
-    ap.add_argument("--mutants", action="store_true", help="only list which of kernels.mutants the harness "
-                    "invariant rounding-attention-forward fails on its own (default cases, forward)")
-    args = ap.parse_args(argv)
-    if os.environ.get("OPENBLAS_NUM_THREADS") != "1":
-        # BLAS threads on tiny matrices cost 100× on a shared 2-core machine (measured: 23 ms against
-        # 0.2 ms for a 4×64 by 64×4096 product); NumPy reads this only at import, hence the re-exec.
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        os.execve(sys.executable, [sys.executable, "-m", "numeric.rounding", *(sys.argv[1:] if argv is None else argv)],
-                  env)
-    if args.kernel_samples:
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-    lengths = tuple(int(x) for x in args.lengths.split(","))
-    dtypes = tuple(args.dtypes.split(","))
-    if args.mutants:
-        from kernels.harness.rounding_bound import mutants_caught
-
-        for name, caught_in, n in mutants_caught(dtypes):
-            print(f"{name:<40} {'caught in ' + ', '.join(caught_in) if caught_in else 'not caught'}"
-                  f"{f' ({n} case-dtype failures)' if n else ''}")
-        return 0
-    start = time.perf_counter()
-    records = confirm(args.samples, args.kernel_samples, lengths=lengths, dtypes=dtypes,
-                      progress=lambda m: print(m, file=sys.stderr, flush=True))
-    if not args.no_harness_cases:
-        records += confirm_harness_cases(dtypes=dtypes, kernel=args.kernel_samples > 0)
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(records, fh)
-    print(summary(records))
-    print()
-    print(tightness_table(records))
-    harness = [r for r in records if r["source"] == "harness"]
-    if harness:
-        print("\nharness cases: worst det ratio per (impl, dtype):")
-        for impl in sorted({r["impl"] for r in harness}):
-            for dtype in DTYPES:
-                rs = [r for r in harness if r["impl"] == impl and r["dtype"] == dtype]
-                if rs:
-                    w = max(rs, key=lambda r: r["det_ratio"])
-                    vac = sum(math.isinf(r["det_bound"]) for r in rs)
-                    print(f"  {impl:<16} {dtype:<9} {len(rs)} cases, worst {w['det_ratio']:.3g} ({w['case']}), "
-                          f"vacuous (infinite) bounds: {vac}")
-    print(f"\n{len(records)} records in {time.perf_counter() - start:.0f} s")
-    return 0
-
-
-
-def error_curve(lengths=(1, 4, 16, 64, 256, 1024, 4096), dtypes=DTYPES, samples: int = 8, seed: int = 0,
-                impl: str = "torch-sdpa") -> dict:
-    """The rounding figure's data: per (dtype, N), of ``samples`` random inputs the one whose error came
-    nearest its deterministic bound, and at that element: the error, the deterministic and the
-    probabilistic bound; beside them the empirical rule's tensor-wide bound for the same input.
-    (Draw with proofs.report.rounding_figure.rounding.)"""
-    chosen = [r for r in confirm(samples, 0, seed=seed, lengths=tuple(lengths), dtypes=tuple(dtypes))
-              if r["impl"] == impl]
-    rows = []
-    for dtype in dtypes:
-        for n in lengths:
-            rs = [r for r in chosen if r["dtype"] == dtype and r["n"] == n]
-            w = max(rs, key=lambda r: r["det_ratio"])
-            rows.append(dict(dtype=dtype, n=n, error=w["worst_error"], deterministic=w["worst_det"],
-                             probabilistic=w["worst_prob"], empirical=w["emp_bound"],
-                             violations=sum(r["det_ratio"] > 1 for r in rs)))
-    return dict(records=rows, impl=impl, samples=samples, failure=FAILURE)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

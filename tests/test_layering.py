@@ -5,7 +5,10 @@
   stated exception: the top floor, ``proofs/report/`` and ``proofs/cli.py`` (with ``proofs/__main__.py``),
   the one place that joins the three layers. It lives inside ``proofs`` only because the user's card
   fixes the top-level packages.
-- ``numeric`` and ``kernels`` stand on ``proofs`` and not on each other.
+- Above it, one floor each: proofs < numeric < kernels < top floor. ``numeric`` adds NumPy/SciPy and
+  never imports ``kernels``, torch or triton (not even inside a function); ``kernels`` may import
+  ``numeric`` (a proved bound evaluated on NumPy arrays is what a kernel check builds on). Neither
+  imports the top floor.
 - No import cycles anywhere among the project's modules (imports at any level count: a cycle through a
   function-level import is still two modules that cannot be understood apart).
 """
@@ -20,6 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("proofs", "numeric", "kernels")
 TOP_FLOOR = ("proofs.report", "proofs.cli", "proofs.__main__")  # the stated exception
 HEAVY = ("numpy", "scipy", "torch", "triton")  # what importing proofs must not pull in
+DEVICE = ("torch", "triton")  # what only kernels (and the top floor) may import
+FLOORS = ("proofs", "numeric", "kernels")  # bottom to top: a layer imports only those at or below it
 
 
 def _module_name(path: Path) -> str:
@@ -82,11 +87,13 @@ def layering_violations(g: dict[str, set[str]], external: dict[str, set[str]]) -
             bad += [f"{name} imports {d} (proofs needs SymPy only)" for d in sorted(external.get(name, ()))
                     if d.split(".")[0] in HEAVY]
         elif layer in ("numeric", "kernels"):
-            other = {"numeric": "kernels", "kernels": "numeric"}[layer]
-            bad += [f"{name} imports {d} (numeric and kernels stand side by side)" for d in sorted(deps)
-                    if _layer(d) == other]
+            bad += [f"{name} imports {d} (a layer stands on the floors below it: proofs < numeric < kernels)"
+                    for d in sorted(deps) if FLOORS.index(_layer(d)) > FLOORS.index(layer)]
             bad += [f"{name} imports {d} (only the top floor looks down on the other layers)" for d in sorted(deps)
                     if _on_top_floor(d)]
+            if layer == "numeric":
+                bad += [f"{name} imports {d} (only kernels imports torch and triton)"
+                        for d in sorted(external.get(name, ())) if d.split(".")[0] in DEVICE]
     return bad
 
 
@@ -125,7 +132,7 @@ def _external() -> dict[str, set[str]]:
     return {name: imports_of(path, name) for name, path in _modules().items()}
 
 
-def test_proofs_stands_alone_but_for_its_top_floor_and_numeric_and_kernels_stand_side_by_side():
+def test_each_layer_imports_only_the_floors_below_it_and_only_the_top_floor_joins_them_all():
     assert layering_violations(graph(), _external()) == []
 
 
@@ -136,7 +143,7 @@ def test_no_import_cycles():
 # --------------------------------------------------------------------------- the checks can fail
 
 
-def test_the_layering_check_catches_a_downward_import_even_inside_a_function(tmp_path):
+def test_the_layering_check_catches_an_upward_import_even_inside_a_function(tmp_path):
     src = tmp_path / "m.py"
     src.write_text("def f():\n    from numeric import confirm\n    import torch\n")
     deps = imports_of(src, "proofs.theorems.m", {"numeric": None})
@@ -145,9 +152,24 @@ def test_the_layering_check_catches_a_downward_import_even_inside_a_function(tmp
     bad = layering_violations(g, {"proofs.theorems.m": deps})
     assert "proofs.theorems.m imports numeric (proofs stands on nothing)" in bad
     assert "proofs.theorems.m imports torch (proofs needs SymPy only)" in bad
-    assert "kernels imports numeric (numeric and kernels stand side by side)" in bad
     assert "numeric.x imports proofs.cli (only the top floor looks down on the other layers)" in bad
     assert not any(b.startswith("proofs.report.gather") for b in bad)  # the stated exception
+    assert not any(b.startswith("kernels ") for b in bad)  # kernels stands on numeric
+
+
+def test_the_layering_check_catches_numeric_importing_kernels_or_torch_inside_a_function(tmp_path):
+    src = tmp_path / "rounding.py"
+    src.write_text("import numpy as np\n\ndef confirm():\n    import torch.nn.functional as F\n"
+                   "    from kernels.harness import reference\n    import triton\n")
+    known = {"kernels.harness.reference": None, "kernels.harness": None}
+    deps = imports_of(src, "numeric.rounding", known)
+    assert {"numpy", "torch.nn.functional", "kernels.harness.reference", "triton"} <= deps
+    g = {"numeric.rounding": {d for d in deps if d.split(".")[0] in PACKAGES}, "kernels.harness.reference": set()}
+    bad = layering_violations(g, {"numeric.rounding": deps})
+    assert bad == ["numeric.rounding imports kernels.harness.reference "
+                   "(a layer stands on the floors below it: proofs < numeric < kernels)",
+                   "numeric.rounding imports torch.nn.functional (only kernels imports torch and triton)",
+                   "numeric.rounding imports triton (only kernels imports torch and triton)"]
 
 
 def test_the_cycle_check_finds_a_cycle_through_a_relative_and_a_function_level_import(tmp_path):

@@ -1,11 +1,15 @@
-"""The rounding-attention-forward invariant: proved bound, declared recipes, lower precision caught."""
+"""The rounding-attention-forward invariant: proved bound, declared recipes, lower precision caught;
+and the confirmation that runs implementations against the bound."""
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
 from kernels import mutants, verify_attention
+from kernels import rounding_confirmation as rc
 from kernels.harness import rounding_bound as rb
 from kernels.harness.cases import DEFAULT_CASES
+from numeric.rounding import forward_bound, summary, tightness_table
 
 INVARIANT = "rounding-attention-forward"
 RANDOM_CASES = [c for c in DEFAULT_CASES if c.kind == "random" and c.n_q * c.n_k >= 37 * 37]
@@ -50,3 +54,39 @@ def test_recipes_are_declared_or_default_to_the_loosest():
     assert rb.recipe_for(f, torch.float32).name == "float32-blocked"
     with pytest.raises(ValueError, match="recipe must be one of"):
         rb.declare_recipe(f, "fast-and-loose")
+
+
+def test_mutants_declare_the_blocked_references_recipe_and_its_mutants_get_the_loosest():
+    assert rb.recipe_for(mutants.blocked_attention, torch.float32).name == "float32-blocked"
+    assert rb.recipe_for(mutants.low_internal_precision, torch.float32).name == "loosest"
+    assert rb.recipe_for(mutants.half_accumulators_declared_float32, torch.float16).name == "flash-attention-2"
+
+
+# --------------------------------------------------------------------------- the confirmation
+# (python -m kernels.rounding_confirmation)
+
+
+def test_the_confirmation_keeps_correct_implementations_within_the_bound():
+    records = rc.confirm(2, 0, lengths=(1, 8), dtypes=("float32", "bfloat16"))
+    assert {(r["impl"], r["dtype"], r["n"]) for r in records} == {
+        (impl, dtype, n) for impl in ("torch-sdpa", "float32-blocked") for dtype in ("float32", "bfloat16")
+        for n in (1, 8)}
+    assert all(r["det_ratio"] <= 1 for r in records), [r for r in records if r["det_ratio"] > 1]
+    rows = [line.split() for line in summary(records).splitlines()[1:]]
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [  # impl, dtype, samples, deterministic violations
+        (impl, dtype, "4", "0") for impl in ("float32-blocked", "torch-sdpa") for dtype in ("float32", "bfloat16")]
+    assert len(tightness_table(records).splitlines()) == 1 + 8
+
+
+def test_the_confirmations_judge_flags_an_output_outside_its_bound():
+    rng = np.random.default_rng(0)
+    (q, k, v), (q64, k64, v64) = rc._sample(rng, 8, "float32", 32)
+    gold = rc._golden(q64, k64, v64, False)
+    recipe = rc.impl_recipe("torch-cpu-sdpa", "float32")
+    with torch.no_grad():
+        out = F.scaled_dot_product_attention(q, k, v).double().numpy()
+    assert rc.judge(out, gold, q64, k64, v64, recipe, is_causal=False)["det_ratio"] <= 1
+    bound = forward_bound(q64, k64, v64, recipe).deterministic
+    wrong = out.copy()
+    wrong[..., 2, 5] = gold[..., 2, 5] + 2 * bound[..., 2, 5]  # one element twice its bound away
+    assert rc.judge(wrong, gold, q64, k64, v64, recipe, is_causal=False)["det_ratio"] == pytest.approx(2.0, rel=1e-6)

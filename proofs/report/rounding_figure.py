@@ -1,6 +1,6 @@
 """Figure: attention's rounding error against N per dtype, beside the proved and empirical bounds.
 
-Drawn from ``numeric.rounding.error_curve`` records (nothing computed here): the largest measured
+Drawn from ``kernels.rounding_confirmation.error_curve`` records (nothing computed here): the largest measured
 error, the deterministic bound (claim rounding-attention-forward), the probabilistic bound
 (rounding-attention-probabilistic, at its stated failure probability) and the empirical
 same-precision rule of kernels/harness/tolerance.py.
