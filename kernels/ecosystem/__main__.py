@@ -2,7 +2,8 @@
 
 Runs verify_attention on every installed peer (kernels/ecosystem/adapters.py), prints the
 invariant × implementation table and writes DIR/survey.md and DIR/survey.json. Exit status 0 when
-it ran (failures of a library are findings, not errors), 2 for bad usage.
+every installed peer ran (a library failing a check is a finding, not an error), 1 when one crashed
+or timed out (an adapter's fault until shown otherwise), 2 for bad usage.
 """
 from __future__ import annotations
 
@@ -54,7 +55,10 @@ def main(argv=None, prog: str = "attention-proofs survey") -> int:
     print(table.text(doc))
     md, js = table.write(doc, args.out)
     print(f"\nwrote {md} and {js}; {doc['seconds']} s")
-    return 0
+    broken = [p["name"] for p in doc["peers"] if p["status"] in ("crashed", "timed out")]
+    if broken:
+        print(f"{prog}: did not run to the end: {', '.join(broken)}", file=sys.stderr)
+    return 1 if broken else 0
 
 
 if __name__ == "__main__":

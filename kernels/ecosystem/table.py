@@ -7,6 +7,7 @@ premise excludes every case it was run on).
 """
 from __future__ import annotations
 
+import html
 import json
 import math
 import os
@@ -93,7 +94,8 @@ def markdown(doc: dict, heading: str = "##") -> str:
     header, rows = grid(doc)
     out = [f"{heading} Ecosystem conformance survey", "",
            f"`verify_attention`'s default cases (seed {doc['seed']}) on each library's attention, {doc['date']}, "
-           f"{doc['machine']}, Python {doc['python']}, torch {doc['torch']}; {doc['seconds']} s in all. "
+           f"{doc['machine']}, Python {doc['python']}, torch {doc['torch']}; {doc['seconds']} s in all "
+           f"({doc.get('cpu_seconds', '?')} s of CPU). "
            "A cell is ✓/✗ with the worst discrepancy ÷ bound over the cases and dtypes (1 = at the bound), "
            "the dtypes that failed, or n/a where the library lacks the feature.", "",
            _md_row(header), _md_row(["---"] * len(header))] + [_md_row(r) for r in rows]
@@ -103,7 +105,7 @@ def markdown(doc: dict, heading: str = "##") -> str:
     for p in doc["peers"]:
         out.append(_md_row([p["name"], f"{p['library']} {p['version']}", p["layout"], p["causal"] or "none",
                             ", ".join(_short_dtype(d) for d in p["dtypes"]), p["scale"], p["mask"],
-                            f"{p.get('process_seconds', p['seconds'])} s"]))
+                            f"{p.get('process_seconds', p['seconds'])} s ({p.get('cpu_seconds', '?')} s CPU)"]))
     notes = [(p["name"], x) for p in doc["peers"] for x in p.get("limits", ())]
     notes += [(p["name"], p["error"]) for p in doc["peers"] if p.get("error")]
     if notes:
@@ -169,3 +171,19 @@ def report_section(path: str = os.path.join(DEFAULT_OUT, "survey.json"), heading
     """The proof report's section, as Markdown lines: empty where the survey has not been run."""
     doc = load(path)
     return markdown(doc, heading).splitlines() + [""] if doc else []
+
+
+def report_html(path: str = os.path.join(DEFAULT_OUT, "survey.json")) -> str:
+    """The same section as an HTML fragment (a heading and the table): empty where not run."""
+    doc = load(path)
+    if not doc:
+        return ""
+    header, rows = grid(doc)
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    versions = ", ".join(f"{p['name']} ({p['library']} {p['version']})" for p in doc["peers"])
+    return (f'<section id="ecosystem-survey"><h2>Ecosystem conformance survey</h2>'
+            f"<p>verify_attention's default cases on each library's attention, {html.escape(doc['date'])}: "
+            f"{html.escape(versions)}. ✓/✗ with the worst discrepancy ÷ bound (1 = at the bound); n/a: the "
+            f"library lacks the feature.</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            "</section>")
