@@ -7,12 +7,15 @@ have shipped. ``MUTANTS`` records, for each, the bug class, the invariant of
 
 The correct implementations they are cut from are here too: :func:`blocked_attention` (a
 FlashAttention-2 style loop over key blocks with a running max, running sum and unnormalised
-accumulator, float32 inside) and :func:`manual_backward_attention` (a hand-written backward,
-dS = P∘(dP - D) with D = rowsum(dO∘O)). The harness must pass both.
+accumulator, float32 inside), :func:`manual_backward_attention` (a hand-written backward,
+dS = P∘(dP - D) with D = rowsum(dO∘O)) and :func:`full_attention` (SDPA's whole signature:
+attn_mask, dropout_p, a hand-written backward that reuses the forward's dropout mask). The
+harness must pass all three.
 """
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -54,8 +57,10 @@ def blocked_attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False,
 
     ``bugs`` switches on named defects (the mutants below); with none it is correct."""
     out_dtype = q.dtype
-    work = work_dtype or _work_dtype(q.dtype)
+    work = q.dtype if work_dtype == "input" else (work_dtype or _work_dtype(q.dtype))
     d = q.shape[-1]
+    if "scale-or-default" in bugs:
+        scale = scale or 1.0 / math.sqrt(d)  # the bug: 0.0 is falsy
     if scale is None:
         scale = default_scale(d) if default_scale else 1.0 / math.sqrt(d)
     if "ignore-scale" in bugs:
@@ -73,6 +78,8 @@ def blocked_attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False,
     starts = list(range(0, stop, block))
     if "reverse-no-guard" in bugs:
         starts.reverse()
+    if "shuffled-blocks" in bugs:  # blocks summed in an order that changes from call to call
+        starts = [starts[i] for i in torch.randperm(len(starts)).tolist()]
     for j0 in starts:
         kb, vb = k[:, :, j0:j0 + block], v[:, :, j0:j0 + block]  # (B, H, bn, D)
         s = (q * scale) @ kb.transpose(-2, -1)  # (B, H, Nq, bn)
@@ -94,7 +101,15 @@ def blocked_attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False,
     out = acc / l  # (B, H, Nq, D)
     if "drop-query-tail" in bugs:
         out[:, :, n_q - n_q % block:] = 0.0
+    if "truncating-store" in bugs and out_dtype == torch.bfloat16:
+        return _truncated_to_bfloat16(out)
     return out if "float32-output" in bugs else out.to(out_dtype)
+
+
+def _truncated_to_bfloat16(x: torch.Tensor) -> torch.Tensor:
+    """float32 → bfloat16 by dropping the low 16 bits (toward zero) instead of rounding to nearest."""
+    bits = x.to(torch.float32).contiguous().view(torch.int32) & -65536  # 0xFFFF0000
+    return bits.view(torch.float32).to(torch.bfloat16)  # exact: the dropped bits are already zero
 
 
 def _plain(q, k, v, *, is_causal, scale, enable_gqa, weights):
@@ -255,8 +270,14 @@ class _ManualAttention(torch.autograd.Function):
         if is_causal:
             s = s.masked_fill(~_visible(q.shape[-2], k.shape[-2], q.device, "top-left"), float("-inf"))
         p = torch.softmax(s, dim=-1)  # (B, H, Nq, Nk)
-        out = p @ v32  # (B, H, Nq, D)
-        ctx.save_for_backward(q32, k32, v32, p, out)
+        if "half-lse" in bugs:
+            # the bug: the row statistics kept in the input's precision; backward recomputes P from them
+            lse = torch.logsumexp(s, dim=-1, keepdim=True).to(dtype).to(work)  # (B, H, Nq, 1)
+            p_saved = torch.exp(s - lse)
+        else:
+            p_saved = p
+        out = p @ v32  # (B, H, Nq, Dv)
+        ctx.save_for_backward(q32, k32, v32, p_saved, out)
         ctx.meta = (dtype, scale, hq, hkv, bugs)
         return out.to(dtype)
 
@@ -264,10 +285,22 @@ class _ManualAttention(torch.autograd.Function):
     def backward(ctx, dout):
         q, k, v, p, out = ctx.saved_tensors
         dtype, scale, hq, hkv, bugs = ctx.meta
-        do = dout.to(q.dtype)  # (B, H, Nq, D)
-        dv = p.transpose(-2, -1) @ do  # (B, H, Nk, D)
+        if "ignores-scale-backward" in bugs:
+            scale = 1.0 / math.sqrt(q.shape[-1])
+        if "contiguous-dout" in bugs:  # the bug: dO addressed as if contiguous
+            dout = dout.as_strided(dout.shape, torch.empty(dout.shape, device="meta").stride(), dout.storage_offset())
+        do = dout.to(q.dtype)  # (B, H, Nq, Dv)
+        if "shuffled-dv" in bugs:  # dV accumulated over query blocks in a call-dependent order
+            dv = torch.zeros(p.shape[:-2] + (p.shape[-1], do.shape[-1]), dtype=do.dtype, device=do.device)
+            for i0 in torch.randperm(-(-p.shape[-2] // BLOCK)).tolist():
+                rows = slice(i0 * BLOCK, (i0 + 1) * BLOCK)
+                dv = dv + p[..., rows, :].transpose(-2, -1) @ do[..., rows, :]
+        else:
+            dv = p.transpose(-2, -1) @ do  # (B, H, Nk, Dv)
         dp = do @ v.transpose(-2, -1)  # (B, H, Nq, Nk)
         d = (do * out).sum(dim=-1, keepdim=True)  # D_i = rowsum(dO∘O) = rowsum(P∘dP)
+        if "scratch-dout" in bugs:  # the bug: dO's own buffer reused as scratch for dO∘O
+            dout.mul_(out.to(dout.dtype))
         ds = p * dp if "no-D" in bugs else p * (dp - d)  # (B, H, Nq, Nk)
         dq = ds @ k if "dq-unscaled" in bugs else scale * ds @ k  # (B, H, Nq, D)
         dk = scale * ds.transpose(-2, -1) @ q  # (B, H, Nk, D)
@@ -297,6 +330,160 @@ backward_dq_unscaled = _variant(manual_backward_attention, "backward_dq_unscaled
 backward_gqa_unsummed = _variant(manual_backward_attention, "backward_gqa_unsummed",
     "GQA backward takes dk, dv of the group's first query head instead of summing the group.",
     bugs={"gqa-first-head"})
+
+
+# --------------------------------------------------------------------------- SDPA's whole signature
+
+
+def _mask_bias(attn_mask, like: torch.Tensor, bugs) -> torch.Tensor | None:
+    """attn_mask as a term added to the scores (boolean True = attend: 0, False: -inf)."""
+    if attn_mask is None or "ignore-mask" in bugs:
+        return None
+    if attn_mask.dtype == torch.bool:
+        if "bool-as-additive" in bugs:  # the bug: True/False read as the numbers 1/0
+            return attn_mask.to(like.dtype)
+        return torch.zeros(attn_mask.shape, dtype=like.dtype, device=like.device).masked_fill(~attn_mask, float("-inf"))
+    bias = attn_mask.to(like.dtype)
+    return bias.clamp(max=0.0) if "clamp-additive" in bugs else bias
+
+
+def _dropout_mask(p: torch.Tensor, dropout_p: float, bugs) -> torch.Tensor:
+    """Keep (1) or drop (0) per weight, drawn from torch's global generator, times the rescale."""
+    gen = None
+    if "dropout-own-rng" in bugs:  # the bug: a generator of its own, seeded from the clock
+        gen = torch.Generator(device=p.device).manual_seed(time.perf_counter_ns())
+    u = torch.rand(p.shape, generator=gen, dtype=torch.float32, device=p.device)
+    if "dropout-p-as-keep" in bugs:  # the bug: p read as the keep probability
+        return (u < dropout_p).to(p.dtype) / dropout_p
+    keep = (u >= dropout_p).to(p.dtype)
+    if "dropout-no-rescale" in bugs:
+        return keep
+    if "dropout-rescale-multiplied" in bugs:
+        return keep * (1 - dropout_p)
+    return keep / (1 - dropout_p)
+
+
+class _FullAttention(torch.autograd.Function):
+    """SDPA with attn_mask and dropout_p, float32 inside, and a hand-written backward.
+
+    With dropout, O = W V for W = P∘M/(1-p); the backward uses the same M: dV = Wᵀ dO,
+    dP = (dO Vᵀ)∘M/(1-p), dS = P∘(dP - rowsum(P∘dP)). A row with no visible key has P = 0 (torch's
+    CPU SDPA gives output 0 there)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, bugs):
+        dtype, work = q.dtype, _work_dtype(q.dtype)
+        hq, hkv = q.shape[1], k.shape[1]
+        kr, vr = _heads(q, k, v, enable_gqa)
+        q32, k32, v32 = (t.to(work) for t in (q, kr, vr))
+        scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+        s = (q32 * scale) @ k32.transpose(-2, -1)  # (B, H, Nq, Nk)
+        bias = _mask_bias(attn_mask, s, bugs)
+        plain_s = s
+        if bias is not None:
+            s = s + bias
+        if is_causal and not ("mask-replaces-causal" in bugs and attn_mask is not None):
+            hidden = ~_visible(q.shape[-2], k.shape[-2], q.device, "top-left")
+            s, plain_s = s.masked_fill(hidden, float("-inf")), plain_s.masked_fill(hidden, float("-inf"))
+        p = _softmax_rows(s, bugs)
+        drop = _dropout_mask(p, dropout_p, bugs) if dropout_p > 0 else None
+        w = p if drop is None else p * drop
+        out = w @ v32  # (B, H, Nq, Dv)
+        p_backward = _softmax_rows(plain_s, bugs) if "grad-ignores-mask" in bugs else p
+        ctx.save_for_backward(q32, k32, v32, p_backward, drop)
+        ctx.meta = (dtype, scale, hq, hkv, dropout_p, bugs)
+        return out.to(dtype)
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, p, drop = ctx.saved_tensors
+        dtype, scale, hq, hkv, dropout_p, bugs = ctx.meta
+        if drop is not None and "dropout-fresh-mask-backward" in bugs:
+            drop = _dropout_mask(p, dropout_p, bugs)  # the bug: a new draw, not the forward's mask
+        do = dout.to(q.dtype)  # (B, H, Nq, Dv)
+        w = p if drop is None else p * drop
+        dv = w.transpose(-2, -1) @ do  # (B, H, Nk, Dv)
+        dp = do @ v.transpose(-2, -1)  # (B, H, Nq, Nk)
+        if drop is not None:
+            dp = dp * drop
+        ds = p * (dp - (p * dp).sum(dim=-1, keepdim=True))  # (B, H, Nq, Nk)
+        dq = scale * ds @ k  # (B, H, Nq, D)
+        dk = scale * ds.transpose(-2, -1) @ q  # (B, H, Nk, D)
+        if hq != hkv:
+            b, g = q.shape[0], hq // hkv
+            dk = dk.reshape(b, hkv, g, *dk.shape[2:]).sum(2)  # (B, Hkv, Nk, D)
+            dv = dv.reshape(b, hkv, g, *dv.shape[2:]).sum(2)
+        return dq.to(dtype), dk.to(dtype), dv.to(dtype), None, None, None, None, None, None
+
+
+def _softmax_rows(s: torch.Tensor, bugs) -> torch.Tensor:
+    if "nan-empty-rows" in bugs:  # the bug: 0/0 = NaN where every key is masked
+        return torch.softmax(s, dim=-1)
+    empty = torch.isneginf(s).all(dim=-1, keepdim=True)  # (B, H, Nq, 1)
+    return torch.softmax(s.masked_fill(empty, 0.0), dim=-1).masked_fill(empty, 0.0)
+
+
+def full_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False,
+                   bugs=frozenset()):
+    """Correct SDPA with its whole signature (attn_mask, dropout_p) and a hand-written backward."""
+    return _FullAttention.apply(q, k, v, attn_mask, float(dropout_p), is_causal, scale, enable_gqa, frozenset(bugs))
+
+
+def _full_variant(name: str, doc: str, *bugs: str):
+    """A mutant of full_attention behind SDPA's whole signature."""
+    def mutant(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, bugs=frozenset(bugs))
+
+    mutant.__name__ = mutant.__qualname__ = name
+    mutant.__doc__ = doc
+    return mutant
+
+
+bool_mask_as_additive = _full_variant("bool_mask_as_additive",
+    "A boolean attn_mask added as the numbers 1/0 instead of 0/-inf.", "bool-as-additive")
+mask_replaces_causal = _full_variant("mask_replaces_causal",
+    "With attn_mask given, is_causal=True is silently dropped (neither refused nor applied).", "mask-replaces-causal")
+nan_in_empty_rows = _full_variant("nan_in_empty_rows",
+    "A row whose keys are all masked gives 0/0 = NaN (torch's CPU SDPA gives 0).", "nan-empty-rows")
+attn_mask_ignored = _full_variant("attn_mask_ignored",
+    "attn_mask accepted and ignored.", "ignore-mask")
+additive_mask_clamped = _full_variant("additive_mask_clamped",
+    "An additive mask clamped at 0 (a kernel that assumes masks are ≤ 0).", "clamp-additive")
+backward_ignores_mask = _full_variant("backward_ignores_mask",
+    "The backward recomputes P without attn_mask.", "grad-ignores-mask")
+dropout_without_rescale = _full_variant("dropout_without_rescale",
+    "Dropout keeps weights with probability 1 - p but does not rescale by 1/(1 - p).", "dropout-no-rescale")
+dropout_rescale_multiplied = _full_variant("dropout_rescale_multiplied",
+    "Kept weights multiplied by (1 - p) instead of divided.", "dropout-rescale-multiplied")
+dropout_p_as_keep_probability = _full_variant("dropout_p_as_keep_probability",
+    "p read as the keep probability (kept with probability p, rescaled by 1/p).", "dropout-p-as-keep")
+dropout_fresh_mask_in_backward = _full_variant("dropout_fresh_mask_in_backward",
+    "The backward draws a new dropout mask instead of reusing the forward's.", "dropout-fresh-mask-backward")
+dropout_own_generator = _full_variant("dropout_own_generator",
+    "Dropout drawn from a generator of its own, seeded from the clock: torch.manual_seed does not reproduce it.",
+    "dropout-own-rng")
+
+scale_or_default = _variant(blocked_attention, "scale_or_default",
+    "`scale or 1/√D`: an explicit scale=0.0 is read as None.", bugs={"scale-or-default"})
+nondeterministic_block_order = _variant(blocked_attention, "nondeterministic_block_order",
+    "Key blocks reduced in an order that changes from call to call (split-K with atomic adds).",
+    bugs={"shuffled-blocks"})
+low_precision_running_state = _variant(blocked_attention, "low_precision_running_state",
+    "Running max, sum and accumulator kept in the input's half precision.", work_dtype="input")
+truncating_bfloat16_store = _variant(blocked_attention, "truncating_bfloat16_store",
+    "The float32 result stored to bfloat16 by truncation (toward zero) instead of round-to-nearest.",
+    bugs={"truncating-store"})
+backward_writes_into_dout = _variant(manual_backward_attention, "backward_writes_into_dout",
+    "The backward reuses dO's buffer as scratch for dO∘O (the caller's gradient is overwritten).",
+    bugs={"scratch-dout"})
+half_precision_lse = _variant(manual_backward_attention, "half_precision_lse",
+    "The backward recomputes P from a log-sum-exp saved in the input's half precision.", bugs={"half-lse"})
+backward_ignores_scale = _variant(manual_backward_attention, "backward_ignores_scale",
+    "The backward uses 1/√D in dq and dk whatever scale the forward was given.", bugs={"ignores-scale-backward"})
+backward_assumes_contiguous_dout = _variant(manual_backward_attention, "backward_assumes_contiguous_dout",
+    "The backward addresses dO as if it were contiguous.", bugs={"contiguous-dout"})
+nondeterministic_backward = _variant(manual_backward_attention, "nondeterministic_backward",
+    "dV accumulated over query blocks in a call-dependent order (atomic adds).", bugs={"shuffled-dv"})
 
 
 # --------------------------------------------------------------------------- the register
@@ -350,4 +537,32 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(backward_dq_unscaled, "backward dq missing the scale", "softmax-jacobian", backward=True),
     Mutant(backward_gqa_unsummed, "GQA gradients not summed over the group", "backward-agreement",
            backward=True),
+    # issue 12: realistic tiles, the training path, SDPA's whole contract, rounding bias
+    Mutant(scale_or_default, "scale=0.0 read as None", "zero-scale"),
+    Mutant(nondeterministic_block_order, "nondeterministic reduction order", "determinism"),
+    Mutant(low_precision_running_state, "running state in half precision", "error-growth",
+           dtypes=(torch.float16, torch.bfloat16)),
+    # round-to-nearest in float16 stores is what torch does; the bug is a truncating bfloat16 store
+    Mutant(truncating_bfloat16_store, "truncating (biased) bfloat16 store", "rounding-bias", dtypes=(torch.bfloat16,)),
+    Mutant(backward_writes_into_dout, "backward writes into dO", "inputs-untouched-backward", backward=True),
+    Mutant(half_precision_lse, "log-sum-exp saved in half precision", "backward-high-variance",
+           dtypes=(torch.float16, torch.bfloat16), backward=True),
+    Mutant(backward_ignores_scale, "backward ignores the explicit scale", "backward-scale-strided-dout",
+           backward=True),
+    Mutant(backward_assumes_contiguous_dout, "backward assumes a contiguous dO", "backward-scale-strided-dout",
+           backward=True),
+    Mutant(nondeterministic_backward, "nondeterministic backward accumulation", "backward-determinism",
+           backward=True),
+    Mutant(bool_mask_as_additive, "boolean mask read as additive 0/1", "attn-mask"),
+    Mutant(mask_replaces_causal, "attn_mask silently drops is_causal", "attn-mask-with-causal"),
+    Mutant(nan_in_empty_rows, "NaN in rows with no visible key", "attn-mask-empty-rows"),
+    Mutant(attn_mask_ignored, "attn_mask ignored", "attn-mask-causal-equivalence"),
+    Mutant(additive_mask_clamped, "additive mask clamped at 0", "attn-mask-row-shift"),
+    Mutant(backward_ignores_mask, "backward ignores attn_mask", "attn-mask-gradients", backward=True),
+    Mutant(dropout_without_rescale, "dropout without the 1/(1-p) rescale", "dropout-expectation"),
+    Mutant(dropout_rescale_multiplied, "dropout rescale multiplied by (1-p)", "dropout-mask-law"),
+    Mutant(dropout_p_as_keep_probability, "dropout p read as the keep probability", "dropout-variance"),
+    Mutant(dropout_fresh_mask_in_backward, "backward with a different dropout mask", "dropout-forward-backward",
+           backward=True),
+    Mutant(dropout_own_generator, "dropout RNG outside torch's generator", "dropout-same-seed"),
 )

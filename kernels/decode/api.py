@@ -13,10 +13,9 @@ import triton
 
 from kernels.decode import dispatch
 from kernels.decode.kernel import combine_partials, split_kv_partials
-from kernels.flash.forward import LOG2E
 from kernels.flash import runtime
-from kernels.flash.api import check_inputs
-from kernels.flash.forward import head_block
+from kernels.flash.forward import LOG2E, head_block
+from kernels.flash.inputs import check_inputs
 
 COMBINE_BLOCK_D = 64  # head-dim slice per combine program
 COMBINE_TILE = 8192  # float32 workspace entries per combine program: 64 registers a thread at 4 warps
@@ -46,25 +45,25 @@ def block_n(head_dim: int, dtype: torch.dtype) -> int:
 
 def partials(q, k, v, m_ws, l_ws, acc_ws, *, is_causal: bool, scale: float, num_splits: int):
     """Launch the split kernel: the state of each (query row, key range) into the workspace
-    m_ws, l_ws (R, S) and acc_ws (R, S, D), R = B·Hq·Nq rows in (b, hq, i) order."""
+    m_ws, l_ws (R, S) and acc_ws (R, S, Dv), R = B·Hq·Nq rows in (b, hq, i) order."""
     bsz, hq, nq, d = q.shape
-    hkv, nk = k.shape[1], k.shape[2]
+    hkv, nk, dv = k.shape[1], k.shape[2], v.shape[3]
     group = hq // hkv
-    bn = block_n(d, q.dtype)
+    bn = block_n(max(d, dv), q.dtype)
     chunk = triton.cdiv(triton.cdiv(nk, num_splits), bn) * bn  # whole tiles: none straddles two splits
     grid = (triton.cdiv(group * nq, dispatch.BLOCK_M), bsz * hkv, num_splits)
     split_kv_partials[grid](
         q, k, v, m_ws, l_ws, acc_ws,
         *q.stride(), *k.stride(), *v.stride(),
         scale * LOG2E, nq, nk, hkv, chunk, num_splits,
-        GROUP=group, HEAD_DIM=d, IS_CAUSAL=is_causal, UPCAST=runtime.upcast_operands(q.dtype),
+        GROUP=group, HEAD_DIM=d, HEAD_DIM_V=dv, IS_CAUSAL=is_causal, UPCAST=runtime.upcast_operands(q.dtype),
         DOT_PRECISION=runtime.dot_precision(q.dtype), BLOCK_M=dispatch.BLOCK_M, BLOCK_N=bn, BLOCK_D=head_block(d),
-        num_warps=4, num_stages=2,
+        BLOCK_DV=head_block(dv), num_warps=4, num_stages=2,
     )
 
 
 def combine(m_ws, l_ws, acc_ws, out, lse):
-    """Merge each row's S states into out (R, D) and the natural-log lse (R,) in float32."""
+    """Merge each row's S states into out (R, Dv) and the natural-log lse (R,) in float32."""
     rows, splits, d = acc_ws.shape
     block_s = max(2, triton.next_power_of_2(splits))
     block_d = min(COMBINE_BLOCK_D, head_block(d))
@@ -86,25 +85,26 @@ def workspace(rows: int, splits: int, head_dim: int, device, fill: float | None 
 
 
 def flash_decode(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, num_splits=None, return_lse=False):
-    """Split-KV attention: SDPA's result for q (B, Hq, Nq, D), k, v (B, Hkv, Nk, D).
+    """Split-KV attention: SDPA's result for q (B, Hq, Nq, D), k (B, Hkv, Nk, D), v (B, Hkv, Nk, Dv).
 
     Default scale 1/√D, top-left causal mask, GQA head h reads KV head h // (Hq / Hkv).
     ``num_splits`` (default: ``dispatch.num_splits_for`` this device) cuts the key range into
     that many whole-tile pieces; pieces past the keys, or masked by causality, contribute the
     identity state. Returns the output in q's dtype, and with ``return_lse=True`` also the
-    natural-log log-sum-exp (B, Hq, Nq) in float32. Forward only.
+    natural-log log-sum-exp (B, Hq, Nq) in float32. Forward only; no attn_mask or dropout
+    (flash_attention serves those).
     """
     _check(q, k, v, is_causal, scale, enable_gqa, num_splits, return_lse)
     bsz, hq, nq, d = q.shape
-    hkv, nk = k.shape[1], k.shape[2]
+    hkv, nk, dv = k.shape[1], k.shape[2], v.shape[3]
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     if num_splits is None:
         num_splits = dispatch.num_splits_for(nq, nk, batch=bsz, q_heads=hq, kv_heads=hkv, is_causal=is_causal,
-                                             sms=dispatch.sm_count(q.device), block_n=block_n(d, q.dtype))
+                                             sms=dispatch.sm_count(q.device), block_n=block_n(max(d, dv), q.dtype))
     rows = bsz * hq * nq
-    m_ws, l_ws, acc_ws = workspace(rows, num_splits, d, q.device)
+    m_ws, l_ws, acc_ws = workspace(rows, num_splits, dv, q.device)
     partials(q, k, v, m_ws, l_ws, acc_ws, is_causal=is_causal, scale=scale, num_splits=num_splits)
-    out = torch.empty((bsz, hq, nq, d), dtype=q.dtype, device=q.device)  # (B, Hq, Nq, D)
+    out = torch.empty((bsz, hq, nq, dv), dtype=q.dtype, device=q.device)  # (B, Hq, Nq, Dv)
     lse = torch.empty((bsz, hq, nq), dtype=torch.float32, device=q.device)  # (B, Hq, Nq)
-    combine(m_ws, l_ws, acc_ws, out.view(rows, d), lse.view(rows))
+    combine(m_ws, l_ws, acc_ws, out.view(rows, dv), lse.view(rows))
     return (out, lse) if return_lse else out

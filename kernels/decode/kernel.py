@@ -26,6 +26,7 @@ import triton
 import triton.language as tl
 
 from kernels.flash.forward import attend_key_blocks
+from kernels.flash.tiles import round_to
 
 
 @triton.jit
@@ -35,8 +36,9 @@ def split_kv_partials(
     stride_kb, stride_kh, stride_kn, stride_kd,
     stride_vb, stride_vh, stride_vn, stride_vd,
     qk_scale, N_Q, N_K, H_KV, chunk, num_splits,
-    GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, IS_CAUSAL: tl.constexpr, UPCAST: tl.constexpr,
-    DOT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+    GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, IS_CAUSAL: tl.constexpr,
+    UPCAST: tl.constexpr, DOT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
 ):
     pid_bh = tl.program_id(1)  # b · Hkv + KV head
     split = tl.program_id(2)
@@ -48,10 +50,11 @@ def split_kv_partials(
     offs_m = rows % N_Q  # query index: what causality compares against
     h_q = h_kv * GROUP + rows // N_Q  # SDPA's GQA mapping: query head h reads KV head h // G
     offs_d = tl.arange(0, BLOCK_D)
+    offs_dv = tl.arange(0, BLOCK_DV)
     # Packed rows are not one stride apart (head and query strides differ), so q is addressed per row.
     q = tl.load(Q + b * stride_qb + h_q[:, None] * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd,
                 mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM), other=0.0)  # (BLOCK_M, BLOCK_D)
-    if UPCAST:  # the interpreter's bfloat16 arithmetic is wrong; its conversion is right
+    if UPCAST:  # the interpreter's bfloat16 arithmetic is wrong; bfloat16 -> float32 is exact
         q = q.to(tl.float32)
     k_base = K + b * stride_kb + h_kv * stride_kh
     v_base = V + b * stride_vb + h_kv * stride_vh
@@ -69,21 +72,25 @@ def split_kv_partials(
     # The state starts at the merge identity (−∞, 0, 0); a split with no visible key keeps it.
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
-    acc, l_i, m_i = attend_key_blocks(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
-                                      lo, full_end, qk_scale, offs_m, offs_d, N_Q, N_K, HEAD_DIM,
-                                      IS_CAUSAL, False, UPCAST, DOT_PRECISION, BLOCK_N)
-    acc, l_i, m_i = attend_key_blocks(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
-                                      full_end, hi, qk_scale, offs_m, offs_d, N_Q, N_K, HEAD_DIM,
-                                      IS_CAUSAL, True, UPCAST, DOT_PRECISION, BLOCK_N)
+    acc = tl.zeros([BLOCK_M, BLOCK_DV], dtype=tl.float32)
+    # No attn_mask and no dropout here (flash_attention routes only calls without them): the
+    # mask pointer, seed and dropout arguments are never read.
+    acc, l_i, m_i = attend_key_blocks(acc, l_i, m_i, q, k_base, v_base, k_base, stride_kn, stride_kd, stride_vn,
+                                      stride_vd, 0, 0, lo, full_end, qk_scale, 0, 0, 0.0, 1.0,
+                                      offs_m, offs_d, offs_dv, N_Q, N_K, HEAD_DIM, HEAD_DIM_V,
+                                      IS_CAUSAL, False, 0, False, UPCAST, DOT_PRECISION, BLOCK_N)
+    acc, l_i, m_i = attend_key_blocks(acc, l_i, m_i, q, k_base, v_base, k_base, stride_kn, stride_kd, stride_vn,
+                                      stride_vd, 0, 0, full_end, hi, qk_scale, 0, 0, 0.0, 1.0,
+                                      offs_m, offs_d, offs_dv, N_Q, N_K, HEAD_DIM, HEAD_DIM_V,
+                                      IS_CAUSAL, True, 0, False, UPCAST, DOT_PRECISION, BLOCK_N)
 
     # Workspace rows are (b, h_q, i) flattened; this group's G·Nq rows start at pid_bh·G·Nq.
     ws_row = pid_bh.to(tl.int64) * GROUP * N_Q + rows  # (BLOCK_M,) 64-bit: R·S·D can pass 2**31
     # m · ln 2: back from base 2 to natural-log units, the derivation's (claim logsumexp-merge).
     tl.store(M_ws + ws_row * num_splits + split, m_i * 0.6931471805599453, mask=row_ok)
     tl.store(L_ws + ws_row * num_splits + split, l_i, mask=row_ok)
-    tl.store(Acc_ws + (ws_row[:, None] * num_splits + split) * HEAD_DIM + offs_d[None, :], acc,
-             mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM))
+    tl.store(Acc_ws + (ws_row[:, None] * num_splits + split) * HEAD_DIM_V + offs_dv[None, :], acc,
+             mask=row_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V))
 
 
 @triton.jit
@@ -115,7 +122,7 @@ def combine_partials(
     l_safe = tl.where(seen, l_sum, 1.0)
     o = acc_sum / l_safe[:, None]  # (BLOCK_R, BLOCK_D)
     row_ok = rows < n_rows
-    tl.store(Out + rows[:, None] * stride_or + offs_d[None, :] * stride_od, o.to(Out.dtype.element_ty),
+    tl.store(Out + rows[:, None] * stride_or + offs_d[None, :] * stride_od, round_to(o, Out.dtype.element_ty),
              mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM))
     if tl.program_id(1) == 0:  # one head-dim slice writes the lse
         lse = tl.where(seen, big_m + tl.log(l_safe), float("-inf"))  # (BLOCK_R,) natural log

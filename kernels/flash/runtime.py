@@ -35,6 +35,40 @@ def interpreting() -> bool:
     return _INTERPRETING
 
 
+# Triton's interpreter before 3.7.1 fails every kernel with NumPy 2 ("only 0-dimensional arrays
+# can be converted to Python scalars"); compiled kernels on a GPU have no such need, so the
+# `kernels` extra does not ask for it and the `cpu` extra does.
+INTERPRETER_MIN_TRITON = (3, 7, 1)
+
+
+def _version(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in text.split("+")[0].split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def interpreter_problem(triton_version: str, numpy_version: str) -> str | None:
+    """Why this Triton cannot interpret kernels beside this NumPy, or None when it can."""
+    if _version(numpy_version) >= (2,) and _version(triton_version) < INTERPRETER_MIN_TRITON:
+        need = ".".join(map(str, INTERPRETER_MIN_TRITON))
+        return (f"Triton {triton_version} cannot interpret kernels with NumPy {numpy_version}; on CPU install "
+                f"triton>={need} (pip install 'attention-proofs[cpu]'), or numpy<2")
+    return None
+
+
+def require_interpreter() -> None:
+    """Raise a RuntimeError saying what to do when CPU tensors cannot run here."""
+    if not interpreting():
+        raise RuntimeError(HOW_TO_INTERPRET)
+    import numpy
+
+    problem = interpreter_problem(triton.__version__, numpy.__version__)
+    if problem:
+        raise RuntimeError(problem)
+
+
 def upcast_operands(dtype: torch.dtype) -> bool:
     """The interpreter multiplies bfloat16 as raw bits: there, bf16 tiles go to float32 after loading."""
     return dtype == torch.bfloat16 and interpreting()
@@ -65,7 +99,7 @@ def tile_configs(kind: str) -> list:
 
 def prune_for_head_dim(configs, named_args, **kwargs):
     """Head dim 256 overflows registers with large tiles: keep tiles of at most 64x64 there."""
-    block_d = kwargs.get("BLOCK_D", named_args.get("BLOCK_D"))
+    block_d = max(kwargs.get(name, named_args.get(name)) or 0 for name in ("BLOCK_D", "BLOCK_DV"))
     max_tile = 64 * 64 if block_d >= 256 else 128 * 64
     return [c for c in configs if c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] <= max_tile] or configs[-1:]
 

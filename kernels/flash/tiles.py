@@ -8,7 +8,11 @@ Conventions every kernel here follows (and split-KV decoding reuses):
   (top-left alignment, as torch's SDPA); pairs that do not are scored −∞, never a finite
   sentinel that a real score could beat;
 - blocks that touch padding or the causal diagonal run the masked path; blocks entirely
-  inside the visible region run unmasked; blocks with no visible pair are not visited.
+  inside the visible region run unmasked; blocks with no visible pair are not visited;
+- an attn_mask (a constexpr switch: MASK_KIND 0 none, 1 bool, 2 additive) is read tile by
+  tile through its own strides, 0 along broadcast dims, in every block, masked or not;
+- scores are built by ``scores`` and dropout decided by ``dropout_keep``, the forward's
+  and the backward's alike, so the backward recomputes exactly the forward's values.
 """
 import triton
 import triton.language as tl
@@ -22,16 +26,34 @@ def load_tile(base, offs_rows, offs_cols, stride_row, stride_col, n_rows, n_cols
     ptrs = base + offs_rows[:, None] * stride_row + offs_cols[None, :] * stride_col
     mask = (offs_rows[:, None] < n_rows) & (offs_cols[None, :] < n_cols)
     tile = tl.load(ptrs, mask=mask, other=0.0)
-    if UPCAST:  # the interpreter's bfloat16 arithmetic is wrong; its conversion is right
+    if UPCAST:  # the interpreter's bfloat16 arithmetic is wrong; bfloat16 -> float32 is exact
         tile = tile.to(tl.float32)
     return tile
+
+
+@triton.jit
+def round_to(x, dtype: tl.constexpr):
+    """x in ``dtype``, rounded to nearest, ties to even, on every backend.
+
+    The interpreter converts float32 to bfloat16 by truncation (a bias toward zero in every
+    bfloat16 result), so float32 → bfloat16 rounds on the bit pattern instead: adding 0x7FFF
+    plus the lowest kept bit carries into the kept half exactly when the dropped half is
+    above one half-ulp, or equal to it with an odd kept half. Infinities pass unchanged; a
+    NaN is made quiet first, since a payload in the low bits alone would carry into ±inf."""
+    if dtype == tl.bfloat16:
+        if x.dtype == tl.float32:
+            bits = x.to(tl.uint32, bitcast=True)
+            rounded = bits + 0x7FFF + ((bits >> 16) & 1)
+            bits = tl.where(x != x, bits | 0x00400000, rounded)
+            return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    return x.to(dtype)
 
 
 @triton.jit
 def store_tile(base, tile, offs_rows, offs_cols, stride_row, stride_col, n_rows, n_cols):
     ptrs = base + offs_rows[:, None] * stride_row + offs_cols[None, :] * stride_col
     mask = (offs_rows[:, None] < n_rows) & (offs_cols[None, :] < n_cols)
-    tl.store(ptrs, tile.to(base.dtype.element_ty), mask=mask)
+    tl.store(ptrs, round_to(tile, base.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -48,6 +70,46 @@ def visible(offs_q, offs_k, N_Q, N_K, IS_CAUSAL: tl.constexpr):
     if IS_CAUSAL:
         ok = ok & (offs_k <= offs_q)
     return ok
+
+
+# MASK_KIND values (globals a kernel reads must be tl.constexpr instances)
+NO_MASK = tl.constexpr(0)
+BOOL_MASK = tl.constexpr(1)
+ADDITIVE_MASK = tl.constexpr(2)
+_LOG2E = tl.constexpr(1.4426950408889634)
+
+
+@triton.jit
+def scores(q, k_t, qk_scale, offs_m, offs_n, N_Q, N_K, mask_base, stride_mm, stride_mn,
+           IS_CAUSAL: tl.constexpr, MASKED: tl.constexpr, MASK_KIND: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    """Base-2 scores of a (query block, key block) tile: log2(e)·(scale·q·kᵀ + additive mask),
+    −∞ where a pair takes no part (out of range, above the causal diagonal, or a False in a
+    bool mask). qk_scale = scale·log2(e) is folded into one multiply. (BLOCK_M, BLOCK_N)"""
+    s = tl.dot(q, k_t, input_precision=DOT_PRECISION) * qk_scale
+    if MASK_KIND != NO_MASK:
+        in_range = (offs_m[:, None] < N_Q) & (offs_n[None, :] < N_K)
+        m = tl.load(mask_base + offs_m[:, None] * stride_mm + offs_n[None, :] * stride_mn, mask=in_range, other=0)
+        if MASK_KIND == BOOL_MASK:
+            s = tl.where(m != 0, s, float("-inf"))
+        else:
+            s = s + m.to(tl.float32) * _LOG2E
+    if MASKED:
+        s = tl.where(visible(offs_m[:, None], offs_n[None, :], N_Q, N_K, IS_CAUSAL), s, float("-inf"))
+    return s
+
+
+@triton.jit
+def dropout_keep(seed, bh, offs_m, offs_n, p_drop):
+    """Which weights of a (query block, key block) tile dropout keeps: u >= p for u uniform
+    in [0, 1) from Philox (tl.rand's generator), keyed by the call's seed and counted by
+    (key, query, batch·query heads + head), so each weight has its own number and the
+    backward regenerates the forward's mask from the same coordinates. (BLOCK_M, BLOCK_N)"""
+    zeros = tl.zeros([offs_m.shape[0], offs_n.shape[0]], dtype=tl.int32)
+    cols = (zeros + offs_n[None, :]).to(tl.uint32)
+    rows = (zeros + offs_m[:, None]).to(tl.uint32)
+    heads = (zeros + bh).to(tl.uint32)
+    r, _, _, _ = tl.philox(seed, cols, rows, heads, zeros.to(tl.uint32))
+    return tl.uint_to_uniform_float(r) >= p_drop
 
 
 @triton.jit

@@ -2,7 +2,12 @@
 
 Lengths are chosen to be multiples of no block size (1, 37, 53, 127: FlashAttention's tests use
 113×203 and 1×147 for the same reason), Nq ≠ Nk both ways, head dims 16, 32, 64, 80, 128, MHA
-and GQA/MQA. Robustness cases push the logits to extremes a stable kernel must survive.
+and GQA/MQA. Real kernels use 64- or 128-wide tiles, so the default set also reaches past 256
+with lengths ≡ 1 modulo 32, 64 and 128 (129, 257, 321, 385: the last block holds one key or
+query), B = 2 in the causal, GQA and MQA paths, causal with Nq = 1 (it sees key 0 only), head
+dims that are not multiples of 16 (40, 72, 24) and Dv ≠ Dqk both ways, and an explicit scale
+that is not a power of two. Robustness cases push the logits to extremes a stable kernel must
+survive. A length sweep (one case) feeds the error-growth check.
 """
 from __future__ import annotations
 
@@ -16,6 +21,12 @@ RANDOM = "random"
 EXTREME = "extreme-logits"  # |scaled scores| as large as the case's magnitude
 MIXED = "mixed-magnitude-rows"  # rows whose scores differ by orders of magnitude, in one batch
 NEGATIVE = "hugely-negative-rows"  # every visible score of every row hugely negative
+SWEEP = "length-sweep"  # not a shape of its own: the lengths of SWEEP_LENGTHS, for error growth
+
+# Key lengths of the error-growth sweep: 1, 16 and 128 blocks of 64 (each + 1, so a tail block
+# holds one key). A running sum or accumulator kept in the input's half precision rounds each
+# block's contribution at the running total's scale: its error grows with length.
+SWEEP_LENGTHS = (65, 1025, 8193)
 
 
 @dataclass(frozen=True)
@@ -30,23 +41,34 @@ class Case:
     causal: bool
     kind: str = RANDOM
     magnitude: float = 0.0  # target max |scaled score| for the robustness kinds
+    value_dim: int | None = None  # Dv; None: the same as the query/key head dim
+    scale: float | None = None  # the scale every call of the case passes (None: SDPA's 1/√D)
 
     @property
     def gqa(self) -> bool:
         return self.q_heads != self.kv_heads
 
+    @property
+    def dv(self) -> int:
+        return self.head_dim if self.value_dim is None else self.value_dim
+
     def describe(self) -> str:
         flags = ["causal" if self.causal else "full"]
         if self.gqa:
             flags.append("mqa" if self.kv_heads == 1 else "gqa")
-        if self.kind != RANDOM:
+        if self.kind == SWEEP:
+            flags.append(f"Nk in {', '.join(map(str, SWEEP_LENGTHS))}")
+        elif self.kind != RANDOM:
             flags.append(f"{self.kind} {self.magnitude:.0e}")
+        if self.scale is not None:
+            flags.append(f"scale={self.scale:g}")
+        dv = f" Dv={self.dv}" if self.value_dim is not None else ""
         return (f"{self.name}: B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} "
-                f"Nq={self.n_q} Nk={self.n_k} D={self.head_dim} {' '.join(flags)}")
+                f"Nq={self.n_q} Nk={self.n_k} D={self.head_dim}{dv} {' '.join(flags)}")
 
 
-def _c(name, b, hq, hkv, nq, nk, d, causal, kind=RANDOM, magnitude=0.0) -> Case:
-    return Case(name, b, hq, hkv, nq, nk, d, causal, kind, magnitude)
+def _c(name, b, hq, hkv, nq, nk, d, causal, kind=RANDOM, magnitude=0.0, *, dv=None, scale=None) -> Case:
+    return Case(name, b, hq, hkv, nq, nk, d, causal, kind, magnitude, dv, scale)
 
 
 DEFAULT_CASES: tuple[Case, ...] = (
@@ -63,6 +85,14 @@ DEFAULT_CASES: tuple[Case, ...] = (
     _c("extreme-far", 1, 2, 2, 53, 53, 32, True, EXTREME, 1e30),
     _c("mixed-rows", 2, 1, 1, 53, 37, 64, False, MIXED, 1e4),
     _c("negative-rows", 1, 2, 2, 53, 53, 16, True, NEGATIVE, 3e4),
+    # Realistic tiles: past 256, ≡ 1 mod 32/64/128, B = 2 in causal/GQA/MQA, D % 16 ≠ 0, Dv ≠ D.
+    _c("long-causal", 2, 2, 2, 257, 257, 64, True),
+    _c("long-gqa", 2, 4, 2, 129, 385, 72, True),
+    _c("mqa-decode", 2, 4, 1, 1, 321, 40, True),  # causal, Nq = 1: sees key 0 only
+    _c("mqa-full", 2, 3, 1, 65, 129, 24, False, dv=40),  # Dv > D
+    _c("value-dim", 2, 2, 2, 97, 65, 48, True, dv=24),  # Dv < D
+    _c("scaled-0.3", 2, 4, 2, 65, 97, 64, True, scale=0.3),  # also the backward's explicit scale
+    _c("length-sweep", 1, 2, 2, 32, SWEEP_LENGTHS[-1], 64, False, SWEEP),
 )
 
 THOROUGH_CASES: tuple[Case, ...] = DEFAULT_CASES + (
@@ -77,6 +107,11 @@ THOROUGH_CASES: tuple[Case, ...] = DEFAULT_CASES + (
     _c("extreme-gqa", 1, 4, 2, 127, 127, 64, True, EXTREME, 1e8),
     _c("mixed-rows-causal", 2, 2, 2, 127, 127, 64, True, MIXED, 1e4),
     _c("negative-rows-gqa", 1, 4, 2, 37, 127, 128, True, NEGATIVE, 3e4),
+    _c("long-1025", 1, 2, 2, 1025, 1025, 128, True),
+    _c("gqa-513", 2, 8, 2, 513, 513, 64, True),
+    _c("mqa-decode-long", 4, 8, 1, 1, 2049, 128, True),
+    _c("dv-wide", 1, 2, 2, 257, 129, 32, False, dv=96),
+    _c("odd-dim-causal", 2, 2, 2, 129, 129, 100, True, scale=1.7),
 )
 
 # The largest |scaled score| asked of each dtype: a quarter of its range, so that the plain
@@ -85,14 +120,16 @@ def magnitude_for(case: Case, dtype: torch.dtype) -> float:
     return min(case.magnitude, torch.finfo(dtype).max / 4)
 
 
-def narrowed(cases, *, causal: bool = True, gqa: bool = True) -> list[Case]:
-    """The cases for an implementation that lacks causal masking or GQA: same shapes, feature off."""
+def narrowed(cases, *, causal: bool = True, gqa: bool = True, value_dim: bool = True) -> list[Case]:
+    """The cases for an implementation that lacks causal masking, GQA or Dv ≠ D: same shapes, feature off."""
     out = []
     for case in cases:
         if not causal and case.causal:
             case = replace(case, causal=False)
         if not gqa and case.gqa:
             case = replace(case, kv_heads=case.q_heads)
+        if not value_dim and case.value_dim is not None:
+            case = replace(case, value_dim=None)
         out.append(case)
     return out
 
@@ -110,10 +147,10 @@ def _randn(gen, *shape) -> torch.Tensor:
 def make_inputs(case: Case, dtype: torch.dtype, device, seed: int):
     """(q, k, v, dout) for the case in ``dtype`` on ``device``; float64 draws rounded once."""
     gen = generator(seed, case.name, str(dtype))
-    b, hq, hkv, nq, nk, d = case.batch, case.q_heads, case.kv_heads, case.n_q, case.n_k, case.head_dim
-    q, k, v = _randn(gen, b, hq, nq, d), _randn(gen, b, hkv, nk, d), _randn(gen, b, hkv, nk, d)
-    dout = _randn(gen, b, hq, nq, d)
-    if case.kind != RANDOM:
+    b, hq, hkv, nq, nk, d, dv = case.batch, case.q_heads, case.kv_heads, case.n_q, case.n_k, case.head_dim, case.dv
+    q, k, v = _randn(gen, b, hq, nq, d), _randn(gen, b, hkv, nk, d), _randn(gen, b, hkv, nk, dv)
+    dout = _randn(gen, b, hq, nq, dv)
+    if case.kind in (EXTREME, MIXED, NEGATIVE):
         q, k = _robust_logits(case, dtype, gen, q, k)
     return tuple(t.to(device=device, dtype=dtype) for t in (q, k, v, dout))
 

@@ -1,10 +1,11 @@
-"""The laws a correct attention implementation obeys, one function per invariant.
+"""The laws a correct attention implementation obeys, one function per invariant, and the
+registry (``INVARIANTS``) that ``verify_attention`` runs.
 
 Every invariant takes a :class:`Subject` (the implementation, one case, one dtype, its inputs) and
-returns an :class:`Outcome`: the measured discrepancy and the bound it must stay within. Bounds
-come from the low-precision rule in ``tolerance.py``; a relation between two outputs of the
-implementation whose exact values agree (A ≈ B) allows each side its own error, so its bound is
-MULT × (reference error of A's input + reference error of B's input) + the floor.
+returns an :class:`Outcome`: the measured discrepancy and the bound it must stay within (see
+``subject.py``). The training path, attn_mask, dropout and the statistical rounding check live in
+their own modules (``training``, ``masks``, ``dropout``, ``bias``); this one holds the forward
+laws, the backward's agreement and identities, and the registry.
 """
 from __future__ import annotations
 
@@ -18,114 +19,14 @@ import torch
 
 from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
-from kernels.harness.cases import EXTREME, MIXED, NEGATIVE, RANDOM, Case, generator, make_inputs
+from kernels.harness.cases import EXTREME, MIXED, NEGATIVE, RANDOM, SWEEP, SWEEP_LENGTHS, Case
+from kernels.harness.subject import (Gradients, Outcome, Subject, against, checked_output, gradients_against,
+                                     ratio, relation, strided, worst)
+
+__all__ = ["INVARIANTS", "Invariant", "Outcome", "Subject", "Gradients", "checked_output", "invariant_named"]
 
 # Cases small enough for the symbolic softmax Jacobian (an n × n SymPy matrix per key count n).
 JACOBIAN_MAX_KEYS = 8
-
-
-@dataclass(frozen=True)
-class Outcome:
-    discrepancy: float
-    bound: float
-    detail: str = ""
-
-
-class Subject:
-    """One implementation on one case in one dtype: its inputs, its calls, the golden values."""
-
-    def __init__(self, impl: Callable, case: Case, dtype: torch.dtype, device: str, seed: int):
-        self.impl, self.case, self.dtype, self.device, self.seed = impl, case, dtype, device, seed
-        self.q, self.k, self.v, self.dout = make_inputs(case, dtype, device, seed)
-
-    # ---------------------------------------------------------------- calls
-    def kwargs(self, **overrides) -> dict:
-        kw = dict(is_causal=self.case.causal, scale=None, enable_gqa=self.case.gqa)
-        kw.update(overrides)
-        return kw
-
-    def _call(self, q, k, v, **overrides):
-        """impl on copies of q, k, v (strides kept): (what it returned, the copies after the call).
-        An impl that writes into its inputs is named by inputs-untouched and must not corrupt the
-        inputs of every later check."""
-        q, k, v = q.clone(), k.clone(), v.clone()
-        with torch.no_grad():
-            return self.impl(q, k, v, **self.kwargs(**overrides)), (q, k, v)
-
-    def run(self, q=None, k=None, v=None, **overrides) -> torch.Tensor:
-        q, k, v = (self.q if q is None else q), (self.k if k is None else k), (self.v if v is None else v)
-        return _checked_output(self._call(q, k, v, **overrides)[0], q, v)
-
-    @functools.cached_property
-    def first_call(self):
-        """impl on the base inputs, once: (what it returned, names of the inputs it changed)."""
-        raw, after = self._call(self.q, self.k, self.v)
-        changed = [name for name, x, y in zip("qkv", (self.q, self.k, self.v), after) if not torch.equal(x, y)]
-        return raw, changed
-
-    def output(self) -> torch.Tensor:
-        return _checked_output(self.first_call[0], self.q, self.v)
-
-    # ---------------------------------------------------------------- references
-    def reference(self, q=None, k=None, v=None, **overrides) -> tuple[torch.Tensor, float]:
-        """(float64 golden output, error of the plain same-precision reference against it)."""
-        q, k, v = (self.q if q is None else q), (self.k if k is None else k), (self.v if v is None else v)
-        kw = self.kwargs(**overrides)
-        gold = ref.attention64(q.cpu(), k.cpu(), v.cpu(), **kw)
-        return gold, tol.max_abs_error(ref.attention(q, k, v, **kw).cpu(), gold)
-
-    @functools.cached_property
-    def base(self) -> tuple[torch.Tensor, float]:
-        return self.reference()
-
-    @functools.cached_property
-    def gradients(self):
-        """(impl's (dq, dk, dv), golden float64 ones, plain same-precision ones), all on the CPU."""
-        kw = self.kwargs()
-        _, got = ref.output_and_grads(self.impl, self.q, self.k, self.v, self.dout, **kw)
-        for name, g, x in zip(("dq", "dk", "dv"), got, (self.q, self.k, self.v)):
-            if tuple(g.shape) != tuple(x.shape):
-                raise ValueError(f"{name} has shape {tuple(g.shape)}, expected {tuple(x.shape)}")
-        _, gold = ref.output_and_grads(ref.attention, self.q.cpu(), self.k.cpu(), self.v.cpu(), self.dout.cpu(),
-                                       upcast=True, **kw)
-        _, plain = ref.output_and_grads(ref.attention, self.q, self.k, self.v, self.dout, **kw)
-        return tuple(g.cpu() for g in got), gold, tuple(g.cpu() for g in plain)
-
-    @functools.cached_property
-    def gradient_sizes(self):
-        """Float64 gradients with every factor made absolute: the scale rounding acts at."""
-        return ref.gradient_term_sizes(*(t.cpu() for t in (self.q, self.k, self.v, self.dout)), **self.kwargs())
-
-    def rng(self, label: str) -> torch.Generator:
-        return generator(self.seed, self.case.name, str(self.dtype), label)
-
-    def cast(self, x: torch.Tensor) -> torch.Tensor:
-        return x.to(device=self.device, dtype=self.dtype)
-
-
-def _checked_output(out, q, v) -> torch.Tensor:
-    if not isinstance(out, torch.Tensor):
-        raise TypeError(f"impl returned {type(out).__name__}, expected a torch.Tensor")
-    expected = tuple(q.shape[:-1]) + (v.shape[-1],)
-    if tuple(out.shape) != expected:
-        raise ValueError(f"output has shape {tuple(out.shape)}, expected {expected}")
-    return out.detach()
-
-
-def _against(s: Subject, observed, golden, reference_error: float, size=None) -> Outcome:
-    """observed vs its float64 golden value, by the low-precision rule (floor at ``size``, default golden)."""
-    return Outcome(tol.max_abs_error(observed.cpu(), golden),
-                   tol.bound(s.dtype, reference_error, golden if size is None else size))
-
-
-def _relation(s: Subject, a, a_gold, a_err, b, b_gold, b_err) -> Outcome:
-    """Two impl outputs whose golden values agree up to (a_gold - b_gold), known in float64.
-
-    Discrepancy |(a - a_gold) - (b - b_gold)|: the law itself, with whatever the rounding of a
-    transformed input changed in the exact answer taken out."""
-    diff = (a.cpu().double() - b.cpu().double()) - (a_gold - b_gold)
-    disc = tol.max_abs_error(diff, torch.zeros_like(diff))
-    return Outcome(disc, tol.MULT * (a_err + b_err) + tol.floor(s.dtype, a_gold))
 
 
 # ===================================================================== forward invariants
@@ -133,7 +34,7 @@ def _relation(s: Subject, a, a_gold, a_err, b, b_gold, b_err) -> Outcome:
 
 def reference_agreement(s: Subject) -> Outcome:
     gold, err = s.base
-    return _against(s, s.output(), gold, err)
+    return against(s, s.output(), gold, err)
 
 
 def output_dtype_shape(s: Subject) -> Outcome:
@@ -158,24 +59,18 @@ def inputs_untouched(s: Subject) -> Outcome:
     return Outcome(math.inf if changed else 0.0, 0.0, f"impl changed {', '.join(changed)}" if changed else "")
 
 
-def _strided(x: torch.Tensor) -> torch.Tensor:
-    """The same values as a non-contiguous view: (B, H, N, D) read out of (B, N, H, D) storage,
-    the layout a projection followed by .view(B, N, H, D).transpose(1, 2) produces."""
-    return x.transpose(1, 2).contiguous().transpose(1, 2)
-
-
 def strided_inputs(s: Subject) -> Outcome:
     """Non-contiguous q, k, v (the usual (B, N, H, D) layout viewed as (B, H, N, D)) give the same output."""
-    q2, k2, v2 = _strided(s.q), _strided(s.k), _strided(s.v)
+    q2, k2, v2 = strided(s.q), strided(s.k), strided(s.v)
     gold, err = s.base
-    return _relation(s, s.run(q2, k2, v2), gold, err, s.output(), gold, err)
+    return relation(s, s.run(q2, k2, v2), gold, err, s.output(), gold, err)
 
 
 def rows_sum_to_one(s: Subject) -> Outcome:
     """softmax rows are probability vectors: with V = 1 the output is exactly 1."""
     ones = torch.ones_like(s.v)
     out = s.run(v=ones)
-    return _against(s, out, torch.ones(out.shape, dtype=torch.float64), s.reference(v=ones)[1])
+    return against(s, out, torch.ones(out.shape, dtype=torch.float64), s.reference(v=ones)[1])
 
 
 def convex_hull(s: Subject) -> Outcome:
@@ -202,7 +97,7 @@ def key_shift_invariance(s: Subject) -> Outcome:
     """Adding one vector u to every key shifts row i's scores by q_i·u: the output is unchanged."""
     u = torch.randn(s.k.shape[:2] + (1, s.k.shape[-1]), generator=s.rng("shift"), dtype=torch.float64)
     k2 = s.cast(s.k.double() + 2 * u.to(s.k.device))  # (B, Hkv, Nk, D)
-    return _relation(s, s.run(k=k2), *s.reference(k=k2), s.output(), *s.base)
+    return relation(s, s.run(k=k2), *s.reference(k=k2), s.output(), *s.base)
 
 
 def _perm(s: Subject, n: int, label: str) -> torch.Tensor:
@@ -213,7 +108,7 @@ def key_permutation_invariance(s: Subject) -> Outcome:
     """Without a mask, attention is a set function of the (key, value) pairs."""
     p = _perm(s, s.case.n_k, "keys")
     k2, v2 = s.k[:, :, p], s.v[:, :, p]
-    return _relation(s, s.run(k=k2, v=v2), *s.reference(k=k2, v=v2), s.output(), *s.base)
+    return relation(s, s.run(k=k2, v=v2), *s.reference(k=k2, v=v2), s.output(), *s.base)
 
 
 def query_permutation_equivariance(s: Subject) -> Outcome:
@@ -221,21 +116,20 @@ def query_permutation_equivariance(s: Subject) -> Outcome:
     p = _perm(s, s.case.n_q, "queries")
     q2 = s.q[:, :, p]
     gold, err = s.base
-    return _relation(s, s.run(q=q2), *s.reference(q=q2), s.output()[:, :, p], gold[:, :, p.cpu()], err)
+    return relation(s, s.run(q=q2), *s.reference(q=q2), s.output()[:, :, p], gold[:, :, p.cpu()], err)
 
 
 def causality(s: Subject) -> Outcome:
     """Row i may not move when keys and values after position i change (top-left alignment)."""
     cut = min(s.case.n_q, s.case.n_k) // 2  # rows < cut see keys < cut only
-    noise = torch.randn(s.k.shape[:2] + (s.case.n_k - cut, s.k.shape[-1]), generator=s.rng("future"),
-                        dtype=torch.float64)
+    gen = s.rng("future")
     k2, v2 = s.k.clone(), s.v.clone()
-    k2[:, :, cut:] = s.cast(3 * noise)
-    v2[:, :, cut:] = s.cast(-3 * noise.flip(-1))
+    for x in (k2, v2):  # the future replaced by large, different values
+        x[:, :, cut:] = s.cast(3 * torch.randn(x[:, :, cut:].shape, generator=gen, dtype=torch.float64))
     gold, err = s.base
     gold2, err2 = s.reference(k=k2, v=v2)
     rows = slice(0, cut)
-    return _relation(s, s.run(k=k2, v=v2)[:, :, rows], gold2[:, :, rows], err2,
+    return relation(s, s.run(k=k2, v=v2)[:, :, rows], gold2[:, :, rows], err2,
                      s.output()[:, :, rows], gold[:, :, rows], err)
 
 
@@ -248,23 +142,11 @@ def causal_alignment(s: Subject) -> Outcome:
         seen = min(i + 1, n_k)
         q1, k1, v1 = s.q[:, :, i:i + 1], s.k[:, :, :seen], s.v[:, :, :seen]
         prefix = s.run(q1, k1, v1, is_causal=False)
-        o = _relation(s, s.output()[:, :, i:i + 1], gold[:, :, i:i + 1], err,
+        o = relation(s, s.output()[:, :, i:i + 1], gold[:, :, i:i + 1], err,
                       prefix, *s.reference(q1, k1, v1, is_causal=False))
         outcomes.append(o)
         details.append(f"row {i}: {o.discrepancy:.3g}")
-    return _worst(outcomes, details)
-
-
-def _worst(outcomes: list[Outcome], details: list[str]) -> Outcome:
-    """The outcome closest to (or furthest past) its bound, with every part's figures as detail."""
-    worst = max(outcomes, key=_ratio)
-    return Outcome(worst.discrepancy, worst.bound, "; ".join(details))
-
-
-def _ratio(o: Outcome) -> float:
-    if math.isnan(o.discrepancy):
-        return math.inf
-    return o.discrepancy / o.bound if o.bound > 0 else (math.inf if o.discrepancy > 0 else 0.0)
+    return worst(outcomes, details)
 
 
 def _power_of_two_scale(head_dim: int) -> float:
@@ -276,13 +158,64 @@ def explicit_scale(s: Subject) -> Outcome:
     """impl(q, scale=c) equals impl(c·q, scale=1): the explicit scale is used (prescaled-query)."""
     c = _power_of_two_scale(s.case.head_dim)
     q2 = s.q * c
-    return _relation(s, s.run(scale=c), *s.reference(scale=c), s.run(q=q2, scale=1.0), *s.reference(q=q2, scale=1.0))
+    return relation(s, s.run(scale=c), *s.reference(scale=c), s.run(q=q2, scale=1.0), *s.reference(q=q2, scale=1.0))
 
 
 def default_scale(s: Subject) -> Outcome:
     """scale=None means 1/√D, the factor that restores unit variance to the scores."""
     c = ref.default_scale(s.case.head_dim)
-    return _relation(s, s.output(), *s.base, s.run(scale=c), *s.reference(scale=c))
+    base = (s.output(), *s.base) if s.case.scale is None else (s.run(scale=None), *s.reference(scale=None))
+    return relation(s, *base, s.run(scale=c), *s.reference(scale=c))
+
+
+def zero_scale(s: Subject) -> Outcome:
+    """scale=0.0 makes every visible score 0: the output is the mean of the visible values (a
+    running prefix mean under the causal mask). Catches ``scale or 1/√D``, which reads 0 as None."""
+    out = s.run(scale=0.0)
+    o = against(s, out, *s.reference(scale=0.0))
+    bad = int((~torch.isfinite(out)).sum())
+    return Outcome(o.discrepancy, o.bound, f"{bad} non-finite outputs" if bad else "")
+
+
+def _bit_identical(a: torch.Tensor, b: torch.Tensor) -> int:
+    """How many elements differ in their bits (NaNs with equal bits count as equal)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return max(a.numel(), b.numel(), 1)
+    return int((a.cpu().contiguous().view(torch.uint8) != b.cpu().contiguous().view(torch.uint8)).sum())
+
+
+def determinism(s: Subject) -> Outcome:
+    """The same call twice gives bit-identical outputs (and, where the backward is judged, gradients):
+    a kernel whose reduction order depends on scheduling or on a random draw breaks reproducibility."""
+    differing = _bit_identical(s.output(), s.run())
+    detail = f"forward: {differing} bytes differ"
+    return Outcome(float(differing), 0.0, detail)
+
+
+def backward_determinism(s: Subject) -> Outcome:
+    first, second = s.base_backward, s.backward()
+    per = [_bit_identical(a, b) for a, b in zip(first.got, second.got)]
+    return Outcome(float(sum(per)), 0.0, "bytes differing in dq, dk, dv: " + ", ".join(map(str, per)))
+
+
+def error_growth(s: Subject) -> Outcome:
+    """Forward error at key lengths SWEEP_LENGTHS, each by the low-precision rule, on values with
+    mean 1 (v + 1: activations carry a common offset, and an output of size ~1 puts the rule's
+    floor, one rounding at |o| + 0.3, at the output's own scale rather than far above it).
+
+    The plain reference's error stays flat with length (it sums in float32 inside a matmul); a
+    kernel keeping its running sum or accumulator in the input's half precision rounds every
+    block's contribution at the running total's scale, so its relative error grows like
+    √(blocks) · eps: past the rule at 8193 keys with 16-wide blocks in both half types."""
+    outcomes, details = [], []
+    for n in SWEEP_LENGTHS:
+        sub = Subject(s.impl, Case(f"{s.case.name}-{n}", s.case.batch, s.case.q_heads, s.case.kv_heads,
+                                   s.case.n_q, n, s.case.head_dim, s.case.causal), s.dtype, s.device, s.seed)
+        v1 = sub.cast(sub.v.double() + 1)
+        o = against(sub, sub.run(v=v1), *sub.reference(v=v1))
+        outcomes.append(o)
+        details.append(f"Nk={n}: {o.discrepancy:.3g}/{o.bound:.3g}")
+    return worst(outcomes, details)
 
 
 def gqa_equals_repeated_mha(s: Subject) -> Outcome:
@@ -290,7 +223,7 @@ def gqa_equals_repeated_mha(s: Subject) -> Outcome:
     hq = s.q.shape[1]
     k2, v2 = ref.repeat_kv(s.k, hq), ref.repeat_kv(s.v, hq)
     mha = s.run(k=k2, v=v2, enable_gqa=False)
-    return _relation(s, s.output(), *s.base, mha, *s.reference(k=k2, v=v2, enable_gqa=False))
+    return relation(s, s.output(), *s.base, mha, *s.reference(k=k2, v=v2, enable_gqa=False))
 
 
 @functools.lru_cache(maxsize=None)
@@ -318,7 +251,8 @@ def _block_state(s: Subject, k, v):
     q64, k64 = s.q.cpu().double(), k.cpu().double()
     if s.case.gqa:
         k64 = ref.repeat_kv(k64, q64.shape[1])
-    scores = (q64 * ref.default_scale(s.case.head_dim)) @ k64.transpose(-2, -1)  # (B, Hq, Nq, n)
+    scale = ref.default_scale(s.case.head_dim) if s.case.scale is None else s.case.scale
+    scores = (q64 * scale) @ k64.transpose(-2, -1)  # (B, Hq, Nq, n)
     m = scores.amax(dim=-1, keepdim=True)  # (B, Hq, Nq, 1)
     return m, (scores - m).exp().sum(dim=-1, keepdim=True)
 
@@ -353,16 +287,7 @@ hugely_negative_rows = reference_agreement
 def backward_agreement(s: Subject) -> Outcome:
     """dq, dk, dv against float64 autograd (GQA: summed over each group), by the low-precision rule."""
     got, gold, plain = s.gradients
-    return _gradients_against(s, got, gold, plain)
-
-
-def _gradients_against(s: Subject, got, golden, plain) -> Outcome:
-    outcomes, details = [], []
-    for name, g, g64, gp, size in zip(("dq", "dk", "dv"), got, golden, plain, s.gradient_sizes):
-        o = _against(s, g, g64, tol.max_abs_error(gp, g64), size)
-        outcomes.append(o)
-        details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
-    return _worst(outcomes, details)
+    return gradients_against(s, got, gold, plain, s.gradient_sizes)
 
 
 def backward_key_gradient_sum(s: Subject) -> Outcome:
@@ -393,23 +318,27 @@ def _jacobian_function(n: int):
 def jacobian_gradients(s: Subject):
     """(dq, dk, dv) in float64 by the chain rule through the proved softmax Jacobian, no autograd."""
     q, k, v, dout = (t.cpu().double() for t in (s.q, s.k, s.v, s.dout))
-    p = ref.probabilities(q, k, is_causal=s.case.causal, enable_gqa=s.case.gqa)  # (B, Hq, Nq, Nk)
+    p = ref.probabilities(q, k, **s.kwargs())  # (B, Hq, Nq, Nk)
     jac = _jacobian_function(p.shape[-1])(*p.unbind(-1))  # nested (Nk, Nk) of (B, Hq, Nq) arrays
     jac = torch.as_tensor(np.array(jac, dtype=np.float64)).permute(2, 3, 4, 0, 1)  # (B, Hq, Nq, Nk, Nk)
 
     def through_jacobian(p, dp):  # dS = Jᵀ dP = J dP, J being symmetric
         return (jac @ dp.unsqueeze(-1)).squeeze(-1)  # (B, Hq, Nq, Nk)
 
-    return ref.chain_rule_gradients(q, k, v, dout, p, through_jacobian, enable_gqa=s.case.gqa)
+    return ref.chain_rule_gradients(q, k, v, dout, p, through_jacobian, scale=s.case.scale, enable_gqa=s.case.gqa)
 
 
 def softmax_jacobian(s: Subject) -> Outcome:
     """impl's gradients against gradients built from the proved Jacobian J = diag(a) - a aᵀ."""
     got, _, plain = s.gradients
-    return _gradients_against(s, got, jacobian_gradients(s), plain)
+    return gradients_against(s, got, jacobian_gradients(s), plain, s.gradient_sizes)
 
 
-# ===================================================================== the catalogue
+# ===================================================================== the registry
+
+# The features an invariant needs from an implementation; one it lacks makes the invariant
+# "not applicable" (reported, never failed). See ``features.py``.
+CAUSAL, GQA, BACKWARD, ATTN_MASK, DROPOUT = "causal", "gqa", "backward", "attn_mask", "dropout_p"
 
 
 @dataclass(frozen=True)
@@ -418,39 +347,95 @@ class Invariant:
     claim_id: str | None
     check: Callable[[Subject], Outcome]
     applies: Callable[[Case], bool]
-    backward: bool = False
+    needs: frozenset = frozenset()
+    bug_classes: str = ""  # what it is there to catch (the README's table is built from this)
+    dtypes: frozenset | None = None  # the dtypes it judges (None: every one)
+
+    @property
+    def backward(self) -> bool:
+        return BACKWARD in self.needs
 
 
 def _random(c: Case) -> bool:
     return c.kind == RANDOM
 
 
-INVARIANTS: tuple[Invariant, ...] = (
-    Invariant("output-dtype-shape", None, output_dtype_shape, lambda c: True),
-    Invariant("inputs-untouched", None, inputs_untouched, _random),
-    Invariant("reference-agreement", None, reference_agreement, _random),
-    Invariant("strided-inputs", None, strided_inputs, lambda c: _random(c) and max(c.q_heads, c.n_q, c.n_k) > 1),
-    Invariant("rows-sum-to-one", "softmax-normalisation", rows_sum_to_one, _random),
-    Invariant("convex-hull", "softmax-normalisation", convex_hull, _random),
-    Invariant("key-shift-invariance", "softmax-shift-invariance", key_shift_invariance, _random),
+def _needs(*features: str) -> frozenset:
+    return frozenset(features)
+
+
+INVARIANTS: list[Invariant] = [
+    Invariant("output-dtype-shape", None, output_dtype_shape, lambda c: c.kind != SWEEP,
+              bug_classes="wrong output dtype, shape or device"),
+    Invariant("inputs-untouched", None, inputs_untouched, _random,
+              bug_classes="writes into q, k or v (in-place pre-scale)"),
+    Invariant("reference-agreement", None, reference_agreement, _random,
+              bug_classes="any forward error beyond the low-precision rule (wrong internal precision, "
+                          "multi-block and tail-block bugs at 64/128-wide tiles, lost batch/head strides)"),
+    Invariant("strided-inputs", None, strided_inputs, lambda c: _random(c) and max(c.q_heads, c.n_q, c.n_k) > 1,
+              bug_classes="ignores the inputs' strides"),
+    Invariant("rows-sum-to-one", "softmax-normalisation", rows_sum_to_one, _random,
+              bug_classes="mask after softmax, wrong softmax axis, denominator not rescaled"),
+    Invariant("convex-hull", "softmax-normalisation", convex_hull, _random,
+              bug_classes="weights that go negative (exp missing)"),
+    Invariant("key-shift-invariance", "softmax-shift-invariance", key_shift_invariance, _random,
+              bug_classes="stabilising max over the wrong axis"),
     Invariant("key-permutation-invariance", None, key_permutation_invariance,
-              lambda c: _random(c) and not c.causal and c.n_k > 1),
+              lambda c: _random(c) and not c.causal and c.n_k > 1, bug_classes="dropped tail key block"),
     Invariant("query-permutation-equivariance", None, query_permutation_equivariance,
-              lambda c: _random(c) and not c.causal and c.n_q > 1),
+              lambda c: _random(c) and not c.causal and c.n_q > 1, bug_classes="unwritten tail query block"),
     Invariant("causality", "causal-mask-top-left", causality,
-              lambda c: _random(c) and c.causal and min(c.n_q, c.n_k) >= 2),
-    Invariant("causal-alignment", "causal-mask-top-left", causal_alignment, lambda c: _random(c) and c.causal),
-    Invariant("explicit-scale", "prescaled-query", explicit_scale, _random),
-    Invariant("default-scale", "scaled-score-unit-variance", default_scale, _random),
+              lambda c: _random(c) and c.causal and min(c.n_q, c.n_k) >= 2, _needs(CAUSAL),
+              bug_classes="causal mask leaks future keys"),
+    Invariant("causal-alignment", "causal-mask-top-left", causal_alignment, lambda c: _random(c) and c.causal,
+              _needs(CAUSAL), bug_classes="causal off by one, bottom-right alignment, lost query-block offset, "
+                                          "unguarded fully masked block, decode path ignoring is_causal (Nq = 1)"),
+    Invariant("explicit-scale", "prescaled-query", explicit_scale, _random, bug_classes="explicit scale ignored"),
+    Invariant("default-scale", "scaled-score-unit-variance", default_scale, _random,
+              bug_classes="wrong default scale (1/D)"),
+    Invariant("zero-scale", None, zero_scale, _random, bug_classes="scale=0.0 read as None (`scale or 1/√D`)"),
     Invariant("gqa-equals-repeated-mha", "gqa-equals-repeated-mha", gqa_equals_repeated_mha,
-              lambda c: _random(c) and c.gqa),
+              lambda c: _random(c) and c.gqa, _needs(GQA), bug_classes="wrong GQA/MQA head mapping"),
     Invariant("online-softmax-merge", "online-softmax-merge", online_softmax_merge,
-              lambda c: _random(c) and not c.causal and c.n_k >= 2),
-    Invariant("extreme-logits", "softmax-shift-invariance", extreme_logits, lambda c: c.kind == EXTREME),
-    Invariant("mixed-magnitude-rows", "softmax-shift-invariance", mixed_magnitude_rows, lambda c: c.kind == MIXED),
-    Invariant("hugely-negative-rows", "causal-mask-top-left", hugely_negative_rows, lambda c: c.kind == NEGATIVE),
-    Invariant("backward-agreement", None, backward_agreement, _random, backward=True),
-    Invariant("backward-key-gradient-sum", "attention-backward", backward_key_gradient_sum, _random, backward=True),
+              lambda c: _random(c) and not c.causal and c.n_k >= 2, bug_classes="accumulator not rescaled"),
+    Invariant("determinism", None, determinism, _random,
+              bug_classes="run-to-run nondeterminism (scheduling- or RNG-dependent reduction order)"),
+    Invariant("error-growth", None, error_growth, lambda c: c.kind == SWEEP,
+              bug_classes="low-precision running max/sum/accumulator (error grows with length)"),
+    Invariant("extreme-logits", "softmax-shift-invariance", extreme_logits, lambda c: c.kind == EXTREME,
+              bug_classes="no max subtraction (overflow)"),
+    Invariant("mixed-magnitude-rows", "softmax-shift-invariance", mixed_magnitude_rows, lambda c: c.kind == MIXED,
+              bug_classes="global instead of per-row max"),
+    Invariant("hugely-negative-rows", "causal-mask-top-left", hugely_negative_rows, lambda c: c.kind == NEGATIVE,
+              bug_classes="finite mask sentinel (-1e4)"),
+    Invariant("backward-agreement", None, backward_agreement, _random, _needs(BACKWARD),
+              bug_classes="any gradient error beyond the low-precision rule (GQA gradients not summed)"),
+    Invariant("backward-key-gradient-sum", "attention-backward", backward_key_gradient_sum, _random,
+              _needs(BACKWARD), bug_classes="softmax backward without the D term"),
     Invariant("softmax-jacobian", "softmax-jacobian", softmax_jacobian,
-              lambda c: _random(c) and c.n_k <= JACOBIAN_MAX_KEYS, backward=True),
-)
+              lambda c: _random(c) and c.n_k <= JACOBIAN_MAX_KEYS, _needs(BACKWARD),
+              bug_classes="backward dq missing the scale"),
+    Invariant("backward-determinism", None, backward_determinism, lambda c: _random(c) and c.n_k > 1,
+              _needs(BACKWARD), bug_classes="nondeterministic backward (atomic-order accumulation)"),
+]
+
+
+def register(invariant: Invariant) -> Invariant:
+    """Append an invariant to the registry (another module's, e.g. a derived error bound)."""
+    if not isinstance(invariant, Invariant):
+        raise TypeError(f"invariant must be an Invariant, got {type(invariant).__name__}")
+    if any(i.name == invariant.name for i in INVARIANTS):
+        raise ValueError(f"an invariant named {invariant.name!r} is already registered")
+    INVARIANTS.append(invariant)
+    return invariant
+
+
+def invariant_named(name: str) -> Invariant:
+    for i in INVARIANTS:
+        if i.name == name:
+            return i
+    raise ValueError(f"no invariant named {name!r}; known: {', '.join(i.name for i in INVARIANTS)}")
+
+
+# The training path, attn_mask, dropout and the rounding-bias invariants register themselves.
+from kernels.harness import bias, dropout, masks, training  # noqa: E402,F401  (import order: after the registry)

@@ -27,45 +27,70 @@ def repeat_kv(x: torch.Tensor, n_q_heads: int) -> torch.Tensor:
     return x.repeat_interleave(group, dim=1)  # (B, Hq, N, D)
 
 
-def probabilities(q, k, *, is_causal=False, scale=None, enable_gqa=False) -> torch.Tensor:
-    """The attention weights P = softmax(scale · Q Kᵀ + mask), in the inputs' dtype."""
+def additive(attn_mask: torch.Tensor, dtype) -> torch.Tensor:
+    """SDPA's attn_mask as a term added to the scores: a boolean mask (True = attend) is 0 / -inf."""
+    if attn_mask.dtype == torch.bool:
+        return torch.zeros(attn_mask.shape, dtype=dtype, device=attn_mask.device).masked_fill(~attn_mask, float("-inf"))
+    return attn_mask.to(dtype)
+
+
+def probabilities(q, k, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None) -> torch.Tensor:
+    """The attention weights P = softmax(scale · Q Kᵀ + mask), in the inputs' dtype.
+
+    A row with no visible key (every score -inf) gets all-zero weights, as torch 2.13's CPU SDPA
+    does (measured: output 0 and zero gradients, for boolean and additive masks, math and flash
+    backends alike), where a plain softmax would give 0/0 = NaN."""
     scale = default_scale(q.shape[-1]) if scale is None else scale
     if enable_gqa:
         k = repeat_kv(k, q.shape[1])
     # The query is pre-scaled ((sQ)Kᵀ = s(QKᵀ), claim prescaled-query): in float16 the unscaled
     # scores of large inputs could overflow where the scaled ones do not.
     scores = (q * scale) @ k.transpose(-2, -1)  # (B, Hq, Nq, Nk)
+    if attn_mask is not None:
+        scores = scores + additive(attn_mask.to(q.device), scores.dtype)
     if is_causal:
         scores = scores.masked_fill(~causal_mask(q.shape[-2], k.shape[-2], q.device), float("-inf"))
-    return torch.softmax(scores, dim=-1)  # (B, Hq, Nq, Nk)
+    if attn_mask is None:
+        return torch.softmax(scores, dim=-1)  # (B, Hq, Nq, Nk)
+    empty = torch.isneginf(scores).all(dim=-1, keepdim=True)  # (B, Hq, Nq, 1)
+    p = torch.softmax(scores.masked_fill(empty, 0.0), dim=-1)
+    return p.masked_fill(empty, 0.0)
 
 
-def attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False) -> torch.Tensor:
-    """softmax(scale · Q Kᵀ) V in the inputs' own dtype: the plain same-precision reference."""
-    p = probabilities(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+def attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None) -> torch.Tensor:
+    """softmax(scale · Q Kᵀ + mask) V in the inputs' own dtype: the plain same-precision reference."""
+    p = probabilities(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, attn_mask=attn_mask)
     if enable_gqa:
         v = repeat_kv(v, q.shape[1])
-    return p @ v  # (B, Hq, Nq, D)
+    return p @ v  # (B, Hq, Nq, Dv)
 
 
-def attention64(q, k, v, *, is_causal=False, scale=None, enable_gqa=False) -> torch.Tensor:
+def attention64(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None) -> torch.Tensor:
     """The float64 golden output, returned in float64."""
-    return attention(q.double(), k.double(), v.double(), is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+    mask = None if attn_mask is None or attn_mask.dtype == torch.bool else attn_mask.double()
+    return attention(q.double(), k.double(), v.double(), is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                     attn_mask=attn_mask if mask is None else mask)
 
 
-def float64_reference(q, k, v, *, is_causal=False, scale=None, enable_gqa=False) -> torch.Tensor:
-    """An SDPA-compatible implementation that computes in float64 and returns q's dtype."""
-    return attention64(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa).to(q.dtype)
+def float64_reference(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False) -> torch.Tensor:
+    """An SDPA-compatible implementation (no dropout) that computes in float64 and returns q's dtype."""
+    return attention64(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                       attn_mask=attn_mask).to(q.dtype)
+
+
+def leaves(tensors, dtype=None) -> list[torch.Tensor]:
+    """Fresh autograd leaves holding copies: ``detach().to()`` would alias the caller's tensor when
+    the dtype does not change, so an impl writing into its inputs would corrupt the golden values."""
+    return [t.detach().to(dtype or t.dtype).clone().requires_grad_(True) for t in tensors]
 
 
 def output_and_grads(fn, q, k, v, dout, *, upcast=False, **kwargs):
     """fn's output and (dq, dk, dv) for the upstream gradient dout, by autograd.
 
     With ``upcast`` the inputs are promoted to float64 first (the golden gradients)."""
-    dtype = torch.float64 if upcast else q.dtype
-    leaves = [t.detach().to(dtype).requires_grad_(True) for t in (q, k, v)]
-    out = fn(*leaves, **kwargs)
-    grads = torch.autograd.grad(out, leaves, dout.to(out.dtype))
+    qkv = leaves((q, k, v), torch.float64 if upcast else None)
+    out = fn(*qkv, **kwargs)
+    grads = torch.autograd.grad(out, qkv, dout.to(out.dtype))
     return out.detach(), tuple(g.detach() for g in grads)
 
 
@@ -81,7 +106,7 @@ def chain_rule_gradients(q, k, v, dout, p, score_grad, *, scale=None, enable_gqa
     ds = score_grad(p, dp)  # (B, Hq, Nq, Nk)
     dq = scale * ds @ k_rep  # (B, Hq, Nq, D)
     dk = scale * ds.transpose(-2, -1) @ q  # (B, Hq, Nk, D)
-    dv = p.transpose(-2, -1) @ dout  # (B, Hq, Nk, D)
+    dv = p.transpose(-2, -1) @ dout  # (B, Hq, Nk, Dv)
     if enable_gqa:
         b, hkv = k.shape[:2]
         dk = dk.reshape(b, hkv, hq // hkv, *dk.shape[2:]).sum(2)  # (B, Hkv, Nk, D)
@@ -89,13 +114,15 @@ def chain_rule_gradients(q, k, v, dout, p, score_grad, *, scale=None, enable_gqa
     return dq, dk, dv
 
 
-def gradient_term_sizes(q, k, v, dout, *, is_causal=False, scale=None, enable_gqa=False):
+def gradient_term_sizes(q, k, v, dout, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None):
     """The gradients with every factor replaced by its absolute value (float64).
 
     Rounding acts on the terms a gradient is summed from, not on the (possibly cancelling) sum:
     with one key, dS = P∘(dP - D) is exactly 0 while dP and D are not. These sizes set the floor."""
     q, k, v, dout = (t.double() for t in (q, k, v, dout))
-    p = probabilities(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)  # (B, Hq, Nq, Nk)
+    mask = None if attn_mask is None or attn_mask.dtype == torch.bool else attn_mask.double()
+    p = probabilities(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                      attn_mask=attn_mask if mask is None else mask)  # (B, Hq, Nq, Nk)
     # |dS| <= P∘(|dP| + |D|) and, by D = rowsum(P∘dP), |D| <= rowsum(P∘|dP|).
     return chain_rule_gradients(q.abs(), k.abs(), v.abs(), dout.abs(), p,
                                 lambda p, dp: p * (dp + (p * dp).sum(-1, keepdim=True)),

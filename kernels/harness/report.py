@@ -1,8 +1,16 @@
-"""What a conformance run found: one Check per (invariant, case, dtype), and a readable table."""
+"""What a conformance run found: one Check per (invariant, case, dtype), and a readable table.
+
+A check has one of three statuses: passed, failed, or not applicable (the implementation lacks a
+feature the invariant needs: attn_mask, dropout_p, causal, GQA, backward). Not applicable is never
+a failure, and the report says how many there were and why.
+"""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import asdict, dataclass, field
+
+PASSED, FAILED, NOT_APPLICABLE = "passed", "failed", "not applicable"
 
 
 @dataclass(frozen=True)
@@ -18,10 +26,21 @@ class Check:
     passed: bool
     error: str | None = None  # the exception text when impl (or the check on its output) raised
     detail: str = ""
+    status: str = ""  # PASSED, FAILED or NOT_APPLICABLE; set from ``passed`` when left empty
+
+    def __post_init__(self):
+        if not self.status:
+            object.__setattr__(self, "status", PASSED if self.passed else FAILED)
+
+    @property
+    def applicable(self) -> bool:
+        return self.status != NOT_APPLICABLE
 
     def describe(self) -> str:
         claim = f" [{self.claim_id}]" if self.claim_id else ""
         head = f"{self.invariant}{claim} on {self.case} ({self.dtype}, {self.device})"
+        if not self.applicable:
+            return f"{head}: not applicable ({self.detail})"
         if self.error is not None:
             return f"{head}: raised {self.error}"
         verdict = "<=" if self.passed else ">"
@@ -50,7 +69,15 @@ class ConformanceReport:
 
     @property
     def passed(self) -> bool:
-        return bool(self.checks) and all(c.passed for c in self.checks)
+        return bool(self.judged) and all(c.passed for c in self.checks)
+
+    @property
+    def judged(self) -> list[Check]:
+        return [c for c in self.checks if c.applicable]
+
+    @property
+    def not_applicable(self) -> list[Check]:
+        return [c for c in self.checks if not c.applicable]
 
     @property
     def failures(self) -> list[Check]:
@@ -64,14 +91,18 @@ class ConformanceReport:
         return [asdict(c) for c in self.checks]
 
     def table(self) -> str:
-        """Invariants × cases: '✓' every dtype passed, '✗' some failed, '·' not applicable."""
+        """Invariants × cases: '✓' every dtype passed, '✗' some failed, 'n/a' not applicable (the impl
+        lacks a feature the invariant needs), '·' the invariant does not apply to that case."""
         cases = list(dict.fromkeys(c.case_name for c in self.checks))
         invariants = list(dict.fromkeys(c.invariant for c in self.checks))
         claims = {c.invariant: c.claim_id or "" for c in self.checks}
-        cell: dict[tuple[str, str], bool] = {}
+        cell: dict[tuple[str, str], bool | None] = {}
         for c in self.checks:
             key = (c.invariant, c.case_name)
-            cell[key] = cell.get(key, True) and c.passed
+            if not c.applicable:
+                cell.setdefault(key, None)
+            else:
+                cell[key] = (cell.get(key) is not False) and c.passed
         labels = [f"c{i + 1}" for i in range(len(cases))]
         w_inv = max(len(i) for i in invariants)
         w_claim = max([len(v) for v in claims.values()] + [5])
@@ -79,19 +110,41 @@ class ConformanceReport:
         for inv in invariants:
             marks = []
             for name in cases:
-                ok = cell.get((inv, name))
-                marks.append("·" if ok is None else ("✓" if ok else "✗"))
+                key = (inv, name)
+                ok = cell.get(key)
+                marks.append("·" if key not in cell else ("n/a" if ok is None else ("✓" if ok else "✗")))
             lines.append(f"{inv:<{w_inv}}  {claims[inv]:<{w_claim}}  " + " ".join(f"{m:>3}" for m in marks))
         described = {c.case_name: c.case for c in self.checks}
         lines.append("")
         lines += [f"  {lab} = {described[name]}" for lab, name in zip(labels, cases)]
         return "\n".join(lines)
 
+    def failure_lines(self) -> list[str]:
+        """One line per failure, except that an exception raised by many checks (a wrong signature,
+        say) is stated once with its count and the invariants it stopped."""
+        raised = Counter(f.error for f in self.failures if f.error is not None)
+        lines, told = [], set()
+        for f in self.failures:
+            if f.error is not None and raised[f.error] > 1:
+                if f.error not in told:
+                    told.add(f.error)
+                    stopped = sorted({g.invariant for g in self.failures if g.error == f.error})
+                    lines.append(f"raised {f.error} in {raised[f.error]} checks "
+                                 f"({len(stopped)} invariants: {', '.join(stopped)})")
+                continue
+            lines.append(f.describe())
+        return lines
+
     def __str__(self) -> str:
         verdict = "PASSED" if self.passed else "FAILED"
+        judged = self.judged
         head = (f"Conformance of {self.impl} on {self.device} ({', '.join(self.dtypes)}): {verdict} — "
-                f"{len(self.checks) - len(self.failures)} of {len(self.checks)} checks passed in {self.seconds:.1f} s")
-        parts = [head, "", self.table()]
+                f"{len(judged) - len(self.failures)} of {len(judged)} checks passed in {self.seconds:.1f} s")
+        parts = [head]
+        lacking = Counter(c.detail for c in self.not_applicable)
+        if lacking:
+            parts.append("Not applicable: " + "; ".join(f"{n} checks ({why})" for why, n in lacking.items()))
+        parts += ["", self.table()]
         if self.failures:
-            parts += ["", "Failures:"] + [f"  {f.describe()}" for f in self.failures]
+            parts += ["", "Failures:"] + [f"  {line}" for line in self.failure_lines()]
         return "\n".join(parts)

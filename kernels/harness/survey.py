@@ -1,8 +1,10 @@
-"""False-alarm survey: run the default conformance check over many seeds and report how close each
-invariant came to its bound (discrepancy / bound; 1 = at the bound) and the time per run.
+"""False-alarm survey: run the default conformance check over many seeds and report, per
+invariant, how close it came to its bound (discrepancy / bound; 1 = at the bound; for the
+statistical invariants, |z| / z_crit) and the time per run.
 
-    python -m kernels.harness.survey 20 torch.nn.functional:scaled_dot_product_attention \
-        kernels.harness.reference:float64_reference
+    python -m kernels.harness.survey 20 peers            # every correct peer (kernels.harness.peers)
+    python -m kernels.harness.survey 20 sdpa-math flex-eager
+    python -m kernels.harness.survey 20 torch.nn.functional:scaled_dot_product_attention
 """
 from __future__ import annotations
 
@@ -12,25 +14,38 @@ import time
 from collections import defaultdict
 
 from kernels.harness.cli import load_target
+from kernels.harness.subject import ratio
 from kernels.harness.verify import verify_attention
 
 
-def _ratio(check) -> float:
-    if check.bound > 0:
-        return check.discrepancy / check.bound
-    return 0.0 if check.discrepancy == 0 else math.inf
-
-
-def survey(impl, seeds: int) -> tuple[list, dict, float]:
+def survey(impl, seeds: int, **options) -> tuple[list, dict, float]:
     """(failed checks, worst ratio per (invariant, dtype), mean seconds per run) over seeds 0..seeds-1."""
     failures, worst = [], defaultdict(float)
     start = time.perf_counter()
     for seed in range(seeds):
-        report = verify_attention(impl, seed=seed)
+        report = verify_attention(impl, seed=seed, **options)
         failures += [(seed, f) for f in report.failures]
-        for c in report.checks:
-            worst[(c.invariant, c.dtype)] = max(worst[(c.invariant, c.dtype)], _ratio(c))
+        for c in report.judged:
+            worst[(c.invariant, c.dtype)] = max(worst[(c.invariant, c.dtype)], ratio(c))
     return failures, dict(worst), (time.perf_counter() - start) / seeds
+
+
+def closest_per_invariant(worst: dict) -> dict[str, tuple[float, str]]:
+    """The closest ratio of each invariant over dtypes: {invariant: (ratio, dtype)}."""
+    out: dict[str, tuple[float, str]] = {}
+    for (invariant, dtype), r in worst.items():
+        if invariant not in out or r > out[invariant][0]:
+            out[invariant] = (r, dtype)
+    return out
+
+
+def _targets(names):
+    from kernels.harness.peers import PEERS
+
+    if names == ["peers"]:
+        names = list(PEERS)
+    for name in names:
+        yield (name, *PEERS[name]) if name in PEERS else (name, load_target(name), {})
 
 
 def main(argv=None) -> int:
@@ -38,17 +53,21 @@ def main(argv=None) -> int:
     if not argv or not argv[0].isdigit():
         print(__doc__, file=sys.stderr)
         return 2
-    seeds, targets = int(argv[0]), argv[1:] or ["torch.nn.functional:scaled_dot_product_attention"]
+    seeds, names = int(argv[0]), argv[1:] or ["torch.nn.functional:scaled_dot_product_attention"]
     any_failed = False
-    for target in targets:
-        failures, worst, per_run = survey(load_target(target), seeds)
+    for name, impl, options in _targets(names):
+        failures, worst, per_run = survey(impl, seeds, **options)
         any_failed |= bool(failures)
-        checks_note = f"{len(failures)} false alarms over {seeds} seeds, {per_run:.2f} s per default run"
-        print(f"{target}: {checks_note}")
+        print(f"{name}: {len(failures)} alarms over {seeds} seeds, {per_run:.2f} s per default run", flush=True)
+        told = defaultdict(int)
         for seed, f in failures:
-            print(f"  seed {seed}: {f.describe()}")
-        for (invariant, dtype), r in sorted(worst.items(), key=lambda kv: -kv[1])[:5]:
-            print(f"  closest to its bound: {invariant} ({dtype}) at {r:.2f} of it")
+            key = (f.invariant, f.case_name, f.dtype)
+            told[key] += 1
+            if told[key] == 1:
+                print(f"  seed {seed}: {f.describe()}")
+        for invariant, (r, dtype) in sorted(closest_per_invariant(worst).items(), key=lambda kv: -kv[1][0]):
+            shown = "inf" if math.isinf(r) else f"{r:.3f}"
+            print(f"  closest: {invariant:32s} {shown:>7s} ({dtype})")
     return 1 if any_failed else 0
 
 

@@ -9,8 +9,9 @@ import torch
 
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import DEFAULT_CASES, THOROUGH_CASES, Case, narrowed
+from kernels.harness.features import offered
 from kernels.harness.invariants import INVARIANTS, Subject
-from kernels.harness.report import Check, ConformanceReport
+from kernels.harness.report import NOT_APPLICABLE, Check, ConformanceReport
 
 _DTYPE_NAMES = {
     "float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
@@ -95,33 +96,74 @@ def _short(exc: BaseException) -> str:
 
 
 def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool = True, gqa: bool = True,
-                     backward: bool = True, seed: int = 0, thorough: bool = False,
-                     cases: Iterable[Case] | None = None) -> ConformanceReport:
-    """Judge an SDPA-compatible ``impl(q, k, v, is_causal=, scale=, enable_gqa=)`` by the invariants.
+                     backward: bool = True, value_dim: bool = True, seed: int = 0, thorough: bool = False,
+                     cases: Iterable[Case] | None = None, invariants: Iterable[str] | None = None
+                     ) -> ConformanceReport:
+    """Judge an SDPA-compatible ``impl(q, k, v, attn_mask=, dropout_p=, is_causal=, scale=, enable_gqa=)``.
 
-    ``causal``/``gqa``/``backward`` = False narrow the surface for an implementation lacking that
-    feature. ``cases`` overrides the built-in set (the default, or the larger thorough one)."""
+    ``value_dim=False`` runs the Dv ≠ D cases with Dv = D (for an impl that has only one head dim).
+    ``causal``/``gqa``/``backward`` = False say the implementation lacks that feature; an impl whose
+    signature lacks ``attn_mask`` or ``dropout_p`` lacks those. The invariants needing a missing
+    feature are reported "not applicable" (never failed), and the cases run with it switched off.
+    ``cases`` overrides the built-in set (the default, or the larger thorough one); ``invariants``
+    (names) runs only those."""
     device, dtypes = _validated(impl, device, dtypes)
+    only = _invariant_names(invariants)
     start = time.perf_counter()
     chosen = list(cases) if cases is not None else list(THOROUGH_CASES if thorough else DEFAULT_CASES)
-    chosen = narrowed(chosen, causal=causal, gqa=gqa)
+    features = offered(impl, causal=causal, gqa=gqa, backward=backward)
     report = ConformanceReport(_name(impl), device, tuple(str(d).removeprefix("torch.") for d in dtypes))
+    subjects: dict = {}
     with _one_thread():
-        _run_all(report, impl, chosen, dtypes, device, seed, backward)
+        for dtype in dtypes:
+            for item in planned(chosen, dtype, features, causal=causal, gqa=gqa, value_dim=value_dim, only=only):
+                report.checks.append(run_item(item, impl, dtype, device, seed, subjects))
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _run_all(report, impl, cases, dtypes, device, seed, backward) -> None:
-    for dtype in dtypes:
-        for case in cases:
-            subject = None
-            for inv in INVARIANTS:
-                if not inv.applies(case) or (inv.backward and not backward):
-                    continue
-                if subject is None:
-                    subject = Subject(impl, case, dtype, device, seed)
-                report.checks.append(_run_check(inv, subject))
+def _invariant_names(names) -> set[str] | None:
+    if names is None:
+        return None
+    names = [names] if isinstance(names, str) else list(names)
+    known = {i.name for i in INVARIANTS}
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise ValueError(f"invariants {unknown or names!r} unknown or empty; known: {', '.join(sorted(known))}")
+    return set(names)
+
+
+def planned(cases, dtype, features, *, causal=True, gqa=True, value_dim=True, only=None):
+    """(invariant, original case, case as run, missing features) for every invariant that applies.
+
+    The case as run has causal masking or GQA switched off when the impl lacks them; the invariant
+    is then not applicable if it needs what is missing."""
+    items = []
+    for case in cases:
+        run_as = narrowed([case], causal=causal, gqa=gqa, value_dim=value_dim)[0]
+        for inv in INVARIANTS:
+            if not inv.applies(case) or (inv.dtypes is not None and dtype not in inv.dtypes):
+                continue
+            if only is not None and inv.name not in only:
+                continue
+            items.append((inv, case, run_as, inv.needs - features))
+    return items
+
+
+def run_item(item, impl, dtype, device, seed, subjects: dict) -> Check:
+    """One planned check. ``subjects`` keeps the Subject (inputs, golden values, calls) of the case
+    being run, shared by its consecutive checks; an earlier case's is dropped."""
+    inv, case, run_as, missing = item
+    if missing:
+        return Check(invariant=inv.name, claim_id=inv.claim_id, case=case.describe(), case_name=case.name,
+                     dtype=str(dtype).removeprefix("torch."), device=device, discrepancy=0.0, bound=0.0,
+                     passed=True, status=NOT_APPLICABLE,
+                     detail=f"impl lacks {', '.join(sorted(missing))}")
+    key = (run_as, dtype, device, seed)
+    if key not in subjects:
+        subjects.clear()
+        subjects[key] = Subject(impl, run_as, dtype, device, seed)
+    return _run_check(inv, subjects[key])
 
 
 def _run_check(inv, s: Subject) -> Check:

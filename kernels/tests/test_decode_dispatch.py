@@ -55,3 +55,14 @@ def test_does_not_route_when_should_split_declines(monkeypatch):
     calls = _spy(monkeypatch, False)
     flash_attention(q, k, v, enable_gqa=True)
     assert calls == []
+
+
+def test_never_routes_a_mask_or_dropout(monkeypatch):
+    """Split-KV decoding has neither: calls with an attn_mask or dropout stay on flash_attention."""
+    q, k, v = _inputs()
+    calls = _spy(monkeypatch, True)
+    flash_attention(q, k, v, attn_mask=torch.ones(q.shape[2], k.shape[2], dtype=torch.bool), enable_gqa=True)
+    flash_attention(q, k, v, dropout_p=0.1, enable_gqa=True)
+    assert calls == []
+    flash_attention(q, k, v, dropout_p=0.0, enable_gqa=True)  # p = 0 is no dropout: routed
+    assert len(calls) == 1

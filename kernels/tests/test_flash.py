@@ -35,42 +35,94 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 DEVICE = "cpu"
 
 
-def make_inputs(b, hq, hkv, nq, nk, d, dtype, *, seed=0, device=DEVICE):
-    """q, k, v and an upstream gradient, drawn in float64 and rounded once."""
+def make_inputs(b, hq, hkv, nq, nk, d, dtype, *, seed=0, device=DEVICE, dv=None):
+    """q, k, v and an upstream gradient, drawn in float64 and rounded once; v and the
+    gradient have head dim ``dv`` (default d)."""
     gen = torch.Generator().manual_seed(seed)
-    shapes = ((b, hq, nq, d), (b, hkv, nk, d), (b, hkv, nk, d), (b, hq, nq, d))
+    dv = d if dv is None else dv
+    shapes = ((b, hq, nq, d), (b, hkv, nk, d), (b, hkv, nk, dv), (b, hq, nq, dv))
     return tuple(torch.randn(*s, generator=gen, dtype=torch.float64).to(device=device, dtype=dtype) for s in shapes)
 
 
-def scaled_scores(q, k, *, is_causal, scale):
-    """scale · Q Kᵀ with −∞ where causal hides a key, in q's dtype. (B, Hq, Nq, Nk)"""
+def scaled_scores(q, k, *, is_causal, scale, attn_mask=None):
+    """scale · Q Kᵀ (+ an additive attn_mask) with −∞ where causality or a bool attn_mask
+    hides a key, in q's dtype. (B, Hq, Nq, Nk)"""
     k = reference.repeat_kv(k, q.shape[1])  # (B, Hq, Nk, D)
     s = (q * scale) @ k.transpose(-2, -1)  # (B, Hq, Nq, Nk)
     if is_causal:
         s = s.masked_fill(~reference.causal_mask(q.shape[2], k.shape[2], q.device), float("-inf"))
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        s = s.masked_fill(~attn_mask, float("-inf"))
+    elif attn_mask is not None:
+        s = s + attn_mask.to(s.dtype)
     return s
 
 
-def run_flash(q, k, v, dout, *, is_causal, scale=None, with_lse_grad=False):
+def empty_rows(s):
+    """Rows of scores with no visible key (every score −∞). (B, Hq, Nq, 1)"""
+    return (s == float("-inf")).all(-1, keepdim=True)
+
+
+def masked_softmax(s):
+    """softmax over keys, 0 on rows with no visible key (SDPA's convention), with finite
+    gradients there too (a plain softmax of an all −∞ row is NaN, and so is its gradient)."""
+    empty = empty_rows(s)
+    return torch.softmax(s.masked_fill(empty, 0.0), dim=-1).masked_fill(empty, 0.0)
+
+
+def masked_lse(s):
+    """logsumexp over keys, −∞ on rows with no visible key (as the kernel returns). (B, Hq, Nq)"""
+    empty = empty_rows(s)
+    return torch.logsumexp(s.masked_fill(empty, 0.0), dim=-1).masked_fill(empty[..., 0], float("-inf"))
+
+
+def plain_attention(q, k, v, *, is_causal, scale, attn_mask=None):
+    """The plain same-precision reference: softmax(scale · Q Kᵀ + mask) V in q's dtype, as
+    reference.attention computes it, with an attn_mask. (B, Hq, Nq, Dv)"""
+    if attn_mask is None:
+        return reference.attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=True)
+    p = masked_softmax(scaled_scores(q, k, is_causal=is_causal, scale=scale, attn_mask=attn_mask))
+    return p @ reference.repeat_kv(v, q.shape[1])
+
+
+def term_sizes(q, k, v, dout, *, is_causal, scale=None, attn_mask=None):
+    """reference.gradient_term_sizes, with the attn_mask's weights P: every factor of the
+    chain rule replaced by its absolute value (float64), the size rounding acts on."""
+    if attn_mask is None:
+        return reference.gradient_term_sizes(q, k, v, dout, is_causal=is_causal, scale=scale, enable_gqa=True)
+    q, k, v, dout = (t.double() for t in (q, k, v, dout))
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    p = masked_softmax(scaled_scores(q, k, is_causal=is_causal, scale=scale, attn_mask=attn_mask))
+    return reference.chain_rule_gradients(q.abs(), k.abs(), v.abs(), dout.abs(), p,
+                                          lambda p, dp: p * (dp + (p * dp).sum(-1, keepdim=True)),
+                                          scale=abs(scale), enable_gqa=True)
+
+
+def run_flash(q, k, v, dout, *, is_causal, scale=None, with_lse_grad=False, attn_mask=None):
     """Output, lse and (dq, dk, dv) of flash_attention; the loss is <out, dout> (+ Σ lse)."""
     leaves = [t.detach().clone().requires_grad_(True) for t in (q, k, v)]
-    out, lse = flash_attention(*leaves, is_causal=is_causal, scale=scale, enable_gqa=True, return_lse=True)
-    loss = (out.float() * dout.float()).sum() + (lse.sum() if with_lse_grad else 0)
+    out, lse = flash_attention(*leaves, attn_mask=attn_mask, is_causal=is_causal, scale=scale, enable_gqa=True,
+                               return_lse=True)
+    loss = (out.float() * dout.float()).sum() + (lse.masked_fill(lse.isinf(), 0).sum() if with_lse_grad else 0)
     grads = torch.autograd.grad(loss, leaves)
     return out.detach(), lse.detach(), grads
 
 
-def run_reference(q, k, v, dout, *, is_causal, scale=None, with_lse_grad=False, golden=False):
+def run_reference(q, k, v, dout, *, is_causal, scale=None, with_lse_grad=False, golden=False, attn_mask=None):
     """The same quantities by autograd: torch SDPA in float64 (golden) or plain attention in q's dtype."""
     dtype = torch.float64 if golden else q.dtype
     leaves = [t.detach().to(dtype).requires_grad_(True) for t in (q, k, v)]
     scale_ = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    mask = attn_mask
+    if attn_mask is not None and attn_mask.dtype != torch.bool:
+        mask = attn_mask.to(dtype)  # SDPA takes an additive mask in the inputs' dtype
     if golden:
-        out = F.scaled_dot_product_attention(*leaves, is_causal=is_causal, scale=scale_, enable_gqa=True)
+        out = F.scaled_dot_product_attention(*leaves, attn_mask=mask, is_causal=is_causal, scale=scale_,
+                                             enable_gqa=True)
     else:
-        out = reference.attention(*leaves, is_causal=is_causal, scale=scale_, enable_gqa=True)
-    lse = torch.logsumexp(scaled_scores(leaves[0], leaves[1], is_causal=is_causal, scale=scale_), dim=-1)
-    loss = (out * dout.to(dtype)).sum() + (lse.sum() if with_lse_grad else 0)
+        out = plain_attention(*leaves, is_causal=is_causal, scale=scale_, attn_mask=mask)
+    lse = masked_lse(scaled_scores(leaves[0], leaves[1], is_causal=is_causal, scale=scale_, attn_mask=mask))
+    loss = (out * dout.to(dtype)).sum() + (lse.masked_fill(lse.isinf(), 0).sum() if with_lse_grad else 0)
     grads = torch.autograd.grad(loss, leaves)
     return out.detach(), lse.detach(), grads
 
@@ -84,24 +136,24 @@ def assert_within_rule(name, observed, golden, plain, dtype, size=None):
     return err, bound
 
 
-def check_against_references(q, k, v, dout, *, is_causal, scale=None, with_lse_grad=False):
+def check_against_references(q, k, v, dout, *, is_causal, scale=None, with_lse_grad=False, attn_mask=None):
     dtype = q.dtype
-    out, lse, grads = run_flash(q, k, v, dout, is_causal=is_causal, scale=scale, with_lse_grad=with_lse_grad)
-    g_out, g_lse, g_grads = run_reference(q, k, v, dout, is_causal=is_causal, scale=scale,
-                                          with_lse_grad=with_lse_grad, golden=True)
-    p_out, p_lse, p_grads = run_reference(q, k, v, dout, is_causal=is_causal, scale=scale,
-                                          with_lse_grad=with_lse_grad)
-    assert out.dtype == dtype and out.shape == q.shape
+    kw = dict(is_causal=is_causal, scale=scale, with_lse_grad=with_lse_grad, attn_mask=attn_mask)
+    out, lse, grads = run_flash(q, k, v, dout, **kw)
+    g_out, g_lse, g_grads = run_reference(q, k, v, dout, golden=True, **kw)
+    p_out, p_lse, p_grads = run_reference(q, k, v, dout, **kw)
+    assert out.dtype == dtype and out.shape == (*q.shape[:3], v.shape[3])
     assert lse.dtype == torch.float32 and lse.shape == q.shape[:3]
     assert_within_rule("out", out, g_out, p_out, dtype)
     # The lse is float32 whatever the inputs; its plain reference is torch.logsumexp in their dtype.
     assert_within_rule("lse", lse, g_lse, p_lse, dtype)
     # Gradients are sums of terms that can cancel (one key: dS = P∘(dP − D) = 0 exactly), so
     # their floor sits at the size of the terms, not of the (possibly zero) result.
-    sizes = reference.gradient_term_sizes(q, k, v, dout, is_causal=is_causal, scale=scale, enable_gqa=True)
+    sizes = term_sizes(q, k, v, dout, is_causal=is_causal, scale=scale, attn_mask=attn_mask)
     for name, g, gg, pg, size, t in zip(("dq", "dk", "dv"), grads, g_grads, p_grads, sizes, (q, k, v)):
         assert g.dtype == dtype and g.shape == t.shape
         assert_within_rule(name, g, gg, pg, dtype, size)
+    return out, lse, grads
 
 
 # -- the rule itself can fail ---------------------------------------------------------------
@@ -156,6 +208,15 @@ def test_gqa_gradients_sum_over_each_group(heads_q, heads_kv):
     for g, g_mha in ((dk, dk_mha), (dv, dv_mha)):
         summed = g_mha.reshape(g.shape[0], heads_kv, group, *g.shape[2:]).sum(2)  # (B, Hkv, Nk, D)
         torch.testing.assert_close(g, summed, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("d, dv, is_causal", [(40, 72, True), (64, 16, False), (32, 128, True)],
+                         ids=["40-72-causal", "64-16-full", "32-128-causal"])
+def test_value_head_dim_differs_from_query_head_dim(dtype, d, dv, is_causal):
+    """Dv ≠ D, as SDPA allows: out and dv are (…, Dv), dq and dk (…, D); with GQA and tails."""
+    q, k, v, dout = make_inputs(1, 4, 2, 70, 90, d, dtype, seed=d + dv, dv=dv)
+    check_against_references(q, k, v, dout, is_causal=is_causal)
 
 
 def test_lse_is_differentiable():

@@ -26,7 +26,8 @@ BAD = {
     "v-device-mismatch": (lambda: _call(v=_qkv()[2].to("meta")), ValueError, ["v", "meta"]),
     "q-on-meta": (lambda: _call(*(t.to("meta") for t in _qkv())), ValueError, ["q", "meta"]),
     "k-batch-mismatch": (lambda: _call(k=_qkv(b=2)[1]), ValueError, ["k", "batch"]),
-    "v-head-dim-mismatch": (lambda: _call(v=_qkv(d=32)[2]), ValueError, ["v", "head dim"]),
+    "k-head-dim-mismatch": (lambda: _call(k=_qkv(d=32)[1]), ValueError, ["k", "head dim"]),
+    "v-head-dim-over-256": (lambda: _call(v=torch.randn(1, 2, 8, 288)), ValueError, ["v", "head dim", "256"]),
     "v-length-mismatch": (lambda: _call(v=_qkv(nk=9)[2]), ValueError, ["v", "seq_len"]),
     "head-dim-over-256": (lambda: _call(*_qkv(d=288)), ValueError, ["q", "head dim", "256"]),
     "heads-differ-without-gqa": (lambda: _call(*_qkv(hq=4, hkv=2)), ValueError, ["enable_gqa"]),
@@ -38,6 +39,35 @@ BAD = {
     "enable-gqa-not-bool": (lambda: _call(enable_gqa=1), TypeError, ["enable_gqa"]),
     "scale-not-a-number": (lambda: _call(scale="0.1"), TypeError, ["scale"]),
     "scale-infinite": (lambda: _call(scale=float("inf")), ValueError, ["scale"]),
+    "return-lse-not-bool": (lambda: _call(return_lse=1), TypeError, ["return_lse"]),
+    # attn_mask: SDPA's dtypes (bool, float32, q's), shapes that broadcast to (B, Hq, Nq, Nk)
+    "mask-with-causal": (lambda: _call(attn_mask=torch.ones(8, 8, dtype=torch.bool), is_causal=True), ValueError,
+                         ["attn_mask", "is_causal"]),
+    "mask-not-a-tensor": (lambda: _call(attn_mask=[[True]]), TypeError, ["attn_mask", "list"]),
+    "mask-integer": (lambda: _call(attn_mask=torch.ones(8, 8, dtype=torch.int32)), TypeError,
+                     ["attn_mask", "int32"]),
+    "mask-float64": (lambda: _call(attn_mask=torch.zeros(8, 8, dtype=torch.float64)), TypeError,
+                     ["attn_mask", "float64"]),
+    "mask-half-with-float32-q": (lambda: _call(attn_mask=torch.zeros(8, 8, dtype=torch.float16)), TypeError,
+                                 ["attn_mask", "float16"]),
+    "mask-wrong-key-length": (lambda: _call(attn_mask=torch.ones(8, 9, dtype=torch.bool)), ValueError,
+                              ["attn_mask", "(8, 9)"]),
+    "mask-wrong-heads": (lambda: _call(attn_mask=torch.ones(1, 3, 8, 8, dtype=torch.bool)), ValueError,
+                         ["attn_mask", "broadcast"]),
+    "mask-1d": (lambda: _call(attn_mask=torch.ones(8, dtype=torch.bool)), ValueError, ["attn_mask", "2 to 4"]),
+    "mask-5d": (lambda: _call(attn_mask=torch.ones(1, 1, 1, 8, 8, dtype=torch.bool)), ValueError, ["attn_mask"]),
+    "mask-on-meta": (lambda: _call(attn_mask=torch.ones(8, 8, dtype=torch.bool, device="meta")), ValueError,
+                     ["attn_mask", "meta"]),
+    "mask-requires-grad": (lambda: _call(attn_mask=torch.zeros(8, 8, requires_grad=True)), ValueError,
+                           ["attn_mask", "grad"]),
+    # dropout_p: a real number in [0, 1)
+    "dropout-one": (lambda: _call(dropout_p=1.0), ValueError, ["dropout_p", "[0, 1)"]),
+    "dropout-negative": (lambda: _call(dropout_p=-0.1), ValueError, ["dropout_p"]),
+    "dropout-nan": (lambda: _call(dropout_p=float("nan")), ValueError, ["dropout_p"]),
+    "dropout-string": (lambda: _call(dropout_p="0.1"), TypeError, ["dropout_p", "str"]),
+    "dropout-bool": (lambda: _call(dropout_p=True), TypeError, ["dropout_p", "bool"]),
+    "dropout-complex": (lambda: _call(dropout_p=0.1j), TypeError, ["dropout_p", "complex"]),
+    "dropout-tensor": (lambda: _call(dropout_p=torch.tensor(0.1)), TypeError, ["dropout_p", "Tensor"]),
 }
 
 
@@ -55,3 +85,19 @@ def test_good_input_passes_the_same_checks():
     """The table above is not refusing everything: the valid neighbours of its cases run."""
     q, k, v = _qkv(hq=4, hkv=2, nq=1, nk=1, d=256)
     assert flash_attention(q, k, v, enable_gqa=True, scale=0.5, is_causal=True).shape == q.shape
+    q, k, v = _qkv()
+    v_wide = torch.randn(1, 2, 8, 256)
+    assert flash_attention(q, k, v_wide).shape == (1, 2, 8, 256)
+    for mask in (torch.ones(8, 8, dtype=torch.bool), torch.zeros(8, 8), torch.zeros(8, 8).half(),
+                 torch.ones(1, 2, 8, 8, dtype=torch.bool), torch.ones(1, 8, dtype=torch.bool),
+                 torch.ones(2, 8, 1, dtype=torch.bool), torch.zeros(8, 8, requires_grad=True).detach()):
+        if mask.dtype == torch.float16:
+            assert flash_attention(q.half(), k.half(), v.half(), attn_mask=mask).shape == q.shape
+        else:
+            assert flash_attention(q, k, v, attn_mask=mask).shape == q.shape
+    with torch.no_grad():  # a mask that requires grad is fine where no gradient is taken
+        assert flash_attention(q, k, v, attn_mask=torch.zeros(8, 8, requires_grad=True)).shape == q.shape
+    for p in (0.0, 0.5, 0.999, 0, torch.tensor(0.1).item()):
+        assert flash_attention(q, k, v, dropout_p=p).shape == q.shape
+    # SDPA's positional order: attn_mask, dropout_p, is_causal
+    assert flash_attention(q, k, v, None, 0.0, True).equal(flash_attention(q, k, v, is_causal=True))

@@ -23,25 +23,47 @@ def sdpa_report() -> ConformanceReport:
     return verify_attention(SDPA)
 
 
-def test_sdpa_passes_and_every_invariant_runs(sdpa_report):
-    assert sdpa_report.passed, str(sdpa_report)
+def sdpa_math(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """torch's SDPA forced onto its math backend."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(SDPBackend.MATH):
+        return SDPA(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                    enable_gqa=enable_gqa)
+
+
+def test_sdpa_passes_except_for_its_zero_scale_causal_bug(sdpa_report):
+    """torch 2.13's CPU SDPA (the default dispatch picks its flash backend here) returns NaN for
+    scale=0.0 with is_causal=True in every row with a masked key: 0 · (-inf). The math backend gets
+    it right (the mean of the visible values). That is a true alarm, and the only one."""
+    failed = {(c.invariant, c.case_name) for c in sdpa_report.failures}
+    causal = {c.name for c in DEFAULT_CASES if c.causal and c.kind == "random"}
+    # (not on one-key, which masks nothing, nor on Dv ≠ D, which torch dispatches to the math backend)
+    assert failed and failed <= {("zero-scale", name) for name in causal}, str(sdpa_report)
+    assert all("non-finite" in c.detail for c in sdpa_report.failures)
     assert {c.invariant for c in sdpa_report.checks} == {i.name for i in INVARIANTS}
     assert set(sdpa_report.dtypes) == {"float32", "float16", "bfloat16"}
-    exact = {"output-dtype-shape", "inputs-untouched"}  # yes/no checks; every other one has a tolerance
-    assert all(c.bound > 0 or c.invariant in exact for c in sdpa_report.checks)
+    assert not sdpa_report.not_applicable  # SDPA offers every feature
+    exact = {"output-dtype-shape", "inputs-untouched", "inputs-untouched-backward", "determinism",
+             "backward-determinism", "dropout-same-seed"}  # yes/no checks; every other one has a bound
+    # refusing attn_mask with is_causal is allowed, and is what SDPA does when it dispatches Dv ≠ D to math
+    assert all(c.bound > 0 or c.invariant in exact or c.detail.startswith("refused") for c in sdpa_report.checks)
 
 
-@pytest.mark.parametrize("seed", range(20))
-@pytest.mark.parametrize("impl", [SDPA, ref.float64_reference], ids=["sdpa", "float64-reference"])
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("impl", [sdpa_math, ref.float64_reference], ids=["sdpa-math", "float64-reference"])
 def test_no_false_alarms(impl, seed):
+    """Three seeds here; the survey (python -m kernels.harness.survey 20 ...) runs twenty."""
     report = verify_attention(impl, seed=seed)
-    assert report.passed, "\n".join(f.describe() for f in report.failures)
+    assert report.passed, "\n".join(report.failure_lines())
 
 
+@pytest.mark.slow
 def test_thorough_run_adds_larger_cases_and_passes_sdpa():
-    report = verify_attention(SDPA, thorough=True, dtypes=["bfloat16"], backward=False)
-    assert report.passed, "\n".join(f.describe() for f in report.failures)
-    assert {"fa-113x203", "fa-1023x1024", "mqa-causal"} <= {c.case_name for c in report.checks}
+    report = verify_attention(sdpa_math, thorough=True, dtypes=["bfloat16"], backward=False)
+    assert report.passed, "\n".join(report.failure_lines())
+    assert {"fa-113x203", "fa-1023x1024", "mqa-causal", "long-1025", "mqa-decode-long"} <= {
+        c.case_name for c in report.checks}
 
 
 def test_claim_ids_are_in_the_catalogue():
@@ -60,8 +82,7 @@ def test_report_records_and_text(sdpa_report):
     for field in ("invariant", "claim_id", "case", "dtype", "device", "discrepancy", "bound", "passed", "error"):
         assert hasattr(check, field)
     text = str(sdpa_report)
-    assert "PASSED" in text and "reference-agreement" in text and "c13 = negative-rows" in text
-    assert sdpa_report.failures == []
+    assert "reference-agreement" in text and "c13 = negative-rows" in text and "c20 = length-sweep" in text
     assert len(sdpa_report.as_dicts()) == len(sdpa_report.checks)
 
 
@@ -86,7 +107,7 @@ def test_an_exception_is_a_failure_of_that_case_not_a_crash():
 def test_non_tensor_output_is_a_failure():
     report = verify_attention(lambda q, k, v, **kw: q.tolist(), dtypes=["float32"], backward=False)
     assert not report.passed
-    assert all(not c.passed for c in report.checks if c.invariant != "inputs-untouched")
+    assert all(not c.passed for c in report.judged if c.invariant != "inputs-untouched")
     assert any("list" in (c.error or c.detail) for c in report.failures)
 
 
@@ -121,8 +142,13 @@ def test_narrowing_switches_features_off():
     assert report.passed, str(report)
     assert not any(c for c, g, grad in seen) and not any(g for c, g, grad in seen)
     assert not any(grad for c, g, grad in seen)
-    names = {c.invariant for c in report.checks}
-    assert not names & {"causality", "causal-alignment", "gqa-equals-repeated-mha", "backward-agreement"}
+    judged = {c.invariant for c in report.judged}
+    lacking = {"causality", "causal-alignment", "gqa-equals-repeated-mha", "backward-agreement", "attn-mask",
+               "dropout-mask-law", "attn-mask-gradients"}
+    assert not judged & lacking
+    assert lacking <= {c.invariant for c in report.not_applicable}  # reported, never failed
+    assert all(c.passed and c.status == "not applicable" for c in report.not_applicable)
+    assert "Not applicable:" in str(report) and "n/a" in report.table()
     # and the same implementation, asked for the features it lacks, fails on them
     assert not verify_attention(spy, dtypes=["float32"], backward=False).passed
 
@@ -164,6 +190,15 @@ def test_tolerance_rule():
 def test_cases_cover_the_nasty_shapes():
     lengths = {c.n_q for c in DEFAULT_CASES} | {c.n_k for c in DEFAULT_CASES}
     assert {1, 37, 53, 127} <= lengths
+    long = [n for n in lengths if n > 256]
+    assert long and all(any(n % m == 1 for n in long) for m in (32, 64, 128))  # a tail block of one key
+    assert any(c.batch >= 2 and c.causal for c in DEFAULT_CASES)
+    assert any(c.batch >= 2 and c.gqa and c.causal for c in DEFAULT_CASES)
+    assert any(c.kv_heads == 1 and c.q_heads > 1 for c in DEFAULT_CASES)  # MQA
+    assert any(c.causal and c.n_q == 1 for c in DEFAULT_CASES)
+    assert any(c.head_dim % 16 for c in DEFAULT_CASES)
+    assert any(c.dv > c.head_dim for c in DEFAULT_CASES) and any(c.dv < c.head_dim for c in DEFAULT_CASES)
+    assert any(c.scale is not None and c.scale not in (0.25, 0.5, 1.0) for c in DEFAULT_CASES)
     assert any(c.n_q < c.n_k and c.causal for c in DEFAULT_CASES)
     assert any(c.n_q > c.n_k and c.causal for c in DEFAULT_CASES)
     assert {16, 32, 64, 80, 128} <= {c.head_dim for c in DEFAULT_CASES}
@@ -210,15 +245,19 @@ def test_a_check_refuses_to_build_on_an_unproved_claim(monkeypatch):
     class Unproved:
         verified = False
 
-    inv._proved.cache_clear()
-    inv._merge_function.cache_clear()
+    from kernels.harness import bias, dropout
+
+    caches = (inv._proved, inv._merge_function, dropout.laws, bias.truncation_bias)
+    for cache in caches:
+        cache.cache_clear()
     monkeypatch.setattr("proofs.claims.derive", lambda claim_id: Unproved())
     square = next(c for c in DEFAULT_CASES if c.name == "square")
-    report = verify_attention(SDPA, dtypes=["float32"], cases=[square])
+    report = verify_attention(SDPA, dtypes=["bfloat16"], cases=[square])
     refused = {f.invariant for f in report.failures if "did not verify" in (f.error or "")}
-    assert refused == {"online-softmax-merge", "backward-key-gradient-sum"}
-    inv._proved.cache_clear()
-    inv._merge_function.cache_clear()
+    assert refused == {"online-softmax-merge", "backward-key-gradient-sum", "rounding-bias", "dropout-mask-law",
+                       "dropout-expectation", "dropout-variance"}
+    for cache in caches:
+        cache.cache_clear()
 
 
 def test_error_vs_length():

@@ -10,10 +10,12 @@ SDPA = "torch.nn.functional:scaled_dot_product_attention"
 
 
 def test_correct_implementation_exits_zero_with_a_table(capsys):
-    assert main([SDPA, "--dtype", "float32", "--no-backward"]) == 0
+    # (torch's own SDPA fails zero-scale under is_causal on this CPU: see test_harness.py)
+    target = "kernels.harness.reference:float64_reference"
+    assert main([target, "--dtype", "float32", "--no-backward"]) == 0
     out = capsys.readouterr().out
     assert "PASSED" in out and "invariant" in out and "causal-alignment" in out and "c1 = square" in out
-    assert out.startswith(f"Conformance of {SDPA} on cpu (float32)")
+    assert out.startswith(f"Conformance of {target} on cpu (float32)")
 
 
 def test_mutant_exits_one_and_names_the_law(capsys):
@@ -25,7 +27,9 @@ def test_mutant_exits_one_and_names_the_law(capsys):
 def test_flags_narrow_the_run(capsys):
     assert main(["kernels.mutants:gqa_modulo_heads", "--dtype", "float32,float16", "--no-gqa", "--no-backward"]) == 0
     out = capsys.readouterr().out
-    assert "float32, float16" in out and "gqa-equals-repeated-mha" not in out
+    assert "float32, float16" in out
+    row = next(line for line in out.splitlines() if line.startswith("gqa-equals-repeated-mha"))
+    assert "n/a" in row and "✓" not in row and "✗" not in row  # reported not applicable, never judged
 
 
 @pytest.mark.parametrize("argv, words", [

@@ -1,21 +1,24 @@
-"""Every deliberately wrong implementation is refused, and named by the invariant it breaks."""
+"""Every deliberately wrong implementation is refused by the invariant it targets, in every dtype its
+bug shows in; the correct implementations the mutants are cut from pass the whole harness."""
 from __future__ import annotations
 
 import pytest
 
 from kernels.harness import verify_attention
 from kernels.harness.invariants import INVARIANTS
-from kernels.mutants import MUTANTS, blocked_attention, manual_backward_attention
+from kernels.mutants import MUTANTS, blocked_attention, full_attention, manual_backward_attention
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
-def test_mutant_is_refused_by_the_right_invariant_in_every_dtype(mutant):
-    report = verify_attention(mutant.fn, dtypes=mutant.dtypes, backward=mutant.backward)
-    assert not report.passed, f"{mutant.name} ({mutant.bug_class}) passed"
+def test_mutant_is_refused_by_the_invariant_it_targets_in_every_dtype(mutant):
+    """Only the targeted invariant runs (the whole run per mutant would cost minutes of CI)."""
+    report = verify_attention(mutant.fn, dtypes=mutant.dtypes, backward=mutant.backward,
+                              invariants=[mutant.caught_by])
+    assert report.judged, f"{mutant.caught_by} never ran on {mutant.name}"
     for dtype in report.dtypes:
         named = {c.invariant for c in report.failures if c.dtype == dtype}
         assert mutant.caught_by in named, (
-            f"{mutant.name} ({mutant.bug_class}) in {dtype} was refused by {sorted(named)}, not by {mutant.caught_by}")
+            f"{mutant.name} ({mutant.bug_class}) in {dtype} passed {mutant.caught_by}:\n{report}")
 
 
 def test_at_least_fifteen_distinct_bug_classes():
@@ -28,10 +31,11 @@ def test_every_invariant_names_some_mutant():
     assert {m.caught_by for m in MUTANTS} == {i.name for i in INVARIANTS}
 
 
-@pytest.mark.parametrize("correct, backward", [(blocked_attention, False), (manual_backward_attention, True)],
-                         ids=["blocked-online-softmax", "hand-written-backward"])
+@pytest.mark.parametrize("correct, backward", [(blocked_attention, False), (manual_backward_attention, True),
+                                               (full_attention, True)],
+                         ids=["blocked-online-softmax", "hand-written-backward", "full-signature"])
 def test_the_correct_implementations_the_mutants_are_cut_from_pass(correct, backward):
     """So a mutant fails for its bug alone. (The blocked loop's backward is autograd through a Python
     loop: slow, and not what its mutants change, so only its forward is judged here.)"""
     report = verify_attention(correct, backward=backward)
-    assert report.passed, str(report)
+    assert report.passed, "\n".join(report.failure_lines())

@@ -1,0 +1,82 @@
+"""Rounding bias: the signed error of a half-precision output must average to about zero.
+
+Claim ``round-to-nearest-unbiased`` (proofs/theorems/rounding_bias.py): an exact value whose
+position inside its rounding cell is uniform has round-to-nearest error of mean 0 (variance
+h²/12), while truncation toward zero has mean -h/2 in the direction of the value's sign. A
+kernel that truncates its bfloat16 store stays within the 2× magnitude rule, yet that bias, summed
+over a training run, is what Qiu & Yao (arXiv 2510.04212) trace loss explosions to.
+
+The test. Each output element's error against float64 is expressed in units of its own rounding
+cell (ulp of the golden value in the dtype), e = (out - gold) / ulp(gold), both as is (catches
+rounding toward -∞ or +∞) and times sign(gold) (catches truncation toward zero). Elements of one
+row share the row's normaliser, so their errors are correlated; rows are independent, so the
+unit is the row mean. H0: |E[row mean]| ≤ δ, with δ one fifth of the derived truncation bias
+(0.1 ulp); it is rejected when (|mean| - δ)/se > z at one-sided α = 1e-6 per statistic (se the
+rows' standard error; the CLT over ≥ 64 rows). Only float16/bfloat16 outputs are judged: in
+float32 the output's rounding is one of many same-size rounding steps inside the kernel, which
+the claim does not cover.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from kernels.harness.cases import RANDOM
+from kernels.harness.invariants import Invariant, _proved, register
+from kernels.harness.subject import Outcome, Subject
+
+ALPHA = 1e-6
+MIN_ROWS = 64
+
+
+@functools.lru_cache(maxsize=1)
+def truncation_bias() -> float:
+    """The derived mean error of truncation toward zero, in units of the rounding cell (-1/2)."""
+    return float(_proved("round-to-nearest-unbiased").result["truncation_mean"])
+
+
+@functools.lru_cache(maxsize=1)
+def _z() -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(1 - ALPHA)
+
+
+def ulp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The spacing of ``dtype`` at |x| (float64; subnormal spacing below the smallest normal)."""
+    info = torch.finfo(dtype)
+    mag = x.abs().clamp(min=info.tiny)
+    return torch.exp2(torch.floor(torch.log2(mag))) * info.eps
+
+
+def bias_statistics(out: torch.Tensor, gold: torch.Tensor, dtype: torch.dtype) -> dict:
+    """Row-mean errors in ulps, signed and sign-adjusted: {name: (mean, standard error, rows)}."""
+    gold = gold.double()
+    err = (out.cpu().double() - gold) / ulp(gold, dtype)  # (B, H, Nq, Dv)
+    err = torch.where(gold == 0, torch.zeros_like(err), err)
+    stats = {}
+    for name, e in (("signed", err), ("toward zero", err * torch.sign(gold))):
+        rows = e.mean(dim=-1).flatten()  # (B·H·Nq,)
+        n = rows.numel()
+        stats[name] = (float(rows.mean()), float(rows.std() / math.sqrt(n)) if n > 1 else math.inf, n)
+    return stats
+
+
+def rounding_bias(s: Subject) -> Outcome:
+    gold, _ = s.base
+    margin = abs(truncation_bias()) / 5
+    worst_z, details = 0.0, []
+    for name, (mean, se, n) in bias_statistics(s.output(), gold, s.dtype).items():
+        excess = abs(mean) - margin
+        z = (excess / se if se > 0 else (math.inf if excess > 0 else 0.0)) if math.isfinite(mean) else math.inf
+        worst_z = max(worst_z, z)
+        details.append(f"{name}: mean {mean:+.3f} ulp ± {se:.3f} over {n} rows")
+    return Outcome(max(worst_z, 0.0), _z(), "; ".join(details) + f" (H0 |bias| ≤ {margin:g} ulp, α = {ALPHA:g})")
+
+
+register(Invariant("rounding-bias", "round-to-nearest-unbiased", rounding_bias,
+                   lambda c: c.kind == RANDOM and c.batch * c.q_heads * c.n_q >= MIN_ROWS,
+                   bug_classes="biased rounding of the output (truncating bfloat16 store)",
+                   dtypes=frozenset({torch.float16, torch.bfloat16})))

@@ -1,0 +1,128 @@
+"""SDPA's ``attn_mask``: boolean (True = attend) and additive float masks, broadcast over batch and
+heads, alone and with ``is_causal``.
+
+What torch 2.13's CPU SDPA does, measured (math and flash backends, float32 and bfloat16, boolean
+and additive masks): a row with no visible key has output 0 and zero gradients; with both
+``attn_mask`` and ``is_causal=True`` the default dispatch applies both, while the math backend
+raises "Explicit attn_mask should not be set when is_causal=True". The harness accepts either
+refusing (any exception) or applying both, and rejects anything else.
+"""
+from __future__ import annotations
+
+import torch
+
+from kernels.harness import reference as ref
+from kernels.harness.cases import RANDOM, Case
+from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, Invariant, register
+from kernels.harness.subject import Outcome, Subject, against, checked_output, gradients_against, relation, worst
+
+
+def _rows_see_a_key(visible: torch.Tensor, gen) -> torch.Tensor:
+    """visible with one random key switched on in every row, so no row is empty unless meant to be."""
+    pick = torch.randint(visible.shape[-1], visible.shape[:-1] + (1,), generator=gen)
+    return visible.scatter(-1, pick, True)
+
+
+def bool_mask(s: Subject, shape, label: str, keep: float = 0.6) -> torch.Tensor:
+    gen = s.rng(label)
+    visible = torch.rand(shape, generator=gen) < keep
+    return _rows_see_a_key(visible, gen).to(s.device)
+
+
+def additive_mask(s: Subject, shape, label: str) -> torch.Tensor:
+    """Finite values of either sign (N(0, 2²)) with about a quarter -inf, in the inputs' dtype."""
+    gen = s.rng(label)
+    values = 2 * torch.randn(shape, generator=gen, dtype=torch.float64)
+    hidden = ~_rows_see_a_key(torch.rand(shape, generator=gen) < 0.75, gen)
+    return s.cast(values.masked_fill(hidden, float("-inf")))
+
+
+def _shapes(s: Subject) -> dict[str, tuple]:
+    """SDPA broadcasts the mask over batch and heads: every form a caller uses."""
+    b, h, nq, nk = s.q.shape[0], s.q.shape[1], s.case.n_q, s.case.n_k
+    return {"(Nq, Nk)": (nq, nk), "(B, 1, Nq, Nk)": (b, 1, nq, nk), "(1, Hq, Nq, Nk)": (1, h, nq, nk),
+            "(B, Hq, Nq, Nk)": (b, h, nq, nk)}
+
+
+def attn_mask_agreement(s: Subject) -> Outcome:
+    """Boolean and additive masks of every broadcast form, against float64 with the same mask."""
+    outcomes, details = [], []
+    for form, shape in _shapes(s).items():
+        for kind, make in (("bool", bool_mask), ("additive", additive_mask)):
+            m = make(s, shape, f"mask {kind} {form}")
+            o = against(s, s.run(attn_mask=m, is_causal=False), *s.reference(attn_mask=m, is_causal=False))
+            outcomes.append(o)
+            details.append(f"{kind} {form}: {o.discrepancy:.3g}/{o.bound:.3g}")
+    return worst(outcomes, details)
+
+
+def attn_mask_with_causal(s: Subject) -> Outcome:
+    """attn_mask with is_causal=True: refusing (raising) or applying both is right; nothing else."""
+    m = bool_mask(s, _shapes(s)["(B, 1, Nq, Nk)"], "mask with causal")
+    try:
+        raw = s._call(s.q, s.k, s.v, attn_mask=m, is_causal=True)[0]
+    except Exception as exc:  # refusing the combination is what SDPA's math backend does
+        return Outcome(0.0, 0.0, f"refused: {type(exc).__name__}")
+    out = checked_output(raw, s.q, s.v)  # what it returned must still be an output
+    o = against(s, out, *s.reference(attn_mask=m, is_causal=True))
+    return Outcome(o.discrepancy, o.bound, "applied both")
+
+
+def _with_empty_rows(s: Subject, label: str) -> torch.Tensor:
+    """A (B, Hq, Nq, Nk) boolean mask in which every third row of every head sees no key."""
+    m = bool_mask(s, _shapes(s)["(B, Hq, Nq, Nk)"], label)
+    m[..., ::3, :] = False
+    return m
+
+
+def attn_mask_empty_rows(s: Subject) -> Outcome:
+    """Rows with no visible key follow torch 2.13's CPU SDPA: output exactly 0 (not NaN)."""
+    m = _with_empty_rows(s, "empty rows")
+    return against(s, s.run(attn_mask=m, is_causal=False), *s.reference(attn_mask=m, is_causal=False))
+
+
+def attn_mask_causal_equivalence(s: Subject) -> Outcome:
+    """A boolean mask equal to the top-left causal mask gives the is_causal result."""
+    m = ref.causal_mask(s.case.n_q, s.case.n_k, s.device)  # (Nq, Nk)
+    a = s.run(attn_mask=m, is_causal=False), *s.reference(attn_mask=m, is_causal=False)
+    return relation(s, *a, s.run(attn_mask=None, is_causal=True), *s.reference(attn_mask=None, is_causal=True))
+
+
+def attn_mask_row_shift(s: Subject) -> Outcome:
+    """Adding a constant per row to an additive mask changes nothing (softmax-shift-invariance)."""
+    m = additive_mask(s, _shapes(s)["(B, Hq, Nq, Nk)"], "row shift")
+    c = torch.randint(-8, 9, m.shape[:-1] + (1,), generator=s.rng("row constants")).to(torch.float64)
+    m2 = s.cast(m.double().cpu() + c)  # integers keep -inf and are exact at these magnitudes in every dtype
+    kw = dict(is_causal=False)
+    return relation(s, s.run(attn_mask=m2, **kw), *s.reference(attn_mask=m2, **kw),
+                    s.run(attn_mask=m, **kw), *s.reference(attn_mask=m, **kw))
+
+
+def attn_mask_gradients(s: Subject) -> Outcome:
+    """Gradients under a boolean mask with empty rows: masked pairs contribute nothing (zero
+    gradient where no query sees a key, zero dq in an empty row), the rest as float64 autograd."""
+    m = _with_empty_rows(s, "gradient mask")
+    m[..., :, -1] = False  # the last key is seen by no query: its dk and dv must be exactly 0
+    g = s.backward(attn_mask=m, is_causal=False)
+    return gradients_against(s, g.got, g.gold, g.plain, s.gradient_sizes_for(attn_mask=m, is_causal=False))
+
+
+def _maskable(c: Case) -> bool:
+    return c.kind == RANDOM and c.n_k >= 2 and c.n_q * c.n_k <= 2 ** 16
+
+
+_MASK = frozenset({ATTN_MASK})
+register(Invariant("attn-mask", "softmax-shift-invariance", attn_mask_agreement, _maskable, _MASK,
+                   bug_classes="boolean mask read as additive 0/1; mask broadcast over batch or heads wrong"))
+register(Invariant("attn-mask-with-causal", "causal-mask-top-left", attn_mask_with_causal,
+                   lambda c: _maskable(c) and c.causal, _MASK | {CAUSAL},
+                   bug_classes="attn_mask silently replacing is_causal (or the reverse)"))
+register(Invariant("attn-mask-empty-rows", None, attn_mask_empty_rows, _maskable, _MASK,
+                   bug_classes="0/0 = NaN in rows with no visible key"))
+register(Invariant("attn-mask-causal-equivalence", "causal-mask-top-left", attn_mask_causal_equivalence,
+                   lambda c: _maskable(c) and c.causal, _MASK | {CAUSAL},
+                   bug_classes="attn_mask ignored"))
+register(Invariant("attn-mask-row-shift", "softmax-shift-invariance", attn_mask_row_shift, _maskable, _MASK,
+                   bug_classes="additive mask clamped or rescaled (assumes masks ≤ 0)"))
+register(Invariant("attn-mask-gradients", "causal-mask-top-left", attn_mask_gradients, _maskable,
+                   _MASK | {BACKWARD}, bug_classes="backward ignores the mask"))

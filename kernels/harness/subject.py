@@ -1,0 +1,186 @@
+"""One implementation on one case in one dtype (a :class:`Subject`), and how an invariant's
+finding is measured against its bound (an :class:`Outcome`).
+
+Bounds come from the low-precision rule in ``tolerance.py``; a relation between two outputs of
+the implementation whose exact values agree (A ≈ B) allows each side its own error, so its bound
+is MULT × (reference error of A's input + reference error of B's input) + the floor.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from kernels.harness import reference as ref
+from kernels.harness import tolerance as tol
+from kernels.harness.cases import Case, generator, make_inputs
+
+
+@dataclass(frozen=True)
+class Outcome:
+    discrepancy: float
+    bound: float
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Gradients:
+    """One backward call: the impl's (dq, dk, dv), the float64 golden ones, the plain same-precision
+    ones (all on the CPU), and the names of the tensors (q, k, v, dout) the call wrote into."""
+    got: tuple
+    gold: tuple
+    plain: tuple
+    changed: tuple[str, ...]
+
+
+class Subject:
+    """One implementation on one case in one dtype: its inputs, its calls, the golden values."""
+
+    def __init__(self, impl: Callable, case: Case, dtype: torch.dtype, device: str, seed: int):
+        self.impl, self.case, self.dtype, self.device, self.seed = impl, case, dtype, device, seed
+        self.q, self.k, self.v, self.dout = make_inputs(case, dtype, device, seed)
+
+    # ---------------------------------------------------------------- calls
+    def kwargs(self, **overrides) -> dict:
+        kw = dict(is_causal=self.case.causal, scale=self.case.scale, enable_gqa=self.case.gqa)
+        kw.update(overrides)
+        return kw
+
+    def _call(self, q, k, v, **overrides):
+        """impl on copies of q, k, v (strides kept): (what it returned, the copies after the call).
+        An impl that writes into its inputs is named by inputs-untouched and must not corrupt the
+        inputs of every later check."""
+        q, k, v = q.clone(), k.clone(), v.clone()
+        with torch.no_grad():
+            return self.impl(q, k, v, **self.kwargs(**overrides)), (q, k, v)
+
+    def run(self, q=None, k=None, v=None, **overrides) -> torch.Tensor:
+        q, k, v = (self.q if q is None else q), (self.k if k is None else k), (self.v if v is None else v)
+        return checked_output(self._call(q, k, v, **overrides)[0], q, v)
+
+    @functools.cached_property
+    def first_call(self):
+        """impl on the base inputs, once: (what it returned, names of the inputs it changed)."""
+        raw, after = self._call(self.q, self.k, self.v)
+        changed = [name for name, x, y in zip("qkv", (self.q, self.k, self.v), after) if not torch.equal(x, y)]
+        return raw, changed
+
+    def output(self) -> torch.Tensor:
+        return checked_output(self.first_call[0], self.q, self.v)
+
+    # ---------------------------------------------------------------- references
+    def reference(self, q=None, k=None, v=None, **overrides) -> tuple[torch.Tensor, float]:
+        """(float64 golden output, error of the plain same-precision reference against it)."""
+        q, k, v = (self.q if q is None else q), (self.k if k is None else k), (self.v if v is None else v)
+        kw = self.kwargs(**overrides)
+        gold = ref.attention64(q.cpu(), k.cpu(), v.cpu(), **kw)
+        return gold, tol.max_abs_error(ref.attention(q, k, v, **kw).cpu(), gold)
+
+    @functools.cached_property
+    def base(self) -> tuple[torch.Tensor, float]:
+        return self.reference()
+
+    def backward(self, q=None, k=None, dout=None, **overrides) -> Gradients:
+        """impl's gradients for (q, k, v, dout), golden and plain ones beside them.
+
+        Every tensor the impl sees is a fresh copy (``ref.leaves``), so an impl that writes into its
+        inputs or into dO changes nothing the harness keeps; what it changed is recorded."""
+        q, k = (self.q if q is None else q), (self.k if k is None else k)
+        dout = self.dout if dout is None else dout
+        kw = self.kwargs(**overrides)
+        qkv = ref.leaves((q, k, self.v))
+        d_o = dout.clone()  # strides kept: a non-contiguous dO stays non-contiguous
+        out = self.impl(*qkv, **kw)
+        checked_output(out, q, self.v)
+        got = torch.autograd.grad(out, qkv, d_o)
+        for name, g, x in zip(("dq", "dk", "dv"), got, (q, k, self.v)):
+            if not isinstance(g, torch.Tensor) or tuple(g.shape) != tuple(x.shape):
+                raise ValueError(f"{name} has shape {tuple(getattr(g, 'shape', ()))}, expected {tuple(x.shape)}")
+        changed = tuple(name for name, x, y in zip(("q", "k", "v", "dO"), (q, k, self.v, dout), (*qkv, d_o))
+                        if not torch.equal(x, y.detach()))
+        _, gold = ref.output_and_grads(ref.attention, q.cpu(), k.cpu(), self.v.cpu(), dout.cpu(), upcast=True, **kw)
+        _, plain = ref.output_and_grads(ref.attention, q, k, self.v, dout, **kw)
+        return Gradients(tuple(g.detach().cpu() for g in got), gold, tuple(g.cpu() for g in plain), changed)
+
+    @functools.cached_property
+    def gradients(self):
+        """(impl's (dq, dk, dv), golden float64 ones, plain same-precision ones) on the base inputs."""
+        g = self.base_backward
+        return g.got, g.gold, g.plain
+
+    @functools.cached_property
+    def base_backward(self) -> Gradients:
+        return self.backward()
+
+    def gradient_sizes_for(self, q=None, k=None, dout=None, **overrides):
+        """Float64 gradients with every factor made absolute: the scale rounding acts at."""
+        q, k = (self.q if q is None else q), (self.k if k is None else k)
+        dout = self.dout if dout is None else dout
+        return ref.gradient_term_sizes(*(t.cpu() for t in (q, k, self.v, dout)), **self.kwargs(**overrides))
+
+    @functools.cached_property
+    def gradient_sizes(self):
+        return self.gradient_sizes_for()
+
+    def rng(self, label: str) -> torch.Generator:
+        return generator(self.seed, self.case.name, str(self.dtype), label)
+
+    def cast(self, x: torch.Tensor) -> torch.Tensor:
+        return x.to(device=self.device, dtype=self.dtype)
+
+
+def checked_output(out, q, v) -> torch.Tensor:
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"impl returned {type(out).__name__}, expected a torch.Tensor")
+    expected = tuple(q.shape[:-1]) + (v.shape[-1],)
+    if tuple(out.shape) != expected:
+        raise ValueError(f"output has shape {tuple(out.shape)}, expected {expected}")
+    return out.detach()
+
+
+def against(s: Subject, observed, golden, reference_error: float, size=None) -> Outcome:
+    """observed vs its float64 golden value, by the low-precision rule (floor at ``size``, default golden)."""
+    return Outcome(tol.max_abs_error(observed.cpu(), golden),
+                   tol.bound(s.dtype, reference_error, golden if size is None else size))
+
+
+def relation(s: Subject, a, a_gold, a_err, b, b_gold, b_err) -> Outcome:
+    """Two impl outputs whose golden values agree up to (a_gold - b_gold), known in float64.
+
+    Discrepancy |(a - a_gold) - (b - b_gold)|: the law itself, with whatever the rounding of a
+    transformed input changed in the exact answer taken out."""
+    diff = (a.cpu().double() - b.cpu().double()) - (a_gold - b_gold)
+    disc = tol.max_abs_error(diff, torch.zeros_like(diff))
+    return Outcome(disc, tol.MULT * (a_err + b_err) + tol.floor(s.dtype, a_gold))
+
+
+def gradients_against(s: Subject, got, golden, plain, sizes) -> Outcome:
+    """Each of dq, dk, dv against its golden value by the low-precision rule; the worst of the three."""
+    outcomes, details = [], []
+    for name, g, g64, gp, size in zip(("dq", "dk", "dv"), got, golden, plain, sizes):
+        o = against(s, g, g64, tol.max_abs_error(gp, g64), size)
+        outcomes.append(o)
+        details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
+    return worst(outcomes, details)
+
+
+def worst(outcomes: list[Outcome], details: list[str]) -> Outcome:
+    """The outcome closest to (or furthest past) its bound, with every part's figures as detail."""
+    w = max(outcomes, key=ratio)
+    return Outcome(w.discrepancy, w.bound, "; ".join(details))
+
+
+def ratio(o) -> float:
+    """discrepancy / bound (1 = at the bound); works on an Outcome or a report Check."""
+    if math.isnan(o.discrepancy):
+        return math.inf
+    return o.discrepancy / o.bound if o.bound > 0 else (math.inf if o.discrepancy > 0 else 0.0)
+
+
+def strided(x: torch.Tensor) -> torch.Tensor:
+    """The same values as a non-contiguous view: (B, H, N, D) read out of (B, N, H, D) storage,
+    the layout a projection followed by .view(B, N, H, D).transpose(1, 2) produces."""
+    return x.transpose(1, 2).contiguous().transpose(1, 2)
