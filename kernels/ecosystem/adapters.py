@@ -37,6 +37,7 @@ class Peer:
     layout: str  # the library's own tensor layout
     causal: str | None  # TOP_LEFT, BOTTOM_RIGHT (judged by causal-mask-bottom-right) or None (no causal)
     backward: bool
+    value_dim: bool = True  # a value head dim Dv != D
     dtypes: tuple[str, ...] = ALL_DTYPES
     scale: str = "explicit"  # "explicit", or why not
     mask: str = ""  # how the adapter tells the library which keys are visible
@@ -353,6 +354,8 @@ def _keras(backend: str):
 _SDPA_DOC = ("torch.nn.functional.scaled_dot_product_attention docs: is_causal is a lower-triangular mask "
              "torch.ones(L, S).tril(diagonal=0), top-left aligned when L != S")
 
+_JAX_DV = ("Dv != D: jax.nn.dot_product_attention docs: 'value: value array, should have the same shape as "
+           "the key array' (those cases run with Dv = D)")
 _HF_LIMIT = ("causal with Nq > Nk: the model's queries are the newest Nq of its Nk keys (bottom-right claim's "
              "premise Nq <= Nk)")
 
@@ -366,10 +369,10 @@ PEERS: tuple[Peer, ...] = (
          source="torch.nn.attention.flex_attention docs: the causal mask_mod example `return q_idx >= kv_idx`",
          needs=("torch",),
          limits=("backward: eager flex_attention raises 'FlexAttention does not support backward on CPU.'",)),
-    Peer("jax", "jax", _jax, "(B, N, H, D)", TOP_LEFT, True, mask="is_causal",
+    Peer("jax", "jax", _jax, "(B, N, H, D)", TOP_LEFT, True, value_dim=False, mask="is_causal",
          source="jax.nn.dot_product_attention docs (query BTNH; scale None = 1/sqrt(H)); "
                 "is_causal: jax/_src/nn/functions.py _get_causal_mask = jnp.tril(jnp.ones((T, S)))",
-         needs=("jax",)),
+         needs=("jax",), limits=(_JAX_DV,)),
     Peer("transformers-eager", "transformers", lambda: _hf("eager"), "in (B, H, N, D), out (B, N, H, D)",
          BOTTOM_RIGHT, True, mask="additive float mask from masking_utils.eager_mask, q_offset = Nk - Nq",
          source="transformers.models.llama.modeling_llama.eager_attention_forward; masking_utils."
@@ -391,9 +394,11 @@ PEERS: tuple[Peer, ...] = (
          source="tinygrad Tensor.scaled_dot_product_attention(key, value, attn_mask, dropout_p, is_causal, "
                 "enable_gqa): no scale parameter",
          needs=("tinygrad",), limits=("explicit scale: the function has no scale parameter",)),
-    Peer("keras-jax", "keras", lambda: _keras("jax"), "(B, N, H, D)", TOP_LEFT, True, mask="is_causal",
+    Peer("keras-jax", "keras", lambda: _keras("jax"), "(B, N, H, D)", TOP_LEFT, True, value_dim=False,
+         mask="is_causal",
          source="keras.ops.dot_product_attention docs (query [batch, time, heads, depth]); JAX backend",
-         needs=("keras", "jax"), env={"KERAS_BACKEND": "jax"}),
+         needs=("keras", "jax"), env={"KERAS_BACKEND": "jax"},
+         limits=("Dv != D: the JAX backend calls jax.nn.dot_product_attention (" + _JAX_DV + ")",)),
     Peer("keras-torch", "keras", lambda: _keras("torch"), "(B, N, H, D)", TOP_LEFT, True, mask="is_causal",
          source="keras.ops.dot_product_attention docs (query [batch, time, heads, depth]); torch backend",
          needs=("keras",), env={"KERAS_BACKEND": "torch"}),

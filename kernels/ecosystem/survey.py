@@ -43,7 +43,7 @@ def run_peer(p: Peer, seed: int = 0) -> dict:
     start = time.perf_counter()
     impl = p.build()
     report = verify_attention(impl, dtypes=list(p.dtypes), causal=p.causal is not None, backward=p.backward,
-                              seed=seed, cases=harness_cases(p))
+                              value_dim=p.value_dim, seed=seed, cases=harness_cases(p))
     checks = list(report.checks)
     if p.causal == BOTTOM_RIGHT:
         checks += bottom_right_checks(impl, p.dtypes, seed=seed)
@@ -54,7 +54,7 @@ def run_peer(p: Peer, seed: int = 0) -> dict:
 
 def describe(p: Peer) -> dict:
     return dict(name=p.name, library=p.library, version=p.version(), layout=p.layout, causal=p.causal,
-                backward=p.backward, dtypes=list(p.dtypes), scale=p.scale, mask=p.mask, source=p.source,
+                backward=p.backward, value_dim=p.value_dim, dtypes=list(p.dtypes), scale=p.scale, mask=p.mask, source=p.source,
                 limits=p.limits)
 
 

@@ -13,6 +13,7 @@ import math
 import os
 
 from kernels.ecosystem.adapters import Unsupported
+from kernels.harness.report import NOT_APPLICABLE as NOT_APPLICABLE_STATUS
 
 NOT_APPLICABLE = "n/a"
 _UNSUPPORTED = f"{Unsupported.__name__}:"
@@ -28,7 +29,10 @@ def ratio(check: dict) -> float:
 
 
 def not_applicable(check: dict) -> bool:
-    """The adapter refused an argument the library cannot express (Unsupported)."""
+    """The harness found the feature missing (status "not applicable"), or the adapter refused an
+    argument the library cannot express (Unsupported)."""
+    if check.get("status") == NOT_APPLICABLE_STATUS:
+        return True
     return bool(check.get("error")) and check["error"].startswith(_UNSUPPORTED)
 
 
