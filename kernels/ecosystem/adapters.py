@@ -249,7 +249,8 @@ def _onnx():
     def onnx_attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
         _check_heads(q, k, enable_gqa)  # the op infers GQA from the head counts
         if q.dtype not in elem:
-            raise Unsupported(f"ONNX Runtime's CPU Attention kernel is registered for float and float16, not {q.dtype}")
+            raise Unsupported(f"{q.dtype}: ONNX Runtime's CPU provider cannot build a session for it "
+                              "(NOT_IMPLEMENTED: no implementation for Expand(13))")
         s = session(q.dtype, tuple(q.shape), tuple(k.shape), tuple(v.shape), bool(is_causal), scale)
         feeds = {name: np.ascontiguousarray(t.detach().numpy()) for name, t in zip("QKV", (q, k, v))}
         return torch.from_numpy(s.run(["Y"], feeds)[0])
@@ -388,7 +389,8 @@ PEERS: tuple[Peer, ...] = (
                 "past_sequence_length; no past_key here, so j <= i (top-left)",
          needs=("onnxruntime", "onnx"),
          limits=("backward: an inference runtime (forward only)",
-                 "bfloat16: no CPU kernel (the session refuses it), so not run")),
+                 "bfloat16: not run; a bfloat16 Attention model fails at session creation: 'NOT_IMPLEMENTED : "
+                 "Could not find an implementation for Expand(13) node'")),
     Peer("tinygrad", "tinygrad", _tinygrad, "(B, H, N, D)", TOP_LEFT, True,
          scale="none: the function always divides by sqrt(D)", mask="is_causal (ones.tril())",
          source="tinygrad Tensor.scaled_dot_product_attention(key, value, attn_mask, dropout_p, is_causal, "
