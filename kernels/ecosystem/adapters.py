@@ -73,10 +73,10 @@ def _sdpa_backend(backend_name: str):
 
     backend = getattr(SDPBackend, backend_name)
 
-    def sdpa(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    def sdpa(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
         with sdpa_kernel(backend):  # only this backend may run: a refusal raises, never falls back
-            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale,
-                                                                    enable_gqa=enable_gqa)
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal,
+                                                                    scale=scale, enable_gqa=enable_gqa)
 
     sdpa.__qualname__ = f"sdpa[{backend_name.lower()}]"
     return sdpa
@@ -127,32 +127,44 @@ def _bthd(t: torch.Tensor) -> torch.Tensor:
 
 
 def _jax_autograd(fn):
-    """A torch function of (q, k, v) computed by ``fn(q, k, v)`` on JAX arrays laid out (B, N, H, D).
+    """A torch function of (q, k, v[, mask]) computed by ``fn(q, k, v, mask)`` on JAX arrays laid out
+    (B, N, H, D); the mask (a JAX array or None) is passed through, never differentiated.
 
     Backward runs ``jax.vjp`` of the same fn, so the gradients are JAX's, not torch's. Both are
     jitted: op-by-op dispatch compiles every primitive for every new shape, ~10× slower here."""
     import jax
 
     forward = jax.jit(fn)
-    backward = jax.jit(lambda q, k, v, dout: jax.vjp(fn, q, k, v)[1](dout))
+    backward = jax.jit(lambda q, k, v, m, dout: jax.vjp(lambda q, k, v: fn(q, k, v, m), q, k, v)[1](dout))
 
     class Bridge(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, q, k, v):  # (B, H, N, D) each
-            ctx.inputs = tuple(_to_jax(_bthd(t)) for t in (q, k, v))
+        def forward(ctx, q, k, v, m):  # (B, H, N, D) each
+            ctx.inputs = tuple(_to_jax(_bthd(t)) for t in (q, k, v)) + (m,)
             return _bthd(_to_torch(forward(*ctx.inputs)))  # (B, Hq, Nq, D)
 
         @staticmethod
         def backward(ctx, dout):
             grads = backward(*ctx.inputs, _to_jax(_bthd(dout)))
-            return tuple(_bthd(_to_torch(g)) for g in grads)
+            return tuple(_bthd(_to_torch(g)) for g in grads) + (None,)
 
-    def call(q, k, v):
+    def call(q, k, v, m=None):
         if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
-            return Bridge.apply(q, k, v)
-        return _bthd(_to_torch(forward(*(_to_jax(_bthd(t)) for t in (q, k, v)))))
+            return Bridge.apply(q, k, v, m)
+        return _bthd(_to_torch(forward(*(_to_jax(_bthd(t)) for t in (q, k, v)), m)))
 
     return call
+
+
+def _jax_mask(attn_mask, q):
+    """SDPA's attn_mask for JAX: boolean (True = attend, as jax's ``mask``) or additive (``bias``),
+    both broadcast to 4-D with heads on axis 1, as JAX asks ((B|1, N|1, T, S))."""
+    if attn_mask is None:
+        return None, None
+    m = attn_mask
+    while m.dim() < 4:
+        m = m.unsqueeze(0)
+    return ("mask" if m.dtype == torch.bool else "bias"), _to_jax(m)
 
 
 def _jax():
@@ -161,12 +173,16 @@ def _jax():
     jax.config.update("jax_platforms", "cpu")
 
     @functools.lru_cache(maxsize=None)
-    def bridged(scale, is_causal):  # one jitted function per static setting, compiled once per shape
-        return _jax_autograd(functools.partial(jax.nn.dot_product_attention, scale=scale, is_causal=is_causal))
+    def bridged(scale, is_causal, mask_kind):  # one jitted function per static setting, compiled once per shape
+        def fn(q, k, v, m=None):
+            extra = {} if mask_kind is None else {mask_kind: m}
+            return jax.nn.dot_product_attention(q, k, v, scale=scale, is_causal=is_causal, **extra)
+        return _jax_autograd(fn)
 
-    def jax_sdpa(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    def jax_sdpa(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
         _check_heads(q, k, enable_gqa)  # JAX infers GQA from the head counts; SDPA asks for the flag
-        return bridged(scale, bool(is_causal))(q, k, v)
+        kind, m = _jax_mask(attn_mask, q)
+        return bridged(scale, bool(is_causal), kind)(q, k, v, m)
 
     return jax_sdpa
 
@@ -293,14 +309,21 @@ def _tinygrad():
             return torch.from_numpy(x.bitcast(dtypes.int16).numpy().copy()).view(torch.bfloat16)
         return torch.from_numpy(x.numpy().copy())
 
-    def forward(q, k, v, is_causal, enable_gqa):
-        return q.scaled_dot_product_attention(k, v, is_causal=is_causal, enable_gqa=enable_gqa)
+    def forward(q, k, v, m, is_causal, enable_gqa):
+        return q.scaled_dot_product_attention(k, v, attn_mask=m, is_causal=is_causal, enable_gqa=enable_gqa)
+
+    def to_tiny_mask(m):
+        if m is None:
+            return None
+        if m.dtype == torch.bool:  # tinygrad: boolean True = attend, as SDPA
+            return Tensor(m.numpy()).cast(dtypes.bool)
+        return to_tiny(m)
 
     class Bridge(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, q, k, v, is_causal, enable_gqa):
+        def forward(ctx, q, k, v, m, is_causal, enable_gqa):
             leaves = [to_tiny(t) for t in (q, k, v)]
-            out = forward(*leaves, is_causal, enable_gqa)
+            out = forward(*leaves, m, is_causal, enable_gqa)
             ctx.saved = (leaves, out)
             return to_torch(out, q.dtype)
 
@@ -308,15 +331,16 @@ def _tinygrad():
         def backward(ctx, dout):
             leaves, out = ctx.saved
             grads = out.gradient(*leaves, gradient=to_tiny(dout.to(out_dtype(out)).contiguous()))
-            return tuple(to_torch(g, dout.dtype) for g in grads) + (None, None)
+            return tuple(to_torch(g, dout.dtype) for g in grads) + (None, None, None)
 
-    def tinygrad_sdpa(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    def tinygrad_sdpa(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
         _check_heads(q, k, enable_gqa)
         if scale is not None:
             raise Unsupported("Tensor.scaled_dot_product_attention has no scale argument: it divides by √D")
+        m = to_tiny_mask(attn_mask)
         if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
-            return Bridge.apply(q, k, v, is_causal, enable_gqa)
-        return to_torch(forward(*(to_tiny(t) for t in (q, k, v)), is_causal, enable_gqa), q.dtype)
+            return Bridge.apply(q, k, v, m, is_causal, enable_gqa)
+        return to_torch(forward(*(to_tiny(t) for t in (q, k, v)), m, is_causal, enable_gqa), q.dtype)
 
     return tinygrad_sdpa
 
@@ -330,21 +354,25 @@ def _keras(backend: str):
                            "(the survey runs each peer in its own process)")
     import keras
 
-    def call(q, k, v, scale, is_causal):  # (B, N, H, D) each, Keras' layout
-        return keras.ops.dot_product_attention(q, k, v, scale=scale, is_causal=is_causal)
+    def call(q, k, v, m=None, *, scale, is_causal, mask_kind):  # (B, N, H, D) each, Keras' layout
+        extra = {} if mask_kind is None else {mask_kind: m}  # mask: boolean, True = attend; bias: additive
+        return keras.ops.dot_product_attention(q, k, v, scale=scale, is_causal=is_causal, **extra)
 
     if backend == "jax":
         @functools.lru_cache(maxsize=None)
-        def bridged(scale, is_causal):
-            return _jax_autograd(functools.partial(call, scale=scale, is_causal=is_causal))
+        def bridged(scale, is_causal, mask_kind):
+            return _jax_autograd(functools.partial(call, scale=scale, is_causal=is_causal, mask_kind=mask_kind))
 
-        def keras_sdpa(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+        def keras_sdpa(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
             _check_heads(q, k, enable_gqa)
-            return bridged(scale, bool(is_causal))(q, k, v)
+            kind, m = _jax_mask(attn_mask, q)
+            return bridged(scale, bool(is_causal), kind)(q, k, v, m)
     else:
-        def keras_sdpa(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+        def keras_sdpa(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
             _check_heads(q, k, enable_gqa)
-            return _bthd(call(_bthd(q), _bthd(k), _bthd(v), scale, is_causal))
+            kind = None if attn_mask is None else ("mask" if attn_mask.dtype == torch.bool else "bias")
+            return _bthd(call(_bthd(q), _bthd(k), _bthd(v), attn_mask, scale=scale, is_causal=is_causal,
+                              mask_kind=kind))
 
     keras_sdpa.__qualname__ = f"keras-{backend}"
     return keras_sdpa
@@ -357,6 +385,8 @@ _SDPA_DOC = ("torch.nn.functional.scaled_dot_product_attention docs: is_causal i
 
 _JAX_DV = ("Dv != D: jax.nn.dot_product_attention docs: 'value: value array, should have the same shape as "
            "the key array' (those cases run with Dv = D)")
+_HF_MASK = ("attn_mask: not adapted; the model builds its own mask in transformers.masking_utils from a 2-D "
+            "padding mask, not from an SDPA-style attn_mask")
 _HF_LIMIT = ("causal with Nq > Nk: the model's queries are the newest Nq of its Nk keys (bottom-right claim's "
              "premise Nq <= Nk)")
 
@@ -369,7 +399,8 @@ PEERS: tuple[Peer, ...] = (
          mask="block_mask from mask_mod q_idx >= kv_idx",
          source="torch.nn.attention.flex_attention docs: the causal mask_mod example `return q_idx >= kv_idx`",
          needs=("torch",),
-         limits=("backward: eager flex_attention raises 'FlexAttention does not support backward on CPU.'",)),
+         limits=("backward: eager flex_attention raises 'FlexAttention does not support backward on CPU.'",
+                 "attn_mask: not adapted; FlexAttention takes a block_mask or score_mod, not a dense attn_mask")),
     Peer("jax", "jax", _jax, "(B, N, H, D)", TOP_LEFT, True, value_dim=False, mask="is_causal",
          source="jax.nn.dot_product_attention docs (query BTNH; scale None = 1/sqrt(H)); "
                 "is_causal: jax/_src/nn/functions.py _get_causal_mask = jnp.tril(jnp.ones((T, S)))",
@@ -378,17 +409,18 @@ PEERS: tuple[Peer, ...] = (
          BOTTOM_RIGHT, True, mask="additive float mask from masking_utils.eager_mask, q_offset = Nk - Nq",
          source="transformers.models.llama.modeling_llama.eager_attention_forward; masking_utils."
                 "causal_mask_function: kv_idx <= q_idx at cache positions",
-         needs=("transformers",), limits=(_HF_LIMIT,)),
+         needs=("transformers",), limits=(_HF_LIMIT, _HF_MASK)),
     Peer("transformers-sdpa", "transformers", lambda: _hf("sdpa"), "in (B, H, N, D), out (B, N, H, D)",
          BOTTOM_RIGHT, True, mask="boolean mask from masking_utils.sdpa_mask (None: is_causal), q_offset = Nk - Nq",
          source="transformers.integrations.sdpa_attention.sdpa_attention_forward; masking_utils.sdpa_mask",
-         needs=("transformers",), limits=(_HF_LIMIT,)),
+         needs=("transformers",), limits=(_HF_LIMIT, _HF_MASK)),
     Peer("onnxruntime-attention", "onnxruntime", _onnx, "(B, H, N, D)", TOP_LEFT, False,
          dtypes=("float32", "float16"), mask="is_causal attribute, no past_key",
          source="ONNX Attention (opset 23) spec: is_causal: query i attends key j iff j <= i + "
                 "past_sequence_length; no past_key here, so j <= i (top-left)",
          needs=("onnxruntime", "onnx"),
          limits=("backward: an inference runtime (forward only)",
+                 "attn_mask: not adapted in this survey (the op has an attn_mask input)",
                  "bfloat16: not run; a bfloat16 Attention model fails at session creation: 'NOT_IMPLEMENTED : "
                  "Could not find an implementation for Expand(13) node'")),
     Peer("tinygrad", "tinygrad", _tinygrad, "(B, H, N, D)", TOP_LEFT, True,

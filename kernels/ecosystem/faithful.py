@@ -14,6 +14,7 @@ a process of its own for peers that need an environment (Keras' backend).
 """
 from __future__ import annotations
 
+import inspect
 import sys
 
 import torch
@@ -68,6 +69,27 @@ def problems(impl, alignment: str | None, *, explicit_scale: bool = True) -> lis
         disc, bound = tol.max_abs_error(out, gold), tol.bound(torch.float32, err, gold)
         if not disc <= bound:
             found.append(f"{kw}: error {disc:.3g} > bound {bound:.3g}")
+    if "attn_mask" in inspect.signature(impl).parameters:
+        found += _mask_problems(impl, q, k, v)
+    return found
+
+
+def _mask_problems(impl, q, k, v) -> list[str]:
+    """SDPA's attn_mask: boolean True = attend (per batch and head) and additive float (broadcast
+    over heads), against float64; a flipped polarity or a mask on the wrong axis fails."""
+    g = torch.Generator().manual_seed(1)
+    keep = torch.rand(B, HQ, NQ, NK, generator=g) < 0.6
+    keep[..., 0] = True  # no empty row: the harness judges those on its own
+    masks = (keep, 2 * torch.randn(B, 1, NQ, NK, generator=g))
+    found = []
+    for m in masks:
+        with torch.no_grad():
+            out = impl(q, k, v, attn_mask=m, enable_gqa=True)
+        kw = dict(attn_mask=m, enable_gqa=True)
+        gold, plain = ref.attention64(q, k, v, **kw), ref.attention(q, k, v, **kw)
+        disc, bound = tol.max_abs_error(out, gold), tol.bound(torch.float32, tol.max_abs_error(plain, gold), gold)
+        if not disc <= bound:
+            found.append(f"attn_mask {m.dtype} {tuple(m.shape)}: error {disc:.3g} > bound {bound:.3g}")
     return found
 
 

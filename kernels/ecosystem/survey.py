@@ -92,7 +92,7 @@ def survey(names=None, seed: int = 0, progress=print, workers: int | None = None
     def one(p):
         r = run_in_process(p, seed)
         progress(f"{p.name}: {r['status']}, {len(r['checks'])} checks in {r.get('process_seconds', r['seconds'])} s "
-                 f"({r.get('cpu_seconds', 0)} s CPU)")
+                 f"({r.get('cpu_seconds', 0)} s CPU)" + (f": {r['error']}" if r.get("error") else ""))
         return r
 
     with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:

@@ -96,6 +96,13 @@ def test_tinygrad_refuses_an_explicit_scale_as_not_applicable():
 # ====================================================================== the faithfulness check can fail
 
 
+def _sdpa_mask(q, k, v, attn_mask, scale, enable_gqa):
+    if attn_mask.dtype == torch.bool:
+        attn_mask = attn_mask | ~attn_mask.any(-1, keepdim=True)  # keep the flipped mask's rows non-empty
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=scale,
+                                                            enable_gqa=enable_gqa)
+
+
 def _sdpa(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale,
                                                             enable_gqa=enable_gqa)
@@ -109,9 +116,13 @@ def test_faithfulness_check_passes_sdpa_and_the_bottom_right_reference():
     assert faithful.problems(br, BOTTOM_RIGHT) == []
 
 
-@pytest.mark.parametrize("mistake", ["layout", "heads", "scale", "alignment"])
+@pytest.mark.parametrize("mistake", ["layout", "heads", "scale", "alignment", "mask-polarity"])
 def test_faithfulness_check_rejects_a_wrong_adapter(mistake):
-    def wrong(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    def wrong(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
+        if mistake == "mask-polarity" and attn_mask is not None and attn_mask.dtype == torch.bool:
+            attn_mask = ~attn_mask  # True read as "masked out", as in some libraries
+        if attn_mask is not None:
+            return _sdpa_mask(q, k, v, attn_mask, scale, enable_gqa)
         if mistake == "layout":  # forgot to transpose the library's (B, N, H, D) result back
             return _sdpa(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa).transpose(1, 2)
         if mistake == "heads":  # KV heads tiled instead of interleaved: query head h reads h % Hkv
