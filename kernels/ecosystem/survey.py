@@ -9,6 +9,8 @@ import datetime
 import json
 import os
 import platform
+import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -23,7 +25,9 @@ from kernels.ecosystem.bottom_right import bottom_right_checks
 # tensors are small and the machine is shared, so one thread, as the harness sets for torch.
 _ONE_THREAD = {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
                "OMP_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-PEER_TIMEOUT_S = 600
+# A peer may use PEER_CPU_S seconds of CPU (a limit on a shared machine would otherwise be a
+# limit on the neighbours' load) and PEER_WALL_S of wall time.
+PEER_CPU_S, PEER_WALL_S = 400, 1800
 
 
 def harness_cases(p: Peer):
@@ -58,6 +62,10 @@ def describe(p: Peer) -> dict:
                 limits=p.limits)
 
 
+def _limit_cpu():
+    resource.setrlimit(resource.RLIMIT_CPU, (PEER_CPU_S, PEER_CPU_S + 10))
+
+
 def run_in_process(p: Peer, seed: int) -> dict:
     """run_peer in a fresh interpreter with the peer's environment; a crash is recorded, not raised."""
     if not p.installed():
@@ -69,10 +77,14 @@ def run_in_process(p: Peer, seed: int) -> dict:
         cmd = [sys.executable, "-m", "kernels.ecosystem", "--one", p.name, "--seed", str(seed), "--json-to", out]
         start = time.perf_counter()
         try:
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=PEER_TIMEOUT_S)
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=PEER_WALL_S,
+                                  preexec_fn=_limit_cpu)
         except subprocess.TimeoutExpired:
-            return dict(describe(p), status="timed out", seconds=PEER_TIMEOUT_S, checks=[],
-                        error=f"no result within {PEER_TIMEOUT_S} s")
+            return dict(describe(p), status="timed out", seconds=PEER_WALL_S, checks=[],
+                        error=f"no result within {PEER_WALL_S} s")
+        if proc.returncode == -signal.SIGXCPU or proc.returncode == -signal.SIGKILL:
+            return dict(describe(p), status="timed out", seconds=round(time.perf_counter() - start, 2), checks=[],
+                        error=f"no result within {PEER_CPU_S} s of CPU")
         if proc.returncode != 0 or not os.path.exists(out):
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
             return dict(describe(p), status="crashed", seconds=round(time.perf_counter() - start, 2), checks=[],
