@@ -177,6 +177,8 @@ def test_cells_say_pass_fail_raised_and_not_applicable():
     assert table.cell([_check("x", True), _check("x", False, 31.0, "float16")]) == "✗ 31 (fp16)"
     assert table.cell([_check("x", False, error="RuntimeError: no kernel", dtype="bfloat16")]) == "✗ raised (bf16)"
     assert table.cell([_check("x", False, error="Unsupported: no scale parameter")]) == "n/a"
+    assert table.cell([dict(_check("x", True), status="not applicable")]) == "n/a"
+    assert table.cell([dict(_check("x", True), status="not applicable"), _check("x", False, 3.0)]) == "✗ 3.00 (fp32)"
     assert table.cell([]) == "n/a"
 
 
