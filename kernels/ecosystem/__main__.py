@@ -22,6 +22,8 @@ def build_parser(prog: str = "attention-proofs survey") -> argparse.ArgumentPars
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"where to write survey.md and survey.json "
                    f"(default: {DEFAULT_OUT}/)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--merge", nargs="+", metavar="JSON", help="run nothing: join earlier survey.json files "
+                   "(a later file's record of a peer replaces an earlier one's) and write the table")
     # Internal: run one peer in this process and write its record (the survey starts one process per peer).
     p.add_argument("--one", help=argparse.SUPPRESS)
     p.add_argument("--json-to", help=argparse.SUPPRESS)
@@ -50,7 +52,14 @@ def main(argv=None, prog: str = "attention-proofs survey") -> int:
     from kernels.ecosystem import table
     from kernels.ecosystem.survey import survey
 
-    doc = survey(args.only, seed=args.seed, progress=lambda line: print(line, flush=True))
+    if args.merge:
+        try:
+            doc = table.merge([table.load_or_fail(path) for path in args.merge])
+        except ValueError as exc:
+            print(f"{prog}: error: {exc}", file=sys.stderr)
+            return 2
+    else:
+        doc = survey(args.only, seed=args.seed, progress=lambda line: print(line, flush=True))
     print()
     print(table.text(doc))
     md, js = table.write(doc, args.out)

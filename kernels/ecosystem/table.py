@@ -136,7 +136,8 @@ def _describe(c: dict) -> str:
     if c.get("error"):
         return f"{head}: raised {c['error']}"
     extra = f"; {c['detail']}" if c.get("detail") else ""
-    return f"{head}: discrepancy {c['discrepancy']:.3g} > bound {c['bound']:.3g}{extra}"
+    d = "non-finite" if c["discrepancy"] is None else f"{c['discrepancy']:.3g}"  # null in the JSON
+    return f"{head}: discrepancy {d} > bound {c['bound']:.3g}{extra}"
 
 
 def write(doc: dict, out_dir: str) -> tuple[str, str]:
@@ -166,6 +167,30 @@ def load(path: str) -> dict | None:
         return None
     with open(path) as f:
         return json.load(f)
+
+
+def load_or_fail(path: str) -> dict:
+    doc = load(path)
+    if doc is None:
+        raise ValueError(f"{path}: no such survey file")
+    return doc
+
+
+def merge(docs: list[dict]) -> dict:
+    """One document from several runs: peers in catalogue order, a later run's record of a peer
+    replacing an earlier one's; the seconds are summed, the date is the latest run's."""
+    from kernels.ecosystem.adapters import PEERS
+
+    seeds = {d["seed"] for d in docs}
+    if len(seeds) != 1:
+        raise ValueError(f"the runs used different seeds {sorted(seeds)}: their checks cannot share a table")
+    by_name = {}
+    for d in docs:
+        by_name.update({p["name"]: p for p in d["peers"]})
+    order = [p.name for p in PEERS if p.name in by_name]
+    last = docs[-1]
+    return dict(last, peers=[by_name[n] for n in order], seconds=round(sum(d["seconds"] for d in docs), 1),
+                cpu_seconds=round(sum(by_name[n].get("cpu_seconds", 0) for n in order), 1))
 
 
 DEFAULT_OUT = "survey"
