@@ -394,7 +394,9 @@ PEERS: tuple[Peer, ...] = (
     Peer("torch-sdpa-math", "torch", lambda: _sdpa_backend("MATH"), "(B, H, N, D)", TOP_LEFT, True,
          mask="is_causal", source=_SDPA_DOC, needs=("torch",)),
     Peer("torch-sdpa-flash", "torch", lambda: _sdpa_backend("FLASH_ATTENTION"), "(B, H, N, D)", TOP_LEFT, True,
-         mask="is_causal", source=_SDPA_DOC, needs=("torch",)),
+         value_dim=False, mask="is_causal", source=_SDPA_DOC, needs=("torch",),
+         limits=("Dv != D: the CPU flash backend raises 'No available kernel. Aborting execution.' (observed; those "
+                 "cases run with Dv = D)",)),
     Peer("torch-flex-eager", "torch", _flex, "(B, H, N, D)", TOP_LEFT, False,
          mask="block_mask from mask_mod q_idx >= kv_idx",
          source="torch.nn.attention.flex_attention docs: the causal mask_mod example `return q_idx >= kv_idx`",
