@@ -19,8 +19,10 @@ from kernels.harness.subject import ratio
 from kernels.harness.verify import verify_attention
 
 
-def survey(impl, seeds: int, **options) -> tuple[list, dict, float]:
-    """(failed checks, worst ratio per (invariant, dtype), mean seconds per run) over seeds 0..seeds-1."""
+def survey(impl, seeds: int, progress=None, **options) -> tuple[list, dict, float]:
+    """(failed checks, worst ratio per (invariant, dtype), mean seconds per run) over seeds 0..seeds-1.
+
+    ``progress(seed, failures, worst)`` is called after each seed (a long survey can be read as it goes)."""
     failures, worst = [], defaultdict(float)
     start = time.perf_counter()
     for seed in range(seeds):
@@ -28,7 +30,15 @@ def survey(impl, seeds: int, **options) -> tuple[list, dict, float]:
         failures += [(seed, f) for f in report.failures]
         for c in report.judged:
             worst[(c.invariant, c.dtype)] = max(worst[(c.invariant, c.dtype)], ratio(c))
+        if progress is not None:
+            progress(seed, failures, worst)
     return failures, dict(worst), (time.perf_counter() - start) / seeds
+
+
+def _progress(seed, failures, worst):
+    top = sorted(closest_per_invariant(worst).items(), key=lambda kv: -kv[1][0])[:3]
+    print(f"  after seed {seed}: {len(failures)} alarms; closest " +
+          ", ".join(f"{inv} {r:.3f} ({dt})" for inv, (r, dt) in top), flush=True)
 
 
 def closest_per_invariant(worst: dict) -> dict[str, tuple[float, str]]:
@@ -59,7 +69,8 @@ def main(argv=None) -> int:
     seeds, names = int(argv[0]), names or ["torch.nn.functional:scaled_dot_product_attention"]
     any_failed = False
     for name, impl, options in _targets(names):
-        failures, worst, per_run = survey(impl, seeds, **options, **({"invariants": only} if only else {}))
+        failures, worst, per_run = survey(impl, seeds, progress=_progress, **options,
+                                          **({"invariants": only} if only else {}))
         any_failed |= bool(failures)
         print(f"{name}: {len(failures)} alarms over {seeds} seeds, {per_run:.2f} s per default run", flush=True)
         told = defaultdict(int)
