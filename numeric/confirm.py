@@ -10,7 +10,8 @@ from __future__ import annotations
 import inspect
 
 # Imported for their registrations.
-from numeric import backward_checks, curves, dot_product, merge_checks, real_scores, rope, softmax_checks  # noqa: F401
+from numeric import (backward_checks, curves, dot_product, dropout, merge_checks, real_scores, rope,  # noqa: F401
+                     softmax_checks)
 from numeric import arguments
 from numeric.evidence import Confirmation
 from numeric.registry import CONFIRMERS

@@ -18,6 +18,7 @@ import sympy as sp
 from numeric import arguments
 from numeric.derived import proved
 from numeric.evidence import Confirmation, from_test, sweep
+from numeric.registry import confirms
 from numeric.statistics import Moments, mean_test, variance_test
 
 
@@ -57,6 +58,7 @@ def _outputs(rng, P, v, p, rescale, n_samples):
     return (masks * (P * v)).sum(axis=1) * rescale
 
 
+@confirms("dropout-kept-fraction", n_samples=20_000)
 def dropout_kept_fraction(*, seed=0, n_samples=200_000, p=0.25, alpha=0.001) -> Confirmation:
     p, n_samples, _, alpha = _check(p, n_samples, 1, alpha)
     started = time.perf_counter()
@@ -71,6 +73,7 @@ def dropout_kept_fraction(*, seed=0, n_samples=200_000, p=0.25, alpha=0.001) -> 
     return sweep("dropout-kept-fraction", f"p = {p:g}: kept fraction and rescale", details, alpha, started, n_samples)
 
 
+@confirms("dropout-unbiased", n_samples=20_000)
 def dropout_unbiased(*, seed=0, n_samples=200_000, p=0.25, n_keys=8, alpha=0.001) -> Confirmation:
     p, n_samples, n_keys, alpha = _check(p, n_samples, n_keys, alpha)
     started = time.perf_counter()
@@ -85,6 +88,7 @@ def dropout_unbiased(*, seed=0, n_samples=200_000, p=0.25, n_keys=8, alpha=0.001
     return c
 
 
+@confirms("dropout-variance", n_samples=20_000)
 def dropout_variance(*, seed=0, n_samples=200_000, p=0.25, n_keys=8, alpha=0.001) -> Confirmation:
     p, n_samples, n_keys, alpha = _check(p, n_samples, n_keys, alpha)
     started = time.perf_counter()
@@ -114,6 +118,7 @@ def rounding_errors(x: np.ndarray, dtype=np.float16) -> tuple[np.ndarray, np.nda
     return (rn.astype(np.float64) - x) / ulp, (toward_zero.astype(np.float64) - x) / ulp
 
 
+@confirms("round-to-nearest-unbiased", n_samples=20_000)
 def round_to_nearest_unbiased(*, seed=0, n_samples=200_000, alpha=0.001) -> Confirmation:
     """float16 rounding of float64 values of random sign and binade (within float16's normal range)."""
     n_samples, alpha = arguments.n_samples(n_samples), arguments.alpha(alpha)
