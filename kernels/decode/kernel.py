@@ -25,8 +25,11 @@ workspace's row order.
 import triton
 import triton.language as tl
 
-from kernels.flash.forward import attend_key_blocks
+from kernels.flash.forward import LN2, attend_key_blocks
 from kernels.flash.tiles import round_to
+
+# ln 2 as a compile-time constant of the kernels (the one LN2 of kernels.flash.forward): m is in base 2.
+_LN2 = tl.constexpr(LN2)
 
 
 @triton.jit
@@ -87,7 +90,7 @@ def split_kv_partials(
     # Workspace rows are (b, h_q, i) flattened; this group's G·Nq rows start at pid_bh·G·Nq.
     ws_row = pid_bh.to(tl.int64) * GROUP * N_Q + rows  # (BLOCK_M,) 64-bit: R·S·D can pass 2**31
     # m · ln 2: back from base 2 to natural-log units, the derivation's (claim logsumexp-merge).
-    tl.store(M_ws + ws_row * num_splits + split, m_i * 0.6931471805599453, mask=row_ok)
+    tl.store(M_ws + ws_row * num_splits + split, m_i * _LN2, mask=row_ok)
     tl.store(L_ws + ws_row * num_splits + split, l_i, mask=row_ok)
     tl.store(Acc_ws + (ws_row[:, None] * num_splits + split) * HEAD_DIM_V + offs_dv[None, :], acc,
              mask=row_ok[:, None] & (offs_dv[None, :] < HEAD_DIM_V))
