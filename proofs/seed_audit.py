@@ -23,10 +23,12 @@ from typing import Callable, Mapping
 
 import sympy as sp
 
-from proofs.seed_data import (PRINTED_K, PRINTED_Q, PRINTED_S, PRINTED_V, SEED_2_TOKEN, SEED_3_TOKEN, SEED_DK_3,
-                              SEED_SCORES_3, SEED_VALUES_3, SEED_W_K, SEED_W_Q, SEED_X)
+from proofs.seed_data import (PRINTED_K, PRINTED_Q, PRINTED_S, PRINTED_V, SEED_DK_3,
+                              SEED_SCORES_3, SEED_SELF_ATTENTION, SEED_VALUES_3, SEED_W_K, SEED_W_Q,
+                              SEED_WITH_WEIGHTS, SEED_X)
 
-S0, S2 = SEED_2_TOKEN, SEED_3_TOKEN
+# Column abbreviations of the record table below (the files' one name is seed_data's).
+S0, S2 = SEED_SELF_ATTENTION, SEED_WITH_WEIGHTS
 
 HOLDS = "holds"
 HOLDS_PRINTED = "holds to printed precision"

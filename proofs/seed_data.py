@@ -10,10 +10,7 @@ import sympy as sp
 SEED_SELF_ATTENTION = "000_6dc9c20305ca48b8.txt"  # "Self-Attention by Hand"
 SEED_WITH_WEIGHTS = "002_84043d61bb2cf99b.txt"  # "Self Attention With Weights"
 
-SEED_2_TOKEN = SEED_SELF_ATTENTION  # the N = 2 example
-SEED_3_TOKEN = SEED_WITH_WEIGHTS  # the 3-token example
-
-# The N = 2 example: X (2×4), W_Q, W_K, W_V (4×2), d_k = 2, and the matrices it prints.
+# The N = 2 example (in SEED_SELF_ATTENTION): X (2×4), W_Q, W_K, W_V (4×2), d_k = 2, and the matrices it prints.
 SEED_X = sp.Matrix([[1, 0, 1, 0], [0, 2, 0, 2]])
 SEED_W_Q = sp.Matrix([[1, 0], [0, 1], [0, 1], [1, 0]])
 SEED_W_K = sp.Matrix([[1, 1], [0, 0], [1, 0], [0, 1]])
