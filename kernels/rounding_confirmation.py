@@ -205,7 +205,7 @@ def error_curve(lengths=(1, 4, 16, 64, 256, 1024, 4096), dtypes=DTYPES, samples:
     """The rounding figure's data: per (dtype, N), of ``samples`` random inputs the one whose error came
     nearest its deterministic bound, and at that element: the error, the deterministic and the
     probabilistic bound; beside them the empirical rule's tensor-wide bound for the same input.
-    (Draw with proofs.report.rounding_figure.rounding.)"""
+    (Drawn by proofs.report.plots.rounding.)"""
     chosen = [r for r in confirm(samples, 0, seed=seed, lengths=tuple(lengths), dtypes=tuple(dtypes))
               if r["impl"] == impl]
     rows = []
