@@ -150,7 +150,7 @@ def prove(claim_id: str) -> tuple[ProofEvidence, float]:
     import sympy as sp
 
     from proofs import derive
-    from proofs.render import step_latex
+    from proofs.render import step_latex, trust_lines
 
     start = time.perf_counter()
     try:
@@ -164,7 +164,8 @@ def prove(claim_id: str) -> tuple[ProofEvidence, float]:
     results = [[str(name), _safe(sp.latex, value)] for name, value in result]
     reason = "; ".join(d.reasons)
     return ProofEvidence(PASSED if d.verified else FAILED, reason, _safe(sp.latex, d.statement), steps, results,
-                         len(d.checked_steps), len(d.steps) - len(d.checked_steps)), time.perf_counter() - start
+                         len(d.checked_steps), len(d.steps) - len(d.checked_steps), d.verdict_line,
+                         trust_lines(d)), time.perf_counter() - start
 
 
 def _safe(to_latex, x) -> str:

@@ -115,7 +115,10 @@ def _proof(c) -> str:
     if rows:
         out.append('<table class="steps"><thead><tr><th>#</th><th>rule</th><th>step</th><th>check</th></tr>'
                    f"</thead><tbody>{''.join(rows)}</tbody></table>")
-    out.append(f'<p class="detail">{p.checked_steps} checked steps, {p.premises} premises.</p>')
+    out.append(f'<p class="detail">{p.checked_steps} checked steps, {p.premises} premises. '
+               f'Verdict: {escape(p.verdict_line or p.status)}.</p>')
+    trusted = "".join(f"<li>{escape(t)}</li>" for t in p.trusted) or "<li>nothing</li>"
+    out.append(f'<p class="detail">Trusted, not checked:</p><ul class="detail">{trusted}</ul>')
     if p.results:
         res = "".join(f"<li><code>{escape(name)}</code> = {_math(tex)}</li>" for name, tex in p.results)
         out.append(f'<p>Result:</p><ul class="results">{res}</ul>')

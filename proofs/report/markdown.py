@@ -60,7 +60,8 @@ def _proof(c) -> list[str]:
             check = "premise" if s.status == "premise" else ("✓ " if s.status == PASSED else "✗ **FAILED** ") + s.detail
             out.append(f"| {s.number} | {_cell(s.rule)} | {_cell(s.description)}: {_math(s.latex)} | {_cell(check)} |")
         out.append("")
-    out += [f"{p.checked_steps} checked steps, {p.premises} premises.", ""]
+    out += [f"{p.checked_steps} checked steps, {p.premises} premises. Verdict: {p.verdict_line or p.status}.", ""]
+    out += ["Trusted, not checked:", ""] + ([f"- {_cell(t)}" for t in p.trusted] or ["- nothing"]) + [""]
     if p.results:
         out += ["Result: " + "; ".join(f"`{name}` = {_math(tex)}" for name, tex in p.results), ""]
     return out

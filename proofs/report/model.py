@@ -51,6 +51,8 @@ class ProofEvidence:
     results: list[list[str]] = field(default_factory=list)  # [name, latex] pairs
     checked_steps: int = 0
     premises: int = 0
+    verdict_line: str = ""  # "proved", "proved, given Chebyshev's inequality", "failed: ..."
+    trusted: list[str] = field(default_factory=list)  # what the verdict takes on trust, one line per kind
 
 
 @dataclass
