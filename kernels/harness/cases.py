@@ -49,6 +49,9 @@ class Case:
     magnitude: float = 0.0  # target max |scaled score| for the robustness kinds
     value_dim: int | None = None  # Dv; None: the same as the query/key head dim
     scale: float | None = None  # the scale every call of the case passes (None: SDPA's 1/√D)
+    # A case that exists for one forward path (split-K decoding over many keys): the backward,
+    # attn_mask and dropout invariants skip it, which keeps an interpreted kernel's CI run short.
+    forward_only: bool = False
 
     @property
     def gqa(self) -> bool:
@@ -65,18 +68,21 @@ class Case:
         if self.kind == SWEEP:
             flags.append(f"Nk in {', '.join(map(str, SWEEP_LENGTHS))}")
         elif self.kind == KEPT:
-            flags.append("dropout draws, p in 0.1, 0.25, 0.5")
+            flags.append("dropout draws, p in 0.1, 0.25")
         elif self.kind != RANDOM:
             flags.append(f"{self.kind} {self.magnitude:.0e}")
         if self.scale is not None:
             flags.append(f"scale={self.scale:g}")
+        if self.forward_only:
+            flags.append("forward only")
         dv = f" Dv={self.dv}" if self.value_dim is not None else ""
         return (f"{self.name}: B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} "
                 f"Nq={self.n_q} Nk={self.n_k} D={self.head_dim}{dv} {' '.join(flags)}")
 
 
-def _c(name, b, hq, hkv, nq, nk, d, causal, kind=RANDOM, magnitude=0.0, *, dv=None, scale=None) -> Case:
-    return Case(name, b, hq, hkv, nq, nk, d, causal, kind, magnitude, dv, scale)
+def _c(name, b, hq, hkv, nq, nk, d, causal, kind=RANDOM, magnitude=0.0, *, dv=None, scale=None,
+       forward_only=False) -> Case:
+    return Case(name, b, hq, hkv, nq, nk, d, causal, kind, magnitude, dv, scale, forward_only)
 
 
 DEFAULT_CASES: tuple[Case, ...] = (
@@ -102,7 +108,7 @@ DEFAULT_CASES: tuple[Case, ...] = (
     _c("scaled-0.3", 2, 4, 2, 65, 97, 64, True, scale=0.3),  # also the backward's explicit scale
     _c("length-sweep", 1, 2, 2, 32, SWEEP_LENGTHS[-1], 64, False, SWEEP),
     # Split-K decoding splits the keys (often at 1024): one query, 2049 keys, GQA, not causal.
-    _c("gqa-decode-2049", 1, 4, 2, 1, 2049, 64, False),
+    _c("gqa-decode-2049", 1, 4, 2, 1, 2049, 64, False, forward_only=True),
     # Head dims above 128 (kernels support up to 256): a kernel truncating D at 128 drops scores.
     _c("head-dim-256", 1, 2, 2, 17, 33, 256, True),
     _c("dropout-draws", *KEPT_SHAPE, 32, False, KEPT),

@@ -180,8 +180,9 @@ def dropout_rng_advances(s: Subject) -> Outcome:
 # The kept-fraction power test: the smallest bias it must see is 0.5% of the keep probability
 # (a uint8 threshold keeping 191/256 ≈ 0.746 instead of 0.75 is 0.52% off). With q = 0 every
 # weight is 1/Nk, so every entry of W counts; each call gives B·H·Nq·Nk independent Bernoulli
-# draws. Three p, each test at α/3 (Bonferroni), each with power ≥ POWER against that bias.
-KEPT_PS = (0.1, 0.25, 0.5)
+# draws. Two p, each test at α/2 (Bonferroni), each with power ≥ POWER against that bias.
+# (p = 0.5 would need 2.2 million draws, three times the others together: too slow interpreted.)
+KEPT_PS = (0.1, 0.25)
 RELATIVE_BIAS = 0.005
 POWER = 0.99
 

@@ -351,6 +351,10 @@ class Invariant:
     def backward(self) -> bool:
         return BACKWARD in self.needs
 
+    def runs_on(self, case: Case) -> bool:
+        """It applies to the case, and the case is not forward-only while it needs more than the forward."""
+        return self.applies(case) and not (case.forward_only and self.needs & {BACKWARD, ATTN_MASK, DROPOUT})
+
 
 def _random(c: Case) -> bool:
     return c.kind == RANDOM
