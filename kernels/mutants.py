@@ -84,7 +84,10 @@ def blocked_attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False,
         starts = [starts[i] for i in torch.randperm(len(starts)).tolist()]
     for j0 in starts:
         kb, vb = k[:, :, j0:j0 + block], v[:, :, j0:j0 + block]  # (B, H, bn, D)
-        s = (q * scale) @ kb.transpose(-2, -1)  # (B, H, Nq, bn)
+        if "head-dim-128" in bugs:  # the bug: a kernel built for D <= 128 reads only the first 128 dims
+            s = (q[..., :128] * scale) @ kb[..., :128].transpose(-2, -1)  # (B, H, Nq, bn)
+        else:
+            s = (q * scale) @ kb.transpose(-2, -1)  # (B, H, Nq, bn)
         if visible is not None:
             s = s.masked_fill(~visible[:, j0:j0 + block], sentinel)
         if "no-max" in bugs:
@@ -297,6 +300,8 @@ class _ManualAttention(torch.autograd.Function):
         dtype, scale, hq, hkv, bugs = ctx.meta
         if "ignores-scale-backward" in bugs:
             scale = 1.0 / math.sqrt(q.shape[-1])
+        if "contiguous-q" in bugs:  # the bug: the saved q addressed as if contiguous
+            q = q.as_strided(q.shape, torch.empty(q.shape, device="meta").stride(), q.storage_offset())
         if "contiguous-dout" in bugs:  # the bug: dO addressed as if contiguous
             dout = dout.as_strided(dout.shape, torch.empty(dout.shape, device="meta").stride(), dout.storage_offset())
         do = dout.to(q.dtype)  # (B, H, Nq, Dv)
@@ -349,6 +354,12 @@ def _mask_bias(attn_mask, like: torch.Tensor, bugs) -> torch.Tensor | None:
     """attn_mask as a term added to the scores (boolean True = attend: 0, False: -inf)."""
     if attn_mask is None or "ignore-mask" in bugs:
         return None
+    if "one-row-mask-misread" in bugs and attn_mask.dim() >= 2 and attn_mask.shape[-2] == 1 < like.shape[-2]:
+        # the bug: a one-row (key-padding) mask read with a row stride of Nk; rows past 0 read
+        # memory that happens to say "attend"
+        rows = attn_mask.expand(*attn_mask.shape[:-2], like.shape[-2], attn_mask.shape[-1]).clone()
+        rows[..., 1:, :] = True if rows.dtype == torch.bool else 0.0
+        attn_mask = rows
     if attn_mask.dtype == torch.bool:
         if "bool-as-additive" in bugs:  # the bug: True/False read as the numbers 1/0
             return attn_mask.to(like.dtype)
@@ -362,7 +373,14 @@ def _dropout_mask(p: torch.Tensor, dropout_p: float, bugs) -> torch.Tensor:
     gen = None
     if "dropout-own-rng" in bugs:  # the bug: a generator of its own, seeded from the clock
         gen = torch.Generator(device=p.device).manual_seed(time.perf_counter_ns())
-    u = torch.rand(p.shape, generator=gen, dtype=torch.float32, device=p.device)
+    shape = (1, 1) + p.shape[2:] if "dropout-shared-heads" in bugs else p.shape
+    state = torch.get_rng_state() if "dropout-rng-restored" in bugs else None
+    if "dropout-uint8" in bugs:  # the bug: keep if a random byte < floor((1-p)·255): keep prob 191/256 at p = 1/4
+        keep = torch.randint(0, 256, shape, generator=gen, device=p.device) < math.floor((1 - dropout_p) * 255)
+        return keep.to(p.dtype).expand(p.shape) / (1 - dropout_p)
+    u = torch.rand(shape, generator=gen, dtype=torch.float32, device=p.device).expand(p.shape)
+    if state is not None:  # the bug: the generator's offset not advanced past this call's draws
+        torch.set_rng_state(state)
     if "dropout-p-as-keep" in bugs:  # the bug: p read as the keep probability
         return (u < dropout_p).to(p.dtype) / dropout_p
     keep = (u >= dropout_p).to(p.dtype)
@@ -396,10 +414,15 @@ class _FullAttention(torch.autograd.Function):
             hidden = ~_visible(q.shape[-2], k.shape[-2], q.device, "top-left")
             s, plain_s = s.masked_fill(hidden, float("-inf")), plain_s.masked_fill(hidden, float("-inf"))
         p = _softmax_rows(s, bugs)
-        drop = _dropout_mask(p, dropout_p, bugs) if dropout_p > 0 else None
+        skip = "dropout-skipped-with-mask" in bugs and attn_mask is not None  # the bug: the masked path has no dropout
+        drop = _dropout_mask(p, dropout_p, bugs) if dropout_p > 0 and not skip else None
         w = p if drop is None else p * drop
         out = w @ v32  # (B, H, Nq, Dv)
         p_backward = _softmax_rows(plain_s, bugs) if "grad-ignores-mask" in bugs else p
+        if "grad-ignores-additive-values" in bugs and bias is not None:
+            # the bug: the backward rebuilds the mask from where it is -inf, dropping its finite values
+            hidden = torch.isneginf(bias).expand(s.shape)
+            p_backward = _softmax_rows(torch.where(hidden, s, s - bias), bugs)
         ctx.save_for_backward(q32, k32, v32, p_backward, drop)
         ctx.meta = (dtype, scale, hq, hkv, dropout_p, bugs)
         return out.to(dtype)
@@ -415,7 +438,7 @@ class _FullAttention(torch.autograd.Function):
         dv = w.transpose(-2, -1) @ do  # (B, H, Nk, Dv)
         dp = do @ v.transpose(-2, -1)  # (B, H, Nq, Nk)
         if drop is not None:
-            dp = dp * drop
+            dp = dp * (drop != 0) if "dropout-dS-unscaled" in bugs else dp * drop  # the bug: 1/(1-p) left out of dP
         ds = p * (dp - (p * dp).sum(dim=-1, keepdim=True))  # (B, H, Nq, Nk)
         dq = scale * ds @ k  # (B, H, Nq, D)
         dk = scale * ds.transpose(-2, -1) @ q  # (B, H, Nk, D)
@@ -472,6 +495,54 @@ dropout_fresh_mask_in_backward = _full_variant("dropout_fresh_mask_in_backward",
 dropout_own_generator = _full_variant("dropout_own_generator",
     "Dropout drawn from a generator of its own, seeded from the clock: torch.manual_seed does not reproduce it.",
     "dropout-own-rng")
+
+dropout_backward_unscaled = _full_variant("dropout_backward_unscaled",
+    "The backward masks dP with the forward's mask but leaves out its 1/(1 - p) (dq, dk wrong, dv right).",
+    "dropout-dS-unscaled")
+additive_mask_backward_drops_values = _full_variant("additive_mask_backward_drops_values",
+    "The backward rebuilds an additive mask from where it is -inf, dropping its finite values.",
+    "grad-ignores-additive-values")
+key_padding_mask_misread = _full_variant("key_padding_mask_misread",
+    "A one-row (key-padding) mask read with a row stride of Nk: rows past the first see every key.",
+    "one-row-mask-misread")
+dropout_skipped_with_mask = _full_variant("dropout_skipped_with_mask",
+    "With attn_mask given the kernel takes a masked path that has no dropout.", "dropout-skipped-with-mask")
+dropout_shared_across_heads = _full_variant("dropout_shared_across_heads",
+    "One dropout mask of shape (Nq, Nk) drawn and broadcast over batch and heads.", "dropout-shared-heads")
+dropout_rng_not_advanced = _full_variant("dropout_rng_not_advanced",
+    "The generator's state is restored after the draw: consecutive calls repeat the mask.", "dropout-rng-restored")
+dropout_uint8_threshold = _full_variant("dropout_uint8_threshold",
+    "Keep if a random byte < floor((1 - p)·255): keep probability 191/256 ≈ 0.746 at p = 1/4 (0.5% low).",
+    "dropout-uint8")
+
+SPLIT = 1024  # keys per split of the split-KV decode mutant
+
+
+def split_kv_decode_without_rescale(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Split-KV decoding (one query; keys in splits of SPLIT, each split's softmax output merged)
+    that weights each split by its own sum l_c, forgetting that each l_c is taken under its own
+    max m_c: the right weight is l_c·exp(m_c - m). Other shapes take the correct blocked loop."""
+    if q.shape[-2] != 1 or is_causal or k.shape[-2] <= SPLIT:
+        return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+    dtype = q.dtype
+    k, v = _heads(q, k, v, enable_gqa)
+    q, k, v = (t.to(_work_dtype(dtype)) for t in (q, k, v))
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    outs, sums = [], []
+    for j0 in range(0, k.shape[-2], SPLIT):
+        s = (q * scale) @ k[:, :, j0:j0 + SPLIT].transpose(-2, -1)  # (B, H, 1, n)
+        e = torch.exp(s - s.amax(dim=-1, keepdim=True))
+        sums.append(e.sum(dim=-1, keepdim=True))  # (B, H, 1, 1)
+        outs.append(e @ v[:, :, j0:j0 + SPLIT] / sums[-1])  # (B, H, 1, D)
+    out = sum(l * o for l, o in zip(sums, outs)) / sum(sums)
+    return out.to(dtype)
+
+
+head_dim_truncated_at_128 = _variant(blocked_attention, "head_dim_truncated_at_128",
+    "Scores from the first 128 dims of q and k only (a kernel built for head dims up to 128).",
+    bugs={"head-dim-128"})
+backward_assumes_contiguous_q = _variant(manual_backward_attention, "backward_assumes_contiguous_q",
+    "The backward addresses the saved q as if it were contiguous.", bugs={"contiguous-q"})
 
 scale_or_default = _variant(blocked_attention, "scale_or_default",
     "`scale or 1/√D`: an explicit scale=0.0 is read as None.", bugs={"scale-or-default"})
@@ -561,9 +632,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(backward_writes_into_dout, "backward writes into dO", "inputs-untouched-backward", backward=True),
     Mutant(half_precision_lse, "log-sum-exp saved in half precision", "backward-high-variance",
            dtypes=(torch.float16, torch.bfloat16), backward=True),
-    Mutant(backward_ignores_scale, "backward ignores the explicit scale", "backward-scale-strided-dout",
+    Mutant(backward_ignores_scale, "backward ignores the explicit scale", "backward-scale-strided",
            backward=True),
-    Mutant(backward_assumes_contiguous_dout, "backward assumes a contiguous dO", "backward-scale-strided-dout",
+    Mutant(backward_assumes_contiguous_dout, "backward assumes a contiguous dO", "backward-scale-strided",
            backward=True),
     Mutant(nondeterministic_backward, "nondeterministic backward accumulation", "backward-determinism",
            backward=True),
@@ -579,4 +650,19 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(dropout_fresh_mask_in_backward, "backward with a different dropout mask", "dropout-forward-backward",
            backward=True),
     Mutant(dropout_own_generator, "dropout RNG outside torch's generator", "dropout-same-seed"),
+    # the red team's escapes (issue 12, second round), one bug class each
+    Mutant(dropout_backward_unscaled, "dropout backward without 1/(1-p) in dP", "dropout-forward-backward",
+           backward=True),
+    Mutant(additive_mask_backward_drops_values, "backward drops an additive mask's finite values",
+           "attn-mask-gradients", backward=True),
+    Mutant(key_padding_mask_misread, "one-row (key-padding) mask misread", "attn-mask"),
+    Mutant(dropout_skipped_with_mask, "dropout skipped when attn_mask is given", "dropout-with-attn-mask"),
+    Mutant(dropout_shared_across_heads, "dropout mask shared across heads and batch", "dropout-independence"),
+    Mutant(dropout_rng_not_advanced, "dropout RNG state not advanced", "dropout-rng-advances"),
+    Mutant(dropout_uint8_threshold, "dropout keep probability biased 0.5% (uint8 threshold)",
+           "dropout-kept-fraction"),
+    Mutant(split_kv_decode_without_rescale, "split-KV decode merge without max rescale", "reference-agreement"),
+    Mutant(head_dim_truncated_at_128, "head dim truncated at 128", "reference-agreement"),
+    Mutant(backward_assumes_contiguous_q, "backward assumes a contiguous q", "backward-scale-strided",
+           backward=True),
 )

@@ -5,8 +5,9 @@ Lengths are chosen to be multiples of no block size (1, 37, 53, 127: FlashAttent
 and GQA/MQA. Real kernels use 64- or 128-wide tiles, so the default set also reaches past 256
 with lengths ≡ 1 modulo 32, 64 and 128 (129, 257, 321, 385: the last block holds one key or
 query), B = 2 in the causal, GQA and MQA paths, causal with Nq = 1 (it sees key 0 only), head
-dims that are not multiples of 16 (40, 72, 24) and Dv ≠ Dqk both ways, and an explicit scale
-that is not a power of two. Robustness cases push the logits to extremes a stable kernel must
+dims that are not multiples of 16 (40, 72, 24), a head dim above 128 (256: kernels support up to
+256, and one built for 128 truncates), Dv ≠ Dqk both ways, an explicit scale that is not a power of
+two, and GQA decoding over 2049 keys (split-K kernels split at 1024: three splits, the last of one key). Robustness cases push the logits to extremes a stable kernel must
 survive. A length sweep (one case) feeds the error-growth check.
 """
 from __future__ import annotations
@@ -22,11 +23,16 @@ EXTREME = "extreme-logits"  # |scaled scores| as large as the case's magnitude
 MIXED = "mixed-magnitude-rows"  # rows whose scores differ by orders of magnitude, in one batch
 NEGATIVE = "hugely-negative-rows"  # every visible score of every row hugely negative
 SWEEP = "length-sweep"  # not a shape of its own: the lengths of SWEEP_LENGTHS, for error growth
+KEPT = "dropout-draws"  # not a shape of its own: many dropout draws for the kept-fraction power test
+SYNTHETIC = (SWEEP, KEPT)  # kinds whose invariant builds its own shapes
 
 # Key lengths of the error-growth sweep: 1, 16 and 128 blocks of 64 (each + 1, so a tail block
 # holds one key). A running sum or accumulator kept in the input's half precision rounds each
 # block's contribution at the running total's scale: its error grows with length.
 SWEEP_LENGTHS = (65, 1025, 8193)
+
+# (B, Hq, Hkv, Nq, Nk) of each call of the dropout kept-fraction power test: 65 536 Bernoulli draws.
+KEPT_SHAPE = (2, 8, 8, 64, 64)
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,9 @@ class Case:
     magnitude: float = 0.0  # target max |scaled score| for the robustness kinds
     value_dim: int | None = None  # Dv; None: the same as the query/key head dim
     scale: float | None = None  # the scale every call of the case passes (None: SDPA's 1/√D)
+    # A case that exists for one forward path (split-K decoding over many keys): the backward,
+    # attn_mask and dropout invariants skip it, which keeps an interpreted kernel's CI run short.
+    forward_only: bool = False
 
     @property
     def gqa(self) -> bool:
@@ -58,17 +67,22 @@ class Case:
             flags.append("mqa" if self.kv_heads == 1 else "gqa")
         if self.kind == SWEEP:
             flags.append(f"Nk in {', '.join(map(str, SWEEP_LENGTHS))}")
+        elif self.kind == KEPT:
+            flags.append("dropout draws, p in 0.1, 0.25")
         elif self.kind != RANDOM:
             flags.append(f"{self.kind} {self.magnitude:.0e}")
         if self.scale is not None:
             flags.append(f"scale={self.scale:g}")
+        if self.forward_only:
+            flags.append("forward only")
         dv = f" Dv={self.dv}" if self.value_dim is not None else ""
         return (f"{self.name}: B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} "
                 f"Nq={self.n_q} Nk={self.n_k} D={self.head_dim}{dv} {' '.join(flags)}")
 
 
-def _c(name, b, hq, hkv, nq, nk, d, causal, kind=RANDOM, magnitude=0.0, *, dv=None, scale=None) -> Case:
-    return Case(name, b, hq, hkv, nq, nk, d, causal, kind, magnitude, dv, scale)
+def _c(name, b, hq, hkv, nq, nk, d, causal, kind=RANDOM, magnitude=0.0, *, dv=None, scale=None,
+       forward_only=False) -> Case:
+    return Case(name, b, hq, hkv, nq, nk, d, causal, kind, magnitude, dv, scale, forward_only)
 
 
 DEFAULT_CASES: tuple[Case, ...] = (
@@ -93,6 +107,11 @@ DEFAULT_CASES: tuple[Case, ...] = (
     _c("value-dim", 2, 2, 2, 97, 65, 48, True, dv=24),  # Dv < D
     _c("scaled-0.3", 2, 4, 2, 65, 97, 64, True, scale=0.3),  # also the backward's explicit scale
     _c("length-sweep", 1, 2, 2, 32, SWEEP_LENGTHS[-1], 64, False, SWEEP),
+    # Split-K decoding splits the keys (often at 1024): one query, 2049 keys, GQA, not causal.
+    _c("gqa-decode-2049", 1, 4, 2, 1, 2049, 64, False, forward_only=True),
+    # Head dims above 128 (kernels support up to 256): a kernel truncating D at 128 drops scores.
+    _c("head-dim-256", 1, 2, 2, 17, 33, 256, True),
+    _c("dropout-draws", *KEPT_SHAPE, 32, False, KEPT),
 )
 
 THOROUGH_CASES: tuple[Case, ...] = DEFAULT_CASES + (
@@ -112,6 +131,8 @@ THOROUGH_CASES: tuple[Case, ...] = DEFAULT_CASES + (
     _c("mqa-decode-long", 4, 8, 1, 1, 2049, 128, True),
     _c("dv-wide", 1, 2, 2, 257, 129, 32, False, dv=96),
     _c("odd-dim-causal", 2, 2, 2, 129, 129, 100, True, scale=1.7),
+    _c("head-dim-256-long", 2, 4, 2, 129, 257, 256, True),
+    _c("head-dim-192", 1, 2, 2, 65, 129, 192, False, dv=160),
 )
 
 # The largest |scaled score| asked of each dtype: a quarter of its range, so that the plain

@@ -11,7 +11,7 @@ _NAMES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
 
 
 def _cases(inv, cases) -> str:
-    names = [c.name for c in cases if inv.applies(c)]
+    names = [c.name for c in cases if inv.runs_on(c)]
     return ", ".join(names) if len(names) <= 4 else f"{len(names)} cases"
 
 

@@ -22,9 +22,9 @@ import torch
 
 from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
-from kernels.harness.cases import RANDOM, Case
-from kernels.harness.invariants import BACKWARD, DROPOUT, Invariant, _proved, register
-from kernels.harness.subject import Outcome, Subject, checked_output, worst
+from kernels.harness.cases import KEPT, RANDOM, Case
+from kernels.harness.invariants import ATTN_MASK, BACKWARD, DROPOUT, Invariant, _proved, register
+from kernels.harness.subject import Outcome, Subject, checked_output, gradients_against, worst
 
 P_DROP = 0.25
 ALPHA = 1e-6
@@ -73,12 +73,18 @@ def _z_outcome(name: str, z: float) -> tuple[Outcome, str]:
     return Outcome(abs(z) if math.isfinite(z) else math.inf, _z()), f"{name}: z = {z:+.2f}"
 
 
-def dropout_mask_law(s: Subject) -> Outcome:
-    """V = I reveals W = P∘M/(1-p): kept fraction 1 - p (binomial), kept entries P/(1-p), others 0."""
+def _effective_matrix(s: Subject, draw: int = 0, p: float = P_DROP, **overrides) -> torch.Tensor:
+    """W = P∘M/(1-p) of one seeded call with V = I (the output is W itself), in float64."""
+    with seeded(s, draw):
+        return s.run(v=one_hot_values(s), dropout_p=p, **overrides).cpu().double()  # (B, Hq, Nq, Nk)
+
+
+def _mask_law(s: Subject, w: torch.Tensor, attn_mask=None) -> Outcome:
+    """W's kept fraction is 1 - p (binomial), its kept entries P/(1-p), the others 0."""
     keep, rescale, _ = laws()
-    with seeded(s, 0):
-        w = s.run(v=one_hot_values(s), dropout_p=P_DROP).cpu().double()  # (B, Hq, Nq, Nk)
-    p64 = _probabilities(s)
+    kw = s.kwargs() if attn_mask is None else s.kwargs(attn_mask=attn_mask, is_causal=False)
+    p64 = ref.probabilities(s.q.cpu().double(), s.k.cpu().double(),
+                            **{**kw, "attn_mask": None if attn_mask is None else attn_mask.cpu()})  # (B, Hq, Nq, Nk)
     kept = w != 0
     counted = p64 > P_FLOOR
     n, k = int(counted.sum()), int((kept & counted).sum())
@@ -88,10 +94,133 @@ def dropout_mask_law(s: Subject) -> Outcome:
     # Kept entries against P/(1-p); the plain reference rounds P in the dtype, then rescales it.
     c = float(rescale(P_DROP))
     expected = torch.where(kept, p64 * c, torch.zeros_like(p64))
-    plain = (ref.probabilities(s.q, s.k, **s.kwargs()) * c).cpu().double()
+    plain = (ref.probabilities(s.q, s.k, **kw) * c).cpu().double()
     plain_err = tol.max_abs_error(torch.where(kept, plain, torch.zeros_like(plain)), expected)
     scaled = Outcome(tol.max_abs_error(w, expected), tol.bound(s.dtype, plain_err, expected))
     return worst([fraction, scaled], [d1, f"rescale 1/(1-p) = {c:g}: {scaled.discrepancy:.3g}/{scaled.bound:.3g}"])
+
+
+def _base_effective_matrix(s: Subject) -> torch.Tensor:
+    """W of the case's first seeded call (draw 0), shared by the checks that read one; cached on s."""
+    if "_dropout_w" not in s.__dict__:
+        s.__dict__["_dropout_w"] = _effective_matrix(s)
+    return s.__dict__["_dropout_w"]
+
+
+def dropout_mask_law(s: Subject) -> Outcome:
+    """V = I reveals W = P∘M/(1-p): kept fraction 1 - p (binomial), kept entries P/(1-p), others 0."""
+    return _mask_law(s, _base_effective_matrix(s))
+
+
+def dropout_with_attn_mask(s: Subject) -> Outcome:
+    """attn_mask and dropout_p together: W = P_mask∘M/(1-p), the mask law on the masked weights
+    (a kernel that takes a 'masked' path without dropout keeps every weight)."""
+    from kernels.harness.masks import bool_mask
+
+    m = bool_mask(s, (s.q.shape[0], 1, s.case.n_q, s.case.n_k), "mask with dropout")
+    return _mask_law(s, _effective_matrix(s, attn_mask=m, is_causal=False), attn_mask=m)
+
+
+def _agreement_z(a: torch.Tensor, b: torch.Tensor, counted: torch.Tensor, p: float = P_DROP) -> tuple[float, int, int]:
+    """z of the number of counted entries where the zero patterns of a and b agree, against
+    independent masks: each entry agrees with probability (1-p)² + p² (both kept or both dropped),
+    independently of the others, so the count is binomial. A shared mask agrees everywhere."""
+    agree = ((a != 0) == (b != 0)) & counted
+    n, k = int(counted.sum()), int(agree.sum())
+    rate = (1 - p) ** 2 + p ** 2
+    z = (k - n * rate) / math.sqrt(n * rate * (1 - rate)) if n else 0.0
+    return z, k, n
+
+
+def dropout_independence(s: Subject) -> Outcome:
+    """Different heads and batch entries draw independent masks. In the V = I call, the zero
+    patterns of disjoint pairs of (b, h) slices agree on a fraction (1-p)² + p² of entries: one
+    binomial z-test pairing heads (b, 2j) with (b, 2j+1), one pairing batch entries (2i, h) with
+    (2i+1, h), each at α/2 (Bonferroni: the invariant's false-alarm rate stays ≤ α)."""
+    w = _base_effective_matrix(s)  # (B, Hq, Nq, Nk)
+    counted = _probabilities(s) > P_FLOOR
+    bound = _z(ALPHA / 2)
+    outcomes, details = [], []
+    b, h = w.shape[:2]
+    pairings = {"heads": (w[:, 0:h - h % 2:2], w[:, 1:h:2], counted[:, 0:h - h % 2:2] & counted[:, 1:h:2]),
+                "batch": (w[0:b - b % 2:2], w[1:b:2], counted[0:b - b % 2:2] & counted[1:b:2])}
+    for name, (x, y, both) in pairings.items():
+        if both.numel() == 0:
+            continue
+        z, k, n = _agreement_z(x, y, both)
+        outcomes.append(Outcome(abs(z), bound))
+        details.append(f"{name}: {k} of {n} entries agree (expected {(1 - P_DROP) ** 2 + P_DROP ** 2:g}), z = {z:+.2f}")
+    return worst(outcomes, details)
+
+
+def _rng_states(s: Subject) -> list[torch.Tensor]:
+    states = [torch.get_rng_state()]
+    if s.device.startswith("cuda"):
+        states.append(torch.cuda.get_rng_state(torch.device(s.device)))
+    return states
+
+
+def dropout_rng_advances(s: Subject) -> Outcome:
+    """Two calls in a row after one manual_seed draw different masks (binomial agreement z-test,
+    as for independence), and a call moves torch's generator state (the next draw of the caller's
+    own code must not repeat the kernel's)."""
+    v1 = one_hot_values(s)
+    with seeded(s, 0):
+        before = _rng_states(s)
+        w1 = s.run(v=v1, dropout_p=P_DROP).cpu().double()
+        after = _rng_states(s)
+        w2 = s.run(v=v1, dropout_p=P_DROP).cpu().double()
+    moved = any(not torch.equal(x, y) for x, y in zip(before, after))
+    z, k, n = _agreement_z(w1, w2, _probabilities(s) > P_FLOOR)
+    detail = (f"second call agrees with the first on {k} of {n} entries, z = {z:+.2f}; "
+              f"generator state {'moved' if moved else 'NOT moved'}")
+    return Outcome(abs(z) if moved else math.inf, _z(), detail)
+
+
+# The kept-fraction power test: the smallest bias it must see is 0.5% of the keep probability
+# (a uint8 threshold keeping 191/256 ≈ 0.746 instead of 0.75 is 0.52% off). With q = 0 every
+# weight is 1/Nk, so every entry of W counts; each call gives B·H·Nq·Nk independent Bernoulli
+# draws. Two p, each test at α/2 (Bonferroni), each with power ≥ POWER against that bias.
+# (p = 0.5 would need 2.2 million draws, three times the others together: too slow interpreted.)
+KEPT_PS = (0.1, 0.25)
+RELATIVE_BIAS = 0.005
+POWER = 0.99
+
+
+def draws_for_power(p: float, alpha: float = ALPHA / len(KEPT_PS), power: float = POWER,
+                    relative_bias: float = RELATIVE_BIAS) -> int:
+    """Bernoulli draws n for which a two-sided z-test at level alpha of keep = 1 - p rejects a
+    keep probability of (1 - p)(1 - relative_bias) with probability ≥ power (normal approximation):
+    n = ((z_{α/2} σ0 + z_power σ1) / δ)²."""
+    from statistics import NormalDist
+
+    keep0 = 1 - p
+    keep1 = keep0 * (1 - relative_bias)
+    z_a, z_b = _z(alpha), NormalDist().inv_cdf(power)
+    s0, s1 = math.sqrt(keep0 * (1 - keep0)), math.sqrt(keep1 * (1 - keep1))
+    return math.ceil(((z_a * s0 + z_b * s1) / (keep0 - keep1)) ** 2)
+
+
+def dropout_kept_fraction(s: Subject) -> Outcome:
+    """The kept fraction is 1 - p, to 0.5%: binomial z-tests over enough calls (q = 0, so every
+    weight is 1/Nk and counts; V = I) that a 0.5% bias is rejected with power POWER at each p."""
+    keep, _, _ = laws()
+    q0 = torch.zeros_like(s.q)
+    v1 = one_hot_values(s)  # (B, H, Nk, Nk)
+    per_call = s.q.shape[0] * s.q.shape[1] * s.case.n_q * s.case.n_k
+    outcomes, details = [], []
+    for i, p in enumerate(KEPT_PS):
+        calls = math.ceil(draws_for_power(p) / per_call)
+        kept = 0
+        for call in range(calls):
+            with seeded(s, 100 + 1000 * i + call):
+                kept += int((s.run(q=q0, v=v1, dropout_p=p) != 0).sum())
+        n = calls * per_call
+        rate = float(keep(p))
+        z = (kept - n * rate) / math.sqrt(n * rate * (1 - rate))
+        outcomes.append(Outcome(abs(z), _z(ALPHA / len(KEPT_PS))))
+        details.append(f"p={p:g}: kept {kept / n:.5f} of {n} (expected {rate:g}), z = {z:+.2f}")
+    return worst(outcomes, details)
 
 
 def _t(units: torch.Tensor, claimed: float) -> float:
@@ -138,24 +267,42 @@ def dropout_variance(s: Subject) -> Outcome:
     return Outcome(o.discrepancy, o.bound, d)
 
 
+def _dropped_attention(keep: torch.Tensor, c: float, kw: dict):
+    """(q, k, v) ↦ (P∘keep·c) V: attention with the dropout mask ``keep`` fixed (autograd-able)."""
+    def fn(q, k, v, **_):
+        w = ref.probabilities(q, k, **kw) * (keep.to(q.dtype) * c)  # (B, Hq, Nq, Nk)
+        return w @ (ref.repeat_kv(v, q.shape[1]) if kw.get("enable_gqa") else v)
+    return fn
+
+
 def dropout_forward_backward(s: Subject) -> Outcome:
-    """One seeded call with V = I: its output is W, and its dV must be Wᵀ dO (the same mask)."""
+    """One seeded call with V = I: its output is W = P∘M/(1-p), which reveals the mask M = (W ≠ 0);
+    its dq, dk, dv must be float64 autograd of (P∘M/(1-p)) V with that M (the backward used the
+    forward's mask, and rescaled dP by 1/(1-p) as the forward rescaled P)."""
+    _, rescale, _ = laws()
+    c = float(rescale(P_DROP))
     v1 = one_hot_values(s)
     d_o = s.cast(torch.randn(s.q.shape[:-1] + (s.case.n_k,), generator=s.rng("dropout dO"), dtype=torch.float64))
     leaves = ref.leaves((s.q, s.k, v1))
     with seeded(s, 0):
         w = s.impl(*leaves, **s.kwargs(dropout_p=P_DROP))
         checked_output(w, s.q, v1)
-        dv = torch.autograd.grad(w, leaves[2], d_o)[0]
-    w64, do64 = w.detach().cpu().double(), d_o.cpu().double()
-    expected = w64.transpose(-2, -1) @ do64  # (B, Hq, Nk, Nk)
-    size = w64.abs().transpose(-2, -1) @ do64.abs()
-    plain = (w.detach().transpose(-2, -1) @ d_o).cpu().double()
-    if s.case.gqa:
-        b, hkv, g = s.k.shape[0], s.k.shape[1], s.q.shape[1] // s.k.shape[1]
-        expected, size, plain = (x.reshape(b, hkv, g, *x.shape[2:]).sum(2) for x in (expected, size, plain))
-    return Outcome(tol.max_abs_error(dv.cpu(), expected),
-                   tol.bound(s.dtype, tol.max_abs_error(plain, expected), size))
+        got = torch.autograd.grad(w, leaves, d_o)
+    keep = (w.detach() != 0).cpu()  # (B, Hq, Nq, Nk)
+    kw = s.kwargs()
+    qkv64 = [t.cpu() for t in (s.q, s.k, v1)]
+    _, gold = ref.output_and_grads(_dropped_attention(keep, c, kw), *qkv64, d_o.cpu(), upcast=True)
+    _, plain = ref.output_and_grads(_dropped_attention(keep.to(s.device), c, kw), s.q, s.k, v1, d_o)
+    # Sizes: every factor absolute, |dS| ≤ P∘(|dP|∘M·c + rowsum(P∘|dP|∘M·c)); dv from |W|.
+    q64, k64, v64, do64 = (t.double() for t in (*qkv64, d_o.cpu()))
+    p64 = ref.probabilities(q64, k64, **kw)  # (B, Hq, Nq, Nk)
+    mc = keep.double() * c
+    sizes = ref.chain_rule_gradients(
+        q64.abs(), k64.abs(), v64.abs(), do64.abs(), p64 * mc,
+        lambda _, dp: p64 * (dp * mc + (p64 * dp * mc).sum(-1, keepdim=True)),
+        scale=abs(ref.default_scale(q64.shape[-1]) if s.case.scale is None else s.case.scale),
+        enable_gqa=s.case.gqa)
+    return gradients_against(s, tuple(g.detach().cpu() for g in got), gold, tuple(g.cpu() for g in plain), sizes)
 
 
 def dropout_same_seed(s: Subject) -> Outcome:
@@ -181,6 +328,17 @@ register(Invariant("dropout-expectation", "dropout-unbiased", dropout_expectatio
 register(Invariant("dropout-variance", "dropout-variance", dropout_variance, _droppable, _DROP,
                    bug_classes="dropout of the wrong variance (p taken as the keep probability)"))
 register(Invariant("dropout-forward-backward", None, dropout_forward_backward, _droppable,
-                   _DROP | {BACKWARD}, bug_classes="backward drawing a different mask than the forward"))
+                   _DROP | {BACKWARD}, bug_classes="backward drawing a different mask than the forward; "
+                   "dP not masked or not rescaled by 1/(1-p) in dS (dq, dk wrong, dv right)"))
+register(Invariant("dropout-with-attn-mask", "dropout-kept-fraction", dropout_with_attn_mask, _droppable,
+                   _DROP | {ATTN_MASK}, bug_classes="dropout skipped on the attn_mask path"))
+register(Invariant("dropout-independence", None, dropout_independence,
+                   lambda c: _droppable(c) and (c.batch >= 2 or c.q_heads >= 2), _DROP,
+                   bug_classes="one dropout mask shared across heads or batch entries"))
+register(Invariant("dropout-rng-advances", None, dropout_rng_advances, _droppable, _DROP,
+                   bug_classes="RNG offset not advanced (consecutive calls repeat the mask)"))
+register(Invariant("dropout-kept-fraction", "dropout-kept-fraction", dropout_kept_fraction,
+                   lambda c: c.kind == KEPT, _DROP,
+                   bug_classes="biased keep probability (uint8 threshold: 191/256 instead of 3/4)"))
 register(Invariant("dropout-same-seed", None, dropout_same_seed, _droppable, _DROP,
                    bug_classes="dropout RNG not drawn from torch's generator (same seed, different output)"))

@@ -19,7 +19,7 @@ import torch
 
 from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
-from kernels.harness.cases import EXTREME, MIXED, NEGATIVE, RANDOM, SWEEP, SWEEP_LENGTHS, Case
+from kernels.harness.cases import EXTREME, MIXED, NEGATIVE, RANDOM, SWEEP, SWEEP_LENGTHS, SYNTHETIC, Case
 from kernels.harness.subject import (Gradients, Outcome, Subject, against, checked_output, gradients_against,
                                      ratio, relation, strided, worst)
 
@@ -351,6 +351,10 @@ class Invariant:
     def backward(self) -> bool:
         return BACKWARD in self.needs
 
+    def runs_on(self, case: Case) -> bool:
+        """It applies to the case, and the case is not forward-only while it needs more than the forward."""
+        return self.applies(case) and not (case.forward_only and self.needs & {BACKWARD, ATTN_MASK, DROPOUT})
+
 
 def _random(c: Case) -> bool:
     return c.kind == RANDOM
@@ -361,7 +365,7 @@ def _needs(*features: str) -> frozenset:
 
 
 INVARIANTS: list[Invariant] = [
-    Invariant("output-dtype-shape", None, output_dtype_shape, lambda c: c.kind != SWEEP,
+    Invariant("output-dtype-shape", None, output_dtype_shape, lambda c: c.kind not in SYNTHETIC,
               bug_classes="wrong output dtype, shape or device"),
     Invariant("inputs-untouched", None, inputs_untouched, _random,
               bug_classes="writes into q, k or v (in-place pre-scale)"),

@@ -83,26 +83,27 @@ class Subject:
     def base(self) -> tuple[torch.Tensor, float]:
         return self.reference()
 
-    def backward(self, q=None, k=None, dout=None, **overrides) -> Gradients:
+    def backward(self, q=None, k=None, dout=None, v=None, **overrides) -> Gradients:
         """impl's gradients for (q, k, v, dout), golden and plain ones beside them.
 
         Every tensor the impl sees is a fresh copy (``ref.leaves``), so an impl that writes into its
         inputs or into dO changes nothing the harness keeps; what it changed is recorded."""
         q, k = (self.q if q is None else q), (self.k if k is None else k)
+        v = self.v if v is None else v
         dout = self.dout if dout is None else dout
         kw = self.kwargs(**overrides)
-        qkv = ref.leaves((q, k, self.v))
+        qkv = ref.leaves((q, k, v))  # clone() keeps the strides of a non-contiguous input
         d_o = dout.clone()  # strides kept: a non-contiguous dO stays non-contiguous
         out = self.impl(*qkv, **kw)
-        checked_output(out, q, self.v)
+        checked_output(out, q, v)
         got = torch.autograd.grad(out, qkv, d_o)
-        for name, g, x in zip(("dq", "dk", "dv"), got, (q, k, self.v)):
+        for name, g, x in zip(("dq", "dk", "dv"), got, (q, k, v)):
             if not isinstance(g, torch.Tensor) or tuple(g.shape) != tuple(x.shape):
                 raise ValueError(f"{name} has shape {tuple(getattr(g, 'shape', ()))}, expected {tuple(x.shape)}")
-        changed = tuple(name for name, x, y in zip(("q", "k", "v", "dO"), (q, k, self.v, dout), (*qkv, d_o))
+        changed = tuple(name for name, x, y in zip(("q", "k", "v", "dO"), (q, k, v, dout), (*qkv, d_o))
                         if not torch.equal(x, y.detach()))
-        _, gold = ref.output_and_grads(ref.attention, q.cpu(), k.cpu(), self.v.cpu(), dout.cpu(), upcast=True, **kw)
-        _, plain = ref.output_and_grads(ref.attention, q, k, self.v, dout, **kw)
+        _, gold = ref.output_and_grads(ref.attention, q.cpu(), k.cpu(), v.cpu(), dout.cpu(), upcast=True, **kw)
+        _, plain = ref.output_and_grads(ref.attention, q, k, v, dout, **kw)
         return Gradients(tuple(g.detach().cpu() for g in got), gold, tuple(g.cpu() for g in plain), changed)
 
     @functools.cached_property

@@ -142,7 +142,7 @@ def planned(cases, dtype, features, *, causal=True, gqa=True, value_dim=True, on
     for case in cases:
         run_as = narrowed([case], causal=causal, gqa=gqa, value_dim=value_dim)[0]
         for inv in INVARIANTS:
-            if not inv.applies(case) or (inv.dtypes is not None and dtype not in inv.dtypes):
+            if not inv.runs_on(case) or (inv.dtypes is not None and dtype not in inv.dtypes):
                 continue
             if only is not None and inv.name not in only:
                 continue
