@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import tomllib
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernels.harness import reference as ref
-from kernels.harness.pytest_plugin import attention_checks
+from kernels.pytest_plugin import attention_checks
 from kernels.harness.strategies import attention_problems, cases
 from kernels.harness.subject import Subject
 from kernels.harness.invariants import reference_agreement
@@ -21,17 +22,31 @@ from kernels.harness.invariants import reference_agreement
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _installed() -> bool:
+    """Whether pip registered the plugin's entry point (then pytest loads it itself; ``-p`` would load it twice)."""
+    return any(ep.value == "kernels.pytest_plugin" for ep in entry_points(group="pytest11"))
+
+
 def _pytest(tmp_path, *args):
     (tmp_path / "test_nothing.py").write_text("")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "kernels.harness.pytest_plugin", "-p",
-                           "no:cacheprovider", "-q", "-rs", *args], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600)
+    load = [] if _installed() else ["-p", "kernels.pytest_plugin"]
+    return subprocess.run([sys.executable, "-m", "pytest", *load, "-p", "no:cacheprovider", "-q", "-rs", *args],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_loading_the_plugin_imports_neither_torch_nor_triton():
+    # pytest loads entry-point plugins before any conftest: importing triton there would freeze
+    # TRITON_INTERPRET before conftest.py could set it on a machine without a GPU.
+    code = "import sys, kernels.pytest_plugin; print(sorted({'torch', 'triton'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
 
 
 def test_entry_point_is_registered():
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert meta["project"]["entry-points"]["pytest11"]["attention_proofs"] == "kernels.harness.pytest_plugin"
+    assert meta["project"]["entry-points"]["pytest11"]["attention_proofs"] == "kernels.pytest_plugin"
 
 
 def test_each_check_is_an_item_with_a_readable_id_and_failures_name_the_law(tmp_path):
@@ -56,7 +71,7 @@ def test_a_correct_impl_passes_and_a_bad_target_is_a_usage_error(tmp_path):
 
 def test_without_the_option_the_plugin_adds_nothing(tmp_path):
     out = _pytest(tmp_path)
-    assert "no tests ran" in out.stdout and "torch" not in sys.modules.get("kernels.harness.pytest_plugin").__dict__
+    assert "no tests ran" in out.stdout and "torch" not in sys.modules.get("kernels.pytest_plugin").__dict__
 
 
 def test_attention_checks_for_parametrize():
