@@ -58,6 +58,13 @@ def _outputs(rng, P, v, p, rescale, n_samples):
     return (masks * (P * v)).sum(axis=1) * rescale
 
 
+def _sampled_outputs(seed, p, n_keys, n_samples):
+    """One attention row (P, v) of n_keys keys and n_samples dropout outputs o of it, with the derived rescale."""
+    rng = np.random.default_rng(seed)
+    P, v = _problem(rng, n_keys)
+    return P, v, _outputs(rng, P, v, p, _laws()[1](p), n_samples)
+
+
 @confirms("dropout-kept-fraction", n_samples=20_000)
 def dropout_kept_fraction(*, seed=0, n_samples=200_000, p=0.25, alpha=0.001) -> Confirmation:
     p, n_samples, _, alpha = _check(p, n_samples, 1, alpha)
@@ -77,11 +84,8 @@ def dropout_kept_fraction(*, seed=0, n_samples=200_000, p=0.25, alpha=0.001) -> 
 def dropout_unbiased(*, seed=0, n_samples=200_000, p=0.25, n_keys=8, alpha=0.001) -> Confirmation:
     p, n_samples, n_keys, alpha = _check(p, n_samples, n_keys, alpha)
     started = time.perf_counter()
-    rng = np.random.default_rng(seed)
-    _, rescale, mean, _ = _laws()
-    P, v = _problem(rng, n_keys)
-    o = _outputs(rng, P, v, p, rescale(p), n_samples)
-    claimed = mean(_one_based(P), _one_based(v), n_keys)
+    P, v, o = _sampled_outputs(seed, p, n_keys, n_samples)
+    claimed = _laws()[2](_one_based(P), _one_based(v), n_keys)
     c = from_test("dropout-unbiased", f"E[o] = Σ P_j v_j = {claimed:.6g} (n = {n_keys} keys, p = {p:g})",
                   mean_test(Moments.of(o), claimed, alpha), alpha)
     c.seconds = time.perf_counter() - started
@@ -92,11 +96,8 @@ def dropout_unbiased(*, seed=0, n_samples=200_000, p=0.25, n_keys=8, alpha=0.001
 def dropout_variance(*, seed=0, n_samples=200_000, p=0.25, n_keys=8, alpha=0.001) -> Confirmation:
     p, n_samples, n_keys, alpha = _check(p, n_samples, n_keys, alpha)
     started = time.perf_counter()
-    rng = np.random.default_rng(seed)
-    _, rescale, _, variance = _laws()
-    P, v = _problem(rng, n_keys)
-    o = _outputs(rng, P, v, p, rescale(p), n_samples)
-    claimed = variance(p, _one_based(P), _one_based(v), n_keys)
+    P, v, o = _sampled_outputs(seed, p, n_keys, n_samples)
+    claimed = _laws()[3](p, _one_based(P), _one_based(v), n_keys)
     c = from_test("dropout-variance", f"Var[o] = p/(1 - p) Σ P_j² v_j² = {claimed:.6g} (n = {n_keys}, p = {p:g})",
                   variance_test(Moments.of(o), claimed, alpha), alpha)
     c.seconds = time.perf_counter() - started
