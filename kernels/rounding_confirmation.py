@@ -1,9 +1,12 @@
 """The proved rounding-error bound confirmed on implementations: torch's CPU SDPA, a float32 blocked
-reference and (a few cases) the project's Triton kernel under the interpreter.
+reference and the project's Triton kernel under the interpreter.
 
 ``python -m kernels.rounding_confirmation`` runs random inputs per dtype and length, plus the
-conformance harness's extreme cases, and prints violation counts, the binomial test of the
-probabilistic bound, and the tightness table; ``--mutants`` lists which of ``kernels.mutants`` the
+conformance harness's cases (extreme ones included), and prints violation counts, the binomial test
+of the probabilistic bound, and the tightness table. Random inputs are drawn in stacks along heads,
+each head an independent input judged against its own float64 golden output and its own bound, so
+one call per (dtype, length, head dim, causal) serves many inputs: the interpreted kernel reaches
+10⁴ inputs per dtype in minutes (``--kernel-samples 1000``); ``--mutants`` lists which of ``kernels.mutants`` the
 harness invariant rounding-attention-forward fails on its own. ``error_curve`` gives the report's
 rounding figure its data. The bound itself is evaluated by ``numeric.rounding`` (NumPy, below
 kernels); this module supplies the implementations, their inputs and the float64 golden outputs.
@@ -35,6 +38,7 @@ LENGTHS = (1, 2, 3, 5, 8, 16, 31, 64, 127, 256, 511, 1024, 2048, 4096)
 HEAD_DIMS = (32, 64, 128)
 LONG = 256  # above this length a quarter of the samples: 1000 × 10 + 250 × 4 = 11000 per dtype
 N_QUERIES = 4  # rows per sample: the bound is per row, so few rows reach long key lengths cheaply
+CHUNK_ELEMENTS = 2**23  # float64 values of one k array per call: 64 MiB (memory of a 4096-key stack)
 
 
 def _impls(kernel: bool):
@@ -54,26 +58,33 @@ def impl_recipe(recipe_name: str, dtype: str) -> R.Recipe:
     return R.recipe(recipe_name, dtype)
 
 
-def judge(out, gold, q64, k64, v64, recipe, *, is_causal, scale=None, failure=FAILURE) -> dict:
-    """One output tensor against its bounds: worst det ratio, worst prob ratio, largest error."""
-    b = forward_bound(q64, k64, v64, recipe, scale=scale, is_causal=is_causal, failure=failure)
+def judge(out, gold, q64, k64, v64, recipe, *, is_causal, scale=None, failure=FAILURE) -> list[dict]:
+    """Each input of a stack against its own bounds: arrays (S, ..., Nq, D) whose first axis indexes
+    S independent inputs. Per input: the largest error, the worst det and prob ratios, and at the
+    element nearest its deterministic bound the error and both bounds."""
+    b = forward_bound(q64, k64, v64, recipe, scale=scale, is_causal=is_causal, failure=failure, independent_axes=1)
     err = np.abs(np.asarray(out, dtype=np.float64) - gold)
     err = np.where(np.isnan(err), np.inf, err)
     with np.errstate(invalid="ignore", divide="ignore"):
         det = np.where(err == 0, 0.0, err / b.deterministic)
         prob = np.where(err == 0, 0.0, err / b.probabilistic)
-    worst = np.unravel_index(int(np.argmax(np.nan_to_num(det, nan=np.inf))), det.shape)  # the element nearest its bound
-    return dict(error=float(err.max()), det_ratio=float(det.max()), prob_ratio=float(prob.max()),
-                det_bound=float(b.deterministic.max()), prob_bound=float(b.probabilistic.max()), lam=b.lam,
-                worst_error=float(err[worst]), worst_det=float(b.deterministic[worst]),
-                worst_prob=float(b.probabilistic[worst]))
+    flat = lambda x: x.reshape(x.shape[0], -1)  # noqa: E731  (S, elements of one input)
+    err_s, det_s, prob_s, bdet_s, bprob_s = map(flat, (err, det, prob, b.deterministic, b.probabilistic))
+    worst = np.argmax(np.nan_to_num(det_s, nan=np.inf), axis=1)  # per input, the element nearest its bound
+    pick = lambda x: x[np.arange(x.shape[0]), worst]  # noqa: E731
+    return [dict(error=float(e), det_ratio=float(d), prob_ratio=float(p), det_bound=float(bd), prob_bound=float(bp),
+                 lam=b.lam, worst_error=float(we), worst_det=float(wd), worst_prob=float(wp))
+            for e, d, p, bd, bp, we, wd, wp in zip(err_s.max(1), det_s.max(1), prob_s.max(1), bdet_s.max(1),
+                                                   bprob_s.max(1), pick(err_s), pick(bdet_s), pick(bprob_s))]
 
 
-def _sample(rng, n_k, dtype, d):
-    """Rounded inputs: the dtype tensors and float64 arrays holding the same values."""
-    sharp = math.exp(rng.uniform(math.log(0.25), math.log(4.0)))  # flatter or peakier softmax rows
-    q = rng.standard_normal((1, 1, N_QUERIES, d)) * sharp
-    k, v = rng.standard_normal((1, 1, n_k, d)), rng.standard_normal((1, 1, n_k, d))
+def draw(rng, count: int, n_k: int, dtype: str, d: int):
+    """``count`` independent random inputs stacked along heads: q (1, count, N_QUERIES, d) and k, v
+    (1, count, n_k, d) in ``dtype``, and float64 arrays holding the same (rounded) values. Each head
+    has its own query magnitude, log-uniform in [1/4, 4]: flatter or peakier softmax rows."""
+    sharp = np.exp(rng.uniform(math.log(0.25), math.log(4.0), size=count))
+    q = rng.standard_normal((1, count, N_QUERIES, d)) * sharp[None, :, None, None]  # (1, S, Nq, D)
+    k, v = rng.standard_normal((1, count, n_k, d)), rng.standard_normal((1, count, n_k, d))  # (1, S, Nk, D)
     tensors = [torch.from_numpy(x).to(getattr(torch, dtype)) for x in (q, k, v)]
     return tensors, [t.double().numpy() for t in tensors]
 
@@ -87,34 +98,92 @@ def _golden(q64, k64, v64, is_causal):
     return (p / p.sum(-1, keepdims=True)) @ v64
 
 
+def _stacked(x):
+    """(1, S, ...) -> (S, 1, ...): the samples axis first, as judge reads it (a view)."""
+    return np.moveaxis(np.asarray(x), 1, 0)
+
+
+def _timed(timings, name, dtype, fn, *args, **kw) -> np.ndarray:
+    """fn's output in float64, its seconds added to timings[(name, dtype)]."""
+    start = time.perf_counter()
+    with torch.no_grad():
+        out = fn(*args, **kw)
+    if timings is not None:
+        timings[(name, dtype)] = timings.get((name, dtype), 0.0) + time.perf_counter() - start
+    return out.double().numpy()
+
+
+def _take(x, sel):
+    """The samples of a (1, S, ...) stack where ``sel`` is True (the stack itself when all are)."""
+    if sel.all():
+        return x
+    return x[:, torch.from_numpy(sel)] if torch.is_tensor(x) else x[:, sel]
+
+
+def _empirical_bounds(q, k, v, gold, dtype: str, causal: bool) -> list[float]:
+    """Per sample (head), the empirical rule's tensor-wide allowance: MULT × the plain same-precision
+    reference's error + the floor at the golden output's size (kernels.harness.tolerance)."""
+    plain = ref.attention(q, k, v, is_causal=causal)  # (1, S, Nq, D)
+    gold_t = torch.from_numpy(gold)
+    return [tol.bound(getattr(torch, dtype), tol.max_abs_error(plain[:, s], gold_t[:, s]), gold_t[:, s])
+            for s in range(q.shape[1])]
+
+
+def _chunks(count: int, n_k: int, d: int):
+    """Sample counts per call: at most CHUNK_ELEMENTS float64 values in one k array (memory)."""
+    size = max(1, CHUNK_ELEMENTS // (n_k * d))
+    return [min(size, count - i) for i in range(0, count, size)]
+
+
 def confirm(samples_per_length: int, kernel_samples: int, seed: int = 0, lengths=LENGTHS, dtypes=DTYPES,
-            progress=None) -> list[dict]:
-    """One record per (sample, implementation): the ratios error/bound and the empirical rule's ratio."""
+            progress=None, timings: dict | None = None, impls=None) -> list[dict]:
+    """One record per (sample, implementation): the ratios error/bound and the empirical rule's ratio.
+
+    Per (dtype, length) the samples are drawn in stacks along heads, one stack per (head dim, causal),
+    and every implementation runs a stack in one call; the first ``kernel_samples`` samples of each
+    (dtype, length) also run the Triton kernel. ``timings`` collects seconds spent per (impl, dtype).
+    ``impls``: (name, fn, recipe name) triples to confirm instead, each on every sample (tests use it
+    to show that a wrong implementation run the same way is flagged)."""
     torch.set_num_threads(1)
     records = []
     for dtype in dtypes:
         for n_k in lengths:
             rng = np.random.default_rng(np.random.SeedSequence([seed, DTYPES.index(dtype), n_k]))
-            for i in range(samples_per_length if n_k <= LONG else max(1, samples_per_length // 4)):
-                d = HEAD_DIMS[i % len(HEAD_DIMS)]
-                causal = bool(rng.random() < 0.25)
-                (q, k, v), (q64, k64, v64) = _sample(rng, n_k, dtype, d)
-                gold = _golden(q64, k64, v64, causal)
-                emp_ref = tol.max_abs_error(ref.attention(q, k, v, is_causal=causal), torch.from_numpy(gold))
-                emp_bound = tol.bound(getattr(torch, dtype), emp_ref, torch.from_numpy(gold))
-                for name, fn, recipe_name in _impls(kernel=i < kernel_samples):
-                    with torch.no_grad():
-                        out = fn(q, k, v, is_causal=causal).double().numpy()
-                    rec = judge(out, gold, q64, k64, v64, impl_recipe(recipe_name, dtype), is_causal=causal)
-                    rec.update(impl=name, dtype=dtype, n=n_k, d=d, causal=causal, source="random",
-                               emp_ratio=rec["error"] / emp_bound, emp_bound=emp_bound)
-                    records.append(rec)
+            count = samples_per_length if n_k <= LONG else max(1, samples_per_length // 4)
+            dims = np.array([HEAD_DIMS[i % len(HEAD_DIMS)] for i in range(count)])
+            causal_of = rng.random(count) < 0.25
+            for d in HEAD_DIMS:
+                for causal in (False, True):
+                    members = np.flatnonzero((dims == d) & (causal_of == causal))
+                    for chunk in np.split(members, np.cumsum(_chunks(len(members), n_k, d))[:-1]):
+                        if len(chunk):
+                            records += _confirm_stack(rng, chunk, n_k, d, causal, dtype, chunk < kernel_samples,
+                                                      timings, impls)
             if progress:
                 progress(f"{dtype} N={n_k}: {len(records)} records")
     return records
 
 
-def confirm_harness_cases(dtypes=DTYPES, seed: int = 0, kernel: bool = True) -> list[dict]:
+def _confirm_stack(rng, chunk, n_k, d, causal, dtype, on_kernel, timings, impls) -> list[dict]:
+    """Draw len(chunk) inputs, run each implementation on the stack (the kernel on the inputs
+    ``on_kernel`` marks), one record per (input, implementation)."""
+    (q, k, v), (q64, k64, v64) = draw(rng, len(chunk), n_k, dtype, d)
+    gold = _golden(q64, k64, v64, causal)  # (1, S, Nq, D)
+    emp = _empirical_bounds(q, k, v, gold, dtype, causal)
+    records = []
+    for name, fn, recipe_name in impls or _impls(kernel=bool(on_kernel.any())):
+        sel = on_kernel if name == "triton-kernel" and not impls else np.ones(len(chunk), dtype=bool)
+        out = _timed(timings, name, dtype, fn, *(_take(t, sel) for t in (q, k, v)), is_causal=causal)  # (1, S', Nq, D)
+        judged = judge(_stacked(out), *(_stacked(_take(x, sel)) for x in (gold, q64, k64, v64)),
+                       impl_recipe(recipe_name, dtype), is_causal=causal)
+        for rec, e in zip(judged, np.asarray(emp)[sel]):
+            rec.update(impl=name, dtype=dtype, n=n_k, d=d, causal=causal, source="random",
+                       emp_ratio=rec["error"] / e, emp_bound=float(e))
+            records.append(rec)
+    return records
+
+
+def confirm_harness_cases(dtypes=DTYPES, seed: int = 0, kernel: bool = True, timings: dict | None = None) -> list[dict]:
     """The conformance harness's cases (random and robustness kinds), every impl, every dtype."""
     records = []
     for dtype in dtypes:
@@ -125,11 +194,11 @@ def confirm_harness_cases(dtypes=DTYPES, seed: int = 0, kernel: bool = True) -> 
             k64, v64 = (ref.repeat_kv(t, q.shape[1]).double().numpy() if case.gqa else t.double().numpy()
                         for t in (k, v))
             gold = ref.attention64(q, k, v, **kw).numpy()
-            for name, fn, recipe_name in _impls(kernel=kernel and case.n_q * case.n_k <= 300 * 300):
-                with torch.no_grad():
-                    out = fn(q, k, v, **kw).double().numpy()
-                rec = judge(out, gold, q64, k64, v64, impl_recipe(recipe_name, dtype), is_causal=case.causal,
-                            scale=case.scale)
+            for name, fn, recipe_name in _impls(kernel=kernel):
+                out = _timed(timings, name, dtype, fn, q, k, v, **kw)
+                # one case is one input (its heads share the failure probability): a stack of one
+                (rec,) = judge(out[None], gold[None], q64[None], k64[None], v64[None],
+                               impl_recipe(recipe_name, dtype), is_causal=case.causal, scale=case.scale)
                 rec.update(impl=name, dtype=dtype, n=case.n_k, case=case.name, kind=case.kind, source="harness")
                 records.append(rec)
     return records
@@ -173,14 +242,20 @@ def main(argv=None) -> int:
             print(f"{name:<40} {'caught in ' + ', '.join(caught_in) if caught_in else 'not caught'}"
                   f"{f' ({n} case-dtype failures)' if n else ''}")
         return 0
-    start = time.perf_counter()
-    records = confirm(args.samples, args.kernel_samples, lengths=lengths, dtypes=dtypes,
-                      progress=lambda m: print(m, file=sys.stderr, flush=True))
-    if not args.no_harness_cases:
-        records += confirm_harness_cases(dtypes=dtypes, kernel=args.kernel_samples > 0)
+    start, timings, records = time.perf_counter(), {}, []
+    log = lambda m: print(f"[{time.perf_counter() - start:6.0f} s] {m}", file=sys.stderr, flush=True)  # noqa: E731
+    for dtype in dtypes:
+        begun = time.perf_counter()
+        records += confirm(args.samples, args.kernel_samples, lengths=lengths, dtypes=(dtype,), timings=timings,
+                           progress=log)
+        if not args.no_harness_cases:
+            records += confirm_harness_cases(dtypes=(dtype,), kernel=args.kernel_samples > 0, timings=timings)
+        timings[("wall, all impls", dtype)] = time.perf_counter() - begun
+        log(f"{dtype} done")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(records, fh)
+            json.dump(dict(records=records, timings=[dict(impl=i, dtype=d, seconds=t) for (i, d), t in timings.items()],
+                           argv=sys.argv[1:]), fh)
     print(summary(records))
     print()
     print(tightness_table(records))
@@ -195,6 +270,10 @@ def main(argv=None) -> int:
                     vac = sum(math.isinf(r["det_bound"]) for r in rs)
                     print(f"  {impl:<16} {dtype:<9} {len(rs)} cases, worst {w['det_ratio']:.3g} ({w['case']}), "
                           f"vacuous (infinite) bounds: {vac}")
+    print("\nseconds per dtype: inside each implementation's calls, and wall time of the dtype (random and "
+          "harness inputs, golden outputs and bounds included):")
+    for (impl, dtype), t in sorted(timings.items()):
+        print(f"  {impl:<16} {dtype:<9} {t:8.1f} s")
     print(f"\n{len(records)} records in {time.perf_counter() - start:.0f} s")
     return 0
 

@@ -73,16 +73,24 @@ def _recipe_values(recipe: R.Recipe) -> dict:
     return {s: float(v) for s, v in recipe.values.items()}
 
 
-def forward_bound(q, k, v, recipe: R.Recipe, *, scale=None, is_causal=False, failure: float | None = None) -> Bound:
+def forward_bound(q, k, v, recipe: R.Recipe, *, scale=None, is_causal=False, failure: float | None = None,
+                  independent_axes: int = 0) -> Bound:
     """The per-element bound on |computed − exact| for attention of q (..., Nq, D), k (..., Nk, D),
     v (..., Nk, Dv), given as float64 arrays holding the values the kernel reads (rounded inputs).
 
-    Heads must already match (repeat KV heads for GQA). Rows with no visible key are exact zeros."""
+    Heads must already match (repeat KV heads for GQA). Rows with no visible key are exact zeros.
+    ``independent_axes``: how many leading axes index independent inputs stacked into one call
+    (a confirmation's samples): the probabilistic bound then fails with probability ≤ ``failure``
+    in each of them, its λ counting one input's rounding chains, not the whole array's."""
     q, k, v = (np.asarray(t, dtype=np.float64) for t in (q, k, v))
     if q.ndim < 2 or k.shape[-1] != q.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(f"q, k, v shapes do not fit attention: {q.shape}, {k.shape}, {v.shape}")
     if failure is not None and not 0.0 < failure < 1.0:
         raise ValueError(f"failure must be a probability in (0, 1), got {failure!r}")
+    if isinstance(independent_axes, bool) or not isinstance(independent_axes, int) or \
+            not 0 <= independent_axes <= q.ndim - 2:
+        raise ValueError(f"independent_axes must be an int from 0 to {q.ndim - 2} (q's axes before (Nq, D)), "
+                         f"got {independent_axes!r}")
     n_q, d = q.shape[-2], q.shape[-1]
     n_k, d_v = k.shape[-2], v.shape[-1]
     c = 1.0 / math.sqrt(d) if scale is None else float(scale)
@@ -111,7 +119,8 @@ def forward_bound(q, k, v, recipe: R.Recipe, *, scale=None, is_causal=False, fai
 
     lam = None
     if failure is not None:
-        chains = (2 + d_v) * q[..., 0].size * n_k + q[..., 0].size * d_v
+        rows = q[..., 0].size // math.prod(q.shape[:independent_axes])  # query rows of one input
+        chains = (2 + d_v) * rows * n_k + rows * d_v
         lam = float(_lam_fn()(chains, failure, float(recipe.values[R.U_A])))
     det, prb = None, None
     for block in recipe.block_n:

@@ -83,13 +83,73 @@ def test_the_confirmation_keeps_correct_implementations_within_the_bound():
 
 def test_the_confirmations_judge_flags_an_output_outside_its_bound():
     rng = np.random.default_rng(0)
-    (q, k, v), (q64, k64, v64) = rc._sample(rng, 8, "float32", 32)
+    (q, k, v), (q64, k64, v64) = rc.draw(rng, 1, 8, "float32", 32)
     gold = rc._golden(q64, k64, v64, False)
     recipe = rc.impl_recipe("torch-cpu-sdpa", "float32")
     with torch.no_grad():
         out = F.scaled_dot_product_attention(q, k, v).double().numpy()
-    assert rc.judge(out, gold, q64, k64, v64, recipe, is_causal=False)["det_ratio"] <= 1
+    (rec,) = rc.judge(out, gold, q64, k64, v64, recipe, is_causal=False)
+    assert rec["det_ratio"] <= 1
     bound = forward_bound(q64, k64, v64, recipe).deterministic
     wrong = out.copy()
     wrong[..., 2, 5] = gold[..., 2, 5] + 2 * bound[..., 2, 5]  # one element twice its bound away
-    assert rc.judge(wrong, gold, q64, k64, v64, recipe, is_causal=False)["det_ratio"] == pytest.approx(2.0, rel=1e-6)
+    (rec,) = rc.judge(wrong, gold, q64, k64, v64, recipe, is_causal=False)
+    assert rec["det_ratio"] == pytest.approx(2.0, rel=1e-6)
+
+
+def test_a_stack_is_judged_input_by_input():
+    """Judging a stack of inputs gives each input what judging it alone gives (its own golden
+    output, bound and λ), and one corrupted input flags that input only."""
+    rng = np.random.default_rng(1)
+    (q, k, v), arrays = rc.draw(rng, 5, 40, "float16", 32)
+    gold = rc._golden(*arrays, True)
+    with torch.no_grad():
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True).double().numpy()  # (1, 5, Nq, D)
+    recipe = rc.impl_recipe("torch-cpu-sdpa", "float16")
+    stacked = rc.judge(*(rc._stacked(x) for x in (out, gold, *arrays)), recipe, is_causal=True)
+    alone = [rc.judge(*(x[:, s:s + 1] for x in (out, gold, *arrays)), recipe, is_causal=True)[0] for s in range(5)]
+    assert [r.keys() for r in stacked] == [r.keys() for r in alone]
+    np.testing.assert_allclose([list(r.values()) for r in stacked], [list(r.values()) for r in alone], rtol=1e-12)
+    assert len({r["det_bound"] for r in stacked}) == 5  # each its own bound: the magnitudes differ per head
+    wrong = out.copy()
+    wrong[0, 3] += 2 * np.abs(out[0, 3]).max()
+    flagged = [r["det_ratio"] > 1 for r in rc.judge(*(rc._stacked(x) for x in (wrong, gold, *arrays)), recipe,
+                                                    is_causal=True)]
+    assert flagged == [False, False, False, True, False]
+
+
+def _truncated_to_bfloat16(x: torch.Tensor) -> torch.Tensor:
+    """float32 -> bfloat16 by dropping the low 16 bits: the interpreter's conversion before the kernel's fix."""
+    return (x.float().view(torch.int32) & ~0xFFFF).view(torch.float32).to(torch.bfloat16)
+
+
+def truncating_blocked(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """The float32 blocked reference, its bfloat16 output truncated instead of rounded to nearest."""
+    out = mutants.blocked_attention(q.float(), k.float(), v.float(), is_causal=is_causal, scale=scale,
+                                    enable_gqa=enable_gqa)
+    return _truncated_to_bfloat16(out)
+
+
+def half_accumulators(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    return mutants.blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                                     work_dtype=torch.float16)
+
+
+@pytest.mark.parametrize("impl, dtype, recipe, share", [
+    (truncating_blocked, "bfloat16", "float32-blocked", 0.9),  # measured: 60 of 60, up to 1.97× the bound
+    (half_accumulators, "float16", "flash-attention-2", 0.2),  # measured: 20 of 60, up to 5.6× the bound
+], ids=["truncated-bf16-output", "float16-accumulators"])
+def test_the_batched_confirmation_flags_a_kernel_computing_below_its_recipe(impl, dtype, recipe, share):
+    """Run through the confirmation's stacked path exactly as the Triton kernel is, an implementation
+    that rounds worse than its recipe says exceeds the proved bound on many of its inputs."""
+    records = rc.confirm(40, 0, lengths=(64, 300, 1024), dtypes=(dtype,), impls=[("wrong", impl, recipe)])
+    assert len(records) == 40 + 10 + 10  # above LONG = 256 keys a quarter of the samples
+    assert sum(r["det_ratio"] > 1 for r in records) >= share * len(records)
+
+
+def test_the_kernel_runs_the_batched_confirmation_within_the_bound():
+    records = rc.confirm(6, 4, lengths=(1, 65), dtypes=("float16", "bfloat16"))
+    kernel = [r for r in records if r["impl"] == "triton-kernel"]
+    assert len(kernel) == 2 * 2 * 4 and len(records) == 2 * 2 * (6 + 6 + 4)
+    assert all(r["det_ratio"] <= 1 for r in records), [r for r in records if r["det_ratio"] > 1]
+    assert any(r["error"] > 0 for r in kernel)  # the kernel's outputs were judged, not skipped

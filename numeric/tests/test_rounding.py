@@ -72,6 +72,19 @@ def test_bad_arguments_are_named():
         forward_bound(q, np.zeros((3, 5)), np.zeros((3, 4)), recipe("loosest", "float32"))
     with pytest.raises(ValueError, match="failure"):
         forward_bound(q, np.zeros((3, 4)), np.zeros((3, 4)), recipe("loosest", "float32"), failure=1.5)
+    with pytest.raises(ValueError, match="independent_axes"):
+        forward_bound(q, np.zeros((3, 4)), np.zeros((3, 4)), recipe("loosest", "float32"), independent_axes=1)
+
+
+def test_independent_inputs_each_get_the_stated_failure_probability():
+    """λ of a stack of independent inputs is one input's λ (fewer chains), smaller than the stack's as one tensor."""
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((8, 4, 50, 32)) for _ in range(3))
+    one = forward_bound(q[:1, :1], k[:1, :1], v[:1, :1], FLOAT32_ONE_BLOCK(50), failure=0.01)
+    per_input = forward_bound(q, k, v, FLOAT32_ONE_BLOCK(50), failure=0.01, independent_axes=2)
+    whole = forward_bound(q, k, v, FLOAT32_ONE_BLOCK(50), failure=0.01)
+    assert per_input.lam == one.lam < whole.lam
+    np.testing.assert_allclose(per_input.probabilistic[:1, :1], one.probabilistic, rtol=1e-12)
 
 
 def test_binomial_test_flags_too_many_exceedances():
