@@ -20,6 +20,8 @@ import os
 import sys
 import time
 
+from dataclasses import replace
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -215,6 +217,111 @@ def mutants_caught(dtypes=DTYPES) -> list[tuple[str, list[str], int]]:
     return out
 
 
+# ============================================================================= "Is Flash Attention Stable?"
+# Golden et al., arXiv 2405.02803, §III–IV: a numerical re-implementation of FlashAttention (Dao et al.
+# 2022, Algorithm 1: tiles B_c = ⌈M/4d⌉) run with every tensor in one number format, against Baseline
+# Attention (softmax(QKᵀ/√d)V) in the same format; both compared with a golden value, Baseline Attention
+# in float64, by the largest elementwise difference of the output matrices (their Fig. 4: FlashAttention
+# ≈ 10× Baseline's at BF16), swept over sequence length at a fixed tile size (Fig. 5) and over tile size
+# (Fig. 6c). Their N, d and SRAM size M are not stated in the text; the sweep below picks its own.
+
+
+def fa1_attention(q, k, v, *, block: int, work_dtype):
+    """FlashAttention-1's loop (Dao et al. 2022, Algorithm 1, one query tile), every tensor in
+    ``work_dtype``: the output is kept normalised and rescaled by ℓ_old·e^{m_old − m_new}/ℓ_new per key block."""
+    c = 1.0 / math.sqrt(q.shape[-1])
+    q, k, v = (t.to(work_dtype) for t in (q, k, v))
+    m = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=work_dtype)  # (B, H, Nq, 1)
+    l = torch.zeros_like(m)  # (B, H, Nq, 1)
+    o = torch.zeros(q.shape[:-1] + (v.shape[-1],), dtype=work_dtype)  # (B, H, Nq, Dv)
+    for j0 in range(0, k.shape[-2], block):
+        s = (q * c) @ k[..., j0:j0 + block, :].transpose(-2, -1)  # (B, H, Nq, Bc)
+        m_blk = s.amax(-1, keepdim=True)
+        p = torch.exp(s - m_blk)
+        m_new = torch.maximum(m, m_blk)
+        old, new = torch.exp(m - m_new), torch.exp(m_blk - m_new)
+        l_new = old * l + new * p.sum(-1, keepdim=True)
+        o = (l * old * o + new * (p @ v[..., j0:j0 + block, :])) / l_new
+        m, l = m_new, l_new
+    return o
+
+
+PAPER_IMPLS = {  # name: (fn(q, k, v, B_c), the Recipe of ours that covers it (dtype, N, B_c) or None, tiled, what)
+    "baseline": (lambda q, k, v, b: ref.attention(q, k, v), None, False,
+                 "Baseline Attention: S, softmax(S) and P·V each rounded to the format (torch math)"),
+    "fa1-all-lowp": (lambda q, k, v, b: fa1_attention(q, k, v, block=b, work_dtype=q.dtype), None, True,
+                     "the paper's re-implementation: FlashAttention-1's loop, every tensor in the format"),
+    "fa2-all-lowp": (lambda q, k, v, b: blocked_attention(q, k, v, block=b, work_dtype="input"),
+                     lambda dt, n, b: replace(R.recipe("loosest", dt), name="all in the format", block_n=(min(b, n),),
+                                              exp_ulps=1), True,
+                     "FlashAttention-2's loop, its state (m, ℓ, acc) in the format"),
+    "fa2-fp32-state": (lambda q, k, v, b: blocked_attention(q, k, v, block=b),
+                       lambda dt, n, b: replace(R.recipe("float32-blocked", dt), block_n=(min(b, n),)), True,
+                       "FlashAttention-2's loop, state in float32, P not rounded"),
+    "torch-sdpa": (lambda q, k, v, b: F.scaled_dot_product_attention(q, k, v),
+                   lambda dt, n, b: R.recipe("torch-cpu-sdpa", dt), False,
+                   "torch's CPU SDPA: float32 state, P rounded to the format"),
+    "triton-kernel": (lambda q, k, v, b: flash_attention(q, k, v), lambda dt, n, b: flash_recipe(dt), False,
+                      "this project's kernel (interpreted: float32 state; P rounded to fp16, kept fp32 for bf16)"),
+}
+
+
+def paper_deviation(lengths=(512, 2048, 4096), blocks=(16, 64, 256), dtypes=("bfloat16", "float16"), d: int = 64,
+                    seeds: int = 3, bound_rows: int = 128, impls=tuple(PAPER_IMPLS)) -> list[dict]:
+    """Per (dtype, N, impl, B_c for the tiled ones): the paper's quantity max|O − O_golden| (golden:
+    Baseline Attention in float64), averaged over ``seeds`` random (1, 1, N, d) inputs (torch.randn,
+    square self-attention); and for the impls a recipe of ours covers, the proved bound's largest value
+    over the first ``bound_rows`` query rows (averaged likewise) and the largest error/bound there."""
+    torch.set_num_threads(1)
+    rows = []
+    for dtype in dtypes:
+        for n in lengths:
+            gen = torch.Generator().manual_seed(n)
+            inputs = [[torch.randn(1, 1, n, d, generator=gen, dtype=torch.float64).to(getattr(torch, dtype))
+                       for _ in range(3)] for _ in range(seeds)]
+            golds = [ref.attention64(*x) for x in inputs]
+            for name in impls:
+                fn, recipe_of, tiled, _ = PAPER_IMPLS[name]
+                for b in [b for b in blocks if b < n] if tiled else [None]:
+                    errors, bounds, ratios = [], [], []
+                    for x, gold in zip(inputs, golds):
+                        with torch.no_grad():
+                            out = fn(*x, b)
+                        errors.append(tol.max_abs_error(out, gold))
+                        if recipe_of is not None:
+                            q64, k64, v64 = (t.double().numpy() for t in x)
+                            bound = forward_bound(q64[..., :bound_rows, :], k64, v64, recipe_of(dtype, n, b)).deterministic
+                            err = np.abs(out.double().numpy() - gold.numpy())[..., :bound_rows, :]
+                            bounds.append(float(bound.max()))
+                            ratios.append(float(np.where(err == 0, 0.0, err / bound).max()))
+                    rows.append(dict(dtype=dtype, n=n, block=b, impl=name, error=float(np.mean(errors)),
+                                     bound=float(np.mean(bounds)) if bounds else None,
+                                     det_ratio=max(ratios) if ratios else None))
+    return rows
+
+
+def paper_table(rows) -> str:
+    """The paper's comparison (error ÷ Baseline's) beside ours (bound ÷ torch SDPA's bound)."""
+    base = {(r["dtype"], r["n"]): r["error"] for r in rows if r["impl"] == "baseline"}
+    sdpa = {(r["dtype"], r["n"]): r["bound"] for r in rows if r["impl"] == "torch-sdpa"}
+    lines = [f"{'dtype':<9} {'N':>5} {'B_c':>4} {'T':>4} {'impl':<15} {'max|O-gold|':>11} {'÷ baseline':>10} "
+             f"{'proved bound':>12} {'÷ sdpa bound':>12} {'max err/bound':>13}"]
+    for r in rows:
+        key = (r["dtype"], r["n"])
+        blocks = math.ceil(r["n"] / r["block"]) if r["block"] else None
+        bound = "no recipe" if r["bound"] is None else f"{r['bound']:.3e}"
+        ratio = "" if r["bound"] is None or key not in sdpa else f"{r['bound'] / sdpa[key]:.2f}"
+        worst = "" if r["det_ratio"] is None else f"{r['det_ratio']:.3f}"
+        if r["bound"] is not None and math.isinf(r["bound"]):
+            bound, ratio, worst = "vacuous (∞)", "", ""
+        lines.append(f"{r['dtype']:<9} {r['n']:>5} {r['block'] or '-':>4} {blocks or '-':>4} {r['impl']:<15} "
+                     f"{r['error']:11.3e} {r['error'] / base[key] if key in base else float('nan'):10.2f} "
+                     f"{bound:>12} {ratio:>12} {worst:>13}")
+    lines.append("")
+    lines += [f"  {name}: {what}" for name, (_, _, _, what) in PAPER_IMPLS.items()]
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kernels.rounding_confirmation", description=__doc__.split("\n\n")[0])
     ap.add_argument("--samples", type=int, default=1000, help="random samples per (dtype, length) up to "
@@ -224,6 +331,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=str, default=None, help="write every record here")
     ap.add_argument("--no-harness-cases", action="store_true")
     ap.add_argument("--dtypes", type=str, default=",".join(DTYPES))
+    ap.add_argument("--paper", action="store_true", help="only the measurement of 'Is Flash Attention Stable?' "
+                    "(arXiv 2405.02803): max |O − O_float64| of FlashAttention re-implemented in bf16/fp16 against "
+                    "Baseline Attention's, beside the proved bounds of the recipes that cover them (its own lengths, "
+                    "tiles and dtypes: --lengths and --dtypes do not apply)")
     ap.add_argument("--mutants", action="store_true", help="only list which of kernels.mutants the harness "
                     "invariant rounding-attention-forward fails on its own (default cases, forward)")
     args = ap.parse_args(argv)
@@ -231,12 +342,15 @@ def main(argv=None) -> int:
     # 0.2 ms for a 4×64 by 64×4096 product), and Triton picks its interpreter: both are read at import,
     # which has happened by now (the kernels package imports triton), hence the re-exec.
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    if args.kernel_samples:
+    if args.kernel_samples or args.paper:
         env.setdefault("TRITON_INTERPRET", "1")
     if argv is None and env != dict(os.environ):  # from Python, restarting the caller's process is not ours to do
         os.execve(sys.executable, [sys.executable, "-m", "kernels.rounding_confirmation", *sys.argv[1:]], env)
     lengths = tuple(int(x) for x in args.lengths.split(","))
     dtypes = tuple(args.dtypes.split(","))
+    if args.paper:
+        print(paper_table(paper_deviation()))
+        return 0
     if args.mutants:
         for name, caught_in, n in mutants_caught(dtypes):
             print(f"{name:<40} {'caught in ' + ', '.join(caught_in) if caught_in else 'not caught'}"

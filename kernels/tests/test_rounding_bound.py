@@ -153,3 +153,24 @@ def test_the_kernel_runs_the_batched_confirmation_within_the_bound():
     assert len(kernel) == 2 * 2 * 4 and len(records) == 2 * 2 * (6 + 6 + 4)
     assert all(r["det_ratio"] <= 1 for r in records), [r for r in records if r["det_ratio"] > 1]
     assert any(r["error"] > 0 for r in kernel)  # the kernel's outputs were judged, not skipped
+
+
+# --------------------------------------------------------------------------- "Is Flash Attention Stable?"
+# (python -m kernels.rounding_confirmation --paper)
+
+
+def test_the_papers_flashattention_1_loop_is_attention():
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, n, 16, generator=gen, dtype=torch.float64) for n in (9, 37, 37))
+    out = rc.fa1_attention(q, k, v, block=8, work_dtype=torch.float64)  # 5 key blocks, the last of 5 keys
+    torch.testing.assert_close(out, rc.ref.attention64(q, k, v), rtol=1e-12, atol=1e-12)
+
+
+def test_the_paper_measurement_judges_covered_recipes_against_their_bounds():
+    rows = rc.paper_deviation(lengths=(64,), blocks=(16,), dtypes=("bfloat16",), seeds=1, bound_rows=8,
+                              impls=("baseline", "fa1-all-lowp", "fa2-fp32-state", "torch-sdpa"))
+    by = {r["impl"]: r for r in rows}
+    assert set(by) == {"baseline", "fa1-all-lowp", "fa2-fp32-state", "torch-sdpa"}
+    assert by["baseline"]["bound"] is None and by["fa1-all-lowp"]["bound"] is None  # no recipe of ours covers them
+    assert all(0 < by[n]["det_ratio"] <= 1 for n in ("fa2-fp32-state", "torch-sdpa"))
+    assert "÷ baseline" in rc.paper_table(rows)
