@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from kernels import mutants, verify_attention
+from kernels.flash import flash_attention
 from kernels import rounding_confirmation as rc
 from kernels.harness import rounding_bound as rb
 from kernels.harness.cases import DEFAULT_CASES
@@ -145,6 +146,15 @@ def test_the_batched_confirmation_flags_a_kernel_computing_below_its_recipe(impl
     records = rc.confirm(40, 0, lengths=(64, 300, 1024), dtypes=(dtype,), impls=[("wrong", impl, recipe)])
     assert len(records) == 40 + 10 + 10  # above LONG = 256 keys a quarter of the samples
     assert sum(r["det_ratio"] > 1 for r in records) >= share * len(records)
+
+
+def test_stacking_inputs_along_heads_does_not_change_what_the_kernel_computes_for_each():
+    (q, k, v), _ = rc.draw(np.random.default_rng(2), 3, 65, "bfloat16", 32)
+    with torch.no_grad():
+        stacked = flash_attention(q, k, v, is_causal=True)
+        for s in range(3):
+            assert torch.equal(stacked[:, s:s + 1], flash_attention(q[:, s:s + 1], k[:, s:s + 1], v[:, s:s + 1],
+                                                                    is_causal=True))
 
 
 def test_the_kernel_runs_the_batched_confirmation_within_the_bound():
