@@ -65,7 +65,7 @@ def bias_statistics(out: torch.Tensor, gold: torch.Tensor, dtype: torch.dtype) -
 
 
 def rounding_bias(s: Subject) -> Outcome:
-    gold, _ = s.base
+    gold = s.base.value
     margin = abs(truncation_bias()) / 5
     worst_z, details = 0.0, []
     for name, (mean, se, n) in bias_statistics(s.output(), gold, s.dtype).items():

@@ -237,7 +237,7 @@ def _standardised_draws(s: Subject):
     if "_dropout_draws" in s.__dict__:
         return s.__dict__["_dropout_draws"]
     _, _, variance = laws()
-    gold, _ = s.base
+    gold = s.base.value
     p64 = _probabilities(s)  # (B, Hq, Nq, Nk)
     v64 = s.v.cpu().double()
     if s.case.gqa:

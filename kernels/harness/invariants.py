@@ -33,8 +33,7 @@ JACOBIAN_MAX_KEYS = 8
 
 
 def reference_agreement(s: Subject) -> Outcome:
-    gold, err = s.base
-    return against(s, s.output(), gold, err)
+    return against(s, s.output(), s.base)
 
 
 def output_dtype_shape(s: Subject) -> Outcome:
@@ -62,15 +61,15 @@ def inputs_untouched(s: Subject) -> Outcome:
 def strided_inputs(s: Subject) -> Outcome:
     """Non-contiguous q, k, v (the usual (B, N, H, D) layout viewed as (B, H, N, D)) give the same output."""
     q2, k2, v2 = strided(s.q), strided(s.k), strided(s.v)
-    gold, err = s.base
-    return relation(s, s.run(q2, k2, v2), gold, err, s.output(), gold, err)
+    return relation(s, s.run(q2, k2, v2), s.base, s.output(), s.base)
 
 
 def rows_sum_to_one(s: Subject) -> Outcome:
     """softmax rows are probability vectors: with V = 1 the output is exactly 1."""
     ones = torch.ones_like(s.v)
     out = s.run(v=ones)
-    return against(s, out, torch.ones(out.shape, dtype=torch.float64), s.reference(v=ones)[1])
+    exact = torch.ones(out.shape, dtype=torch.float64)
+    return against(s, out, s.reference(v=ones)._replace(value=exact))
 
 
 def convex_hull(s: Subject) -> Outcome:
@@ -89,15 +88,14 @@ def convex_hull(s: Subject) -> Outcome:
         lo, hi = v.amin(dim=-2, keepdim=True), v.amax(dim=-2, keepdim=True)  # (B, Hq, 1, D)
     outside = torch.maximum(lo - out, out - hi).clamp(min=0)
     outside = torch.nan_to_num(outside, nan=math.inf)
-    gold, err = s.base
-    return Outcome(float(outside.max()), tol.bound(s.dtype, err, gold))
+    return Outcome(float(outside.max()), tol.bound(s.dtype, s.base.error, s.base.value, s.base.sensitivity))
 
 
 def key_shift_invariance(s: Subject) -> Outcome:
     """Adding one vector u to every key shifts row i's scores by q_i·u: the output is unchanged."""
     u = torch.randn(s.k.shape[:2] + (1, s.k.shape[-1]), generator=s.rng("shift"), dtype=torch.float64)
     k2 = s.cast(s.k.double() + 2 * u.to(s.k.device))  # (B, Hkv, Nk, D)
-    return relation(s, s.run(k=k2), *s.reference(k=k2), s.output(), *s.base)
+    return relation(s, s.run(k=k2), s.reference(k=k2), s.output(), s.base)
 
 
 def _perm(s: Subject, n: int, label: str) -> torch.Tensor:
@@ -108,15 +106,14 @@ def key_permutation_invariance(s: Subject) -> Outcome:
     """Without a mask, attention is a set function of the (key, value) pairs."""
     p = _perm(s, s.case.n_k, "keys")
     k2, v2 = s.k[:, :, p], s.v[:, :, p]
-    return relation(s, s.run(k=k2, v=v2), *s.reference(k=k2, v=v2), s.output(), *s.base)
+    return relation(s, s.run(k=k2, v=v2), s.reference(k=k2, v=v2), s.output(), s.base)
 
 
 def query_permutation_equivariance(s: Subject) -> Outcome:
     """Without a mask, permuting the queries permutes the output rows."""
     p = _perm(s, s.case.n_q, "queries")
     q2 = s.q[:, :, p]
-    gold, err = s.base
-    return relation(s, s.run(q=q2), *s.reference(q=q2), s.output()[:, :, p], gold[:, :, p.cpu()], err)
+    return relation(s, s.run(q=q2), s.reference(q=q2), s.output()[:, :, p], s.base.rows(p.cpu()))
 
 
 def causality(s: Subject) -> Outcome:
@@ -126,24 +123,21 @@ def causality(s: Subject) -> Outcome:
     k2, v2 = s.k.clone(), s.v.clone()
     for x in (k2, v2):  # the future replaced by large, different values
         x[:, :, cut:] = s.cast(3 * torch.randn(x[:, :, cut:].shape, generator=gen, dtype=torch.float64))
-    gold, err = s.base
-    gold2, err2 = s.reference(k=k2, v=v2)
     rows = slice(0, cut)
-    return relation(s, s.run(k=k2, v=v2)[:, :, rows], gold2[:, :, rows], err2,
-                     s.output()[:, :, rows], gold[:, :, rows], err)
+    return relation(s, s.run(k=k2, v=v2)[:, :, rows], s.reference(k=k2, v=v2).rows(rows),
+                    s.output()[:, :, rows], s.base.rows(rows))
 
 
 def causal_alignment(s: Subject) -> Outcome:
     """Row i of causal attention equals full attention of query i over keys 0..i (top-left)."""
     n_q, n_k = s.case.n_q, s.case.n_k
-    gold, err = s.base
     outcomes, details = [], []
     for i in sorted({0, min(n_q, n_k) - 1, n_q - 1}):
         seen = min(i + 1, n_k)
         q1, k1, v1 = s.q[:, :, i:i + 1], s.k[:, :, :seen], s.v[:, :, :seen]
         prefix = s.run(q1, k1, v1, is_causal=False)
-        o = relation(s, s.output()[:, :, i:i + 1], gold[:, :, i:i + 1], err,
-                      prefix, *s.reference(q1, k1, v1, is_causal=False))
+        o = relation(s, s.output()[:, :, i:i + 1], s.base.rows(slice(i, i + 1)),
+                     prefix, s.reference(q1, k1, v1, is_causal=False))
         outcomes.append(o)
         details.append(f"row {i}: {o.discrepancy:.3g}")
     return worst(outcomes, details)
@@ -158,21 +152,21 @@ def explicit_scale(s: Subject) -> Outcome:
     """impl(q, scale=c) equals impl(c·q, scale=1): the explicit scale is used (prescaled-query)."""
     c = _power_of_two_scale(s.case.head_dim)
     q2 = s.q * c
-    return relation(s, s.run(scale=c), *s.reference(scale=c), s.run(q=q2, scale=1.0), *s.reference(q=q2, scale=1.0))
+    return relation(s, s.run(scale=c), s.reference(scale=c), s.run(q=q2, scale=1.0), s.reference(q=q2, scale=1.0))
 
 
 def default_scale(s: Subject) -> Outcome:
     """scale=None means 1/√D, the factor that restores unit variance to the scores."""
     c = ref.default_scale(s.case.head_dim)
-    base = (s.output(), *s.base) if s.case.scale is None else (s.run(scale=None), *s.reference(scale=None))
-    return relation(s, *base, s.run(scale=c), *s.reference(scale=c))
+    base = (s.output(), s.base) if s.case.scale is None else (s.run(scale=None), s.reference(scale=None))
+    return relation(s, *base, s.run(scale=c), s.reference(scale=c))
 
 
 def zero_scale(s: Subject) -> Outcome:
     """scale=0.0 makes every visible score 0: the output is the mean of the visible values (a
     running prefix mean under the causal mask). Catches ``scale or 1/√D``, which reads 0 as None."""
     out = s.run(scale=0.0)
-    o = against(s, out, *s.reference(scale=0.0))
+    o = against(s, out, s.reference(scale=0.0))
     bad = int((~torch.isfinite(out)).sum())
     return Outcome(o.discrepancy, o.bound, f"{bad} non-finite outputs" if bad else "")
 
@@ -212,7 +206,7 @@ def error_growth(s: Subject) -> Outcome:
         sub = Subject(s.impl, Case(f"{s.case.name}-{n}", s.case.batch, s.case.q_heads, s.case.kv_heads,
                                    s.case.n_q, n, s.case.head_dim, s.case.causal), s.dtype, s.device, s.seed)
         v1 = sub.cast(sub.v.double() + 1)
-        o = against(sub, sub.run(v=v1), *sub.reference(v=v1))
+        o = against(sub, sub.run(v=v1), sub.reference(v=v1))
         outcomes.append(o)
         details.append(f"Nk={n}: {o.discrepancy:.3g}/{o.bound:.3g}")
     return worst(outcomes, details)
@@ -223,7 +217,7 @@ def gqa_equals_repeated_mha(s: Subject) -> Outcome:
     hq = s.q.shape[1]
     k2, v2 = ref.repeat_kv(s.k, hq), ref.repeat_kv(s.v, hq)
     mha = s.run(k=k2, v=v2, enable_gqa=False)
-    return relation(s, s.output(), *s.base, mha, *s.reference(k=k2, v=v2, enable_gqa=False))
+    return relation(s, s.output(), s.base, mha, s.reference(k=k2, v=v2, enable_gqa=False))
 
 
 @functools.lru_cache(maxsize=None)
@@ -263,12 +257,11 @@ def online_softmax_merge(s: Subject) -> Outcome:
         m, l = _block_state(s, k_part, v_part)
         o = s.run(k=k_part, v=v_part).cpu().double()
         states += [m.numpy(), l.numpy(), o.numpy()]
-        errs.append(s.reference(k=k_part, v=v_part)[1])
+        errs.append(s.reference(k=k_part, v=v_part).error)
     merged = torch.from_numpy(_merge_function()(*states))  # (B, Hq, Nq, D)
-    gold, err = s.base
     diff = s.output().cpu().double() - merged
     return Outcome(tol.max_abs_error(diff, torch.zeros_like(diff)),
-                   tol.MULT * (err + sum(errs)) + tol.floor(s.dtype, gold))
+                   tol.MULT * (s.base.error + sum(errs)) + tol.floor(s.dtype, s.base.value, s.base.sensitivity))
 
 
 # Robustness: agreement with float64 on inputs built to break unstable kernels. Non-finite output

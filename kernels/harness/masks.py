@@ -58,7 +58,7 @@ def attn_mask_agreement(s: Subject) -> Outcome:
         kinds = (("bool", bool_mask),) if form in KEY_PADDING else (("bool", bool_mask), ("additive", additive_mask))
         for kind, make in kinds:
             m = make(s, shape, f"mask {kind} {form}")
-            o = against(s, s.run(attn_mask=m, is_causal=False), *s.reference(attn_mask=m, is_causal=False))
+            o = against(s, s.run(attn_mask=m, is_causal=False), s.reference(attn_mask=m, is_causal=False))
             outcomes.append(o)
             details.append(f"{kind} {form}: {o.discrepancy:.3g}/{o.bound:.3g}")
     return worst(outcomes, details)
@@ -72,7 +72,7 @@ def attn_mask_with_causal(s: Subject) -> Outcome:
     except Exception as exc:  # refusing the combination is what SDPA's math backend does
         return Outcome(0.0, 0.0, f"refused: {type(exc).__name__}")
     out = checked_output(raw, s.q, s.v)  # what it returned must still be an output
-    o = against(s, out, *s.reference(attn_mask=m, is_causal=True))
+    o = against(s, out, s.reference(attn_mask=m, is_causal=True))
     return Outcome(o.discrepancy, o.bound, "applied both")
 
 
@@ -86,14 +86,14 @@ def _with_empty_rows(s: Subject, label: str) -> torch.Tensor:
 def attn_mask_empty_rows(s: Subject) -> Outcome:
     """Rows with no visible key follow torch 2.13's CPU SDPA: output exactly 0 (not NaN)."""
     m = _with_empty_rows(s, "empty rows")
-    return against(s, s.run(attn_mask=m, is_causal=False), *s.reference(attn_mask=m, is_causal=False))
+    return against(s, s.run(attn_mask=m, is_causal=False), s.reference(attn_mask=m, is_causal=False))
 
 
 def attn_mask_causal_equivalence(s: Subject) -> Outcome:
     """A boolean mask equal to the top-left causal mask gives the is_causal result."""
     m = ref.causal_mask(s.case.n_q, s.case.n_k, s.device)  # (Nq, Nk)
-    a = s.run(attn_mask=m, is_causal=False), *s.reference(attn_mask=m, is_causal=False)
-    return relation(s, *a, s.run(attn_mask=None, is_causal=True), *s.reference(attn_mask=None, is_causal=True))
+    a = s.run(attn_mask=m, is_causal=False), s.reference(attn_mask=m, is_causal=False)
+    return relation(s, *a, s.run(attn_mask=None, is_causal=True), s.reference(attn_mask=None, is_causal=True))
 
 
 def attn_mask_row_shift(s: Subject) -> Outcome:
@@ -102,8 +102,8 @@ def attn_mask_row_shift(s: Subject) -> Outcome:
     c = torch.randint(-8, 9, m.shape[:-1] + (1,), generator=s.rng("row constants")).to(torch.float64)
     m2 = s.cast(m.double().cpu() + c)  # integers keep -inf and are exact at these magnitudes in every dtype
     kw = dict(is_causal=False)
-    return relation(s, s.run(attn_mask=m2, **kw), *s.reference(attn_mask=m2, **kw),
-                    s.run(attn_mask=m, **kw), *s.reference(attn_mask=m, **kw))
+    return relation(s, s.run(attn_mask=m2, **kw), s.reference(attn_mask=m2, **kw),
+                    s.run(attn_mask=m, **kw), s.reference(attn_mask=m, **kw))
 
 
 def attn_mask_gradients(s: Subject) -> Outcome:

@@ -67,9 +67,39 @@ def attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, attn_ma
 
 def attention64(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None) -> torch.Tensor:
     """The float64 golden output, returned in float64."""
-    mask = None if attn_mask is None or attn_mask.dtype == torch.bool else attn_mask.double()
     return attention(q.double(), k.double(), v.double(), is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                     attn_mask=attn_mask if mask is None else mask)
+                     attn_mask=_float64_mask(attn_mask))
+
+
+def _float64_mask(attn_mask):
+    """An additive mask promoted to float64; a boolean one (or none) as it is."""
+    return attn_mask if attn_mask is None or attn_mask.dtype == torch.bool else attn_mask.double()
+
+
+def golden_and_sensitivity(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None):
+    """(float64 golden output O, its sensitivity R to rounding the scores), both (B, Hq, Nq, Dv).
+
+    R = sqrt(Σ_j (P_ij S_ij (V_jd - O_id))²): O moves by Σ_j P_ij (V_jd - O_id) δ_ij when each
+    score S_ij moves by δ_ij, so independent roundings |δ_ij| <= u |S_ij| of the scores move it by
+    about u·R (its standard deviation is at most u·R). R is negligible for scores of size 1 and
+    dominates where rows hold scores of 10⁴ (the harness's mixed-magnitude rows)."""
+    q, k, v = q.double(), k.double(), v.double()
+    p = probabilities(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                      attn_mask=_float64_mask(attn_mask))  # (B, Hq, Nq, Nk)
+    if enable_gqa:
+        k, v = repeat_kv(k, q.shape[1]), repeat_kv(v, q.shape[1])
+    out = p @ v  # (B, Hq, Nq, Dv)
+    scale = default_scale(q.shape[-1]) if scale is None else scale
+    scores = (q * scale) @ k.transpose(-2, -1)  # (B, Hq, Nq, Nk)
+    if attn_mask is not None:
+        scores = scores + additive(_float64_mask(attn_mask).to(q.device), torch.float64)
+    scores = torch.where(p > 0, scores, 0.0)  # masked keys (score -inf, weight 0) add nothing
+    w = (p * scores) ** 2
+    # Σ_j w_j (v_j - o)² expanded into products with V, so no (B, H, Nq, Nk, Dv) tensor is formed.
+    # Where one key takes all the weight the expansion cancels; what is left, about 1e-8 |P∘S| |V|,
+    # times float32's eps is far below the floor's output-scale term.
+    r2 = w @ v ** 2 - 2 * out * (w @ v) + out ** 2 * w.sum(-1, keepdim=True)  # (B, Hq, Nq, Dv)
+    return out, r2.clamp(min=0).sqrt()
 
 
 def float64_reference(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False) -> torch.Tensor:
@@ -120,9 +150,8 @@ def gradient_term_sizes(q, k, v, dout, *, is_causal=False, scale=None, enable_gq
     Rounding acts on the terms a gradient is summed from, not on the (possibly cancelling) sum:
     with one key, dS = P∘(dP - D) is exactly 0 while dP and D are not. These sizes set the floor."""
     q, k, v, dout = (t.double() for t in (q, k, v, dout))
-    mask = None if attn_mask is None or attn_mask.dtype == torch.bool else attn_mask.double()
     p = probabilities(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                      attn_mask=attn_mask if mask is None else mask)  # (B, Hq, Nq, Nk)
+                      attn_mask=_float64_mask(attn_mask))  # (B, Hq, Nq, Nk)
     # |dS| <= P∘(|dP| + |D|) and, by D = rowsum(P∘dP), |D| <= rowsum(P∘|dP|).
     return chain_rule_gradients(q.abs(), k.abs(), v.abs(), dout.abs(), p,
                                 lambda p, dp: p * (dp + (p * dp).sum(-1, keepdim=True)),

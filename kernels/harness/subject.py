@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -24,6 +24,19 @@ class Outcome:
     discrepancy: float
     bound: float
     detail: str = ""
+
+
+class Golden(NamedTuple):
+    """An output's float64 golden value, the plain same-precision reference's error against it, and
+    the output's sensitivity to rounding the scores (``reference.golden_and_sensitivity``): the
+    floor is set by the value's size and by that sensitivity."""
+    value: torch.Tensor
+    error: float
+    sensitivity: torch.Tensor
+
+    def rows(self, index) -> "Golden":
+        """The same, for the query rows ``index`` only (dim -2)."""
+        return Golden(self.value[:, :, index], self.error, self.sensitivity[:, :, index])
 
 
 @dataclass(frozen=True)
@@ -72,15 +85,15 @@ class Subject:
         return checked_output(self.first_call[0], self.q, self.v)
 
     # ---------------------------------------------------------------- references
-    def reference(self, q=None, k=None, v=None, **overrides) -> tuple[torch.Tensor, float]:
-        """(float64 golden output, error of the plain same-precision reference against it)."""
+    def reference(self, q=None, k=None, v=None, **overrides) -> Golden:
+        """The float64 golden output, the plain same-precision reference's error, the score sensitivity."""
         q, k, v = (self.q if q is None else q), (self.k if k is None else k), (self.v if v is None else v)
         kw = self.kwargs(**overrides)
-        gold = ref.attention64(q.cpu(), k.cpu(), v.cpu(), **kw)
-        return gold, tol.max_abs_error(ref.attention(q, k, v, **kw).cpu(), gold)
+        gold, sensitivity = ref.golden_and_sensitivity(q.cpu(), k.cpu(), v.cpu(), **kw)
+        return Golden(gold, tol.max_abs_error(ref.attention(q, k, v, **kw).cpu(), gold), sensitivity)
 
     @functools.cached_property
-    def base(self) -> tuple[torch.Tensor, float]:
+    def base(self) -> Golden:
         return self.reference()
 
     def backward(self, q=None, k=None, dout=None, v=None, **overrides) -> Gradients:
@@ -142,27 +155,32 @@ def checked_output(out, q, v) -> torch.Tensor:
     return out.detach()
 
 
-def against(s: Subject, observed, golden, reference_error: float, size=None) -> Outcome:
-    """observed vs its float64 golden value, by the low-precision rule (floor at ``size``, default golden)."""
-    return Outcome(tol.max_abs_error(observed.cpu(), golden),
-                   tol.bound(s.dtype, reference_error, golden if size is None else size))
+def against(s: Subject, observed, golden: Golden) -> Outcome:
+    """observed vs its float64 golden value, by the low-precision rule."""
+    return measured(s, observed, golden.value, golden.error, golden.value, golden.sensitivity)
 
 
-def relation(s: Subject, a, a_gold, a_err, b, b_gold, b_err) -> Outcome:
+def measured(s: Subject, observed, value, reference_error: float, size, sensitivity=0.0) -> Outcome:
+    """observed vs the float64 ``value``: MULT × ``reference_error`` + the floor at ``size`` and
+    the score ``sensitivity``."""
+    return Outcome(tol.max_abs_error(observed.cpu(), value), tol.bound(s.dtype, reference_error, size, sensitivity))
+
+
+def relation(s: Subject, a, a_golden: Golden, b, b_golden: Golden) -> Outcome:
     """Two impl outputs whose golden values agree up to (a_gold - b_gold), known in float64.
 
     Discrepancy |(a - a_gold) - (b - b_gold)|: the law itself, with whatever the rounding of a
     transformed input changed in the exact answer taken out."""
-    diff = (a.cpu().double() - b.cpu().double()) - (a_gold - b_gold)
+    diff = (a.cpu().double() - b.cpu().double()) - (a_golden.value - b_golden.value)
     disc = tol.max_abs_error(diff, torch.zeros_like(diff))
-    return Outcome(disc, tol.MULT * (a_err + b_err) + tol.floor(s.dtype, a_gold))
+    return Outcome(disc, tol.MULT * (a_golden.error + b_golden.error) + tol.floor(s.dtype, a_golden.value, a_golden.sensitivity))
 
 
 def gradients_against(s: Subject, got, golden, plain, sizes) -> Outcome:
     """Each of dq, dk, dv against its golden value by the low-precision rule; the worst of the three."""
     outcomes, details = [], []
     for name, g, g64, gp, size in zip(("dq", "dk", "dv"), got, golden, plain, sizes):
-        o = against(s, g, g64, tol.max_abs_error(gp, g64), size)
+        o = measured(s, g, g64, tol.max_abs_error(gp, g64), size)
         outcomes.append(o)
         details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
     return worst(outcomes, details)

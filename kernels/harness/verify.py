@@ -197,12 +197,12 @@ def _errors_at_lengths(impl, lengths, dtype, device, seed, causal, head_dim) -> 
     records = []
     for n in lengths:
         s = Subject(impl, Case(f"length-{n}", 1, 2, 2, n, n, head_dim, causal), dtype, device, seed)
-        gold, ref_err = s.base
+        gold, ref_err, sensitivity = s.base
         try:
             err = tol.max_abs_error(s.output().cpu(), gold)
         except Exception:  # an impl that fails at this length has no finite error
             err = float("inf")
-        limit = tol.bound(dtype, ref_err, gold)
+        limit = tol.bound(dtype, ref_err, gold, sensitivity)
         records.append(dict(dtype=str(dtype).removeprefix("torch."), n=n, error=err, bound=limit,
                             passed=err <= limit, reference_error=ref_err))
     return records

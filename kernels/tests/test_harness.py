@@ -179,6 +179,63 @@ def test_tolerance_rule():
     assert tol.max_abs_error(torch.tensor([float("inf")]), torch.tensor([float("inf")])) == 0.0
 
 
+def test_score_sensitivity_is_its_definition():
+    """R_id = sqrt(Σ_j (P_ij S_ij (V_jd - O_id))²), computed on a (B, H, Nq, Nk, Dv) tensor, with
+    GQA, an additive mask with a -inf entry and a row of scores near 10³."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 3, 8, generator=g, dtype=torch.float64) for _ in range(3))
+    k, v = k[:, :2], v[:, :2, :, :5]  # two KV heads; Dv = 5
+    q[:, :, 1] *= 300
+    mask = torch.randn(2, 4, 3, 3, generator=g, dtype=torch.float64)
+    mask[0, 0, 0, 1] = float("-inf")
+    kw = dict(scale=0.3, enable_gqa=True, attn_mask=mask)
+    out, r = ref.golden_and_sensitivity(q, k, v, **kw)
+    p = ref.probabilities(q, k, **kw)  # (B, Hq, Nq, Nk)
+    s = torch.where(p > 0, 0.3 * q @ ref.repeat_kv(k, 4).transpose(-2, -1) + mask, 0.0)
+    vv = ref.repeat_kv(v, 4)
+    terms = (p * s)[..., None] * (vv[:, :, None, :, :] - out[:, :, :, None, :])  # (B, Hq, Nq, Nk, Dv)
+    # R² is expanded into products with V, which cancels in float64 where one key takes all the
+    # weight: allow 1e-12 of the size of the expanded terms
+    w = (p * s) ** 2
+    size = w @ vv ** 2 + out ** 2 * w.sum(-1, keepdim=True)
+    assert ((r ** 2 - terms.pow(2).sum(-2)).abs() <= 1e-12 * size + 1e-300).all()
+    torch.testing.assert_close(out, ref.attention64(q, k, v, **kw))
+
+
+def _case(name: str) -> Case:
+    return next(c for c in THOROUGH_CASES if c.name == name)
+
+
+def test_float32_floor_counts_score_rounding():
+    """Rows with scores of 10⁴ in float32: torch's math backend and the float32 reference each round
+    the scores in float32, with their own signs, so the kernel's error can exceed 2× the
+    reference's (1.65× at this seed before the floor counted the scores). Under the floor's score
+    term it passes with room, and that term, not the output-scale floor, is what carries it."""
+    s = Subject(sdpa_math, _case("mixed-rows-causal"), torch.float32, "cpu", 1)
+    o = inv.reference_agreement(s)
+    assert o.discrepancy <= 0.5 * o.bound, o
+    g = s.base
+    assert tol.floor(torch.float32, g.value, g.sensitivity) > 10 * tol.floor(torch.float32, g.value)
+
+
+def _half_scores(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """A float32 kernel that rounds its scores to float16 (a half-precision score buffer)."""
+    scale = ref.default_scale(q.shape[-1]) if scale is None else scale
+    k, v = (ref.repeat_kv(k, q.shape[1]), ref.repeat_kv(v, q.shape[1])) if enable_gqa else (k, v)
+    scores = ((q * scale) @ k.transpose(-2, -1)).half().float()  # (B, H, Nq, Nk)
+    if is_causal:
+        scores = scores.masked_fill(~ref.causal_mask(q.shape[-2], k.shape[-2], q.device), float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def test_score_floor_still_refuses_half_precision_scores():
+    """The score term is float32 roundings: a float32 kernel holding its scores in float16 makes
+    errors some 40× past the bound on the mixed-magnitude rows (measured 43-199× over 3 seeds)."""
+    for seed in range(2):
+        o = inv.reference_agreement(Subject(_half_scores, _case("mixed-rows"), torch.float32, "cpu", seed))
+        assert o.discrepancy > 10 * o.bound, (seed, o)
+
+
 def test_cases_cover_the_nasty_shapes():
     lengths = {c.n_q for c in DEFAULT_CASES} | {c.n_k for c in DEFAULT_CASES}
     assert {1, 37, 53, 127} <= lengths
