@@ -85,7 +85,7 @@ def test_the_confirmation_keeps_correct_implementations_within_the_bound():
 def test_the_confirmations_judge_flags_an_output_outside_its_bound():
     rng = np.random.default_rng(0)
     (q, k, v), (q64, k64, v64) = rc.draw(rng, 1, 8, "float32", 32)
-    gold = rc._golden(q64, k64, v64, False)
+    gold, _ = rc.golden(q, k, v, "float32", False)
     recipe = rc.impl_recipe("torch-cpu-sdpa", "float32")
     with torch.no_grad():
         out = F.scaled_dot_product_attention(q, k, v).double().numpy()
@@ -103,7 +103,7 @@ def test_a_stack_is_judged_input_by_input():
     output, bound and λ), and one corrupted input flags that input only."""
     rng = np.random.default_rng(1)
     (q, k, v), arrays = rc.draw(rng, 5, 40, "float16", 32)
-    gold = rc._golden(*arrays, True)
+    gold, _ = rc.golden(q, k, v, "float16", True)
     with torch.no_grad():
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True).double().numpy()  # (1, 5, Nq, D)
     recipe = rc.impl_recipe("torch-cpu-sdpa", "float16")
