@@ -287,7 +287,7 @@ def backward_key_gradient_sum(s: Subject) -> Outcome:
     got, gold, plain = s.gradients
     total = got[1].double().sum(dim=-2)  # (B, Hkv, D)
     total64, total_plain = gold[1].sum(dim=-2), plain[1].double().sum(dim=-2)
-    scale_of_terms = s.gradient_sizes[1].sum(dim=-2)  # rounding of a sum acts at Σ|terms|
+    scale_of_terms = s.gradient_sizes.sizes[1].sum(dim=-2)  # rounding of a sum acts at Σ|terms|
     return Outcome(tol.max_abs_error(total, total64),
                    tol.bound(s.dtype, tol.max_abs_error(total_plain, total64), scale_of_terms))
 

@@ -39,6 +39,13 @@ class Golden(NamedTuple):
         return Golden(self.value[:, :, index], self.error, self.sensitivity[:, :, index])
 
 
+class GradientScales(NamedTuple):
+    """What a gradient's floor is set by: (dq, dk, dv) with every factor absolute, and (dq, dk, dv)'s
+    sensitivity to rounding the scores (zeros where not computed)."""
+    sizes: tuple
+    sensitivities: tuple = (0.0, 0.0, 0.0)
+
+
 @dataclass(frozen=True)
 class Gradients:
     """One backward call: the impl's (dq, dk, dv), the float64 golden ones, the plain same-precision
@@ -129,11 +136,13 @@ class Subject:
     def base_backward(self) -> Gradients:
         return self.backward()
 
-    def gradient_sizes_for(self, q=None, k=None, dout=None, **overrides):
-        """Float64 gradients with every factor made absolute: the scale rounding acts at."""
+    def gradient_sizes_for(self, q=None, k=None, dout=None, **overrides) -> "GradientScales":
+        """Float64 gradients with every factor made absolute (the scale rounding acts at), and the
+        gradients' sensitivity to rounding the scores."""
         q, k = (self.q if q is None else q), (self.k if k is None else k)
         dout = self.dout if dout is None else dout
-        return ref.gradient_term_sizes(*(t.cpu() for t in (q, k, self.v, dout)), **self.kwargs(**overrides))
+        args, kw = tuple(t.cpu() for t in (q, k, self.v, dout)), self.kwargs(**overrides)
+        return GradientScales(ref.gradient_term_sizes(*args, **kw), ref.gradient_score_sensitivities(*args, **kw))
 
     @functools.cached_property
     def gradient_sizes(self):
@@ -176,11 +185,11 @@ def relation(s: Subject, a, a_golden: Golden, b, b_golden: Golden) -> Outcome:
     return Outcome(disc, tol.MULT * (a_golden.error + b_golden.error) + tol.floor(s.dtype, a_golden.value, a_golden.sensitivity))
 
 
-def gradients_against(s: Subject, got, golden, plain, sizes) -> Outcome:
+def gradients_against(s: Subject, got, golden, plain, scales: GradientScales) -> Outcome:
     """Each of dq, dk, dv against its golden value by the low-precision rule; the worst of the three."""
     outcomes, details = [], []
-    for name, g, g64, gp, size in zip(("dq", "dk", "dv"), got, golden, plain, sizes):
-        o = measured(s, g, g64, tol.max_abs_error(gp, g64), size)
+    for name, g, g64, gp, size, sensitivity in zip(("dq", "dk", "dv"), got, golden, plain, *scales):
+        o = measured(s, g, g64, tol.max_abs_error(gp, g64), size, sensitivity)
         outcomes.append(o)
         details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
     return worst(outcomes, details)
