@@ -77,6 +77,12 @@ class Subject:
         with torch.no_grad():
             return self.impl(q, k, v, **self.kwargs(**overrides)), (q, k, v)
 
+    def run_fresh(self, q, k, v, **overrides) -> torch.Tensor:
+        """impl on q, k, v as given: the caller's own fresh tensors (their strides and storage
+        offsets, which a copy would not keep, are what is being checked)."""
+        with torch.no_grad():
+            return checked_output(self.impl(q, k, v, **self.kwargs(**overrides)), q, v)
+
     def run(self, q=None, k=None, v=None, **overrides) -> torch.Tensor:
         q, k, v = (self.q if q is None else q), (self.k if k is None else k), (self.v if v is None else v)
         return checked_output(self._call(q, k, v, **overrides)[0], q, v)
@@ -206,6 +212,22 @@ def ratio(o) -> float:
     if math.isnan(o.discrepancy):
         return math.inf
     return o.discrepancy / o.bound if o.bound > 0 else (math.inf if o.discrepancy > 0 else 0.0)
+
+
+def packed(q, k, v) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Fresh copies of q, k, v as (B, H, N, D) views into one (B, N, n, H, D) buffer, the layout of a
+    fused QKV projection: batch stride n·N·H·D, and every view but the first at a storage offset.
+    Tensors of different shapes (GQA, Nq ≠ Nk, Dv ≠ D) share a buffer with those of their shape."""
+    groups: dict[tuple, list[int]] = {}
+    for i, t in enumerate((q, k, v)):
+        groups.setdefault(tuple(t.shape), []).append(i)
+    out = [None, None, None]
+    for shape, members in groups.items():
+        b, h, n, d = shape
+        buf = torch.stack([(q, k, v)[i].transpose(1, 2) for i in members], dim=2).contiguous()  # (B, N, n, H, D)
+        for j, i in enumerate(members):
+            out[i] = buf[:, :, j].transpose(1, 2)  # (B, H, N, D) view
+    return tuple(out)
 
 
 def strided(x: torch.Tensor) -> torch.Tensor:
