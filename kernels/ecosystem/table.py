@@ -194,15 +194,29 @@ def merge(docs: list[dict]) -> dict:
 
 
 DEFAULT_OUT = "survey"
+FILE_NAME = "survey.json"
 
 
-def report_section(path: str = os.path.join(DEFAULT_OUT, "survey.json"), heading: str = "##") -> list[str]:
+def report_data(out_dir: str) -> dict:
+    """What the proof report shows of the survey written to ``out_dir``, rendered once here so the
+    report's renderers only place it: the Markdown lines, the HTML fragment and the table itself."""
+    path = os.path.join(out_dir, FILE_NAME)
+    doc = load(path)
+    if doc is None:
+        raise ValueError(f"--survey {out_dir}: no {FILE_NAME} there (run `attention-proofs survey --out {out_dir}`)")
+    header, rows = grid(doc)
+    return dict(source=path, date=doc["date"], seed=doc["seed"], header=header, rows=rows,
+                versions={p["name"]: f"{p['library']} {p['version']}" for p in doc["peers"]},
+                markdown=report_section(path), html=report_html(path))
+
+
+def report_section(path: str = os.path.join(DEFAULT_OUT, FILE_NAME), heading: str = "##") -> list[str]:
     """The proof report's section, as Markdown lines: empty where the survey has not been run."""
     doc = load(path)
     return markdown(doc, heading).splitlines() + [""] if doc else []
 
 
-def report_html(path: str = os.path.join(DEFAULT_OUT, "survey.json")) -> str:
+def report_html(path: str = os.path.join(DEFAULT_OUT, FILE_NAME)) -> str:
     """The same section as an HTML fragment (a heading and the table): empty where not run."""
     doc = load(path)
     if not doc:
