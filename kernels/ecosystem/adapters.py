@@ -45,6 +45,9 @@ class Peer:
     needs: tuple[str, ...] = ()  # import names that must be installed
     env: dict = field(default_factory=dict)  # environment the library reads at import (Keras' backend)
     limits: tuple[str, ...] = ()  # what the library lacks (its checks are not applicable), with the source
+    # CPU seconds of the whole default run as measured on 2026-11-30 (x86_64, one thread): only the
+    # order in which the survey starts the peers (longest first, so two workers finish together)
+    cpu_s: float = 10.0
 
     def installed(self) -> bool:
         return all(importlib.util.find_spec(m) is not None for m in self.needs)
@@ -469,12 +472,13 @@ PEERS: tuple[Peer, ...] = (
          mask="block_mask from mask_mod q_idx >= kv_idx; attn_mask: boolean as a mask_mod, additive as a score_mod",
          source="torch.nn.attention.flex_attention docs: the causal mask_mod example `return q_idx >= kv_idx`",
          needs=("torch",),
-         limits=("backward: eager flex_attention raises 'FlexAttention does not support backward on CPU.'",)),
+         limits=("backward: eager flex_attention raises 'FlexAttention does not support backward on CPU.'",),
+         cpu_s=85),
     Peer("jax", "jax", _jax, "(B, N, H, D)", TOP_LEFT, True, value_dim=False,
          mask="is_causal; attn_mask: boolean as mask (True = attend), additive as bias",
          source="jax.nn.dot_product_attention docs (query BTNH; scale None = 1/sqrt(H)); "
                 "is_causal: jax/_src/nn/functions.py _get_causal_mask = jnp.tril(jnp.ones((T, S)))",
-         needs=("jax",), limits=(_JAX_DV, _JAX_FP16)),
+         needs=("jax",), limits=(_JAX_DV, _JAX_FP16), cpu_s=350),
     Peer("transformers-eager", "transformers", lambda: _hf("eager"), "in (B, H, N, D), out (B, N, H, D)",
          BOTTOM_RIGHT, True, mask="additive float mask from masking_utils.eager_mask, q_offset = Nk - Nq; attn_mask: "
          "a custom 4-D mask, boolean turned additive with finfo.min as eager_mask does",
@@ -499,12 +503,13 @@ PEERS: tuple[Peer, ...] = (
          mask="is_causal (ones.tril()); attn_mask: boolean (True = attend) or additive, as SDPA",
          source="tinygrad Tensor.scaled_dot_product_attention(key, value, attn_mask, dropout_p, is_causal, "
                 "enable_gqa): no scale parameter",
-         needs=("tinygrad",), limits=("explicit scale: the function has no scale parameter",)),
+         needs=("tinygrad",), limits=("explicit scale: the function has no scale parameter",), cpu_s=120),
     Peer("keras-jax", "keras", lambda: _keras("jax"), "(B, N, H, D)", TOP_LEFT, True, value_dim=False,
          mask="is_causal; attn_mask: boolean as mask (True = attend), additive as bias",
          source="keras.ops.dot_product_attention docs (query [batch, time, heads, depth]); JAX backend",
          needs=("keras", "jax"), env={"KERAS_BACKEND": "jax"},
-         limits=("Dv != D: the JAX backend calls jax.nn.dot_product_attention (" + _JAX_DV + ")", _JAX_FP16)),
+         limits=("Dv != D: the JAX backend calls jax.nn.dot_product_attention (" + _JAX_DV + ")", _JAX_FP16),
+         cpu_s=350),
     Peer("keras-torch", "keras", lambda: _keras("torch"), "(B, N, H, D)", TOP_LEFT, True,
          mask="is_causal; attn_mask: boolean as mask (True = attend), additive as bias",
          source="keras.ops.dot_product_attention docs (query [batch, time, heads, depth]); torch backend",

@@ -86,6 +86,36 @@ def test_jax_gradients_come_through_the_bridge():
         assert (g.double() - g64).abs().max() < 1e-5 * (1 + g64.abs().max())
 
 
+def test_jax_float16_runs_op_by_op_because_jit_raises_on_cpu():
+    """The adapters run float16 op by op because jax 0.10.2 cannot jit it on CPU (FINDINGS.md, 6):
+    the library still does so, and the op-by-op float16 output meets the same-precision rule."""
+    p = peer("jax")
+    _needs(p)
+    import jax
+    import jax.numpy as jnp
+
+    from kernels.harness import tolerance as tol
+
+    q, k, v = (t.half() for t in faithful._inputs())
+    with pytest.raises(ValueError, match="F16_F16_F32"):  # if jax fixes this, the adapter may jit float16 again
+        jax.jit(jax.nn.dot_product_attention)(*(jnp.asarray(t.transpose(1, 2).numpy()) for t in (q, k, v)))
+    out = p.build()(q, k, v, is_causal=True, enable_gqa=True)
+    kw = dict(is_causal=True, enable_gqa=True)
+    gold = ref.attention64(q, k, v, **kw)
+    bound = tol.bound(torch.float16, tol.max_abs_error(ref.attention(q, k, v, **kw), gold), gold)
+    assert out.dtype == torch.float16 and tol.max_abs_error(out, gold) <= bound
+
+
+def test_transformers_refuses_a_mask_with_is_causal():
+    """The model passes a custom 4-D mask as-is and adds no causal mask: no counterpart, refused."""
+    p = peer("transformers-sdpa")
+    _needs(p)
+    q, k, v = faithful._inputs()
+    with pytest.raises(Unsupported, match="as-is"):
+        p.build()(q, k, v, attn_mask=torch.ones(faithful.NQ, faithful.NK, dtype=torch.bool), is_causal=True,
+                  enable_gqa=True)
+
+
 def test_tinygrad_refuses_an_explicit_scale_as_not_applicable():
     p = peer("tinygrad")
     _needs(p)
@@ -209,3 +239,19 @@ def test_cli_refuses_an_unknown_implementation(capsys):
 
     assert main(["--only", "no-such-library"]) == 2
     assert "unknown implementation 'no-such-library'" in capsys.readouterr().err
+
+
+def test_survey_starts_the_longest_peer_first_and_keeps_the_catalogue_order(monkeypatch):
+    from kernels.ecosystem import survey
+
+    started = []
+
+    def fake(p, seed):
+        started.append(p.name)
+        return dict(name=p.name, status="ran", seconds=0.0, checks=[])
+
+    monkeypatch.setattr(survey, "run_in_process", fake)
+    doc = survey.survey(seed=0, progress=lambda line: None, workers=1)
+    assert [p["name"] for p in doc["peers"]] == [p.name for p in PEERS]
+    assert started == [p.name for p in sorted(PEERS, key=lambda p: -p.cpu_s)]
+    assert started[0] != PEERS[0].name  # the order really changed: the check can fail
