@@ -25,6 +25,8 @@ def ratio(check: dict) -> float:
     d, b = check["discrepancy"], check["bound"]
     if d is None or math.isnan(d):  # null in the JSON: non-finite
         return math.inf
+    if b is None:  # null in the JSON: an infinite (vacuous) bound, as the rounding bound's can be
+        b = math.inf
     return d / b if b > 0 else (0.0 if d == 0 else math.inf)
 
 
@@ -137,7 +139,8 @@ def _describe(c: dict) -> str:
         return f"{head}: raised {c['error']}"
     extra = f"; {c['detail']}" if c.get("detail") else ""
     d = "non-finite" if c["discrepancy"] is None else f"{c['discrepancy']:.3g}"  # null in the JSON
-    return f"{head}: discrepancy {d} > bound {c['bound']:.3g}{extra}"
+    bound = "non-finite" if c["bound"] is None else f"{c['bound']:.3g}"
+    return f"{head}: discrepancy {d} > bound {bound}{extra}"
 
 
 def write(doc: dict, out_dir: str) -> tuple[str, str]:

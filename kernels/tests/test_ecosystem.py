@@ -217,7 +217,8 @@ def test_survey_document_round_trips_as_strict_json(tmp_path):
         dict(name="a", library="torch", version="1", layout="(B, H, N, D)", causal=TOP_LEFT, backward=True,
              dtypes=["float32"], scale="explicit", mask="is_causal", source="", limits=[], status="ran",
              seconds=0.1, checks=[_check("reference-agreement", True), _check("extreme-logits", False, error="E"),
-                                  _check("mixed-magnitude-rows", False, float("inf"))]),
+                                  _check("mixed-magnitude-rows", False, float("inf")),
+                                  dict(_check("rounding-attention-forward", True, 0.0), bound=float("inf"))]),
         dict(name="b", library="x", version="not installed", layout="", causal=None, backward=False, dtypes=[],
              scale="", mask="", source="", limits=[], status="not installed", seconds=0.0, checks=[], error="needs x")])
     doc["peers"][0]["checks"][1]["discrepancy"] = float("inf")
@@ -226,12 +227,14 @@ def test_survey_document_round_trips_as_strict_json(tmp_path):
     assert loaded["peers"][0]["checks"][1]["discrepancy"] is None
     text = open(md).read()
     assert "| reference-agreement |  | ✓ 0.50 | — |" in text
-    assert "| checks passed |  | 1/3 | not installed |" in text
+    assert "| checks passed |  | 2/4 | not installed |" in text
+    assert "| rounding-attention-forward |  | ✓ 0.00 | — |" in text  # a vacuous (infinite) bound, null in the JSON
     assert "- b: needs x" in text
     assert table.report_section(str(tmp_path / "absent.json")) == []
     section = table.report_section(js)  # rendered from the strict JSON: inf came back as null
     assert section[0] == "## Ecosystem conformance survey"
     assert any("discrepancy non-finite > bound" in line for line in section)
+    assert "| rounding-attention-forward |  | ✓ 0.00 | — |" in section
 
 
 def test_cli_refuses_an_unknown_implementation(capsys):
