@@ -5,6 +5,8 @@ of the survey itself (bottom-right claim, table cells, the faithfulness check) n
 """
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
 import os
 import subprocess
@@ -27,6 +29,26 @@ def _needs(p):
         pytest.skip(f"{p.name} needs {', '.join(missing)}: install the peers extra (pip install -e '.[peers]')")
 
 
+_CHILD = "ATTENTION_PROOFS_ISOLATED_TEST"
+
+
+def _isolated(test):
+    """Run the test in a fresh pytest process. JAX starts threads when imported, and a test process
+    that has imported it must not fork afterwards (the report's tests fork workers): JAX warns that
+    os.fork() "will likely lead to a deadlock", and under pytest-xdist that process runs them."""
+    @functools.wraps(test)
+    def wrapper(*args, **kwargs):
+        if os.environ.get(_CHILD):
+            return test(*args, **kwargs)
+        if importlib.util.find_spec("jax") is None:
+            pytest.skip("needs jax: install the peers extra (pip install -e '.[peers]')")
+        node = f"{os.path.relpath(__file__, ROOT)}::{test.__name__}"
+        proc = subprocess.run([sys.executable, "-m", "pytest", node, "-q", "-p", "no:cacheprovider"], cwd=ROOT,
+                              env=dict(os.environ, **{_CHILD: "1"}), capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0 and " passed" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return wrapper
+
+
 # ====================================================================== every adapter is faithful
 
 
@@ -36,7 +58,7 @@ def test_adapter_is_faithful(name):
     alignment, explicit scale, GQA, on shapes whose every axis differs."""
     p = peer(name)
     _needs(p)
-    if p.env:  # Keras reads its backend at import: a process of its own
+    if p.env or "jax" in p.needs:  # Keras reads its backend at import; JAX must not share a process that forks
         proc = subprocess.run([sys.executable, "-m", "kernels.ecosystem.faithful", name], cwd=ROOT,
                               env=dict(os.environ, **p.env), capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
@@ -70,6 +92,7 @@ def test_transformers_sdpa_is_sdpa_with_the_models_mask():
     assert torch.equal(a, b)
 
 
+@_isolated
 def test_jax_gradients_come_through_the_bridge():
     """Backward through jax.vjp: gradients match float64 autograd (and are not None or zero)."""
     p = peer("jax")
@@ -86,6 +109,7 @@ def test_jax_gradients_come_through_the_bridge():
         assert (g.double() - g64).abs().max() < 1e-5 * (1 + g64.abs().max())
 
 
+@_isolated
 def test_jax_float16_runs_op_by_op_because_jit_raises_on_cpu():
     """The adapters run float16 op by op because jax 0.10.2 cannot jit it on CPU (FINDINGS.md, 6):
     the library still does so, and the op-by-op float16 output meets the same-precision rule."""
