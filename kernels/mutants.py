@@ -253,6 +253,40 @@ def prescales_query_in_place(q, k, v, *, is_causal=False, scale=None, enable_gqa
     return blocked_attention(q, k, v, is_causal=is_causal, scale=1.0, enable_gqa=enable_gqa)
 
 
+def scale_magnitude_only(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """The scale split as √|scale| over q and k (folded into both operands): a negative scale acts positive."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=None if scale is None else abs(scale),
+                             enable_gqa=enable_gqa)
+
+
+def kv_heads_grouped_without_gqa(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Fewer KV heads than query heads grouped as GQA even when enable_gqa=False (SDPA raises there)."""
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale,
+                             enable_gqa=enable_gqa or k.shape[1] != q.shape[1])
+
+
+def even_length_drops_last_block(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """A path for Nk % 64 == 0 (no tail handling needed) whose loop bound skips the last 64-key block."""
+    n = k.shape[-2]
+    if n % 64 == 0 and n > 64:
+        k, v = k[:, :, :n - 64], v[:, :, :n - 64]
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
+def batch_stride_from_shape(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """The batch stride computed from the shape as H·N·D; the other strides read from the tensor."""
+    def wrong(t):
+        return t.as_strided(t.shape, (t.shape[1] * t.shape[2] * t.shape[3], *t.stride()[1:]), t.storage_offset())
+    return blocked_attention(wrong(q), wrong(k), wrong(v), is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
+def storage_offset_ignored(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Every input read from the start of its storage (the view's storage offset dropped)."""
+    def wrong(t):
+        return t.as_strided(t.shape, t.stride(), 0)
+    return blocked_attention(wrong(q), wrong(k), wrong(v), is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
 def ignores_strides(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
     """Addresses computed from the shape as if every input were contiguous, ignoring its strides."""
     def as_if_contiguous(t):
@@ -360,6 +394,8 @@ def _mask_bias(attn_mask, like: torch.Tensor, bugs) -> torch.Tensor | None:
         rows = attn_mask.expand(*attn_mask.shape[:-2], like.shape[-2], attn_mask.shape[-1]).clone()
         rows[..., 1:, :] = True if rows.dtype == torch.bool else 0.0
         attn_mask = rows
+    if "mask-3d-per-batch" in bugs and attn_mask.dim() == 3:
+        attn_mask = attn_mask[:, None]  # the bug: (X, Nq, Nk) read as (B, 1, Nq, Nk), not per head
     if attn_mask.dtype == torch.bool:
         if "bool-as-additive" in bugs:  # the bug: True/False read as the numbers 1/0
             return attn_mask.to(like.dtype)
@@ -453,7 +489,12 @@ def _softmax_rows(s: torch.Tensor, bugs) -> torch.Tensor:
     if "nan-empty-rows" in bugs:  # the bug: 0/0 = NaN where every key is masked
         return torch.softmax(s, dim=-1)
     empty = torch.isneginf(s).all(dim=-1, keepdim=True)  # (B, H, Nq, 1)
-    return torch.softmax(s.masked_fill(empty, 0.0), dim=-1).masked_fill(empty, 0.0)
+    p = torch.softmax(s.masked_fill(empty, 0.0), dim=-1).masked_fill(empty, 0.0)
+    if "unguarded-leading-block" in bugs:
+        # the bug, as an online softmax over 64-key blocks meets it: a row whose first block is all
+        # masked has m = -inf there, exp(-inf - (-inf)) = NaN, and the NaN stays in l and acc
+        return p.masked_fill(torch.isneginf(s[..., :64]).all(dim=-1, keepdim=True), float("nan"))
+    return p
 
 
 def full_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False,
@@ -514,6 +555,12 @@ dropout_rng_not_advanced = _full_variant("dropout_rng_not_advanced",
 dropout_uint8_threshold = _full_variant("dropout_uint8_threshold",
     "Keep if a random byte < floor((1 - p)·255): keep probability 191/256 ≈ 0.746 at p = 1/4 (0.5% low).",
     "dropout-uint8")
+
+mask_3d_read_per_batch = _full_variant("mask_3d_read_per_batch",
+    "A 3-D attn_mask (X, Nq, Nk) read as one mask per batch entry instead of per head.", "mask-3d-per-batch")
+masked_leading_block_nan = _full_variant("masked_leading_block_nan",
+    "Online softmax with no guard for a fully masked first key block: NaN in rows that see later keys only.",
+    "unguarded-leading-block")
 
 SPLIT = 1024  # keys per split of the split-KV decode mutant
 
@@ -665,4 +712,12 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(head_dim_truncated_at_128, "head dim truncated at 128", "reference-agreement"),
     Mutant(backward_assumes_contiguous_q, "backward assumes a contiguous q", "backward-scale-strided",
            backward=True),
+    # the third red team's escapes (issue 12), one bug class each
+    Mutant(scale_magnitude_only, "negative scale made positive (√|scale| on q and k)", "explicit-scale"),
+    Mutant(kv_heads_grouped_without_gqa, "Hq ≠ Hkv grouped without enable_gqa", "mismatched-heads-refused"),
+    Mutant(even_length_drops_last_block, "last key block skipped when Nk % 64 == 0", "reference-agreement"),
+    Mutant(batch_stride_from_shape, "batch stride taken from the shape", "strided-inputs"),
+    Mutant(storage_offset_ignored, "view's storage offset ignored", "strided-inputs"),
+    Mutant(mask_3d_read_per_batch, "3-D attn_mask read per batch entry", "attn-mask"),
+    Mutant(masked_leading_block_nan, "NaN when a row's first key block is fully masked", "attn-mask"),
 )

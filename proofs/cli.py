@@ -4,6 +4,7 @@
   attention-proofs derive [CLAIM_ID ...]
   attention-proofs --version
   attention-proofs verify MODULE:FUNCTION [--device cuda] [--dtype ...] [--no-backward] [--no-gqa] [--thorough]
+  attention-proofs survey [--only NAME ...] [--out DIR] [--seed N]
 
 (also ``python -m proofs ...``). Exit status: 0 when every claim holds, 1 when any fails
 (the failing claims are listed last), 2 for bad usage.
@@ -82,7 +83,7 @@ def _cmd_report(args) -> int:
     from proofs.report import FILE_NAMES, Options, check_target, gather, render_files, write_report
 
     options = Options(mode=args.mode, seed=args.seed, only=tuple(args.only) if args.only else None,
-                      layers=args.layers)
+                      layers=args.layers, survey=_survey_dir(args))
     check_target(args.out, force=args.force)  # refuse before the long run, not after it
     start = time.perf_counter()
     with _progress() as progress:
@@ -134,6 +135,29 @@ def _cmd_verify(argv: list[str]) -> int:
     return verify_main(argv)
 
 
+def _cmd_survey(argv: list[str]) -> int:
+    try:
+        from kernels.ecosystem.__main__ import main as survey_main
+    except ImportError as exc:
+        print(f"attention-proofs: error: the ecosystem survey is not available ({exc}); "
+              "install the 'kernels' extra (and 'peers' for the libraries it surveys)", file=sys.stderr)
+        return 2
+    return survey_main(argv, prog="attention-proofs survey")
+
+
+def _survey_dir(args) -> str | None:
+    """--survey DIR, or the survey's default output directory when a survey has been written there."""
+    if args.no_survey:
+        return None
+    if args.survey is not None:
+        return args.survey
+    try:
+        from kernels.ecosystem.table import DEFAULT_OUT, FILE_NAME
+    except ImportError:  # no kernel layer: no survey either
+        return None
+    return DEFAULT_OUT if os.path.exists(os.path.join(DEFAULT_OUT, FILE_NAME)) else None
+
+
 def _version() -> str:
     import importlib.metadata
 
@@ -173,6 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
                      metavar="proofs,numeric,kernels", help="run only these layers (the others say 'not checked')")
     rep.add_argument("--force", action="store_true",
                      help="write into a non-empty directory that holds no earlier report")
+    surveyed = rep.add_mutually_exclusive_group()
+    surveyed.add_argument("--survey", metavar="DIR", help="include the ecosystem survey written in DIR (by `attention-"
+                          "proofs survey --out DIR`) as a section (default: survey/ when it holds one)")
+    surveyed.add_argument("--no-survey", action="store_true", help="leave the survey section out")
     rep.set_defaults(func=_cmd_report)
 
     der = sub.add_parser("derive", help="print the named derivations (default: every claim) as text",
@@ -185,6 +213,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="check an SDPA-compatible implementation against the derived invariants "
                               "(MODULE:FUNCTION; see `verify --help`)")
     ver.add_argument("args", nargs=argparse.REMAINDER)
+    sur = sub.add_parser("survey", add_help=False,
+                         help="run the invariants on other libraries' attention (the 'peers' extra) and write the "
+                              "implementation × invariant table (see `survey --help`)")
+    sur.add_argument("args", nargs=argparse.REMAINDER)
     return p
 
 
@@ -193,6 +225,8 @@ def main(argv=None) -> int:
     use_triton_interpreter_without_gpu()
     if argv[:1] == ["verify"]:
         return _cmd_verify(argv[1:])  # the harness owns its arguments, --help included
+    if argv[:1] == ["survey"]:
+        return _cmd_survey(argv[1:])  # kernels.ecosystem owns its arguments, --help included
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -45,6 +45,9 @@ class Peer:
     needs: tuple[str, ...] = ()  # import names that must be installed
     env: dict = field(default_factory=dict)  # environment the library reads at import (Keras' backend)
     limits: tuple[str, ...] = ()  # what the library lacks (its checks are not applicable), with the source
+    # CPU seconds of the whole default run as measured on 2026-11-30 (x86_64, one thread): only the
+    # order in which the survey starts the peers (longest first, so two workers finish together)
+    cpu_s: float = 10.0
 
     def installed(self) -> bool:
         return all(importlib.util.find_spec(m) is not None for m in self.needs)
@@ -90,21 +93,45 @@ def _causal_mask_mod(b, h, q_idx, kv_idx):
     return q_idx >= kv_idx
 
 
+def _dense_mask(attn_mask: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """SDPA's attn_mask, broadcast as SDPA broadcasts it, to (B, Hq, Nq, Nk)."""
+    m = attn_mask
+    while m.dim() < 4:
+        m = m.unsqueeze(0)
+    return m.expand(q.shape[0], q.shape[1], q.shape[-2], k.shape[-2])
+
+
 def _flex():
     import warnings
 
-    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    from torch.nn.attention.flex_attention import and_masks, create_block_mask, flex_attention
 
     @functools.lru_cache(maxsize=64)
     def causal_block_mask(n_q, n_k):
         return create_block_mask(_causal_mask_mod, None, None, n_q, n_k, device="cpu")
 
-    def flex(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    def flex(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
+        """attn_mask the way FlexAttention's documentation expresses each kind: a boolean one as a
+        mask_mod (True = attend, as SDPA) turned into a block_mask, an additive one as a score_mod
+        that adds it to the score; with is_causal, the causal mask_mod joins either."""
         _check_heads(q, k, enable_gqa)
-        block_mask = causal_block_mask(q.shape[-2], k.shape[-2]) if is_causal else None
+        n_q, n_k = q.shape[-2], k.shape[-2]
+        block_mask = causal_block_mask(n_q, n_k) if is_causal else None
+        score_mod = None
+        if attn_mask is not None:
+            m = _dense_mask(attn_mask, q, k)  # (B, Hq, Nq, Nk)
+            if m.dtype == torch.bool:
+                def visible(b, h, q_idx, kv_idx):
+                    return m[b, h, q_idx, kv_idx]
+                mask_mod = and_masks(_causal_mask_mod, visible) if is_causal else visible
+                block_mask = create_block_mask(mask_mod, m.shape[0], m.shape[1], n_q, n_k, device="cpu")
+            else:
+                def score_mod(score, b, h, q_idx, kv_idx):
+                    return score + m[b, h, q_idx, kv_idx]
         with warnings.catch_warnings():  # eager flex warns that it is unfused: that is what is surveyed
             warnings.simplefilter("ignore", UserWarning)
-            return flex_attention(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=enable_gqa)
+            return flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale,
+                                  enable_gqa=enable_gqa)
 
     return flex
 
@@ -126,16 +153,18 @@ def _bthd(t: torch.Tensor) -> torch.Tensor:
     return t.transpose(1, 2)  # (B, H, N, D) <-> (B, N, H, D)
 
 
-def _jax_autograd(fn):
+def _jax_autograd(fn, jit: bool = True):
     """A torch function of (q, k, v[, mask]) computed by ``fn(q, k, v, mask)`` on JAX arrays laid out
     (B, N, H, D); the mask (a JAX array or None) is passed through, never differentiated.
 
     Backward runs ``jax.vjp`` of the same fn, so the gradients are JAX's, not torch's. Both are
-    jitted: op-by-op dispatch compiles every primitive for every new shape, ~10× slower here."""
+    jitted (op-by-op dispatch compiles every primitive for every new shape, ~10× slower here),
+    except where ``jit`` is False: float16, which jax 0.10.2 cannot jit on CPU (FINDINGS.md, 6)."""
     import jax
 
-    forward = jax.jit(fn)
-    backward = jax.jit(lambda q, k, v, m, dout: jax.vjp(lambda q, k, v: fn(q, k, v, m), q, k, v)[1](dout))
+    maybe_jit = jax.jit if jit else (lambda f: f)
+    forward = maybe_jit(fn)
+    backward = maybe_jit(lambda q, k, v, m, dout: jax.vjp(lambda q, k, v: fn(q, k, v, m), q, k, v)[1](dout))
 
     class Bridge(torch.autograd.Function):
         @staticmethod
@@ -156,6 +185,14 @@ def _jax_autograd(fn):
     return call
 
 
+def _jittable(q: torch.Tensor) -> bool:
+    """jax 0.10.2's dot_product_attention asks for the F16_F16_F32 dot algorithm, which XLA's CPU
+    backend refuses; its try/except fallback to the default precision works op by op but not under
+    jax.jit, where the refusal comes at lowering, outside the try (FINDINGS.md, 6). float16 therefore
+    runs op by op: the library's own fallback path, which is what a user without jit gets."""
+    return q.dtype != torch.float16
+
+
 def _jax_mask(attn_mask, q):
     """SDPA's attn_mask for JAX: boolean (True = attend, as jax's ``mask``) or additive (``bias``),
     both broadcast to 4-D with heads on axis 1, as JAX asks ((B|1, N|1, T, S))."""
@@ -173,16 +210,16 @@ def _jax():
     jax.config.update("jax_platforms", "cpu")
 
     @functools.lru_cache(maxsize=None)
-    def bridged(scale, is_causal, mask_kind):  # one jitted function per static setting, compiled once per shape
+    def bridged(scale, is_causal, mask_kind, jit):  # one jitted function per static setting, compiled once per shape
         def fn(q, k, v, m=None):
             extra = {} if mask_kind is None else {mask_kind: m}
             return jax.nn.dot_product_attention(q, k, v, scale=scale, is_causal=is_causal, **extra)
-        return _jax_autograd(fn)
+        return _jax_autograd(fn, jit)
 
     def jax_sdpa(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
         _check_heads(q, k, enable_gqa)  # JAX infers GQA from the head counts; SDPA asks for the flag
         kind, m = _jax_mask(attn_mask, q)
-        return bridged(scale, bool(is_causal), kind)(q, k, v, m)
+        return bridged(scale, bool(is_causal), kind, _jittable(q))(q, k, v, m)
 
     return jax_sdpa
 
@@ -201,29 +238,53 @@ def _llama_module(q_heads: int, kv_heads: int, head_dim: int):
     return LlamaAttention(config, layer_idx=0).eval()
 
 
+def _hf_custom_mask(attn_mask: torch.Tensor, kind: str, dtype: torch.dtype, is_causal: bool) -> torch.Tensor:
+    """SDPA's attn_mask as the model passes a custom 4-D mask to its attention function.
+
+    masking_utils._preprocess_mask_arguments: a 4-D attention_mask "was already prepared, or it is
+    custom" and is returned as-is, so the model adds no causal mask to it: is_causal with a mask has
+    no counterpart (refused; the harness accepts a refusal of that combination). The sdpa path
+    hands the mask to SDPA (boolean, True = attend, or additive); the eager path adds it to the
+    scores, so a boolean mask becomes what masking_utils.eager_mask makes of sdpa_mask's boolean one:
+    torch.where(mask, 0, torch.finfo(dtype).min)."""
+    if is_causal:
+        raise Unsupported("a custom 4-D mask is passed as-is: the model adds no causal mask to it")
+    m = attn_mask
+    while m.dim() < 4:  # the model's masks are 4-D: (B|1, H|1, Nq, Nk)
+        m = m.unsqueeze(0)
+    if kind == "eager" and m.dtype == torch.bool:
+        m = torch.where(m, torch.zeros((), dtype=dtype), torch.finfo(dtype).min)
+    return m
+
+
 def _hf(kind: str):
     """transformers' eager or sdpa attention function, called as LlamaAttention.forward calls it.
 
     The mask is the one the model builds: transformers.masking_utils puts query i at cache position
     q_offset + i with q_offset = Nk - Nq (the keys of earlier steps are in the cache), so the model's
     causal alignment is bottom-right. eager gets an additive float mask (eager_mask); sdpa gets
-    sdpa_mask's boolean mask, or None where sdpa_mask says is_causal may be used instead."""
+    sdpa_mask's boolean mask, or None where sdpa_mask says is_causal may be used instead. An
+    attn_mask goes in as the model passes a custom 4-D mask (_hf_custom_mask)."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
     from transformers.masking_utils import eager_mask, sdpa_mask
     from transformers.models.llama.modeling_llama import eager_attention_forward
 
-    def hf(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    def hf(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
         _check_heads(q, k, enable_gqa)
         module = _llama_module(q.shape[1], k.shape[1], q.shape[-1])
         b, n_q, n_k = q.shape[0], q.shape[-2], k.shape[-2]
         if n_q > n_k and is_causal:
             raise Unsupported("the model's queries are the last Nq of the Nk keys: Nq > Nk has no meaning")
         scaling = module.scaling if scale is None else scale  # the model passes scaling=self.scaling
-        if kind == "eager":
+        if attn_mask is not None:
+            mask = _hf_custom_mask(attn_mask, kind, q.dtype, is_causal)
+        elif kind == "eager":
             mask = eager_mask(b, n_q, n_k, q_offset=n_k - n_q, dtype=q.dtype) if is_causal else None
-            out, _ = eager_attention_forward(module, q, k, v, mask, scaling=scaling, dropout=0.0)
         else:
             mask = sdpa_mask(b, n_q, n_k, q_offset=n_k - n_q) if is_causal else None
+        if kind == "eager":
+            out, _ = eager_attention_forward(module, q, k, v, mask, scaling=scaling, dropout=0.0)
+        else:
             # is_causal: the module's flag (a causal decoder); a bidirectional model's module says False.
             out, _ = sdpa_attention_forward(module, q, k, v, mask, scaling=scaling, dropout=0.0, is_causal=is_causal)
         return out.transpose(1, 2)  # the functions return (B, Nq, Hq, D)
@@ -244,17 +305,20 @@ def _onnx():
     elem = {torch.float32: TensorProto.FLOAT, torch.float16: TensorProto.FLOAT16}
 
     @functools.lru_cache(maxsize=256)
-    def session(dtype, q_shape, k_shape, v_shape, is_causal, scale):
+    def session(dtype, q_shape, k_shape, v_shape, mask, is_causal, scale):
+        """mask: None, or (its element type, its shape): the op's optional fourth input."""
         attrs = {"is_causal": int(is_causal)}
         if scale is not None:
             attrs["scale"] = float(scale)
-        node = helper.make_node("Attention", ["Q", "K", "V"], ["Y"], **attrs)
         t = elem[dtype]
+        inputs = [helper.make_tensor_value_info(name, t, list(shape))
+                  for name, shape in zip("QKV", (q_shape, k_shape, v_shape))]
+        if mask is not None:
+            inputs.append(helper.make_tensor_value_info("M", TensorProto.BOOL if mask[0] == torch.bool else t,
+                                                        list(mask[1])))
+        node = helper.make_node("Attention", [i.name for i in inputs], ["Y"], **attrs)
         out_shape = list(q_shape[:-1]) + [v_shape[-1]]
-        graph = helper.make_graph([node], "attention", [helper.make_tensor_value_info("Q", t, list(q_shape)),
-                                                        helper.make_tensor_value_info("K", t, list(k_shape)),
-                                                        helper.make_tensor_value_info("V", t, list(v_shape))],
-                                  [helper.make_tensor_value_info("Y", t, out_shape)])
+        graph = helper.make_graph([node], "attention", inputs, [helper.make_tensor_value_info("Y", t, out_shape)])
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
         model.ir_version = 10
         onnx.checker.check_model(model)
@@ -262,13 +326,18 @@ def _onnx():
         options.intra_op_num_threads = 1
         return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
-    def onnx_attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    def onnx_attention(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
+        """attn_mask is the op's attn_mask input, as SDPA's: boolean True = attend, or a float mask of
+        q's type added to the scores, broadcastable to (B, Hq, Nq, Nk); the spec composes it with
+        is_causal by summing the two biases."""
         _check_heads(q, k, enable_gqa)  # the op infers GQA from the head counts
         if q.dtype not in elem:
             raise Unsupported(f"{q.dtype}: ONNX Runtime's CPU provider cannot build a session for it "
                               "(NOT_IMPLEMENTED: no implementation for Expand(13))")
-        s = session(q.dtype, tuple(q.shape), tuple(k.shape), tuple(v.shape), bool(is_causal), scale)
-        feeds = {name: np.ascontiguousarray(t.detach().numpy()) for name, t in zip("QKV", (q, k, v))}
+        mask = None if attn_mask is None else (attn_mask.dtype, tuple(attn_mask.shape))
+        s = session(q.dtype, tuple(q.shape), tuple(k.shape), tuple(v.shape), mask, bool(is_causal), scale)
+        tensors = (q, k, v) if attn_mask is None else (q, k, v, attn_mask)
+        feeds = {name: np.ascontiguousarray(t.detach().numpy()) for name, t in zip("QKVM", tensors)}
         return torch.from_numpy(s.run(["Y"], feeds)[0])
 
     return onnx_attention
@@ -360,13 +429,13 @@ def _keras(backend: str):
 
     if backend == "jax":
         @functools.lru_cache(maxsize=None)
-        def bridged(scale, is_causal, mask_kind):
-            return _jax_autograd(functools.partial(call, scale=scale, is_causal=is_causal, mask_kind=mask_kind))
+        def bridged(scale, is_causal, mask_kind, jit):
+            return _jax_autograd(functools.partial(call, scale=scale, is_causal=is_causal, mask_kind=mask_kind), jit)
 
         def keras_sdpa(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
             _check_heads(q, k, enable_gqa)
             kind, m = _jax_mask(attn_mask, q)
-            return bridged(scale, bool(is_causal), kind)(q, k, v, m)
+            return bridged(scale, bool(is_causal), kind, _jittable(q))(q, k, v, m)
     else:
         def keras_sdpa(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
             _check_heads(q, k, enable_gqa)
@@ -385,8 +454,10 @@ _SDPA_DOC = ("torch.nn.functional.scaled_dot_product_attention docs: is_causal i
 
 _JAX_DV = ("Dv != D: jax.nn.dot_product_attention docs: 'value: value array, should have the same shape as "
            "the key array' (those cases run with Dv = D)")
-_HF_MASK = ("attn_mask: not adapted; the model builds its own mask in transformers.masking_utils from a 2-D "
-            "padding mask, not from an SDPA-style attn_mask")
+_JAX_FP16 = ("float16: run op by op, not under jax.jit, which raises on CPU (FINDINGS.md, 6: a defect of "
+             "jax 0.10.2)")
+_HF_MASK = ("attn_mask with is_causal: a custom 4-D mask is passed as-is (masking_utils._preprocess_mask_arguments), "
+            "the model adds no causal mask to it (the adapter refuses the combination)")
 _HF_LIMIT = ("causal with Nq > Nk: the model's queries are the newest Nq of its Nk keys (bottom-right claim's "
              "premise Nq <= Nk)")
 
@@ -398,44 +469,49 @@ PEERS: tuple[Peer, ...] = (
          limits=("Dv != D: the CPU flash backend raises 'No available kernel. Aborting execution.' (observed; those "
                  "cases run with Dv = D)",)),
     Peer("torch-flex-eager", "torch", _flex, "(B, H, N, D)", TOP_LEFT, False,
-         mask="block_mask from mask_mod q_idx >= kv_idx",
+         mask="block_mask from mask_mod q_idx >= kv_idx; attn_mask: boolean as a mask_mod, additive as a score_mod",
          source="torch.nn.attention.flex_attention docs: the causal mask_mod example `return q_idx >= kv_idx`",
          needs=("torch",),
-         limits=("backward: eager flex_attention raises 'FlexAttention does not support backward on CPU.'",
-                 "attn_mask: not adapted; FlexAttention takes a block_mask or score_mod, not a dense attn_mask")),
-    Peer("jax", "jax", _jax, "(B, N, H, D)", TOP_LEFT, True, value_dim=False, mask="is_causal",
+         limits=("backward: eager flex_attention raises 'FlexAttention does not support backward on CPU.'",),
+         cpu_s=85),
+    Peer("jax", "jax", _jax, "(B, N, H, D)", TOP_LEFT, True, value_dim=False,
+         mask="is_causal; attn_mask: boolean as mask (True = attend), additive as bias",
          source="jax.nn.dot_product_attention docs (query BTNH; scale None = 1/sqrt(H)); "
                 "is_causal: jax/_src/nn/functions.py _get_causal_mask = jnp.tril(jnp.ones((T, S)))",
-         needs=("jax",), limits=(_JAX_DV,)),
+         needs=("jax",), limits=(_JAX_DV, _JAX_FP16), cpu_s=350),
     Peer("transformers-eager", "transformers", lambda: _hf("eager"), "in (B, H, N, D), out (B, N, H, D)",
-         BOTTOM_RIGHT, True, mask="additive float mask from masking_utils.eager_mask, q_offset = Nk - Nq",
+         BOTTOM_RIGHT, True, mask="additive float mask from masking_utils.eager_mask, q_offset = Nk - Nq; attn_mask: "
+         "a custom 4-D mask, boolean turned additive with finfo.min as eager_mask does",
          source="transformers.models.llama.modeling_llama.eager_attention_forward; masking_utils."
                 "causal_mask_function: kv_idx <= q_idx at cache positions",
          needs=("transformers",), limits=(_HF_LIMIT, _HF_MASK)),
     Peer("transformers-sdpa", "transformers", lambda: _hf("sdpa"), "in (B, H, N, D), out (B, N, H, D)",
-         BOTTOM_RIGHT, True, mask="boolean mask from masking_utils.sdpa_mask (None: is_causal), q_offset = Nk - Nq",
+         BOTTOM_RIGHT, True, mask="boolean mask from masking_utils.sdpa_mask (None: is_causal), q_offset = Nk - Nq; "
+         "attn_mask: a custom 4-D mask, as-is",
          source="transformers.integrations.sdpa_attention.sdpa_attention_forward; masking_utils.sdpa_mask",
          needs=("transformers",), limits=(_HF_LIMIT, _HF_MASK)),
     Peer("onnxruntime-attention", "onnxruntime", _onnx, "(B, H, N, D)", TOP_LEFT, False,
-         dtypes=("float32", "float16"), mask="is_causal attribute, no past_key",
+         dtypes=("float32", "float16"), mask="is_causal attribute, no past_key; attn_mask: the op's attn_mask input",
          source="ONNX Attention (opset 23) spec: is_causal: query i attends key j iff j <= i + "
                 "past_sequence_length; no past_key here, so j <= i (top-left)",
          needs=("onnxruntime", "onnx"),
          limits=("backward: an inference runtime (forward only)",
-                 "attn_mask: not adapted in this survey (the op has an attn_mask input)",
                  "bfloat16: not run; a bfloat16 Attention model fails at session creation: 'NOT_IMPLEMENTED : "
                  "Could not find an implementation for Expand(13) node'")),
     Peer("tinygrad", "tinygrad", _tinygrad, "(B, H, N, D)", TOP_LEFT, True,
-         scale="none: the function always divides by sqrt(D)", mask="is_causal (ones.tril())",
+         scale="none: the function always divides by sqrt(D)",
+         mask="is_causal (ones.tril()); attn_mask: boolean (True = attend) or additive, as SDPA",
          source="tinygrad Tensor.scaled_dot_product_attention(key, value, attn_mask, dropout_p, is_causal, "
                 "enable_gqa): no scale parameter",
-         needs=("tinygrad",), limits=("explicit scale: the function has no scale parameter",)),
+         needs=("tinygrad",), limits=("explicit scale: the function has no scale parameter",), cpu_s=120),
     Peer("keras-jax", "keras", lambda: _keras("jax"), "(B, N, H, D)", TOP_LEFT, True, value_dim=False,
-         mask="is_causal",
+         mask="is_causal; attn_mask: boolean as mask (True = attend), additive as bias",
          source="keras.ops.dot_product_attention docs (query [batch, time, heads, depth]); JAX backend",
          needs=("keras", "jax"), env={"KERAS_BACKEND": "jax"},
-         limits=("Dv != D: the JAX backend calls jax.nn.dot_product_attention (" + _JAX_DV + ")",)),
-    Peer("keras-torch", "keras", lambda: _keras("torch"), "(B, N, H, D)", TOP_LEFT, True, mask="is_causal",
+         limits=("Dv != D: the JAX backend calls jax.nn.dot_product_attention (" + _JAX_DV + ")", _JAX_FP16),
+         cpu_s=350),
+    Peer("keras-torch", "keras", lambda: _keras("torch"), "(B, N, H, D)", TOP_LEFT, True,
+         mask="is_causal; attn_mask: boolean as mask (True = attend), additive as bias",
          source="keras.ops.dot_product_attention docs (query [batch, time, heads, depth]); torch backend",
          needs=("keras",), env={"KERAS_BACKEND": "torch"}),
 )

@@ -25,6 +25,8 @@ def ratio(check: dict) -> float:
     d, b = check["discrepancy"], check["bound"]
     if d is None or math.isnan(d):  # null in the JSON: non-finite
         return math.inf
+    if b is None:  # null in the JSON: an infinite (vacuous) bound, as the rounding bound's can be
+        b = math.inf
     return d / b if b > 0 else (0.0 if d == 0 else math.inf)
 
 
@@ -137,7 +139,8 @@ def _describe(c: dict) -> str:
         return f"{head}: raised {c['error']}"
     extra = f"; {c['detail']}" if c.get("detail") else ""
     d = "non-finite" if c["discrepancy"] is None else f"{c['discrepancy']:.3g}"  # null in the JSON
-    return f"{head}: discrepancy {d} > bound {c['bound']:.3g}{extra}"
+    bound = "non-finite" if c["bound"] is None else f"{c['bound']:.3g}"
+    return f"{head}: discrepancy {d} > bound {bound}{extra}"
 
 
 def write(doc: dict, out_dir: str) -> tuple[str, str]:
@@ -194,15 +197,29 @@ def merge(docs: list[dict]) -> dict:
 
 
 DEFAULT_OUT = "survey"
+FILE_NAME = "survey.json"
 
 
-def report_section(path: str = os.path.join(DEFAULT_OUT, "survey.json"), heading: str = "##") -> list[str]:
+def report_data(out_dir: str) -> dict:
+    """What the proof report shows of the survey written to ``out_dir``, rendered once here so the
+    report's renderers only place it: the Markdown lines, the HTML fragment and the table itself."""
+    path = os.path.join(out_dir, FILE_NAME)
+    doc = load(path)
+    if doc is None:
+        raise ValueError(f"--survey {out_dir}: no {FILE_NAME} there (run `attention-proofs survey --out {out_dir}`)")
+    header, rows = grid(doc)
+    return dict(source=path, date=doc["date"], seed=doc["seed"], header=header, rows=rows,
+                versions={p["name"]: f"{p['library']} {p['version']}" for p in doc["peers"]},
+                markdown=report_section(path), html=report_html(path))
+
+
+def report_section(path: str = os.path.join(DEFAULT_OUT, FILE_NAME), heading: str = "##") -> list[str]:
     """The proof report's section, as Markdown lines: empty where the survey has not been run."""
     doc = load(path)
     return markdown(doc, heading).splitlines() + [""] if doc else []
 
 
-def report_html(path: str = os.path.join(DEFAULT_OUT, "survey.json")) -> str:
+def report_html(path: str = os.path.join(DEFAULT_OUT, FILE_NAME)) -> str:
     """The same section as an HTML fragment (a heading and the table): empty where not run."""
     doc = load(path)
     if not doc:

@@ -103,7 +103,7 @@ DEFAULT_CASES: tuple[Case, ...] = (
     _c("long-causal", 2, 2, 2, 257, 257, 64, True),
     _c("long-gqa", 2, 4, 2, 129, 385, 72, True),
     _c("mqa-decode", 2, 4, 1, 1, 321, 40, True),  # causal, Nq = 1: sees key 0 only
-    _c("mqa-full", 2, 3, 1, 65, 129, 24, False, dv=40),  # Dv > D
+    _c("mqa-full", 2, 3, 1, 65, 128, 24, False, dv=40),  # Dv > D; Nk a multiple of 64 and 128 (even path)
     _c("value-dim", 2, 2, 2, 97, 65, 48, True, dv=24),  # Dv < D
     _c("scaled-0.3", 2, 4, 2, 65, 97, 64, True, scale=0.3),  # also the backward's explicit scale
     _c("length-sweep", 1, 2, 2, 32, SWEEP_LENGTHS[-1], 64, False, SWEEP),
@@ -133,6 +133,8 @@ THOROUGH_CASES: tuple[Case, ...] = DEFAULT_CASES + (
     _c("odd-dim-causal", 2, 2, 2, 129, 129, 100, True, scale=1.7),
     _c("head-dim-256-long", 2, 4, 2, 129, 257, 256, True),
     _c("head-dim-192", 1, 2, 2, 65, 129, 192, False, dv=160),
+    # Split-K decoding with four or more splits of 1024 (each merged with its own rescale).
+    _c("decode-4097", 1, 4, 2, 1, 4097, 64, False, forward_only=True),
 )
 
 # The largest |scaled score| asked of each dtype: a quarter of its range, so that the plain

@@ -21,7 +21,7 @@ from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import EXTREME, MIXED, NEGATIVE, RANDOM, SWEEP, SWEEP_LENGTHS, SYNTHETIC, Case
 from kernels.harness.subject import (Gradients, Outcome, Subject, against, checked_output, gradients_against,
-                                     ratio, relation, strided, worst)
+                                     packed, ratio, relation, strided, worst)
 
 __all__ = ["INVARIANTS", "Invariant", "Outcome", "Subject", "Gradients", "checked_output", "invariant_named"]
 
@@ -59,9 +59,26 @@ def inputs_untouched(s: Subject) -> Outcome:
 
 
 def strided_inputs(s: Subject) -> Outcome:
-    """Non-contiguous q, k, v (the usual (B, N, H, D) layout viewed as (B, H, N, D)) give the same output."""
+    """Non-contiguous q, k, v give the same output: the (B, N, H, D) layout viewed as (B, H, N, D),
+    and views into one packed (B, N, 3, H, D) buffer (a fused QKV projection), whose batch stride is
+    not H·N·D and whose k and v start at an offset into the storage."""
     q2, k2, v2 = strided(s.q), strided(s.k), strided(s.v)
-    return relation(s, s.run(q2, k2, v2), s.base, s.output(), s.base)
+    layouts = {"transposed": s.run(q2, k2, v2), "packed": s.run_fresh(*packed(s.q, s.k, s.v))}
+    outcomes = [relation(s, out, s.base, s.output(), s.base) for out in layouts.values()]
+    return worst(outcomes, [f"{name}: {o.discrepancy:.3g}" for name, o in zip(layouts, outcomes)])
+
+
+def mismatched_heads_refused(s: Subject) -> Outcome:
+    """Without enable_gqa, SDPA broadcasts the head axis as matmul does: 1 KV head serves every query
+    head, but Hkv heads with 1 < Hkv < Hq do not broadcast, and torch 2.13 raises (measured: "The
+    size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 1"). An impl
+    must raise too, not group the heads as if enable_gqa were set."""
+    try:
+        s.run(enable_gqa=False)
+    except Exception as exc:  # any exception: SDPA's is a RuntimeError, a kernel may say ValueError
+        return Outcome(0.0, 0.0, f"refused: {type(exc).__name__}")
+    return Outcome(math.inf, 0.0, f"returned an output for {s.q.shape[1]} query heads and {s.k.shape[1]} KV "
+                                  "heads with enable_gqa=False")
 
 
 def rows_sum_to_one(s: Subject) -> Outcome:
@@ -149,8 +166,10 @@ def _power_of_two_scale(head_dim: int) -> float:
 
 
 def explicit_scale(s: Subject) -> Outcome:
-    """impl(q, scale=c) equals impl(c·q, scale=1): the explicit scale is used (prescaled-query)."""
-    c = _power_of_two_scale(s.case.head_dim)
+    """impl(q, scale=c) equals impl(c·q, scale=1): the explicit scale is used (prescaled-query).
+    c is negative (SDPA takes any real scale): a kernel that splits the scale as √|c| over q and k,
+    or takes its log, loses the sign. Positive explicit scales are the default-scale check's."""
+    c = -_power_of_two_scale(s.case.head_dim)
     q2 = s.q * c
     return relation(s, s.run(scale=c), s.reference(scale=c), s.run(q=q2, scale=1.0), s.reference(q=q2, scale=1.0))
 
@@ -287,7 +306,7 @@ def backward_key_gradient_sum(s: Subject) -> Outcome:
     got, gold, plain = s.gradients
     total = got[1].double().sum(dim=-2)  # (B, Hkv, D)
     total64, total_plain = gold[1].sum(dim=-2), plain[1].double().sum(dim=-2)
-    scale_of_terms = s.gradient_sizes[1].sum(dim=-2)  # rounding of a sum acts at Σ|terms|
+    scale_of_terms = s.gradient_sizes.sizes[1].sum(dim=-2)  # rounding of a sum acts at Σ|terms|
     return Outcome(tol.max_abs_error(total, total64),
                    tol.bound(s.dtype, tol.max_abs_error(total_plain, total64), scale_of_terms))
 
@@ -366,7 +385,8 @@ INVARIANTS: list[Invariant] = [
               bug_classes="any forward error beyond the low-precision rule (wrong internal precision, "
                           "multi-block and tail-block bugs at 64/128-wide tiles, lost batch/head strides)"),
     Invariant("strided-inputs", None, strided_inputs, lambda c: _random(c) and max(c.q_heads, c.n_q, c.n_k) > 1,
-              bug_classes="ignores the inputs' strides"),
+              bug_classes="ignores the inputs' strides; batch stride taken from the shape; storage offset "
+                          "ignored (packed QKV)"),
     Invariant("rows-sum-to-one", "softmax-normalisation", rows_sum_to_one, _random,
               bug_classes="mask after softmax, wrong softmax axis, denominator not rescaled"),
     Invariant("convex-hull", "softmax-normalisation", convex_hull, _random,
@@ -383,7 +403,11 @@ INVARIANTS: list[Invariant] = [
     Invariant("causal-alignment", "causal-mask-top-left", causal_alignment, lambda c: _random(c) and c.causal,
               _needs(CAUSAL), bug_classes="causal off by one, bottom-right alignment, lost query-block offset, "
                                           "unguarded fully masked block, decode path ignoring is_causal (Nq = 1)"),
-    Invariant("explicit-scale", "prescaled-query", explicit_scale, _random, bug_classes="explicit scale ignored"),
+    Invariant("explicit-scale", "prescaled-query", explicit_scale, _random,
+              bug_classes="explicit scale ignored; negative scale made positive (√|scale| on q and k)"),
+    Invariant("mismatched-heads-refused", None, mismatched_heads_refused,
+              lambda c: _random(c) and c.gqa and 1 < c.kv_heads < c.q_heads, _needs(GQA),
+              bug_classes="Hq ≠ Hkv silently broadcast without enable_gqa"),
     Invariant("default-scale", "scaled-score-unit-variance", default_scale, _random,
               bug_classes="wrong default scale (1/D)"),
     Invariant("zero-scale", None, zero_scale, _random, bug_classes="scale=0.0 read as None (`scale or 1/√D`)"),

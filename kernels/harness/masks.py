@@ -45,8 +45,18 @@ def _shapes(s: Subject) -> dict[str, tuple]:
     key-padding masks (B, 1, 1, Nk) and (1, 1, 1, Nk) have one row, which a kernel reading the
     mask with a row stride of Nk misreads)."""
     b, h, nq, nk = s.q.shape[0], s.q.shape[1], s.case.n_q, s.case.n_k
-    return {"(Nq, Nk)": (nq, nk), "(B, 1, Nq, Nk)": (b, 1, nq, nk), "(1, Hq, Nq, Nk)": (1, h, nq, nk),
-            "(B, Hq, Nq, Nk)": (b, h, nq, nk), KEY_PADDING[0]: (b, 1, 1, nk), KEY_PADDING[1]: (1, 1, 1, nk)}
+    # (Hq, Nq, Nk): three dims broadcast from the right, so per head, not per batch entry
+    return {"(Nq, Nk)": (nq, nk), "(Hq, Nq, Nk)": (h, nq, nk), "(B, 1, Nq, Nk)": (b, 1, nq, nk),
+            "(1, Hq, Nq, Nk)": (1, h, nq, nk), "(B, Hq, Nq, Nk)": (b, h, nq, nk), KEY_PADDING[0]: (b, 1, 1, nk),
+            KEY_PADDING[1]: (1, 1, 1, nk)}
+
+
+def late_keys_mask(s: Subject) -> torch.Tensor:
+    """(Nq, Nk) boolean: every row sees only the last 20 keys (all keys when Nk <= 20). An online
+    softmax meets whole key blocks with every key hidden before the first visible one, where
+    m = -inf and exp(-inf - (-inf)) is NaN without a guard (sliding-window masks do this)."""
+    keys = torch.arange(s.case.n_k, device=s.device)
+    return (keys >= s.case.n_k - 20).expand(s.case.n_q, s.case.n_k)
 
 
 def attn_mask_agreement(s: Subject) -> Outcome:
@@ -61,6 +71,10 @@ def attn_mask_agreement(s: Subject) -> Outcome:
             o = against(s, s.run(attn_mask=m, is_causal=False), s.reference(attn_mask=m, is_causal=False))
             outcomes.append(o)
             details.append(f"{kind} {form}: {o.discrepancy:.3g}/{o.bound:.3g}")
+    m = late_keys_mask(s)
+    o = against(s, s.run(attn_mask=m, is_causal=False), s.reference(attn_mask=m, is_causal=False))
+    outcomes.append(o)
+    details.append(f"late keys only: {o.discrepancy:.3g}/{o.bound:.3g}")
     return worst(outcomes, details)
 
 
@@ -130,7 +144,8 @@ def _maskable(c: Case) -> bool:
 
 _MASK = frozenset({ATTN_MASK})
 register(Invariant("attn-mask", "softmax-shift-invariance", attn_mask_agreement, _maskable, _MASK,
-                   bug_classes="boolean mask read as additive 0/1; mask broadcast over batch or heads wrong"))
+                   bug_classes="boolean mask read as additive 0/1; mask broadcast over batch or heads wrong (3-D masks "
+                                 "per batch); leading key blocks fully masked (NaN without a guard)"))
 register(Invariant("attn-mask-with-causal", "causal-mask-top-left", attn_mask_with_causal,
                    lambda c: _maskable(c) and c.causal, _MASK | {CAUSAL},
                    bug_classes="attn_mask silently replacing is_causal (or the reverse)"))

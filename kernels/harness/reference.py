@@ -157,3 +157,38 @@ def gradient_term_sizes(q, k, v, dout, *, is_causal=False, scale=None, enable_gq
                                 lambda p, dp: p * (dp + (p * dp).sum(-1, keepdim=True)),
                                 scale=abs(default_scale(q.shape[-1]) if scale is None else scale),
                                 enable_gqa=enable_gqa)
+
+
+def gradient_score_sensitivities(q, k, v, dout, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None):
+    """(dq, dk, dv)'s sensitivity to rounding the scores, as ``golden_and_sensitivity``'s R is the
+    output's (float64).
+
+    A backward recomputes P = exp(S - lse): roundings δ of the scores and of lse move P_ij by
+    P_ij δ_ij with |δ_ij| <= u (|S_ij| + |lse_i|). Through dV = Pᵀ dO and dS = P∘(dP - D) that gives,
+    for independent roundings, standard deviations of at most u times
+    sqrt(Σ_i (P_ij A_ij dO_id)²) for dv, scale·sqrt(Σ_j (P_ij A_ij (dP_ij - D_i) K_jd)²) for dq and
+    the same over i with Q_id for dk, A = |S| + |lse|. Summed over each GQA group by squares."""
+    q, k, v, dout = (t.double() for t in (q, k, v, dout))
+    p = probabilities(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                      attn_mask=_float64_mask(attn_mask))  # (B, Hq, Nq, Nk)
+    hq = q.shape[1]
+    k_rep, v_rep = (repeat_kv(k, hq), repeat_kv(v, hq)) if enable_gqa else (k, v)
+    scale = default_scale(q.shape[-1]) if scale is None else scale
+    scores = (q * scale) @ k_rep.transpose(-2, -1)  # (B, Hq, Nq, Nk)
+    if attn_mask is not None:
+        scores = scores + additive(_float64_mask(attn_mask).to(q.device), torch.float64)
+    if is_causal:
+        scores = scores.masked_fill(~causal_mask(q.shape[-2], k.shape[-2], q.device), float("-inf"))
+    lse = torch.logsumexp(scores, dim=-1, keepdim=True)  # (B, Hq, Nq, 1); -inf in an empty row
+    size = torch.where(p > 0, scores.abs() + lse.abs(), 0.0)  # A, 0 where the weight is 0
+    w = p * size  # (B, Hq, Nq, Nk)
+    dp = dout @ v_rep.transpose(-2, -1)  # (B, Hq, Nq, Nk)
+    g2 = (w * (dp - (p * dp).sum(-1, keepdim=True))) ** 2
+    dq2 = scale ** 2 * (g2 @ k_rep ** 2)  # (B, Hq, Nq, D)
+    dk2 = scale ** 2 * (g2.transpose(-2, -1) @ q ** 2)  # (B, Hq, Nk, D)
+    dv2 = (w ** 2).transpose(-2, -1) @ dout ** 2  # (B, Hq, Nk, Dv)
+    if enable_gqa:
+        b, hkv = k.shape[:2]
+        dk2 = dk2.reshape(b, hkv, hq // hkv, *dk2.shape[2:]).sum(2)  # (B, Hkv, Nk, D)
+        dv2 = dv2.reshape(b, hkv, hq // hkv, *dv2.shape[2:]).sum(2)
+    return tuple(x.sqrt() for x in (dq2, dk2, dv2))

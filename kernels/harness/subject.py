@@ -39,6 +39,13 @@ class Golden(NamedTuple):
         return Golden(self.value[:, :, index], self.error, self.sensitivity[:, :, index])
 
 
+class GradientScales(NamedTuple):
+    """What a gradient's floor is set by: (dq, dk, dv) with every factor absolute, and (dq, dk, dv)'s
+    sensitivity to rounding the scores (zeros where not computed)."""
+    sizes: tuple
+    sensitivities: tuple = (0.0, 0.0, 0.0)
+
+
 @dataclass(frozen=True)
 class Gradients:
     """One backward call: the impl's (dq, dk, dv), the float64 golden ones, the plain same-precision
@@ -69,6 +76,12 @@ class Subject:
         q, k, v = q.clone(), k.clone(), v.clone()
         with torch.no_grad():
             return self.impl(q, k, v, **self.kwargs(**overrides)), (q, k, v)
+
+    def run_fresh(self, q, k, v, **overrides) -> torch.Tensor:
+        """impl on q, k, v as given: the caller's own fresh tensors (their strides and storage
+        offsets, which a copy would not keep, are what is being checked)."""
+        with torch.no_grad():
+            return checked_output(self.impl(q, k, v, **self.kwargs(**overrides)), q, v)
 
     def run(self, q=None, k=None, v=None, **overrides) -> torch.Tensor:
         q, k, v = (self.q if q is None else q), (self.k if k is None else k), (self.v if v is None else v)
@@ -129,11 +142,13 @@ class Subject:
     def base_backward(self) -> Gradients:
         return self.backward()
 
-    def gradient_sizes_for(self, q=None, k=None, dout=None, **overrides):
-        """Float64 gradients with every factor made absolute: the scale rounding acts at."""
+    def gradient_sizes_for(self, q=None, k=None, dout=None, **overrides) -> "GradientScales":
+        """Float64 gradients with every factor made absolute (the scale rounding acts at), and the
+        gradients' sensitivity to rounding the scores."""
         q, k = (self.q if q is None else q), (self.k if k is None else k)
         dout = self.dout if dout is None else dout
-        return ref.gradient_term_sizes(*(t.cpu() for t in (q, k, self.v, dout)), **self.kwargs(**overrides))
+        args, kw = tuple(t.cpu() for t in (q, k, self.v, dout)), self.kwargs(**overrides)
+        return GradientScales(ref.gradient_term_sizes(*args, **kw), ref.gradient_score_sensitivities(*args, **kw))
 
     @functools.cached_property
     def gradient_sizes(self):
@@ -176,11 +191,11 @@ def relation(s: Subject, a, a_golden: Golden, b, b_golden: Golden) -> Outcome:
     return Outcome(disc, tol.MULT * (a_golden.error + b_golden.error) + tol.floor(s.dtype, a_golden.value, a_golden.sensitivity))
 
 
-def gradients_against(s: Subject, got, golden, plain, sizes) -> Outcome:
+def gradients_against(s: Subject, got, golden, plain, scales: GradientScales) -> Outcome:
     """Each of dq, dk, dv against its golden value by the low-precision rule; the worst of the three."""
     outcomes, details = [], []
-    for name, g, g64, gp, size in zip(("dq", "dk", "dv"), got, golden, plain, sizes):
-        o = measured(s, g, g64, tol.max_abs_error(gp, g64), size)
+    for name, g, g64, gp, size, sensitivity in zip(("dq", "dk", "dv"), got, golden, plain, *scales):
+        o = measured(s, g, g64, tol.max_abs_error(gp, g64), size, sensitivity)
         outcomes.append(o)
         details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
     return worst(outcomes, details)
@@ -197,6 +212,22 @@ def ratio(o) -> float:
     if math.isnan(o.discrepancy):
         return math.inf
     return o.discrepancy / o.bound if o.bound > 0 else (math.inf if o.discrepancy > 0 else 0.0)
+
+
+def packed(q, k, v) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Fresh copies of q, k, v as (B, H, N, D) views into one (B, N, n, H, D) buffer, the layout of a
+    fused QKV projection: batch stride n·N·H·D, and every view but the first at a storage offset.
+    Tensors of different shapes (GQA, Nq ≠ Nk, Dv ≠ D) share a buffer with those of their shape."""
+    groups: dict[tuple, list[int]] = {}
+    for i, t in enumerate((q, k, v)):
+        groups.setdefault(tuple(t.shape), []).append(i)
+    out = [None, None, None]
+    for shape, members in groups.items():
+        b, h, n, d = shape
+        buf = torch.stack([(q, k, v)[i].transpose(1, 2) for i in members], dim=2).contiguous()  # (B, N, n, H, D)
+        for j, i in enumerate(members):
+            out[i] = buf[:, :, j].transpose(1, 2)  # (B, H, N, D) view
+    return tuple(out)
 
 
 def strided(x: torch.Tensor) -> torch.Tensor:

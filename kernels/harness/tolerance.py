@@ -31,14 +31,16 @@ FLOOR_OFFSET = 0.3
 FLOOR_ROUNDINGS = {torch.float16: 1.0, torch.bfloat16: 1.0, torch.float32: 16.0}
 
 # The floor also counts roundings of the scores. Where a row's scores are of size 10⁴, rounding them
-# dominates the error (reference.golden_and_sensitivity: about u·R). In a half type the plain
+# dominates the error (reference.golden_and_sensitivity: about u·R, and for a backward that
+# recomputes P = exp(S - lse), reference.gradient_score_sensitivities). In a half type the plain
 # reference rounds its scores in that half type, far more coarsely than a kernel accumulating them
 # in float32, so the reference's own error covers the kernel's. In float32 both round the scores in
 # float32, with signs of their own, and 2× the reference's error is no bound: measured on torch's
-# SDPA math backend, 1.65× it at one seed of 20 (mixed-rows-causal), where the kernel's error was
-# 4.1 u·R and the reference's 1.1 u·R. So every dtype gets the float32 floor's count of float32
-# roundings of the scores: SCORE_ROUNDINGS eps(float32) · max R.
-SCORE_ROUNDINGS = FLOOR_ROUNDINGS[torch.float32]
+# SDPA math backend, 1.65× it at one seed of 20 (mixed-rows-causal: the kernel's error 4.1 u·R, the
+# reference's 1.1 u·R), and on its flash backward 0.99× (dv, additive masks, scale 0.3: 3.6 u·R).
+# A score passes four roundings on its way into P: the product q·k, the scale, the shift by the
+# max (or lse) and exp. So every dtype gets SCORE_ROUNDINGS float32 roundings: 4 eps(float32) · max R.
+SCORE_ROUNDINGS = 4.0
 SCORE_EPS = torch.finfo(torch.float32).eps  # scores are accumulated in float32 in every dtype here
 
 
@@ -65,7 +67,7 @@ def _largest(x: torch.Tensor | float) -> float:
 
 def floor(dtype: torch.dtype, size: torch.Tensor | float, sensitivity: torch.Tensor | float = 0.0) -> float:
     """FLOOR_ROUNDINGS roundings in ``dtype`` at the magnitude max|size| + 0.3, plus SCORE_ROUNDINGS
-    float32 roundings of the scores (max of the output's score ``sensitivity``)."""
+    float32 roundings of the scores (at the largest score ``sensitivity`` of the output)."""
     return (FLOOR_ROUNDINGS[dtype] * eps(dtype) * (_largest(size) + FLOOR_OFFSET)
             + SCORE_ROUNDINGS * SCORE_EPS * _largest(sensitivity))
 

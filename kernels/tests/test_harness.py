@@ -202,6 +202,32 @@ def test_score_sensitivity_is_its_definition():
     torch.testing.assert_close(out, ref.attention64(q, k, v, **kw))
 
 
+def test_gradient_score_sensitivities_are_their_definition():
+    """dv's: sqrt(Σ_i (P_ij A_ij dO_id)²), dq's: scale·sqrt(Σ_j (P_ij A_ij (dP_ij - D_i) K_jd)²),
+    dk's over i with Q_id, A = |S| + |lse|, GQA groups summed by squares; on explicit
+    (B, H, Nq, Nk, D) tensors, with an additive mask holding a -inf."""
+    g = torch.Generator().manual_seed(1)
+    q = torch.randn(1, 4, 3, 6, generator=g, dtype=torch.float64)
+    k = torch.randn(1, 2, 5, 6, generator=g, dtype=torch.float64)  # 2 KV heads, 5 keys
+    v = torch.randn(1, 2, 5, 4, generator=g, dtype=torch.float64)  # Dv = 4
+    dout = torch.randn(1, 4, 3, 4, generator=g, dtype=torch.float64)
+    mask = torch.randn(1, 4, 3, 5, generator=g, dtype=torch.float64)
+    mask[0, 1, 2, 0] = float("-inf")
+    kw = dict(scale=0.7, enable_gqa=True, attn_mask=mask)
+    dq, dk, dv = ref.gradient_score_sensitivities(q, k, v, dout, **kw)
+    p = ref.probabilities(q, k, **kw)  # (B, Hq, Nq, Nk)
+    k4, v4 = ref.repeat_kv(k, 4), ref.repeat_kv(v, 4)
+    s = 0.7 * q @ k4.transpose(-2, -1) + mask
+    a = torch.where(p > 0, s.abs() + torch.logsumexp(s, -1, keepdim=True).abs(), 0.0)
+    dp = dout @ v4.transpose(-2, -1)
+    e = p * a * (dp - (p * dp).sum(-1, keepdim=True))  # (B, Hq, Nq, Nk)
+    want_dq = 0.7 * (e[..., None] * k4[:, :, None]).pow(2).sum(-2).sqrt()  # over keys
+    want_dk = 0.7 * (e[..., None] * q[:, :, :, None]).pow(2).sum(2).reshape(1, 2, 2, 5, 6).sum(2).sqrt()
+    want_dv = ((p * a)[..., None] * dout[:, :, :, None]).pow(2).sum(2).reshape(1, 2, 2, 5, 4).sum(2).sqrt()
+    for got, want in ((dq, want_dq), (dk, want_dk), (dv, want_dv)):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-14)
+
+
 def _case(name: str) -> Case:
     return next(c for c in THOROUGH_CASES if c.name == name)
 
@@ -210,12 +236,12 @@ def test_float32_floor_counts_score_rounding():
     """Rows with scores of 10⁴ in float32: torch's math backend and the float32 reference each round
     the scores in float32, with their own signs, so the kernel's error can exceed 2× the
     reference's (1.65× at this seed before the floor counted the scores). Under the floor's score
-    term it passes with room, and that term, not the output-scale floor, is what carries it."""
+    term it passes (0.39 measured), and that term, not the output-scale floor, is what carries it."""
     s = Subject(sdpa_math, _case("mixed-rows-causal"), torch.float32, "cpu", 1)
     o = inv.reference_agreement(s)
     assert o.discrepancy <= 0.5 * o.bound, o
     g = s.base
-    assert tol.floor(torch.float32, g.value, g.sensitivity) > 10 * tol.floor(torch.float32, g.value)
+    assert tol.floor(torch.float32, g.value, g.sensitivity) > 5 * tol.floor(torch.float32, g.value)
 
 
 def _half_scores(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):

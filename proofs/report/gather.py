@@ -100,6 +100,7 @@ class Options:
     only: tuple[str, ...] | None = None
     layers: tuple[str, ...] = LAYERS
     jobs: int | None = None  # worker processes deriving the proofs; 0: inline; None: one per core but one
+    survey: str | None = None  # a directory holding the ecosystem survey's survey.json, shown as a section
 
     def __post_init__(self):
         if self.mode not in PLANS:
@@ -525,6 +526,7 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
 
     plan, seed = options.plan, options.seed
     started = time.perf_counter()
+    survey = gather_survey(options.survey)  # first: a missing survey file is refused before the long run
     seconds: dict[str, float] = {}
     per_claim: dict[str, dict[str, float]] = {}
     claims = [c for c in CLAIMS if options.only is None or c.id in options.only]
@@ -619,4 +621,14 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
                "claims": {cid: {k: round(v, 3) for k, v in d.items()} for cid, d in per_claim.items()}}
     if audit.status == FAILED:
         problems.append(f"proofs: {audit.reason}")
-    return Report(run, evidence, kernels, audit, figures, environment(options, kernels), timings, problems)
+    return Report(run, evidence, kernels, audit, figures, environment(options, kernels), timings, problems,
+                  survey)
+
+
+def gather_survey(out_dir: str | None) -> dict:
+    """The survey's table as kernels.ecosystem renders it (a written file: nothing is re-run)."""
+    if out_dir is None:
+        return {}
+    from kernels.ecosystem.table import report_data
+
+    return report_data(out_dir)

@@ -273,6 +273,7 @@ checked on a real attention kernel (Triton). A layer that has nothing to say abo
 {kernels_section(report)}
 <h2 id="audit">Audit of the seeds' numbers</h2>
 {audit_section(report)}
+{report.survey.get("html", "")}
 <h2 id="environment">Environment</h2>
 {environment_section(report)}
 {failing_list.replace("id='failing'", "id='failing-end'")}

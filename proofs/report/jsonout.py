@@ -25,7 +25,8 @@ def document(report: Report) -> dict:
         "environment": plain(report.environment),
         "problems": list(report.problems),
         "timings": plain(report.timings),
-    }
+    } | ({"survey": {k: report.survey[k] for k in ("source", "date", "seed", "header", "rows", "versions")}}
+         if report.survey else {})
 
 
 def render(report: Report) -> str:

@@ -177,6 +177,7 @@ def render(report: Report, figure_files: dict[str, str], problems: dict[str, str
         out += claim_section(c, report)
     out += ["## Kernel conformance", ""] + kernels_section(report)
     out += ["## Audit of the seeds' numbers", ""] + audit_section(report)
+    out += report.survey.get("markdown", [])  # "## Ecosystem conformance survey", when the survey was given
     out += ["## Environment", ""] + environment_section(report)
     if s["failing"]:
         out += ["## Failing claims", ""] + [f"- **{f}**" for f in s["failing"]] + [""]

@@ -159,6 +159,8 @@ class Report:
     environment: dict
     timings: dict = field(default_factory=dict)  # generated_at and seconds: the only run-dependent part
     problems: list[str] = field(default_factory=list)  # a layer that broke as a whole (not one claim)
+    # The ecosystem survey's table (kernels.ecosystem.table.report_data), rendered there; empty when not run
+    survey: dict = field(default_factory=dict)
 
     @property
     def failing(self) -> list[str]:
