@@ -451,6 +451,7 @@ class _FullAttention(torch.autograd.Function):
             s, plain_s = s.masked_fill(hidden, float("-inf")), plain_s.masked_fill(hidden, float("-inf"))
         p = _softmax_rows(s, bugs)
         skip = "dropout-skipped-with-mask" in bugs and attn_mask is not None  # the bug: the masked path has no dropout
+        skip |= "dropout-skipped-decode" in bugs and q.shape[-2] == 1  # the bug: the one-query path has none
         drop = _dropout_mask(p, dropout_p, bugs) if dropout_p > 0 and not skip else None
         w = p if drop is None else p * drop
         out = w @ v32  # (B, H, Nq, Dv)
@@ -558,6 +559,8 @@ dropout_uint8_threshold = _full_variant("dropout_uint8_threshold",
 
 mask_3d_read_per_batch = _full_variant("mask_3d_read_per_batch",
     "A 3-D attn_mask (X, Nq, Nk) read as one mask per batch entry instead of per head.", "mask-3d-per-batch")
+dropout_skipped_for_one_query = _full_variant("dropout_skipped_for_one_query",
+    "The one-query (decode) path applies no dropout.", "dropout-skipped-decode")
 masked_leading_block_nan = _full_variant("masked_leading_block_nan",
     "Online softmax with no guard for a fully masked first key block: NaN in rows that see later keys only.",
     "unguarded-leading-block")
@@ -720,4 +723,5 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(storage_offset_ignored, "view's storage offset ignored", "strided-inputs"),
     Mutant(mask_3d_read_per_batch, "3-D attn_mask read per batch entry", "attn-mask"),
     Mutant(masked_leading_block_nan, "NaN when a row's first key block is fully masked", "attn-mask"),
+    Mutant(dropout_skipped_for_one_query, "no dropout on the one-query path", "dropout-mask-law"),
 )

@@ -322,9 +322,15 @@ def _droppable(c: Case) -> bool:
     return c.kind == RANDOM and c.n_k >= 8 and c.n_q >= 8 and c.batch * c.q_heads * c.n_q * c.n_k <= 2 ** 17
 
 
+def _droppable_or_decode(c: Case) -> bool:
+    """The mask law also on one query (a decode path that skips dropout), V = I up to 256 keys."""
+    return _droppable(c) or (c.kind == RANDOM and c.n_q == 1 and 8 <= c.n_k <= 256)
+
+
 _DROP = frozenset({DROPOUT})
-register(Invariant("dropout-mask-law", "dropout-kept-fraction", dropout_mask_law, _droppable, _DROP,
-                   bug_classes="p read as the keep probability; missing or wrong 1/(1-p) rescale"))
+register(Invariant("dropout-mask-law", "dropout-kept-fraction", dropout_mask_law, _droppable_or_decode, _DROP,
+                   bug_classes="p read as the keep probability; missing or wrong 1/(1-p) rescale; no dropout on "
+                               "the one-query (decode) path"))
 register(Invariant("dropout-expectation", "dropout-unbiased", dropout_expectation, _droppable, _DROP,
                    bug_classes="dropout that biases the output (rescale missing)"))
 register(Invariant("dropout-variance", "dropout-variance", dropout_variance, _droppable, _DROP,
