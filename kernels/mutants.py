@@ -36,6 +36,8 @@ def _heads(q, k, v, enable_gqa: bool, mapping: str = "group"):
     hq, hkv = q.shape[1], k.shape[1]
     if hq == hkv:
         return k, v
+    if not enable_gqa and hkv != 1:  # SDPA's contract: one KV head broadcasts, other counts need enable_gqa
+        raise ValueError(f"q has {hq} heads but k and v have {hkv}; pass enable_gqa=True")
     if mapping == "group":
         index = torch.arange(hq, device=q.device) // (hq // hkv)
     else:  # the bug: heads interleaved instead of grouped

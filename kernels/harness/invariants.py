@@ -74,7 +74,7 @@ def mismatched_heads_refused(s: Subject) -> Outcome:
     size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 1"). An impl
     must raise too, not group the heads as if enable_gqa were set."""
     try:
-        s.run(enable_gqa=False)
+        s._call(s.q, s.k, s.v, enable_gqa=False)  # whatever it returns, returning is the failure
     except Exception as exc:  # any exception: SDPA's is a RuntimeError, a kernel may say ValueError
         return Outcome(0.0, 0.0, f"refused: {type(exc).__name__}")
     return Outcome(math.inf, 0.0, f"returned an output for {s.q.shape[1]} query heads and {s.k.shape[1]} KV "
@@ -171,7 +171,10 @@ def explicit_scale(s: Subject) -> Outcome:
     or takes its log, loses the sign. Positive explicit scales are the default-scale check's."""
     c = -_power_of_two_scale(s.case.head_dim)
     q2 = s.q * c
-    return relation(s, s.run(scale=c), s.reference(scale=c), s.run(q=q2, scale=1.0), s.reference(q=q2, scale=1.0))
+    out = s.run(scale=c)
+    o = relation(s, out, s.reference(scale=c), s.run(q=q2, scale=1.0), s.reference(q=q2, scale=1.0))
+    bad = int((~torch.isfinite(out)).sum())
+    return Outcome(o.discrepancy, o.bound, f"{bad} non-finite outputs at scale {c}" if bad else "")
 
 
 def default_scale(s: Subject) -> Outcome:
