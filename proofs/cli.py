@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import shutil
 import sys
@@ -125,24 +126,25 @@ def _cmd_derive(args) -> int:
     return 1 if failed else 0
 
 
-def _cmd_verify(argv: list[str]) -> int:
+def _delegate(module: str, what: str, extras: str, argv: list[str], **kwargs) -> int:
+    """Run ``module.main(argv)`` from the kernel layer (imported only now: proofs stays below it),
+    or say which extra to install when that layer is missing."""
     try:
-        from kernels.harness.cli import main as verify_main
+        main = importlib.import_module(module).main
     except ImportError as exc:
-        print(f"attention-proofs: error: the kernel layer's harness is not available ({exc}); "
-              "install the 'kernels' extra", file=sys.stderr)
+        print(f"attention-proofs: error: {what} is not available ({exc}); install {extras}", file=sys.stderr)
         return 2
-    return verify_main(argv)
+    return main(argv, **kwargs)
+
+
+def _cmd_verify(argv: list[str]) -> int:
+    return _delegate("kernels.harness.cli", "the kernel layer's harness", "the 'kernels' extra", argv)
 
 
 def _cmd_survey(argv: list[str]) -> int:
-    try:
-        from kernels.ecosystem.__main__ import main as survey_main
-    except ImportError as exc:
-        print(f"attention-proofs: error: the ecosystem survey is not available ({exc}); "
-              "install the 'kernels' extra (and 'peers' for the libraries it surveys)", file=sys.stderr)
-        return 2
-    return survey_main(argv, prog="attention-proofs survey")
+    return _delegate("kernels.ecosystem.__main__", "the ecosystem survey",
+                     "the 'kernels' extra (and 'peers' for the libraries it surveys)", argv,
+                     prog="attention-proofs survey")
 
 
 def _survey_dir(args) -> str | None:
