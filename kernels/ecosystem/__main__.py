@@ -13,6 +13,7 @@ import sys
 
 from kernels.ecosystem.adapters import BY_NAME, peer
 from kernels.ecosystem.table import DEFAULT_OUT
+from kernels.harness.cli import parsed
 
 
 def build_parser(prog: str = "attention-proofs survey") -> argparse.ArgumentParser:
@@ -31,11 +32,9 @@ def build_parser(prog: str = "attention-proofs survey") -> argparse.ArgumentPars
 
 
 def main(argv=None, prog: str = "attention-proofs survey") -> int:
-    parser = build_parser(prog)
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, or an argument argparse refused (it printed why)
-        return int(exc.code or 0)
+    args, code = parsed(build_parser(prog), argv)
+    if args is None:
+        return code
     try:
         for name in (args.only or []) + ([args.one] if args.one else []):
             peer(name)

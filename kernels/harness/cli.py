@@ -27,6 +27,15 @@ def build_parser(prog: str = "attention-proofs verify") -> argparse.ArgumentPars
     return p
 
 
+def parsed(parser: argparse.ArgumentParser, argv):
+    """(the parsed arguments, None), or (None, exit code) for --help or arguments argparse refused
+    (it has printed why): a CLI's main returns the code instead of raising SystemExit."""
+    try:
+        return parser.parse_args(argv), None
+    except SystemExit as exc:
+        return None, int(exc.code or 0)
+
+
 def load_target(target: str):
     """The object named by "package.module:attribute" (dots after the colon walk attributes)."""
     if not isinstance(target, str) or target.count(":") != 1 or not all(target.split(":")):
@@ -47,11 +56,9 @@ def load_target(target: str):
 
 
 def main(argv=None, prog: str = "attention-proofs verify") -> int:
-    parser = build_parser(prog)
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, or an argument argparse refused (it printed why)
-        return int(exc.code or 0)
+    args, code = parsed(build_parser(prog), argv)
+    if args is None:
+        return code
     dtypes = None
     if args.dtype:
         dtypes = [d.strip() for item in args.dtype for d in item.split(",") if d.strip()]
