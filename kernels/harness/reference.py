@@ -34,27 +34,33 @@ def additive(attn_mask: torch.Tensor, dtype) -> torch.Tensor:
     return attn_mask.to(dtype)
 
 
-def probabilities(q, k, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None) -> torch.Tensor:
-    """The attention weights P = softmax(scale · Q Kᵀ + mask), in the inputs' dtype.
-
-    A row with no visible key (every score -inf) gets all-zero weights, as torch 2.13's CPU SDPA
-    does (measured: output 0 and zero gradients, for boolean and additive masks, math and flash
-    backends alike), where a plain softmax would give 0/0 = NaN."""
+def scores(q, k, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None) -> torch.Tensor:
+    """The logits scale · Q Kᵀ + mask, -inf where a key is hidden, in the inputs' dtype."""
     scale = default_scale(q.shape[-1]) if scale is None else scale
     if enable_gqa:
         k = repeat_kv(k, q.shape[1])
     # The query is pre-scaled ((sQ)Kᵀ = s(QKᵀ), claim prescaled-query): in float16 the unscaled
     # scores of large inputs could overflow where the scaled ones do not.
-    scores = (q * scale) @ k.transpose(-2, -1)  # (B, Hq, Nq, Nk)
+    s = (q * scale) @ k.transpose(-2, -1)  # (B, Hq, Nq, Nk)
     if attn_mask is not None:
-        scores = scores + additive(attn_mask.to(q.device), scores.dtype)
+        s = s + additive(attn_mask.to(q.device), s.dtype)
     if is_causal:
-        scores = scores.masked_fill(~causal_mask(q.shape[-2], k.shape[-2], q.device), float("-inf"))
-    if attn_mask is None:
-        return torch.softmax(scores, dim=-1)  # (B, Hq, Nq, Nk)
-    empty = torch.isneginf(scores).all(dim=-1, keepdim=True)  # (B, Hq, Nq, 1)
-    p = torch.softmax(scores.masked_fill(empty, 0.0), dim=-1)
-    return p.masked_fill(empty, 0.0)
+        s = s.masked_fill(~causal_mask(q.shape[-2], k.shape[-2], q.device), float("-inf"))
+    return s
+
+
+def softmax_rows(s: torch.Tensor) -> torch.Tensor:
+    """softmax over keys, with all-zero weights in a row with no visible key (every score -inf), as
+    torch 2.13's CPU SDPA does (measured: output 0 and zero gradients, for boolean and additive
+    masks, math and flash backends alike), where a plain softmax would give 0/0 = NaN."""
+    empty = torch.isneginf(s).all(dim=-1, keepdim=True)  # (B, Hq, Nq, 1)
+    return torch.softmax(s.masked_fill(empty, 0.0), dim=-1).masked_fill(empty, 0.0)
+
+
+def probabilities(q, k, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None) -> torch.Tensor:
+    """The attention weights P = softmax(scale · Q Kᵀ + mask), in the inputs' dtype."""
+    return softmax_rows(scores(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                               attn_mask=attn_mask))  # (B, Hq, Nq, Nk)
 
 
 def attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None) -> torch.Tensor:
@@ -84,17 +90,13 @@ def golden_and_sensitivity(q, k, v, *, is_causal=False, scale=None, enable_gqa=F
     about u·R (its standard deviation is at most u·R). R is negligible for scores of size 1 and
     dominates where rows hold scores of 10⁴ (the harness's mixed-magnitude rows)."""
     q, k, v = q.double(), k.double(), v.double()
-    p = probabilities(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                      attn_mask=_float64_mask(attn_mask))  # (B, Hq, Nq, Nk)
+    logits = scores(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, attn_mask=_float64_mask(attn_mask))
+    p = softmax_rows(logits)  # (B, Hq, Nq, Nk)
     if enable_gqa:
-        k, v = repeat_kv(k, q.shape[1]), repeat_kv(v, q.shape[1])
+        v = repeat_kv(v, q.shape[1])
     out = p @ v  # (B, Hq, Nq, Dv)
-    scale = default_scale(q.shape[-1]) if scale is None else scale
-    scores = (q * scale) @ k.transpose(-2, -1)  # (B, Hq, Nq, Nk)
-    if attn_mask is not None:
-        scores = scores + additive(_float64_mask(attn_mask).to(q.device), torch.float64)
-    scores = torch.where(p > 0, scores, 0.0)  # masked keys (score -inf, weight 0) add nothing
-    w = (p * scores) ** 2
+    logits = torch.where(p > 0, logits, 0.0)  # hidden keys (score -inf, weight 0) add nothing
+    w = (p * logits) ** 2
     # Σ_j w_j (v_j - o)² expanded into products with V, so no (B, H, Nq, Nk, Dv) tensor is formed.
     # Where one key takes all the weight the expansion cancels; what is left, about 1e-8 |P∘S| |V|,
     # times float32's eps is far below the floor's output-scale term.
@@ -169,18 +171,13 @@ def gradient_score_sensitivities(q, k, v, dout, *, is_causal=False, scale=None, 
     sqrt(Σ_i (P_ij A_ij dO_id)²) for dv, scale·sqrt(Σ_j (P_ij A_ij (dP_ij - D_i) K_jd)²) for dq and
     the same over i with Q_id for dk, A = |S| + |lse|. Summed over each GQA group by squares."""
     q, k, v, dout = (t.double() for t in (q, k, v, dout))
-    p = probabilities(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                      attn_mask=_float64_mask(attn_mask))  # (B, Hq, Nq, Nk)
+    logits = scores(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, attn_mask=_float64_mask(attn_mask))
+    p = softmax_rows(logits)  # (B, Hq, Nq, Nk)
     hq = q.shape[1]
     k_rep, v_rep = (repeat_kv(k, hq), repeat_kv(v, hq)) if enable_gqa else (k, v)
     scale = default_scale(q.shape[-1]) if scale is None else scale
-    scores = (q * scale) @ k_rep.transpose(-2, -1)  # (B, Hq, Nq, Nk)
-    if attn_mask is not None:
-        scores = scores + additive(_float64_mask(attn_mask).to(q.device), torch.float64)
-    if is_causal:
-        scores = scores.masked_fill(~causal_mask(q.shape[-2], k.shape[-2], q.device), float("-inf"))
-    lse = torch.logsumexp(scores, dim=-1, keepdim=True)  # (B, Hq, Nq, 1); -inf in an empty row
-    size = torch.where(p > 0, scores.abs() + lse.abs(), 0.0)  # A, 0 where the weight is 0
+    lse = torch.logsumexp(logits, dim=-1, keepdim=True)  # (B, Hq, Nq, 1); -inf in an empty row
+    size = torch.where(p > 0, logits.abs() + lse.abs(), 0.0)  # A, 0 where the weight is 0
     w = p * size  # (B, Hq, Nq, Nk)
     dp = dout @ v_rep.transpose(-2, -1)  # (B, Hq, Nq, Nk)
     g2 = (w * (dp - (p * dp).sum(-1, keepdim=True))) ** 2
