@@ -5,6 +5,7 @@ the script must switch the interpreter on itself, run every section on CPU and p
 same tables the GPU run prints.
 """
 import math
+import re
 import os
 import subprocess
 import sys
@@ -80,8 +81,10 @@ def check_report(text: str, s: bench.Settings) -> None:
                 cell = r[f"sdpa-{b} TFLOP/s (ours ÷ it)"]
                 if cell != "—":
                     theirs, ratio = float(cell.split()[0]), float(cell.split("(")[1].rstrip("×)"))
-                    # printed to 2 decimals from values printed to 3 significant figures
-                    assert ratio == pytest.approx(ours / theirs, rel=0.01, abs=0.006)
+                    # Both rates are printed to 3 significant figures (each within 0.5% of its true value,
+                    # so ours/theirs is within 1.005/0.995 - 1 of the true ratio) and the ratio to 2
+                    # decimals (±0.005).  The two errors add; pytest.approx would take their max.
+                    assert abs(ratio - ours / theirs) <= 0.005 + (1.005 / 0.995 - 1) * ours / theirs
     decode = table(text, "Decoding")
     assert [int(r["Nk"]) for r in decode] == list(s.decode_lengths)
     for r in decode:
@@ -104,3 +107,8 @@ def test_tiny_run_end_to_end(tmp_path):
     broken = "\n".join(line for line in proc.stdout.splitlines() if not line.startswith(lost))
     with pytest.raises(AssertionError):
         check_report(broken, bench.TINY)
+    # ... and so is one whose first printed ratio is off by 0.05 (beyond the printing error for any ratio below 4).
+    first = re.search(r"\((\d+\.\d\d)×\)", proc.stdout)
+    off = f"({float(first.group(1)) + 0.05:.2f}×)"
+    with pytest.raises(AssertionError):
+        check_report(proc.stdout[:first.start()] + off + proc.stdout[first.end():], bench.TINY)
