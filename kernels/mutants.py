@@ -14,6 +14,7 @@ harness must pass all three.
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -406,17 +407,34 @@ def _mask_bias(attn_mask, like: torch.Tensor, bugs) -> torch.Tensor | None:
     return bias.clamp(max=0.0) if "clamp-additive" in bugs else bias
 
 
-def _dropout_mask(p: torch.Tensor, dropout_p: float, bugs) -> torch.Tensor:
-    """Keep (1) or drop (0) per weight, drawn from torch's global generator, times the rescale."""
+def _uniforms(p: torch.Tensor, gen, bugs, kv_heads: int) -> torch.Tensor:
+    """One uniform per weight of p (B, H, Nq, Nk), as the RNG offsets of a kernel map them."""
+    b, h, n_q, n_k = p.shape
+    draw = functools.partial(torch.rand, generator=gen, dtype=torch.float32, device=p.device)
+    if "dropout-shared-heads" in bugs:
+        return draw(1, 1, n_q, n_k).expand(p.shape)
+    if "dropout-key-tile" in bugs:  # the bug: the offset from (row, col % 32): every 32-key tile repeats the first
+        return draw(b, h, n_q, 32).repeat(1, 1, 1, -(-n_k // 32))[..., :n_k]
+    if "dropout-query-tile" in bugs:  # the bug: the offset from (row % 16, col): every 16-query tile repeats
+        return draw(b, h, 16, n_k).repeat(1, 1, -(-n_q // 16), 1)[:, :, :n_q]
+    if "dropout-kv-head-offset" in bugs:
+        # the bug: the (batch, head) offset is b·Hkv + h, so batch b + 1's head h draws batch b's head h + Hkv
+        pool = draw(b * kv_heads + h, n_q, n_k)
+        return pool[torch.arange(b)[:, None] * kv_heads + torch.arange(h)]  # (B, H, Nq, Nk)
+    return draw(p.shape)
+
+
+def _dropout_mask(p: torch.Tensor, dropout_p: float, bugs, kv_heads: int, dtype: torch.dtype) -> torch.Tensor:
+    """Keep (1) or drop (0) per weight, drawn from torch's global generator, times the rescale.
+    ``kv_heads`` and the input ``dtype`` are what some buggy kernels wrongly use."""
     gen = None
     if "dropout-own-rng" in bugs:  # the bug: a generator of its own, seeded from the clock
         gen = torch.Generator(device=p.device).manual_seed(time.perf_counter_ns())
-    shape = (1, 1) + p.shape[2:] if "dropout-shared-heads" in bugs else p.shape
     state = torch.get_rng_state() if "dropout-rng-restored" in bugs else None
     if "dropout-uint8" in bugs:  # the bug: keep if a random byte < floor((1-p)·255): keep prob 191/256 at p = 1/4
-        keep = torch.randint(0, 256, shape, generator=gen, device=p.device) < math.floor((1 - dropout_p) * 255)
-        return keep.to(p.dtype).expand(p.shape) / (1 - dropout_p)
-    u = torch.rand(shape, generator=gen, dtype=torch.float32, device=p.device).expand(p.shape)
+        keep = torch.randint(0, 256, p.shape, generator=gen, device=p.device) < math.floor((1 - dropout_p) * 255)
+        return keep.to(p.dtype) / (1 - dropout_p)
+    u = _uniforms(p, gen, bugs, kv_heads)
     if state is not None:  # the bug: the generator's offset not advanced past this call's draws
         torch.set_rng_state(state)
     if "dropout-p-as-keep" in bugs:  # the bug: p read as the keep probability
@@ -426,6 +444,8 @@ def _dropout_mask(p: torch.Tensor, dropout_p: float, bugs) -> torch.Tensor:
         return keep
     if "dropout-rescale-multiplied" in bugs:
         return keep * (1 - dropout_p)
+    if "dropout-rescale-input-dtype" in bugs:  # the bug: 1/(1-p) rounded to the input's dtype (1.3359 in bfloat16)
+        return keep * float(torch.tensor(1 / (1 - dropout_p), dtype=dtype))
     return keep / (1 - dropout_p)
 
 
@@ -454,7 +474,7 @@ class _FullAttention(torch.autograd.Function):
         p = _softmax_rows(s, bugs)
         skip = "dropout-skipped-with-mask" in bugs and attn_mask is not None  # the bug: the masked path has no dropout
         skip |= "dropout-skipped-decode" in bugs and q.shape[-2] == 1  # the bug: the one-query path has none
-        drop = _dropout_mask(p, dropout_p, bugs) if dropout_p > 0 and not skip else None
+        drop = _dropout_mask(p, dropout_p, bugs, hkv, dtype) if dropout_p > 0 and not skip else None
         w = p if drop is None else p * drop
         out = w @ v32  # (B, H, Nq, Dv)
         p_backward = _softmax_rows(plain_s, bugs) if "grad-ignores-mask" in bugs else p
@@ -471,7 +491,7 @@ class _FullAttention(torch.autograd.Function):
         q, k, v, p, drop = ctx.saved_tensors
         dtype, scale, hq, hkv, dropout_p, bugs = ctx.meta
         if drop is not None and "dropout-fresh-mask-backward" in bugs:
-            drop = _dropout_mask(p, dropout_p, bugs)  # the bug: a new draw, not the forward's mask
+            drop = _dropout_mask(p, dropout_p, bugs, hkv, dtype)  # the bug: a new draw, not the forward's mask
         do = dout.to(q.dtype)  # (B, H, Nq, Dv)
         w = p if drop is None else p * drop
         dv = w.transpose(-2, -1) @ do  # (B, H, Nk, Dv)
@@ -558,6 +578,18 @@ dropout_rng_not_advanced = _full_variant("dropout_rng_not_advanced",
 dropout_uint8_threshold = _full_variant("dropout_uint8_threshold",
     "Keep if a random byte < floor((1 - p)·255): keep probability 191/256 ≈ 0.746 at p = 1/4 (0.5% low).",
     "dropout-uint8")
+dropout_mask_repeats_every_32_keys = _full_variant("dropout_mask_repeats_every_32_keys",
+    "The dropout RNG offset taken from (row, column mod 32): every 32-key tile reuses the first tile's mask.",
+    "dropout-key-tile")
+dropout_mask_repeats_every_16_queries = _full_variant("dropout_mask_repeats_every_16_queries",
+    "The dropout RNG offset taken from (row mod 16, column): every 16-query tile reuses the first tile's mask.",
+    "dropout-query-tile")
+dropout_offset_from_kv_heads = _full_variant("dropout_offset_from_kv_heads",
+    "The dropout RNG offset of (batch b, head h) is b·Hkv + h under GQA: batch b + 1 repeats a head of batch b.",
+    "dropout-kv-head-offset")
+dropout_rescale_in_input_dtype = _full_variant("dropout_rescale_in_input_dtype",
+    "The dropout rescale 1/(1-p) rounded to the input's dtype (+0.2% in bfloat16 at p = 1/4, -0.02% in float16).",
+    "dropout-rescale-input-dtype")
 
 mask_3d_read_per_batch = _full_variant("mask_3d_read_per_batch",
     "A 3-D attn_mask (X, Nq, Nk) read as one mask per batch entry instead of per head.", "mask-3d-per-batch")
@@ -726,4 +758,13 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(mask_3d_read_per_batch, "3-D attn_mask read per batch entry", "attn-mask"),
     Mutant(masked_leading_block_nan, "NaN when a row's first key block is fully masked", "attn-mask"),
     Mutant(dropout_skipped_for_one_query, "no dropout on the one-query path", "dropout-mask-law"),
+    # the third red team's dropout escapes, as bug classes: masks correlated across tiles or slices,
+    # and a rescale biased below the 2× rule
+    Mutant(dropout_mask_repeats_every_32_keys, "dropout mask repeats across key tiles", "dropout-independence"),
+    Mutant(dropout_mask_repeats_every_16_queries, "dropout mask repeats across query tiles", "dropout-independence"),
+    Mutant(dropout_offset_from_kv_heads, "dropout offset from Hkv: batches share masks under GQA",
+           "dropout-independence"),
+    # exact in float32 (1/(1-p) = 4/3 rounds the same there as the correct kernel's)
+    Mutant(dropout_rescale_in_input_dtype, "dropout rescale rounded to the input dtype", "dropout-mask-law",
+           dtypes=(torch.float16, torch.bfloat16)),
 )

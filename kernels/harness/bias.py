@@ -29,6 +29,7 @@ from kernels.harness.subject import Outcome, Subject
 
 ALPHA = 1e-6
 MIN_ROWS = 64
+BIASED_DTYPES = frozenset({torch.float16, torch.bfloat16})  # the dtypes whose output rounding is judged
 
 
 @functools.lru_cache(maxsize=1)
@@ -51,24 +52,26 @@ def ulp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.exp2(torch.floor(torch.log2(mag))) * info.eps
 
 
-def bias_statistics(out: torch.Tensor, gold: torch.Tensor, dtype: torch.dtype) -> dict:
-    """Row-mean errors in ulps, signed and sign-adjusted: {name: (mean, standard error, rows)}."""
+def bias_statistics(out: torch.Tensor, gold: torch.Tensor, dtype: torch.dtype, where=None) -> dict:
+    """Row-mean errors in ulps, signed and sign-adjusted, over the entries with gold ≠ 0 (and
+    ``where`` True, if given; rows with none are left out): {name: (mean, standard error, rows)}."""
     gold = gold.double()
-    err = (out.cpu().double() - gold) / ulp(gold, dtype)  # (B, H, Nq, Dv)
-    err = torch.where(gold == 0, torch.zeros_like(err), err)
+    use = gold != 0 if where is None else (gold != 0) & where.cpu()
+    err = torch.where(use, (out.cpu().double() - gold) / ulp(gold, dtype), torch.zeros_like(gold))  # (B, H, Nq, Dv)
+    count = use.sum(dim=-1)  # (B, H, Nq)
     stats = {}
     for name, e in (("signed", err), ("toward zero", err * torch.sign(gold))):
-        rows = e.mean(dim=-1).flatten()  # (B·H·Nq,)
+        rows = (e.sum(dim=-1) / count.clamp(min=1))[count > 0]  # (rows,)
         n = rows.numel()
         stats[name] = (float(rows.mean()), float(rows.std() / math.sqrt(n)) if n > 1 else math.inf, n)
     return stats
 
 
-def rounding_bias(s: Subject) -> Outcome:
-    gold = s.base.value
+def bias_outcome(out: torch.Tensor, gold: torch.Tensor, dtype: torch.dtype, where=None) -> Outcome:
+    """The one-sided z-tests of H0 |E[row-mean error]| ≤ δ, both statistics, as one outcome."""
     margin = abs(truncation_bias()) / 5
     worst_z, details = 0.0, []
-    for name, (mean, se, n) in bias_statistics(s.output(), gold, s.dtype).items():
+    for name, (mean, se, n) in bias_statistics(out, gold, dtype, where).items():
         excess = abs(mean) - margin
         z = (excess / se if se > 0 else (math.inf if excess > 0 else 0.0)) if math.isfinite(mean) else math.inf
         worst_z = max(worst_z, z)
@@ -76,7 +79,11 @@ def rounding_bias(s: Subject) -> Outcome:
     return Outcome(max(worst_z, 0.0), _z(), "; ".join(details) + f" (H0 |bias| ≤ {margin:g} ulp, α = {ALPHA:g})")
 
 
+def rounding_bias(s: Subject) -> Outcome:
+    return bias_outcome(s.output(), s.base.value, s.dtype)
+
+
 register(Invariant("rounding-bias", "round-to-nearest-unbiased", rounding_bias,
                    lambda c: c.kind == RANDOM and c.batch * c.q_heads * c.n_q >= MIN_ROWS,
                    bug_classes="biased rounding of the output (truncating bfloat16 store)",
-                   dtypes=frozenset({torch.float16, torch.bfloat16})))
+                   dtypes=BIASED_DTYPES))

@@ -434,3 +434,15 @@ def test_readme_lists_every_invariant_as_the_registry_does():
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     assert markdown_table() in readme, "README's invariant table is stale: python -m kernels.harness.catalogue"
+
+
+@pytest.mark.parametrize("n, lag", [(97, 64), (321, 16), (128, 64), (53, 32)])
+def test_dropout_lag_pairs_are_disjoint_and_lag_apart(n, lag):
+    """The tile test's binomial count needs independent pairs: no entry is in two of them."""
+    from kernels.harness.dropout import _lag_pairs
+
+    index = torch.arange(n, dtype=torch.float64).expand(2, 3, 4, n)  # (B, H, Nq, Nk): entry = its key index
+    a, b, both = _lag_pairs(index, torch.ones(index.shape, dtype=torch.bool), -1, lag)
+    first, second = a[0, 0, 0].long().tolist(), b[0, 0, 0].long().tolist()
+    assert all(j - i == lag for i, j in zip(first, second)) and bool(both.all())
+    assert first and len(set(first) | set(second)) == 2 * len(first)
