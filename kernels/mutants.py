@@ -483,13 +483,14 @@ class _FullAttention(torch.autograd.Function):
             hidden = torch.isneginf(bias).expand(s.shape)
             p_backward = _softmax_rows(torch.where(hidden, s, s - bias), bugs)
         ctx.save_for_backward(q32, k32, v32, p_backward, drop)
-        ctx.meta = (dtype, scale, hq, hkv, dropout_p, bugs)
+        mask_shape = None if attn_mask is None else (attn_mask.shape, attn_mask.dtype)
+        ctx.meta = (dtype, scale, hq, hkv, dropout_p, bugs, mask_shape)
         return out.to(dtype)
 
     @staticmethod
     def backward(ctx, dout):
         q, k, v, p, drop = ctx.saved_tensors
-        dtype, scale, hq, hkv, dropout_p, bugs = ctx.meta
+        dtype, scale, hq, hkv, dropout_p, bugs, mask_shape = ctx.meta
         if drop is not None and "dropout-fresh-mask-backward" in bugs:
             drop = _dropout_mask(p, dropout_p, bugs, hkv, dtype)  # the bug: a new draw, not the forward's mask
         do = dout.to(q.dtype)  # (B, H, Nq, Dv)
@@ -505,7 +506,10 @@ class _FullAttention(torch.autograd.Function):
             b, g = q.shape[0], hq // hkv
             dk = dk.reshape(b, hkv, g, *dk.shape[2:]).sum(2)  # (B, Hkv, Nk, D)
             dv = dv.reshape(b, hkv, g, *dv.shape[2:]).sum(2)
-        return dq.to(dtype), dk.to(dtype), dv.to(dtype), None, None, None, None, None, None
+        dmask = None  # an additive mask's gradient is dS, summed over the dims it was broadcast along
+        if ctx.needs_input_grad[3] and "mask-no-grad" not in bugs:  # the bug: the mask treated as a constant
+            dmask = ds.sum_to_size(mask_shape[0]).to(mask_shape[1])
+        return dq.to(dtype), dk.to(dtype), dv.to(dtype), dmask, None, None, None, None, None
 
 
 def _softmax_rows(s: torch.Tensor, bugs) -> torch.Tensor:
@@ -578,6 +582,8 @@ dropout_rng_not_advanced = _full_variant("dropout_rng_not_advanced",
 dropout_uint8_threshold = _full_variant("dropout_uint8_threshold",
     "Keep if a random byte < floor((1 - p)·255): keep probability 191/256 ≈ 0.746 at p = 1/4 (0.5% low).",
     "dropout-uint8")
+learned_bias_without_gradient = _full_variant("learned_bias_without_gradient",
+    "An additive attn_mask that requires grad (a learned bias) is accepted but gets no gradient.", "mask-no-grad")
 dropout_mask_repeats_every_32_keys = _full_variant("dropout_mask_repeats_every_32_keys",
     "The dropout RNG offset taken from (row, column mod 32): every 32-key tile reuses the first tile's mask.",
     "dropout-key-tile")
@@ -758,6 +764,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(mask_3d_read_per_batch, "3-D attn_mask read per batch entry", "attn-mask"),
     Mutant(masked_leading_block_nan, "NaN when a row's first key block is fully masked", "attn-mask"),
     Mutant(dropout_skipped_for_one_query, "no dropout on the one-query path", "dropout-mask-law"),
+    Mutant(learned_bias_without_gradient, "learned additive mask gets no gradient", "attn-mask-bias-gradient",
+           backward=True),
     # the third red team's dropout escapes, as bug classes: masks correlated across tiles or slices,
     # and a rescale biased below the 2× rule
     Mutant(dropout_mask_repeats_every_32_keys, "dropout mask repeats across key tiles", "dropout-independence"),

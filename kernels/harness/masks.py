@@ -9,12 +9,16 @@ refusing (any exception) or applying both, and rejects anything else.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from kernels.harness import reference as ref
+from kernels.harness import tolerance as tol
 from kernels.harness.cases import RANDOM, Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, Invariant, register
-from kernels.harness.subject import Outcome, Subject, against, checked_output, gradients_against, relation, worst
+from kernels.harness.subject import (Outcome, Subject, against, checked_output, gradients_against, measured, relation,
+                                     worst)
 
 
 def _rows_see_a_key(visible: torch.Tensor, gen) -> torch.Tensor:
@@ -138,6 +142,45 @@ def attn_mask_gradients(s: Subject) -> Outcome:
     return worst(outcomes, details)
 
 
+def _bias_gradient(fn, q, k, v, bias, dout, **kw) -> torch.Tensor:
+    """d(loss)/d(bias) of fn(q, k, v, attn_mask=bias) for the upstream gradient dout, by autograd."""
+    q, k, v, bias = ref.leaves((q, k, v, bias))
+    out = fn(q, k, v, attn_mask=bias, **kw)
+    return torch.autograd.grad(out, bias, dout.to(out.dtype))[0].detach()
+
+
+def attn_mask_bias_gradient(s: Subject) -> Outcome:
+    """A learned additive bias (ALiBi slopes, relative-position terms) passed as attn_mask with
+    requires_grad: its gradient is the scores' gradient dS, summed over the batch it broadcasts
+    over. Refusing such a mask (raising, as flash_attention does) is honest and passes; accepting
+    it and giving no gradient (the mask detached inside) or a wrong one fails."""
+    b, h, nq, nk = s.q.shape[0], s.q.shape[1], s.case.n_q, s.case.n_k
+    bias = s.cast(2 * torch.randn((1, h, nq, nk), generator=s.rng("learned bias"), dtype=torch.float64))  # (1, Hq, Nq, Nk)
+    kw = s.kwargs(is_causal=False)
+    q, k, v, m = ref.leaves((s.q, s.k, s.v, bias))
+    try:
+        out = s.impl(q, k, v, attn_mask=m, **kw)
+    except Exception as exc:  # a kernel without a mask gradient may say so
+        return Outcome(0.0, 0.0, f"refused: {type(exc).__name__}")
+    checked_output(out, s.q, s.v)
+    got = torch.autograd.grad(out, m, s.dout.clone(), allow_unused=True)[0]
+    if got is None:
+        return Outcome(math.inf, 0.0, "accepted a mask that requires grad but gave it no gradient (detached)")
+    if tuple(got.shape) != tuple(bias.shape):
+        raise ValueError(f"the mask's gradient has shape {tuple(got.shape)}, expected {tuple(bias.shape)}")
+    cpu = [t.cpu() for t in (s.q, s.k, s.v, bias, s.dout)]
+    gold = _bias_gradient(ref.attention, *(t.double() for t in cpu), **kw)
+    plain = _bias_gradient(ref.attention, s.q, s.k, s.v, bias, s.dout, **kw).cpu()
+    # The terms dS is summed from, made absolute: P∘(|dP| + rowsum(P∘|dP|)), |dP| = |dO| |V|ᵀ.
+    q64, k64, v64, bias64, do64 = (t.double() for t in cpu)
+    p64 = ref.probabilities(q64, k64, attn_mask=bias64, **kw)  # (B, Hq, Nq, Nk)
+    v_rep = ref.repeat_kv(v64, h) if kw["enable_gqa"] else v64
+    dp = do64.abs() @ v_rep.abs().transpose(-2, -1)  # (B, Hq, Nq, Nk)
+    size = (p64 * (dp + (p64 * dp).sum(-1, keepdim=True))).sum(0, keepdim=True)  # (1, Hq, Nq, Nk)
+    o = measured(s, got.detach(), gold, tol.max_abs_error(plain, gold), size)
+    return Outcome(o.discrepancy, o.bound, f"dmask (summed over B = {b}): {o.discrepancy:.3g}/{o.bound:.3g}")
+
+
 def _maskable(c: Case) -> bool:
     return c.kind == RANDOM and c.n_k >= 2 and c.n_q * c.n_k <= 2 ** 16
 
@@ -158,3 +201,6 @@ register(Invariant("attn-mask-row-shift", "softmax-shift-invariance", attn_mask_
                    bug_classes="additive mask clamped or rescaled (assumes masks ≤ 0)"))
 register(Invariant("attn-mask-gradients", "causal-mask-top-left", attn_mask_gradients, _maskable,
                    _MASK | {BACKWARD}, bug_classes="backward ignores the mask"))
+register(Invariant("attn-mask-bias-gradient", None, attn_mask_bias_gradient, _maskable, _MASK | {BACKWARD},
+                   bug_classes="a learned additive mask (ALiBi, relative-position bias) that requires grad "
+                               "accepted but detached (no gradient), or its gradient not summed over the batch"))
