@@ -11,6 +11,16 @@ from proofs.cli import use_triton_interpreter_without_gpu
 
 use_triton_interpreter_without_gpu()
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # xdist runs one worker per core already: BLAS threads on top only contend (the interpreter's
+    # tile products ran 2× the CPU time with OpenBLAS's two threads; see kernels.harness.verify).
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")
+    except ImportError:  # the `cpu` extra's; without it the BLAS keeps its threads
+        pass
+
 try:
     from hypothesis import HealthCheck, settings
 

@@ -387,8 +387,9 @@ backward_gqa_unsummed = _variant(manual_backward_attention, "backward_gqa_unsumm
 # --------------------------------------------------------------------------- SDPA's whole signature
 
 
-def _mask_bias(attn_mask, like: torch.Tensor, bugs) -> torch.Tensor | None:
-    """attn_mask as a term added to the scores (boolean True = attend: 0, False: -inf)."""
+def _mask_bias(attn_mask, like: torch.Tensor, bugs, dtype: torch.dtype) -> torch.Tensor | None:
+    """attn_mask as a term added to the scores (boolean True = attend: 0, False: -inf); ``dtype``
+    is the inputs' (one bug uses it)."""
     if attn_mask is None or "ignore-mask" in bugs:
         return None
     if "one-row-mask-misread" in bugs and attn_mask.dim() >= 2 and attn_mask.shape[-2] == 1 < like.shape[-2]:
@@ -402,7 +403,10 @@ def _mask_bias(attn_mask, like: torch.Tensor, bugs) -> torch.Tensor | None:
     if attn_mask.dtype == torch.bool:
         if "bool-as-additive" in bugs:  # the bug: True/False read as the numbers 1/0
             return attn_mask.to(like.dtype)
-        return torch.zeros(attn_mask.shape, dtype=like.dtype, device=like.device).masked_fill(~attn_mask, float("-inf"))
+        # the bug (as a mask made additive with the input dtype's most negative number): hidden keys
+        # get finfo.min, only -65504 in float16, and rows hiding every key are set to 0 afterwards
+        hide = torch.finfo(dtype).min if "bool-mask-dtype-min" in bugs else float("-inf")
+        return torch.zeros(attn_mask.shape, dtype=like.dtype, device=like.device).masked_fill(~attn_mask, hide)
     bias = attn_mask.to(like.dtype)
     return bias.clamp(max=0.0) if "clamp-additive" in bugs else bias
 
@@ -464,7 +468,7 @@ class _FullAttention(torch.autograd.Function):
         q32, k32, v32 = (t.to(work) for t in (q, kr, vr))
         scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
         s = (q32 * scale) @ k32.transpose(-2, -1)  # (B, H, Nq, Nk)
-        bias = _mask_bias(attn_mask, s, bugs)
+        bias = _mask_bias(attn_mask, s, bugs, dtype)
         plain_s = s
         if bias is not None:
             s = s + bias
@@ -472,6 +476,8 @@ class _FullAttention(torch.autograd.Function):
             hidden = ~_visible(q.shape[-2], k.shape[-2], q.device, "top-left")
             s, plain_s = s.masked_fill(hidden, float("-inf")), plain_s.masked_fill(hidden, float("-inf"))
         p = _softmax_rows(s, bugs)
+        if "bool-mask-dtype-min" in bugs and attn_mask is not None and attn_mask.dtype == torch.bool:
+            p = p.masked_fill(~attn_mask.any(dim=-1, keepdim=True), 0.0)  # rows hiding every key
         skip = "dropout-skipped-with-mask" in bugs and attn_mask is not None  # the bug: the masked path has no dropout
         skip |= "dropout-skipped-decode" in bugs and q.shape[-2] == 1  # the bug: the one-query path has none
         drop = _dropout_mask(p, dropout_p, bugs, hkv, dtype) if dropout_p > 0 and not skip else None
@@ -582,6 +588,9 @@ dropout_rng_not_advanced = _full_variant("dropout_rng_not_advanced",
 dropout_uint8_threshold = _full_variant("dropout_uint8_threshold",
     "Keep if a random byte < floor((1 - p)·255): keep probability 191/256 ≈ 0.746 at p = 1/4 (0.5% low).",
     "dropout-uint8")
+bool_mask_as_dtype_min = _full_variant("bool_mask_as_dtype_min",
+    "A boolean mask made additive with finfo(input dtype).min: in float16 only -65504, so a hidden key "
+    "whose score is 4e4 above the visible ones still wins.", "bool-mask-dtype-min")
 learned_bias_without_gradient = _full_variant("learned_bias_without_gradient",
     "An additive attn_mask that requires grad (a learned bias) is accepted but gets no gradient.", "mask-no-grad")
 dropout_mask_repeats_every_32_keys = _full_variant("dropout_mask_repeats_every_32_keys",
@@ -764,6 +773,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(mask_3d_read_per_batch, "3-D attn_mask read per batch entry", "attn-mask"),
     Mutant(masked_leading_block_nan, "NaN when a row's first key block is fully masked", "attn-mask"),
     Mutant(dropout_skipped_for_one_query, "no dropout on the one-query path", "dropout-mask-law"),
+    # finfo(float32/bfloat16).min is -3.4e38: as good as -inf there
+    Mutant(bool_mask_as_dtype_min, "boolean mask as finfo(dtype).min (finite in float16)", "attn-mask",
+           dtypes=(torch.float16,)),
     Mutant(learned_bias_without_gradient, "learned additive mask gets no gradient", "attn-mask-bias-gradient",
            backward=True),
     # the third red team's dropout escapes, as bug classes: masks correlated across tiles or slices,

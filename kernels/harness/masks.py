@@ -63,6 +63,31 @@ def late_keys_mask(s: Subject) -> torch.Tensor:
     return (keys >= s.case.n_k - 20).expand(s.case.n_q, s.case.n_k)
 
 
+# Above half of float16's range: a hidden key at +HIDDEN_SCORE plus float16's most negative
+# number, -65504, is still above a visible one at -HIDDEN_SCORE.
+HIDDEN_SCORE = 40000.0
+
+
+def hidden_keys_scoring_highest(s: Subject):
+    """(q, k, mask) with every visible score about -HIDDEN_SCORE and every hidden one about
+    +HIDDEN_SCORE: q constant, k = +1 on the hidden (odd) keys and -1 on the visible (even) ones,
+    the (Nq, Nk) boolean mask showing the even keys. q's entries carry 8 significant bits, so q,
+    every product q·k and every partial sum of one score are exact in each dtype here: all visible
+    scores are bit-equal in any summation order, and the exact output is the mean of the visible
+    values. A mask applied as a finite number (finfo(float16).min) lets the hidden keys win. None
+    for a case whose scale is 0 (every score is 0)."""
+    scale = ref.default_scale(s.case.head_dim) if s.case.scale is None else s.case.scale
+    if scale == 0:
+        return None
+    entry = HIDDEN_SCORE / (abs(scale) * s.case.head_dim)
+    step = 2.0 ** (math.floor(math.log2(entry)) - 7)
+    entry = math.copysign(round(entry / step) * step, scale)  # score = scale·D·entry·k ≈ ±HIDDEN_SCORE
+    hidden = torch.arange(s.case.n_k) % 2 == 1  # (Nk,)
+    q = torch.full(s.q.shape, entry, dtype=torch.float64)
+    k = torch.where(hidden, 1.0, -1.0).double()[:, None].expand(s.k.shape)  # (B, Hkv, Nk, D)
+    return s.cast(q), s.cast(k), (~hidden).expand(s.case.n_q, s.case.n_k).to(s.device)
+
+
 def attn_mask_agreement(s: Subject) -> Outcome:
     """Boolean and additive masks of every broadcast form, against float64 with the same mask."""
     outcomes, details = [], []
@@ -79,6 +104,12 @@ def attn_mask_agreement(s: Subject) -> Outcome:
     o = against(s, s.run(attn_mask=m, is_causal=False), s.reference(attn_mask=m, is_causal=False))
     outcomes.append(o)
     details.append(f"late keys only: {o.discrepancy:.3g}/{o.bound:.3g}")
+    highest = hidden_keys_scoring_highest(s)
+    if highest is not None:
+        q, k, m = highest
+        o = against(s, s.run(q=q, k=k, attn_mask=m, is_causal=False), s.reference(q=q, k=k, attn_mask=m, is_causal=False))
+        outcomes.append(o)
+        details.append(f"hidden keys scoring ±{HIDDEN_SCORE:g}: {o.discrepancy:.3g}/{o.bound:.3g}")
     return worst(outcomes, details)
 
 
@@ -187,8 +218,9 @@ def _maskable(c: Case) -> bool:
 
 _MASK = frozenset({ATTN_MASK})
 register(Invariant("attn-mask", "softmax-shift-invariance", attn_mask_agreement, _maskable, _MASK,
-                   bug_classes="boolean mask read as additive 0/1; mask broadcast over batch or heads wrong (3-D masks "
-                                 "per batch); leading key blocks fully masked (NaN without a guard)"))
+                   bug_classes="boolean mask read as additive 0/1, or as a finite number (finfo(float16).min); mask "
+                                 "broadcast over batch or heads wrong (3-D masks per batch); leading key blocks "
+                                 "fully masked (NaN without a guard)"))
 register(Invariant("attn-mask-with-causal", "causal-mask-top-left", attn_mask_with_causal,
                    lambda c: _maskable(c) and c.causal, _MASK | {CAUSAL},
                    bug_classes="attn_mask silently replacing is_causal (or the reverse)"))
