@@ -7,7 +7,8 @@ with lengths ≡ 1 modulo 32, 64 and 128 (129, 257, 321, 385: the last block hol
 query), B = 2 in the causal, GQA and MQA paths, causal with Nq = 1 (it sees key 0 only), head
 dims that are not multiples of 16 (40, 72, 24), a head dim above 128 (256: kernels support up to
 256, and one built for 128 truncates), Dv ≠ Dqk both ways, an explicit scale that is not a power of
-two, and GQA decoding over 2049 keys (split-K kernels split at 1024: three splits, the last of one key). Robustness cases push the logits to extremes a stable kernel must
+two, and GQA decoding over 4097 keys (split-K kernels split at 1024: five splits, the last of one key,
+merged by a tree of depth three). Robustness cases push the logits to extremes a stable kernel must
 survive. A length sweep (one case) feeds the error-growth check.
 """
 from __future__ import annotations
@@ -107,8 +108,10 @@ DEFAULT_CASES: tuple[Case, ...] = (
     _c("value-dim", 2, 2, 2, 97, 65, 48, True, dv=24),  # Dv < D
     _c("scaled-0.3", 2, 4, 2, 65, 97, 64, True, scale=0.3),  # also the backward's explicit scale
     _c("length-sweep", 1, 2, 2, 32, SWEEP_LENGTHS[-1], 64, False, SWEEP),
-    # Split-K decoding splits the keys (often at 1024): one query, 2049 keys, GQA, not causal.
-    _c("gqa-decode-2049", 1, 4, 2, 1, 2049, 64, False, forward_only=True),
+    # Split-K decoding splits the keys (often at 1024): one query, 4097 keys, GQA, not causal. Five
+    # splits, the last of one key: a merge that is right for two or three partial results (one
+    # level of a reduction tree) but wrong from four on shows here.
+    _c("gqa-decode-4097", 1, 4, 2, 1, 4097, 64, False, forward_only=True),
     # Head dims above 128 (kernels support up to 256): a kernel truncating D at 128 drops scores.
     _c("head-dim-256", 1, 2, 2, 17, 33, 256, True),
     _c("dropout-draws", *KEPT_SHAPE, 32, False, KEPT),
@@ -133,8 +136,6 @@ THOROUGH_CASES: tuple[Case, ...] = DEFAULT_CASES + (
     _c("odd-dim-causal", 2, 2, 2, 129, 129, 100, True, scale=1.7),
     _c("head-dim-256-long", 2, 4, 2, 129, 257, 256, True),
     _c("head-dim-192", 1, 2, 2, 65, 129, 192, False, dv=160),
-    # Split-K decoding with four or more splits of 1024 (each merged with its own rescale).
-    _c("decode-4097", 1, 4, 2, 1, 4097, 64, False, forward_only=True),
 )
 
 # The largest |scaled score| asked of each dtype: a quarter of its range, so that the plain
