@@ -215,7 +215,7 @@ def attn_mask_bias_gradient(s: Subject) -> Outcome:
 # The mask checks make about twenty calls per case. Above this many (query, key) tile pairs of 64
 # (B·Hq·⌈Nq/64⌉·⌈Nk/64⌉) a case adds cost, not coverage: every kind of tile the mask code meets
 # (first, interior, tail of one key or query, one query) is in cases below it. Every default case
-# is below (long-gqa: 168); thorough's mqa-decode-long (1056 pairs; 121 of its 152 interpreted
+# is below (long-gqa: 168); thorough's mqa-decode-long (1056 pairs; 109 of its 121 interpreted
 # CPU-seconds in float32 were mask checks) is above.
 MASK_TILE_PAIRS = 256
 
