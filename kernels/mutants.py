@@ -614,6 +614,21 @@ masked_leading_block_nan = _full_variant("masked_leading_block_nan",
     "Online softmax with no guard for a fully masked first key block: NaN in rows that see later keys only.",
     "unguarded-leading-block")
 
+def one_key_returns_view_of_v(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """With one key every weight is 1 and O = V: a fast path returns v itself, broadcast over the
+    queries (a view: writing into the output writes into the caller's v)."""
+    if k.shape[-2] == 1 and q.shape[1] == v.shape[1]:
+        return v.expand(*q.shape[:-1], v.shape[-1])  # (B, H, Nq, Dv), sharing v's memory
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
+def last_stride_assumed_one(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Every input read as if its last (head-dim) stride were 1; the other strides are honoured."""
+    def fix(t):
+        return t.as_strided(t.shape, t.stride()[:-1] + (1,), t.storage_offset())
+    return blocked_attention(fix(q), fix(k), fix(v), is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
 SPLIT = 1024  # keys per split of the split-KV decode mutant
 
 
@@ -776,6 +791,9 @@ MUTANTS: tuple[Mutant, ...] = (
     # finfo(float32/bfloat16).min is -3.4e38: as good as -inf there
     Mutant(bool_mask_as_dtype_min, "boolean mask as finfo(dtype).min (finite in float16)", "attn-mask",
            dtypes=(torch.float16,)),
+    # the fourth red team's escapes, as bug classes
+    Mutant(one_key_returns_view_of_v, "output is a view of v (one-key fast path)", "output-dtype-shape"),
+    Mutant(last_stride_assumed_one, "head-dim stride assumed to be 1", "strided-inputs"),
     Mutant(learned_bias_without_gradient, "learned additive mask gets no gradient", "attn-mask-bias-gradient",
            backward=True),
     # the third red team's dropout escapes, as bug classes: masks correlated across tiles or slices,

@@ -7,8 +7,8 @@ with lengths ≡ 1 modulo 32, 64 and 128 (129, 257, 321, 385: the last block hol
 query), B = 2 in the causal, GQA and MQA paths, causal with Nq = 1 (it sees key 0 only), head
 dims that are not multiples of 16 (40, 72, 24), a head dim above 128 (256: kernels support up to
 256, and one built for 128 truncates), Dv ≠ Dqk both ways, an explicit scale that is not a power of
-two, and GQA decoding over 4097 keys (split-K kernels split at 1024: five splits, the last of one key,
-merged by a tree of depth three). Robustness cases push the logits to extremes a stable kernel must
+two, causal with Nq = 5 over 321 keys and with Nq > Nk + 128, and MQA decoding over 4097 keys with
+B = 2 (split-K kernels split at 1024: five splits, the last of one key, merged by a tree of depth three). Robustness cases push the logits to extremes a stable kernel must
 survive. A length sweep (one case) feeds the error-growth check.
 """
 from __future__ import annotations
@@ -89,8 +89,11 @@ def _c(name, b, hq, hkv, nq, nk, d, causal, kind=RANDOM, magnitude=0.0, *, dv=No
 DEFAULT_CASES: tuple[Case, ...] = (
     _c("square", 2, 2, 2, 53, 53, 64, False),
     _c("causal-square", 1, 2, 2, 127, 127, 32, True),
-    _c("causal-short-q", 1, 2, 2, 37, 127, 80, True),  # Nq < Nk
-    _c("causal-long-q", 1, 2, 2, 53, 37, 16, True),  # Nq > Nk
+    # Nq < Nk with few queries over many keys, GQA: the path kernels take for 2 <= Nq <= 8 (decoding
+    # several tokens, query heads packed per KV head) must align top-left like the rest.
+    _c("causal-short-q", 1, 4, 2, 5, 321, 80, True),
+    # Nq > Nk + 128: whole 64- and 128-row query tiles lie past the last key (they see every key).
+    _c("causal-long-q", 1, 2, 2, 197, 37, 16, True),
     _c("one-query", 1, 2, 2, 1, 53, 128, False),
     _c("one-key", 1, 2, 2, 37, 1, 32, True),
     _c("gqa-causal", 1, 4, 2, 37, 53, 64, True),
@@ -108,10 +111,11 @@ DEFAULT_CASES: tuple[Case, ...] = (
     _c("value-dim", 2, 2, 2, 97, 65, 48, True, dv=24),  # Dv < D
     _c("scaled-0.3", 2, 4, 2, 65, 97, 64, True, scale=0.3),  # also the backward's explicit scale
     _c("length-sweep", 1, 2, 2, 32, SWEEP_LENGTHS[-1], 64, False, SWEEP),
-    # Split-K decoding splits the keys (often at 1024): one query, 4097 keys, GQA, not causal. Five
-    # splits, the last of one key: a merge that is right for two or three partial results (one
-    # level of a reduction tree) but wrong from four on shows here.
-    _c("gqa-decode-4097", 1, 4, 2, 1, 4097, 64, False, forward_only=True),
+    # Split-K decoding splits the keys (often at 1024): one query, 4097 keys, MQA, not causal, B = 2
+    # (a split workspace indexed without the batch). Five splits, the last of one key: a merge that
+    # is right for two or three partial results (one level of a reduction tree) but wrong from four
+    # on shows here.
+    _c("decode-4097", 2, 2, 1, 1, 4097, 64, False, forward_only=True),
     # Head dims above 128 (kernels support up to 256): a kernel truncating D at 128 drops scores.
     _c("head-dim-256", 1, 2, 2, 17, 33, 256, True),
     _c("dropout-draws", *KEPT_SHAPE, 32, False, KEPT),

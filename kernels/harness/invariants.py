@@ -21,7 +21,7 @@ from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import EXTREME, MIXED, NEGATIVE, RANDOM, SWEEP, SWEEP_LENGTHS, SYNTHETIC, Case
 from kernels.harness.subject import (Gradients, Outcome, Subject, against, checked_output, gradients_against,
-                                     packed, ratio, relation, strided, worst)
+                                     head_dim_strided, packed, ratio, relation, strided, worst)
 
 __all__ = ["INVARIANTS", "Invariant", "Outcome", "Subject", "Gradients", "checked_output", "invariant_named"]
 
@@ -49,6 +49,8 @@ def output_dtype_shape(s: Subject) -> Outcome:
             problems.append(f"shape {tuple(out.shape)} instead of {expected}")
         if out.device != s.q.device:
             problems.append(f"device {out.device} instead of q's {s.q.device}")
+    for name in s.first_call[2]:  # a fast path returning a view: writing into the output changes the caller's input
+        problems.append(f"the output shares memory with {name}")
     return Outcome(math.inf if problems else 0.0, 0.0, "; ".join(problems))
 
 
@@ -61,11 +63,19 @@ def inputs_untouched(s: Subject) -> Outcome:
 def strided_inputs(s: Subject) -> Outcome:
     """Non-contiguous q, k, v give the same output: the (B, N, H, D) layout viewed as (B, H, N, D),
     and views into one packed (B, N, 3, H, D) buffer (a fused QKV projection), whose batch stride is
-    not H·N·D and whose k and v start at an offset into the storage."""
-    q2, k2, v2 = strided(s.q), strided(s.k), strided(s.v)
-    layouts = {"transposed": s.run(q2, k2, v2), "packed": s.run_fresh(*packed(s.q, s.k, s.v))}
+    not H·N·D and whose k and v start at an offset into the storage. A head-dim stride of 2 must
+    give the same output too, or be refused: many kernels require a unit last stride (FlashAttention
+    and torch's CPU flash backend raise), and refusing is honest where reading it wrong is not."""
+    layouts = {"transposed": s.run_fresh(*(strided(x) for x in (s.q, s.k, s.v))),
+               "packed": s.run_fresh(*packed(s.q, s.k, s.v))}
+    try:
+        layouts["head-dim stride 2"] = s.run_fresh(*(head_dim_strided(x) for x in (s.q, s.k, s.v)))
+        refused = ""
+    except Exception as exc:  # a clear refusal of a non-unit last stride
+        refused = f"; head-dim stride 2 refused: {type(exc).__name__}"
     outcomes = [relation(s, out, s.base, s.output(), s.base) for out in layouts.values()]
-    return worst(outcomes, [f"{name}: {o.discrepancy:.3g}" for name, o in zip(layouts, outcomes)])
+    o = worst(outcomes, [f"{name}: {o.discrepancy:.3g}" for name, o in zip(layouts, outcomes)])
+    return Outcome(o.discrepancy, o.bound, o.detail + refused)
 
 
 def mismatched_heads_refused(s: Subject) -> Outcome:
@@ -381,15 +391,16 @@ def _needs(*features: str) -> frozenset:
 
 INVARIANTS: list[Invariant] = [
     Invariant("output-dtype-shape", None, output_dtype_shape, lambda c: c.kind not in SYNTHETIC,
-              bug_classes="wrong output dtype, shape or device"),
+              bug_classes="wrong output dtype, shape or device; output a view of an input (a one-key "
+                          "fast path returning v: writing into it corrupts the caller's KV cache)"),
     Invariant("inputs-untouched", None, inputs_untouched, _random,
               bug_classes="writes into q, k or v (in-place pre-scale)"),
     Invariant("reference-agreement", None, reference_agreement, _random,
               bug_classes="any forward error beyond the low-precision rule (wrong internal precision, "
                           "multi-block and tail-block bugs at 64/128-wide tiles, lost batch/head strides)"),
     Invariant("strided-inputs", None, strided_inputs, lambda c: _random(c) and max(c.q_heads, c.n_q, c.n_k) > 1,
-              bug_classes="ignores the inputs' strides; batch stride taken from the shape; storage offset "
-                          "ignored (packed QKV)"),
+              bug_classes="ignores the inputs' strides (a head-dim stride of 2 read as 1); batch stride taken "
+                          "from the shape; storage offset ignored (packed QKV)"),
     Invariant("rows-sum-to-one", "softmax-normalisation", rows_sum_to_one, _random,
               bug_classes="mask after softmax, wrong softmax axis, denominator not rescaled"),
     Invariant("convex-hull", "softmax-normalisation", convex_hull, _random,

@@ -110,10 +110,17 @@ def float64_reference(q, k, v, *, attn_mask=None, is_causal=False, scale=None, e
                        attn_mask=attn_mask).to(q.dtype)
 
 
+def copy(t: torch.Tensor, dtype=None) -> torch.Tensor:
+    """A fresh copy with t's strides, whatever they are: clone() keeps only the strides of a dense
+    layout (a permutation) and makes a view with a head-dim stride of 2 contiguous."""
+    out = torch.empty_strided(t.shape, t.stride(), dtype=dtype or t.dtype, device=t.device)
+    return out.copy_(t.detach())
+
+
 def leaves(tensors, dtype=None) -> list[torch.Tensor]:
     """Fresh autograd leaves holding copies: ``detach().to()`` would alias the caller's tensor when
     the dtype does not change, so an impl writing into its inputs would corrupt the golden values."""
-    return [t.detach().to(dtype or t.dtype).clone().requires_grad_(True) for t in tensors]
+    return [copy(t, dtype).requires_grad_(True) for t in tensors]
 
 
 def output_and_grads(fn, q, k, v, dout, *, upcast=False, **kwargs):

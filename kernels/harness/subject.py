@@ -73,7 +73,7 @@ class Subject:
         """impl on copies of q, k, v (strides kept): (what it returned, the copies after the call).
         An impl that writes into its inputs is named by inputs-untouched and must not corrupt the
         inputs of every later check."""
-        q, k, v = q.clone(), k.clone(), v.clone()
+        q, k, v = ref.copy(q), ref.copy(k), ref.copy(v)
         with torch.no_grad():
             return self.impl(q, k, v, **self.kwargs(**overrides)), (q, k, v)
 
@@ -89,10 +89,13 @@ class Subject:
 
     @functools.cached_property
     def first_call(self):
-        """impl on the base inputs, once: (what it returned, names of the inputs it changed)."""
+        """impl on the base inputs, once: (what it returned, names of the inputs it changed, names of
+        the inputs whose memory the output shares)."""
         raw, after = self._call(self.q, self.k, self.v)
         changed = [name for name, x, y in zip("qkv", (self.q, self.k, self.v), after) if not torch.equal(x, y)]
-        return raw, changed
+        shared = [name for name, x in zip("qkv", after) if isinstance(raw, torch.Tensor)
+                  and raw.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()]
+        return raw, changed, shared
 
     def output(self) -> torch.Tensor:
         return checked_output(self.first_call[0], self.q, self.v)
@@ -119,7 +122,7 @@ class Subject:
         dout = self.dout if dout is None else dout
         kw = self.kwargs(**overrides)
         qkv = ref.leaves((q, k, v))  # clone() keeps the strides of a non-contiguous input
-        d_o = dout.clone()  # strides kept: a non-contiguous dO stays non-contiguous
+        d_o = ref.copy(dout)  # strides kept: a non-contiguous dO stays non-contiguous
         out = self.impl(*qkv, **kw)
         checked_output(out, q, v)
         got = torch.autograd.grad(out, qkv, d_o)
@@ -234,3 +237,9 @@ def strided(x: torch.Tensor) -> torch.Tensor:
     """The same values as a non-contiguous view: (B, H, N, D) read out of (B, N, H, D) storage,
     the layout a projection followed by .view(B, N, H, D).transpose(1, 2) produces."""
     return x.transpose(1, 2).contiguous().transpose(1, 2)
+
+
+def head_dim_strided(x: torch.Tensor) -> torch.Tensor:
+    """The same values as a view with a head-dim stride of 2 (every other element of a wider buffer):
+    a kernel that assumes the last stride is 1 reads the wrong elements."""
+    return torch.stack([x, torch.zeros_like(x)], dim=-1)[..., 0]  # (B, H, N, D), strides (., ., ., 2)
