@@ -481,6 +481,8 @@ class _FullAttention(torch.autograd.Function):
         skip = "dropout-skipped-with-mask" in bugs and attn_mask is not None  # the bug: the masked path has no dropout
         skip |= "dropout-skipped-decode" in bugs and q.shape[-2] == 1  # the bug: the one-query path has none
         drop = _dropout_mask(p, dropout_p, bugs, hkv, dtype) if dropout_p > 0 and not skip else None
+        if dropout_p == 0 and "rng-at-p0" in bugs:  # the bug: a seed drawn for every call, dropout or not
+            torch.randint(2 ** 31, (1,))
         w = p if drop is None else p * drop
         out = w @ v32  # (B, H, Nq, Dv)
         p_backward = _softmax_rows(plain_s, bugs) if "grad-ignores-mask" in bugs else p
@@ -591,6 +593,8 @@ dropout_uint8_threshold = _full_variant("dropout_uint8_threshold",
 bool_mask_as_dtype_min = _full_variant("bool_mask_as_dtype_min",
     "A boolean mask made additive with finfo(input dtype).min: in float16 only -65504, so a hidden key "
     "whose score is 4e4 above the visible ones still wins.", "bool-mask-dtype-min")
+rng_drawn_without_dropout = _full_variant("rng_drawn_without_dropout",
+    "A dropout seed is drawn from torch's generator on every call, also at dropout_p = 0.", "rng-at-p0")
 learned_bias_without_gradient = _full_variant("learned_bias_without_gradient",
     "An additive attn_mask that requires grad (a learned bias) is accepted but gets no gradient.", "mask-no-grad")
 dropout_mask_repeats_every_32_keys = _full_variant("dropout_mask_repeats_every_32_keys",
@@ -794,6 +798,7 @@ MUTANTS: tuple[Mutant, ...] = (
     # the fourth red team's escapes, as bug classes
     Mutant(one_key_returns_view_of_v, "output is a view of v (one-key fast path)", "output-dtype-shape"),
     Mutant(last_stride_assumed_one, "head-dim stride assumed to be 1", "strided-inputs"),
+    Mutant(rng_drawn_without_dropout, "RNG drawn at dropout_p = 0", "dropout-rng-advances"),
     Mutant(learned_bias_without_gradient, "learned additive mask gets no gradient", "attn-mask-bias-gradient",
            backward=True),
     # the third red team's dropout escapes, as bug classes: masks correlated across tiles or slices,

@@ -29,6 +29,13 @@ class Unsupported(NotImplementedError):
     """The library has no way to express this argument (e.g. no explicit scale): not applicable."""
 
 
+def _refuse_mask_gradient(attn_mask) -> None:
+    """The bridges below carry gradients for q, k and v only: a mask that asks for one is refused
+    (a limit of the adapter; JAX's bias and tinygrad's mask are differentiable in their own library)."""
+    if attn_mask is not None and attn_mask.requires_grad and torch.is_grad_enabled():
+        raise Unsupported("this adapter bridges gradients for q, k and v only, not for an attn_mask that requires grad")
+
+
 @dataclass(frozen=True)
 class Peer:
     name: str
@@ -198,6 +205,7 @@ def _jax_mask(attn_mask, q):
     both broadcast to 4-D with heads on axis 1, as JAX asks ((B|1, N|1, T, S))."""
     if attn_mask is None:
         return None, None
+    _refuse_mask_gradient(attn_mask)
     m = attn_mask
     while m.dim() < 4:
         m = m.unsqueeze(0)
@@ -384,6 +392,7 @@ def _tinygrad():
     def to_tiny_mask(m):
         if m is None:
             return None
+        _refuse_mask_gradient(m)
         if m.dtype == torch.bool:  # tinygrad: boolean True = attend, as SDPA
             return Tensor(m.numpy()).cast(dtypes.bool)
         return to_tiny(m)

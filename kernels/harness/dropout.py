@@ -198,18 +198,23 @@ def _rng_states(s: Subject) -> list[torch.Tensor]:
 def dropout_rng_advances(s: Subject) -> Outcome:
     """Two calls in a row after one manual_seed draw different masks (binomial agreement z-test,
     as for independence), and a call moves torch's generator state (the next draw of the caller's
-    own code must not repeat the kernel's)."""
+    own code must not repeat the kernel's). A call with dropout_p = 0 draws nothing: it leaves the
+    state as it was (as SDPA does), or evaluation would shift every random stream after it."""
     v1 = one_hot_values(s)
     with seeded(s, 0):
         before = _rng_states(s)
         w1 = s.run(v=v1, dropout_p=P_DROP).cpu().double()
         after = _rng_states(s)
         w2 = s.run(v=v1, dropout_p=P_DROP).cpu().double()
+        idle = _rng_states(s)
+        s.run(dropout_p=0.0)
+        drew_at_zero = any(not torch.equal(x, y) for x, y in zip(idle, _rng_states(s)))
     moved = any(not torch.equal(x, y) for x, y in zip(before, after))
     z, k, n = _agreement_z(w1, w2, _probabilities(s) > P_FLOOR)
     detail = (f"second call agrees with the first on {k} of {n} entries, z = {z:+.2f}; "
-              f"generator state {'moved' if moved else 'NOT moved'}")
-    return Outcome(abs(z) if moved else math.inf, _z(), detail)
+              f"generator state {'moved' if moved else 'NOT moved'}; "
+              f"at dropout_p = 0 it {'MOVED' if drew_at_zero else 'stayed'}")
+    return Outcome(abs(z) if moved and not drew_at_zero else math.inf, _z(), detail)
 
 
 # The kept-fraction power test: the smallest bias it must see is 0.5% of the keep probability
@@ -386,7 +391,8 @@ register(Invariant("dropout-independence", None, dropout_independence,
                    bug_classes="one dropout mask shared across heads or batch entries; RNG offsets that "
                                "repeat a mask every key or query tile, or across batches (b·Hkv + h under GQA)"))
 register(Invariant("dropout-rng-advances", None, dropout_rng_advances, _droppable, _DROP,
-                   bug_classes="RNG offset not advanced (consecutive calls repeat the mask)"))
+                   bug_classes="RNG offset not advanced (consecutive calls repeat the mask); RNG drawn "
+                               "at dropout_p = 0"))
 register(Invariant("dropout-kept-fraction", "dropout-kept-fraction", dropout_kept_fraction,
                    lambda c: c.kind == KEPT, _DROP,
                    bug_classes="biased keep probability (uint8 threshold: 191/256 instead of 3/4)"))
