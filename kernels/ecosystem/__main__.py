@@ -70,4 +70,6 @@ def main(argv=None, prog: str = "attention-proofs survey") -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from kernels.ecosystem import exit_without_teardown
+
+    exit_without_teardown(main())

@@ -112,4 +112,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from kernels.ecosystem import exit_without_teardown
+
+    exit_without_teardown(main())
