@@ -3,6 +3,7 @@
 Triton's interpreter must be switched on before anything imports triton, so this runs
 first: when the machine has no NVIDIA GPU, kernels run interpreted on the CPU.
 """
+import importlib.util
 import os
 
 import pytest
@@ -11,15 +12,13 @@ from proofs.cli import use_triton_interpreter_without_gpu
 
 use_triton_interpreter_without_gpu()
 
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    # xdist runs one worker per core already: BLAS threads on top only contend (the interpreter's
-    # tile products ran 2× the CPU time with OpenBLAS's two threads; see kernels.harness.verify).
-    try:
-        from threadpoolctl import threadpool_limits
+# xdist runs one worker per core already: BLAS threads on top only contend (the interpreter's tile
+# products ran 2× the CPU time with OpenBLAS's two threads; see kernels.harness.verify). threadpoolctl
+# is the `cpu` extra's; without it the BLAS keeps its threads.
+if os.environ.get("PYTEST_XDIST_WORKER") and importlib.util.find_spec("threadpoolctl"):
+    from threadpoolctl import threadpool_limits
 
-        threadpool_limits(limits=1, user_api="blas")
-    except ImportError:  # the `cpu` extra's; without it the BLAS keeps its threads
-        pass
+    threadpool_limits(limits=1, user_api="blas")
 
 try:
     from hypothesis import HealthCheck, settings
