@@ -1,0 +1,610 @@
+"""The identity engine: decide ``lhs == rhs`` for every admissible value of the free symbols.
+
+This is the one place where SymPy's simplification is trusted; the checker's ``identity``
+rule (and every rule that ends in an identity) calls :func:`identity`.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import sympy as sp
+
+# --------------------------------------------------------------------------- checks
+#
+# identity() proves lhs = rhs for every value of the free symbols allowed by their assumptions:
+#   1. the two sides have the same shape (scalar, list, tuple, Matrix, array);
+#   2. random probes refute a false identity fast (probes where a side is undefined decide nothing);
+#   3. both sides are shown defined everywhere: every denominator and every other singularity the
+#      engine recognises (log at 0, gamma at 0, −1, …, a symbolic exponent that may be negative,
+#      atan2 at the origin, infinities, an infinite sum not shown convergent) is shown absent;
+#   4. the difference reduces to 0 symbolically, within a wall-clock budget.
+# A pass needs all four. Stages 3 and 4 are the proof; the probes refute fast and guard against a
+# simplification that wrongly returns 0 (simplify is trusted only where probes decided: it has rewrites,
+# binomial(n, m) = binomial(n, n − m) among them, that are false for some values).
+#
+# Domain policy: an identity is claimed for every admissible value of its symbols, so a side with a
+# singularity anywhere in that domain fails with "not shown defined", even when the two sides agree
+# wherever both are defined: (y + 1) log x − y log x − log x = 0 fails for real x, as x/x = 1 does,
+# because at x = 0 neither side has a value. State the assumption that excludes it (x positive).
+import signal  # noqa: E402
+import hashlib  # noqa: E402
+import numbers  # noqa: E402
+import threading  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+
+# Probes are evaluated with 40 significant digits; the two sides agree at a probe when they differ
+# by at most 1e-25 of the larger side (relative, so e^1000 (cosh² − sinh²) = e^1000 agrees while
+# 10^-30 x = 0 is refuted). The 15 spare digits absorb evalf's loss of working precision.
+_PROBE_DIGITS = 40
+_PROBE_RTOL = sp.Float("1e-25", _PROBE_DIGITS)
+_RESOLVED_BITS = 20  # an evalf result with fewer bits could not be told from 0
+_PROBE_TRIES = 4  # probe points tried per wanted probe before the probes give up
+# Instantiation limits: a probe that would expand a sum or product of more terms, or build an exact
+# power, factorial or gamma of a larger argument, is skipped (those are seconds to hours of exact
+# arithmetic that no interrupt can stop).
+_CONFIRM_PROBES = 12  # fresh probes a 0 reached by simplify must survive
+_MAX_TERMS = 10**4
+_MAX_EXACT = 10**4
+# Wall-clock seconds one identity may take; past it the identity fails as undecided. Every claim
+# in the catalogue needs well under a second, so this only stops a runaway simplification.
+BUDGET_S = 10.0
+
+_MatrixElement = sp.matrices.expressions.matexpr.MatrixElement  # A[i, j] of a MatrixSymbol A
+
+
+class _Undefined(Exception):
+    """A side has no value at a probe point (a pole, 0/0, an index form that stays symbolic)."""
+
+
+class _NotInstantiable(_Undefined):
+    """An index stays symbolic at every point (an infinite sum, an unevaluated range)."""
+
+
+class _OutOfTime(BaseException):
+    """The budget ran out. A BaseException, so no ``except Exception`` inside SymPy swallows it."""
+
+
+@contextmanager
+def _deadline(seconds: float):
+    """Raise _OutOfTime in this thread after ``seconds``.
+
+    Uses SIGALRM, so it works only in the main thread and when no other timer is armed; elsewhere
+    the identity runs unbudgeted (the instantiation limits still hold).
+    """
+    usable = (seconds and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+              and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
+    if not usable:
+        yield
+        return
+    armed = [True]
+
+    def on_alarm(signum, frame):
+        if armed[0]:
+            raise _OutOfTime()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        armed[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _message(exc: BaseException) -> str:
+    """An exception's message, even when its __str__ itself raises."""
+    try:
+        return str(exc)[:200]
+    except Exception:
+        return "(its message cannot be printed)"
+
+
+def _shape(x: Any) -> tuple:
+    if isinstance(x, (sp.MatrixBase, sp.NDimArray, sp.MatrixExpr)):
+        return tuple(x.shape)
+    if isinstance(x, (list, tuple, sp.Tuple)):
+        inner = [_shape(item) for item in x]
+        if len(set(inner)) > 1:
+            return ("ragged",) + tuple(inner)
+        return (len(inner),) + (inner[0] if inner else ())
+    return ()
+
+
+def _has_infinity(e: sp.Basic) -> bool:
+    """An infinity or nan anywhere but in the limits of a sum, product or integral."""
+    if e in (sp.oo, -sp.oo, sp.zoo, sp.nan):
+        return True
+    if isinstance(e, (sp.Sum, sp.Product, sp.Integral)):
+        return _has_infinity(e.function)
+    return any(_has_infinity(a) for a in e.args)
+
+
+def _entries(x: Any) -> list[sp.Expr]:
+    if isinstance(x, sp.MatrixExpr) and not isinstance(x, sp.MatrixBase):
+        # A·B with A, B MatrixSymbols: entrywise in A[i, j], B[i, j]
+        if not all(d.is_Integer for d in x.shape):
+            raise ValueError(f"{sp.sstr(x)[:80]} has a symbolic shape {x.shape}: give explicit sizes")
+        x = x.as_explicit()
+    if isinstance(x, sp.MatrixBase):
+        return [e for item in x for e in _entries(item)]
+    if isinstance(x, sp.NDimArray):
+        return [e for item in sp.flatten(x) for e in _entries(item)]
+    if isinstance(x, (list, tuple, sp.Tuple)):
+        return [e for item in x for e in _entries(item)]
+    if not isinstance(x, (sp.Basic, int, float)):
+        raise ValueError(f"{type(x).__name__} is not an expression, list, tuple, Matrix or array")
+    e = sp.sympify(x, strict=True)
+    if not isinstance(e, sp.Expr):
+        raise ValueError(f"{sp.sstr(e)[:80]} is a {type(e).__name__}, not an expression")
+    if _has_infinity(e):
+        raise ValueError(f"{sp.sstr(e)[:80]} is not shown defined: it contains an infinity or nan")
+    return [_exact(e)]
+
+
+def _exact(e: sp.Expr) -> sp.Expr:
+    """Floats replaced by the exact rationals they hold, so simplification cannot round them away
+    (1e-60 added to a polynomial stays 1e-60, 0.1 + 0.2 stays apart from 0.3)."""
+    floats = e.atoms(sp.Float) if isinstance(e, sp.Basic) else ()
+    return e.xreplace({f: sp.Rational(f) for f in floats}) if floats else e
+
+
+def _sample_value(sym: sp.Expr, rng: random.Random, lean: int = 0, wide: bool = False) -> sp.Expr:
+    """A random number over the whole domain the symbol's (or indexed entry's) assumptions allow.
+
+    ``lean`` −1 or +1 picks the negative or positive part of that domain when it has both (the first
+    probes take one of each, so a rewrite that fails only for negative integers is caught).
+    A symbol not known to be real is complex half the time, so that branch cuts get probed.
+    """
+    sign = lean or rng.choice((-1, 1))
+    if sym.is_integer:
+        if wide:  # log-uniform magnitude up to 1000: past any small set of roots a factor could vanish on
+            k = int(10 ** rng.uniform(0, 3))
+        else:
+            k = rng.randint(1, 9) if rng.random() < 0.75 else rng.randint(10, 40)
+        if sym.is_negative:
+            return sp.Integer(-k)
+        if sym.is_nonpositive:
+            return sp.Integer(1 - k)
+        if sym.is_positive:
+            return sp.Integer(k)
+        if sym.is_nonnegative:
+            return sp.Integer(k - 1)
+        return sp.Integer(sign * k if rng.random() < 0.9 else 0)
+    value = sp.Rational(rng.randint(1, 40), rng.randint(1, 13))
+    if sym.is_positive or sym.is_nonnegative:
+        return value
+    if sym.is_negative or sym.is_nonpositive:
+        return -value
+    value = sign * value
+    if sym.is_extended_real or rng.random() < 0.5:
+        return value
+    return value + sp.I * sp.Rational(rng.randint(-40, 40), rng.randint(1, 13))
+
+
+def _probe_symbols(exprs: list[sp.Expr]) -> tuple[list[sp.Symbol], set[sp.Symbol]]:
+    """The plain symbols to instantiate, and the limits among them that carry no assumption at all.
+
+    A sum only has a value when hi − lo is an integer, so a bare limit symbol is probed as an
+    integer (of either sign); a limit with stated assumptions is probed by those.
+    """
+    labels = {b.label for e in exprs for b in e.atoms(sp.IndexedBase)}
+    free = set().union(*(e.free_symbols for e in exprs)) - labels
+    syms = sorted((s for s in free if isinstance(s, sp.Symbol)), key=str)
+    bare: set = set()
+    for e in exprs:
+        for s in e.atoms(sp.Sum, sp.Product):
+            for limit in s.limits:
+                bare.update(t for b in limit[1:] for t in b.free_symbols
+                            if t.is_integer is None and t.is_real is None and t.is_positive is None)
+    return syms, bare & set(syms)
+
+
+def _number(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+    """(real part, imaginary part, error bound) of a closed number, at _PROBE_DIGITS digits.
+
+    evalf returns a value it could not tell from zero as a Float of a few bits ("0.e-171"):
+    such a part counts as 0 with its magnitude as the error bound.
+    """
+    if expr.free_symbols or expr.has(sp.Derivative, sp.Subs, sp.core.function.AppliedUndef):
+        raise _Undefined("symbols or unevaluated calculus remain")  # evalf differentiates numerically, or recurses
+    try:
+        value = sp.N(expr, _PROBE_DIGITS)
+    except Exception as exc:  # evalf gave up: this point decides nothing
+        raise _Undefined(f"evalf raised {type(exc).__name__}") from None
+    if not value.is_number or value.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+        raise _Undefined("no finite value")
+    parts, bound = [], sp.Integer(0)
+    for part in value.as_real_imag():
+        if not part.is_Number:
+            raise _Undefined("no finite value")
+        if part.is_Float and part._prec < _RESOLVED_BITS:
+            bound += abs(part)
+            part = sp.Integer(0)
+        parts.append(part)
+    return parts[0], parts[1], bound
+
+
+_BINDERS = (sp.Sum, sp.Product, sp.Integral, sp.Derivative, sp.Lambda)
+# Functions whose value at a large integer argument is computed exactly on construction.
+_EXACT_GROWTH = (sp.factorial, sp.factorial2, sp.gamma, sp.binomial, sp.RisingFactorial, sp.FallingFactorial,
+                 sp.subfactorial, sp.fibonacci, sp.lucas, sp.harmonic, sp.bell, sp.catalan)
+
+
+def _indices(entry: sp.Expr) -> tuple:
+    return entry.indices if isinstance(entry, sp.Indexed) else (entry.i, entry.j)
+
+
+def _too_large(exprs: list[sp.Expr], point: dict) -> str | None:
+    """Why instantiating at ``point`` would be a runaway exact computation, or None."""
+    def big(v):
+        v = v.xreplace(point)
+        return v.is_number and v.is_extended_real is not False and bool(abs(sp.N(v, 5)) > _MAX_EXACT)
+
+    for e in exprs:
+        for s in e.atoms(sp.Sum, sp.Product):
+            for _, lo, hi in s.limits:
+                # An infinite range is never expanded term by term: doit finds a closed form or evalf sums it.
+                if not (lo.has(sp.oo, -sp.oo) or hi.has(sp.oo, -sp.oo)) and big(hi - lo):
+                    return f"a sum or product of more than {_MAX_TERMS} terms"
+        for p in e.atoms(sp.Pow):
+            if big(p.exp):
+                return f"an exact power with exponent over {_MAX_EXACT}"
+        for f in e.atoms(*_EXACT_GROWTH):
+            if any(big(arg) for arg in f.args):
+                return f"{f.func.__name__} of an argument over {_MAX_EXACT}"
+    return None
+
+
+def _instantiate(exprs: list[sp.Expr], point: dict, rng: random.Random, calls: dict) -> list[sp.Expr]:
+    """Substitute the point, expand finite sums, give every indexed entry (q[1], q[2], …) a value and
+    every undefined function a value per argument tuple (the same in every entry and on both sides)."""
+    # subs keeps bound variables bound; xreplace is far cheaper where there are none.
+    out = [(e.subs(point) if e.has(*_BINDERS) else e.xreplace(point)).doit() for e in exprs]
+    entries = sorted(set().union(*(e.atoms(sp.Indexed, _MatrixElement) for e in out)), key=sp.default_sort_key)
+    if any(not i.is_number for ix in entries for i in _indices(ix)):
+        raise _NotInstantiable("an index stays symbolic")
+    values = {ix: _sample_value(ix, rng) for ix in entries}
+    out = [e.xreplace(values) for e in out] if values else out
+    # Only calls at numbers: f(_x) under a Derivative or Subs is not a value (replacing it there would
+    # make every derivative 0).
+    applied = sorted((f for e in out for f in e.atoms(sp.core.function.AppliedUndef)
+                      if all(a.is_number for a in f.args)), key=sp.default_sort_key)
+    for f in applied:
+        if f not in calls:
+            calls[f] = _sample_value(f, rng)
+    return [e.xreplace(calls) for e in out] if applied else out
+
+
+def _agree(lhs: sp.Expr, rhs: sp.Expr) -> bool:
+    """|lhs − rhs| within _PROBE_RTOL of the larger side, plus evalf's own error bounds."""
+    lr, li, lb = _number(lhs)
+    rr, ri, rb = _number(rhs)
+    gap = sp.sqrt((lr - rr) ** 2 + (li - ri) ** 2)
+    scale = max(sp.sqrt(lr**2 + li**2), sp.sqrt(rr**2 + ri**2))
+    return bool(gap <= lb + rb + _PROBE_RTOL * scale)
+
+
+def _probe(lhs: list[sp.Expr], rhs: list[sp.Expr], probes: int, salt: bytes = b"") -> tuple[str | None, int, str]:
+    """(refutation or None, probes that decided, how many probes decided in words).
+
+    A probe decides when every entry has a value on both sides there; one entry that has
+    values and disagrees refutes the identity whatever the other entries do.
+    """
+    syms, bare = _probe_symbols(lhs + rhs)
+    indexed = sorted({str(ix.args[0]) for e in lhs + rhs for ix in e.atoms(sp.Indexed, _MatrixElement)})
+    wanted = probes if syms or indexed else 1
+    # Seeded by the identity itself: reproducible, yet no fixed set of points an expression could be
+    # built to vanish on (a polynomial with roots at every probe point would make a false rewrite agree).
+    rng = random.Random(hashlib.sha256(salt + sp.sstr(lhs + rhs, order="none").encode()).digest())  # "none": ordering evaluates sums
+    calls: dict = {}
+    decided = tried = 0
+    skipped = ""
+    while decided < wanted and tried < wanted * _PROBE_TRIES:
+        lean = (-1, 1)[tried] if tried < 2 and not salt else 0
+        tried += 1
+        point = {s: _sample_value(sp.Dummy(integer=True) if s in bare else s, rng, lean, wide=bool(salt)) for s in syms}
+        skipped = _too_large(lhs + rhs, point) or ""
+        if skipped:
+            continue
+        try:
+            both = _instantiate(lhs + rhs, point, rng, calls)
+        except _NotInstantiable:
+            break  # no point gives it a value: more random points cannot help
+        except _Undefined:
+            continue
+        undefined = False
+        for k, (a, b) in enumerate(zip(both[:len(lhs)], both[len(lhs):])):
+            try:
+                if _agree(a, b):
+                    continue
+            except _Undefined:
+                undefined = True
+                continue
+            shown = ", ".join(f"{s}={v}" for s, v in list(point.items())[:6]) or "a constant"
+            shown += f" (random entries of {', '.join(indexed)})" if indexed else ""
+            entry = f", entry {k}" if len(lhs) > 1 else ""
+            return (f"refuted at {shown}{entry}: lhs {sp.N(a, 6)}, rhs {sp.N(b, 6)}", decided + 1,
+                    f"{decided + 1} of {tried} probes decided")
+        decided += not undefined
+    if decided == 0:
+        why = f" (instantiating needs {skipped})" if skipped else ""
+        return None, 0, f"not probed: 0 of {tried} probe points gave both sides a value{why}"
+    return None, decided, f"{decided} of {tried} probes decided"
+
+
+def _positive(e: sp.Expr) -> bool:
+    """e > 0 from the assumptions, including finite sums of positive terms."""
+    if e.is_positive:
+        return True
+    if isinstance(e, (sp.Add, sp.Mul)):
+        return all(_positive(a) for a in e.args)
+    if isinstance(e, sp.Pow):
+        return _positive(e.base) and bool(e.exp.is_extended_real)
+    if isinstance(e, sp.exp):
+        return bool(e.args[0].is_extended_real)
+    if isinstance(e, sp.Sum):  # a non-empty sum of positive terms: every range has hi ≥ lo
+        return _positive(e.function) and all(
+            (hi - lo).is_nonnegative or ((hi - lo).is_integer and (hi - lo + 1).is_positive) for _, lo, hi in e.limits)
+    return False
+
+
+def _nonzero(d: sp.Expr) -> bool:
+    if d.is_zero is False or _positive(d) or _positive(-d):
+        return True
+    if isinstance(d, sp.Mul):
+        return all(_nonzero(f) for f in d.args)
+    if isinstance(d, sp.Pow) and d.exp.is_extended_real:
+        return _nonzero(d.base) and bool(d.base.is_finite)
+    return False
+
+
+# Functions with poles, and the factor that vanishes there: tan x = sin x / cos x, and so on.
+_POLES = {sp.tan: sp.cos, sp.sec: sp.cos, sp.cot: sp.sin, sp.csc: sp.sin,
+          sp.tanh: sp.cosh, sp.sech: sp.cosh, sp.coth: sp.sinh, sp.csch: sp.sinh}
+# Functions undefined where an argument is a non-positive integer, and which argument (shifted so the
+# poles are at 0, −1, −2, …): gamma(z), factorial(k) at k = −1, −2, …, harmonic(n) at n = −1, −2, ….
+_GAMMA_POLES = {sp.gamma: lambda f: f.args[0], sp.loggamma: lambda f: f.args[0], sp.digamma: lambda f: f.args[0],
+                sp.polygamma: lambda f: f.args[1], sp.factorial: lambda f: f.args[0] + 1,
+                sp.harmonic: lambda f: f.args[0] + 1}
+
+# Bound indices are renamed to Dummies with these fixed indices, so the same position in the same
+# nesting gives the same symbol on both sides; no user symbol can be equal to one (a Dummy equals
+# only a Dummy with its name, index and assumptions).
+_BOUND_BASE = 7_340_000_000
+
+
+def _index_facts(lo: sp.Expr, hi: sp.Expr) -> dict:
+    """What the range implies for its index. Under SymPy's (Karr's) convention a reversed range
+    Σ_{lo..hi} with hi < lo − 1 runs over hi + 1 .. lo − 1, so a bound holds only when the range
+    is shown not reversed; the index is an integer only when lo is."""
+    facts = {}
+    upward = hi == sp.oo  # k = lo, lo + 1, …: bounded below by lo only
+    if lo.is_integer and (hi.is_integer or upward):
+        facts["integer"] = True
+        if upward:
+            if lo.is_positive:
+                facts["positive"] = True
+            elif lo.is_nonnegative:
+                facts["nonnegative"] = True
+        elif (hi - lo + 1).is_nonnegative:
+            if lo.is_positive:
+                facts["positive"] = True
+            elif lo.is_nonnegative:
+                facts["nonnegative"] = True
+            elif hi.is_negative:
+                facts["negative"] = True
+            elif hi.is_nonpositive:
+                facts["nonpositive"] = True
+    return facts
+
+
+def _canonical(expr: sp.Expr) -> sp.Expr:
+    """Alpha-rename every bound index of a Sum or Product to a Dummy fixed by its nesting height and
+    position, carrying what its range implies (k in 1..n, n ≥ 0, is a positive integer), so
+    Σ_i q_i and Σ_m q_m coincide. Only the summand (and inner limits) are renamed, never the sum's
+    own limits: Σ_{i=1..i} f(i) keeps its free upper limit i."""
+    if not expr.has(sp.Sum, sp.Product):
+        return expr
+
+    def rename(s):
+        height = _sum_height(s.function)
+        function, limits = s.function, [tuple(lim) for lim in s.limits]
+        for k, (var, lo, hi) in enumerate(limits):
+            new = sp.Dummy(f"b{height}_{k}", dummy_index=_BOUND_BASE + 100 * height + k, **_index_facts(lo, hi))
+            function = function.xreplace({var: new})
+            limits = [(new, lo, hi) if j == k else
+                      (lim[0],) + tuple(b.xreplace({var: new}) for b in lim[1:]) if j < k else lim
+                      for j, lim in enumerate(limits)]
+        return s.func(function, *limits)
+
+    return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), rename)
+
+
+def _sum_height(e: sp.Basic) -> int:
+    return max((1 + _sum_height(s.function) for s in e.atoms(sp.Sum, sp.Product)), default=0)
+
+
+def _singularities(e: sp.Expr) -> list[tuple[sp.Expr, str]]:
+    """(expression that must be shown non-zero, what it is) for every singularity recognised in ``e``:
+    bases of powers whose exponent may be negative, the vanishing factor of each tan, cot, sec, csc
+    (and hyperbolic) pole, log's argument, atan2's pair, gamma-like arguments (shifted)."""
+    e = _canonical(e)
+    found = []
+    for p in e.atoms(sp.Pow):
+        if not p.exp.is_nonnegative:
+            found.append((p.base, "denominator"))
+    found.extend((_POLES[type(f)](f.args[0]), "denominator") for f in e.atoms(*_POLES))
+    found.extend((f.args[0], "argument of log") for f in e.atoms(sp.log))
+    for f in e.atoms(sp.atan2):
+        y, x = f.args
+        if not _nonzero(y):
+            found.append((x, "atan2(y, x) needs y or x non-zero:"))
+    for f in e.atoms(*_GAMMA_POLES):
+        found.append((_GAMMA_POLES[type(f)](f), f"{type(f).__name__} pole"))
+    return found
+
+
+def _gamma_safe(z: sp.Expr) -> bool:
+    """z is not 0, −1, −2, …"""
+    return bool(z.is_positive or z.is_integer is False or (z.is_extended_real is False))
+
+
+def _convergent(s: sp.Expr) -> bool:
+    """An infinite sum or product shown convergent by SymPy's tests (which may give up by raising)."""
+    if not isinstance(s, (sp.Sum, sp.Product)) or len(s.limits) != 1:
+        return False
+    try:
+        return s.is_convergent() is sp.true
+    except Exception:
+        return False
+
+
+def _undefined_somewhere(exprs: list[sp.Expr]) -> str | None:
+    """A reason naming the first singularity not shown absent, or None when both sides are defined
+    everywhere (infinities were refused on entry)."""
+    for e in exprs:
+        for s in e.atoms(sp.Sum, sp.Product, sp.Integral):
+            if any(b.has(sp.oo, -sp.oo, sp.zoo) for lim in s.limits for b in lim[1:]):
+                if not _convergent(s):
+                    return f"infinite {type(s).__name__.lower()} {sp.sstr(s)[:80]} not shown convergent"
+    found = {}
+    for e in exprs:
+        for d, kind in _singularities(e):
+            found.setdefault(d, kind)
+    for d in sorted(found, key=sp.default_sort_key):
+        kind = found[d]
+        if "pole" in kind:
+            if _gamma_safe(d):
+                continue
+            return f"{kind}: {sp.sstr(d)[:120]} not shown off 0, −1, −2, …"
+        if _nonzero(d):
+            continue
+        zero = d.is_number and d.is_zero or _reduces_to_zero(d, trust_simplify=False)
+        return (f"{kind} {sp.sstr(d)[:120]} is " +
+                ("identically 0" if zero else "not shown non-zero under the symbols' assumptions"))
+    return None
+
+
+def _forward_ranges(expr: sp.Expr) -> bool:
+    """Every sum range in ``expr`` is shown not reversed (hi ≥ lo − 1), or sums a polynomial in its
+    index (a closed form of a polynomial sum is a polynomial identity in hi, so it holds for reversed
+    ranges too); every product range is shown not reversed."""
+    return all((hi - lo + 1).is_nonnegative or hi == sp.oo
+               or isinstance(s, sp.Sum) and s.function.is_polynomial(var)
+               for s in expr.atoms(sp.Sum, sp.Product) for var, lo, hi in s.limits)
+
+
+def _gamma_rewrites_hold(expr: sp.Expr) -> bool:
+    """simplify rewrites binomials and rising/falling factorials through gamma, which is exact only
+    where no gamma pole is met: binomial(n, m) = binomial(n, n − m) is false for negative integer n.
+    So simplify may see them only with a first argument shown non-negative (or not an integer)."""
+    return all(f.args[0].is_nonnegative or f.args[0].is_integer is False
+               for f in expr.atoms(sp.binomial, sp.RisingFactorial, sp.FallingFactorial))
+
+
+def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool) -> str:
+    """"exact" or "simplify" (which kind of reduction reached 0), or "" when none did."""
+    # Cheapest first: most identities here are polynomial or rational in exponentials.
+    # Each reduction is valid wherever the expression is defined; the singularities are checked apart.
+    # expand, together, cancel and powsimp rewrite by field axioms and power laws with their
+    # conditions; simplify also applies rewrites that hold only generically, so it needs probes.
+    expr = _canonical(expr)
+    reductions = [
+        sp.expand,
+        lambda e: sp.expand(sp.numer(sp.together(e))),
+        lambda e: sp.cancel(sp.expand(e, power_exp=True)),
+        lambda e: sp.cancel(sp.powsimp(sp.expand(e))),
+    ]
+    if expr.has(sp.Derivative):  # differentiation rules are exact
+        reductions.append(lambda e: sp.expand(e.xreplace({d: d.doit() for d in e.atoms(sp.Derivative)})))
+    if expr.has(sp.sin, sp.cos, sp.tan, sp.sinh, sp.cosh, sp.tanh):
+        reductions.append(lambda e: sp.expand(sp.expand_trig(e)))
+    # Sum.doit on a symbolic range ignores the reversed-range convention (it makes
+    # Σ_{i=1..n} δ(i, m) = [1 ≤ m ≤ n] for every n), and simplify may call it, so neither is used
+    # where a range can be reversed.
+    if expr.has(sp.ceiling, sp.frac):
+        reductions.append(lambda e: sp.expand(e.rewrite(sp.floor)))
+    exact = len(reductions)
+    if trust_simplify and _forward_ranges(expr) and _gamma_rewrites_hold(expr):
+        reductions.append(sp.simplify)
+        if expr.has(sp.Sum, sp.Product):
+            reductions.append(lambda e: sp.simplify(e.doit()))
+        if expr.has(sp.Piecewise, sp.Max, sp.Min, sp.Abs, sp.sign, sp.Heaviside):
+            reductions.append(lambda e: sp.simplify(sp.piecewise_fold(e.rewrite(sp.Piecewise))))
+    for k, reduce in enumerate(reductions):
+        try:
+            if reduce(expr) == 0:
+                return "exact" if k < exact else "simplify"
+        except Exception:
+            continue
+    return ""
+
+
+def identity(lhs: Any, rhs: Any, *, probes: int = 3, budget: float = BUDGET_S) -> tuple[bool, str]:
+    """Decide ``lhs == rhs`` for all values of the free symbols; never raises, never runs past
+    ``budget`` seconds (in the main thread).
+
+    True only when the shapes match, no probe refutes it, both sides are shown defined everywhere
+    and the difference reduces to zero. The detail says which stage decided.
+    """
+    try:
+        try:
+            with _deadline(budget):
+                return _identity(lhs, rhs, probes)
+        except _OutOfTime:
+            return False, f"undecided within the budget of {budget:g} s"
+    except _OutOfTime:  # the alarm landed while the deadline was being disarmed
+        return False, f"undecided within the budget of {budget:g} s"
+    except Exception as exc:  # a check that cannot run is a failed check, never a crash
+        return False, f"check raised {type(exc).__name__}: {_message(exc)}"
+
+
+def _plain(x: Any) -> Any:
+    """Python and array-library numbers and arrays as SymPy sees them (1j, Fraction(1, 2), an
+    ndarray via its ``tolist``), without importing any array library."""
+    if isinstance(x, (sp.Basic, sp.MatrixBase, sp.NDimArray, list, tuple)):
+        return x
+    if isinstance(x, numbers.Number):
+        return sp.sympify(x)
+    if hasattr(x, "tolist") and hasattr(x, "shape"):
+        shape = tuple(int(d) for d in x.shape)
+        return sp.ImmutableDenseNDimArray(x.tolist(), shape) if shape else x.tolist()
+    return x
+
+
+def _identity(lhs: Any, rhs: Any, probes: int) -> tuple[bool, str]:
+    lhs, rhs = _plain(lhs), _plain(rhs)
+    try:
+        a_shape, b_shape = _shape(lhs), _shape(rhs)
+        if a_shape != b_shape:
+            return False, f"shapes differ: {a_shape or 'scalar'} against {b_shape or 'scalar'}"
+        a, b = _entries(lhs), _entries(rhs)
+    except ValueError as exc:
+        return False, _message(exc)
+    differ = [k for k, (x, y) in enumerate(zip(a, b)) if x != y]  # identical entries cannot be refuted
+    refuted, decided, probed = _probe([a[k] for k in differ], [b[k] for k in differ], probes) if differ \
+        else (None, 0, "sides identical, not probed")
+    if refuted:
+        return False, refuted
+    why = _undefined_somewhere(a + b)
+    if why:
+        return False, f"not shown defined: {why} ({probed})"
+    generic = False
+    for k, (x, y) in enumerate(zip(a, b)):
+        how = _reduces_to_zero(x - y, trust_simplify=decided > 0) if x != y else "exact"
+        if not how:
+            entry = f" (entry {k})" if len(a) > 1 else ""
+            unprobed = "; simplify is not trusted without probes" if not decided else ""
+            return False, f"difference does not simplify to 0{entry}: {sp.sstr(x - y)[:200]} ({probed}{unprobed})"
+        generic |= how == "simplify"
+    if generic:
+        # simplify applies rewrites that fail for some values (binomial symmetry at negative n):
+        # its 0 must survive a second, larger round of probes at fresh points.
+        refuted, _, more = _probe([a[k] for k in differ], [b[k] for k in differ], _CONFIRM_PROBES, salt=b"confirm")
+        if refuted:
+            return False, f"simplify reached 0, but {refuted}"
+        probed += f"; simplify's 0 confirmed: {more}"
+    return True, (f"identity ({len(a)} entr{'y' if len(a) == 1 else 'ies'}; {probed}; "
+                  "defined everywhere; difference simplified to 0)")
