@@ -1,24 +1,29 @@
-"""Checked derivations.
+"""Building derivations: a theorem proposes, the checker decides.
 
-A theorem is a plain function that builds a :class:`Derivation` with a :class:`Proof`:
-every step names the rule it applies and carries a machine check over *computed*
-SymPy expressions. A step without a check is a premise and says which kind of trust it
-asks for: a definition, an assumption of the claim, a cited theorem (with its reference)
-or an induction hypothesis. The verdict is "proved" only when every check passed and
-every conjunct of the statement is exactly the relation some passed, checked step
-established: steps that all pass but prove something else prove nothing.
+A theorem is a plain function that builds a :class:`Derivation` with a :class:`Proof`. Every step
+is a *rule application* (see ``proofs.checker.RULES``) recorded in a proof certificate; the builder
+checks nothing that counts. "Proved" is the verdict of :func:`proofs.checker.check` replaying the
+certificate, recomputed on demand and never stored: a :class:`Derivation` is frozen, and its
+certificate is a JSON string.
 
-Checks compare mathematics, not notation: an identity is first probed at random
-rational points (a false identity is refuted in milliseconds there, where
-``simplify`` can spend seconds), and only then reduced to zero symbolically.
+Premises say what trust they ask for: a definition (conservative when its name is new), an
+assumption of the claim, a cited theorem (with its reference) or an induction hypothesis. A step no
+rule covers is a named computation (``Proof.holds``, or a label bound by ``equal(subject=...)``): the
+verdict then reads "proved, given computation NAME (file:function)".
 """
 from __future__ import annotations
 
+import inspect
+import json
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 import sympy as sp
+
+from proofs import checker
+from proofs.checker import FORMAT, VERSION, conjuncts, write
 
 PROVED = "proved"
 FAILED = "failed"
@@ -29,7 +34,6 @@ CITED = "cited"
 HYPOTHESIS = "hypothesis"  # an induction hypothesis
 PREMISE_KINDS = (DEFINITION, ASSUMPTION, CITED, HYPOTHESIS)
 
-# Relations a step may establish, by the symbol a theorem writes.
 _RELATIONS: dict[str, Callable[[Any, Any], Any]] = {
     "=": lambda a, b: sp.Eq(a, b, evaluate=False),
     "≤": lambda a, b: sp.Le(a, b, evaluate=False), "<=": lambda a, b: sp.Le(a, b, evaluate=False),
@@ -37,7 +41,9 @@ _RELATIONS: dict[str, Callable[[Any, Any], Any]] = {
     "<": lambda a, b: sp.Lt(a, b, evaluate=False), ">": lambda a, b: sp.Gt(a, b, evaluate=False),
     "≠": lambda a, b: sp.Ne(a, b, evaluate=False), "!=": lambda a, b: sp.Ne(a, b, evaluate=False),
     "⟺": lambda a, b: sp.Equivalent(a, b, evaluate=False),
+    "~": lambda a, b: sp.Function("Distributed")(a, b),  # a random variable and its law: a premise only
 }
+_SYMBOL_OF = {sp.Eq: "=", sp.Le: "≤", sp.Ge: "≥", sp.Lt: "<", sp.Gt: ">", sp.Ne: "≠"}
 
 
 def relation(lhs: Any, rel: str, rhs: Any):
@@ -55,28 +61,49 @@ def _sympify(x: Any) -> Any:
     return sp.sympify(x)
 
 
-def conjuncts(statement: Any) -> tuple:
-    """The parts of a statement a derivation must establish one by one (And splits)."""
-    if statement is None or statement is sp.true:  # nothing left to establish
-        return ()
-    return sp.And.make_args(statement) if isinstance(statement, sp.And) else (statement,)
+def _source(fn: Any) -> str:
+    """file:function of a callable, relative to the repository ("proofs/theorems/x.py:f")."""
+    try:
+        path = inspect.getsourcefile(fn) or "?"
+        line = inspect.getsourcelines(fn)[1]
+    except (TypeError, OSError):
+        return f"?:{getattr(fn, '__qualname__', repr(fn))}"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    rel = os.path.relpath(path, root) if path.startswith(root) else path
+    name = getattr(fn, "__qualname__", "?")
+    return f"{rel}:{name}" + (f" (line {line})" if "<lambda>" in name else "")
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Structural equality of two relations; an equation also matches its mirror image."""
-    if a == b:
-        return True
-    return isinstance(a, sp.Eq) and isinstance(b, sp.Eq) and a.lhs == b.rhs and a.rhs == b.lhs
+def _caller(depth: int = 2) -> str:
+    frame = inspect.stack()[depth]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.path.relpath(frame.filename, root) if frame.filename.startswith(root) else frame.filename
+    return f"{path}:{frame.function} (line {frame.lineno})"
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A premise or step of a proof under construction: its id and the relation it states."""
+
+    id: str
+    relation: Any
+    ok: bool | None = None  # what the builder already knows (a citation of an unproved theorem: False)
+
+    def __bool__(self) -> bool:
+        return self.ok is not False
+
+    @property
+    def lhs(self):
+        return self.relation.lhs
+
+    @property
+    def rhs(self):
+        return self.relation.rhs
 
 
 @dataclass(frozen=True)
 class Step:
-    """One line of a derivation: ``lhs = rhs`` (or a predicate) by ``rule``.
-
-    A premise has ``passed is None`` and a ``kind`` (see PREMISE_KINDS); a checked step
-    has ``kind is None``. ``subject`` names what the computed ``lhs`` denotes: the step
-    establishes ``subject relation rhs``.
-    """
+    """One line of a derivation as the report shows it (premise or rule application, and its outcome)."""
 
     rule: str
     description: str
@@ -87,29 +114,13 @@ class Step:
     relation: str = "="
     kind: str | None = None
     reference: str | None = None
-    subject: Any = None
-    claim: Any = None  # a whole relation the step establishes, when neither side is written as stated
-    cites: Any = None  # the Derivation a "theorem ..." step relies on (see Proof.cite)
 
     @property
     def is_premise(self) -> bool:
         return self.passed is None
 
     @property
-    def established(self) -> Any:
-        """The relation this step states: ``subject relation rhs`` (None for a bare predicate)."""
-        if self.claim is not None:
-            return self.claim
-        if self.rhs is None:
-            return None
-        try:
-            return relation(self.lhs if self.subject is None else self.subject, self.relation, self.rhs)
-        except Exception:  # an lhs SymPy cannot hold in a relation establishes nothing
-            return None
-
-    @property
     def trust(self) -> str:
-        """How a premise reads in a trust list: its reference when cited, else its description."""
         return self.reference or self.description
 
 
@@ -123,17 +134,69 @@ class Result(dict):
             raise AttributeError(name) from None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Derivation:
+    """A finished proof: its certificate (JSON text) and results. Its verdict is the checker's."""
+
     claim_id: str
     title: str
-    statement: Any
     assumptions: tuple[str, ...]
-    steps: list[Step]
-    result: Any
+    certificate_json: str
+    result: Any = None
     seconds: float = 0.0
-    unmatched: tuple = ()  # statement conjuncts no passed checked step established
-    statement_source: str = "catalogue"  # or "instance": a helper's own statement= (see Proof)
+
+    @property
+    def certificate(self) -> dict:
+        return json.loads(self.certificate_json)
+
+    @property
+    def check(self) -> "checker.Verdict":
+        return checker.check(self.certificate_json)
+
+    @property
+    def statement(self) -> Any:
+        cert = self.certificate
+        return checker.read_in(cert, cert["statement"])
+
+    @property
+    def verified(self) -> bool:
+        return self.check.proved
+
+    @property
+    def verdict(self) -> str:
+        return PROVED if self.verified else FAILED
+
+    @property
+    def verdict_line(self) -> str:
+        return self.check.line
+
+    @property
+    def reasons(self) -> list[str]:
+        return list(self.check.reasons)
+
+    @property
+    def trust_base(self) -> dict[str, list[str]]:
+        return self.check.trust_base if self.verified else {}
+
+    @property
+    def computations(self) -> list[str]:
+        return self.trust_base.get("computation", [])
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        cert, outcomes = self.certificate, {o.id: o for o in self.check.outcomes}
+        out = []
+        for p in cert.get("premises", []):
+            rel = checker.read_in(cert, p["statement"])
+            lhs, rhs, sym = (rel.lhs, rel.rhs, _SYMBOL_OF.get(type(rel), "=")) if hasattr(rel, "rhs") else (rel, None, "=")
+            out.append(Step(p.get("label") or p["kind"], p.get("description", ""), lhs, rhs, None, "premise", sym,
+                            p["kind"], p.get("reference")))
+        for s in cert.get("steps", []):
+            rel, o = checker.read_in(cert, s["conclusion"]), outcomes.get(s["id"])
+            lhs, rhs, sym = (rel.lhs, rel.rhs, _SYMBOL_OF.get(type(rel), "=")) if hasattr(rel, "rhs") else (rel, None, "=")
+            out.append(Step(s.get("label") or s["rule"], s.get("description", ""), lhs, rhs,
+                            bool(o and o.passed), o.detail if o else "not replayed", sym))
+        return tuple(out)
 
     @property
     def checked_steps(self) -> list[Step]:
@@ -145,54 +208,11 @@ class Derivation:
 
     @property
     def trusted(self) -> tuple[Step, ...]:
-        """The premises, in order: what the verdict takes on trust rather than checks.
-
-        A theorem this one cites brings its own premises along (after this one's), so the
-        list is the whole trust base, not only the last layer of it.
-        """
-        out: list[Step] = []
-        for s in self.steps:
-            if s.is_premise:
-                out.append(s)
-        for s in self.steps:
-            if s.cites is not None:
-                out += [p for p in s.cites.trusted if not any(p is q for q in out)]
-        return tuple(out)
+        return tuple(s for s in self.steps if s.is_premise)
 
     @property
-    def trust_base(self) -> dict[str, list[str]]:
-        """Premises by kind, each named once: {"cited": ["Chebyshev's inequality"], ...}."""
-        out: dict[str, list[str]] = {}
-        for s in self.trusted:
-            names = out.setdefault(s.kind, [])
-            if s.trust not in names:
-                names.append(s.trust)
-        return {k: out[k] for k in PREMISE_KINDS if k in out}
-
-    @property
-    def reasons(self) -> list[str]:
-        """Why the verdict is not "proved" (empty when it is)."""
-        why = [f"step {self.steps.index(s) + 1} ({s.rule}) failed: {s.detail}" for s in self.failed_steps]
-        why += [f"statement conjunct {sp.sstr(c)} not established" for c in self.unmatched]
-        if not self.checked_steps:
-            why.append("no step is checked: a derivation of premises only proves nothing")
-        return why
-
-    @property
-    def verified(self) -> bool:
-        return not self.reasons
-
-    @property
-    def verdict(self) -> str:
-        return PROVED if self.verified else FAILED
-
-    @property
-    def verdict_line(self) -> str:
-        """One line: "proved", "proved, given Chebyshev's inequality", or "failed: <why>"."""
-        if not self.verified:
-            return f"{FAILED}: " + "; ".join(self.reasons)
-        cited = self.trust_base.get(CITED, [])
-        return PROVED + (", given " + ", ".join(cited) if cited else "")
+    def unmatched(self) -> tuple:
+        return tuple(r for r in self.check.reasons if "not established" in r)
 
     def to_latex(self) -> str:
         from proofs import render
@@ -217,9 +237,9 @@ class Proof:
     """Builder used inside a theorem function; ``finish`` returns the Derivation.
 
     ``Proof(claim_id)`` takes title, statement and assumptions from the catalogue entry of
-    ``claim_id``: a theorem does not restate them. A helper deriving an instance that is
-    not in the catalogue (``dot_product_moments(d=3)``) passes ``statement=`` (and may pass
-    ``assumptions=``); an id outside the catalogue must pass ``statement=``.
+    ``claim_id``: a theorem does not restate them, and a catalogued id with another statement is
+    refused. A helper deriving an instance outside the catalogue (``dot_product_moments(d=3)``) uses
+    its own id and passes ``statement=``.
     """
 
     def __init__(self, claim_id: str, title: str | None = None, statement: Any = None,
@@ -232,20 +252,32 @@ class Proof:
         if entry is None and statement is None:
             raise ValueError(f"claim_id {claim_id!r} is not in the catalogue: pass statement= (what the steps must "
                              "establish), or a derivation could prove nothing and be called proved")
-        if entry is not None and statement is None and (title is not None or assumptions is not None):
+        if entry is not None and (title is not None or assumptions is not None):
             raise ValueError(f"claim_id {claim_id!r} is catalogued: its title and assumptions come from "
                              "proofs/claims.py, not from the theorem")
-        self.claim_id = claim_id
-        self.statement_source = "catalogue" if entry is not None and statement is None else "instance"
-        self.title = title if title is not None else (entry.title if entry else claim_id)
-        self.statement = statement if statement is not None else (entry.statement if entry else None)
-        if assumptions is not None:
-            self.assumptions = tuple(assumptions)
-        else:
-            self.assumptions = entry.assumptions if entry else ()
-        self.steps: list[Step] = []
+        if entry is not None and statement is not None and not checker._same_all(statement, entry.statement):
+            raise ValueError(f"claim_id {claim_id!r} is catalogued with another statement: derive an instance "
+                             "under its own id")
+        self._claim_id = claim_id
+        self._title = title if title is not None else (entry.title if entry else claim_id)
+        self._statement = _sympify(statement) if statement is not None else entry.statement
+        self._assumptions = tuple(assumptions) if assumptions is not None else (entry.assumptions if entry else ())
+        self._premises: list[dict] = []
+        self._steps: list[dict] = []
+        self._exprs: list = [self._statement]  # for the certificate's table of function assumptions
         self._start = time.perf_counter()
 
+    claim_id = property(lambda self: self._claim_id)
+    statement = property(lambda self: self._statement)
+    title = property(lambda self: self._title)
+    assumptions = property(lambda self: self._assumptions)
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """The steps so far, with the checker's outcomes (a replay of the certificate up to here)."""
+        return self.finish().steps
+
+    # ---------------------------------------------------------------- reading the statement
     def stated(self, subject: Any) -> Any:
         """The statement's conjunct about ``subject`` (the relation whose lhs it is)."""
         for c in conjuncts(self.statement):
@@ -254,72 +286,193 @@ class Proof:
         raise ValueError(f"the statement of {self.claim_id} has no conjunct about {subject}")
 
     def claimed(self, subject: Any) -> Any:
-        """What the statement says ``subject`` equals (or is bounded by): the rhs of its conjunct.
-
-        A theorem checks its computed value against this, so the claim is written once.
-        """
+        """What the statement says ``subject`` equals (or is bounded by): the rhs of its conjunct."""
         return self.stated(subject).rhs
 
-    def premise(self, rule: str, description: str, lhs: Any, rhs: Any = None, relation: str = "=", *,
-                kind: str, reference: str | None = None) -> None:
-        """A stated, unchecked step; ``kind`` says what trust it asks for (PREMISE_KINDS)."""
+    # ---------------------------------------------------------------- recording
+    def _id(self, prefix: str) -> str:
+        return f"{prefix}{len(self._premises) + len(self._steps) + 1}"
+
+    def _note(self, *exprs: Any) -> None:
+        self._exprs.extend(x for x in exprs if isinstance(x, sp.Basic))
+
+    def _premise(self, kind: str, rel: Any, description: str, *, reference: str | None = None,
+                 forall: Iterable = (), label: str | None = None) -> Fact:
         if kind not in PREMISE_KINDS:
             raise ValueError(f"kind must be one of {PREMISE_KINDS}, got {kind!r}")
         if kind == CITED and not (isinstance(reference, str) and reference.strip()):
             raise ValueError("reference must name the cited theorem (e.g. \"Chebyshev's inequality\") "
                              "when kind is 'cited'")
-        self.steps.append(Step(rule, description, lhs, rhs, None, "premise", relation, kind, reference))
+        fid = self._id("P")
+        self._note(rel)
+        entry = {"id": fid, "kind": kind, "statement": write(rel), "description": description,
+                 "forall": [write(s) for s in forall]}
+        if reference:
+            entry["reference"] = reference
+        if label:
+            entry["label"] = label
+        self._premises.append(entry)
+        return Fact(fid, rel)
+
+    def _step(self, rule: str, conclusion: Any, description: str, premises: Iterable[Fact] = (),
+              label: str | None = None, **data: Any) -> Fact:
+        fid = self._id("S")
+        self._note(conclusion, *[checker.read(t) for t in data.get("terms", [])])
+        entry = {"id": fid, "rule": rule, "conclusion": write(conclusion), "description": description,
+                 "premises": [p.id for p in premises]}
+        if label:
+            entry["label"] = label
+        entry.update(data)
+        self._steps.append(entry)
+        return Fact(fid, conclusion)
+
+    # ---------------------------------------------------------------- premises
+    def define(self, lhs: Any, rhs: Any, description: str = "", *, forall: Iterable = ()) -> Fact:
+        """A definition lhs := rhs; ``forall`` lists the symbols it holds for every value of (f(x) := …)."""
+        return self._premise(DEFINITION, relation(lhs, "=", rhs), description, forall=forall)
+
+    def assume(self, rel: Any, description: str = "", *, forall: Iterable = ()) -> Fact:
+        """An assumption of the claim, as a relation."""
+        return self._premise(ASSUMPTION, rel, description, forall=forall)
+
+    def cite_external(self, rel: Any, reference: str, description: str = "", *, forall: Iterable = ()) -> Fact:
+        """A theorem from the literature, taken as given and named in the verdict."""
+        return self._premise(CITED, rel, description, reference=reference, forall=forall)
+
+    def hypothesis(self, rel: Any, description: str = "induction hypothesis") -> Fact:
+        return self._premise(HYPOTHESIS, rel, description)
+
+    # ---------------------------------------------------------------- rule applications
+    def identity(self, lhs: Any, rhs: Any, description: str = "", *, label: str | None = None) -> Fact:
+        return self._step("identity", relation(lhs, "=", rhs), description, label=label)
+
+    def rewrite(self, lhs: Any, rhs: Any, using: Iterable[Fact], description: str = "", *, relation_: str = "=",
+                label: str | None = None) -> Fact:
+        """lhs rel rhs after substituting the ``using`` equations (and, for ≤/<, with their inequalities)."""
+        return self._step("rewrite", relation(lhs, relation_, rhs), description, using, label=label)
+
+    def chain(self, links: Iterable[Fact], lhs: Any, rel: str, rhs: Any, description: str = "",
+              label: str | None = None) -> Fact:
+        return self._step("chain", relation(lhs, rel, rhs), description, list(links), label=label)
+
+    def sign(self, small: Any, rel: str, big: Any, description: str = "", *, using: Iterable[Fact] = (),
+             terms: Iterable | None = None, label: str | None = None) -> Fact:
+        data = {"terms": [write(_sympify(t)) for t in terms]} if terms is not None else {}
+        return self._step("sign", relation(small, rel, big), description, using, label=label, **data)
+
+    def bound(self, links: Iterable[Fact], op: str, lhs: Any, rel: str, rhs: Any, description: str = "",
+              nonnegative: Iterable[Fact] = (), label: str | None = None) -> Fact:
+        links = list(links)
+        return self._step("bound", relation(lhs, rel, rhs), description, links + list(nonnegative), label=label,
+                          op=op, nonnegative=[f.id for f in nonnegative])
+
+    def induction(self, predicate: Any, var: Any, base_value: Any, base: Fact, step: Fact, hypothesis: Fact,
+                  description: str = "", *, step_var: Any = None, label: str | None = None) -> Fact:
+        data = {"var": write(var), "base": write(_sympify(base_value))}
+        if step_var is not None:
+            data["step_var"] = write(step_var)
+        return self._step("induction", predicate, description, [base, step, hypothesis], label=label, **data)
+
+    def linearity(self, lhs: Any, rhs: Any, description: str = "", *, operator: Any = None,
+                  random: Iterable = (), label: str | None = None) -> Fact:
+        data = {"random": [write(r) for r in random]}
+        if operator is not None:
+            data["operator"] = write(operator)
+        return self._step("linearity", relation(lhs, "=", rhs), description, label=label, **data)
+
+    def enumeration(self, predicate: Any, ranges: Iterable[tuple], description: str = "",
+                    label: str | None = None) -> Fact:
+        """P(v) for each v in each (symbol, lo, hi): the conclusion is the explicit conjunction."""
+        ranges = [(s, int(lo), int(hi)) for s, lo, hi in ranges]
+        instances = [predicate]
+        for s, lo, hi in ranges:
+            instances = [p.xreplace({s: sp.Integer(x)}) for p in instances for x in range(lo, hi + 1)]
+        conclusion = sp.And(*instances, evaluate=False) if len(instances) > 1 else instances[0]
+        return self._step("enumeration", conclusion, description, label=label,
+                          ranges=[[write(s), lo, hi] for s, lo, hi in ranges], predicate=write(predicate))
+
+    def cite(self, derivation: Derivation, conjunct: Any = None) -> Fact:
+        """Use what another derivation proved: its certificate is embedded and checked with this one."""
+        stated = derivation.statement if conjunct is None else conjunct
+        fact = self._step("citation", stated, f"from {derivation.claim_id}: {sp.sstr(stated)[:200]}",
+                          label=f"theorem {derivation.claim_id}", certificate=derivation.certificate)
+        ok = derivation.verified and (conjunct is None or any(checker._same(conjunct, c)
+                                                              for c in conjuncts(derivation.statement)))
+        return Fact(fact.id, fact.relation, ok)
+
+    def computation(self, rel: Any, check: Callable[[], Any], description: str = "", *, name: str | None = None,
+                    label: str | None = None) -> Fact:
+        """A step no rule covers: ``check()`` is run now, and the verdict names it as trusted."""
+        try:
+            out = check()
+        except Exception as exc:
+            out = (False, f"check raised {type(exc).__name__}: {exc}")
+        truth = (bool, sp.logic.boolalg.BooleanAtom)
+        if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], truth):
+            ok, detail = bool(out[0]), str(out[1])
+        elif isinstance(out, truth):
+            ok, detail = bool(out), ""
+        else:
+            ok, detail = False, f"a check must return a bool or (bool, str), got {type(out).__name__}"
+        return self._step("computation", rel, description, label=label, name=name or getattr(check, "__name__", "?"),
+                          source=_source(check), outcome=bool(ok), detail=detail or ("holds" if ok else "does not hold"))
+
+    # ---------------------------------------------------------------- the older vocabulary
+    def premise(self, rule: str, description: str, lhs: Any, rhs: Any = None, relation_: str = "=", *,
+                kind: str, reference: str | None = None, **kw: Any) -> Fact:
+        """A stated, unchecked step of a kind (older form of define/assume/cite_external/hypothesis)."""
+        rel_symbol = kw.pop("relation", relation_)
+        rel = _sympify(lhs) if rhs is None else relation(lhs, rel_symbol, rhs)
+        if kind == DEFINITION:
+            try:
+                checker._definition_head(rel, (), "?")
+            except checker.CertificateError:
+                # Not "name = body": it may constrain names already in use, so it is an assumption, and listed.
+                kind = ASSUMPTION
+        return self._premise(kind, rel, description, reference=reference, label=rule)
 
     def equal(self, rule: str, description: str, lhs: Any, rhs: Any, *, subject: Any = None,
               where: Callable[[Any], Any] | None = None, establishes: Any = None) -> bool:
-        """Step ``lhs = rhs``, checked as an identity over every free symbol.
-
-        ``subject`` names what the computed ``lhs`` denotes (the step establishes
-        ``subject = rhs``); ``where`` rewrites both sides before the check, e.g. to unfold
-        an abbreviation such as a_i = softmax(z)_i that ``rhs`` is written in;
-        ``establishes`` names the whole relation the check denotes, when both sides are computed.
-        """
+        """An identity step lhs = rhs. A ``where`` rewrite or a ``subject``/``establishes`` label is no rule:
+        it becomes a named computation on top of the checked identity, and the verdict says so."""
         try:
             a, b = (lhs, rhs) if where is None else (where(lhs), where(rhs))
-            ok, detail = identity(a, b)
-        except Exception as exc:  # a check that cannot run is a failed check, never a crash
-            ok, detail = False, f"check raised {type(exc).__name__}: {exc}"
-        self.steps.append(Step(rule, description, lhs, rhs, bool(ok), detail, "=", subject=subject, claim=establishes))
-        return bool(ok)
+            fact = self.identity(a, b, description, label=rule)
+        except Exception as exc:
+            return bool(self.computation(sp.Eq(sp.Symbol("step"), 0, evaluate=False),
+                                         lambda: (False, f"step could not be built: {type(exc).__name__}: {exc}"),
+                                         description, label=rule) and False)
+        ok, _ = checker.decide_identity(fact.lhs, fact.rhs)
+        if subject is None and where is None and establishes is None:
+            return ok
+        target = establishes if establishes is not None else relation(subject if subject is not None else lhs, "=", rhs)
+        source = _caller()
+        self._note(target)
+        self._steps.append({"id": self._id("S"), "rule": "computation", "conclusion": write(target),
+                            "description": "label: " + description, "premises": [fact.id], "label": rule,
+                            "name": "equal(" + ", ".join(k for k, v in (("subject", subject), ("where", where),
+                                                                        ("establishes", establishes)) if v is not None)
+                                    + ")",
+                            "source": source, "outcome": bool(ok), "detail": "the identity above, read as this"})
+        return ok
 
-    def holds(self, rule: str, description: str, lhs: Any, rhs: Any, check: Callable[[], tuple[bool, str] | bool],
-              relation: str = "=", *, subject: Any = None, establishes: Any = None) -> bool:
-        """Step whose check is a custom computation (a limit, an inequality, a bound)."""
-        try:
-            out = check()
-        except Exception as exc:  # a check that cannot run is a failed check, never a crash
-            out = (False, f"check raised {type(exc).__name__}: {exc}")
-        ok, detail = out if isinstance(out, tuple) else (bool(out), "")
-        self.steps.append(Step(rule, description, lhs, rhs, bool(ok), detail or ("holds" if ok else "does not hold"),
-                               relation, subject=subject, claim=establishes))
-        return bool(ok)
+    def holds(self, rule: str, description: str, lhs: Any, rhs: Any, check: Callable[[], Any],
+              relation_: str = "=", *, subject: Any = None, establishes: Any = None, **kw: Any) -> bool:
+        """A custom check: a named computation, trusted and listed in the verdict."""
+        rel_symbol = kw.pop("relation", relation_)
+        target = establishes if establishes is not None else relation(subject if subject is not None else lhs,
+                                                                      rel_symbol, rhs) if rhs is not None else lhs
+        fact = self.computation(target, check, description, label=rule)
+        return bool(self._steps[-1]["outcome"]) if fact else False
 
-    def cite(self, derivation: "Derivation", conjunct: Any = None) -> bool:
-        """Use what another derivation proved: a checked step that holds when it is proved.
-
-        Establishes ``conjunct``, which must be one of its statement's conjuncts (default: its whole
-        statement, every conjunct). Its premises join this derivation's trust base.
-        """
-        stated = derivation.statement if conjunct is None else conjunct
-        ok = derivation.verified and (conjunct is None or any(_same(conjunct, c) for c in conjuncts(derivation.statement)))
-        why = derivation.verdict_line if ok else \
-            f"{derivation.claim_id} does not establish {sp.sstr(stated)}: {derivation.verdict_line}"
-        self.steps.append(Step(f"theorem {derivation.claim_id}", f"from {derivation.claim_id}: {sp.sstr(stated)}",
-                               stated, None, bool(ok), why, claim=stated, cites=derivation))
-        return bool(ok)
-
-    def finish(self, result: Any) -> Derivation:
-        # A step may establish a conjunction (a cited theorem's whole statement): each part counts.
-        established = [part for s in self.steps if s.passed and s.established is not None
-                       for part in conjuncts(s.established)]
-        unmatched = tuple(c for c in conjuncts(self.statement) if not any(_same(c, e) for e in established))
-        return Derivation(self.claim_id, self.title, self.statement, self.assumptions, self.steps, result,
-                          time.perf_counter() - self._start, unmatched, self.statement_source)
+    # ---------------------------------------------------------------- finishing
+    def finish(self, result: Any = None) -> Derivation:
+        cert = {"format": FORMAT, "version": VERSION, "claim": self.claim_id, "title": self.title,
+                "statement": write(self.statement), "assumptions": list(self.assumptions),
+                "premises": self._premises, "steps": self._steps,
+                "functions": checker.function_facts(self._exprs)}
+        return Derivation(self.claim_id, self.title, self.assumptions, json.dumps(cert, sort_keys=True, ensure_ascii=False),
+                          result, time.perf_counter() - self._start)
 
 
 from proofs.identity import identity  # noqa: E402,F401  (re-exported: theorems import it from here)

@@ -115,12 +115,12 @@ def dot_product_moments(*, d=None, mean_q=0, mean_k=0, var_q=1, var_k=1) -> Deri
               VAR_Q: as_variance(var_q, "var_q"), VAR_K: as_variance(var_k, "var_k"), D_K: d}
     general = cited("dot-product-moments")
     mean, variance = (sp.expand(x.subs(values)) for x in (general.result.mean, general.result.variance))
-    pf = Proof("dot-product-moments", statement=sp.And(sp.Eq(E(S), mean, evaluate=False),
+    pf = Proof("dot-product-moments[instance]", statement=sp.And(sp.Eq(E(S), mean, evaluate=False),
                                                        sp.Eq(Var(S), variance, evaluate=False)),
                assumptions=["q_i, k_i (i = 1..d_k) mutually independent",
                             f"E[q_i] = {values[MU_Q]}, Var(q_i) = {values[VAR_Q]}, E[k_i] = {values[MU_K]}, "
                             f"Var(k_i) = {values[VAR_K]}, d_k = {d}"])
-    pf.steps.extend(general.steps)
+    pf.cite(general)
     _substitute(pf, general, values)
     return pf.finish(Result(mean=mean, variance=variance, std=sp.sqrt(variance)))
 
@@ -143,7 +143,7 @@ def seed_variance() -> Derivation:
     """The seeds' case: zero mean, unit variance gives E = 0, Var = d_k, Std = √d_k."""
     general = cited("dot-product-moments")
     pf = Proof("dot-product-variance")
-    pf.steps.extend(general.steps)
+    pf.cite(general)
     values = {MU_Q: 0, MU_K: 0, VAR_Q: 1, VAR_K: 1, D_K: D_K}
     _substitute(pf, general, values)
     variance = sp.expand(general.result.variance.subs(values))

@@ -125,7 +125,7 @@ def online_softmax_merge(merge: Merge | None = None, *, sizes=(2, 3), dim: int =
                                   nt.merge(nt.STATE_A, nt.merge(nt.STATE_B, nt.STATE_C)), evaluate=False))
 
     def conclude() -> tuple[bool, str]:
-        ok = base and step and assoc
+        ok = bool(base and step and assoc)
         return ok, ("base case and step checked above; associativity: any merge order of the N_B blocks gives the "
                     "left fold's state" if ok else "base case, step or associativity failed")
 

@@ -89,7 +89,7 @@ def softmax_jacobian(n=None) -> Derivation:
     sizes = EXPANDED_SIZES if n is None else (as_dimension(n, "n"),)
     subject = sp.Derivative(_a[_i], _z[_j])
     pf = Proof("softmax-jacobian") if n is None else Proof(
-        "softmax-jacobian", statement=sp.Eq(sp.Symbol("∂a/∂z"), jacobian_in_weights(probabilities(int(n))),
+        f"softmax-jacobian[n={int(n)}]", statement=sp.Eq(sp.Symbol("∂a/∂z"), jacobian_in_weights(probabilities(int(n))),
                                             evaluate=False), assumptions=[f"a = softmax(z), z ∈ ℝ^{int(n)}"])
     if n is None:
         pf.premise("definition", "a_i = exp(z_i) / Σ_k exp(z_k)", _a[_i], softmax_index(), kind=DEFINITION)

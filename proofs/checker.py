@@ -1,0 +1,767 @@
+"""The independent proof checker: replays a certificate and says whether it proves its statement.
+
+"Proved" means exactly what :func:`check` returns. The checker reads only the certificate (a plain
+JSON document, see ``proofs/certificate.py`` for how theorems write one) and uses only SymPy and the
+identity engine (``proofs/identity.py``). It imports no theorem, catalogue, report or builder code.
+
+A certificate lists *premises* (definitions, assumptions of the claim, cited theorems, induction
+hypotheses) and *steps*. Each step is one application of a rule from the fixed set ``RULES``; its
+conclusion is a relation, and the checker recomputes whether the rule yields that conclusion from
+the step's premises. A statement conjunct is established only by a step that passed, whose
+conclusion is that conjunct, and that depends on no undischarged induction hypothesis.
+
+Trust base (what a "proved" verdict still rests on):
+  1. this module's rules, as written here;
+  2. SymPy: parsing of the certificate's ``srepr`` expressions (a whitelisted, code-free parser:
+     only SymPy constructors and literals, built with evaluation off, so the tree read is the tree
+     written), structural equality, ``xreplace``/``replace``, its assumptions system (``is_nonnegative``
+     and friends, used by the ``sign`` rule), and the identity engine's simplifications;
+  3. the premises the verdict lists: definitions that are not conservative (their head occurs in the
+     statement or in another premise), assumptions, cited theorems, and named computations, which
+     no rule covers and which the checker takes as recorded;
+  4. that construction-time evaluation by SymPy in the theorem (x/x built as 1) is sound: no checker
+     can see an expression before it was built;
+  5. in-process use (``Derivation.verified``) trusts that theorem code does not patch this module;
+     ``attention-proofs check FILE`` replays in a fresh process.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import sympy as sp
+
+from proofs.identity import identity
+
+FORMAT = "attention-proofs/certificate"
+VERSION = 1
+
+PREMISE_KINDS = ("definition", "assumption", "cited", "hypothesis")
+RULES = {
+    "identity": "lhs = rhs for every admissible value of the free symbols, decided by the identity engine",
+    "rewrite": "substitute the premise equations (lhs → rhs, patterns over their `forall` symbols) into both "
+               "sides, then decide the relation as `identity` (=) or `sign` (≤, <) does",
+    "chain": "a = b, b ≤ c, c < d, … gives a < d: consecutive sides equal, one direction, strict if any step is",
+    "sign": "a ≤ b (or <) because b − a is shown ≥ 0 (> 0) under the symbols' assumptions, with each premise "
+            "X > 0 / X ≥ 0 standing for a fresh positive / non-negative symbol; or because b − a equals "
+            "(identity) a stated sum of terms each shown ≥ 0",
+    "bound": "a + c ≤ b + d from a ≤ b and c ≤ d; a·c ≤ b·d from 0 ≤ a ≤ b and 0 ≤ c ≤ d",
+    "induction": "P(n) for every integer n ≥ n₀ from P(n₀) and from P(k) under the hypothesis P(k − 1); the "
+                 "checker builds P(n₀), P(k − 1) and P(k) from P itself",
+    "linearity": "Σ and E distribute over sums and pull out factors free of the index (Σ) or of the declared "
+                 "random symbols (E), performed by the checker on both sides, then `identity`",
+    "enumeration": "P(v) for each v = lo..hi (at most 4096 instances), each decided as `identity` or by "
+                   "evaluation; the conclusion is the explicit conjunction, never a symbolic-size statement",
+    "citation": "a conjunct of another certificate's statement, that certificate being checked here too",
+    "computation": "a named computation no rule covers (file:function): taken as recorded, and listed",
+}
+MAX_ENUMERATION = 4096
+_STRICT = (sp.StrictLessThan, sp.StrictGreaterThan)
+
+
+# --------------------------------------------------------------------------- reading expressions
+
+def _classes(root: type) -> dict[str, type]:
+    """Every SymPy class srepr may name (Basic's subclasses, by name; a name two classes share is left out)."""
+    seen: dict[str, type] = {}
+    clash: set[str] = set()
+    todo = [root]
+    while todo:
+        cls = todo.pop()
+        for sub in cls.__subclasses__():
+            todo.append(sub)
+            if not (sub.__module__ or "").startswith("sympy."):
+                continue  # a class defined outside SymPy (a theorem's own) is never constructed from a certificate
+            if sub.__name__ in seen and seen[sub.__name__] is not sub:
+                clash.add(sub.__name__)
+            seen[sub.__name__] = sub
+    return {k: v for k, v in seen.items() if k not in clash}
+
+
+_ALLOWED: dict[str, Any] = _classes(sp.Basic)
+_ALLOWED.update({name: getattr(sp, name) for name in dir(sp) if isinstance(getattr(sp, name, None), type)
+                 and issubclass(getattr(sp, name), (sp.Basic, sp.MatrixBase))})
+_ALLOWED.update({
+    "Symbol": sp.Symbol, "Dummy": sp.Dummy, "Function": sp.Function, "IndexedBase": sp.IndexedBase,
+    "Indexed": sp.Indexed, "Idx": sp.Idx, "Integer": sp.Integer, "Rational": sp.Rational, "Float": sp.Float,
+    "Tuple": sp.Tuple, "ImmutableDenseMatrix": sp.ImmutableDenseMatrix, "MatrixSymbol": sp.MatrixSymbol,
+    "true": sp.true, "false": sp.false, "oo": sp.oo, "zoo": sp.zoo, "nan": sp.nan, "pi": sp.pi, "E": sp.E,
+    "I": sp.I, "EulerGamma": sp.EulerGamma, "Str": sp.core.symbol.Str,
+    "BooleanTrue": lambda: sp.true, "BooleanFalse": lambda: sp.false,
+    "Infinity": lambda: sp.oo, "NegativeInfinity": lambda: -sp.oo, "ComplexInfinity": lambda: sp.zoo,
+    "NaN": lambda: sp.nan, "Pi": lambda: sp.pi, "Exp1": lambda: sp.E, "ImaginaryUnit": lambda: sp.I,
+    "Zero": lambda: sp.Integer(0), "One": lambda: sp.Integer(1), "NegativeOne": lambda: sp.Integer(-1),
+    "Half": lambda: sp.Rational(1, 2), "EmptySet": lambda: sp.S.EmptySet, "Naturals0": lambda: sp.S.Naturals0,
+    "Reals": lambda: sp.S.Reals, "Integers": lambda: sp.S.Integers, "Naturals": lambda: sp.S.Naturals,
+})
+
+
+class CertificateError(ValueError):
+    """The certificate is not a well-formed certificate (not: its proof is wrong)."""
+
+
+def _node(n: ast.AST) -> Any:
+    if isinstance(n, ast.Constant) and isinstance(n.value, (int, float, str, bool, type(None))):
+        return n.value
+    if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+        return -_node(n.operand)
+    if isinstance(n, (ast.List, ast.Tuple)):
+        return [_node(e) for e in n.elts]
+    if isinstance(n, ast.Name) and n.id in _ALLOWED:
+        value = _ALLOWED[n.id]
+        return value() if callable(value) and not isinstance(value, type) else value
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _ALLOWED:
+        f = _ALLOWED[n.func.id]
+        args = [_node(a) for a in n.args]
+        kwargs = {k.arg: _node(k.value) for k in n.keywords}
+        if n.func.id == "Function":  # srepr drops a function's assumptions: the certificate lists them
+            facts = dict(dict(_FUNCTION_FACTS).get(args[0], ()))
+            return sp.Function(*args, **{**facts, **kwargs})
+        return f(*args, **kwargs)
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Call):  # Function('f')(x): an applied function
+        return _node(n.func)(*[_node(a) for a in n.args])
+    raise CertificateError(f"expression holds something that is not a SymPy constructor: {ast.dump(n)[:120]}")
+
+
+_FUNCTION_FACTS: tuple = ()  # (name, ((assumption, value), ...)) of the certificate being read
+
+
+def read(text: str, functions: tuple | None = None) -> Any:
+    """The SymPy object a ``srepr`` string writes, built with evaluation off (no code is run).
+    ``functions`` gives undefined functions' assumptions, which srepr does not write."""
+    return _read(text, _FUNCTION_FACTS if functions is None else functions)
+
+
+@lru_cache(maxsize=None)
+def _read(text: str, functions: tuple) -> Any:
+    global _FUNCTION_FACTS
+    outer, _FUNCTION_FACTS = _FUNCTION_FACTS, functions
+    try:
+        return _parse(text)
+    finally:
+        _FUNCTION_FACTS = outer
+
+
+def _parse(text: str) -> Any:
+    if not isinstance(text, str):
+        raise CertificateError(f"an expression must be an srepr string, got {type(text).__name__}")
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError as exc:
+        raise CertificateError(f"unreadable expression {text[:80]!r}: {exc.msg}") from None
+    with sp.evaluate(False):
+        try:
+            return _node(tree)
+        except CertificateError:
+            raise
+        except Exception as exc:
+            raise CertificateError(f"expression {text[:80]!r} does not build: {type(exc).__name__}: {exc}") from None
+
+
+def write(expr: Any) -> str:
+    """The srepr a certificate stores for ``expr``."""
+    return sp.srepr(expr)
+
+
+def read_in(cert: dict, text: str) -> Any:
+    """An expression of ``cert``, read with the certificate's function assumptions."""
+    functions = tuple(sorted((str(k), tuple(sorted((str(a), bool(v)) for a, v in dict(f).items())))
+                             for k, f in cert.get("functions", {}).items()))
+    return read(text, functions)
+
+
+def function_facts(exprs: list) -> dict:
+    """{name: {assumption: value}} for the undefined functions in ``exprs`` that carry assumptions."""
+    out: dict = {}
+    for e in exprs:
+        if isinstance(e, sp.Basic):
+            for f in e.atoms(sp.core.function.AppliedUndef):
+                facts = {k: v for k, v in f.func._kwargs.items()} if hasattr(f.func, "_kwargs") else {}
+                if facts:
+                    out[str(f.func)] = facts
+    return out
+
+
+# --------------------------------------------------------------------------- relations
+
+def _relation(x: Any) -> bool:
+    return isinstance(x, (sp.Eq, sp.Le, sp.Lt, sp.Ge, sp.Gt, sp.Ne))
+
+
+def _oriented(rel: Any) -> tuple[str, Any, Any]:
+    """("=", a, b), ("≤", small, big) or ("<", small, big): ≥ and > turned around."""
+    if isinstance(rel, sp.Eq):
+        return "=", rel.lhs, rel.rhs
+    if isinstance(rel, sp.Le):
+        return "≤", rel.lhs, rel.rhs
+    if isinstance(rel, sp.Lt):
+        return "<", rel.lhs, rel.rhs
+    if isinstance(rel, sp.Ge):
+        return "≤", rel.rhs, rel.lhs
+    if isinstance(rel, sp.Gt):
+        return "<", rel.rhs, rel.lhs
+    raise CertificateError(f"not an equation or inequality: {sp.sstr(rel)[:80]}")
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Structural equality; an equation also matches its mirror, a ≥ b matches b ≤ a."""
+    if a == b:
+        return True
+    if _relation(a) and _relation(b) and not isinstance(a, sp.Ne) and not isinstance(b, sp.Ne):
+        ra, rb = _oriented(a), _oriented(b)
+        if ra == rb:
+            return True
+        return ra[0] == rb[0] == "=" and ra[1] == rb[2] and ra[2] == rb[1]
+    return False
+
+
+def conjuncts(statement: Any) -> tuple:
+    if statement is None or statement is sp.true:
+        return ()
+    return tuple(sp.And.make_args(statement)) if isinstance(statement, sp.And) else (statement,)
+
+
+_IDENTITIES: dict[tuple, tuple[bool, str]] = {}
+
+
+def decide_identity(lhs: Any, rhs: Any) -> tuple[bool, str]:
+    """The engine's verdict, memoised per process on the exact expressions (srepr and the functions'
+    assumptions, which srepr leaves out): the engine is deterministic."""
+    facts = function_facts([lhs, rhs])
+    key = (write(lhs), write(rhs), repr(sorted((k, sorted(v.items())) for k, v in facts.items())))
+    if key not in _IDENTITIES:
+        _IDENTITIES[key] = identity(lhs, rhs)
+    return _IDENTITIES[key]
+
+
+def _nonnegative(e: Any, strict: bool) -> bool:
+    """e ≥ 0 (> 0 when strict) shown by SymPy's assumptions on e or on a normal form of it."""
+    for form in (lambda x: x, sp.expand, sp.factor, sp.together, sp.cancel, lambda x: sp.factor(sp.together(x))):
+        try:
+            f = form(e)
+        except Exception:
+            continue
+        if (f.is_positive if strict else f.is_nonnegative) is True:
+            return True
+    return False
+
+
+def _positivity_facts(premises: list) -> tuple[dict, str]:
+    """Each premise X > 0 / X ≥ 0 (or Y < X …, as X − Y) as a substitution X − Y → a fresh symbol."""
+    subs = {}
+    for p in premises:
+        rel, small, big = _oriented(p)
+        if rel == "=":
+            raise CertificateError("sign and bound rules take inequalities as premises, not equations")
+        gap = sp.expand(big - small)
+        subs[gap] = sp.Dummy("pos", positive=True) if rel == "<" else sp.Dummy("nonneg", nonnegative=True)
+    return subs, ""
+
+
+def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | None = None) -> tuple[bool, str]:
+    strict = rel == "<"
+    diff = big - small
+    if terms is not None:
+        ok, why = decide_identity(sp.Add(*terms), diff)
+        if not ok:
+            return False, f"the stated terms do not sum to the difference: {why}"
+        subs, _ = _positivity_facts(premises)
+        signs = [_nonnegative(sp.expand(t).xreplace(subs) if subs else t, False) for t in terms]
+        if not all(signs):
+            bad = [sp.sstr(t)[:60] for t, s in zip(terms, signs) if not s]
+            return False, f"terms not shown ≥ 0: {', '.join(bad)}"
+        if strict and not any(_nonnegative(t, True) for t in terms):
+            return False, "no term shown > 0 for a strict inequality"
+        return True, f"difference = sum of {len(terms)} terms, each ≥ 0"
+    subs, _ = _positivity_facts(premises)
+    candidates = [diff, sp.expand(diff)]
+    if subs:
+        candidates += [c.subs(subs) for c in candidates]
+        candidates += [sp.factor(sp.together(c)).subs(subs) for c in (diff,)]
+    for c in candidates:
+        if _nonnegative(c, strict):
+            return True, f"{'b − a > 0' if strict else 'b − a ≥ 0'} under the assumptions" + \
+                (f" and {len(premises)} premise(s)" if premises else "")
+    return False, f"{sp.sstr(diff)[:120]} not shown {'> 0' if strict else '≥ 0'} under the assumptions"
+
+
+# --------------------------------------------------------------------------- rewriting
+
+def _pattern(eq: Any, forall: tuple) -> tuple[Any, Any]:
+    """An equation's sides with its ∀-symbols turned into Wilds that match only admissible values."""
+    if not forall:
+        return eq.lhs, eq.rhs
+    wilds = {}
+    for s in forall:
+        facts = {k: v for k, v in s.assumptions0.items() if v is True and k in
+                 ("integer", "positive", "nonnegative", "negative", "nonpositive", "real", "extended_real")}
+        wilds[s] = sp.Wild(f"{s.name}_w", properties=[lambda x, facts=facts: all(
+            getattr(x, f"is_{k}") is True for k in facts)])
+    return eq.lhs.xreplace(wilds), eq.rhs.xreplace(wilds)
+
+
+def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
+    """Every premise equation applied left to right until nothing changes (at most 16 rounds)."""
+    from proofs.identity import _canonical  # bound indices renamed with the facts their ranges imply
+
+    out = _canonical(expr) if isinstance(expr, sp.Basic) else expr
+    for _ in range(16):
+        before = out
+        for eq, forall in equations:
+            lhs, rhs = _pattern(eq, forall)
+            if isinstance(lhs, sp.Lambda) or isinstance(rhs, sp.Lambda):
+                raise CertificateError("a rewrite premise may not be a Lambda: state it over ∀-symbols")
+            if forall:
+                out = out.replace(lhs, rhs)
+            elif isinstance(lhs, sp.core.function.UndefinedFunction):
+                raise CertificateError("define a function by an equation over ∀-symbols, f(x) = …")
+            else:
+                out = out.xreplace({lhs: rhs}) if out.has(lhs) else out
+        if out == before:
+            return out
+    return out
+
+
+# --------------------------------------------------------------------------- linearity
+
+def _linear(expr: Any, randoms: set, operator: Any) -> Any:
+    """Σ and E distributed over sums, constant factors pulled out; nothing else changes."""
+    def random(e):
+        return bool(e.free_symbols & randoms) or any(i.base.label in randoms or i.base in randoms
+                                                     for i in e.atoms(sp.Indexed)) or (operator and e.has(operator))
+
+    def split(node):
+        if isinstance(node, sp.Sum):
+            body = sp.expand(node.function)
+            bound = {lim[0] for lim in node.limits}
+            if isinstance(body, sp.Add):
+                return sp.Add(*(split(sp.Sum(t, *node.limits)) for t in body.args))
+            const = [f for f in sp.Mul.make_args(body) if not (f.free_symbols & bound)]
+            if const:
+                rest = sp.Mul(*(f for f in sp.Mul.make_args(body) if f.free_symbols & bound))
+                return sp.Mul(*const) * split(sp.Sum(rest, *node.limits))
+            return node
+        if operator is not None and isinstance(node, sp.core.function.AppliedUndef) and node.func == operator \
+                and len(node.args) == 1:
+            body = sp.expand(node.args[0])
+            if isinstance(body, sp.Add):
+                return sp.Add(*(split(operator(t)) for t in body.args))
+            if isinstance(body, sp.Sum):  # E of a finite sum: the sum of the E's
+                limits_ok = all((hi - lo + 1).is_nonnegative for _, lo, hi in body.limits)
+                if limits_ok:
+                    return split(sp.Sum(operator(body.function), *body.limits))
+            const = [f for f in sp.Mul.make_args(body) if not random(f)]
+            if const:
+                rest = sp.Mul(*(f for f in sp.Mul.make_args(body) if random(f)))
+                return sp.Mul(*const) * (split(operator(rest)) if rest != 1 else 1)
+            return node
+        return node
+
+    for _ in range(8):
+        new = expr.replace(lambda e: isinstance(e, sp.Sum) or (operator is not None and isinstance(
+            e, sp.core.function.AppliedUndef) and e.func == operator), split)
+        if new == expr:
+            return new
+        expr = new
+    return expr
+
+
+# --------------------------------------------------------------------------- the checker
+
+@dataclass(frozen=True)
+class StepOutcome:
+    id: str
+    rule: str
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim: str
+    statement: Any
+    proved: bool
+    reasons: tuple[str, ...]
+    outcomes: tuple[StepOutcome, ...]
+    trust: tuple[tuple[str, str], ...]  # (kind, what) the verdict rests on: premises used, computations
+    citations: tuple["Verdict", ...] = ()
+
+    @property
+    def trust_base(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for kind, what in self.trust + tuple(t for c in self.citations for t in c.trust):
+            names = out.setdefault(kind, [])
+            if what not in names:
+                names.append(what)
+        return out
+
+    @property
+    def line(self) -> str:
+        if not self.proved:
+            return "failed: " + "; ".join(self.reasons)
+        base = self.trust_base
+        given = [f"definition {d}" for d in base.get("definition", [])]
+        given += [f"assumption {a}" for a in base.get("assumption", [])]
+        given += base.get("cited", [])
+        given += [f"computation {c}" for c in base.get("computation", [])]
+        return "proved" + (", given " + "; ".join(given) if given else "")
+
+
+def _digest(cert: dict) -> str:
+    return hashlib.sha256(json.dumps(cert, sort_keys=True).encode()).hexdigest()
+
+
+_VERDICTS: dict[str, Verdict] = {}
+
+
+def check(cert: Any) -> Verdict:
+    """Replay ``cert`` (a dict, or its JSON text) and return the verdict. Never raises on a bad proof;
+    a malformed certificate gives a failed verdict that says why."""
+    if isinstance(cert, str):
+        try:
+            cert = json.loads(cert)
+        except json.JSONDecodeError as exc:
+            return Verdict("?", None, False, (f"not JSON: {exc}",), (), ())
+    if not isinstance(cert, dict):
+        return Verdict("?", None, False, (f"a certificate is a JSON object, got {type(cert).__name__}",), (), ())
+    key = _digest(cert)
+    if key not in _VERDICTS:
+        try:
+            _VERDICTS[key] = _Replay(cert).run()
+        except CertificateError as exc:
+            _VERDICTS[key] = Verdict(str(cert.get("claim", "?")), None, False, (f"malformed certificate: {exc}",),
+                                     (), ())
+    return _VERDICTS[key]
+
+
+class _Replay:
+    def __init__(self, cert: dict):
+        if cert.get("format") != FORMAT or cert.get("version") != VERSION:
+            raise CertificateError(f"format must be {FORMAT!r} version {VERSION}, got "
+                                   f"{cert.get('format')!r} version {cert.get('version')!r}")
+        self.cert = cert
+        functions = cert.get("functions", {})
+        if not isinstance(functions, dict):
+            raise CertificateError("functions must map names to their assumptions")
+        self.functions = tuple(sorted((str(k), tuple(sorted((str(a), bool(v)) for a, v in dict(f).items())))
+                                      for k, f in functions.items()))
+        self.claim = str(cert.get("claim", ""))
+        self.statement = self.read(cert["statement"])
+        self.facts: dict[str, Any] = {}      # id -> relation
+        self.forall: dict[str, tuple] = {}   # id -> ∀-symbols of a premise
+        self.kind: dict[str, str] = {}       # id -> premise kind, or "step"
+        self.text: dict[str, str] = {}       # id -> how a premise reads in a trust list
+        self.hyps: dict[str, frozenset] = {}  # id -> undischarged hypotheses it rests on
+        self.deps: dict[str, frozenset] = {}  # id -> premises and computations it rests on
+        self.outcomes: list[StepOutcome] = []
+        self.cited: list[Verdict] = []
+        self.reasons: list[str] = []
+
+    def read(self, text: str) -> Any:
+        return read(text, self.functions)
+
+    # -- premises
+    def _premises(self) -> None:
+        statement_names = {str(s) for s in self.statement.free_symbols} | _heads(self.statement)
+        entries = self.cert.get("premises", [])
+        others = [self.read(p["statement"]) for p in entries if p.get("kind") != "definition"]
+        other_names = set().union(*[{str(s) for s in o.free_symbols} | _heads(o) for o in others]) if others else set()
+        defined: set[str] = set()
+        earlier: set[str] = set()  # names used by the premises read so far
+        for p in entries:
+            pid, kind = str(p["id"]), p.get("kind")
+            if kind not in PREMISE_KINDS:
+                raise CertificateError(f"premise {pid}: kind must be one of {PREMISE_KINDS}, got {kind!r}")
+            if pid in self.facts:
+                raise CertificateError(f"id {pid} used twice")
+            rel = self.read(p["statement"])
+            forall = tuple(self.read(s) for s in p.get("forall", []))
+            if kind == "cited" and not str(p.get("reference", "")).strip():
+                raise CertificateError(f"premise {pid}: a cited theorem needs a reference")
+            if kind == "definition":
+                head = _definition_head(rel, forall, pid)
+                if head in defined:
+                    raise CertificateError(f"premise {pid}: {head} is defined twice")
+                defined.add(head)
+                # Conservative: a new name, used by nothing stated before it, so it constrains nothing.
+                conservative = head not in statement_names | other_names | earlier
+                self.text[pid] = "" if conservative else sp.sstr(rel)[:160]
+            else:
+                self.text[pid] = str(p.get("reference") or sp.sstr(rel))
+            earlier |= {str(s) for s in rel.free_symbols} | _heads(rel)
+            self.facts[pid], self.forall[pid], self.kind[pid] = rel, forall, kind
+            self.hyps[pid] = frozenset({pid}) if kind == "hypothesis" else frozenset()
+            self.deps[pid] = frozenset({pid})
+
+    def _premise_facts(self, step: dict, sid: str) -> list[str]:
+        ids = [str(i) for i in step.get("premises", [])]
+        for i in ids:
+            if i not in self.facts:
+                raise CertificateError(f"step {sid} cites {i}, which is not an earlier step or a premise")
+        return ids
+
+    # -- the run
+    def run(self) -> Verdict:
+        self._premises()
+        for step in self.cert.get("steps", []):
+            sid, rule = str(step["id"]), str(step.get("rule"))
+            if sid in self.facts:
+                raise CertificateError(f"id {sid} used twice")
+            if rule not in RULES:
+                raise CertificateError(f"step {sid}: unknown rule {rule!r} (rules: {', '.join(RULES)})")
+            ids = self._premise_facts(step, sid)
+            conclusion = self.read(step["conclusion"])
+            try:
+                ok, detail, discharged = getattr(self, "_" + rule)(step, conclusion, ids)
+            except CertificateError:
+                raise
+            except Exception as exc:  # a rule that cannot run on these expressions does not pass
+                ok, detail, discharged = False, f"{rule} raised {type(exc).__name__}: {str(exc)[:160]}", frozenset()
+            self.facts[sid], self.forall[sid], self.kind[sid] = conclusion, (), "step"
+            self.hyps[sid] = frozenset().union(*[self.hyps[i] for i in ids]) - discharged if ids else frozenset()
+            self.deps[sid] = frozenset().union(*[self.deps[i] for i in ids]) if ids else frozenset()
+            if rule == "computation":
+                self.deps[sid] |= {sid}
+                self.text[sid] = f"{step.get('name', '?')} ({step.get('source', '?')})"
+            self.outcomes.append(StepOutcome(sid, rule, bool(ok), detail))
+        return self._verdict()
+
+    def _verdict(self) -> Verdict:
+        failed = [o for o in self.outcomes if not o.passed]
+        reasons = [f"step {o.id} ({o.rule}) failed: {o.detail}" for o in failed]
+        passed = {o.id for o in self.outcomes if o.passed}
+        used: set = set()
+        for c in conjuncts(self.statement):
+            if any(self.kind[i] in ("assumption", "cited") and _same(c, self.facts[i]) for i in self.kind):
+                reasons.append(f"statement conjunct {sp.sstr(c)[:160]} is assumed, not proved")
+                continue
+            ways = [i for i in passed if not self.hyps[i] and any(_same(c, part) for part in conjuncts(self.facts[i]))]
+            if not ways:
+                reasons.append(f"statement conjunct {sp.sstr(c)[:160]} not established")
+                continue
+            used |= min((self.deps[i] for i in ways), key=len)
+        if not self.outcomes:
+            reasons.append("no step: premises alone prove nothing")
+        trust = []
+        for i in sorted(used, key=list(self.kind).index):
+            kind = self.kind[i] if self.kind[i] != "step" else "computation"
+            if kind in ("definition",) and not self.text[i]:
+                continue  # a conservative definition: a new name, nothing assumed
+            if kind == "hypothesis":
+                continue
+            trust.append((kind, self.text[i]))
+        return Verdict(self.claim, self.statement, not reasons, tuple(reasons), tuple(self.outcomes), tuple(trust),
+                       tuple(self.cited))
+
+    # -- rules: each returns (passed, detail, hypotheses discharged)
+    def _equations(self, ids: list[str]) -> list[tuple[Any, tuple]]:
+        out = []
+        for i in ids:
+            rel = self.facts[i]
+            if not isinstance(rel, sp.Eq):
+                raise CertificateError(f"{i} is not an equation, so it cannot rewrite")
+            out.append((rel, self.forall[i]))
+        return out
+
+    def _identity(self, step, conclusion, ids):
+        if ids:
+            return False, "identity takes no premises (use rewrite)", frozenset()
+        return self._rewrite(step, conclusion, ids)
+
+    def _rewrite(self, step, conclusion, ids):
+        equations, orders = [], []
+        for i in ids:
+            (equations if isinstance(self.facts[i], sp.Eq) else orders).append(i)
+        eqs = self._equations(equations)
+        rel, a, b = _oriented(conclusion)
+        a2, b2 = _rewrite(a, eqs), _rewrite(b, eqs)
+        if rel == "=":
+            if orders:
+                return False, "an equation is not decided from inequalities", frozenset()
+            ok, why = decide_identity(a2, b2)
+        else:
+            ok, why = _decide_order(rel, a2, b2, [self.facts[i] for i in orders])
+        return ok, (f"after {len(eqs)} rewrite(s): " if eqs else "") + why, frozenset()
+
+    def _chain(self, step, conclusion, ids):
+        if len(ids) < 2:
+            return False, "a chain needs two or more links", frozenset()
+        links = [_oriented(self.facts[i]) for i in ids]
+        rel, start, end = _oriented(conclusion)
+        current = start
+        strict = False
+        for k, (r, a, b) in enumerate(links):
+            if a == current:
+                current = b
+            elif r == "=" and b == current:
+                current = a
+            else:
+                return False, f"link {k + 1} starts at {sp.sstr(a)[:60]}, not at {sp.sstr(current)[:60]}", frozenset()
+            strict |= r == "<"
+        if current != end:
+            return False, f"the chain ends at {sp.sstr(current)[:60]}, not at {sp.sstr(end)[:60]}", frozenset()
+        kinds = {r for r, _, _ in links}
+        want = "=" if kinds == {"="} else ("<" if strict else "≤")
+        if rel != want and not (rel == "≤" and want == "<"):
+            return False, f"the links give {want}, the conclusion says {rel}", frozenset()
+        return True, f"chain of {len(links)} links", frozenset()
+
+    def _sign(self, step, conclusion, ids):
+        rel, small, big = _oriented(conclusion)
+        if rel == "=":
+            return False, "sign concludes an inequality", frozenset()
+        terms = [self.read(t) for t in step["terms"]] if step.get("terms") is not None else None
+        ok, why = _decide_order(rel, small, big, [self.facts[i] for i in ids], terms)
+        return ok, why, frozenset()
+
+    def _bound(self, step, conclusion, ids):
+        rel, small, big = _oriented(conclusion)
+        extra_ids = [str(i) for i in step.get("nonnegative", [])]
+        links = [_oriented(self.facts[i]) for i in ids if i not in extra_ids]
+        if rel == "=" or any(r == "=" for r, _, _ in links):
+            return False, "bound combines inequalities", frozenset()
+        op = step.get("op")
+        if op == "add":
+            ok = small == sp.Add(*[a for _, a, _ in links]) and big == sp.Add(*[b for _, _, b in links])
+            return ok, "sum of bounds" if ok else "the sides are not the sums of the premises' sides", frozenset()
+        if op == "mul":
+            sides_ok = small == sp.Mul(*[a for _, a, _ in links]) and big == sp.Mul(*[b for _, _, b in links])
+            if not sides_ok:
+                return False, "the sides are not the products of the premises' sides", frozenset()
+            lows = [a for _, a, _ in links]
+            extra = [self.facts[i] for i in extra_ids]
+            known = [sp.expand(_oriented(r)[2] - _oriented(r)[1]) for r in extra]
+            for low in lows:
+                if not (low.is_nonnegative or any(sp.expand(low) == k for k in known)):
+                    return False, f"{sp.sstr(low)[:60]} is not shown ≥ 0", frozenset()
+            return True, "product of non-negative bounds", frozenset()
+        return False, f"bound needs op 'add' or 'mul', got {op!r}", frozenset()
+
+    def _induction(self, step, conclusion, ids):
+        n, n0 = self.read(step["var"]), self.read(step["base"])
+        k = self.read(step["step_var"]) if step.get("step_var") else n
+        if len(ids) != 3:
+            return False, "induction cites [base step, inductive step, hypothesis]", frozenset()
+        base, ind, hyp = ids
+        if self.kind[hyp] != "hypothesis":
+            return False, f"{hyp} is not a hypothesis premise", frozenset()
+        if not (n.is_Symbol and n.is_integer and (n - n0).is_nonnegative):
+            return False, f"{n} must be an integer symbol whose assumptions give {n} ≥ {n0}", frozenset()
+        if not (k.is_Symbol and k.is_integer and (k == n or (k - n0 - 1).is_nonnegative)):
+            return False, f"{k} must be {n} or an integer symbol ≥ {n0} + 1", frozenset()
+        p = conclusion
+        if not _same_all(self.facts[base], p.xreplace({n: n0})):
+            return False, f"the base step does not conclude P({n0})", frozenset()
+        if not _same_all(self.facts[hyp], p.xreplace({n: k - 1})):
+            return False, f"the hypothesis is not P({k} − 1)", frozenset()
+        if not _same_all(self.facts[ind], p.xreplace({n: k})):
+            return False, f"the inductive step does not conclude P({k})", frozenset()
+        for s in (base, ind):
+            for d in self.deps[s]:
+                if d != hyp and self.kind[d] != "step" and ({n, k} & self.facts[d].free_symbols):
+                    return False, f"{s} rests on premise {d}, which mentions {n}: it cannot be generalised", frozenset()
+        if self.hyps[base]:
+            return False, "the base step rests on a hypothesis", frozenset()
+        return True, f"base {n} = {n0}, step {k} − 1 → {k}", frozenset({hyp})
+
+    def _linearity(self, step, conclusion, ids):
+        if ids:
+            return False, "linearity takes no premises", frozenset()
+        rel, a, b = _oriented(conclusion)
+        if rel != "=":
+            return False, "linearity concludes an equation", frozenset()
+        randoms = {self.read(r) for r in step.get("random", [])}
+        operator = self.read(step["operator"]) if step.get("operator") else None
+        if operator is not None and not isinstance(operator, sp.core.function.UndefinedFunction):
+            return False, "the expectation operator must be an undefined function", frozenset()
+        from proofs.identity import _canonical
+
+        a2, b2 = _linear(_canonical(a), randoms, operator), _linear(_canonical(b), randoms, operator)
+        if a2 == b2:
+            return True, "both sides distribute to the same form", frozenset()
+        ok, why = decide_identity(a2, b2)
+        return ok, "after distributing Σ/E: " + why, frozenset()
+
+    def _enumeration(self, step, conclusion, ids):
+        if ids:
+            return False, "enumeration takes no premises", frozenset()
+        variables = [(self.read(v), int(lo), int(hi)) for v, lo, hi in step["ranges"]]
+        predicate = self.read(step["predicate"])
+        total = 1
+        for _, lo, hi in variables:
+            total *= max(0, hi - lo + 1)
+        if total > MAX_ENUMERATION:
+            return False, f"{total} instances, more than {MAX_ENUMERATION}", frozenset()
+        instances = [predicate]
+        for v, lo, hi in variables:
+            instances = [p.xreplace({v: sp.Integer(x)}) for p in instances for x in range(lo, hi + 1)]
+        if not _same_all(conclusion, sp.And(*instances, evaluate=False) if len(instances) > 1 else instances[0]):
+            return False, "the conclusion is not the conjunction of the enumerated instances", frozenset()
+        for p in instances:
+            if isinstance(p, sp.Eq):
+                ok, why = decide_identity(p.lhs, p.rhs)
+            else:
+                with sp.evaluate(True):
+                    value = sp.simplify(p.doit()) if isinstance(p, sp.Basic) else p
+                ok, why = value is sp.true, f"evaluates to {value}"
+            if not ok:
+                return False, f"instance {sp.sstr(p)[:120]}: {why}", frozenset()
+        return True, f"{len(instances)} instances checked", frozenset()
+
+    def _citation(self, step, conclusion, ids):
+        if ids:
+            return False, "a citation takes no premises", frozenset()
+        verdict = check(step["certificate"])
+        self.cited.append(verdict)
+        if not verdict.proved:
+            return False, f"the cited certificate ({verdict.claim}) is not proved: {verdict.line}", frozenset()
+        if not (any(_same(conclusion, c) for c in conjuncts(verdict.statement)) or _same_all(conclusion, verdict.statement)):
+            return False, f"{verdict.claim} does not state {sp.sstr(conclusion)[:120]}", frozenset()
+        return True, f"{verdict.claim}: {verdict.line}", frozenset()
+
+    def _computation(self, step, conclusion, ids):
+        if not step.get("name") or not step.get("source"):
+            return False, "a computation needs a name and a source (file:function)", frozenset()
+        return bool(step.get("outcome")), str(step.get("detail", ""))[:300], frozenset()
+
+
+def _same_all(a: Any, b: Any) -> bool:
+    """Two statements with the same conjuncts, each matched structurally."""
+    ca, cb = conjuncts(a), conjuncts(b)
+    return len(ca) == len(cb) and all(any(_same(x, y) for y in cb) for x in ca) and \
+        all(any(_same(x, y) for x in ca) for y in cb)
+
+
+def _heads(e: Any) -> set[str]:
+    """Names of the undefined functions and indexed bases an expression uses."""
+    if not isinstance(e, sp.Basic):
+        return set()
+    out = {str(f.func) for f in e.atoms(sp.core.function.AppliedUndef)}
+    out |= {str(i.base.label) for i in e.atoms(sp.Indexed)}
+    return out
+
+
+def _definition_head(rel: Any, forall: tuple, pid: str) -> str:
+    """The name a definition introduces; it must be a symbol, f(x, …) or a[i, …] over its ∀-symbols,
+    and may not occur in its own body."""
+    if not isinstance(rel, sp.Eq):
+        raise CertificateError(f"premise {pid}: a definition is an equation head = body")
+    head, body = rel.lhs, rel.rhs
+    if isinstance(head, sp.Symbol):
+        name = head.name
+    elif isinstance(head, sp.core.function.AppliedUndef):
+        name = str(head.func)
+    elif isinstance(head, sp.Indexed):
+        name = str(head.base.label)
+    else:
+        raise CertificateError(f"premise {pid}: a definition's head must be a symbol, f(x) or a[i], "
+                               f"got {sp.sstr(head)[:80]}")
+    if name in {str(s) for s in body.free_symbols} | _heads(body):
+        raise CertificateError(f"premise {pid}: {name} occurs in its own definition")
+    if forall and not set(forall) <= (head.free_symbols if not isinstance(head, sp.Symbol) else set()):
+        raise CertificateError(f"premise {pid}: every ∀-symbol of a definition must be an argument of its head")
+    return name
