@@ -13,8 +13,8 @@ conclusion is that conjunct, and that depends on no undischarged induction hypot
 Trust base (what a "proved" verdict still rests on):
   1. this module's rules, as written here;
   2. SymPy: parsing of the certificate's ``srepr`` expressions (a whitelisted, code-free parser:
-     only SymPy constructors and literals, built with evaluation off, so the tree read is the tree
-     written), structural equality, ``xreplace``/``replace``, its assumptions system (``is_nonnegative``
+     only SymPy constructors and literals; relations and connectives are kept unevaluated, all else
+     is built as SymPy builds it, so the tree read is the tree the theorem built), structural equality, ``xreplace``/``replace``, its assumptions system (``is_nonnegative``
      and friends, used by the ``sign`` rule), and the identity engine's simplifications;
   3. the premises the verdict lists: definitions that are not conservative (their head occurs in the
      statement or in another premise), assumptions, cited theorems, and named computations, which
@@ -100,6 +100,11 @@ _ALLOWED.update({
 })
 
 
+# Relations and connectives are read as written (0 = 0 stays a relation); everything else is built
+# as SymPy builds it, so the tree read is the tree the theorem built (srepr's round trip).
+_UNEVALUATED = (sp.core.relational.Relational, sp.And, sp.Or, sp.Not, sp.Equivalent, sp.Implies)
+
+
 class CertificateError(ValueError):
     """The certificate is not a well-formed certificate (not: its proof is wrong)."""
 
@@ -121,6 +126,8 @@ def _node(n: ast.AST) -> Any:
         if n.func.id == "Function":  # srepr drops a function's assumptions: the certificate lists them
             facts = dict(dict(_FUNCTION_FACTS).get(args[0], ()))
             return sp.Function(*args, **{**facts, **kwargs})
+        if isinstance(f, type) and issubclass(f, _UNEVALUATED):
+            return f(*args, **kwargs, evaluate=False)
         return f(*args, **kwargs)
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Call):  # Function('f')(x): an applied function
         return _node(n.func)(*[_node(a) for a in n.args])
@@ -131,7 +138,7 @@ _FUNCTION_FACTS: tuple = ()  # (name, ((assumption, value), ...)) of the certifi
 
 
 def read(text: str, functions: tuple | None = None) -> Any:
-    """The SymPy object a ``srepr`` string writes, built with evaluation off (no code is run).
+    """The SymPy object a ``srepr`` string writes (no code is run: only SymPy constructors and literals).
     ``functions`` gives undefined functions' assumptions, which srepr does not write."""
     return _read(text, _FUNCTION_FACTS if functions is None else functions)
 
@@ -153,13 +160,12 @@ def _parse(text: str) -> Any:
         tree = ast.parse(text, mode="eval").body
     except SyntaxError as exc:
         raise CertificateError(f"unreadable expression {text[:80]!r}: {exc.msg}") from None
-    with sp.evaluate(False):
-        try:
-            return _node(tree)
-        except CertificateError:
-            raise
-        except Exception as exc:
-            raise CertificateError(f"expression {text[:80]!r} does not build: {type(exc).__name__}: {exc}") from None
+    try:
+        return _node(tree)
+    except CertificateError:
+        raise
+    except Exception as exc:
+        raise CertificateError(f"expression {text[:80]!r} does not build: {type(exc).__name__}: {exc}") from None
 
 
 def write(expr: Any) -> str:
@@ -219,6 +225,14 @@ def _same(a: Any, b: Any) -> bool:
     return False
 
 
+def substitute(statement: Any, mapping: dict) -> Any:
+    """``statement`` with ``mapping`` put in; relations and connectives stay unevaluated (P(1) of
+    Σ_{i≤n} i = n(n + 1)/2 is the relation Σ_{i≤1} i = 1, not True)."""
+    if isinstance(statement, _UNEVALUATED):
+        return statement.func(*[substitute(a, mapping) for a in statement.args], evaluate=False)
+    return statement.xreplace(mapping)
+
+
 def conjuncts(statement: Any) -> tuple:
     if statement is None or statement is sp.true:
         return ()
@@ -238,54 +252,85 @@ def decide_identity(lhs: Any, rhs: Any) -> tuple[bool, str]:
     return _IDENTITIES[key]
 
 
-def _nonnegative(e: Any, strict: bool) -> bool:
-    """e ≥ 0 (> 0 when strict) shown by SymPy's assumptions on e or on a normal form of it."""
-    for form in (lambda x: x, sp.expand, sp.factor, sp.together, sp.cancel, lambda x: sp.factor(sp.together(x))):
-        try:
-            f = form(e)
-        except Exception:
-            continue
-        if (f.is_positive if strict else f.is_nonnegative) is True:
-            return True
-    return False
-
-
-def _positivity_facts(premises: list) -> tuple[dict, str]:
-    """Each premise X > 0 / X ≥ 0 (or Y < X …, as X − Y) as a substitution X − Y → a fresh symbol."""
-    subs = {}
+def _facts(premises: list) -> list[tuple[Any, bool]]:
+    """Each premise a < b / a ≤ b as (b − a, strict): a quantity known > 0 (or ≥ 0)."""
+    out = []
     for p in premises:
         rel, small, big = _oriented(p)
         if rel == "=":
             raise CertificateError("sign and bound rules take inequalities as premises, not equations")
-        gap = sp.expand(big - small)
-        subs[gap] = sp.Dummy("pos", positive=True) if rel == "<" else sp.Dummy("nonneg", nonnegative=True)
-    return subs, ""
+        out.append((sp.expand(big - small), rel == "<"))
+    return out
+
+
+def _sign(f: Any, facts: list) -> str | None:
+    """">" or "≥" when f is shown positive / non-negative, "<" or "≤" for −f; None when not shown.
+    Shown: by SymPy's assumptions, or as f = X + (something ≥ 0) for a known X > 0 (≥ 0)."""
+    for g, flipped in ((sp.expand(f), False), (sp.expand(-f), True)):
+        found = ">" if g.is_positive else None
+        for x, strict in ([] if found else facts):
+            rest = sp.expand(g - x)
+            if rest == 0 or rest.is_nonnegative:
+                found = ">" if strict or rest.is_positive else "≥"
+                if found == ">":
+                    break
+        if found is None and g.is_nonnegative:
+            found = "≥"
+        if found:
+            return {">": "<", "≥": "≤"}[found] if flipped else found
+    return None
+
+
+def _shown_sign(e: Any, facts: list) -> str | None:
+    """">" / "≥" when e is shown positive / non-negative: directly, or from the signs of the factors
+    of its numerator and denominator (each factor shown by _sign; a denominator factor must be non-zero)."""
+    direct = _sign(e, facts)
+    if direct in (">", "≥"):
+        return direct
+    num, den = sp.fraction(sp.together(e))
+    sign, strict = 1, True
+    for part, is_den in ((num, False), (den, True)):
+        coeff, factors = sp.factor_list(sp.expand(part))
+        if coeff == 0:
+            return None if is_den else "≥"
+        if not coeff.is_number:
+            return None
+        sign *= 1 if coeff > 0 else -1
+        for f, mult in factors:
+            s = _sign(f, facts)
+            if s is None:
+                if mult % 2 == 0 and not is_den:
+                    strict = False  # an even power is ≥ 0
+                    continue
+                return None
+            if is_den and s in ("≥", "≤"):
+                return None  # a denominator must be shown non-zero
+            sign *= 1 if s in (">", "≥") or mult % 2 == 0 else -1
+            strict &= s in (">", "<")
+    if sign < 0:
+        return None
+    return ">" if strict else "≥"
 
 
 def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | None = None) -> tuple[bool, str]:
+    """small ≤ big (< when rel is "<") from the sign of big − small, under the premises' facts."""
     strict = rel == "<"
+    facts = _facts(premises)
     diff = big - small
     if terms is not None:
         ok, why = decide_identity(sp.Add(*terms), diff)
         if not ok:
             return False, f"the stated terms do not sum to the difference: {why}"
-        subs, _ = _positivity_facts(premises)
-        signs = [_nonnegative(sp.expand(t).xreplace(subs) if subs else t, False) for t in terms]
-        if not all(signs):
-            bad = [sp.sstr(t)[:60] for t, s in zip(terms, signs) if not s]
+        signs = [_shown_sign(t, facts) for t in terms]
+        if any(s not in (">", "≥") for s in signs):
+            bad = [sp.sstr(t)[:60] for t, s in zip(terms, signs) if s not in (">", "≥")]
             return False, f"terms not shown ≥ 0: {', '.join(bad)}"
-        if strict and not any(_nonnegative(t, True) for t in terms):
+        if strict and ">" not in signs:
             return False, "no term shown > 0 for a strict inequality"
         return True, f"difference = sum of {len(terms)} terms, each ≥ 0"
-    subs, _ = _positivity_facts(premises)
-    candidates = [diff, sp.expand(diff)]
-    if subs:
-        candidates += [c.subs(subs) for c in candidates]
-        candidates += [sp.factor(sp.together(c)).subs(subs) for c in (diff,)]
-    for c in candidates:
-        if _nonnegative(c, strict):
-            return True, f"{'b − a > 0' if strict else 'b − a ≥ 0'} under the assumptions" + \
-                (f" and {len(premises)} premise(s)" if premises else "")
+    s = _shown_sign(diff, facts)
+    if s == ">" or (s == "≥" and not strict):
+        return True, f"b − a {s} 0 under the assumptions" + (f" and {len(premises)} premise(s)" if premises else "")
     return False, f"{sp.sstr(diff)[:120]} not shown {'> 0' if strict else '≥ 0'} under the assumptions"
 
 
@@ -636,7 +681,7 @@ class _Replay:
             extra = [self.facts[i] for i in extra_ids]
             known = [sp.expand(_oriented(r)[2] - _oriented(r)[1]) for r in extra]
             for low in lows:
-                if not (low.is_nonnegative or any(sp.expand(low) == k for k in known)):
+                if _shown_sign(low, [(k, False) for k in known]) not in (">", "≥"):
                     return False, f"{sp.sstr(low)[:60]} is not shown ≥ 0", frozenset()
             return True, "product of non-negative bounds", frozenset()
         return False, f"bound needs op 'add' or 'mul', got {op!r}", frozenset()
@@ -654,11 +699,11 @@ class _Replay:
         if not (k.is_Symbol and k.is_integer and (k == n or (k - n0 - 1).is_nonnegative)):
             return False, f"{k} must be {n} or an integer symbol ≥ {n0} + 1", frozenset()
         p = conclusion
-        if not _same_all(self.facts[base], p.xreplace({n: n0})):
+        if not _same_all(self.facts[base], substitute(p, {n: n0})):
             return False, f"the base step does not conclude P({n0})", frozenset()
-        if not _same_all(self.facts[hyp], p.xreplace({n: k - 1})):
+        if not _same_all(self.facts[hyp], substitute(p, {n: k - 1})):
             return False, f"the hypothesis is not P({k} − 1)", frozenset()
-        if not _same_all(self.facts[ind], p.xreplace({n: k})):
+        if not _same_all(self.facts[ind], substitute(p, {n: k})):
             return False, f"the inductive step does not conclude P({k})", frozenset()
         for s in (base, ind):
             for d in self.deps[s]:
@@ -698,7 +743,7 @@ class _Replay:
             return False, f"{total} instances, more than {MAX_ENUMERATION}", frozenset()
         instances = [predicate]
         for v, lo, hi in variables:
-            instances = [p.xreplace({v: sp.Integer(x)}) for p in instances for x in range(lo, hi + 1)]
+            instances = [substitute(p, {v: sp.Integer(x)}) for p in instances for x in range(lo, hi + 1)]
         if not _same_all(conclusion, sp.And(*instances, evaluate=False) if len(instances) > 1 else instances[0]):
             return False, "the conclusion is not the conjunction of the enumerated instances", frozenset()
         for p in instances:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable
 import sympy as sp
 
 from proofs import checker
-from proofs.checker import FORMAT, VERSION, conjuncts, write
+from proofs.checker import FORMAT, VERSION, conjuncts, substitute, write
 
 PROVED = "proved"
 FAILED = "failed"
@@ -386,7 +386,7 @@ class Proof:
         ranges = [(s, int(lo), int(hi)) for s, lo, hi in ranges]
         instances = [predicate]
         for s, lo, hi in ranges:
-            instances = [p.xreplace({s: sp.Integer(x)}) for p in instances for x in range(lo, hi + 1)]
+            instances = [checker.substitute(p, {s: sp.Integer(x)}) for p in instances for x in range(lo, hi + 1)]
         conclusion = sp.And(*instances, evaluate=False) if len(instances) > 1 else instances[0]
         return self._step("enumeration", conclusion, description, label=label,
                           ranges=[[write(s), lo, hi] for s, lo, hi in ranges], predicate=write(predicate))
