@@ -85,19 +85,14 @@ def _classes(root: type) -> dict[str, type]:
 _ALLOWED: dict[str, Any] = _classes(sp.Basic)
 _ALLOWED.update({name: getattr(sp, name) for name in dir(sp) if isinstance(getattr(sp, name, None), type)
                  and issubclass(getattr(sp, name), (sp.Basic, sp.MatrixBase))})
-_ALLOWED.update({
-    "Symbol": sp.Symbol, "Dummy": sp.Dummy, "Function": sp.Function, "IndexedBase": sp.IndexedBase,
-    "Indexed": sp.Indexed, "Idx": sp.Idx, "Integer": sp.Integer, "Rational": sp.Rational, "Float": sp.Float,
-    "Tuple": sp.Tuple, "ImmutableDenseMatrix": sp.ImmutableDenseMatrix, "MatrixSymbol": sp.MatrixSymbol,
-    "true": sp.true, "false": sp.false, "oo": sp.oo, "zoo": sp.zoo, "nan": sp.nan, "pi": sp.pi, "E": sp.E,
-    "I": sp.I, "EulerGamma": sp.EulerGamma, "Str": sp.core.symbol.Str,
-    "BooleanTrue": lambda: sp.true, "BooleanFalse": lambda: sp.false,
-    "Infinity": lambda: sp.oo, "NegativeInfinity": lambda: -sp.oo, "ComplexInfinity": lambda: sp.zoo,
-    "NaN": lambda: sp.nan, "Pi": lambda: sp.pi, "Exp1": lambda: sp.E, "ImaginaryUnit": lambda: sp.I,
-    "Zero": lambda: sp.Integer(0), "One": lambda: sp.Integer(1), "NegativeOne": lambda: sp.Integer(-1),
-    "Half": lambda: sp.Rational(1, 2), "EmptySet": lambda: sp.S.EmptySet, "Naturals0": lambda: sp.S.Naturals0,
-    "Reals": lambda: sp.S.Reals, "Integers": lambda: sp.S.Integers, "Naturals": lambda: sp.S.Naturals,
-})
+# Singletons srepr writes as calls (Zero(), Pi(), …); the classes above cover every other name.
+_ALLOWED.update({name: (lambda value=value: value) for name, value in {
+    "BooleanTrue": sp.true, "BooleanFalse": sp.false, "Infinity": sp.oo, "NegativeInfinity": -sp.oo,
+    "ComplexInfinity": sp.zoo, "NaN": sp.nan, "Pi": sp.pi, "Exp1": sp.E, "ImaginaryUnit": sp.I, "Zero": sp.S.Zero,
+    "One": sp.S.One, "NegativeOne": sp.S.NegativeOne, "Half": sp.S.Half, "EmptySet": sp.S.EmptySet,
+    "EulerGamma": sp.EulerGamma, "Naturals0": sp.S.Naturals0, "Reals": sp.S.Reals, "Integers": sp.S.Integers,
+    "Naturals": sp.S.Naturals}.items()})
+_ALLOWED.update({"Function": sp.Function, "Str": sp.core.symbol.Str})
 
 
 # Relations and connectives are read as written (0 = 0 stays a relation); everything else is built
@@ -456,10 +451,6 @@ class Verdict:
         return "proved" + (", given " + "; ".join(given) if given else "")
 
 
-def _digest(cert: dict) -> str:
-    return hashlib.sha256(json.dumps(cert, sort_keys=True).encode()).hexdigest()
-
-
 _VERDICTS: dict[str, Verdict] = {}
 
 
@@ -473,13 +464,13 @@ def check(cert: Any) -> Verdict:
             return Verdict("?", None, False, (f"not JSON: {exc}",), (), ())
     if not isinstance(cert, dict):
         return Verdict("?", None, False, (f"a certificate is a JSON object, got {type(cert).__name__}",), (), ())
-    key = _digest(cert)
+    key = hashlib.sha256(json.dumps(cert, sort_keys=True).encode()).hexdigest()
     if key not in _VERDICTS:
         try:
             _VERDICTS[key] = _Replay(cert).run()
-        except CertificateError as exc:
-            _VERDICTS[key] = Verdict(str(cert.get("claim", "?")), None, False, (f"malformed certificate: {exc}",),
-                                     (), ())
+        except (CertificateError, KeyError, TypeError, ValueError, AttributeError) as exc:  # a missing field
+            why = f"malformed certificate: {type(exc).__name__ + ': ' if not isinstance(exc, CertificateError) else ''}{exc}"
+            _VERDICTS[key] = Verdict(str(cert.get("claim", "?")), None, False, (why,), (), ())
     return _VERDICTS[key]
 
 
@@ -667,24 +658,19 @@ class _Replay:
         rel, small, big = _oriented(conclusion)
         extra_ids = [str(i) for i in step.get("nonnegative", [])]
         links = [_oriented(self.facts[i]) for i in ids if i not in extra_ids]
-        if rel == "=" or any(r == "=" for r, _, _ in links):
-            return False, "bound combines inequalities", frozenset()
-        op = step.get("op")
-        if op == "add":
-            ok = small == sp.Add(*[a for _, a, _ in links]) and big == sp.Add(*[b for _, _, b in links])
-            return ok, "sum of bounds" if ok else "the sides are not the sums of the premises' sides", frozenset()
-        if op == "mul":
-            sides_ok = small == sp.Mul(*[a for _, a, _ in links]) and big == sp.Mul(*[b for _, _, b in links])
-            if not sides_ok:
-                return False, "the sides are not the products of the premises' sides", frozenset()
-            lows = [a for _, a, _ in links]
-            extra = [self.facts[i] for i in extra_ids]
-            known = [sp.expand(_oriented(r)[2] - _oriented(r)[1]) for r in extra]
-            for low in lows:
-                if _shown_sign(low, [(k, False) for k in known]) not in (">", "≥"):
-                    return False, f"{sp.sstr(low)[:60]} is not shown ≥ 0", frozenset()
-            return True, "product of non-negative bounds", frozenset()
-        return False, f"bound needs op 'add' or 'mul', got {op!r}", frozenset()
+        op, strict = step.get("op"), any(r == "<" for r, _, _ in links)
+        if rel == "=" or any(r == "=" for r, _, _ in links) or op not in ("add", "mul"):
+            return False, "bound combines inequalities by op 'add' or 'mul'", frozenset()
+        if rel == "<" and (op == "mul" or not strict):
+            return False, "a strict bound needs a strict link (and op 'add')", frozenset()
+        combine = sp.Add if op == "add" else sp.Mul
+        if small != combine(*[a for _, a, _ in links]) or big != combine(*[b for _, _, b in links]):
+            return False, f"the sides are not the {op} of the premises' sides", frozenset()
+        known = [(sp.expand(_oriented(self.facts[i])[2] - _oriented(self.facts[i])[1]), False) for i in extra_ids]
+        for low in ([a for _, a, _ in links] if op == "mul" else []):
+            if _shown_sign(low, known) not in (">", "≥"):
+                return False, f"{sp.sstr(low)[:60]} is not shown ≥ 0", frozenset()
+        return True, f"{op} of bounds", frozenset()
 
     def _induction(self, step, conclusion, ids):
         n, n0 = self.read(step["var"]), self.read(step["base"])

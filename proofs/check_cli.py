@@ -1,0 +1,61 @@
+"""``attention-proofs check FILE...``: re-check proof certificates, as a reviewer would.
+
+A FILE is a report's ``report.json`` (its ``certificates`` key), one certificate, or a list of them.
+Each certificate is replayed by :func:`proofs.checker.check`. A certificate whose claim id is in the
+catalogue must state the catalogue's statement: a proof of something else under a catalogued id is
+refused. Exit status 0 when every certificate is proved, 1 otherwise, 2 for unreadable input.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Iterable
+
+
+def certificates(doc: Any) -> list[dict]:
+    """The certificates a JSON document holds."""
+    if isinstance(doc, dict) and "certificates" in doc:
+        certs = doc["certificates"]
+        return [c for c in (certs.values() if isinstance(certs, dict) else certs) if c is not None]
+    if isinstance(doc, dict):
+        return [doc]
+    if isinstance(doc, list):
+        return list(doc)
+    raise ValueError("expected a certificate, a list of them, or a report with a 'certificates' key")
+
+
+def judge(cert: dict) -> tuple[bool, str]:
+    """(proved, one line): the checker's verdict, and the catalogue's statement for a catalogued id."""
+    from proofs import checker, claims
+
+    verdict = checker.check(cert)
+    entry = claims.catalogued(str(cert.get("claim", ""))) if isinstance(cert, dict) else None
+    if verdict.proved and entry is not None and not checker._same_all(verdict.statement, entry.statement):
+        return False, f"{verdict.claim}: failed: the certificate states something other than the catalogue's claim"
+    return verdict.proved, f"{verdict.claim}: {verdict.line}"
+
+
+def main(paths: Iterable[str]) -> int:
+    paths = list(paths)
+    if not paths:
+        print("check: give one or more FILEs (a report.json or certificate files)", file=sys.stderr)
+        return 2
+    total = bad = 0
+    for path in paths:
+        try:
+            certs = certificates(json.loads(Path(path).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            print(f"check: {path}: {exc}", file=sys.stderr)
+            return 2
+        for cert in certs:
+            ok, line = judge(cert)
+            total += 1
+            bad += not ok
+            print(("ok    " if ok else "FAIL  ") + line)
+    print(f"{total - bad} of {total} certificates proved")
+    return 0 if bad == 0 and total else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

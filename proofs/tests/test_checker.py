@@ -1,0 +1,290 @@
+"""The checker decides "proved", and nothing a theorem does can talk past it.
+
+Each forgery below was tried against the previous design through the public Proof API and came out
+plain "proved" there. Here each one is either refused or proved only "given" the premise or
+computation it smuggled in, named in the verdict line.
+"""
+import ast
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sympy as sp
+
+from proofs import checker
+from proofs.engine import CITED, Derivation, Proof
+
+x, y = sp.symbols("x y", real=True)
+n = sp.Symbol("n", integer=True, positive=True)
+i = sp.Symbol("i", integer=True, positive=True)
+S = sp.Symbol("S")
+Var = sp.Function("Var")
+FALSE = sp.Eq(x, x + 1, evaluate=False)
+
+
+def _proof(statement):
+    return Proof("demo", statement=statement)
+
+
+# ------------------------------------------------------------------ forgeries through the Proof API
+
+def test_a_custom_callable_is_a_named_computation_never_plain_proved():
+    pf = _proof(FALSE)
+    pf.holds("trust me", "x = x + 1", x, x + 1, lambda: True)
+    line = pf.finish().verdict_line
+    assert line.startswith("proved, given computation <lambda>") and "test_checker.py" in line
+
+
+def test_a_check_returning_a_truthy_tuple_is_not_a_pass():
+    pf = _proof(FALSE)
+    pf.holds("tuple", "x = x + 1", x, x + 1, lambda: (False, "no"))
+    assert not pf.finish().verified
+    pf = _proof(FALSE)
+    pf.holds("tuple", "x = x + 1", x, x + 1, lambda: ("yes", "a string is not a verdict"))
+    assert not pf.finish().verified
+
+
+def test_establishes_and_subject_and_where_are_labels_named_in_the_verdict():
+    for kw in ({"establishes": FALSE}, {"subject": x}, {"where": lambda e: sp.Integer(1)}):
+        pf = _proof(FALSE)
+        pf.equal("label", "1 = 1", sp.Integer(1), 1 if "where" in kw else x + 1, **kw) if "subject" in kw else \
+            pf.equal("label", "1 = 1", sp.Integer(1), sp.Integer(1) if "where" not in kw else x + 1, **kw)
+        d = pf.finish()
+        assert not (d.verified and d.verdict_line == "proved"), kw
+        assert not d.verified or "computation equal(" in d.verdict_line, (kw, d.verdict_line)
+
+
+def test_a_definition_of_the_statements_own_subject_is_named_in_the_verdict():
+    pf = _proof(sp.Eq(Var(S), 5, evaluate=False))
+    d = pf.define(Var(S), 5, "Var(S) := 5")
+    pf.rewrite(Var(S), 5, [d])
+    assert pf.finish().verdict_line == "proved, given definition Eq(Var(S), 5)"
+
+
+def test_a_definition_that_constrains_a_name_already_used_is_not_conservative():
+    t = sp.Symbol("t", real=True)
+    pf = _proof(sp.Eq(x, x, evaluate=False))
+    pf.assume(sp.Gt(t, 7, evaluate=False), "t > 7")
+    pf.define(t, 5, "t := 5")
+    pf.identity(x, x)
+    d = pf.finish()
+    # unused premises are not in the verdict, but the definition is recorded as non-conservative
+    assert d.verdict_line == "proved"
+    pf = _proof(sp.Gt(5, 7, evaluate=False))
+    a = pf.assume(sp.Gt(t, 7, evaluate=False), "t > 7")
+    dd = pf.define(t, 5, "t := 5")
+    pf.rewrite(t, 7, [dd, a], relation_=">")  # rewriting t to 5 inside t > 7 ... cannot make 5 > 7
+    assert not pf.finish().verified
+
+
+def test_a_catalogued_id_cannot_carry_another_statement_and_statements_are_read_only():
+    with pytest.raises(ValueError, match="another statement"):
+        Proof("dot-product-variance", statement=FALSE)
+    pf = Proof("dot-product-variance")
+    with pytest.raises(AttributeError):
+        pf.statement = FALSE
+    with pytest.raises(AttributeError):
+        pf.steps.append("a step")  # a replay's tuple, not the proof's record
+
+
+def test_a_derivation_is_frozen_and_its_verdict_is_recomputed_from_the_certificate():
+    pf = _proof(sp.Eq((x + 1) ** 2, x**2 + 2 * x + 1, evaluate=False))
+    pf.identity((x + 1) ** 2, x**2 + 2 * x + 1)
+    d = pf.finish()
+    assert d.verified
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        d.certificate_json = "{}"
+    with pytest.raises(AttributeError):
+        d.verified = True
+    cert = d.certificate
+    cert["statement"] = checker.write(FALSE)  # editing the returned dict changes nothing
+    assert d.verified and not checker.check(cert).proved
+
+
+def test_a_cited_derivation_is_replayed_inside_the_citing_certificate():
+    inner = _proof(FALSE)
+    inner.identity(x, x + 1)
+    outer = _proof(FALSE)
+    outer.cite(inner.finish())
+    assert not outer.finish().verified
+    cert = outer.finish().certificate
+    good = _proof(sp.Eq(x, x, evaluate=False))
+    good.identity(x, x)
+    cert["steps"][0]["certificate"] = dict(good.finish().certificate, statement=checker.write(FALSE))
+    assert not checker.check(cert).proved  # an edited statement in the cited certificate does not replay
+
+
+def test_a_hand_built_derivation_or_certificate_proves_only_what_replays():
+    pf = _proof(FALSE)
+    pf.identity(x, x)
+    cert = pf.finish().certificate
+    cert["steps"][0]["conclusion"] = checker.write(FALSE)  # claim the step concluded the statement
+    forged = Derivation("demo", "demo", (), json.dumps(cert))
+    assert not forged.verified and "step S1 (identity) failed" in forged.verdict_line
+    cert["steps"] = []
+    assert not checker.check(cert).proved  # deleting the failed steps leaves nothing established
+
+
+def test_a_conjunct_resting_on_an_undischarged_hypothesis_is_not_established():
+    pf = _proof(FALSE)
+    h = pf.hypothesis(FALSE)
+    pf.rewrite(x, x + 1, [h])
+    d = pf.finish()
+    assert not d.verified and "not established" in d.verdict_line
+
+
+def test_an_assumed_conjunct_is_not_proved():
+    pf = _proof(FALSE)
+    a = pf.assume(FALSE)
+    pf.rewrite(x, x + 1, [a])
+    assert "assumed, not proved" in pf.finish().verdict_line
+
+
+def test_induction_is_built_by_the_checker_from_the_statement():
+    P = sp.Eq(sp.Sum(i, (i, 1, n)), n * (n + 1) / 2, evaluate=False)
+
+    def build(base_value, rhs_at_base, wrong_step=False):
+        pf = _proof(P)
+        base = pf.identity(sp.Sum(i, (i, 1, base_value)), rhs_at_base)
+        h = pf.hypothesis(checker.substitute(P, {n: n - 1}))
+        split = pf.identity(sp.Sum(i, (i, 1, n)), sp.Sum(i, (i, 1, n - 1)) + n)
+        rhs = n * (n + 1) / 2 if not wrong_step else n * (n + 1) / 2 + 0 * n
+        step = pf.rewrite(sp.Sum(i, (i, 1, n)), rhs, [split, h])
+        pf.induction(P, n, base_value, base, step, h)
+        return pf.finish()
+
+    assert build(1, sp.Integer(1)).verified
+    assert not build(2, sp.Integer(3)).verified  # a base case at 2 does not cover n = 1
+    Q = sp.Eq(sp.Sum(i, (i, 1, n)), n**2, evaluate=False)  # false; the step cannot be shown
+    pf = _proof(Q)
+    base = pf.identity(sp.Sum(i, (i, 1, 1)), sp.Integer(1))
+    h = pf.hypothesis(checker.substitute(Q, {n: n - 1}))
+    split = pf.identity(sp.Sum(i, (i, 1, n)), sp.Sum(i, (i, 1, n - 1)) + n)
+    step = pf.rewrite(sp.Sum(i, (i, 1, n)), n**2, [split, h])
+    pf.induction(Q, n, 1, base, step, h)
+    assert not pf.finish().verified
+
+
+def test_an_enumeration_proves_only_its_instances():
+    m = sp.Symbol("m", integer=True, positive=True)
+    P = sp.Eq(sp.Mod(m**2, 2), sp.Mod(m, 2), evaluate=False)
+    pf = _proof(P)  # the general statement
+    pf.enumeration(P, [(m, 1, 8)])
+    d = pf.finish()
+    assert not d.verified and "not established" in d.verdict_line
+    bounded = sp.And(*[checker.substitute(P, {m: v}) for v in range(1, 9)], evaluate=False)
+    pf = _proof(bounded)
+    pf.enumeration(P, [(m, 1, 8)])
+    assert pf.finish().verified
+
+
+def test_sign_and_chain_refuse_a_false_inequality():
+    u = sp.Symbol("u", positive=True)
+    pf = _proof(sp.Le(x**2 + 1, x**2, evaluate=False))
+    pf.sign(x**2 + 1, "≤", x**2)
+    assert not pf.finish().verified
+    pf = _proof(sp.Le(n * u / (1 - n * u), (n + 1) * u / (1 - (n + 1) * u), evaluate=False))
+    pos = pf.assume(sp.Gt(1 - (n + 1) * u, 0, evaluate=False))
+    pf.sign(n * u / (1 - n * u), "≤", (n + 1) * u / (1 - (n + 1) * u), using=[pos])
+    assert pf.finish().verdict_line.startswith("proved, given assumption")
+    pf = _proof(sp.Le(n * u / (1 - n * u), (n + 1) * u / (1 - (n + 1) * u), evaluate=False))
+    pf.sign(n * u / (1 - n * u), "≤", (n + 1) * u / (1 - (n + 1) * u))  # without 1 − (n+1)u > 0 it is false
+    assert not pf.finish().verified
+    pf = _proof(sp.Lt(x**2, x**2 + 1, evaluate=False))
+    a = pf.sign(x**2, "≤", x**2 + y**2)
+    b = pf.sign(x**2 + y**2, "≤", x**2 + y**2 + 1)
+    pf.chain([a, b], x**2, "<", x**2 + 1)  # the links end at x² + y² + 1, not x² + 1
+    assert not pf.finish().verified
+
+
+def test_linearity_pulls_out_only_constants():
+    E, q = sp.Function("E"), sp.IndexedBase("q", real=True)
+    pf = _proof(sp.Eq(E(q[1] * q[2]), q[1] * E(q[2]), evaluate=False))
+    pf.linearity(E(q[1] * q[2]), q[1] * E(q[2]), operator=E, random=[q])
+    assert not pf.finish().verified
+    pf = _proof(sp.Eq(E(2 * q[1] + 3 * q[2]), 2 * E(q[1]) + 3 * E(q[2]), evaluate=False))
+    pf.linearity(E(2 * q[1] + 3 * q[2]), 2 * E(q[1]) + 3 * E(q[2]), operator=E, random=[q])
+    assert pf.finish().verified
+
+
+# ------------------------------------------------------------------ malformed certificates
+
+def _cert(**over):
+    pf = _proof(sp.Eq(x, x, evaluate=False))
+    pf.identity(x, x)
+    return {**pf.finish().certificate, **over}
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"version": 99}, "version"),
+    ({"statement": "__import__('os').system('echo pwned')"}, "not a SymPy constructor"),
+    ({"statement": "Symbol('x').__class__"}, "not a SymPy constructor"),
+    ({"premises": [{"id": "P1", "kind": "cited", "statement": "Symbol('x')"}]}, "reference"),
+    ({"premises": [{"id": "P1", "kind": "folklore", "statement": "Symbol('x')"}]}, "kind"),
+    ({"steps": [{"id": "S1", "rule": "trust-me", "conclusion": "Symbol('x')", "premises": []}]}, "unknown rule"),
+    ({"steps": [{"id": "S1", "rule": "rewrite", "conclusion": "Symbol('x')", "premises": ["S9"]}]}, "not an earlier"),
+])
+def test_malformed_certificates_fail_with_a_reason(change, why):
+    verdict = checker.check(_cert(**change))
+    assert not verdict.proved and why in verdict.line
+
+
+def test_definition_heads_must_be_names_and_not_recursive():
+    bad = [sp.Eq(x + 1, 2, evaluate=False), sp.Eq(x, x + 1, evaluate=False)]
+    for rel in bad:
+        cert = _cert(premises=[{"id": "P1", "kind": "definition", "statement": checker.write(rel)}])
+        assert "malformed" in checker.check(cert).line
+
+
+# ------------------------------------------------------------------ independence of the checker
+
+def test_the_checker_imports_only_sympy_and_the_identity_engine():
+    tree = ast.parse(Path(checker.__file__).read_text(encoding="utf-8"))
+    imported = {a.name.split(".")[0] if isinstance(node, ast.Import) else (node.module or "")
+                for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+                for a in getattr(node, "names", [])}
+    modules = {m for m in imported if m}
+    assert modules <= {"__future__", "ast", "hashlib", "json", "dataclasses", "functools", "typing", "sympy",
+                       "proofs.identity"}, modules
+
+
+def test_the_checker_stays_small_enough_to_read_in_one_sitting():
+    assert len(Path(checker.__file__).read_text(encoding="utf-8").splitlines()) <= 800
+
+
+def test_check_command_replays_certificates_in_a_fresh_process(tmp_path):
+    good = _proof(sp.Eq((x + 1) ** 2, x**2 + 2 * x + 1, evaluate=False))
+    good.identity((x + 1) ** 2, x**2 + 2 * x + 1)
+    bad = _proof(FALSE)
+    bad.holds("x", "x", x, x + 1, lambda: (False, "no"))
+    (tmp_path / "good.json").write_text(good.finish().certificate_json)
+    (tmp_path / "report.json").write_text(json.dumps({"certificates": {"demo": bad.finish().certificate}}))
+    run = [sys.executable, "-m", "proofs.check_cli"]
+    ok = subprocess.run(run + [str(tmp_path / "good.json")], capture_output=True, text=True)
+    assert ok.returncode == 0 and "1 of 1 certificates proved" in ok.stdout, ok.stdout + ok.stderr
+    no = subprocess.run(run + [str(tmp_path / "good.json"), str(tmp_path / "report.json")], capture_output=True,
+                        text=True)
+    assert no.returncode == 1 and "1 of 2" in no.stdout
+    (tmp_path / "junk.json").write_text("not json")
+    assert subprocess.run(run + [str(tmp_path / "junk.json")], capture_output=True, text=True).returncode == 2
+
+
+def test_check_command_refuses_a_catalogued_id_with_another_statement():
+    from proofs.check_cli import judge
+
+    pf = _proof(sp.Eq(x, x, evaluate=False))
+    pf.identity(x, x)
+    cert = dict(pf.finish().certificate, claim="dot-product-variance")
+    ok, line = judge(cert)
+    assert not ok and "other than the catalogue" in line
+
+
+def test_cited_premises_need_a_reference():
+    pf = _proof(FALSE)
+    with pytest.raises(ValueError, match="reference"):
+        pf.cite_external(FALSE, "", "no reference")
+    with pytest.raises(ValueError, match="reference"):
+        pf.premise("Chebyshev", "a tail bound", x, x, kind=CITED)
