@@ -92,7 +92,8 @@ _ALLOWED.update({name: (lambda value=value: value) for name, value in {
     "One": sp.S.One, "NegativeOne": sp.S.NegativeOne, "Half": sp.S.Half, "EmptySet": sp.S.EmptySet,
     "EulerGamma": sp.EulerGamma, "Naturals0": sp.S.Naturals0, "Reals": sp.S.Reals, "Integers": sp.S.Integers,
     "Naturals": sp.S.Naturals}.items()})
-_ALLOWED.update({"Function": sp.Function, "Str": sp.core.symbol.Str})
+_ALLOWED.update({"Function": sp.Function, "Str": sp.core.symbol.Str, "oo": sp.oo, "zoo": sp.zoo, "nan": sp.nan,
+                 "pi": sp.pi, "E": sp.E, "I": sp.I, "true": sp.true, "false": sp.false})
 
 
 # Relations and connectives are read as written (0 = 0 stays a relation); everything else is built
