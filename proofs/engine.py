@@ -414,8 +414,13 @@ class Proof:
             ok, detail = bool(out), ""
         else:
             ok, detail = False, f"a check must return a bool or (bool, str), got {type(out).__name__}"
-        return self._step("computation", rel, description, label=label, name=name or getattr(check, "__name__", "?"),
-                          source=_source(check), outcome=bool(ok), detail=detail or ("holds" if ok else "does not hold"))
+        # A callable may use anything stated before it: it rests on every premise and citation so far
+        # (not on an induction hypothesis, which only the induction rule may discharge).
+        before = [Fact(p["id"], None) for p in self._premises if p["kind"] != HYPOTHESIS]
+        before += [Fact(s["id"], None) for s in self._steps if s["rule"] == "citation"]
+        return self._step("computation", rel, description, before, label=label,
+                          name=name or getattr(check, "__name__", "?"), source=_source(check), outcome=bool(ok),
+                          detail=detail or ("holds" if ok else "does not hold"))
 
     # ---------------------------------------------------------------- the older vocabulary
     def premise(self, rule: str, description: str, lhs: Any, rhs: Any = None, relation_: str = "=", *,
