@@ -48,13 +48,13 @@ class Schedule:
     steps: int = 300
     batch: int = 32
     lr: float = 3e-3
-    eval_every: int = 10
-    eval_size: int = 256
+    eval_every: int = 20
+    eval_size: int = 128
     solved_accuracy: float = 0.9  # chance is 1/n_values
 
 
 FULL = Schedule()
-QUICK = Schedule(steps=30, eval_size=128)  # the step-0 table and the first 30 steps, one seed
+QUICK = Schedule(steps=10, eval_every=5, eval_size=64)  # the step-0 table and the first 10 steps, one seed
 QUICK_SEEDS, FULL_SEEDS = range(1), range(5)
 
 
@@ -212,7 +212,8 @@ def summary(result: dict) -> list[dict]:
         rows.append({"d_k": dk, "scaling": sc, "seeds": len(runs), **s0,
                      "logit_std_sd": float(np.std([r["step0"]["logit_std"] for r in runs], ddof=1))
                      if len(runs) > 1 else float("nan"),
-                     "solved": len(solved), "median_solved_step": float(np.median(solved)) if solved else None,
+                     "solved": len(solved), "solved_steps": [r["solved_step"] for r in runs],
+                     "median_solved_step": float(np.median(solved)) if solved else None,
                      "final_accuracy": float(np.mean([r["curve"][-1][2] for r in runs])),
                      "final_loss": float(np.mean([r["curve"][-1][1] for r in runs]))})
     return rows

@@ -286,3 +286,17 @@ def extra_memory(n=N, head_dim=d) -> dict[str, sp.Expr]:
     """HBM beyond the inputs and output per head: the forward keeps lse (N floats) for the backward,
     the backward adds Delta (N); standard attention keeps S and P (N² each; P for the backward)."""
     return {"flash_forward": n, "flash_backward": 2 * n, "standard_forward": 2 * n * n}
+
+
+def traffic_curves(ns=(256, 512, 1024, 2048, 4096, 8192), head_dim: int = 64, block: int = 64) -> dict:
+    """Figure data: HBM elements per head of one forward against N, for standard attention (and its
+    S/P part) and for this kernel with B_M = B_N = ``block``, non-causal and causal."""
+    out = {"n": list(ns), "d": head_dim, "block": block, "standard": [], "standard_SP": [], "flash": [],
+           "flash_causal": []}
+    for n in ns:
+        std = standard_forward(n, head_dim, head_dim)
+        out["standard"].append(int(std.total))
+        out["standard_SP"].append(int(std.reads["S"] + std.writes["S"] + std.reads["P"] + std.writes["P"]))
+        for key, causal in (("flash", False), ("flash_causal", True)):
+            out[key].append(int(flash_forward(n, n, head_dim, head_dim, block, block, causal=causal).evaluate().total))
+    return out
