@@ -614,8 +614,9 @@ def _flash_memory_record() -> AuditRecord:
                        "derivation: proofs.traffic.extra_memory (HBM beyond inputs and output); measured by "
                        "kernels.memory (torch.profiler allocation events, log-log slope against N)",
                        HOLDS if ok else FAILS,
-                       f"extra HBM per head: the kernel keeps lse ({extra['flash_forward']} floats; the backward adds "
-                       f"Delta: {extra['flash_backward']}), standard attention S and P ({extra['standard_forward']})")
+                       f"extra HBM per head: the kernel's forward keeps lse ({extra['flash_forward']} floats), its backward "
+                       f"lse and Delta ({extra['flash_backward']}); standard attention keeps S and P "
+                       f"({extra['standard_forward']})")
 
 
 def _prescale_record() -> AuditRecord:
