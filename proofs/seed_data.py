@@ -26,3 +26,50 @@ SEED_SCORES_3 = sp.Matrix([[4, 2, 0], [1, 3, -1], [2, 0, 4]])
 SEED_DK_3 = 4
 PRINTED_SCALED_3 = sp.Matrix([[2, 1, 0], [sp.Rational(1, 2), sp.Rational(3, 2), -sp.Rational(1, 2)], [1, 0, 2]])
 SEED_VALUES_3 = sp.Matrix([[1, 2], [3, 0], [0, 4]])  # rows v₁, v₂, v₃
+
+
+# ---- Cited facts the audit decides seed sentences against (numbers as the sources print them).
+# transformers is not installed here (the peers extra), so the configurations are cited from the
+# model cards' config.json files rather than read from transformers' configuration classes.
+MODEL_CONFIGS = {
+    "GPT-2 small": dict(d_model=768, heads=12, kv_heads=12, head_dim=None,
+                        source="https://huggingface.co/openai-community/gpt2/blob/main/config.json "
+                               "(n_embd 768, n_head 12, initializer_range 0.02)"),
+    "Llama 3.1 8B": dict(d_model=4096, heads=32, kv_heads=8, head_dim=128,
+                         source="https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json "
+                                "(hidden_size 4096, num_attention_heads 32, num_key_value_heads 8, head_dim 128)"),
+    "Llama 3.1 70B": dict(d_model=8192, heads=64, kv_heads=8, head_dim=None,
+                          source="Llama 3 Herd of Models (Dubey et al. 2024), Table 3: model dimension 8192, "
+                                 "64 attention heads, 8 key/value heads"),
+    "Llama 3.1 405B": dict(d_model=16384, heads=128, kv_heads=8, head_dim=None,
+                           source="Llama 3 Herd of Models (Dubey et al. 2024), Table 3: model dimension 16384, "
+                                  "128 attention heads, 8 key/value heads"),
+}
+GPT2_INIT_STD = 0.02  # initializer_range of the GPT-2 config above
+
+# NVIDIA A100 80GB SXM datasheet: 80 GB HBM2e at 2,039 GB/s; 108 SMs with 192 KB of L1/shared memory each.
+# FlashAttention (Dao et al. 2022), Figure 1: SRAM 19 TB/s on A100.
+A100 = dict(hbm_gb=80, hbm_gbps=2039, sms=108, sram_kb_per_sm=192, sram_tbps=19,
+            source="NVIDIA A100 Tensor Core GPU datasheet (80GB SXM); FlashAttention (Dao et al. 2022), Figure 1")
+
+CITED = {
+    "vaswani-3.2.1": ("Vaswani et al. 2017, section 3.2.1 and footnote 4",
+                      "We suspect that for large values of d_k, the dot products grow large in magnitude, pushing the "
+                      "softmax function into regions where it has extremely small gradients. To counteract this "
+                      "effect, we scale the dot products by 1/√d_k. [Footnote 4:] To illustrate why the dot products "
+                      "get large, assume that the components of q and k are independent random variables with mean 0 "
+                      "and variance 1. Then their dot product has mean 0 and variance d_k."),
+    "gqa": ("Ainslie et al. 2023, GQA, abstract (https://arxiv.org/abs/2305.13245)",
+            "We show that uptrained GQA achieves quality close to multi-head attention with comparable speed to "
+            "MQA."),
+    "t5": ("Raffel et al. 2020, T5 (JMLR 21), and its Mesh TensorFlow code",
+           "T5's attention has no 1/√d_kv factor: the scale is folded into the initialisation of W_q "
+           "(std (d_model·d_kv)^(-1/2)); d_kv = 64 in T5-small, -base and -large, 128 in T5-3B and -11B."),
+    "fa3": ("Shah et al. 2024, FlashAttention-3, abstract",
+            "FP16 reaching up to 740 TFLOPs/s (75% utilization) on H100"),
+    "sdpa-defaults": ("torch.nn.functional.scaled_dot_product_attention docs (scale default 1/√E); "
+                      "jax.nn.dot_product_attention docs (scale default 1/√H); flash_attn_func docstring "
+                      "(softmax_scale default 1/√headdim)", ""),
+}
+# The default scale of each, as the exponent of the head dimension d (1/√d = d^(-1/2)), as documented above.
+DEFAULT_SCALE_EXPONENT = {"PyTorch": sp.Rational(-1, 2), "JAX": sp.Rational(-1, 2), "FlashAttention": sp.Rational(-1, 2)}
