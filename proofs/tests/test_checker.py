@@ -251,6 +251,17 @@ def test_the_checker_imports_only_sympy_and_the_identity_engine():
                        "proofs.identity"}, modules
 
 
+def test_the_identity_engine_imports_no_project_module():
+    from proofs import identity
+
+    tree = ast.parse(Path(identity.__file__).read_text(encoding="utf-8"))
+    project = [node.module if isinstance(node, ast.ImportFrom) else a.name for node in ast.walk(tree)
+               if isinstance(node, (ast.Import, ast.ImportFrom))
+               for a in getattr(node, "names", []) if (getattr(node, "module", None) or a.name).split(".")[0]
+               in ("proofs", "numeric", "kernels")]
+    assert not project, project
+
+
 def test_the_checker_stays_small_enough_to_read_in_one_sitting():
     assert len(Path(checker.__file__).read_text(encoding="utf-8").splitlines()) <= 800
 
