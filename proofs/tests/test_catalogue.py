@@ -18,6 +18,16 @@ def test_every_catalogued_claim_is_proved(claim):
     assert d.checked_steps, "a derivation needs at least one checked step"
 
 
+def test_every_certificate_replays_in_a_fresh_process(tmp_path):
+    """What a reviewer runs: the certificates alone, re-checked by `attention-proofs check` in a new process."""
+    for c in CLAIMS:
+        (tmp_path / f"{c.id}.json").write_text(derived(c.id).certificate_json, encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "proofs.check_cli", *sorted(map(str, tmp_path.glob("*.json")))],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert f"{len(CLAIMS)} of {len(CLAIMS)} certificates proved" in out.stdout
+
+
 def test_ids_are_unique_kebab_case_and_quote_a_seed_or_cite_a_reference():
     ids = [c.id for c in CLAIMS]
     assert len(ids) == len(set(ids))
