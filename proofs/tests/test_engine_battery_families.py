@@ -8,6 +8,8 @@ of the same families that must still pass, so the hardening is not "reject every
 """
 from __future__ import annotations
 
+import math
+import random
 import threading
 import time
 
@@ -220,3 +222,63 @@ if __name__ == "__main__":
     for family, (total, rejected) in counts().items():
         print(f"{family}: {rejected}/{total} rejected")
     print(f"true identities accepted: {sum(identity(lhs, rhs)[0] is True for _, lhs, rhs in TRUE)}/{len(TRUE)}")
+
+
+# ---- the budget: each identity runs in a worker process that is killed at its budget
+
+_HUGE = [int.from_bytes(random.Random(seed).randbytes(250_000), "little") for seed in (1, 2)]  # 2·10⁶ bits each
+
+
+class SlowGcd(sp.Function):
+    """At a number, the gcd of two random 2·10⁶-bit integers: about 30 s on this machine inside one
+    C call (math.gcd, quadratic) that no signal interrupts, so only killing its process can stop it."""
+
+    @classmethod
+    def eval(cls, arg):
+        if arg.is_Number:
+            math.gcd(*_HUGE)
+        return None
+
+
+def _timed(run_in_thread: bool, budget: float) -> tuple[float, tuple[bool, str]]:
+    out: dict = {}
+
+    def run():
+        start = time.perf_counter()
+        out["answer"] = identity(SlowGcd(x) * (x + 1), SlowGcd(x) * x + SlowGcd(x), budget=budget)
+        out["seconds"] = time.perf_counter() - start
+
+    if run_in_thread:
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+    else:
+        run()
+    return out["seconds"], out["answer"]
+
+
+@pytest.mark.parametrize("run_in_thread", [False, True], ids=["main thread", "other thread"])
+def test_a_c_call_past_the_budget_is_stopped(run_in_thread):
+    seconds, (ok, detail) = _timed(run_in_thread, budget=2.0)
+    assert ok is False and "budget of 2 s" in detail, detail
+    assert seconds < 3.0, f"took {seconds:.1f} s against a budget of 2 s"
+
+
+def test_the_worker_is_reused_and_restarted_after_a_kill():
+    from proofs.identity import _WORKER
+
+    assert identity(x + 1, 1 + x)[0]
+    forks = _WORKER.forks
+    for _ in range(3):
+        assert identity((x + y) ** 2, x**2 + 2 * x * y + y**2)[0]
+    assert _WORKER.forks == forks  # no fork per call
+    _timed(False, budget=0.5)  # killed
+    ok, detail = identity((x + y) ** 2, x**2 + 2 * x * y + y**2)
+    assert ok, detail
+    assert _WORKER.forks == forks + 1
+
+
+def test_an_input_that_cannot_travel_as_built_is_checked_as_built():
+    # Pickling rebuilds x·x⁻¹ as 1; the engine must see the 0/0-free-looking product as the caller built it.
+    ok, detail = identity(sp.Mul(x, 1 / x, evaluate=False), 1)
+    assert ok is False and "denominator x" in detail, detail
