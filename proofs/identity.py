@@ -700,9 +700,10 @@ def _declared_against_range(e: sp.Basic) -> str | None:
                 ({"real": True} if all(b.is_extended_real for b in limit[1:]) else {})
             implied = sp.Dummy(**facts).assumptions0
             declared = var.assumptions0
-            wrong = sorted(key for key, value in declared.items() if implied.get(key) != value)
-            if wrong:
-                return (f"the bound variable {var} of {_name(s)} is declared {', '.join(wrong[:3])}, "
+            if any(implied.get(key) != value for key, value in declared.items()):
+                stated = getattr(var, "_assumptions_orig", None) or declared
+                shown = ", ".join(f"{key}={value}" for key, value in sorted(stated.items()) if key != "commutative")
+                return (f"the bound variable {var} of {_name(s)} is declared {shown}, "
                         f"which its range {sp.sstr(limit[1])}..{sp.sstr(limit[2])} does not imply")
     return None
 
@@ -814,7 +815,8 @@ def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool) -> str:
 
 def identity(lhs: Any, rhs: Any, *, probes: int = 3, budget: float = BUDGET_S) -> tuple[bool, str]:
     """Decide ``lhs == rhs`` for all values of the free symbols; never raises, never runs past
-    ``budget`` seconds (plus the worker's hand-over, well under a second), in any thread.
+    ``budget`` seconds (plus the worker's hand-over, at most 0.5 s), in any thread. Calls from several
+    threads are served one at a time; a call's budget starts when its turn comes.
 
     True only when the shapes match, no probe refutes it, both sides are shown defined everywhere
     and the difference reduces to zero. The detail says which stage decided. The work runs in a
