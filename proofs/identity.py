@@ -2,6 +2,28 @@
 
 This is the one place where SymPy's simplification is trusted; the checker's ``identity``
 rule (and every rule that ends in an identity) calls :func:`identity`.
+
+Trust base. A "True" from :func:`identity` is as sound as:
+  * SymPy's construction of the expressions it is given. SymPy evaluates while it builds: x/x is
+    built as 1, |k| as k for k declared positive, Sum(..., evaluate) and diff() as their results,
+    and a certificate read back from ``srepr`` is rebuilt the same way. What was evaluated away
+    before the engine (or any checker) sees the expression cannot be seen by it: a 0/0 that SymPy
+    cancelled on construction is a 1 here. The engine refuses what it can see of this (a bound
+    variable whose declared assumptions its range does not imply), nothing more.
+  * SymPy's exact rewrites (expand, together, cancel, powsimp, expand_trig, rewrite(floor), and
+    Derivative.doit(deep=False) where the domain check showed the expression differentiable),
+    which are valid wherever the expression is defined;
+  * simplify, trusted only where random probes decided and its 0 then survives 12 fresh probes
+    (it applies rewrites that hold only generically), and never where a sum's range may be reversed
+    or a binomial's first argument may be a negative integer;
+  * the domain whitelist below (which functions are defined where, which are smooth where) and
+    SymPy's assumption system (is_positive, is_zero, is_integer, ...) that decides its conditions;
+  * undefined functions f(x) stand for arbitrary total functions, differentiable under a
+    Derivative: an identity containing them is claimed for every such function;
+  * evalf at 40 digits for the probes, which can only refute (a refutation is at a stated point);
+  * the worker process: the arguments travel pickled and are compared by hash with what the caller
+    built (a mismatch runs in a process forked for the call instead); a worker past its budget is
+    killed, so "False, undecided" is the answer, never a late "True".
 """
 from __future__ import annotations
 
@@ -27,10 +49,17 @@ import sympy as sp
 # singularity anywhere in that domain fails with "not shown defined", even when the two sides agree
 # wherever both are defined: (y + 1) log x − y log x − log x = 0 fails for real x, as x/x = 1 does,
 # because at x = 0 neither side has a value. State the assumption that excludes it (x positive).
-import signal  # noqa: E402
+import fractions  # noqa: E402
 import hashlib  # noqa: E402
+import itertools  # noqa: E402
+import multiprocessing  # noqa: E402
 import numbers  # noqa: E402
+import os  # noqa: E402
+import pickle  # noqa: E402
+import select  # noqa: E402
+import signal  # noqa: E402
 import threading  # noqa: E402
+import time  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 
 # Probes are evaluated with 40 significant digits; the two sides agree at a probe when they differ
@@ -261,11 +290,25 @@ def _instantiate(exprs: list[sp.Expr], point: dict, rng: random.Random, calls: d
     """Substitute the point, expand finite sums, give every indexed entry (q[1], q[2], …) a value and
     every undefined function a value per argument tuple (the same in every entry and on both sides)."""
     # subs keeps bound variables bound; xreplace is far cheaper where there are none.
-    out = [(e.subs(point) if e.has(*_BINDERS) else e.xreplace(point)).doit() for e in exprs]
+    out = [e.subs(point) if e.has(*_BINDERS) else e.xreplace(point) for e in exprs]
+    # Entries and calls that are already at numbers get their values before doit, so that a range such as
+    # 1..N[1] or 1..g(2) is numeric when its sum is evaluated: Sum.doit on a symbolic range ignores the
+    # reversed-range convention. Entries and calls that expansion makes numeric get theirs after.
+    values: dict = {}
+    out = [e.doit() for e in _give_values(out, rng, values, calls, final=False)]
+    return _give_values(out, rng, values, calls, final=True)
+
+
+def _give_values(out: list[sp.Expr], rng: random.Random, values: dict, calls: dict, final: bool) -> list[sp.Expr]:
+    """Replace every indexed entry and undefined-function call at numeric arguments by its value (drawn
+    once per entry or call, the same in every entry and on both sides). ``final``: an entry whose index
+    stays symbolic means no point gives the expression a value."""
     entries = sorted(set().union(*(e.atoms(sp.Indexed, _MatrixElement) for e in out)), key=sp.default_sort_key)
-    if any(not i.is_number for ix in entries for i in _indices(ix)):
+    if final and any(not i.is_number for ix in entries for i in _indices(ix)):
         raise _NotInstantiable("an index stays symbolic")
-    values = {ix: _sample_value(ix, rng) for ix in entries}
+    for ix in entries:
+        if ix not in values and all(i.is_number for i in _indices(ix)):
+            values[ix] = _sample_value(ix, rng)
     out = [e.xreplace(values) for e in out] if values else out
     # Only calls at numbers: f(_x) under a Derivative or Subs is not a value (replacing it there would
     # make every derivative 0).
@@ -360,19 +403,11 @@ def _nonzero(d: sp.Expr) -> bool:
     return False
 
 
-# Functions with poles, and the factor that vanishes there: tan x = sin x / cos x, and so on.
-_POLES = {sp.tan: sp.cos, sp.sec: sp.cos, sp.cot: sp.sin, sp.csc: sp.sin,
-          sp.tanh: sp.cosh, sp.sech: sp.cosh, sp.coth: sp.sinh, sp.csch: sp.sinh}
-# Functions undefined where an argument is a non-positive integer, and which argument (shifted so the
-# poles are at 0, −1, −2, …): gamma(z), factorial(k) at k = −1, −2, …, harmonic(n) at n = −1, −2, ….
-_GAMMA_POLES = {sp.gamma: lambda f: f.args[0], sp.loggamma: lambda f: f.args[0], sp.digamma: lambda f: f.args[0],
-                sp.polygamma: lambda f: f.args[1], sp.factorial: lambda f: f.args[0] + 1,
-                sp.harmonic: lambda f: f.args[0] + 1}
-
 # Bound indices are renamed to Dummies with these fixed indices, so the same position in the same
 # nesting gives the same symbol on both sides; no user symbol can be equal to one (a Dummy equals
 # only a Dummy with its name, index and assumptions).
 _BOUND_BASE = 7_340_000_000
+_BOUND_SPAN = 10**6  # indices _BOUND_BASE .. + _BOUND_SPAN are the engine's; an input Dummy there is refused
 
 
 def _index_facts(lo: sp.Expr, hi: sp.Expr) -> dict:
@@ -426,24 +461,213 @@ def _sum_height(e: sp.Basic) -> int:
     return max((1 + _sum_height(s.function) for s in e.atoms(sp.Sum, sp.Product)), default=0)
 
 
-def _singularities(e: sp.Expr) -> list[tuple[sp.Expr, str]]:
-    """(expression that must be shown non-zero, what it is) for every singularity recognised in ``e``:
-    bases of powers whose exponent may be negative, the vanishing factor of each tan, cot, sec, csc
-    (and hyperbolic) pole, log's argument, atan2's pair, gamma-like arguments (shifted)."""
-    e = _canonical(e)
-    found = []
-    for p in e.atoms(sp.Pow):
-        if not p.exp.is_nonnegative:
-            found.append((p.base, "denominator"))
-    found.extend((_POLES[type(f)](f.args[0]), "denominator") for f in e.atoms(*_POLES))
-    found.extend((f.args[0], "argument of log") for f in e.atoms(sp.log))
-    for f in e.atoms(sp.atan2):
-        y, x = f.args
-        if not _nonzero(y):
-            found.append((x, "atan2(y, x) needs y or x non-zero:"))
-    for f in e.atoms(*_GAMMA_POLES):
-        found.append((_GAMMA_POLES[type(f)](f), f"{type(f).__name__} pole"))
-    return found
+# ------------------------------------------------------------------ domains: a whitelist
+#
+# A side is "shown defined" only when every node of it is one the engine knows the domain of, and every
+# condition that domain states is shown under the assumptions. Anything else (a function the engine has
+# no entry for, however harmless) makes the side "not shown defined". The entries:
+#   values:             numbers, symbols, Add, Mul, indexed entries q[i], matrix entries A[i, j], and
+#                       undefined functions f(x) (see below);
+#   defined everywhere: exp, sin, cos, sinh, cosh, asin, acos, asinh, acosh, erf, erfc, erfi, re, im,
+#                       conjugate, Abs, sign, floor, ceiling, frac, KroneckerDelta, and a Piecewise whose
+#                       last condition is True (conditions compare real expressions);
+#   with a condition:   x^e (base ≠ 0 unless e ≥ 0; a fractional power of a negative or non-real base is
+#                       its principal value, a finite complex number, and counts as defined: the probes
+#                       take complex points so that a rewrite that is false off the principal branch is
+#                       refuted), log (argument ≠ 0), tan/sec (cos ≠ 0), cot/csc (sin ≠ 0), tanh/sech
+#                       (cosh ≠ 0), coth/csch (sinh ≠ 0), atan/acot (1 + z² ≠ 0), atanh/acoth (1 − z² ≠ 0),
+#                       asec/acsc/asech/acsch (z ≠ 0), atan2 (real arguments, not both 0), gamma, loggamma,
+#                       digamma, polygamma(k ≥ 0, z), factorial, harmonic (argument off 0, −1, −2, … after
+#                       the shift), binomial(n, k) with k an integer, rising and falling factorials with a
+#                       non-negative integer count, Max and Min (real arguments), Heaviside (a real
+#                       argument), Mod(p, q) (real, q ≠ 0);
+#   binders:            Sum and Product (the summand's conditions under what the range implies for its
+#                       index; an infinite range must be shown convergent), a definite Integral with finite
+#                       limits, Derivative (below), Subs.
+# Undefined functions f(x) are opaque values, total and (under a Derivative) differentiable: a theorem
+# states an uninterpreted quantity that way, and the identity is then claimed for every such function
+# (the probes give f an independent random value per argument tuple, which is how they refute a claim
+# that holds only for some f). A reader must know that f ranges over total, differentiable functions.
+#
+# A Derivative is defined where its expression is differentiable in each of its variables. Nodes that do
+# not depend on the variable are only checked for their domain; the others must be smooth there:
+# polynomials, exp and the functions above that are analytic where defined, an undefined function, a
+# power with an integer exponent, a power with a real non-zero base (or a positive base when the exponent
+# depends on the variable), log of a real argument, Abs, sign and Heaviside of a real argument shown
+# non-zero, Max and Min whose arguments are shown pairwise different, a Piecewise whose conditions do not
+# involve the variable. Everything else (floor, frac, Mod, δ, a jump or kink not shown absent) is "not
+# shown differentiable".
+
+
+class _Unknown(Exception):
+    """A node whose domain the engine does not know (or cannot show): the side is not shown defined."""
+
+
+_EVERYWHERE = (sp.exp, sp.sin, sp.cos, sp.sinh, sp.cosh, sp.erf, sp.erfc, sp.erfi)
+_EVERYWHERE_ROUGH = (sp.asin, sp.acos, sp.asinh, sp.acosh)  # finite on all of C, not smooth at ±1 (±i)
+_JUMPS = (sp.floor, sp.ceiling, sp.frac, sp.KroneckerDelta)  # defined everywhere, nowhere shown smooth
+_KINKS = (sp.Abs, sp.sign, sp.re, sp.im, sp.conjugate)  # defined everywhere; smooth where the argument is real and ≠ 0
+# Poles where a factor vanishes: tan z = sin z / cos z, atanh z = log((1 + z)/(1 − z))/2, and so on.
+_VANISHING = {sp.tan: sp.cos, sp.sec: sp.cos, sp.cot: sp.sin, sp.csc: sp.sin,
+              sp.tanh: sp.cosh, sp.sech: sp.cosh, sp.coth: sp.sinh, sp.csch: sp.sinh,
+              sp.atan: lambda z: 1 + z**2, sp.acot: lambda z: 1 + z**2,
+              sp.atanh: lambda z: 1 - z**2, sp.acoth: lambda z: 1 - z**2,
+              sp.asec: lambda z: z, sp.acsc: lambda z: z, sp.asech: lambda z: z, sp.acsch: lambda z: z}
+_MEROMORPHIC = (sp.tan, sp.sec, sp.cot, sp.csc, sp.tanh, sp.sech, sp.coth, sp.csch)  # smooth where defined
+# Functions undefined where an argument is a non-positive integer, and which argument (shifted so the
+# poles are at 0, −1, −2, …): gamma(z), factorial(k) at k = −1, −2, …, harmonic(n) at n = −1, −2, ….
+_GAMMA_POLES = {sp.gamma: lambda f: f.args[0], sp.loggamma: lambda f: f.args[0], sp.digamma: lambda f: f.args[0],
+                sp.polygamma: lambda f: f.args[1], sp.factorial: lambda f: f.args[0] + 1,
+                sp.harmonic: lambda f: f.args[0] + 1}
+_BOOLEANS = (sp.And, sp.Or, sp.Not, sp.logic.boolalg.BooleanAtom)
+
+
+def _name(e: sp.Basic) -> str:
+    return sp.sstr(e)[:100]
+
+
+def _conditions(e: sp.Basic, out: list, smooth_in: frozenset = frozenset()) -> None:
+    """Append to ``out`` every condition ``e`` needs to have a value (and to be differentiable in the
+    symbols of ``smooth_in``): (kind, expression, what), kind one of "nonzero", "poles", "real",
+    "positive", "atan2", "convergent". Raise _Unknown for a node outside the whitelist."""
+    if isinstance(e, (sp.Indexed, _MatrixElement)):  # an entry is a value; only its indices are expressions
+        index_symbols = set().union(*(i.free_symbols for i in e.args[1:]))
+        if smooth_in & index_symbols:
+            raise _Unknown(f"{_name(e)} is not shown differentiable: its index varies")
+        for i in e.args[1:]:
+            _conditions(i, out, smooth_in)
+        return None
+    if e.is_Atom:
+        if isinstance(e, (sp.Symbol, sp.Number, sp.NumberSymbol, sp.core.numbers.ImaginaryUnit, sp.IndexedBase,
+                          sp.core.symbol.Str, sp.logic.boolalg.BooleanAtom)):
+            return
+        raise _Unknown(f"{type(e).__name__} {_name(e)} is not a value the engine knows")
+    vary = smooth_in & e.free_symbols  # the variables this node must be differentiable in
+
+    def walk(*args, smooth=smooth_in):
+        for arg in args:
+            _conditions(arg, out, smooth)
+
+    def rough(why):
+        if vary:
+            raise _Unknown(f"{_name(e)} is not shown differentiable in {', '.join(sorted(map(str, vary)))}: {why}")
+
+    if isinstance(e, (sp.Add, sp.Mul)):
+        return walk(*e.args)
+    if isinstance(e, sp.Pow):
+        base, exponent = e.args
+        if not exponent.is_nonnegative:
+            out.append(("nonzero", base, "denominator"))
+        if vary & exponent.free_symbols:
+            out.append(("positive", base, f"base of the power {_name(e)} with a varying exponent:"))
+        elif vary and not exponent.is_integer:
+            out.append(("real", base, f"base of the fractional power {_name(e)}"))
+            out.append(("nonzero", base, f"branch point of {_name(e)}:"))
+        return walk(base, exponent)
+    if isinstance(e, sp.core.function.AppliedUndef):
+        return walk(*e.args)
+    if isinstance(e, sp.Derivative):
+        if not all(isinstance(v, sp.Symbol) for v in e.variables):
+            raise _Unknown(f"{_name(e)} differentiates by something other than a symbol")
+        return walk(e.expr, smooth=smooth_in | frozenset(e.variables))
+    if isinstance(e, sp.Subs):
+        walk(*e.point)
+        return walk(e.expr, smooth=smooth_in | frozenset(e.variables) if vary else smooth_in)
+    if isinstance(e, (sp.Sum, sp.Product, sp.Integral)):
+        if isinstance(e, sp.Integral):
+            rough("differentiating an integral is not in the whitelist")
+        for limit in e.limits:
+            if len(limit) != 3:
+                raise _Unknown(f"{_name(e)} has no range for {limit[0]}")
+            walk(*limit[1:])
+            infinite = any(b.has(sp.oo, -sp.oo, sp.zoo) for b in limit[1:])
+            if infinite and isinstance(e, sp.Integral):
+                raise _Unknown(f"improper integral {_name(e)}")
+            if infinite:
+                rough("an infinite sum or product is not differentiated term by term")
+                out.append(("convergent", e, ""))
+            if isinstance(e, sp.Integral) and not all(b.is_extended_real for b in limit[1:]):
+                raise _Unknown(f"{_name(e)} has a limit not shown real")
+        return walk(e.function)
+    if isinstance(e, sp.Piecewise):
+        if e.args[-1].cond != sp.true:
+            raise _Unknown(f"a Piecewise with no otherwise branch, {_name(e)}, has no value where no condition holds")
+        for expr, cond in e.args:
+            if vary & cond.free_symbols:
+                rough("a condition of the Piecewise involves the variable (a jump or a kink)")
+            walk(expr, cond)
+        return None
+    if isinstance(e, sp.core.relational.Relational):
+        if not isinstance(e, (sp.Eq, sp.Ne)):
+            out.extend(("real", side, "compared") for side in e.args)
+        return walk(*e.args)
+    if isinstance(e, _BOOLEANS):
+        return walk(*e.args)
+    if isinstance(e, _EVERYWHERE):
+        return walk(*e.args)
+    if isinstance(e, _EVERYWHERE_ROUGH):
+        rough(f"{type(e).__name__} has branch points")
+        return walk(*e.args)
+    if isinstance(e, _JUMPS):
+        rough(f"{type(e).__name__} jumps")
+        return walk(*e.args)
+    if isinstance(e, _KINKS):
+        if vary:
+            out.append(("real", e.args[0], f"argument of {type(e).__name__} under a derivative"))
+            out.append(("nonzero", e.args[0], f"kink of {type(e).__name__}:"))
+        return walk(*e.args)
+    if isinstance(e, sp.Heaviside):
+        out.append(("real", e.args[0], "argument of Heaviside"))
+        if vary:
+            out.append(("nonzero", e.args[0], "jump of Heaviside:"))
+        return walk(*e.args)
+    if isinstance(e, (sp.Max, sp.Min)):
+        out.extend(("real", arg, f"argument of {type(e).__name__}") for arg in e.args)
+        if vary:
+            out.extend(("nonzero", s - t, f"kink of {type(e).__name__}:") for s, t in itertools.combinations(e.args, 2))
+        return walk(*e.args)
+    if isinstance(e, sp.Mod):
+        rough("Mod jumps")
+        out.extend(("real", arg, "argument of Mod") for arg in e.args)
+        out.append(("nonzero", e.args[1], "modulus"))
+        return walk(*e.args)
+    if isinstance(e, sp.log):
+        out.append(("nonzero", e.args[0], "argument of log"))
+        if vary:
+            out.append(("real", e.args[0], "argument of log under a derivative (a complex one may cross the cut)"))
+        return walk(*e.args)
+    if type(e) in _VANISHING:
+        z = e.args[0]
+        out.append(("nonzero", _VANISHING[type(e)](z), f"pole of {type(e).__name__}:"))
+        if not isinstance(e, _MEROMORPHIC):
+            if vary and type(e) in (sp.atan, sp.acot):
+                out.append(("real", z, f"argument of {type(e).__name__} under a derivative"))
+            else:
+                rough(f"{type(e).__name__} has branch points")
+        return walk(*e.args)
+    if isinstance(e, sp.atan2):
+        rough("atan2 has a cut")
+        out.extend(("real", arg, "argument of atan2") for arg in e.args)
+        out.append(("atan2", sp.Tuple(*e.args), "atan2(y, x) needs y or x non-zero:"))
+        return walk(*e.args)
+    if type(e) in _GAMMA_POLES:
+        if isinstance(e, sp.polygamma) and not (e.args[0].is_integer and e.args[0].is_nonnegative):
+            raise _Unknown(f"{_name(e)}: polygamma's order is not shown a non-negative integer")
+        if isinstance(e, sp.harmonic) and len(e.args) != 1:
+            raise _Unknown(f"{_name(e)}: generalised harmonic numbers are not in the whitelist")
+        if isinstance(e, sp.loggamma) and vary:
+            out.append(("positive", e.args[0], "argument of loggamma under a derivative (a cut on the negative reals):"))
+        out.append(("poles", _GAMMA_POLES[type(e)](e), f"{type(e).__name__} pole"))
+        return walk(*e.args)
+    if isinstance(e, sp.binomial):
+        if not e.args[1].is_integer:
+            raise _Unknown(f"{_name(e)}: binomial with a second argument not shown an integer has gamma poles")
+        return walk(*e.args)
+    if isinstance(e, (sp.RisingFactorial, sp.FallingFactorial)):
+        if not (e.args[1].is_integer and e.args[1].is_nonnegative):
+            raise _Unknown(f"{_name(e)}: a count not shown a non-negative integer makes it a gamma quotient")
+        return walk(*e.args)
+    raise _Unknown(f"{type(e).__name__} ({_name(e)}) has a domain the engine does not know")
 
 
 def _gamma_safe(z: sp.Expr) -> bool:
@@ -461,29 +685,75 @@ def _convergent(s: sp.Expr) -> bool:
         return False
 
 
+def _declared_against_range(e: sp.Basic) -> str | None:
+    """A bound variable whose declared assumptions its range does not imply, or None.
+
+    SymPy uses a symbol's assumptions when the summand is built (|k| becomes k for k declared
+    positive), so Σ_{k=−3..3} |k| over such a k is built as Σ k = 0: the declared assumptions must
+    follow from the range, or the expression states something other than it shows."""
+    for s in e.atoms(sp.Sum, sp.Product, sp.Integral):
+        for limit in s.limits:
+            var = limit[0]
+            if len(limit) != 3:
+                continue  # the domain whitelist refuses it
+            facts = _index_facts(*limit[1:]) if isinstance(s, (sp.Sum, sp.Product)) else \
+                ({"real": True} if all(b.is_extended_real for b in limit[1:]) else {})
+            implied = sp.Dummy(**facts).assumptions0
+            declared = var.assumptions0
+            if any(implied.get(key) != value for key, value in declared.items()):
+                stated = getattr(var, "_assumptions_orig", None) or declared
+                shown = ", ".join(f"{key}={value}" for key, value in sorted(stated.items()) if key != "commutative")
+                return (f"the bound variable {var} of {_name(s)} is declared {shown}, "
+                        f"which its range {sp.sstr(limit[1])}..{sp.sstr(limit[2])} does not imply")
+    return None
+
+
+def _reserved_dummies(e: sp.Basic) -> str | None:
+    """A Dummy in the index range the engine renames bound variables to (it could be captured), or None."""
+    for d in e.atoms(sp.Dummy):
+        if _BOUND_BASE <= d.dummy_index < _BOUND_BASE + _BOUND_SPAN:
+            return f"the Dummy {d} has index {d.dummy_index}, reserved for the engine's bound-variable renaming"
+    return None
+
+
 def _undefined_somewhere(exprs: list[sp.Expr]) -> str | None:
-    """A reason naming the first singularity not shown absent, or None when both sides are defined
-    everywhere (infinities were refused on entry)."""
+    """A reason naming the first node or condition not shown, or None when both sides are defined
+    (and differentiable where differentiated) everywhere; infinities were refused on entry."""
+    out: list = []
     for e in exprs:
-        for s in e.atoms(sp.Sum, sp.Product, sp.Integral):
-            if any(b.has(sp.oo, -sp.oo, sp.zoo) for lim in s.limits for b in lim[1:]):
-                if not _convergent(s):
-                    return f"infinite {type(s).__name__.lower()} {sp.sstr(s)[:80]} not shown convergent"
-    found = {}
-    for e in exprs:
-        for d, kind in _singularities(e):
-            found.setdefault(d, kind)
-    for d in sorted(found, key=sp.default_sort_key):
-        kind = found[d]
-        if "pole" in kind:
-            if _gamma_safe(d):
-                continue
-            return f"{kind}: {sp.sstr(d)[:120]} not shown off 0, −1, −2, …"
-        if _nonzero(d):
+        why = _declared_against_range(e)
+        if why:
+            return why
+        try:
+            _conditions(_canonical(e), out)
+        except _Unknown as exc:
+            return str(exc)
+    seen = set()
+    for kind, d, what in sorted(out, key=lambda c: (c[0] != "convergent", sp.default_sort_key(c[1]))):
+        key = (kind, d)
+        if key in seen:
             continue
-        zero = d.is_number and d.is_zero or _reduces_to_zero(d, trust_simplify=False)
-        return (f"{kind} {sp.sstr(d)[:120]} is " +
-                ("identically 0" if zero else "not shown non-zero under the symbols' assumptions"))
+        seen.add(key)
+        if kind == "convergent":
+            if not _convergent(d):
+                return f"infinite {type(d).__name__.lower()} {_name(d)} not shown convergent"
+        elif kind == "poles":
+            if not _gamma_safe(d):
+                return f"{what}: {_name(d)} not shown off 0, −1, −2, …"
+        elif kind == "real":
+            if not d.is_extended_real:
+                return f"{what} {_name(d)} is not shown real"
+        elif kind == "positive":
+            if not _positive(d):
+                return f"{what} {_name(d)} is not shown positive"
+        elif kind == "atan2":
+            y, x = d
+            if not (_nonzero(y) or _nonzero(x)):
+                return f"{what} {_name(x)} is not shown non-zero"
+        elif not _nonzero(d):
+            zero = d.is_number and d.is_zero or _reduces_to_zero(d, trust_simplify=False)
+            return (f"{what} {_name(d)} is " +
+                    ("identically 0" if zero else "not shown non-zero under the symbols' assumptions"))
     return None
 
 
@@ -517,8 +787,9 @@ def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool) -> str:
         lambda e: sp.cancel(sp.expand(e, power_exp=True)),
         lambda e: sp.cancel(sp.powsimp(sp.expand(e))),
     ]
-    if expr.has(sp.Derivative):  # differentiation rules are exact
-        reductions.append(lambda e: sp.expand(e.xreplace({d: d.doit() for d in e.atoms(sp.Derivative)})))
+    if expr.has(sp.Derivative):  # differentiation rules are exact where the domain check showed smoothness
+        # deep=False: a deep doit would also evaluate every Sum inside on its symbolic range (below).
+        reductions.append(lambda e: sp.expand(e.xreplace({d: d.doit(deep=False) for d in e.atoms(sp.Derivative)})))
     if expr.has(sp.sin, sp.cos, sp.tan, sp.sinh, sp.cosh, sp.tanh):
         reductions.append(lambda e: sp.expand(sp.expand_trig(e)))
     # Sum.doit on a symbolic range ignores the reversed-range convention (it makes
@@ -544,11 +815,22 @@ def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool) -> str:
 
 def identity(lhs: Any, rhs: Any, *, probes: int = 3, budget: float = BUDGET_S) -> tuple[bool, str]:
     """Decide ``lhs == rhs`` for all values of the free symbols; never raises, never runs past
-    ``budget`` seconds (in the main thread).
+    ``budget`` seconds (plus the worker's hand-over, at most 0.5 s), in any thread. Calls from several
+    threads are served one at a time; a call's budget starts when its turn comes.
 
     True only when the shapes match, no probe refutes it, both sides are shown defined everywhere
-    and the difference reduces to zero. The detail says which stage decided.
+    and the difference reduces to zero. The detail says which stage decided. The work runs in a
+    worker process that is killed at the budget (see the module docstring).
     """
+    try:
+        return _isolated(lhs, rhs, probes, budget)
+    except Exception as exc:  # a check that cannot run is a failed check, never a crash
+        return False, f"check raised {type(exc).__name__}: {_message(exc)}"
+
+
+def _guarded(lhs: Any, rhs: Any, probes: int, budget: float) -> tuple[bool, str]:
+    """The decision itself, in the process that runs it; SIGALRM stops Python-level overruns politely
+    (the worker survives), the parent's kill stops the rest."""
     try:
         try:
             with _deadline(budget):
@@ -557,8 +839,155 @@ def identity(lhs: Any, rhs: Any, *, probes: int = 3, budget: float = BUDGET_S) -
             return False, f"undecided within the budget of {budget:g} s"
     except _OutOfTime:  # the alarm landed while the deadline was being disarmed
         return False, f"undecided within the budget of {budget:g} s"
-    except Exception as exc:  # a check that cannot run is a failed check, never a crash
+    except Exception as exc:
         return False, f"check raised {type(exc).__name__}: {_message(exc)}"
+
+
+# --------------------------------------------------------------------------- the worker process
+#
+# Each identity runs in a forked worker process, reused across calls (its SymPy cache stays warm) and
+# killed, then re-forked on the next call, when an answer does not come within the budget: a C call
+# (math.gcd on huge integers, an exact power) that no signal interrupts cannot overrun it, and the
+# budget holds off the main thread too. The arguments travel pickled; unpickling rebuilds SymPy
+# objects through their constructors, which evaluate (an unevaluated x·x⁻¹ would arrive as 1), so the
+# worker compares a fingerprint (the objects' hashes, which a fork shares) with the one the caller took
+# and refuses a mismatch. Inputs that cannot travel faithfully (an unevaluated product, a list subclass,
+# an array) run in a process forked for that one call, which inherits them as they are.
+_HANDOVER_S = 0.5  # past the budget, how long the parent waits for the worker's own "undecided" answer
+
+
+class _Opaque(Exception):
+    """An input the fingerprint does not cover: it runs in a process forked for the call."""
+
+
+def _fingerprint(x: Any) -> Any:
+    if isinstance(x, sp.Basic):
+        return "b", type(x).__name__, hash(x)
+    if isinstance(x, sp.MatrixBase):
+        return "m", type(x).__name__, x.shape, tuple(_fingerprint(e) for e in x)
+    if type(x) in (list, tuple):
+        return type(x).__name__, tuple(_fingerprint(e) for e in x)
+    if type(x) in (int, float, complex, bool, fractions.Fraction):
+        return "n", type(x).__name__, repr(x)
+    raise _Opaque(type(x).__name__)
+
+
+class _Worker:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.pid = 0
+        self.conn = None
+        self.owner = 0  # the process that forked the worker
+        self.forks = 0  # how many workers were started (a restart after a kill counts)
+
+    def _start(self) -> None:
+        parent, child = multiprocessing.Pipe()
+        pid = os.fork()
+        if pid == 0:  # the worker
+            code = 1
+            try:
+                parent.close()
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
+                _serve(child)
+                code = 0
+            finally:
+                os._exit(code)
+        child.close()
+        self.pid, self.conn, self.owner = pid, parent, os.getpid()
+        self.forks += 1
+
+    def stop(self) -> None:
+        if self.pid:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+            self.conn.close()
+            self.pid, self.conn = 0, None
+
+    def ask(self, payload: bytes, budget: float) -> tuple[bool, str] | None:
+        """The worker's answer, None when the inputs did not arrive faithfully."""
+        with self.lock:
+            if self.pid and self.owner != os.getpid():  # a fork of the caller: the worker is not ours
+                self.conn.close()
+                self.pid, self.conn = 0, None
+            if not self.pid:
+                self._start()
+            try:
+                self.conn.send_bytes(payload)
+                if self.conn.poll(budget + _HANDOVER_S if budget else None):
+                    return pickle.loads(self.conn.recv_bytes())
+            except (EOFError, OSError) as exc:  # the worker died (a crash, a kill from outside)
+                self.stop()
+                return False, f"the identity's worker process ended without an answer ({type(exc).__name__})"
+            self.stop()
+            return False, f"undecided within the budget of {budget:g} s (its worker process was stopped)"
+
+
+_WORKER = _Worker()
+
+
+def _serve(conn) -> None:
+    """The worker's loop: answer each identity until the caller's end of the pipe closes."""
+    while True:
+        try:
+            data = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        try:
+            lhs, rhs, probes, budget, want = pickle.loads(data)
+            answer = _guarded(lhs, rhs, probes, budget) if _fingerprint((lhs, rhs)) == want else None
+        except Exception:
+            answer = None
+        conn.send_bytes(pickle.dumps(answer))
+
+
+def _isolated(lhs: Any, rhs: Any, probes: int, budget: float) -> tuple[bool, str]:
+    try:
+        payload = pickle.dumps((lhs, rhs, probes, budget, _fingerprint((lhs, rhs))), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # _Opaque, or an object pickle refuses
+        payload = None
+    if payload is not None:
+        answer = _WORKER.ask(payload, budget)
+        if answer is not None:
+            return answer
+    return _forked(lhs, rhs, probes, budget)
+
+
+def _forked(lhs: Any, rhs: Any, probes: int, budget: float) -> tuple[bool, str]:
+    """The identity in a process forked for this call alone, killed at the budget."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            data = pickle.dumps(_guarded(lhs, rhs, probes, budget))
+            while data:
+                data = data[os.write(write, data):]
+        finally:
+            os._exit(0)
+    os.close(write)
+    deadline = time.monotonic() + budget + _HANDOVER_S if budget else None
+    chunks = []
+    try:
+        while True:
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0 or not select.select([read], [], [], wait)[0]:
+                os.kill(pid, signal.SIGKILL)
+                return False, f"undecided within the budget of {budget:g} s (its process was stopped)"
+            chunk = os.read(read, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
+    try:
+        return pickle.loads(b"".join(chunks))
+    except Exception as exc:
+        return False, f"the identity's process ended without an answer ({type(exc).__name__})"
 
 
 def _plain(x: Any) -> Any:
@@ -583,6 +1012,10 @@ def _identity(lhs: Any, rhs: Any, probes: int) -> tuple[bool, str]:
         a, b = _entries(lhs), _entries(rhs)
     except ValueError as exc:
         return False, _message(exc)
+    for e in a + b:
+        why = _reserved_dummies(e)
+        if why:
+            return False, f"not shown defined: {why}"
     differ = [k for k, (x, y) in enumerate(zip(a, b)) if x != y]  # identical entries cannot be refuted
     refuted, decided, probed = _probe([a[k] for k in differ], [b[k] for k in differ], probes) if differ \
         else (None, 0, "sides identical, not probed")
