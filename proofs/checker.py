@@ -35,7 +35,8 @@ from typing import Any
 
 import sympy as sp
 
-from proofs.identity import identity
+from proofs.identity import _BOUND_BASE, _BOUND_SPAN, identity
+from proofs.identity import _canonical as _engine_canonical
 
 FORMAT = "attention-proofs/certificate"
 VERSION = 1
@@ -157,7 +158,10 @@ def _parse(text: str) -> Any:
     except SyntaxError as exc:
         raise CertificateError(f"unreadable expression {text[:80]!r}: {exc.msg}") from None
     try:
-        return _node(tree)
+        out = _node(tree)
+        if isinstance(out, sp.Basic) and any(_RENAMED <= d.dummy_index < _RENAMED + 10**6 for d in out.atoms(sp.Dummy)):
+            raise CertificateError("a Dummy in the checker's reserved index range (its bound-index renaming)")
+        return out
     except CertificateError:
         raise
     except Exception as exc:
@@ -332,6 +336,21 @@ def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | 
 
 # --------------------------------------------------------------------------- rewriting
 
+_RENAMED = 5_210_000_000  # the checker's bound-index Dummies; a certificate may not hold one (read refuses it)
+
+
+def _canonical(expr: Any) -> Any:
+    """Bound indices renamed by nesting height and position (alpha-renaming, with the facts each range
+    implies), as the engine renames them, but to the checker's own Dummies: the engine refuses its own
+    reserved Dummies as input, and a certificate cannot forge the checker's."""
+    if not isinstance(expr, sp.Basic):
+        return expr
+    out = _engine_canonical(expr)
+    moved = {d: sp.Dummy(d.name, dummy_index=_RENAMED + d.dummy_index - _BOUND_BASE, **d.assumptions0)
+             for d in out.atoms(sp.Dummy) if _BOUND_BASE <= d.dummy_index < _BOUND_BASE + _BOUND_SPAN}
+    return out.xreplace(moved) if moved else out
+
+
 def _pattern(eq: Any, forall: tuple) -> tuple[Any, Any]:
     """An equation's sides with its ∀-symbols turned into Wilds that match only admissible values."""
     if not forall:
@@ -347,9 +366,7 @@ def _pattern(eq: Any, forall: tuple) -> tuple[Any, Any]:
 
 def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
     """Every premise equation applied left to right until nothing changes (at most 16 rounds)."""
-    from proofs.identity import _canonical  # bound indices renamed with the facts their ranges imply
-
-    out = _canonical(expr) if isinstance(expr, sp.Basic) else expr
+    out = _canonical(expr)
     for _ in range(16):
         before = out
         for eq, forall in equations:
@@ -710,8 +727,6 @@ class _Replay:
         operator = self.read(step["operator"]) if step.get("operator") else None
         if operator is not None and not isinstance(operator, sp.core.function.UndefinedFunction):
             return False, "the expectation operator must be an undefined function", frozenset()
-        from proofs.identity import _canonical
-
         a2, b2 = _linear(_canonical(a), randoms, operator), _linear(_canonical(b), randoms, operator)
         if a2 == b2:
             return True, "both sides distribute to the same form", frozenset()
