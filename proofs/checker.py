@@ -4,6 +4,12 @@
 JSON document, see ``proofs/certificate.py`` for how theorems write one) and uses only SymPy and the
 identity engine (``proofs/identity.py``). It imports no theorem, catalogue, report or builder code.
 
+A step that passed, rests on no hypothesis and on no premise that mentions a symbol x (other than as
+that premise's own ∀-symbol) may be *generalised* over x (its ``forall``): a later rewrite then uses
+it as a pattern, as it uses a premise over its ∀-symbols. Sound because every rule decides its
+conclusion for every admissible value of its free symbols; refused for a symbol whose assumptions
+the pattern cannot enforce.
+
 A certificate lists *premises* (definitions, assumptions of the claim, cited theorems, induction
 hypotheses) and *steps*. Each step is one application of a rule from the fixed set ``RULES``; its
 conclusion is a relation, and the checker recomputes whether the rule yields that conclusion from
@@ -56,6 +62,8 @@ RULES = {
                  "random symbols (E), performed by the checker on both sides, then `identity`",
     "enumeration": "P(v) for each v = lo..hi (at most 4096 instances), each decided as `identity` or by "
                    "evaluation; the conclusion is the explicit conjunction, never a symbolic-size statement",
+    "truncation": "substitute the premise equations as `rewrite` does, then Σ_{k=lo}^{hi} [k ≤ m]·f(k) = Σ_{k=lo}^{m} f(k) "
+                  "wherever m is an integer with lo − 1 ≤ m ≤ hi shown under the symbols' assumptions; then `identity`",
     "citation": "a conjunct of another certificate's statement, that certificate being checked here too",
     "computation": "a named computation no rule covers (file:function): taken as recorded, and listed",
 }
@@ -336,14 +344,16 @@ def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | 
 
 # --------------------------------------------------------------------------- rewriting
 
+_ENFORCED = ("integer", "positive", "nonnegative", "negative", "nonpositive", "real", "extended_real")
+
+
 def _pattern(eq: Any, forall: tuple) -> tuple[Any, Any]:
     """An equation's sides with its ∀-symbols turned into Wilds that match only admissible values."""
     if not forall:
         return eq.lhs, eq.rhs
     wilds = {}
     for s in forall:
-        facts = {k: v for k, v in s.assumptions0.items() if v is True and k in
-                 ("integer", "positive", "nonnegative", "negative", "nonpositive", "real", "extended_real")}
+        facts = {k: v for k, v in s.assumptions0.items() if v is True and k in _ENFORCED}
         wilds[s] = sp.Wild(f"{s.name}_w", properties=[lambda x, facts=facts: all(
             getattr(x, f"is_{k}") is True for k in facts)])
     return eq.lhs.xreplace(wilds), eq.rhs.xreplace(wilds)
@@ -367,8 +377,43 @@ def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
             else:
                 out = out.xreplace({lhs: rhs}) if out.has(lhs) else out
         if out == before:
-            return out
-    return out
+            break
+    return _canonical(out) if isinstance(out, sp.Basic) else out  # sums a definition brought in, renamed alike
+
+
+def _truncate(expr: Any) -> Any:
+    """Σ_{k=lo}^{hi} [k ≤ m]·f(k) → Σ_{k=lo}^{m} f(k) where m is an integer free of k and lo − 1 ≤ m ≤ hi is
+    shown by the assumptions ([c] a Piecewise((x, c), (0, True)) factor, c linear in k with k's coefficient +1
+    on its small side: k ≤ m, k < m + 1, m ≥ k, …). Exact under Karr's convention for those ranges."""
+    def bound(cond, k):
+        if not isinstance(cond, (sp.Le, sp.Lt, sp.Ge, sp.Gt)):
+            return None
+        rel, small, big = _oriented(cond)
+        d = sp.expand(big - small)  # the condition is d ≥ 0 (d > 0 when strict)
+        if sp.expand(d.diff(k)) != -1 or d.diff(k, 2) != 0:
+            return None
+        m = sp.expand(d + k) - (1 if rel == "<" else 0)
+        return m if m.is_integer and not m.has(k) else None
+
+    def cut(s):
+        if len(s.limits) != 1:
+            return s
+        k, lo, hi = s.limits[0]
+        if not (k.is_integer and lo.is_integer):
+            return s
+        factors = sp.Mul.make_args(s.function)
+        for n, f in enumerate(factors):
+            if not (isinstance(f, sp.Piecewise) and len(f.args) == 2 and f.args[1].expr == 0
+                    and f.args[1].cond is sp.true):
+                continue
+            m = bound(f.args[0].cond, k)
+            if m is None or not ((m - lo + 1).is_nonnegative and (hi - m).is_nonnegative):
+                continue
+            rest = sp.Mul(*(factors[:n] + factors[n + 1:])) * f.args[0].expr
+            return sp.Sum(rest, (k, lo, m))
+        return s
+
+    return expr.replace(lambda e: isinstance(e, sp.Sum), cut)
 
 
 # --------------------------------------------------------------------------- linearity
@@ -542,6 +587,23 @@ class _Replay:
             self.hyps[pid] = frozenset({pid}) if kind == "hypothesis" else frozenset()
             self.deps[pid] = frozenset({pid})
 
+    def _generalisable(self, sid: str, general: tuple) -> str:
+        """Why step ``sid`` may not be generalised over ``general`` ("" when it may)."""
+        if self.hyps[sid]:
+            return "it rests on an induction hypothesis"
+        for x in general:
+            if not isinstance(x, sp.Symbol):
+                return f"{sp.sstr(x)} is not a symbol"
+            enforced = {k for k, v in x.assumptions0.items() if v is True and k in _ENFORCED}
+            if {k for k, v in x.assumptions0.items() if v is True} != \
+                    {k for k, v in sp.Dummy(**{k: True for k in enforced}).assumptions0.items() if v is True}:
+                return f"{x}'s assumptions {sorted(k for k, v in x.assumptions0.items() if v)} are more than a pattern enforces"
+        for d in self.deps[sid]:
+            mentioned = self.facts[d].free_symbols - set(self.forall[d])
+            if mentioned & set(general):
+                return f"it rests on {d}, which mentions {', '.join(sorted(map(str, mentioned & set(general))))}"
+        return ""
+
     def _premise_facts(self, step: dict, sid: str) -> list[str]:
         ids = [str(i) for i in step.get("premises", [])]
         for i in ids:
@@ -569,6 +631,13 @@ class _Replay:
             self.facts[sid], self.forall[sid], self.kind[sid] = conclusion, (), "step"
             self.hyps[sid] = frozenset().union(*[self.hyps[i] for i in ids]) - discharged if ids else frozenset()
             self.deps[sid] = frozenset().union(*[self.deps[i] for i in ids]) if ids else frozenset()
+            if step.get("forall"):
+                general = tuple(self.read(x) for x in step["forall"])
+                why = self._generalisable(sid, general) if ok else "the step did not pass"
+                if why:
+                    ok, detail = False, f"not generalised over {', '.join(map(str, general))}: {why}"
+                else:
+                    self.forall[sid] = general
             if rule == "computation":
                 self.deps[sid] |= {sid}
                 self.text[sid] = f"{step.get('name', '?')} ({step.get('source', '?')})"
@@ -631,6 +700,16 @@ class _Replay:
         else:
             ok, why = _decide_order(rel, a2, b2, [self.facts[i] for i in orders])
         return ok, (f"after {len(eqs)} rewrite(s): " if eqs else "") + why, frozenset()
+
+    def _truncation(self, step, conclusion, ids):
+        rel, a, b = _oriented(conclusion)
+        if rel != "=":
+            return False, "truncation concludes an equation", frozenset()
+        eqs = self._equations(ids)
+        a2, b2 = _truncate(_rewrite(a, eqs)), _truncate(_rewrite(b, eqs))
+        ok, why = decide_identity(a2, b2)
+        return ok, (f"after {len(eqs)} rewrite(s) and truncating the sums: " if eqs else "after truncating: ") + why, \
+            frozenset()
 
     def _chain(self, step, conclusion, ids):
         if len(ids) < 2:
@@ -796,8 +875,8 @@ def _definition_head(rel: Any, forall: tuple, pid: str) -> str:
     if not isinstance(rel, sp.Eq):
         raise CertificateError(f"premise {pid}: a definition is an equation head = body")
     head, body = rel.lhs, rel.rhs
-    if isinstance(head, sp.Symbol):
-        name = head.name
+    if isinstance(head, (sp.Symbol, sp.MatrixSymbol)):
+        name = str(head.name)
     elif isinstance(head, sp.core.function.AppliedUndef):
         name = str(head.func)
     elif isinstance(head, sp.Indexed):
@@ -807,6 +886,6 @@ def _definition_head(rel: Any, forall: tuple, pid: str) -> str:
                                f"got {sp.sstr(head)[:80]}")
     if name in {str(s) for s in body.free_symbols} | _heads(body):
         raise CertificateError(f"premise {pid}: {name} occurs in its own definition")
-    if forall and not set(forall) <= (head.free_symbols if not isinstance(head, sp.Symbol) else set()):
+    if forall and not set(forall) <= (head.free_symbols if not isinstance(head, (sp.Symbol, sp.MatrixSymbol)) else set()):
         raise CertificateError(f"premise {pid}: every ∀-symbol of a definition must be an argument of its head")
     return name

@@ -61,6 +61,11 @@ def _sympify(x: Any) -> Any:
     return sp.sympify(x)
 
 
+def _general(forall: Iterable) -> dict:
+    symbols = list(forall)
+    return {"forall": [write(x) for x in symbols]} if symbols else {}
+
+
 def _source(fn: Any) -> str:
     """file:function of a callable, relative to the repository ("proofs/theorems/x.py:f")."""
     try:
@@ -343,13 +348,21 @@ class Proof:
         return self._premise(HYPOTHESIS, rel, description)
 
     # ---------------------------------------------------------------- rule applications
-    def identity(self, lhs: Any, rhs: Any, description: str = "", *, label: str | None = None) -> Fact:
-        return self._step("identity", relation(lhs, "=", rhs), description, label=label)
+    def identity(self, lhs: Any, rhs: Any, description: str = "", *, label: str | None = None,
+                 forall: Iterable = ()) -> Fact:
+        """lhs = rhs; ``forall`` asks the checker to generalise it over those symbols (then usable as a pattern)."""
+        return self._step("identity", relation(lhs, "=", rhs), description, label=label, **_general(forall))
 
     def rewrite(self, lhs: Any, rhs: Any, using: Iterable[Fact], description: str = "", *, relation_: str = "=",
-                label: str | None = None) -> Fact:
+                label: str | None = None, forall: Iterable = ()) -> Fact:
         """lhs rel rhs after substituting the ``using`` equations (and, for ≤/<, with their inequalities)."""
-        return self._step("rewrite", relation(lhs, relation_, rhs), description, using, label=label)
+        return self._step("rewrite", relation(lhs, relation_, rhs), description, using, label=label,
+                          **_general(forall))
+
+    def truncation(self, lhs: Any, rhs: Any, using: Iterable[Fact] = (), description: str = "", *,
+                   label: str | None = None) -> Fact:
+        """lhs = rhs after the ``using`` equations and cutting Σ_{lo..hi} [k ≤ m] f(k) to Σ_{lo..m} f(k)."""
+        return self._step("truncation", relation(lhs, "=", rhs), description, using, label=label)
 
     def chain(self, links: Iterable[Fact], lhs: Any, rel: str, rhs: Any, description: str = "",
               label: str | None = None) -> Fact:
