@@ -325,14 +325,14 @@ CLAIMS: tuple[Claim, ...] = (
           _formal(lambda sp, n: _causal_statement(sp, n, n.I0 + n.N_K - n.N_Q))),
     Claim("gqa-equals-repeated-mha", "GQA is MHA with repeated KV heads",
           "With G = H_q/H_kv, GQA equals multi-head attention on KV heads each repeated G times (query head h "
-          "reads KV head ⌊h/G⌋); the KV cache shrinks by the factor G.",
+          "reads KV head ⌊h/G⌋, so attn(Q_h, K_{kv_head(h)}, V_{kv_head(h)}) = attn(Q_h, K_rep,h, V_rep,h) for any "
+          "per-head attention attn); the KV cache (2·B·H·N·d entries for H heads) shrinks by the factor G.",
           ("H_q a multiple of H_kv",),
           (_seed(SEED_SELF_ATTENTION, "multiple query heads share a single key-value head ($G$ query heads per KV "
                                       "head). This reduces the memory footprint of KV caches during "
                                       "autoregressive decoding by a factor of $G$"),),
           f"{_GQA}:gqa_equals_repeated_mha", "gqa",
-          _formal(lambda sp, n: sp.And(_eq(n.kv_head(n.H_IDX), sp.floor(n.H_IDX / n.G)),
-                                       _eq(sp.Symbol("cache_MHA") / sp.Symbol("cache_GQA"), n.G)))),
+          _formal(lambda sp, n: _gqa_statement(sp, n))),
     Claim("scale-trap-limits", "The scale trap as a limit",
           "As d_k → ∞, in probability: with logits divided by d_k every weight a_j → 1/n (uniform); with "
           "unscaled logits the largest weight a_max → 1 (one-hot).",
@@ -487,6 +487,17 @@ def _backward_statement(sp, n):
                   _eq(D, sp.HadamardProduct(P, dP) * sp.OneMatrix(nk, 1)),
                   _eq(D, sp.HadamardProduct(dO, O) * sp.OneMatrix(dv, 1)),
                   _eq(M("dQ", nq, d), scale * dS * K), _eq(M("dK", nk, d), scale * dS.T * Q))
+
+
+def _gqa_statement(sp, n):
+    """kv_head(h) = ⌊h/G⌋; attn(Q_h, K_{kv_head(h)}, V_{kv_head(h)}) = attn(Q_h, K_rep,h, V_rep,h), K_rep and V_rep
+    repeat_interleave'd by G; cache(H_q)/cache(H_kv) = G (symbols of proofs.theorems.gqa)."""
+    g = importlib.import_module(_GQA)
+    h = n.H_IDX
+    return sp.And(_eq(n.kv_head(h), sp.floor(h / n.G)),
+                  _eq(g.attention(g.Q_HEADS[h], g.K_HEADS[n.kv_head(h)], g.V_HEADS[n.kv_head(h)]),
+                      g.attention(g.Q_HEADS[h], g.K_REPEATED[h], g.V_REPEATED[h])),
+                  _eq(g.cache(g.H_Q) / g.cache(g.H_KV), n.G))
 
 
 def _causal_statement(sp, n, last):
