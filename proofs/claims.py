@@ -310,15 +310,16 @@ CLAIMS: tuple[Claim, ...] = (
           _formal(lambda sp, n: sp.And(_symmetry_iff(sp, n), _eq(sp.Symbol("S_12^seed"), 2),
                                        _eq(sp.Symbol("S_21^seed"), 6)))),
     Claim("causal-mask-top-left", "Causal mask, top-left aligned (PyTorch is_causal)",
-          "With M_ij = −∞ for j > i (0-based), row i of the masked softmax is the softmax over keys j ≤ i, "
-          "and 0 beyond.",
+          "With M_ij = −∞ for j > i (0-based), the mask is PyTorch's torch.ones(N_q, N_k).tril(0) (visible(i, j) = "
+          "tril(i, j)), and row i of the masked softmax is the softmax over keys j ≤ i, and 0 beyond, for any N_q ≤ N_k.",
           ("N_q ≤ N_k",),
           (_seed(SEED_SELF_ATTENTION, "M_ij = -inf (j > i)"),),
           f"{_MASK}:causal_mask_top_left", "masking",
           _formal(lambda sp, n: _causal_statement(sp, n, n.I0))),
     Claim("causal-mask-bottom-right", "Causal mask, bottom-right aligned",
-          "Query i of N_q sees keys j ≤ i + N_k − N_q (0-based); row i of the masked softmax is the softmax over "
-          "those keys, and 0 beyond.",
+          "Query i of N_q sees keys j ≤ i + N_k − N_q (0-based): the mask is torch.ones(N_q, N_k).tril(N_k − N_q) "
+          "(visible(i, j) = tril(i, j)); row i of the masked softmax is the softmax over those keys, and 0 beyond, "
+          "for any N_q ≤ N_k.",
           ("N_q ≤ N_k",),
           (_seed(SEED_SELF_ATTENTION, "M_ij = -inf (j > i)"),),
           f"{_MASK}:causal_mask_bottom_right", "masking",
@@ -501,10 +502,12 @@ def _gqa_statement(sp, n):
 
 
 def _causal_statement(sp, n, last):
-    """a_ij = exp(s_ij) / Σ_{k ≤ L_i} exp(s_ik) for j ≤ L_i, else 0."""
-    i, j, k, s = n.I0, n.J0, n.K0, n.SCORES
-    return _eq(n.WEIGHTS[i, j], sp.Piecewise(
-        (sp.exp(s[i, j]) / sp.Sum(sp.exp(s[i, k]), (k, 0, last)), sp.Le(j, last)), (0, True)))
+    """visible(i, j) = tril(i, j) (the implemented mask is PyTorch's documented form), and
+    a_ij = exp(s_ij) / Σ_{k ≤ L_i} exp(s_ik) for L_i − j ≥ 0, else 0 (symbols of proofs.theorems.masking)."""
+    m = importlib.import_module(_MASK)
+    i, j, k, s = n.I0, n.J0, n.K0, m.SCORES
+    return sp.And(_eq(m.visible(i, j), m.tril(i, j)), _eq(n.WEIGHTS[i, j], sp.Piecewise(
+        (sp.exp(s[i, j]) / sp.Sum(sp.exp(s[i, k]), (k, 0, last)), sp.Ge(last - j, 0)), (0, True))))
 
 
 def _two_token_statement(sp):
