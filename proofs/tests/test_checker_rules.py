@@ -74,3 +74,12 @@ def test_a_matrix_symbol_may_be_defined_and_its_definition_is_listed():
         assert d.verified is proved, d.reasons
         if proved:
             assert "definition" in d.trust_base
+
+
+def test_a_pattern_instance_may_be_zero_where_its_symbol_allows_it_and_not_elsewhere():
+    g = sp.Function("g")
+    a, b = sp.Symbol("a", integer=True, nonnegative=True), sp.Symbol("b", integer=True, positive=True)
+    for zero_ok, symbol in ((True, a), (False, b)):
+        pf = Proof("t-zero", statement=_eq(g(2, 0), 2))
+        pf.rewrite(g(2, 0), 2, [pf.define(g(n, symbol), n + symbol, forall=[n, symbol])])
+        assert pf.finish().verified is zero_ok
