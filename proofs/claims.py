@@ -276,31 +276,34 @@ CLAIMS: tuple[Claim, ...] = (
           _formal(lambda sp, n: sp.And(_eq(n.E(sp.Symbol("xᵀMy")), 0),
                                        _eq(n.Var(sp.Symbol("xᵀMy")), sp.Trace(_m(sp, n) * _m(sp, n).T))))),
     Claim("projection-shapes", "Projections keep batch and sequence dimensions",
-          "[B, T, d_model]·[d_model, d_k] → [B, T, d_k]; output row (b, t) depends on token (b, t) only.",
+          "Y[b, t, c] = Σ_r X[b, t, r] W[r, c] ([B, T, d_model]·[d_model, d_k] → [B, T, d_k]): "
+          "∂Y[b, t, c]/∂X[b', t', r] = δ_bb' δ_tt' ∂Y[b, t, c]/∂X[b, t, r], so output row (b, t) depends on token "
+          "(b, t) only, for any B, T, d_model, d_k.",
           ("X ∈ ℝ^{B×T×d_model}, W ∈ ℝ^{d_model×d_k}",),
           (_seed(SEED_WITH_WEIGHTS, "[B, T, d] × [d, d] = [B, T, d]: The batch and sequence dimensions remain "
                                     "untouched"),),
           f"{_PROJ}:projection_shapes", "projections",
-          _formal(lambda sp, n: sp.And(_eq(n.shape(sp.Symbol("XW")), sp.Tuple(n.BATCH, n.SEQ, n.D_K)),
-                                       _eq(sp.Symbol("∂Y[b,t]/∂X[b',t'], (b',t') ≠ (b,t)"), 0)))),
+          _formal(lambda sp, n: _projection_statement(sp))),
     Claim("fused-qkv-projection", "Fused QKV projection equals three projections",
-          "X·[W_Q | W_K | W_V] (+ [b_Q | b_K | b_V]) sliced into blocks equals (XW_Q, XW_K, XW_V) (+ biases).",
+          "X·[W_Q | W_K | W_V] (+ [b_Q | b_K | b_V]) sliced into blocks equals (XW_Q, XW_K, XW_V) (+ biases), entry by "
+          "entry, for any T, d_model, d_k, d_v.",
           ("block slicing [:d_k], [d_k:2d_k], [2d_k:]",),
           (_seed(SEED_WITH_WEIGHTS, "This result is then sliced in memory into Q, K, V"),),
           f"{_PROJ}:fused_qkv_projection", "projections",
           _formal(lambda sp, n: _fused_statement(sp, n))),
     Claim("projection-parameter-count", "Projection parameter counts",
-          "One projection has d_model·d_k parameters (+ d_k with bias); Q, K, V together 3·d_model·d_k; "
+          "With params(k, m, n, β) the entries of k projections ℝ^m → ℝ^n (with their biases when β = 1): one "
+          "projection has d_model·d_k parameters (+ d_k with bias); Q, K, V together 3·d_model·d_k; "
           "GPT-2 small (d_model = 768): 589,824 per matrix, 1,769,472 for Q, K and V.",
           ("dense projections",),
           (_seed(SEED_WITH_WEIGHTS, "Total QKV Parameters = 3 × 589,824 = 1,769,472 parameters"),),
           f"{_PROJ}:projection_parameter_count", "projections",
-          _formal(lambda sp, n: sp.And(
-              _eq(n.params(sp.Symbol("W")), n.D_MODEL * n.D_K),
-              _eq(n.params(sp.Symbol("W"), sp.Symbol("b")), n.D_MODEL * n.D_K + n.D_K),
-              _eq(n.params(*sp.symbols("W_Q W_K W_V")), 3 * n.D_MODEL * n.D_K),
-              _eq(n.params(sp.Symbol("W^{GPT-2}")), 589_824),
-              _eq(n.params(*sp.symbols("W_Q^{GPT-2} W_K^{GPT-2} W_V^{GPT-2}")), 1_769_472)))),
+          _formal(lambda sp, n: sp.And(  # params(k, m, n, β): k projections m → n, with bias iff β = 1
+              _eq(n.params(1, n.D_MODEL, n.D_K, 0), n.D_MODEL * n.D_K),
+              _eq(n.params(1, n.D_MODEL, n.D_K, 1), n.D_MODEL * n.D_K + n.D_K),
+              _eq(n.params(3, n.D_MODEL, n.D_K, 0), 3 * n.D_MODEL * n.D_K),
+              _eq(n.params(1, 768, 768, 0), 589_824),
+              _eq(n.params(3, 768, 768, 0), 1_769_472)))),
     Claim("score-asymmetry", "When are attention scores symmetric?",
           "S = X M Xᵀ with M = W_Q W_Kᵀ is symmetric for every X exactly when M is symmetric; the seed's W_Q, W_K "
           "give S_12 = 2 and S_21 = 6.",
@@ -460,14 +463,23 @@ def _w(sp, n):
 
 
 def _fused_statement(sp, n):
-    """split(X[W_Q | W_K | W_V] (+ 1[b_Q | b_K | b_V])) = (XW_Q, XW_K, XW_V) (+ biases)."""
-    M = sp.MatrixSymbol
-    X, ones = M("X", n.SEQ, n.D_MODEL), sp.OneMatrix(n.SEQ, 1)
-    Ws = [M(name, n.D_MODEL, d) for name, d in (("W_Q", n.D_K), ("W_K", n.D_K), ("W_V", n.D_V))]
-    bs = [M(name, 1, d) for name, d in (("b_Q", n.D_K), ("b_K", n.D_K), ("b_V", n.D_V))]
-    return sp.And(_eq(sp.Symbol("split(X[W_Q|W_K|W_V])"), sp.Tuple(*(X * W for W in Ws))),
-                  _eq(sp.Symbol("split(X[W_Q|W_K|W_V] + 1[b_Q|b_K|b_V])"),
-                      sp.Tuple(*(X * W + ones * b for W, b in zip(Ws, bs)))))
+    """Entry (t, c) of each slice of X[W_Q | W_K | W_V] (+ 1[b_Q | b_K | b_V]) is that of XW_Q, XW_K, XW_V (+ the
+    bias), 0-based, symbolic sizes (symbols of proofs.theorems.projections)."""
+    p = importlib.import_module(_PROJ)
+    t, c = p.ROW, p.COL
+    out = []
+    for name, W, b in zip(("Q̂", "K̂", "V̂"), p.FUSED_W, p.FUSED_B):
+        out.append(_eq(p.split_parts[name](t, c), p.projected_entry(W)))
+        out.append(_eq(p.split_parts[name + "_b"](t, c), p.projected_entry(W) + b[c]))
+    return sp.And(*out)
+
+
+def _projection_statement(sp):
+    """∂Y[b, t, c]/∂X[b', t', r] = δ_bb' δ_tt' ∂Y[b, t, c]/∂X[b, t, r] (symbols of proofs.theorems.projections)."""
+    p = importlib.import_module(_PROJ)
+    b, t, c, r, b2, t2 = p._b, p._t, p._c, p._r, p._b2, p._t2
+    return _eq(p._other_token(), sp.KroneckerDelta(b, b2) * sp.KroneckerDelta(t, t2)
+               * sp.Derivative(p.Y_PROJ[b, t, c], p.X_TOK[b, t, r]))
 
 
 def _symmetry_iff(sp, n):
