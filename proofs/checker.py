@@ -59,7 +59,8 @@ RULES = {
     "induction": "P(n) for every integer n ≥ n₀ from P(n₀) and from P(k) under the hypothesis P(k − 1); the "
                  "checker builds P(n₀), P(k − 1) and P(k) from P itself",
     "linearity": "Σ and E distribute over sums and pull out factors free of the index (Σ) or of the declared "
-                 "random symbols (E), performed by the checker on both sides, then `identity`",
+                 "random symbols (E), and a Σ over indices of one same independent range takes them in a canonical "
+                 "order (finite sums commute), performed by the checker on both sides, then `identity`",
     "enumeration": "P(v) for each v = lo..hi (at most 4096 instances), each decided as `identity` or by "
                    "evaluation; the conclusion is the explicit conjunction, never a symbolic-size statement",
     "truncation": "substitute the premise equations as `rewrite` does, then Σ_{k=lo}^{hi} [k ≤ m]·f(k) = Σ_{k=lo}^{m} f(k) "
@@ -460,6 +461,28 @@ def _linear(expr: Any, randoms: set, operator: Any) -> Any:
     return expr
 
 
+def _fubini(expr: Any) -> Any:
+    """Each Σ over several indices with one same range, free of the other indices, taken in a canonical order
+    of its indices (the least srepr of the summand over their permutations; finite sums commute), then
+    alpha-renamed."""
+    from itertools import permutations
+
+    from proofs.identity import _canonical
+
+    def order(s):
+        limits = list(s.limits)
+        if len(limits) < 2 or len(limits) > 4 or len({tuple(lim[1:]) for lim in limits}) != 1:
+            return s
+        names = [lim[0] for lim in limits]
+        if any(b.has(*names) for lim in limits for b in lim[1:]):
+            return s
+        forms = [_canonical(sp.Sum(s.function.xreplace(dict(zip(names, perm))), *limits))
+                 for perm in permutations(names)]
+        return min(forms, key=sp.srepr)
+
+    return _canonical(expr.replace(lambda e: isinstance(e, sp.Sum), order))
+
+
 # --------------------------------------------------------------------------- the checker
 
 @dataclass(frozen=True)
@@ -804,7 +827,7 @@ class _Replay:
             return False, "the expectation operator must be an undefined function", frozenset()
         from proofs.identity import _canonical
 
-        a2, b2 = _linear(_canonical(a), randoms, operator), _linear(_canonical(b), randoms, operator)
+        a2, b2 = (_fubini(_linear(_canonical(x), randoms, operator)) for x in (a, b))
         if a2 == b2:
             return True, "both sides distribute to the same form", frozenset()
         ok, why = decide_identity(a2, b2)

@@ -83,3 +83,15 @@ def test_a_pattern_instance_may_be_zero_where_its_symbol_allows_it_and_not_elsew
         pf = Proof("t-zero", statement=_eq(g(2, 0), 2))
         pf.rewrite(g(2, 0), 2, [pf.define(g(n, symbol), n + symbol, forall=[n, symbol])])
         assert pf.finish().verified is zero_ok
+
+
+def test_linearity_swaps_indices_of_one_same_range_and_no_others():
+    a, b = sp.symbols("a b", integer=True, nonnegative=True)
+    m = sp.Symbol("m", integer=True, positive=True)
+    g = sp.IndexedBase("g", real=True)
+    swapped_same = (sp.Sum(g[a, b] * e[a], (a, 0, n), (b, 0, n)), sp.Sum(g[b, a] * e[b], (a, 0, n), (b, 0, n)))
+    swapped_other = (sp.Sum(g[a, b] * e[a], (a, 0, n), (b, 0, m)), sp.Sum(g[b, a] * e[b], (a, 0, n), (b, 0, m)))
+    for (lhs, rhs), proved in ((swapped_same, True), (swapped_other, False)):
+        pf = Proof("t-fubini", statement=_eq(lhs, rhs))
+        pf.linearity(lhs, rhs)
+        assert pf.finish().verified is proved
