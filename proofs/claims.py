@@ -305,13 +305,13 @@ CLAIMS: tuple[Claim, ...] = (
               _eq(n.params(1, 768, 768, 0), 589_824),
               _eq(n.params(3, 768, 768, 0), 1_769_472)))),
     Claim("score-asymmetry", "When are attention scores symmetric?",
-          "S = X M Xᵀ with M = W_Q W_Kᵀ is symmetric for every X exactly when M is symmetric; the seed's W_Q, W_K "
-          "give S_12 = 2 and S_21 = 6.",
+          "S = X M Xᵀ with M = W_Q W_Kᵀ has (S − Sᵀ)_pq = (X (M − Mᵀ) Xᵀ)_pq for any sizes, so S is symmetric for "
+          "every X when M is symmetric (and, with unit-vector tokens, only then); the seed's W_Q, W_K give "
+          "S_12 = 2 and S_21 = 6.",
           ("real matrices",),
           (_seed(SEED_WITH_WEIGHTS, "If q = x and k = x, then compatibility s_(i, j) = xᵢ · xⱼ = xⱼ · xᵢ = s_(j, i)"),),
           f"{_PROJ}:score_asymmetry", "projections",
-          _formal(lambda sp, n: sp.And(_symmetry_iff(sp, n), _eq(sp.Symbol("S_12^seed"), 2),
-                                       _eq(sp.Symbol("S_21^seed"), 6)))),
+          _formal(lambda sp, n: _asymmetry_statement(sp))),
     Claim("causal-mask-top-left", "Causal mask, top-left aligned (PyTorch is_causal)",
           "With M_ij = −∞ for j > i (0-based), the mask is PyTorch's torch.ones(N_q, N_k).tril(0) (visible(i, j) = "
           "tril(i, j)), and row i of the masked softmax is the softmax over keys j ≤ i, and 0 beyond, for any N_q ≤ N_k.",
@@ -482,11 +482,14 @@ def _projection_statement(sp):
                * sp.Derivative(p.Y_PROJ[b, t, c], p.X_TOK[b, t, r]))
 
 
-def _symmetry_iff(sp, n):
-    """S = X M Xᵀ is symmetric (for all X) ⟺ M = W_Q W_Kᵀ is symmetric."""
-    X, M = sp.MatrixSymbol("X", n.N_TOK, n.N), _m(sp, n)
-    S = X * M * X.T
-    return sp.Equivalent(_eq(S, S.T), _eq(M, M.T), evaluate=False)
+def _asymmetry_statement(sp):
+    """(S − Sᵀ)_pq = (X (M − Mᵀ) Xᵀ)_pq for S = X M Xᵀ, any sizes; the seed's S_12 = 2, S_21 = 6 (symbols of
+    proofs.theorems.projections)."""
+    p = importlib.import_module(_PROJ)
+    X, M = p.score_matrices()
+    S, a, b = X * M * X.T, p.TOKEN_P, p.TOKEN_Q
+    return sp.And(_eq(S[a, b] - S[b, a], (X * (M - M.T) * X.T)[a, b]), _eq(p.SEED_SCORES[0, 1], 2),
+                  _eq(p.SEED_SCORES[1, 0], 6))
 
 
 def _backward_statement(sp, n):

@@ -79,13 +79,37 @@ def test_bad_d_model_is_a_value_error():
 
 def test_score_asymmetry_is_proved():
     d = score_asymmetry()
-    assert d.verified, [(s.description, s.detail) for s in d.failed_steps]
+    assert d.verified, d.reasons
+    assert d.computations == []
     assert d.result.seed_scores == sp.Matrix([[3, 2], [6, 4]])
+
+
+def test_a_wrong_transpose_rule_is_refused():
+    # (S − Sᵀ) = X(M + Mᵀ)Xᵀ: the sign slip a symmetric-looking formula hides.
+    import sympy
+
+    from proofs.claims import claim
+    from proofs.checker import conjuncts
+    from proofs.tests.perturb import stated_as
+    from proofs.theorems.projections import TOKEN_P, TOKEN_Q, score_matrices
+
+    X, M = score_matrices()
+    S = X * M * X.T
+    statement = claim("score-asymmetry").statement
+    gap = next(c for c in conjuncts(statement) if c.has(X))
+    wrong = statement.xreplace({gap: sympy.Eq(gap.lhs, (X * (M + M.T) * X.T)[TOKEN_P, TOKEN_Q], evaluate=False)})
+    assert wrong != statement and S.shape == (X.rows, X.rows)
+    with stated_as("score-asymmetry", wrong):
+        assert not score_asymmetry().verified
 
 
 def test_general_weights_do_not_give_symmetric_scores():
     from proofs.engine import identity
 
-    S = score_asymmetry().result.scores
+    n = 2
+    X, W_Q, W_K = (sp.Matrix(n, n, lambda i, j, s=s: sp.Symbol(f"{s}_{i}{j}", real=True)) for s in ("x", "q", "k"))
+    from proofs.theorems.projections import scores
+
+    S = scores(X, W_Q, W_K)
     ok, detail = identity(S, S.T)
     assert not ok and "refuted" in detail

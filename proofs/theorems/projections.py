@@ -5,9 +5,7 @@ import numbers
 from typing import Callable
 
 import sympy as sp
-from sympy.matrices.expressions.matexpr import MatrixElement
 
-from proofs import index_sums
 from proofs import notation as nt
 from proofs.checker import conjuncts
 from proofs.engine import Derivation, Proof, Result
@@ -209,85 +207,35 @@ def scores(X: sp.Matrix, W_Q: sp.Matrix, W_K: sp.Matrix) -> sp.Matrix:
     return (X * W_Q) * (X * W_K).T
 
 
-def score_asymmetry(n: int = 2, d_k: int = 2, tokens: int = 2) -> Derivation:
-    """S = X W_Q W_Kᵀ Xᵀ is symmetric for every X exactly when M = W_Q W_Kᵀ is symmetric."""
-    n, d_k, tokens = (int(as_dimension(v, name)) for v, name in ((n, "n"), (d_k, "d_k"), (tokens, "tokens")))
+SEED_SCORES = sp.MatrixSymbol("S^seed", 2, 2)
+TOKEN_P, TOKEN_Q = sp.symbols("p q", integer=True, nonnegative=True)
+
+
+def score_matrices():
+    """X (N × n) and M = W_Q W_Kᵀ (n × n) as MatrixSymbols of the catalogue's symbolic sizes."""
+    return sp.MatrixSymbol("X", nt.N_TOK, nt.N), sp.MatrixSymbol("M", nt.N, nt.N)
+
+
+def score_asymmetry() -> Derivation:
+    """S = X M Xᵀ: (S − Sᵀ)_pq = (X (M − Mᵀ) Xᵀ)_pq for any N, n, so S is symmetric for every X when M is
+    (and, with unit-vector tokens, only then); the seed's weights give S_12 = 2 ≠ 6 = S_21."""
     pf = Proof("score-asymmetry")
-    iff = next(c for c in sp.And.make_args(pf.statement) if isinstance(c, sp.Equivalent))
-    X = _matrix("x", tokens, n)
-    W_Q, W_K = _matrix("wq", n, d_k), _matrix("wk", n, d_k)
-    Mf = _matrix("m", n, n)  # M = W_Q W_Kᵀ as free symbols: every S is X M Xᵀ
-    pf.equal("associativity", "S = (XW_Q)(XW_K)ᵀ = X (W_Q W_Kᵀ) Xᵀ = X M Xᵀ",
-             scores(X, W_Q, W_K), X * (W_Q * W_K.T) * X.T)
-    S = X * Mf * X.T
-    pf.equal("transpose of a product", "S − Sᵀ = X (M − Mᵀ) Xᵀ", S - S.T, X * (Mf - Mf.T) * X.T)
-
-    def only_if() -> tuple[bool, str]:
-        # Two tokens x = e_a, y = e_b read off S_12 − S_21 = M_ab − M_ba.
-        for a in range(n):
-            for b in range(n):
-                E2 = sp.Matrix.vstack(sp.eye(n).row(a), sp.eye(n).row(b))
-                S2 = E2 * Mf * E2.T
-                if sp.expand(S2[0, 1] - S2[1, 0] - (Mf[a, b] - Mf[b, a])) != 0:
-                    return False, f"tokens e_{a + 1}, e_{b + 1}"
-        return True, "for X = [e_a; e_b]: S_12 − S_21 = M_ab − M_ba, so symmetric S for all X forces M = Mᵀ"
-
-    only = pf.holds("choice of X", f"only if: unit-vector tokens expose every entry of M − Mᵀ (n = {n})",
-                    sp.Symbol("M − Mᵀ"), sp.zeros(n, n), only_if)
-    A = sp.Matrix(d_k, d_k, lambda i, j: sp.Symbol(f"a_{min(i, j) + 1}{max(i, j) + 1}", real=True))
-    M_sym = W_Q * (W_Q * A).T
-    pf.equal("M symmetric", "if: W_K = W_Q·A with A = Aᵀ (W_K ≠ W_Q in general) gives M = Mᵀ, hence S = Sᵀ",
-             M_sym, M_sym.T)
-    M_trap = W_Q * W_Q.T
-    pf.equal("symmetry trap", "W_Q = W_K (q = x, k = x is W = I) gives M = Mᵀ, hence s_ij = s_ji",
-             M_trap, M_trap.T)
-    M = W_Q * W_K.T
+    X, M = score_matrices()
+    S = X * M * X.T
+    gap = next(c for c in conjuncts(pf.statement) if not c.has(SEED_SCORES))  # S_pq − S_qp = (X(M − Mᵀ)Xᵀ)_pq
+    pf.linearity(gap.lhs, gap.rhs, "S_pq − S_qp = Σ_aΣ_b X_pa (M_ab − M_ba) X_qb: the sums split and the indices "
+                 "of the second swap", label="transpose of a product")
     from proofs.seed_data import SEED_W_K, SEED_W_Q, SEED_X
 
+    Xs, Wq, Wk = (sp.MatrixSymbol(name, *m.shape) for name, m in (("X^seed", SEED_X), ("W_Q^seed", SEED_W_Q),
+                                                                   ("W_K^seed", SEED_W_K)))
+    scores_def = pf.define(SEED_SCORES, sp.ImmutableMatrix(scores(*(sp.Matrix(m.as_explicit()) for m in (Xs, Wq, Wk)))),
+                           "the seed's scores S = (XW_Q)(XW_K)ᵀ, entry by entry")
+    inputs = [pf.define(sym, sp.ImmutableMatrix(m), f"the seed's {name}, as printed")
+              for sym, m, name in ((Xs, SEED_X, "X"), (Wq, SEED_W_Q, "W_Q"), (Wk, SEED_W_K, "W_K"))]
+    for i, j in ((0, 1), (1, 0)):
+        entry = pf.stated(SEED_SCORES[i, j])
+        pf.rewrite(entry.lhs, entry.rhs, [scores_def, *inputs], f"the seed's X, W_Q, W_K: S_{i + 1}{j + 1} = "
+                   f"{entry.rhs}", label="matrix product")
     seed_S = scores(SEED_X, SEED_W_Q, SEED_W_K)
-    sizes = {nt.N_TOK: tokens, nt.N: n}
-    sym = sp.Matrix(n, n, lambda i, j: Mf[min(i, j), max(i, j)])  # a generic symmetric M
-
-    def truth(prop, M) -> bool:
-        """Does the stated proposition hold identically in X (every X) for this M?"""
-        if isinstance(prop, sp.Not):
-            return not truth(prop.args[0], M)
-        if isinstance(prop, sp.Ne):
-            return not truth(sp.Eq(prop.lhs, prop.rhs, evaluate=False), M)
-        if not isinstance(prop, sp.Eq):
-            raise ValueError(f"cannot decide the proposition {prop}")
-        diff = nt.explicit(prop.lhs - prop.rhs, sizes, {"X": X, "M": M})
-        return all(sp.expand(e) == 0 for e in diff)
-
-    # Any sizes, in index form: the stated S-side with M symmetric vanishes entrywise; with unit-vector
-    # tokens its (1, 2) entry is the stated M-side's (α, β) entry.
-    s_side = next(p for p in iff.args if any(m.name == "X" for m in p.atoms(sp.MatrixSymbol)))
-    m_side = next(p for p in iff.args if p is not s_side)
-    Mg = next(m for m in m_side.atoms(sp.MatrixSymbol))
-    Xg = next(m for m in s_side.atoms(sp.MatrixSymbol) if m.name == "X")
-    p_, q_, alpha, beta = sp.symbols("p q alpha beta", integer=True, nonnegative=True)
-    if_any = pf.holds("transpose of a product", "if, any sizes: M = Mᵀ makes every entry of X M Xᵀ − X Mᵀ Xᵀ vanish",
-                      (s_side.lhs - s_side.rhs)[p_, q_], 0,
-                      lambda: index_sums.same((s_side.lhs - s_side.rhs).xreplace({Mg: (Mg + Mg.T) / 2})[p_, q_], 0))
-    unit = (s_side.lhs - s_side.rhs)[0, 1].replace(
-        lambda e: isinstance(e, MatrixElement) and e.parent == Xg,
-        lambda e: sp.KroneckerDelta(e.j, alpha if e.i == 0 else beta))  # tokens e_α, e_β
-    only_any = pf.holds("choice of X", "only if, any sizes: tokens e_α, e_β give (S − Sᵀ)_12 = (M − Mᵀ)_αβ",
-                        unit, (m_side.lhs - m_side.rhs)[alpha, beta],
-                        lambda: index_sums.same(unit, (m_side.lhs - m_side.rhs)[alpha, beta]))
-
-    def both_ways() -> tuple[bool, str]:
-        lhs, rhs = iff.args
-        rows = {name: (truth(lhs, M), truth(rhs, M)) for name, M in (("symmetric M", sym), ("generic M", Mf))}
-        ok = only and if_any and only_any and all(a == b for a, b in rows.values())
-        return ok, "; ".join(f"{name}: sides {a} and {b}" for name, (a, b) in rows.items()) + \
-            ("; both directions for any sizes (above)" if if_any and only_any else "; a general direction failed")
-
-    pf.holds("iff", "the stated sides agree: any sizes, by the two directions above; and at n = 2 both hold for a "
-             "generic symmetric M, both fail for a generic M", iff.args[0], iff.args[1], both_ways, "⟺", establishes=iff)
-    for (i, j), name in (((0, 1), "S_12^seed"), ((1, 0), "S_21^seed")):
-        pf.equal("matrix product", f"the seed's X, W_Q, W_K: {name[:4]} = {seed_S[i, j]}", seed_S[i, j],
-                 pf.claimed(sp.Symbol(name)), subject=sp.Symbol(name))
-    pf.holds("the seed's weights", "so the seed's scores are not symmetric: S_12 ≠ S_21",
-             seed_S, seed_S.T, lambda: (seed_S != seed_S.T, f"S = {seed_S.tolist()}"), "≠")
-    return pf.finish(Result(scores=X * M * X.T, M=M, difference=X * (M - M.T) * X.T, seed_scores=seed_S))
+    return pf.finish(Result(scores=S, M=M, difference=X * (M - M.T) * X.T, seed_scores=seed_S))
