@@ -400,7 +400,7 @@ def _truncate(expr: Any) -> Any:
         if len(s.limits) != 1:
             return s
         k, lo, hi = s.limits[0]
-        if not (k.is_integer and lo.is_integer):
+        if not (k.is_integer and lo.is_integer and hi.is_integer):
             return s
         factors = sp.Mul.make_args(s.function)
         for n, f in enumerate(factors):
@@ -570,6 +570,7 @@ class _Replay:
         self.text: dict[str, str] = {}       # id -> how a premise reads in a trust list
         self.hyps: dict[str, frozenset] = {}  # id -> undischarged hypotheses it rests on
         self.deps: dict[str, frozenset] = {}  # id -> premises and computations it rests on
+        self.cites: dict[str, frozenset] = {}  # id -> citation steps it rests on (their premises are not listed here)
         self.outcomes: list[StepOutcome] = []
         self.cited: list[Verdict] = []
         self.reasons: list[str] = []
@@ -621,7 +622,7 @@ class _Replay:
             if {k for k, v in x.assumptions0.items() if v is True} != \
                     {k for k, v in sp.Dummy(**{k: True for k in enforced}).assumptions0.items() if v is True}:
                 return f"{x}'s assumptions {sorted(k for k, v in x.assumptions0.items() if v)} are more than a pattern enforces"
-        for d in self.deps[sid]:
+        for d in self.deps[sid] | self.cites[sid]:  # a cited theorem may rest on an assumption about x
             mentioned = self.facts[d].free_symbols - set(self.forall[d])
             if mentioned & set(general):
                 return f"it rests on {d}, which mentions {', '.join(sorted(map(str, mentioned & set(general))))}"
@@ -654,6 +655,8 @@ class _Replay:
             self.facts[sid], self.forall[sid], self.kind[sid] = conclusion, (), "step"
             self.hyps[sid] = frozenset().union(*[self.hyps[i] for i in ids]) - discharged if ids else frozenset()
             self.deps[sid] = frozenset().union(*[self.deps[i] for i in ids]) if ids else frozenset()
+            self.cites[sid] = frozenset().union(*[self.cites.get(i, frozenset()) for i in ids]) | (
+                {sid} if rule == "citation" else frozenset())
             if step.get("forall"):
                 general = tuple(self.read(x) for x in step["forall"])
                 why = self._generalisable(sid, general) if ok else "the step did not pass"

@@ -95,3 +95,16 @@ def test_linearity_swaps_indices_of_one_same_range_and_no_others():
         pf = Proof("t-fubini", statement=_eq(lhs, rhs))
         pf.linearity(lhs, rhs)
         assert pf.finish().verified is proved
+
+
+def test_a_step_resting_on_a_citation_about_its_symbol_is_not_generalised():
+    inner = Proof("t-inner", statement=_eq(x + 1, 2))
+    inner.rewrite(x + 1, 2, [inner.assume(_eq(x, 1))])  # proved, given the assumption x = 1
+    inner = inner.finish()
+    assert inner.verified
+    pf = Proof("t-cite-general", statement=_eq(y + 1, 2))
+    lemma = pf.cite(inner)
+    general = pf.rewrite(x + 1, 2, [lemma], forall=[x])  # would make every x equal 1
+    pf.rewrite(y + 1, 2, [general])
+    d = pf.finish()
+    assert not d.verified and any("mentions x" in r for r in d.reasons)
