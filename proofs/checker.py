@@ -64,7 +64,9 @@ RULES = {
     "enumeration": "P(v) for each v = lo..hi (at most 4096 instances), each decided as `identity` or by "
                    "evaluation; the conclusion is the explicit conjunction, never a symbolic-size statement",
     "truncation": "substitute the premise equations as `rewrite` does, then Σ_{k=lo}^{hi} [k ≤ m]·f(k) = Σ_{k=lo}^{m} f(k) "
-                  "wherever m is an integer with lo − 1 ≤ m ≤ hi shown under the symbols' assumptions; then `identity`",
+                  "wherever m is an integer with lo − 1 ≤ m ≤ hi shown under the symbols' assumptions, and a Σ or Π "
+                  "whose upper limit is the step's `peel` gives its last term (hi − lo ≥ 0 shown); then `identity`",
+    "instance": "a premise (or generalised step) over ∀-symbols, at values that satisfy each symbol's assumptions",
     "citation": "a conjunct of another certificate's statement, that certificate being checked here too",
     "computation": "a named computation no rule covers (file:function): taken as recorded, and listed",
 }
@@ -380,6 +382,24 @@ def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
         if out == before:
             break
     return _canonical(out) if isinstance(out, sp.Basic) else out  # sums a definition brought in, renamed alike
+
+
+def _peel(expr: Any, hi: Any) -> Any:
+    """Every one-index Σ or Π whose upper limit is ``hi`` and whose range is shown non-empty (hi − lo ≥ 0), with
+    its last term taken out: Σ_{k=lo}^{hi} f(k) = Σ_{k=lo}^{hi−1} f(k) + f(hi) (Π alike)."""
+    if hi is None:
+        return expr
+
+    def cut(s):
+        if len(s.limits) != 1 or s.limits[0][2] != hi:
+            return s
+        k, lo, _ = s.limits[0]
+        if not (k.is_integer and lo.is_integer and hi.is_integer and (hi - lo).is_nonnegative):
+            return s
+        rest, last = s.func(s.function, (k, lo, hi - 1)), s.function.xreplace({k: hi})
+        return rest + last if isinstance(s, sp.Sum) else rest * last
+
+    return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), cut)
 
 
 def _truncate(expr: Any) -> Any:
@@ -727,12 +747,28 @@ class _Replay:
             ok, why = _decide_order(rel, a2, b2, [self.facts[i] for i in orders])
         return ok, (f"after {len(eqs)} rewrite(s): " if eqs else "") + why, frozenset()
 
+    def _instance(self, step, conclusion, ids):
+        if len(ids) != 1 or not self.forall[ids[0]]:
+            return False, "instance takes one premise over ∀-symbols", frozenset()
+        general = self.forall[ids[0]]
+        mapping = {self.read(x): self.read(v) for x, v in step.get("mapping", [])}
+        if set(mapping) != set(general):
+            return False, f"give a value for each of {', '.join(map(str, general))}", frozenset()
+        for x, v in mapping.items():
+            needs = sorted(k for k, t in x.assumptions0.items() if t is True)  # every one, not only a pattern's
+            if any(getattr(v, f"is_{k}") is not True for k in needs):
+                return False, f"{sp.sstr(v)} is not shown {', '.join(needs)} as {x} must be", frozenset()
+        if not _same(conclusion, substitute(self.facts[ids[0]], mapping)):
+            return False, "the conclusion is not the premise at these values", frozenset()
+        return True, "instance at " + ", ".join(f"{x} = {sp.sstr(v)}" for x, v in mapping.items()), frozenset()
+
     def _truncation(self, step, conclusion, ids):
         rel, a, b = _oriented(conclusion)
         if rel != "=":
             return False, "truncation concludes an equation", frozenset()
         eqs = self._equations(ids)
-        a2, b2 = _truncate(_rewrite(a, eqs)), _truncate(_rewrite(b, eqs))
+        peel = self.read(step["peel"]) if step.get("peel") else None
+        a2, b2 = (_truncate(_peel(_rewrite(x, eqs), peel)) for x in (a, b))
         ok, why = decide_identity(a2, b2)
         return ok, (f"after {len(eqs)} rewrite(s) and truncating the sums: " if eqs else "after truncating: ") + why, \
             frozenset()
@@ -812,7 +848,7 @@ class _Replay:
             return False, f"the inductive step does not conclude P({k})", frozenset()
         for s in (base, ind):
             for d in self.deps[s]:
-                if d != hyp and self.kind[d] != "step" and ({n, k} & self.facts[d].free_symbols):
+                if d != hyp and self.kind[d] != "step" and ({n, k} & (self.facts[d].free_symbols - set(self.forall[d]))):
                     return False, f"{s} rests on premise {d}, which mentions {n}: it cannot be generalised", frozenset()
         if self.hyps[base]:
             return False, "the base step rests on a hypothesis", frozenset()

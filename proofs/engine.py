@@ -360,9 +360,17 @@ class Proof:
                           **_general(forall))
 
     def truncation(self, lhs: Any, rhs: Any, using: Iterable[Fact] = (), description: str = "", *,
-                   label: str | None = None) -> Fact:
-        """lhs = rhs after the ``using`` equations and cutting Σ_{lo..hi} [k ≤ m] f(k) to Σ_{lo..m} f(k)."""
-        return self._step("truncation", relation(lhs, "=", rhs), description, using, label=label)
+                   label: str | None = None, peel: Any = None) -> Fact:
+        """lhs = rhs after the ``using`` equations, taking the last term out of the Σ/Π whose upper limit is
+        ``peel``, and cutting Σ_{lo..hi} [k ≤ m] f(k) to Σ_{lo..m} f(k)."""
+        data = {"peel": write(_sympify(peel))} if peel is not None else {}
+        return self._step("truncation", relation(lhs, "=", rhs), description, using, label=label, **data)
+
+    def instance(self, general: Fact, mapping: dict, description: str = "", *, label: str | None = None) -> Fact:
+        """``general`` (a premise or generalised step over ∀-symbols) at ``mapping`` {symbol: value}."""
+        conclusion = checker.substitute(general.relation, {k: _sympify(v) for k, v in mapping.items()})
+        return self._step("instance", conclusion, description, [general], label=label,
+                          mapping=[[write(k), write(_sympify(v))] for k, v in mapping.items()])
 
     def chain(self, links: Iterable[Fact], lhs: Any, rel: str, rhs: Any, description: str = "",
               label: str | None = None) -> Fact:

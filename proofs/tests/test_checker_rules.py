@@ -108,3 +108,25 @@ def test_a_step_resting_on_a_citation_about_its_symbol_is_not_generalised():
     pf.rewrite(y + 1, 2, [general])
     d = pf.finish()
     assert not d.verified and any("mentions x" in r for r in d.reasons)
+
+
+def test_instance_takes_admissible_values_only():
+    j = sp.Symbol("j", integer=True, positive=True)
+    d = sp.IndexedBase("d", real=True)
+    u = sp.Symbol("u", positive=True)
+    for value, proved in ((n + 1, True), (sp.Integer(0), False), (sp.Rational(1, 2), False)):
+        pf = Proof("t-instance", statement=sp.Le(sp.Abs(d[value]), u, evaluate=False))
+        bounded = pf.assume(sp.Le(sp.Abs(d[j]), u, evaluate=False), forall=[j])
+        pf.instance(bounded, {j: value})
+        assert pf.finish().verified is (proved and value != 0), value
+
+
+def test_peeling_the_last_factor_of_a_product():
+    k_ = sp.Symbol("k", integer=True, positive=True)
+    f_ = sp.IndexedBase("f", real=True)
+    good = (sp.Product(f_[k], (k, 1, k_)), sp.Product(f_[k], (k, 1, k_ - 1)) * f_[k_])
+    bad = (sp.Product(f_[k], (k, 1, k_)), sp.Product(f_[k], (k, 1, k_ - 1)) * f_[k_ - 1])
+    for (lhs, rhs), proved in ((good, True), (bad, False)):
+        pf = Proof("t-peel", statement=_eq(lhs, rhs))
+        pf.truncation(lhs, rhs, peel=k_)
+        assert pf.finish().verified is proved
