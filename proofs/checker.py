@@ -4,6 +4,12 @@
 JSON document, see ``proofs/certificate.py`` for how theorems write one) and uses only SymPy and the
 identity engine (``proofs/identity.py``). It imports no theorem, catalogue, report or builder code.
 
+A step that passed, rests on no hypothesis and on no premise that mentions a symbol x (other than as
+that premise's own ∀-symbol) may be *generalised* over x (its ``forall``): a later rewrite then uses
+it as a pattern, as it uses a premise over its ∀-symbols. Sound because every rule decides its
+conclusion for every admissible value of its free symbols; refused for a symbol whose assumptions
+the pattern cannot enforce.
+
 A certificate lists *premises* (definitions, assumptions of the claim, cited theorems, induction
 hypotheses) and *steps*. Each step is one application of a rule from the fixed set ``RULES``; its
 conclusion is a relation, and the checker recomputes whether the rule yields that conclusion from
@@ -54,9 +60,14 @@ RULES = {
     "induction": "P(n) for every integer n ≥ n₀ from P(n₀) and from P(k) under the hypothesis P(k − 1); the "
                  "checker builds P(n₀), P(k − 1) and P(k) from P itself",
     "linearity": "Σ and E distribute over sums and pull out factors free of the index (Σ) or of the declared "
-                 "random symbols (E), performed by the checker on both sides, then `identity`",
+                 "random symbols (E), and a Σ over indices of one same independent range takes them in a canonical "
+                 "order (finite sums commute), performed by the checker on both sides, then `identity`",
     "enumeration": "P(v) for each v = lo..hi (at most 4096 instances), each decided as `identity` or by "
                    "evaluation; the conclusion is the explicit conjunction, never a symbolic-size statement",
+    "truncation": "substitute the premise equations as `rewrite` does, then Σ_{k=lo}^{hi} [k ≤ m]·f(k) = Σ_{k=lo}^{m} f(k) "
+                  "wherever m is an integer with lo − 1 ≤ m ≤ hi shown under the symbols' assumptions, and a Σ or Π "
+                  "whose upper limit is the step's `peel` gives its last term (hi − lo ≥ 0 shown); then `identity`",
+    "instance": "a premise (or generalised step) over ∀-symbols, at values that satisfy each symbol's assumptions",
     "citation": "a conjunct of another certificate's statement, that certificate being checked here too",
     "computation": "a named computation no rule covers (file:function): taken as recorded, and listed",
 }
@@ -351,14 +362,16 @@ def _canonical(expr: Any) -> Any:
     return out.xreplace(moved) if moved else out
 
 
+_ENFORCED = ("integer", "positive", "nonnegative", "negative", "nonpositive", "real", "extended_real")
+
+
 def _pattern(eq: Any, forall: tuple) -> tuple[Any, Any]:
     """An equation's sides with its ∀-symbols turned into Wilds that match only admissible values."""
     if not forall:
         return eq.lhs, eq.rhs
     wilds = {}
     for s in forall:
-        facts = {k: v for k, v in s.assumptions0.items() if v is True and k in
-                 ("integer", "positive", "nonnegative", "negative", "nonpositive", "real", "extended_real")}
+        facts = {k: v for k, v in s.assumptions0.items() if v is True and k in _ENFORCED}
         wilds[s] = sp.Wild(f"{s.name}_w", properties=[lambda x, facts=facts: all(
             getattr(x, f"is_{k}") is True for k in facts)])
     return eq.lhs.xreplace(wilds), eq.rhs.xreplace(wilds)
@@ -374,14 +387,67 @@ def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
             if isinstance(lhs, sp.Lambda) or isinstance(rhs, sp.Lambda):
                 raise CertificateError("a rewrite premise may not be a Lambda: state it over ∀-symbols")
             if forall:
-                out = out.replace(lhs, rhs)
+                out = out.replace(lhs, rhs, exact=False)  # a ∀-symbol may take the value 0 (replace skips it by default)
             elif isinstance(lhs, sp.core.function.UndefinedFunction):
                 raise CertificateError("define a function by an equation over ∀-symbols, f(x) = …")
             else:
                 out = out.xreplace({lhs: rhs}) if out.has(lhs) else out
         if out == before:
-            return out
-    return out
+            break
+    return _canonical(out) if isinstance(out, sp.Basic) else out  # sums a definition brought in, renamed alike
+
+
+def _peel(expr: Any, hi: Any) -> Any:
+    """Every one-index Σ or Π whose upper limit is ``hi`` and whose range is shown non-empty (hi − lo ≥ 0), with
+    its last term taken out: Σ_{k=lo}^{hi} f(k) = Σ_{k=lo}^{hi−1} f(k) + f(hi) (Π alike)."""
+    if hi is None:
+        return expr
+
+    def cut(s):
+        if len(s.limits) != 1 or s.limits[0][2] != hi:
+            return s
+        k, lo, _ = s.limits[0]
+        if not (k.is_integer and lo.is_integer and hi.is_integer and (hi - lo).is_nonnegative):
+            return s
+        rest, last = s.func(s.function, (k, lo, hi - 1)), s.function.xreplace({k: hi})
+        return rest + last if isinstance(s, sp.Sum) else rest * last
+
+    return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), cut)
+
+
+def _truncate(expr: Any) -> Any:
+    """Σ_{k=lo}^{hi} [k ≤ m]·f(k) → Σ_{k=lo}^{m} f(k) where m is an integer free of k and lo − 1 ≤ m ≤ hi is
+    shown by the assumptions ([c] a Piecewise((x, c), (0, True)) factor, c linear in k with k's coefficient +1
+    on its small side: k ≤ m, k < m + 1, m ≥ k, …). Exact under Karr's convention for those ranges."""
+    def bound(cond, k):
+        if not isinstance(cond, (sp.Le, sp.Lt, sp.Ge, sp.Gt)):
+            return None
+        rel, small, big = _oriented(cond)
+        d = sp.expand(big - small)  # the condition is d ≥ 0 (d > 0 when strict)
+        if sp.expand(d.diff(k)) != -1 or d.diff(k, 2) != 0:
+            return None
+        m = sp.expand(d + k) - (1 if rel == "<" else 0)
+        return m if m.is_integer and not m.has(k) else None
+
+    def cut(s):
+        if len(s.limits) != 1:
+            return s
+        k, lo, hi = s.limits[0]
+        if not (k.is_integer and lo.is_integer and hi.is_integer):
+            return s
+        factors = sp.Mul.make_args(s.function)
+        for n, f in enumerate(factors):
+            if not (isinstance(f, sp.Piecewise) and len(f.args) == 2 and f.args[1].expr == 0
+                    and f.args[1].cond is sp.true):
+                continue
+            m = bound(f.args[0].cond, k)
+            if m is None or not ((m - lo + 1).is_nonnegative and (hi - m).is_nonnegative):
+                continue
+            rest = sp.Mul(*(factors[:n] + factors[n + 1:])) * f.args[0].expr
+            return sp.Sum(rest, (k, lo, m))
+        return s
+
+    return expr.replace(lambda e: isinstance(e, sp.Sum), cut)
 
 
 # --------------------------------------------------------------------------- linearity
@@ -426,6 +492,26 @@ def _linear(expr: Any, randoms: set, operator: Any) -> Any:
             return new
         expr = new
     return expr
+
+
+def _fubini(expr: Any) -> Any:
+    """Each Σ over several indices with one same range, free of the other indices, taken in a canonical order
+    of its indices (the least srepr of the summand over their permutations; finite sums commute), then
+    alpha-renamed."""
+    from itertools import permutations
+
+    def order(s):
+        limits = list(s.limits)
+        if len(limits) < 2 or len(limits) > 4 or len({tuple(lim[1:]) for lim in limits}) != 1:
+            return s
+        names = [lim[0] for lim in limits]
+        if any(b.has(*names) for lim in limits for b in lim[1:]):
+            return s
+        forms = [_canonical(sp.Sum(s.function.xreplace(dict(zip(names, perm))), *limits))
+                 for perm in permutations(names)]
+        return min(forms, key=sp.srepr)
+
+    return _canonical(expr.replace(lambda e: isinstance(e, sp.Sum), order))
 
 
 # --------------------------------------------------------------------------- the checker
@@ -511,6 +597,7 @@ class _Replay:
         self.text: dict[str, str] = {}       # id -> how a premise reads in a trust list
         self.hyps: dict[str, frozenset] = {}  # id -> undischarged hypotheses it rests on
         self.deps: dict[str, frozenset] = {}  # id -> premises and computations it rests on
+        self.cites: dict[str, frozenset] = {}  # id -> citation steps it rests on (their premises are not listed here)
         self.outcomes: list[StepOutcome] = []
         self.cited: list[Verdict] = []
         self.reasons: list[str] = []
@@ -551,6 +638,23 @@ class _Replay:
             self.hyps[pid] = frozenset({pid}) if kind == "hypothesis" else frozenset()
             self.deps[pid] = frozenset({pid})
 
+    def _generalisable(self, sid: str, general: tuple) -> str:
+        """Why step ``sid`` may not be generalised over ``general`` ("" when it may)."""
+        if self.hyps[sid]:
+            return "it rests on an induction hypothesis"
+        for x in general:
+            if not isinstance(x, sp.Symbol):
+                return f"{sp.sstr(x)} is not a symbol"
+            enforced = {k for k, v in x.assumptions0.items() if v is True and k in _ENFORCED}
+            if {k for k, v in x.assumptions0.items() if v is True} != \
+                    {k for k, v in sp.Dummy(**{k: True for k in enforced}).assumptions0.items() if v is True}:
+                return f"{x}'s assumptions {sorted(k for k, v in x.assumptions0.items() if v)} are more than a pattern enforces"
+        for d in self.deps[sid] | self.cites[sid]:  # a cited theorem may rest on an assumption about x
+            mentioned = self.facts[d].free_symbols - set(self.forall[d])
+            if mentioned & set(general):
+                return f"it rests on {d}, which mentions {', '.join(sorted(map(str, mentioned & set(general))))}"
+        return ""
+
     def _premise_facts(self, step: dict, sid: str) -> list[str]:
         ids = [str(i) for i in step.get("premises", [])]
         for i in ids:
@@ -578,6 +682,15 @@ class _Replay:
             self.facts[sid], self.forall[sid], self.kind[sid] = conclusion, (), "step"
             self.hyps[sid] = frozenset().union(*[self.hyps[i] for i in ids]) - discharged if ids else frozenset()
             self.deps[sid] = frozenset().union(*[self.deps[i] for i in ids]) if ids else frozenset()
+            self.cites[sid] = frozenset().union(*[self.cites.get(i, frozenset()) for i in ids]) | (
+                {sid} if rule == "citation" else frozenset())
+            if step.get("forall"):
+                general = tuple(self.read(x) for x in step["forall"])
+                why = self._generalisable(sid, general) if ok else "the step did not pass"
+                if why:
+                    ok, detail = False, f"not generalised over {', '.join(map(str, general))}: {why}"
+                else:
+                    self.forall[sid] = general
             if rule == "computation":
                 self.deps[sid] |= {sid}
                 self.text[sid] = f"{step.get('name', '?')} ({step.get('source', '?')})"
@@ -640,6 +753,32 @@ class _Replay:
         else:
             ok, why = _decide_order(rel, a2, b2, [self.facts[i] for i in orders])
         return ok, (f"after {len(eqs)} rewrite(s): " if eqs else "") + why, frozenset()
+
+    def _instance(self, step, conclusion, ids):
+        if len(ids) != 1 or not self.forall[ids[0]]:
+            return False, "instance takes one premise over ∀-symbols", frozenset()
+        general = self.forall[ids[0]]
+        mapping = {self.read(x): self.read(v) for x, v in step.get("mapping", [])}
+        if set(mapping) != set(general):
+            return False, f"give a value for each of {', '.join(map(str, general))}", frozenset()
+        for x, v in mapping.items():
+            needs = sorted(k for k, t in x.assumptions0.items() if t is True)  # every one, not only a pattern's
+            if any(getattr(v, f"is_{k}") is not True for k in needs):
+                return False, f"{sp.sstr(v)} is not shown {', '.join(needs)} as {x} must be", frozenset()
+        if not _same(conclusion, substitute(self.facts[ids[0]], mapping)):
+            return False, "the conclusion is not the premise at these values", frozenset()
+        return True, "instance at " + ", ".join(f"{x} = {sp.sstr(v)}" for x, v in mapping.items()), frozenset()
+
+    def _truncation(self, step, conclusion, ids):
+        rel, a, b = _oriented(conclusion)
+        if rel != "=":
+            return False, "truncation concludes an equation", frozenset()
+        eqs = self._equations(ids)
+        peel = self.read(step["peel"]) if step.get("peel") else None
+        a2, b2 = (_truncate(_peel(_rewrite(x, eqs), peel)) for x in (a, b))
+        ok, why = decide_identity(a2, b2)
+        return ok, (f"after {len(eqs)} rewrite(s) and truncating the sums: " if eqs else "after truncating: ") + why, \
+            frozenset()
 
     def _chain(self, step, conclusion, ids):
         if len(ids) < 2:
@@ -711,7 +850,7 @@ class _Replay:
             return False, f"the inductive step does not conclude P({k})", frozenset()
         for s in (base, ind):
             for d in self.deps[s]:
-                if d != hyp and self.kind[d] != "step" and ({n, k} & self.facts[d].free_symbols):
+                if d != hyp and self.kind[d] != "step" and ({n, k} & (self.facts[d].free_symbols - set(self.forall[d]))):
                     return False, f"{s} rests on premise {d}, which mentions {n}: it cannot be generalised", frozenset()
         if self.hyps[base]:
             return False, "the base step rests on a hypothesis", frozenset()
@@ -727,7 +866,7 @@ class _Replay:
         operator = self.read(step["operator"]) if step.get("operator") else None
         if operator is not None and not isinstance(operator, sp.core.function.UndefinedFunction):
             return False, "the expectation operator must be an undefined function", frozenset()
-        a2, b2 = _linear(_canonical(a), randoms, operator), _linear(_canonical(b), randoms, operator)
+        a2, b2 = (_fubini(_linear(_canonical(x), randoms, operator)) for x in (a, b))
         if a2 == b2:
             return True, "both sides distribute to the same form", frozenset()
         ok, why = decide_identity(a2, b2)
@@ -798,8 +937,8 @@ def _definition_head(rel: Any, forall: tuple, pid: str) -> str:
     if not isinstance(rel, sp.Eq):
         raise CertificateError(f"premise {pid}: a definition is an equation head = body")
     head, body = rel.lhs, rel.rhs
-    if isinstance(head, sp.Symbol):
-        name = head.name
+    if isinstance(head, (sp.Symbol, sp.MatrixSymbol)):
+        name = str(head.name)
     elif isinstance(head, sp.core.function.AppliedUndef):
         name = str(head.func)
     elif isinstance(head, sp.Indexed):
@@ -809,6 +948,6 @@ def _definition_head(rel: Any, forall: tuple, pid: str) -> str:
                                f"got {sp.sstr(head)[:80]}")
     if name in {str(s) for s in body.free_symbols} | _heads(body):
         raise CertificateError(f"premise {pid}: {name} occurs in its own definition")
-    if forall and not set(forall) <= (head.free_symbols if not isinstance(head, sp.Symbol) else set()):
+    if forall and not set(forall) <= (head.free_symbols if not isinstance(head, (sp.Symbol, sp.MatrixSymbol)) else set()):
         raise CertificateError(f"premise {pid}: every ∀-symbol of a definition must be an argument of its head")
     return name

@@ -276,63 +276,67 @@ CLAIMS: tuple[Claim, ...] = (
           _formal(lambda sp, n: sp.And(_eq(n.E(sp.Symbol("xᵀMy")), 0),
                                        _eq(n.Var(sp.Symbol("xᵀMy")), sp.Trace(_m(sp, n) * _m(sp, n).T))))),
     Claim("projection-shapes", "Projections keep batch and sequence dimensions",
-          "[B, T, d_model]·[d_model, d_k] → [B, T, d_k]; output row (b, t) depends on token (b, t) only.",
+          "Y[b, t, c] = Σ_r X[b, t, r] W[r, c] ([B, T, d_model]·[d_model, d_k] → [B, T, d_k]): "
+          "∂Y[b, t, c]/∂X[b', t', r] = δ_bb' δ_tt' ∂Y[b, t, c]/∂X[b, t, r], so output row (b, t) depends on token "
+          "(b, t) only, for any B, T, d_model, d_k.",
           ("X ∈ ℝ^{B×T×d_model}, W ∈ ℝ^{d_model×d_k}",),
           (_seed(SEED_WITH_WEIGHTS, "[B, T, d] × [d, d] = [B, T, d]: The batch and sequence dimensions remain "
                                     "untouched"),),
           f"{_PROJ}:projection_shapes", "projections",
-          _formal(lambda sp, n: sp.And(_eq(n.shape(sp.Symbol("XW")), sp.Tuple(n.BATCH, n.SEQ, n.D_K)),
-                                       _eq(sp.Symbol("∂Y[b,t]/∂X[b',t'], (b',t') ≠ (b,t)"), 0)))),
+          _formal(lambda sp, n: _projection_statement(sp))),
     Claim("fused-qkv-projection", "Fused QKV projection equals three projections",
-          "X·[W_Q | W_K | W_V] (+ [b_Q | b_K | b_V]) sliced into blocks equals (XW_Q, XW_K, XW_V) (+ biases).",
+          "X·[W_Q | W_K | W_V] (+ [b_Q | b_K | b_V]) sliced into blocks equals (XW_Q, XW_K, XW_V) (+ biases), entry by "
+          "entry, for any T, d_model, d_k, d_v.",
           ("block slicing [:d_k], [d_k:2d_k], [2d_k:]",),
           (_seed(SEED_WITH_WEIGHTS, "This result is then sliced in memory into Q, K, V"),),
           f"{_PROJ}:fused_qkv_projection", "projections",
           _formal(lambda sp, n: _fused_statement(sp, n))),
     Claim("projection-parameter-count", "Projection parameter counts",
-          "One projection has d_model·d_k parameters (+ d_k with bias); Q, K, V together 3·d_model·d_k; "
+          "With params(k, m, n, β) the entries of k projections ℝ^m → ℝ^n (with their biases when β = 1): one "
+          "projection has d_model·d_k parameters (+ d_k with bias); Q, K, V together 3·d_model·d_k; "
           "GPT-2 small (d_model = 768): 589,824 per matrix, 1,769,472 for Q, K and V.",
           ("dense projections",),
           (_seed(SEED_WITH_WEIGHTS, "Total QKV Parameters = 3 × 589,824 = 1,769,472 parameters"),),
           f"{_PROJ}:projection_parameter_count", "projections",
-          _formal(lambda sp, n: sp.And(
-              _eq(n.params(sp.Symbol("W")), n.D_MODEL * n.D_K),
-              _eq(n.params(sp.Symbol("W"), sp.Symbol("b")), n.D_MODEL * n.D_K + n.D_K),
-              _eq(n.params(*sp.symbols("W_Q W_K W_V")), 3 * n.D_MODEL * n.D_K),
-              _eq(n.params(sp.Symbol("W^{GPT-2}")), 589_824),
-              _eq(n.params(*sp.symbols("W_Q^{GPT-2} W_K^{GPT-2} W_V^{GPT-2}")), 1_769_472)))),
+          _formal(lambda sp, n: sp.And(  # params(k, m, n, β): k projections m → n, with bias iff β = 1
+              _eq(n.params(1, n.D_MODEL, n.D_K, 0), n.D_MODEL * n.D_K),
+              _eq(n.params(1, n.D_MODEL, n.D_K, 1), n.D_MODEL * n.D_K + n.D_K),
+              _eq(n.params(3, n.D_MODEL, n.D_K, 0), 3 * n.D_MODEL * n.D_K),
+              _eq(n.params(1, 768, 768, 0), 589_824),
+              _eq(n.params(3, 768, 768, 0), 1_769_472)))),
     Claim("score-asymmetry", "When are attention scores symmetric?",
-          "S = X M Xᵀ with M = W_Q W_Kᵀ is symmetric for every X exactly when M is symmetric; the seed's W_Q, W_K "
-          "give S_12 = 2 and S_21 = 6.",
+          "S = X M Xᵀ with M = W_Q W_Kᵀ has (S − Sᵀ)_pq = (X (M − Mᵀ) Xᵀ)_pq for any sizes, so S is symmetric for "
+          "every X when M is symmetric (and, with unit-vector tokens, only then); the seed's W_Q, W_K give "
+          "S_12 = 2 and S_21 = 6.",
           ("real matrices",),
           (_seed(SEED_WITH_WEIGHTS, "If q = x and k = x, then compatibility s_(i, j) = xᵢ · xⱼ = xⱼ · xᵢ = s_(j, i)"),),
           f"{_PROJ}:score_asymmetry", "projections",
-          _formal(lambda sp, n: sp.And(_symmetry_iff(sp, n), _eq(sp.Symbol("S_12^seed"), 2),
-                                       _eq(sp.Symbol("S_21^seed"), 6)))),
+          _formal(lambda sp, n: _asymmetry_statement(sp))),
     Claim("causal-mask-top-left", "Causal mask, top-left aligned (PyTorch is_causal)",
-          "With M_ij = −∞ for j > i (0-based), row i of the masked softmax is the softmax over keys j ≤ i, "
-          "and 0 beyond.",
+          "With M_ij = −∞ for j > i (0-based), the mask is PyTorch's torch.ones(N_q, N_k).tril(0) (visible(i, j) = "
+          "tril(i, j)), and row i of the masked softmax is the softmax over keys j ≤ i, and 0 beyond, for any N_q ≤ N_k.",
           ("N_q ≤ N_k",),
           (_seed(SEED_SELF_ATTENTION, "M_ij = -inf (j > i)"),),
           f"{_MASK}:causal_mask_top_left", "masking",
           _formal(lambda sp, n: _causal_statement(sp, n, n.I0))),
     Claim("causal-mask-bottom-right", "Causal mask, bottom-right aligned",
-          "Query i of N_q sees keys j ≤ i + N_k − N_q (0-based); row i of the masked softmax is the softmax over "
-          "those keys, and 0 beyond.",
+          "Query i of N_q sees keys j ≤ i + N_k − N_q (0-based): the mask is torch.ones(N_q, N_k).tril(N_k − N_q) "
+          "(visible(i, j) = tril(i, j)); row i of the masked softmax is the softmax over those keys, and 0 beyond, "
+          "for any N_q ≤ N_k.",
           ("N_q ≤ N_k",),
           (_seed(SEED_SELF_ATTENTION, "M_ij = -inf (j > i)"),),
           f"{_MASK}:causal_mask_bottom_right", "masking",
           _formal(lambda sp, n: _causal_statement(sp, n, n.I0 + n.N_K - n.N_Q))),
     Claim("gqa-equals-repeated-mha", "GQA is MHA with repeated KV heads",
           "With G = H_q/H_kv, GQA equals multi-head attention on KV heads each repeated G times (query head h "
-          "reads KV head ⌊h/G⌋); the KV cache shrinks by the factor G.",
+          "reads KV head ⌊h/G⌋, so attn(Q_h, K_{kv_head(h)}, V_{kv_head(h)}) = attn(Q_h, K_rep,h, V_rep,h) for any "
+          "per-head attention attn); the KV cache (2·B·H·N·d entries for H heads) shrinks by the factor G.",
           ("H_q a multiple of H_kv",),
           (_seed(SEED_SELF_ATTENTION, "multiple query heads share a single key-value head ($G$ query heads per KV "
                                       "head). This reduces the memory footprint of KV caches during "
                                       "autoregressive decoding by a factor of $G$"),),
           f"{_GQA}:gqa_equals_repeated_mha", "gqa",
-          _formal(lambda sp, n: sp.And(_eq(n.kv_head(n.H_IDX), sp.floor(n.H_IDX / n.G)),
-                                       _eq(sp.Symbol("cache_MHA") / sp.Symbol("cache_GQA"), n.G)))),
+          _formal(lambda sp, n: _gqa_statement(sp, n))),
     Claim("scale-trap-limits", "The scale trap as a limit",
           "As d_k → ∞, in probability: with logits divided by d_k every weight a_j → 1/n (uniform); with "
           "unscaled logits the largest weight a_max → 1 (one-hot).",
@@ -459,21 +463,33 @@ def _w(sp, n):
 
 
 def _fused_statement(sp, n):
-    """split(X[W_Q | W_K | W_V] (+ 1[b_Q | b_K | b_V])) = (XW_Q, XW_K, XW_V) (+ biases)."""
-    M = sp.MatrixSymbol
-    X, ones = M("X", n.SEQ, n.D_MODEL), sp.OneMatrix(n.SEQ, 1)
-    Ws = [M(name, n.D_MODEL, d) for name, d in (("W_Q", n.D_K), ("W_K", n.D_K), ("W_V", n.D_V))]
-    bs = [M(name, 1, d) for name, d in (("b_Q", n.D_K), ("b_K", n.D_K), ("b_V", n.D_V))]
-    return sp.And(_eq(sp.Symbol("split(X[W_Q|W_K|W_V])"), sp.Tuple(*(X * W for W in Ws))),
-                  _eq(sp.Symbol("split(X[W_Q|W_K|W_V] + 1[b_Q|b_K|b_V])"),
-                      sp.Tuple(*(X * W + ones * b for W, b in zip(Ws, bs)))))
+    """Entry (t, c) of each slice of X[W_Q | W_K | W_V] (+ 1[b_Q | b_K | b_V]) is that of XW_Q, XW_K, XW_V (+ the
+    bias), 0-based, symbolic sizes (symbols of proofs.theorems.projections)."""
+    p = importlib.import_module(_PROJ)
+    t, c = p.ROW, p.COL
+    out = []
+    for name, W, b in zip(("Q̂", "K̂", "V̂"), p.FUSED_W, p.FUSED_B):
+        out.append(_eq(p.split_parts[name](t, c), p.projected_entry(W)))
+        out.append(_eq(p.split_parts[name + "_b"](t, c), p.projected_entry(W) + b[c]))
+    return sp.And(*out)
 
 
-def _symmetry_iff(sp, n):
-    """S = X M Xᵀ is symmetric (for all X) ⟺ M = W_Q W_Kᵀ is symmetric."""
-    X, M = sp.MatrixSymbol("X", n.N_TOK, n.N), _m(sp, n)
-    S = X * M * X.T
-    return sp.Equivalent(_eq(S, S.T), _eq(M, M.T), evaluate=False)
+def _projection_statement(sp):
+    """∂Y[b, t, c]/∂X[b', t', r] = δ_bb' δ_tt' ∂Y[b, t, c]/∂X[b, t, r] (symbols of proofs.theorems.projections)."""
+    p = importlib.import_module(_PROJ)
+    b, t, c, r, b2, t2 = p._b, p._t, p._c, p._r, p._b2, p._t2
+    return _eq(p._other_token(), sp.KroneckerDelta(b, b2) * sp.KroneckerDelta(t, t2)
+               * sp.Derivative(p.Y_PROJ[b, t, c], p.X_TOK[b, t, r]))
+
+
+def _asymmetry_statement(sp):
+    """(S − Sᵀ)_pq = (X (M − Mᵀ) Xᵀ)_pq for S = X M Xᵀ, any sizes; the seed's S_12 = 2, S_21 = 6 (symbols of
+    proofs.theorems.projections)."""
+    p = importlib.import_module(_PROJ)
+    X, M = p.score_matrices()
+    S, a, b = X * M * X.T, p.TOKEN_P, p.TOKEN_Q
+    return sp.And(_eq(S[a, b] - S[b, a], (X * (M - M.T) * X.T)[a, b]), _eq(p.SEED_SCORES[0, 1], 2),
+                  _eq(p.SEED_SCORES[1, 0], 6))
 
 
 def _backward_statement(sp, n):
@@ -489,11 +505,24 @@ def _backward_statement(sp, n):
                   _eq(M("dQ", nq, d), scale * dS * K), _eq(M("dK", nk, d), scale * dS.T * Q))
 
 
+def _gqa_statement(sp, n):
+    """kv_head(h) = ⌊h/G⌋; attn(Q_h, K_{kv_head(h)}, V_{kv_head(h)}) = attn(Q_h, K_rep,h, V_rep,h), K_rep and V_rep
+    repeat_interleave'd by G; cache(H_q)/cache(H_kv) = G (symbols of proofs.theorems.gqa)."""
+    g = importlib.import_module(_GQA)
+    h = n.H_IDX
+    return sp.And(_eq(n.kv_head(h), sp.floor(h / n.G)),
+                  _eq(g.attention(g.Q_HEADS[h], g.K_HEADS[n.kv_head(h)], g.V_HEADS[n.kv_head(h)]),
+                      g.attention(g.Q_HEADS[h], g.K_REPEATED[h], g.V_REPEATED[h])),
+                  _eq(g.cache(g.H_Q) / g.cache(g.H_KV), n.G))
+
+
 def _causal_statement(sp, n, last):
-    """a_ij = exp(s_ij) / Σ_{k ≤ L_i} exp(s_ik) for j ≤ L_i, else 0."""
-    i, j, k, s = n.I0, n.J0, n.K0, n.SCORES
-    return _eq(n.WEIGHTS[i, j], sp.Piecewise(
-        (sp.exp(s[i, j]) / sp.Sum(sp.exp(s[i, k]), (k, 0, last)), sp.Le(j, last)), (0, True)))
+    """visible(i, j) = tril(i, j) (the implemented mask is PyTorch's documented form), and
+    a_ij = exp(s_ij) / Σ_{k ≤ L_i} exp(s_ik) for L_i − j ≥ 0, else 0 (symbols of proofs.theorems.masking)."""
+    m = importlib.import_module(_MASK)
+    i, j, k, s = n.I0, n.J0, n.K0, m.SCORES
+    return sp.And(_eq(m.visible(i, j), m.tril(i, j)), _eq(n.WEIGHTS[i, j], sp.Piecewise(
+        (sp.exp(s[i, j]) / sp.Sum(sp.exp(s[i, k]), (k, 0, last)), sp.Ge(last - j, 0)), (0, True))))
 
 
 def _two_token_statement(sp):

@@ -61,6 +61,11 @@ def _sympify(x: Any) -> Any:
     return sp.sympify(x)
 
 
+def _general(forall: Iterable) -> dict:
+    symbols = list(forall)
+    return {"forall": [write(x) for x in symbols]} if symbols else {}
+
+
 def _source(fn: Any) -> str:
     """file:function of a callable, relative to the repository ("proofs/theorems/x.py:f")."""
     try:
@@ -343,13 +348,29 @@ class Proof:
         return self._premise(HYPOTHESIS, rel, description)
 
     # ---------------------------------------------------------------- rule applications
-    def identity(self, lhs: Any, rhs: Any, description: str = "", *, label: str | None = None) -> Fact:
-        return self._step("identity", relation(lhs, "=", rhs), description, label=label)
+    def identity(self, lhs: Any, rhs: Any, description: str = "", *, label: str | None = None,
+                 forall: Iterable = ()) -> Fact:
+        """lhs = rhs; ``forall`` asks the checker to generalise it over those symbols (then usable as a pattern)."""
+        return self._step("identity", relation(lhs, "=", rhs), description, label=label, **_general(forall))
 
     def rewrite(self, lhs: Any, rhs: Any, using: Iterable[Fact], description: str = "", *, relation_: str = "=",
-                label: str | None = None) -> Fact:
+                label: str | None = None, forall: Iterable = ()) -> Fact:
         """lhs rel rhs after substituting the ``using`` equations (and, for ≤/<, with their inequalities)."""
-        return self._step("rewrite", relation(lhs, relation_, rhs), description, using, label=label)
+        return self._step("rewrite", relation(lhs, relation_, rhs), description, using, label=label,
+                          **_general(forall))
+
+    def truncation(self, lhs: Any, rhs: Any, using: Iterable[Fact] = (), description: str = "", *,
+                   label: str | None = None, peel: Any = None) -> Fact:
+        """lhs = rhs after the ``using`` equations, taking the last term out of the Σ/Π whose upper limit is
+        ``peel``, and cutting Σ_{lo..hi} [k ≤ m] f(k) to Σ_{lo..m} f(k)."""
+        data = {"peel": write(_sympify(peel))} if peel is not None else {}
+        return self._step("truncation", relation(lhs, "=", rhs), description, using, label=label, **data)
+
+    def instance(self, general: Fact, mapping: dict, description: str = "", *, label: str | None = None) -> Fact:
+        """``general`` (a premise or generalised step over ∀-symbols) at ``mapping`` {symbol: value}."""
+        conclusion = checker.substitute(general.relation, {k: _sympify(v) for k, v in mapping.items()})
+        return self._step("instance", conclusion, description, [general], label=label,
+                          mapping=[[write(k), write(_sympify(v))] for k, v in mapping.items()])
 
     def chain(self, links: Iterable[Fact], lhs: Any, rel: str, rhs: Any, description: str = "",
               label: str | None = None) -> Fact:

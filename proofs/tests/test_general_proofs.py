@@ -66,7 +66,7 @@ def test_causal_rules_are_checked_against_an_independent_definition(monkeypatch)
 
     assert masking.causal_mask_top_left().verified and masking.causal_mask_bottom_right().verified
     # A non-causal rule patched into the code under test: the mask and the old "expected" both followed it.
-    monkeypatch.setattr(masking, "last_visible_key", lambda i, n_q, n_k, align=masking.TOP_LEFT: n_k - 1)
+    monkeypatch.setattr(masking, "_last", lambda i, n_q, n_k, align=masking.TOP_LEFT: n_k - 1)
     assert not masking.causal_mask_top_left().verified
     assert not masking.causal_mask_bottom_right().verified
 
@@ -144,4 +144,4 @@ def test_a_causal_statement_with_an_off_by_one_rule_is_refused():
     shifted = _causal_statement(sympy, nt, nt.I0 + 1)  # "query i sees keys j ≤ i + 1"
     with stated_as("causal-mask-top-left", shifted):
         d = causal_mask_top_left()
-    assert not d.verified and any(s.rule == "algebra" for s in d.failed_steps)
+    assert not d.verified and any(s.rule == "masked softmax" for s in d.failed_steps)

@@ -2,37 +2,50 @@ import pytest
 import sympy as sp
 
 from proofs.theorems.masking import (BOTTOM_RIGHT, TOP_LEFT, causal_mask, causal_mask_bottom_right,
-                                     causal_mask_top_left, last_visible_key)
+                                     causal_mask_top_left, last_visible_key, visibility_rule)
 
 oo = sp.oo
 
 
-def test_both_alignments_are_proved():
+def test_both_alignments_are_proved_for_any_sizes_without_computations():
     for theorem in (causal_mask_top_left, causal_mask_bottom_right):
         d = theorem()
-        assert d.verified, [(s.description, s.detail) for s in d.failed_steps]
+        assert d.verified, d.reasons
+        assert d.computations == []
+        assert any("N_k - 1" in text for text in d.trust_base["definition"])  # a softmax over symbolic N_k keys
 
 
 def test_alignments_differ_when_nq_differs_from_nk():
     assert causal_mask(2, 3, TOP_LEFT) == sp.Matrix([[0, -oo, -oo], [0, 0, -oo]])
     assert causal_mask(2, 3, BOTTOM_RIGHT) == sp.Matrix([[0, 0, -oo], [0, 0, 0]])
     assert causal_mask(3, 3, TOP_LEFT) == causal_mask(3, 3, BOTTOM_RIGHT)
+    # More queries than keys, bottom-right: the first rows see nothing.
+    assert causal_mask(3, 1, BOTTOM_RIGHT) == sp.Matrix([[-oo], [-oo], [0]])
 
 
-def _shifted(offset):
-    def mask(n_q, n_k):
-        return sp.Matrix([[0 if j <= i + offset else -oo for j in range(n_k)] for i in range(n_q)])
-    return mask
-
-
-@pytest.mark.parametrize("wrong", [_shifted(-1), _shifted(1)], ids=["j < i", "j <= i + 1"])
-def test_off_by_one_masks_are_refused(wrong):
+@pytest.mark.parametrize("wrong", [lambda i, j, nq, nk: sp.Lt(j, i), lambda i, j, nq, nk: sp.Le(j, i + 1)],
+                         ids=["j < i", "j <= i + 1"])
+def test_off_by_one_rules_are_refused(wrong):
     assert not causal_mask_top_left(wrong).verified
 
 
 def test_confusing_the_alignments_is_refused():
-    assert not causal_mask_top_left(lambda q, k: causal_mask(q, k, BOTTOM_RIGHT)).verified
-    assert not causal_mask_bottom_right(lambda q, k: causal_mask(q, k, TOP_LEFT)).verified
+    assert not causal_mask_top_left(visibility_rule(BOTTOM_RIGHT)).verified
+    assert not causal_mask_bottom_right(visibility_rule(TOP_LEFT)).verified
+
+
+@pytest.mark.parametrize("align,theorem", [(TOP_LEFT, causal_mask_top_left), (BOTTOM_RIGHT, causal_mask_bottom_right)])
+def test_a_rule_wrong_only_from_9_keys_on_is_refused(align, theorem):
+    # Right for every N_q, N_k ≤ 8 (all the old proof enumerated); from N_k = 9 on it also hides key 8.
+    right = visibility_rule(align)
+
+    def wrong(i, j, n_q, n_k):
+        return sp.And(right(i, j, n_q, n_k), sp.Or(n_k < 9, sp.Ne(j, 8)))
+
+    assert all(bool(wrong(i, j, q, k)) == bool(right(i, j, q, k))
+               for q in range(1, 9) for k in range(1, 9) for i in range(q) for j in range(k))
+    assert bool(right(8, 8, 9, 9)) and not bool(wrong(8, 8, 9, 9))
+    assert not theorem(wrong).verified
 
 
 def test_bottom_right_is_the_end_of_the_key_sequence():

@@ -33,14 +33,19 @@ def test_trust_base_names_the_cited_results(claim_id):
     assert any("Higham" in c for c in cited)
 
 
-def test_gamma_lemma_cites_nothing():
-    assert _cited(r.gamma_lemma()) == []
+def test_gamma_lemma_is_two_inductions_citing_only_the_triangle_inequality():
+    d = r.gamma_lemma()
+    assert d.verified, d.reasons
+    assert d.computations == []
+    assert _cited(d) == ["triangle inequality"]
+    assert sum(s.rule == "induction" and s.passed for s in d.steps) == 2
+    assert d.trust_base["assumption"] == ["Abs(delta[k]) <= u", "n*u < 1"]
 
 
 def test_gamma_without_its_denominator_is_refused():
     d = r.gamma_lemma(gamma_of=lambda n, u=r.U: n * u)
     assert not d.verified
-    assert any(s.rule == "induction step" for s in d.failed_steps)
+    assert any(s.rule == "γ bound" for s in d.failed_steps)
 
 
 def test_a_rescale_count_that_forgets_a_rounding_is_refused():

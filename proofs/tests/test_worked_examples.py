@@ -6,6 +6,7 @@ from proofs.theorems.worked_examples import seed_worked_example_2_token, seed_wo
 def test_both_examples_are_proved_exactly():
     two, three = seed_worked_example_2_token(), seed_worked_example_3_token()
     assert two.verified and three.verified
+    assert two.computations == [] and three.computations == []
     assert two.result.S == sp.Matrix([[3, 2], [6, 4]])
     e = sp.E
     assert sp.simplify(three.result.z1[0] - (e**2 + 3 * e) / (e**2 + e + 1)) == 0

@@ -16,8 +16,23 @@ from proofs.engine import Derivation, Proof, Result
 from proofs.validate import as_dimension
 
 H_Q, H_KV, G, B, N, D = sp.symbols("H_q H_kv G B N d", integer=True, positive=True)
+HEAD = nt.H_IDX  # a query head index h ≥ 0
 
-Mapping = Callable[[int, int, int], int]
+# The statement's objects: per-head queries, the KV heads, their repeat_interleave'd copies, any
+# per-head attention function, and the KV cache's entry count for H heads.
+Q_HEADS, K_HEADS, V_HEADS = sp.IndexedBase("Q"), sp.IndexedBase("K"), sp.IndexedBase("V")
+K_REPEATED, V_REPEATED = sp.IndexedBase("K_rep"), sp.IndexedBase("V_rep")
+attention = sp.Function("attn")
+cache = sp.Function("cache")
+_HEADS, _B, _T, _C = sp.symbols("H b t c", integer=True, positive=True)  # a head count; bound indices
+
+# (h, H_q, H_kv) -> the KV head query head h reads, as a SymPy expression in symbolic sizes.
+Mapping = Callable[[sp.Expr, sp.Expr, sp.Expr], sp.Expr]
+
+
+def kv_head_rule(h, n_heads_q, n_heads_kv) -> sp.Expr:
+    """⌊h / G⌋ with G = H_q / H_kv, for symbolic or explicit sizes: ⌊h·H_kv / H_q⌋."""
+    return sp.floor(sp.sympify(h) * n_heads_kv / n_heads_q)
 
 
 def kv_head(h: int, n_heads_q: int, n_heads_kv: int) -> int:
@@ -27,7 +42,7 @@ def kv_head(h: int, n_heads_q: int, n_heads_kv: int) -> int:
         raise ValueError(f"n_heads_q ({hq}) must be a multiple of n_heads_kv ({hkv})")
     if isinstance(h, bool) or not isinstance(h, numbers.Integral) or not 0 <= h < hq:
         raise ValueError(f"h must be a query head index in 0..{hq - 1}, got {h!r}")
-    return int(h) // (hq // hkv)
+    return int(kv_head_rule(int(h), hq, hkv))
 
 
 def repeat_interleave(heads: list, times: int) -> list:
@@ -35,63 +50,30 @@ def repeat_interleave(heads: list, times: int) -> list:
     return [x for x in heads for _ in range(times)]
 
 
-def _attention(q: sp.Matrix, K: sp.Matrix, V: sp.Matrix) -> sp.Matrix:
-    """One head: softmax(q Kᵀ) V for a single query row."""
-    s = q * K.T  # (1, N_k)
-    w = [sp.exp(x) for x in s]
-    return sum((wi * V.row(j) for j, wi in enumerate(w)), sp.zeros(1, V.cols)) / sum(w)
+def gqa_equals_repeated_mha(mapping: Mapping | None = None) -> Derivation:
+    """GQA output of every query head equals MHA over the KV heads repeated G times, for any H_q, H_kv.
 
-
-def _heads(name: str, count: int, rows: int, d: int) -> list[sp.Matrix]:
-    return [sp.Matrix(rows, d, lambda i, j: sp.Symbol(f"{name}{h}_{i + 1}{j + 1}", real=True)) for h in range(count)]
-
-
-def gqa_equals_repeated_mha(mapping: Mapping | None = None, *, n_heads_q: int = 4, n_heads_kv: int = 2,
-                            n_k: int = 2, d: int = 1) -> Derivation:
-    """GQA output of every query head equals MHA over the KV heads repeated G times.
-
-    ``mapping(h, n_heads_q, n_heads_kv)`` defaults to ⌊h/G⌋; pass another to have it judged
-    (h mod H_kv, the layout of ``repeat`` rather than ``repeat_interleave``, is refused).
+    ``mapping(h, H_q, H_kv)`` (a SymPy expression in symbolic sizes) defaults to ⌊h·H_kv/H_q⌋; pass another
+    to have it judged (h mod H_kv, the layout of ``repeat`` rather than ``repeat_interleave``, is refused).
     """
-    mapping = mapping or kv_head
-    hq, hkv = int(as_dimension(n_heads_q, "n_heads_q")), int(as_dimension(n_heads_kv, "n_heads_kv"))
-    kv_head(0, hq, hkv)  # validates divisibility
-    g = hq // hkv
+    mapping = mapping or kv_head_rule
     pf = Proof("gqa-equals-repeated-mha")
-    Qs, Ks, Vs = _heads("q", hq, 1, d), _heads("k", hkv, n_k, d), _heads("v", hkv, n_k, d)
-    K_rep, V_rep = repeat_interleave(Ks, g), repeat_interleave(Vs, g)  # H_q heads each
-    mha = [_attention(Qs[h], K_rep[h], V_rep[h]) for h in range(hq)]
-    gqa = [_attention(Qs[h], Ks[mapping(h, hq, hkv)], Vs[mapping(h, hq, hkv)]) for h in range(hq)]
-    rule = pf.stated(nt.kv_head(nt.H_IDX))
-    stated = lambda h, g: int(rule.rhs.subs({nt.H_IDX: h, G: g}))  # noqa: E731
-
-    def layouts() -> tuple[bool, str]:
-        # repeat_interleave's head h, the mapping under test and the stated rule, for every H_kv | H_q ≤ 8.
-        for n_q in range(1, 9):
-            for n_kv in (k for k in range(1, n_q + 1) if n_q % k == 0):
-                heads = repeat_interleave(list(range(n_kv)), n_q // n_kv)
-                for h in range(n_q):
-                    if not heads[h] == mapping(h, n_q, n_kv) == stated(h, n_q // n_kv):
-                        return False, (f"H_q = {n_q}, H_kv = {n_kv}, h = {h}: repeat_interleave gives {heads[h]}, "
-                                       f"the mapping {mapping(h, n_q, n_kv)}, the statement {stated(h, n_q // n_kv)}")
-        return True, "repeat_interleave, the mapping and the stated ⌊h/G⌋ agree for every H_kv | H_q ≤ 8"
-
-    same_heads = pf.holds("definition of repeat_interleave", "repeated KV head h is KV head ⌊h/G⌋, every H_kv | H_q ≤ 8",
-                          nt.kv_head(nt.H_IDX), rule.rhs, layouts)
-    same_out = pf.equal("substitution", f"so every head's output agrees: GQA(h) = MHA on repeated KV (H_q = {hq}, "
-                        f"H_kv = {hkv}, G = {g}; {n_k} keys, head dim {d}, entries symbolic)", gqa, mha)
-    pf.holds("GQA = MHA with repeat_interleave", "query head h reads KV head ⌊h/G⌋", nt.kv_head(nt.H_IDX), rule.rhs,
-             lambda: (same_heads and same_out, "the layouts and the outputs agree (above)"), establishes=rule)
-
-    def cache_entries() -> tuple[bool, str]:
-        grouped = {s for M in Ks + Vs for s in M}
-        repeated = [s for M in K_rep + V_rep for s in M]
-        return len(repeated) == g * len(grouped), f"{len(grouped)} stored entries against {len(repeated)}: factor {g}"
-
-    pf.holds("counting entries", "the KV cache stores H_kv heads instead of H_q: G times fewer entries",
-             sp.Symbol("cache_MHA / cache_GQA"), g, cache_entries)
-    cache_mha, cache_gqa = 2 * B * H_Q * N * D, 2 * B * H_KV * N * D
-    pf.equal("H_q = G·H_kv", "in general: cache(MHA)/cache(GQA) = 2BH_qNd / 2BH_kvNd = G",
-             (cache_mha / cache_gqa).subs(H_Q, G * H_KV), G,
-             subject=sp.Symbol("cache_MHA") / sp.Symbol("cache_GQA"))
-    return pf.finish(Result(cache_ratio=G, cache_gqa=cache_gqa, cache_mha=cache_mha))
+    rule = pf.stated(nt.kv_head(HEAD))
+    same_output = pf.stated(attention(Q_HEADS[HEAD], K_HEADS[nt.kv_head(HEAD)], V_HEADS[nt.kv_head(HEAD)]))
+    ratio = pf.stated(cache(H_Q) / cache(H_KV))
+    impl = pf.define(nt.kv_head(HEAD), mapping(HEAD, H_Q, H_KV), "the KV head query head h reads, as implemented",
+                     forall=[HEAD])
+    k_rep = pf.define(K_REPEATED[HEAD], K_HEADS[sp.floor(HEAD / G)], "repeat_interleave(K, G, dim=heads): "
+                      "output head h is input head ⌊h/G⌋ (PyTorch's documented layout)", forall=[HEAD])
+    v_rep = pf.define(V_REPEATED[HEAD], V_HEADS[sp.floor(HEAD / G)], "repeat_interleave(V, G, dim=heads)",
+                      forall=[HEAD])
+    sizes = pf.define(cache(_HEADS), 2 * sp.Sum(1, (_B, 1, B), (_T, 1, N), (_C, 1, D)) * _HEADS,
+                      "the KV cache for H heads: K and V, each B × H × N × d entries", forall=[_HEADS])
+    multiple = pf.assume(sp.Eq(H_Q, G * H_KV, evaluate=False), "H_q a multiple of H_kv: H_q = G·H_kv")
+    pf.rewrite(rule.lhs, rule.rhs, [impl, multiple], "query head h reads KV head ⌊h·H_kv/H_q⌋ = ⌊h/G⌋, any H_q, "
+               "H_kv", label="GQA = MHA with repeat_interleave")
+    pf.rewrite(same_output.lhs, same_output.rhs, [impl, multiple, k_rep, v_rep], "so every head's output agrees: "
+               "GQA reads the KV head that repeat_interleave puts at position h", label="substitution")
+    pf.rewrite(ratio.lhs, ratio.rhs, [sizes, multiple], "cache(MHA)/cache(GQA) = 2BH_qNd / 2BH_kvNd = G",
+               label="H_q = G·H_kv")
+    return pf.finish(Result(cache_ratio=G, cache_gqa=2 * B * H_KV * N * D, cache_mha=2 * B * H_Q * N * D))

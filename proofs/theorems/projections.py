@@ -5,17 +5,16 @@ import numbers
 from typing import Callable
 
 import sympy as sp
-from sympy.matrices.expressions.matexpr import MatrixElement
 
-from proofs import index_sums
 from proofs import notation as nt
+from proofs.checker import conjuncts
 from proofs.engine import Derivation, Proof, Result
 from proofs.validate import as_dimension
 
 B, T, D_MODEL, D_K, D_V = sp.symbols("B T d_model d_k d_v", integer=True, positive=True)
 
-# Splits the fused output X·W_QKV (T × (2 d_k + d_v)) back into (Q, K, V).
-Split = Callable[[sp.Matrix, int, int], tuple[sp.Matrix, sp.Matrix, sp.Matrix]]
+# (c, block, d_k, d_v) -> the fused column that column c of block 0 (Q), 1 (K), 2 (V) is read from.
+Split = Callable[[sp.Expr, int, sp.Expr, sp.Expr], sp.Expr]
 
 
 def _matrix(name: str, rows: int, cols: int) -> sp.Matrix:
@@ -51,72 +50,110 @@ def batched_projection(X: list[sp.Matrix], W: sp.Matrix) -> list[sp.Matrix]:
     return [x * W for x in X]
 
 
+# Index forms (1-based for the batched projection, 0-based where MatrixSymbol entries are used).
+X_TOK, W_PROJ, Y_PROJ = sp.IndexedBase("X", real=True), sp.IndexedBase("W", real=True), sp.IndexedBase("Y")
+_b, _t, _c, _r, _k, _b2, _t2 = sp.symbols("b t c r k b' t'", integer=True, positive=True)
+
+
+def _other_token() -> sp.Expr:
+    """∂Y[b, t, c]/∂X[b', t', r]: the derivative of an output entry by an entry of any token."""
+    return sp.Derivative(Y_PROJ[_b, _t, _c], X_TOK[_b2, _t2, _r])
+
+
 def projection_shapes() -> Derivation:
+    """Y[b, t, c] = Σ_r X[b, t, r] W[r, c] for any B, T, d_model, d_k: ∂Y[b, t, c]/∂X[b', t', r] =
+    δ_bb' δ_tt' ∂Y[b, t, c]/∂X[b, t, r], so output row (b, t) depends on token (b, t) only."""
     pf = Proof("projection-shapes")
-    shape = sp.Tuple(*projected_shape((B, T, D_MODEL), (D_MODEL, D_K)))
-    pf.holds("shape rule of the batched GEMM", "[B, T, d_model]·[d_model, d_k] → [B, T, d_k] (symbolic sizes)",
-             shape, shape, lambda: (len(shape) == 3, f"shape {tuple(shape)}"), subject=nt.shape(sp.Symbol("XW")))
-    b, t, dm, dk = 2, 3, 2, 2
-    X = [_matrix(f"x{i + 1}", t, dm) for i in range(b)]
-    W = _matrix("w", dm, dk)
-    Y = batched_projection(X, W)
-    pf.holds("matrix product", f"explicit B = {b}, T = {t}, d_model = {dm}, d_k = {dk}: Y has shape [{b}, {t}, {dk}]",
-             sp.Tuple(len(Y), *Y[0].shape), sp.Tuple(b, t, dk),
-             lambda: (len(Y), *Y[0].shape) == (b, t, dk) == projected_shape((b, t, dm), (dm, dk)))
-    # Token (b, t) alone determines output row (b, t): the GEMM acts on the feature axis only.
-    pf.equal("row-wise action", "Y[b, t, :] = X[b, t, :]·W for every b, t",
-             sp.Matrix.vstack(*Y), sp.Matrix.vstack(*[x.row(i) * W for x in X for i in range(t)]))
-
-    def no_mixing() -> tuple[bool, str]:
-        for b1 in range(b):
-            for t1 in range(t):
-                others = {s for b2 in range(b) for t2 in range(t) if (b2, t2) != (b1, t1) for s in X[b2].row(t2)}
-                if Y[b1].row(t1).free_symbols & others:
-                    return False, f"output row ({b1}, {t1}) depends on another token"
-        return True, "∂Y[b, t]/∂X[b', t'] = 0 for (b', t') ≠ (b, t): no token or batch mixing"
-
-    pf.holds("independence of rows", f"no output row depends on another token (explicit B = {b}, T = {t}): "
-             "each row is one token's GEMV", sp.Symbol("∂Y[b,t]/∂X[b',t'], (b',t') ≠ (b,t)"), 0, no_mixing)
-    return pf.finish(Result(shape=sp.Tuple(B, T, D_K)))
+    target = pf.stated(_other_token())
+    gemm = pf.define(Y_PROJ[_b, _t, _c], sp.Sum(X_TOK[_b, _t, _k] * W_PROJ[_k, _c], (_k, 1, D_MODEL)),
+                     "the batched GEMM [B, T, d_model]·[d_model, d_k]: entry (b, t, c) of XW", forall=[_b, _t, _c])
+    delta = sp.KroneckerDelta
+    sifted = sp.Sum(delta(_b, _b2) * delta(_t, _t2) * delta(_k, _r) * W_PROJ[_k, _c], (_k, 1, D_MODEL))
+    own = sp.Sum(delta(_k, _r) * W_PROJ[_k, _c], (_k, 1, D_MODEL))
+    diff = pf.rewrite(target.lhs, sifted, [gemm], "differentiate the sum term by term: ∂X[b, t, k]/∂X[b', t', r] = "
+                      "δ_bb' δ_tt' δ_kr", label="differentiation")
+    out = pf.linearity(sifted, delta(_b, _b2) * delta(_t, _t2) * own, "δ_bb' δ_tt' do not depend on k: out of the sum",
+                       label="linearity of Σ")
+    same = pf.rewrite(target.rhs, delta(_b, _b2) * delta(_t, _t2) * own, [gemm], "the same derivative within token "
+                      "(b, t)", label="differentiation")
+    pf.chain([diff, out, same], target.lhs, "=", target.rhs, "so an output row depends on its own token only: "
+             "the GEMM acts on the feature axis", label="independence of rows")
+    return pf.finish(Result(shape=sp.Tuple(*projected_shape((B, T, D_MODEL), (D_MODEL, D_K)))))
 
 
 def split_blocks(Y: sp.Matrix, d_k: int, d_v: int) -> tuple[sp.Matrix, sp.Matrix, sp.Matrix]:
-    """Slice X·[W_Q | W_K | W_V] into Q = Y[:, :d_k], K = Y[:, d_k:2d_k], V = Y[:, 2d_k:]."""
-    return Y[:, :d_k], Y[:, d_k:2 * d_k], Y[:, 2 * d_k:2 * d_k + d_v]
+    """Slice X·[W_Q | W_K | W_V] into Q = Y[:, :d_k], K = Y[:, d_k:2d_k], V = Y[:, 2d_k:] (``block_column``'s
+    layout, on an explicit matrix)."""
+    cols = lambda block, width: [int(block_column(c, block, d_k, d_v)) for c in range(width)]  # noqa: E731
+    return Y[:, cols(0, d_k)], Y[:, cols(1, d_k)], Y[:, cols(2, d_v)]
 
 
-def fused_qkv_projection(split: Split | None = None, *, t: int = 2, d_model: int = 3, d_k: int = 2) -> Derivation:
-    """X·[W_Q | W_K | W_V] (+ [b_Q | b_K | b_V]) sliced equals the three projections.
+def block_column(c, block: int, d_k, d_v):
+    """The fused column that column c of block 0 (Q), 1 (K) or 2 (V) is read from: c + block·d_k (0-based)."""
+    return c + block * d_k
 
-    ``split(Y, d_k, d_v)`` defaults to the block slicing; pass another to have it judged
-    (an interleaved slicing is refused).
+
+# Fused QKV in 0-based entries of MatrixSymbols with symbolic sizes.
+COL = sp.Symbol("c", integer=True, nonnegative=True)  # a column of Q, K or V
+ROW = sp.Symbol("t", integer=True, nonnegative=True)  # a token
+_FREE = sp.Symbol("u", integer=True, nonnegative=True)  # d_k − 1 − c ≥ 0
+_rr, _col = sp.symbols("r col", integer=True, nonnegative=True)
+fused, fused_bias, w_qkv, b_qkv = (sp.Function(n) for n in ("F", "F_b", "W_QKV", "b_QKV"))
+split_parts = {name: sp.Function(name) for name in ("Q̂", "K̂", "V̂", "Q̂_b", "K̂_b", "V̂_b")}
+
+
+FUSED_X = sp.IndexedBase("X", real=True)  # X[t, r], T × d_model
+FUSED_W = tuple(sp.IndexedBase(name, real=True) for name in ("W_Q", "W_K", "W_V"))  # W[r, c], d_model × (d_k, d_k, d_v)
+FUSED_B = tuple(sp.IndexedBase(name, real=True) for name in ("b_Q", "b_K", "b_V"))  # b[c]
+
+
+def projected_entry(W: sp.IndexedBase, t=None, c=None) -> sp.Expr:
+    """(XW)[t, c] = Σ_{r=0}^{d_model − 1} X[t, r] W[r, c] (0-based)."""
+    t, c = (ROW if t is None else t), (COL if c is None else c)
+    return sp.Sum(FUSED_X[t, _rr] * W[_rr, c], (_rr, 0, nt.D_MODEL - 1))
+
+
+def fused_qkv_projection(split: Split | None = None) -> Derivation:
+    """X·[W_Q | W_K | W_V] (+ [b_Q | b_K | b_V]) sliced equals the three projections, for symbolic T, d_model,
+    d_k, d_v.
+
+    ``split(c, block, d_k, d_v)`` (the fused column of column c of block 0, 1, 2) defaults to
+    ``block_column``; pass another to have it judged (an interleaved 3c + block is refused).
     """
-    split = split or split_blocks
-    t, d_model, d_k = (int(as_dimension(v, n)) for v, n in ((t, "t"), (d_model, "d_model"), (d_k, "d_k")))
-    d_v = d_k
+    split = split or block_column
     pf = Proof("fused-qkv-projection")
-    plain, biased = (pf.stated(sp.Symbol(name)) for name in ("split(X[W_Q|W_K|W_V])",
-                                                             "split(X[W_Q|W_K|W_V] + 1[b_Q|b_K|b_V])"))
-    # The given sizes, then d_v ≠ d_k both ways: the slicing must hold for every shape, not one.
-    for t_, dm, dk, dv in ((t, d_model, d_k, d_v), (1, 2, 1, 3), (3, 2, 3, 1)):
-        X = _matrix("x", t_, dm)
-        Ws = [_matrix(n, dm, d) for n, d in (("wq", dk), ("wk", dk), ("wv", dv))]
-        bs = [_matrix(n, 1, d) for n, d in (("bq", dk), ("bk", dk), ("bv", dv))]
-        W_qkv, b_qkv = sp.Matrix.hstack(*Ws), sp.Matrix.hstack(*bs)
-        if (t_, dm, dk, dv) == (t, d_model, d_k, d_v):
-            result = Result(W_qkv=W_qkv, b_qkv=b_qkv)
-        ones = sp.ones(t_, 1)
-        shape = f"X {t_}×{dm}, W_Q, W_K {dm}×{dk}, W_V {dm}×{dv}"
-        pf.holds("shape rule", f"{shape}: X·W_QKV is {t_}×{2 * dk + dv}", sp.Tuple(*(X * W_qkv).shape),
-                 sp.Tuple(t_, 2 * dk + dv), lambda X=X, W=W_qkv, t_=t_, dk=dk, dv=dv: (X * W).shape == (t_, 2 * dk + dv))
-        sizes = {nt.SEQ: t_, nt.D_MODEL: dm, D_K: dk, nt.D_V: dv}
-        named = {"X": X, "W_Q": Ws[0], "W_K": Ws[1], "W_V": Ws[2], "b_Q": bs[0], "b_K": bs[1], "b_V": bs[2]}
-        stated = lambda rel, sizes=sizes, named=named: [nt.explicit(e, sizes, named) for e in rel.rhs]  # noqa: E731
-        pf.equal("block matrix product", f"{shape}: split(X·W_QKV) = (XW_Q, XW_K, XW_V), entrywise",
-                 list(split(X * W_qkv, dk, dv)), stated(plain), establishes=plain)
-        pf.equal("block matrix product", f"{shape}: with bias, split(X·W_QKV + 1·b_QKV) = (XW_Q + 1b_Q, XW_K + 1b_K, "
-                 "XW_V + 1b_V)", list(split(X * W_qkv + ones * b_qkv, dk, dv)), stated(biased), establishes=biased)
-    return pf.finish(result)
+    (W_Q, W_K, W_V), (b_Q, b_K, b_V) = FUSED_W, FUSED_B
+    dk = nt.D_K
+    names = ("Q̂", "K̂", "V̂")
+    # Defined from the slices down to the hstack, so every definition is listed in the verdict.
+    parts = [pf.define(split_parts[n](ROW, COL), fused(ROW, split(COL, block, dk, nt.D_V)),
+                     f"{n}: column c of block {block} of the fused product, as the implementation slices it",
+                     forall=[ROW, COL]) for block, n in enumerate(names)]
+    parts += [pf.define(split_parts[n + "_b"](ROW, COL), fused_bias(ROW, split(COL, block, dk, nt.D_V)),
+                        f"{n} with bias: the same slice of X·W_QKV + 1·b_QKV", forall=[ROW, COL])
+              for block, n in enumerate(names)]
+    product = pf.define(fused(ROW, _col), sp.Sum(FUSED_X[ROW, _rr] * w_qkv(_rr, _col), (_rr, 0, nt.D_MODEL - 1)),
+                        "F = X·W_QKV, entry (t, col)", forall=[ROW, _col])
+    biased = pf.define(fused_bias(ROW, _col), fused(ROW, _col) + b_qkv(_col), "F_b = X·W_QKV + 1·b_QKV",
+                       forall=[ROW, _col])
+    hstack = pf.define(w_qkv(_rr, _col), sp.Piecewise((W_Q[_rr, _col], _col <= dk - 1),
+                                                      (W_K[_rr, _col - dk], _col <= 2 * dk - 1),
+                                                      (W_V[_rr, _col - 2 * dk], True)),
+                       "W_QKV = [W_Q | W_K | W_V] (columns 0-based)", forall=[_rr, _col])
+    bstack = pf.define(b_qkv(_col), sp.Piecewise((b_Q[_col], _col <= dk - 1), (b_K[_col - dk], _col <= 2 * dk - 1),
+                                                 (b_V[_col - 2 * dk], True)),
+                       "b_QKV = [b_Q | b_K | b_V]", forall=[_col])
+    within = pf.assume(sp.Eq(nt.D_K, COL + 1 + _FREE, evaluate=False),
+                       "c is a column of Q and K: d_k = c + 1 + u, u ≥ 0")
+    for block, n in enumerate(names):
+        for bias in (False, True):
+            name = n + ("_b" if bias else "")
+            stated = pf.stated(split_parts[name](ROW, COL))
+            using = [parts[block + 3 * bias], product, hstack] + ([biased, bstack] if bias else []) + \
+                ([within] if block < 2 else [])
+            pf.rewrite(stated.lhs, stated.rhs, using, f"{name}(t, c) = {sp.sstr(stated.rhs)[:60]}: the slice reads "
+                       f"block {block} of the hstack", label="block matrix product")
+    return pf.finish(Result(weights=FUSED_W, biases=FUSED_B))
 
 
 def parameter_count(d_model, d_k, *, bias: bool = False, matrices: int = 1):
@@ -129,38 +166,33 @@ def parameter_count(d_model, d_k, *, bias: bool = False, matrices: int = 1):
     return matrices * (dm * dk + (dk if bias else 0))
 
 
+entries = sp.Function("entries")  # entries(m, n): the number of entries of an m × n matrix
+_m, _n = sp.symbols("m n", integer=True, positive=True)
+
+
 def projection_parameter_count() -> Derivation:
+    """params(k, m, n, β): k projections m → n, with a bias when β = 1; counted entry by entry."""
     pf = Proof("projection-parameter-count")
-    W, b_, gpt2_w = sp.Symbol("W"), sp.Symbol("b"), sp.Symbol("W^{GPT-2}")
-    qkv, gpt2_qkv = sp.symbols("W_Q W_K W_V"), sp.symbols("W_Q^{GPT-2} W_K^{GPT-2} W_V^{GPT-2}")
-
-    def counted(dm: int, dk: int, bias: bool) -> int:
-        W = _matrix("w", dm, dk)
-        b = _matrix("b", 1, dk) if bias else sp.zeros(1, 0)
-        return len(W.free_symbols | b.free_symbols)
-
-    for bias in (False, True):
-        formula = parameter_count(D_MODEL, D_K, bias=bias)
-        pf.holds("counting entries", f"one projection{' with bias' if bias else ''}: "
-                 f"{sp.sstr(formula)} parameters, counted on explicit matrices for d_model, d_k ≤ 4",
-                 sp.Symbol("params"), formula,
-                 lambda f=formula, bias=bias: all(counted(m, k, bias) == f.subs({D_MODEL: m, D_K: k})
-                                                  for m in range(1, 5) for k in range(1, 5)),
-                 subject=nt.params(W, b_) if bias else nt.params(W))
-    pf.equal("three projections", "Q, K and V: three times one projection", parameter_count(D_MODEL, D_K, matrices=3),
-             pf.claimed(nt.params(*qkv)), subject=nt.params(*qkv))
-    fused = 3 * D_MODEL * D_MODEL + 3 * D_MODEL  # nn.Linear(d_model, 3·d_model, bias=True)
-    pf.equal("block matrix", "fused Linear(d_model, 3·d_model, bias) has as many parameters as three separate ones",
-             fused, parameter_count(D_MODEL, D_MODEL, bias=True, matrices=3))
+    count = pf.define(entries(_m, _n), sp.Sum(1, (_r, 1, _m), (_c, 1, _n)), "an m × n matrix: one entry per (r, c)",
+                      forall=[_m, _n])
+    with_bias = sp.Symbol("beta", integer=True, nonnegative=True)
+    kind = pf.define(nt.params(_k, _m, _n, with_bias), _k * (entries(_m, _n) + with_bias * entries(1, _n)),
+                     "k projections W ∈ ℝ^{m×n}, each with its bias b ∈ ℝ^{1×n} when β = 1: one parameter per entry",
+                     forall=[_k, _m, _n, with_bias])
+    counted = pf.rewrite(entries(_m, _n), _m * _n, [count], "Σ_{r ≤ m} Σ_{c ≤ n} 1 = mn", forall=[_m, _n],
+                         label="counting entries")
+    for c in conjuncts(pf.statement):
+        pf.rewrite(c.lhs, c.rhs, [kind, counted], f"{sp.sstr(c.lhs)} = {sp.sstr(c.rhs)}", label="counting entries")
+    for formula, args in ((parameter_count(D_MODEL, D_K), (1, D_MODEL, D_K, 0)),
+                          (parameter_count(D_MODEL, D_K, bias=True), (1, D_MODEL, D_K, 1)),
+                          (parameter_count(D_MODEL, D_K, matrices=3), (3, D_MODEL, D_K, 0)),
+                          (parameter_count(768, 768, bias=True, matrices=3), (3, 768, 768, 1))):
+        pf.rewrite(nt.params(*args), formula, [kind, counted], f"parameter_count gives params{args}",
+                   label="parameter_count")
+    pf.identity(3 * D_MODEL * D_MODEL + 3 * D_MODEL, parameter_count(D_MODEL, D_MODEL, bias=True, matrices=3),
+                "fused Linear(d_model, 3·d_model, bias) has as many parameters as three separate ones",
+                label="block matrix")
     gpt2 = {D_MODEL: 768, D_K: 768}
-    pf.equal("substitution, d_model = d_k = 768", "GPT-2 small: d_model·d_k per matrix",
-             sp.Subs(parameter_count(D_MODEL, D_K), (D_MODEL, D_K), (768, 768)), pf.claimed(nt.params(gpt2_w)),
-             subject=nt.params(gpt2_w), where=lambda e: sp.sympify(e).doit())
-    pf.equal("substitution, d_model = d_k = 768", "GPT-2 small: W_Q, W_K, W_V together",
-             sp.Subs(parameter_count(D_MODEL, D_K, matrices=3), (D_MODEL, D_K), (768, 768)),
-             pf.claimed(nt.params(*gpt2_qkv)), subject=nt.params(*gpt2_qkv), where=lambda e: sp.sympify(e).doit())
-    pf.equal("substitution, d_model = d_k = 768", "with GPT-2's biases (c_attn): 1,771,776",
-             parameter_count(D_MODEL, D_K, bias=True, matrices=3).subs(gpt2), 1_771_776)
     return pf.finish(Result(per_matrix=parameter_count(D_MODEL, D_K),
                             per_matrix_bias=parameter_count(D_MODEL, D_K, bias=True),
                             qkv=parameter_count(D_MODEL, D_K, matrices=3),
@@ -175,85 +207,35 @@ def scores(X: sp.Matrix, W_Q: sp.Matrix, W_K: sp.Matrix) -> sp.Matrix:
     return (X * W_Q) * (X * W_K).T
 
 
-def score_asymmetry(n: int = 2, d_k: int = 2, tokens: int = 2) -> Derivation:
-    """S = X W_Q W_Kᵀ Xᵀ is symmetric for every X exactly when M = W_Q W_Kᵀ is symmetric."""
-    n, d_k, tokens = (int(as_dimension(v, name)) for v, name in ((n, "n"), (d_k, "d_k"), (tokens, "tokens")))
+SEED_SCORES = sp.MatrixSymbol("S^seed", 2, 2)
+TOKEN_P, TOKEN_Q = sp.symbols("p q", integer=True, nonnegative=True)
+
+
+def score_matrices():
+    """X (N × n) and M = W_Q W_Kᵀ (n × n) as MatrixSymbols of the catalogue's symbolic sizes."""
+    return sp.MatrixSymbol("X", nt.N_TOK, nt.N), sp.MatrixSymbol("M", nt.N, nt.N)
+
+
+def score_asymmetry() -> Derivation:
+    """S = X M Xᵀ: (S − Sᵀ)_pq = (X (M − Mᵀ) Xᵀ)_pq for any N, n, so S is symmetric for every X when M is
+    (and, with unit-vector tokens, only then); the seed's weights give S_12 = 2 ≠ 6 = S_21."""
     pf = Proof("score-asymmetry")
-    iff = next(c for c in sp.And.make_args(pf.statement) if isinstance(c, sp.Equivalent))
-    X = _matrix("x", tokens, n)
-    W_Q, W_K = _matrix("wq", n, d_k), _matrix("wk", n, d_k)
-    Mf = _matrix("m", n, n)  # M = W_Q W_Kᵀ as free symbols: every S is X M Xᵀ
-    pf.equal("associativity", "S = (XW_Q)(XW_K)ᵀ = X (W_Q W_Kᵀ) Xᵀ = X M Xᵀ",
-             scores(X, W_Q, W_K), X * (W_Q * W_K.T) * X.T)
-    S = X * Mf * X.T
-    pf.equal("transpose of a product", "S − Sᵀ = X (M − Mᵀ) Xᵀ", S - S.T, X * (Mf - Mf.T) * X.T)
-
-    def only_if() -> tuple[bool, str]:
-        # Two tokens x = e_a, y = e_b read off S_12 − S_21 = M_ab − M_ba.
-        for a in range(n):
-            for b in range(n):
-                E2 = sp.Matrix.vstack(sp.eye(n).row(a), sp.eye(n).row(b))
-                S2 = E2 * Mf * E2.T
-                if sp.expand(S2[0, 1] - S2[1, 0] - (Mf[a, b] - Mf[b, a])) != 0:
-                    return False, f"tokens e_{a + 1}, e_{b + 1}"
-        return True, "for X = [e_a; e_b]: S_12 − S_21 = M_ab − M_ba, so symmetric S for all X forces M = Mᵀ"
-
-    only = pf.holds("choice of X", f"only if: unit-vector tokens expose every entry of M − Mᵀ (n = {n})",
-                    sp.Symbol("M − Mᵀ"), sp.zeros(n, n), only_if)
-    A = sp.Matrix(d_k, d_k, lambda i, j: sp.Symbol(f"a_{min(i, j) + 1}{max(i, j) + 1}", real=True))
-    M_sym = W_Q * (W_Q * A).T
-    pf.equal("M symmetric", "if: W_K = W_Q·A with A = Aᵀ (W_K ≠ W_Q in general) gives M = Mᵀ, hence S = Sᵀ",
-             M_sym, M_sym.T)
-    M_trap = W_Q * W_Q.T
-    pf.equal("symmetry trap", "W_Q = W_K (q = x, k = x is W = I) gives M = Mᵀ, hence s_ij = s_ji",
-             M_trap, M_trap.T)
-    M = W_Q * W_K.T
+    X, M = score_matrices()
+    S = X * M * X.T
+    gap = next(c for c in conjuncts(pf.statement) if not c.has(SEED_SCORES))  # S_pq − S_qp = (X(M − Mᵀ)Xᵀ)_pq
+    pf.linearity(gap.lhs, gap.rhs, "S_pq − S_qp = Σ_aΣ_b X_pa (M_ab − M_ba) X_qb: the sums split and the indices "
+                 "of the second swap", label="transpose of a product")
     from proofs.seed_data import SEED_W_K, SEED_W_Q, SEED_X
 
+    Xs, Wq, Wk = (sp.MatrixSymbol(name, *m.shape) for name, m in (("X^seed", SEED_X), ("W_Q^seed", SEED_W_Q),
+                                                                   ("W_K^seed", SEED_W_K)))
+    scores_def = pf.define(SEED_SCORES, sp.ImmutableMatrix(scores(*(sp.Matrix(m.as_explicit()) for m in (Xs, Wq, Wk)))),
+                           "the seed's scores S = (XW_Q)(XW_K)ᵀ, entry by entry")
+    inputs = [pf.define(sym, sp.ImmutableMatrix(m), f"the seed's {name}, as printed")
+              for sym, m, name in ((Xs, SEED_X, "X"), (Wq, SEED_W_Q, "W_Q"), (Wk, SEED_W_K, "W_K"))]
+    for i, j in ((0, 1), (1, 0)):
+        entry = pf.stated(SEED_SCORES[i, j])
+        pf.rewrite(entry.lhs, entry.rhs, [scores_def, *inputs], f"the seed's X, W_Q, W_K: S_{i + 1}{j + 1} = "
+                   f"{entry.rhs}", label="matrix product")
     seed_S = scores(SEED_X, SEED_W_Q, SEED_W_K)
-    sizes = {nt.N_TOK: tokens, nt.N: n}
-    sym = sp.Matrix(n, n, lambda i, j: Mf[min(i, j), max(i, j)])  # a generic symmetric M
-
-    def truth(prop, M) -> bool:
-        """Does the stated proposition hold identically in X (every X) for this M?"""
-        if isinstance(prop, sp.Not):
-            return not truth(prop.args[0], M)
-        if isinstance(prop, sp.Ne):
-            return not truth(sp.Eq(prop.lhs, prop.rhs, evaluate=False), M)
-        if not isinstance(prop, sp.Eq):
-            raise ValueError(f"cannot decide the proposition {prop}")
-        diff = nt.explicit(prop.lhs - prop.rhs, sizes, {"X": X, "M": M})
-        return all(sp.expand(e) == 0 for e in diff)
-
-    # Any sizes, in index form: the stated S-side with M symmetric vanishes entrywise; with unit-vector
-    # tokens its (1, 2) entry is the stated M-side's (α, β) entry.
-    s_side = next(p for p in iff.args if any(m.name == "X" for m in p.atoms(sp.MatrixSymbol)))
-    m_side = next(p for p in iff.args if p is not s_side)
-    Mg = next(m for m in m_side.atoms(sp.MatrixSymbol))
-    Xg = next(m for m in s_side.atoms(sp.MatrixSymbol) if m.name == "X")
-    p_, q_, alpha, beta = sp.symbols("p q alpha beta", integer=True, nonnegative=True)
-    if_any = pf.holds("transpose of a product", "if, any sizes: M = Mᵀ makes every entry of X M Xᵀ − X Mᵀ Xᵀ vanish",
-                      (s_side.lhs - s_side.rhs)[p_, q_], 0,
-                      lambda: index_sums.same((s_side.lhs - s_side.rhs).xreplace({Mg: (Mg + Mg.T) / 2})[p_, q_], 0))
-    unit = (s_side.lhs - s_side.rhs)[0, 1].replace(
-        lambda e: isinstance(e, MatrixElement) and e.parent == Xg,
-        lambda e: sp.KroneckerDelta(e.j, alpha if e.i == 0 else beta))  # tokens e_α, e_β
-    only_any = pf.holds("choice of X", "only if, any sizes: tokens e_α, e_β give (S − Sᵀ)_12 = (M − Mᵀ)_αβ",
-                        unit, (m_side.lhs - m_side.rhs)[alpha, beta],
-                        lambda: index_sums.same(unit, (m_side.lhs - m_side.rhs)[alpha, beta]))
-
-    def both_ways() -> tuple[bool, str]:
-        lhs, rhs = iff.args
-        rows = {name: (truth(lhs, M), truth(rhs, M)) for name, M in (("symmetric M", sym), ("generic M", Mf))}
-        ok = only and if_any and only_any and all(a == b for a, b in rows.values())
-        return ok, "; ".join(f"{name}: sides {a} and {b}" for name, (a, b) in rows.items()) + \
-            ("; both directions for any sizes (above)" if if_any and only_any else "; a general direction failed")
-
-    pf.holds("iff", "the stated sides agree: any sizes, by the two directions above; and at n = 2 both hold for a "
-             "generic symmetric M, both fail for a generic M", iff.args[0], iff.args[1], both_ways, "⟺", establishes=iff)
-    for (i, j), name in (((0, 1), "S_12^seed"), ((1, 0), "S_21^seed")):
-        pf.equal("matrix product", f"the seed's X, W_Q, W_K: {name[:4]} = {seed_S[i, j]}", seed_S[i, j],
-                 pf.claimed(sp.Symbol(name)), subject=sp.Symbol(name))
-    pf.holds("the seed's weights", "so the seed's scores are not symmetric: S_12 ≠ S_21",
-             seed_S, seed_S.T, lambda: (seed_S != seed_S.T, f"S = {seed_S.tolist()}"), "≠")
-    return pf.finish(Result(scores=X * M * X.T, M=M, difference=X * (M - M.T) * X.T, seed_scores=seed_S))
+    return pf.finish(Result(scores=S, M=M, difference=X * (M - M.T) * X.T, seed_scores=seed_S))

@@ -2,17 +2,26 @@
 
 RoPE (Su et al., RoFormer, 2021) rotates the i-th pair of components of a query at position m by
 the angle m·θ_i, and of a key at position n by n·θ_i. Because rotations compose,
-R(mθ)ᵀR(nθ) = R((n − m)θ), each pair's contribution to the score is a function of n − m, and so
+R(α)ᵀR(β) = R(β − α), each pair's contribution to the score is a function of n − m, and so
 is their sum over any number of pairs: the proof works on one symbolic pair i and the symbolic sum.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import sympy as sp
 
-from proofs.engine import DEFINITION, Derivation, Proof, Result, identity
+from proofs.engine import Derivation, Proof, Result
 from proofs.notation import I, KI, QI, ROPE_H, ROPE_M, ROPE_N, ROPE_T, ROPE_THETA, score_rope
 
 M, N, T, H, THETA, Q, K = ROPE_M, ROPE_N, ROPE_T, ROPE_H, ROPE_THETA, QI, KI
+
+ALPHA, BETA = sp.symbols("alpha beta", real=True)  # the two rotation angles of one pair
+POS_A, POS_B = sp.symbols("a b", integer=True)  # a query's and a key's position
+rotated_pair = sp.Function("rot_pair")  # pair i's term at the angles (α, β)
+position_pair = sp.Function("pos_pair")  # pair i's term at the positions (a, b)
+
+PairScore = Callable[[sp.Expr, sp.Expr], sp.Expr]  # (α, β) -> pair I's term at those angles
 
 
 def rotation(angle) -> sp.Matrix:
@@ -24,54 +33,42 @@ def _pair(x: sp.IndexedBase) -> sp.Matrix:
     return sp.Matrix([x[2 * I - 1], x[2 * I]])
 
 
-def rotated_pair_score(m, n) -> sp.Expr:
-    """Pair i's term of ⟨R_m q, R_n k⟩: (R(mθ_i) q_i)·(R(nθ_i) k_i)."""
-    return (rotation(m * THETA[I]) * _pair(Q)).dot(rotation(n * THETA[I]) * _pair(K))
+def rotated_pair_score(alpha, beta) -> sp.Expr:
+    """Pair i's term of ⟨R q, R k⟩ with the query pair rotated by α, the key pair by β:
+    (R(α) q_i)·(R(β) k_i)."""
+    return (rotation(alpha) * _pair(Q)).dot(rotation(beta) * _pair(K))
 
 
-def relative_pair_score(offset) -> sp.Expr:
-    """q_iᵀ R(offset·θ_i) k_i: pair i's term written through the offset n − m alone."""
-    return (_pair(Q).T * rotation(offset * THETA[I]) * _pair(K))[0]
+def relative_pair_score(angle) -> sp.Expr:
+    """q_iᵀ R(angle) k_i written out: (q_{2i−1}k_{2i−1} + q_{2i}k_{2i}) cos(angle) +
+    (q_{2i}k_{2i−1} − q_{2i−1}k_{2i}) sin(angle), the catalogue's summand."""
+    q1, q2, k1, k2 = Q[2 * I - 1], Q[2 * I], K[2 * I - 1], K[2 * I]
+    return (q1 * k1 + q2 * k2) * sp.cos(angle) + (q2 * k1 - q1 * k2) * sp.sin(angle)
 
 
-def _angle_sums(expr):
-    """Both sides expanded by the angle-addition formulas (cos(a − b) = cos a cos b + sin a sin b, …):
-    the form in which the identity is polynomial, so the check is fast."""
-    if isinstance(expr, sp.MatrixBase):
-        return expr.applyfunc(_angle_sums)
-    return sp.expand(sp.expand_trig(sp.expand(expr)))
-
-
-def _same_sum(computed: sp.Sum, stated) -> tuple[bool, str]:
-    """Both sums over the same range with identical summands (checked as an identity in i)."""
-    if not isinstance(stated, sp.Sum) or stated.limits != computed.limits:
-        return False, f"the stated side is not a sum over {computed.limits}: {stated}"
-    return identity(_angle_sums(computed.function), _angle_sums(stated.function))
-
-
-def rope_relative_position(*, pair_score=rotated_pair_score) -> Derivation:
+def rope_relative_position(*, pair_score: PairScore = rotated_pair_score) -> Derivation:
     """⟨R_m q, R_n k⟩ = Σ_i q_iᵀ R((n − m)θ_i) k_i for every head dimension 2h, and so the score is
-    unchanged when both positions shift by t. ``pair_score`` may replace the rotated term (to see a
+    unchanged when both positions shift by t. ``pair_score(α, β)`` may replace the rotated term (to see a
     wrong embedding refused)."""
     pf = Proof("rope-relative-position")
     relative = pf.claimed(score_rope(M, N))  # the stated Σ_{i=1}^{h} q_iᵀ R((n − m)θ_i) k_i, written out
-    matrix_form = sp.Sum(relative_pair_score(N - M), (I, 1, H))
-    a, b = sp.symbols("a b", real=True)
-    pf.premise("definition", "RoPE rotates pair i of a vector at position p by the angle p·θ_i; the score "
-               "is the sum of the pairs' dot products", score_rope(M, N), sp.Sum(pair_score(M, N), (I, 1, H)),
-               kind=DEFINITION)
-    pf.equal("rotations compose", "R(a)ᵀR(b) = R(b − a): rotating back by a, then forward by b "
-             "(angle-addition formulas)", rotation(a).T * rotation(b), rotation(b - a), where=_angle_sums)
-    terms_equal = pf.equal("rotations compose (pair i)", "(R(mθ_i) q_i)·(R(nθ_i) k_i) = q_iᵀ R((n − m)θ_i) k_i "
-                           "for a symbolic pair i (angle-addition formulas)", pair_score(M, N),
-                           relative_pair_score(N - M), where=_angle_sums)
-    stated = pf.holds("matrix form", "the stated sum is Σ_{i=1}^{h} q_iᵀ R((n − m)θ_i) k_i written out",
-                      matrix_form, relative, lambda: _same_sum(matrix_form, relative))
-    pf.holds("linearity of the sum", "equal terms for every i give equal sums over i = 1..h, for every h",
-             sp.Sum(pair_score(M, N), (I, 1, H)), relative,
-             lambda: (terms_equal and stated, "the summands are identical for every i (steps above)"
-                      if terms_equal and stated else "a step above failed"), subject=score_rope(M, N))
-    pf.equal("substitution", "at positions m + t, n + t the offset (n + t) − (m + t) is n − m again, so the "
-             "score is the same sum", relative.subs({M: M + T, N: N + T}), pf.claimed(score_rope(M + T, N + T)),
-             subject=score_rope(M + T, N + T))
-    return pf.finish(Result(score=relative, pair_score=relative_pair_score(N - M), symbols=(M, N, I, Q, K, THETA)))
+    by_positions = pf.define(score_rope(POS_A, POS_B), sp.Sum(position_pair(I, POS_A, POS_B), (I, 1, H)),
+                             "RoPE's score of a query at position a and a key at position b: the sum of the "
+                             "pairs' terms", forall=[POS_A, POS_B])
+    at_angles = pf.define(position_pair(I, POS_A, POS_B), rotated_pair(I, POS_A * THETA[I], POS_B * THETA[I]),
+                          "pair i of a vector at position p is rotated by the angle p·θ_i", forall=[I, POS_A, POS_B])
+    rotated = pf.define(rotated_pair(I, ALPHA, BETA), pair_score(ALPHA, BETA),
+                        "pair i's term: (R(α) q_i)·(R(β) k_i)", forall=[I, ALPHA, BETA])
+    compose = pf.rewrite(rotated_pair(I, ALPHA, BETA), relative_pair_score(BETA - ALPHA), [rotated],
+                         "rotations compose: R(α)ᵀR(β) = R(β − α) (angle-difference formulas), for every "
+                         "pair i and all angles", forall=[I, ALPHA, BETA], label="rotations compose (pair i)")
+    offset = pf.rewrite(position_pair(I, POS_A, POS_B), relative_pair_score((POS_B - POS_A) * THETA[I]),
+                        [at_angles, compose], "at positions a, b the angle is bθ_i − aθ_i = (b − a)θ_i",
+                        forall=[I, POS_A, POS_B], label="angles of positions")
+    pf.rewrite(score_rope(M, N), relative, [by_positions, offset],
+               "each pair's term depends on n − m only, so their sum over i = 1..h does, for every h",
+               label="sum of the pairs")
+    pf.rewrite(score_rope(M + T, N + T), pf.claimed(score_rope(M + T, N + T)), [by_positions, offset],
+               "at positions m + t, n + t the offset (n + t) − (m + t) is n − m again", label="shift")
+    return pf.finish(Result(score=relative, pair_score=relative_pair_score((N - M) * THETA[I]),
+                            symbols=(M, N, I, Q, K, THETA)))

@@ -27,6 +27,7 @@ from functools import lru_cache
 
 import sympy as sp
 
+from proofs.checker import substitute
 from proofs.engine import Derivation, Proof, Result
 
 HIGHAM_BOOK = "N. J. Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., SIAM 2002"
@@ -114,7 +115,10 @@ U = sp.Symbol("u", positive=True)
 N = sp.Symbol("n", integer=True, positive=True)
 _J, _K = sp.symbols("j k", integer=True, positive=True)
 _a = sp.Symbol("b", positive=True)  # u = 1/(n + b), b > 0, carries the hypothesis nu < 1
-THETA = sp.Function("theta")
+THETA = sp.Function("theta", real=True)
+DELTAS = sp.IndexedBase("delta", real=True)  # δ_k, the relative error of rounding k
+_M0 = sp.Symbol("m", integer=True, nonnegative=True)
+_TA, _TB = sp.symbols("a b", real=True)
 DELTA = sp.Symbol("delta", real=True)
 
 # The forward bound's symbols: recipe, shape, and per-(row, key) inputs.
@@ -232,51 +236,60 @@ def _hypothesis_u(n, u=U) -> dict:
 
 
 def gamma_lemma(gamma_of=None) -> Derivation:
-    """|Π_{k≤n}(1 + δ_k) − 1| ≤ (1 + u)ⁿ − 1 ≤ γ_n for |δ_k| ≤ u, nu < 1; induction on n.
+    """|Π_{k≤n}(1 + δ_k) − 1| ≤ (1 + u)ⁿ − 1 ≤ γ_n for |δ_k| ≤ u, nu < 1; both by induction on n from n = 0.
 
     ``gamma_of(n, u)`` replaces γ to have a candidate judged: nu alone (no denominator) is refused."""
     gamma = gamma_of or globals()["gamma"]
-    theta_n = THETA(N)
     pf = Proof("rounding-gamma-lemma")
-    _premise(pf, "definition", "θ_n is defined by Π_{k=1}^{n} (1 + δ_k) = 1 + θ_n", 1 + theta_n,
-             sp.Product(1 + sp.Indexed("delta", _K), (_K, 1, N)), kind="definition")
-    _premise(pf, "definition", "γ_n = nu / (1 − nu)", sp.Symbol("gamma_n"), gamma(N), kind="definition")
-    # base case n = 1
-    _holds(pf, "base case", "n = 1: |θ_1| = |δ_1| ≤ u = (1 + u)¹ − 1", sp.Abs(THETA(1)), U,
-           lambda: _is_identity((1 + U)**1 - 1, U))
-    _holds(pf, "base case", "n = 1: u ≤ γ_1 (γ_1 − u = u²/(1 − u) ≥ 0 when u < 1)", U, gamma(1),
-           lambda: _nonnegative(gamma(1) - U, _hypothesis_u(1)))
-    # induction step
-    _premise(pf, "induction hypothesis", "|θ_n| ≤ (1 + u)ⁿ − 1 ≤ γ_n", sp.Abs(theta_n), (1 + U)**N - 1,
-             "≤", kind="hypothesis")
-    pf.equal("algebra", "θ_{n+1} = (1 + θ_n)(1 + δ) − 1 = θ_n + δ + θ_n δ", (1 + theta_n) * (1 + DELTA) - 1,
-             theta_n + DELTA + theta_n * DELTA)
-    t, d = sp.symbols("t d", nonnegative=True)  # t = |θ_n|, d = |δ|
-    pf.equal("triangle inequality, then the hypothesis", "|θ_{n+1}| ≤ |θ_n|(1 + u) + u, and with |θ_n| ≤ "
-             "(1 + u)ⁿ − 1 this is ((1 + u)ⁿ − 1)(1 + u) + u = (1 + u)^{n+1} − 1",
-             ((1 + U)**N - 1) * (1 + U) + U, (1 + U)**(N + 1) - 1)
-    _holds(pf, "monotonicity", "|θ_n + δ + θ_n δ| ≤ t + d + t d ≤ t(1 + u) + u for t = |θ_n|, d = |δ| ≤ u",
-           t + d + t * d, t * (1 + U) + U,
-           lambda: _nonnegative((t * (1 + U) + U) - (t + d + t * d), {d: U - sp.Symbol("e", nonnegative=True)}))
-    _holds(pf, "induction step", "(1 + u)^{n+1} − 1 = (1 + u)((1 + u)ⁿ − 1) + u ≤ (1 + u)γ_n + u ≤ γ_{n+1}: "
-           "γ_{n+1} − ((1 + γ_n)(1 + u) − 1) = (n + 1)u² / ((1 − (n + 1)u)(1 − nu)) ≥ 0",
-           (1 + gamma(N)) * (1 + U) - 1, gamma(N + 1),
-           lambda: _nonnegative(gamma(N + 1) - ((1 + gamma(N)) * (1 + U) - 1), _hypothesis_u(N + 1)))
-    pf.equal("induction step", "the same recursion closes the upper bound: (1 + u)^{n+1} − 1 = "
-             "(1 + u)((1 + u)ⁿ − 1) + u", (1 + U) * ((1 + U)**N - 1) + U, (1 + U)**(N + 1) - 1)
-    # cross-check at n = 3: the extreme corners δ_k = ±u
-    corners = [(1 + U)**3 - 1, 1 - (1 - U)**3]
-    _holds(pf, "cross-check n = 3", "corners δ_k = ±u: (1 + u)³ − 1 ≥ 1 − (1 − u)³, and (1 + u)³ − 1 ≤ γ_3",
-           corners[0], gamma(3),
-           lambda: (all(_nonnegative(x, _hypothesis_u(3))[0]
-                        for x in (corners[0] - corners[1], gamma(3) - corners[0])), "both corner checks"))
-    _holds(pf, "monotonicity of γ", "γ_k ≤ γ_n for k ≤ n (γ_n − γ_k = (n − k)u/((1 − nu)(1 − ku)))",
-           gamma(N), gamma(N + _K),
-           lambda: _nonnegative(gamma(N + _K) - gamma(N), _hypothesis_u(N + _K)))
-    _conclude(pf, "by induction on n (base case and step above): |θ_n| ≤ (1 + u)ⁿ − 1",
-              sp.Abs(theta_n), "≤", (1 + U)**N - 1)
-    _conclude(pf, "by induction on n (base case and step above): (1 + u)ⁿ − 1 ≤ γ_n",
-              (1 + U)**N - 1, "≤", gamma(N))
+    k = sp.Symbol("k", integer=True, positive=True)  # the induction step k − 1 → k
+    theta = pf.define(THETA(_M0), sp.Product(1 + DELTAS[_K], (_K, 1, _M0)) - 1,
+                      "θ_m is defined by Π_{k=1}^{m} (1 + δ_k) = 1 + θ_m", forall=[_M0])
+    bounded = pf.assume(sp.Le(sp.Abs(DELTAS[_K]), U, evaluate=False), "every rounding errs by at most u: |δ_k| ≤ u",
+                        forall=[_K])
+    triangle = pf.cite_external(sp.Le(sp.Abs(_TA + _TB), sp.Abs(_TA) + sp.Abs(_TB), evaluate=False),
+                                "triangle inequality", "|a + b| ≤ |a| + |b| for real a, b", forall=[_TA, _TB])
+    # |θ_n| ≤ (1 + u)ⁿ − 1, by induction from n = 0.
+    P = pf.stated(sp.Abs(THETA(N)))
+    empty = pf.rewrite(sp.Abs(THETA(0)), 0, [theta], "θ_0 = Π over no factors − 1 = 0", label="base case")
+    base = pf.chain([empty, pf.sign(0, "≤", 0)], sp.Abs(THETA(0)), "≤", 0, "n = 0: |θ_0| = 0 = (1 + u)⁰ − 1",
+                    label="base case")
+    hyp = pf.hypothesis(substitute(P, {N: k - 1}))
+    d_k, before = DELTAS[k], THETA(k - 1)
+    recur = pf.truncation(THETA(k), before * (1 + d_k) + d_k, [theta], "θ_k = (1 + θ_{k−1})(1 + δ_k) − 1 = "
+                          "θ_{k−1}(1 + δ_k) + δ_k: the last factor of the product taken out", label="algebra", peel=k)
+    same = pf.rewrite(sp.Abs(THETA(k)), sp.Abs(before * (1 + d_k) + d_k), [recur], label="algebra")
+    split = pf.instance(triangle, {_TA: before * (1 + d_k), _TB: d_k}, "|θ_{k−1}(1 + δ_k) + δ_k| ≤ "
+                        "|θ_{k−1}||1 + δ_k| + |δ_k|", label="triangle inequality")
+    one = pf.instance(triangle, {_TA: 1, _TB: d_k}, "|1 + δ_k| ≤ 1 + |δ_k|", label="triangle inequality")
+    small = pf.instance(bounded, {_K: k}, "|δ_k| ≤ u", label="the standard model's bound")
+    factor = pf.chain([one, pf.sign(1 + sp.Abs(d_k), "≤", 1 + U, using=[small])], sp.Abs(1 + d_k), "≤", 1 + U,
+                      "|1 + δ_k| ≤ 1 + u", label="triangle inequality")
+    grown = ((1 + U)**(k - 1) - 1) * (1 + U)
+    times = pf.bound([hyp, factor], "mul", sp.Abs(before) * sp.Abs(1 + d_k), "≤", grown,
+                     "|θ_{k−1}||1 + δ_k| ≤ ((1 + u)^{k−1} − 1)(1 + u), both factors ≥ 0", label="monotonicity")
+    plus = pf.bound([times, small], "add", sp.Abs(before) * sp.Abs(1 + d_k) + sp.Abs(d_k), "≤", grown + U,
+                    label="monotonicity")
+    closes = pf.identity(grown + U, (1 + U)**k - 1, "((1 + u)^{k−1} − 1)(1 + u) + u = (1 + u)^k − 1",
+                         label="induction step")
+    apart = pf.identity(split.relation.rhs, plus.relation.lhs, "|θ_{k−1}(1 + δ_k)| = |θ_{k−1}||1 + δ_k|",
+                        label="algebra")
+    step = pf.chain([same, split, apart, plus, closes], sp.Abs(THETA(k)), "≤", (1 + U)**k - 1, label="induction step")
+    pf.induction(P, N, 0, base, step, hyp, "by induction on n: |θ_n| ≤ (1 + u)ⁿ − 1", step_var=k,
+                 label="induction")
+    # (1 + u)ⁿ(1 − nu) ≤ 1 for every n ≥ 0, by induction; with nu < 1 it is (1 + u)ⁿ − 1 ≤ γ_n.
+    Q = sp.Le((1 + U)**N * (1 - N * U), 1, evaluate=False)
+    base_q = pf.sign(1, "≤", 1, "n = 0: (1 + u)⁰(1 − 0) = 1", label="base case")
+    hyp_q = pf.hypothesis(substitute(Q, {N: k - 1}))
+    lower = (1 + U)**(k - 1) * (1 - (k - 1) * U)
+    expand = pf.identity((1 + U)**k * (1 - k * U), lower - k * U**2 * (1 + U)**(k - 1),
+                         "(1 + u)^k(1 − ku) = (1 + u)^{k−1}(1 − (k − 1)u) − ku²(1 + u)^{k−1}", label="induction step")
+    drop = pf.sign(lower - k * U**2 * (1 + U)**(k - 1), "≤", lower, "ku²(1 + u)^{k−1} ≥ 0", label="induction step")
+    step_q = pf.chain([expand, drop, hyp_q], (1 + U)**k * (1 - k * U), "≤", 1, label="induction step")
+    all_n = pf.induction(Q, N, 0, base_q, step_q, hyp_q, "by induction on n: (1 + u)ⁿ(1 − nu) ≤ 1", step_var=k,
+                         label="induction")
+    below_one = pf.assume(sp.Lt(N * U, 1, evaluate=False), "nu < 1")
+    pf.sign((1 + U)**N - 1, "≤", gamma(N), "γ_n − ((1 + u)ⁿ − 1) = (1 − (1 + u)ⁿ(1 − nu))/(1 − nu) ≥ 0",
+            using=[all_n, below_one], label="γ bound")
     return pf.finish(Result(gamma=gamma(N), product=product_bound(N, U), symbols=(N, U)))
 
 

@@ -1,0 +1,132 @@
+"""The checker's generalisation, truncation and matrix-definition rules: each proves what it should
+and refuses a wrong use."""
+import sympy as sp
+
+from proofs.engine import Proof
+
+x, y = sp.symbols("x y", real=True)
+n = sp.Symbol("n", integer=True, positive=True)
+k = sp.Symbol("k", integer=True, nonnegative=True)
+f = sp.Function("f")
+e = sp.IndexedBase("e", positive=True)
+
+
+def _eq(a, b):
+    return sp.Eq(a, b, evaluate=False)
+
+
+def test_a_generalised_step_rewrites_as_a_pattern():
+    pf = Proof("t-general", statement=_eq(f(y + 1) - f(y), 2 * y + 1))
+    square = pf.define(f(x), x**2, forall=[x])
+    lemma = pf.rewrite(f(x + 1) - f(x), 2 * x + 1, [square], forall=[x])
+    pf.rewrite(f(y + 1) - f(y), 2 * y + 1, [lemma])
+    d = pf.finish()
+    assert d.verified and d.computations == [], d.reasons
+
+
+def test_a_step_resting_on_a_premise_about_its_symbol_is_not_generalised():
+    pf = Proof("t-general-bad", statement=_eq(y, 1))
+    one = pf.assume(_eq(x, 1))
+    lemma = pf.rewrite(x, 1, [one], forall=[x])  # true of this x, not of every x
+    pf.rewrite(y, 1, [lemma])
+    d = pf.finish()
+    assert not d.verified
+    assert any("not generalised" in r and "mentions x" in r for r in d.reasons)
+
+
+def test_a_symbol_whose_assumptions_no_pattern_enforces_is_not_generalised():
+    p = sp.Symbol("p", prime=True)
+    pf = Proof("t-general-prime", statement=_eq(sp.Integer(6), 6))
+    pf.identity(sp.gcd(p, p), p, forall=[p])
+    d = pf.finish()
+    assert not d.verified and any("more than a pattern enforces" in r for r in d.reasons)
+
+
+def test_truncation_cuts_an_indicator_sum_within_its_range():
+    m = sp.Symbol("m", integer=True, nonnegative=True)
+    indicator = sp.Piecewise((1, k <= m), (0, True))
+    full = sp.Sum(e[k] * indicator, (k, 0, m + n))
+    pf = Proof("t-trunc", statement=_eq(full, sp.Sum(e[k], (k, 0, m))))
+    pf.truncation(full, sp.Sum(e[k], (k, 0, m)))
+    d = pf.finish()
+    assert d.verified and d.computations == [], d.reasons
+
+
+def test_truncation_refuses_a_cut_past_the_range_or_the_wrong_way():
+    m = sp.Symbol("m", integer=True, nonnegative=True)
+    past = sp.Sum(e[k] * sp.Piecewise((1, k <= m + 1), (0, True)), (k, 0, m))  # m + 1 > hi: not cut
+    pf = Proof("t-trunc-past", statement=_eq(past, sp.Sum(e[k], (k, 0, m + 1))))
+    pf.truncation(past, sp.Sum(e[k], (k, 0, m + 1)))
+    assert not pf.finish().verified
+    upper = sp.Sum(e[k] * sp.Piecewise((1, k >= m), (0, True)), (k, 0, m + n))  # keeps k ≥ m: no prefix
+    pf = Proof("t-trunc-ge", statement=_eq(upper, sp.Sum(e[k], (k, 0, m))))
+    pf.truncation(upper, sp.Sum(e[k], (k, 0, m)))
+    assert not pf.finish().verified
+
+
+def test_a_matrix_symbol_may_be_defined_and_its_definition_is_listed():
+    Q = sp.MatrixSymbol("Q", 1, 2)
+    good = sp.ImmutableMatrix([[1, 2]]) * 2
+    for stated, proved in ((sp.ImmutableMatrix([[2, 4]]), True), (sp.ImmutableMatrix([[2, 5]]), False)):
+        pf = Proof("t-matrix", statement=_eq(Q, stated))
+        pf.rewrite(Q, stated, [pf.define(Q, good)])
+        d = pf.finish()
+        assert d.verified is proved, d.reasons
+        if proved:
+            assert "definition" in d.trust_base
+
+
+def test_a_pattern_instance_may_be_zero_where_its_symbol_allows_it_and_not_elsewhere():
+    g = sp.Function("g")
+    a, b = sp.Symbol("a", integer=True, nonnegative=True), sp.Symbol("b", integer=True, positive=True)
+    for zero_ok, symbol in ((True, a), (False, b)):
+        pf = Proof("t-zero", statement=_eq(g(2, 0), 2))
+        pf.rewrite(g(2, 0), 2, [pf.define(g(n, symbol), n + symbol, forall=[n, symbol])])
+        assert pf.finish().verified is zero_ok
+
+
+def test_linearity_swaps_indices_of_one_same_range_and_no_others():
+    a, b = sp.symbols("a b", integer=True, nonnegative=True)
+    m = sp.Symbol("m", integer=True, positive=True)
+    g = sp.IndexedBase("g", real=True)
+    swapped_same = (sp.Sum(g[a, b] * e[a], (a, 0, n), (b, 0, n)), sp.Sum(g[b, a] * e[b], (a, 0, n), (b, 0, n)))
+    swapped_other = (sp.Sum(g[a, b] * e[a], (a, 0, n), (b, 0, m)), sp.Sum(g[b, a] * e[b], (a, 0, n), (b, 0, m)))
+    for (lhs, rhs), proved in ((swapped_same, True), (swapped_other, False)):
+        pf = Proof("t-fubini", statement=_eq(lhs, rhs))
+        pf.linearity(lhs, rhs)
+        assert pf.finish().verified is proved
+
+
+def test_a_step_resting_on_a_citation_about_its_symbol_is_not_generalised():
+    inner = Proof("t-inner", statement=_eq(x + 1, 2))
+    inner.rewrite(x + 1, 2, [inner.assume(_eq(x, 1))])  # proved, given the assumption x = 1
+    inner = inner.finish()
+    assert inner.verified
+    pf = Proof("t-cite-general", statement=_eq(y + 1, 2))
+    lemma = pf.cite(inner)
+    general = pf.rewrite(x + 1, 2, [lemma], forall=[x])  # would make every x equal 1
+    pf.rewrite(y + 1, 2, [general])
+    d = pf.finish()
+    assert not d.verified and any("mentions x" in r for r in d.reasons)
+
+
+def test_instance_takes_admissible_values_only():
+    j = sp.Symbol("j", integer=True, positive=True)
+    d = sp.IndexedBase("d", real=True)
+    u = sp.Symbol("u", positive=True)
+    for value, proved in ((n + 1, True), (sp.Integer(0), False), (sp.Rational(1, 2), False)):
+        pf = Proof("t-instance", statement=sp.Le(sp.Abs(d[value]), u, evaluate=False))
+        bounded = pf.assume(sp.Le(sp.Abs(d[j]), u, evaluate=False), forall=[j])
+        pf.instance(bounded, {j: value})
+        assert pf.finish().verified is (proved and value != 0), value
+
+
+def test_peeling_the_last_factor_of_a_product():
+    k_ = sp.Symbol("k", integer=True, positive=True)
+    f_ = sp.IndexedBase("f", real=True)
+    good = (sp.Product(f_[k], (k, 1, k_)), sp.Product(f_[k], (k, 1, k_ - 1)) * f_[k_])
+    bad = (sp.Product(f_[k], (k, 1, k_)), sp.Product(f_[k], (k, 1, k_ - 1)) * f_[k_ - 1])
+    for (lhs, rhs), proved in ((good, True), (bad, False)):
+        pf = Proof("t-peel", statement=_eq(lhs, rhs))
+        pf.truncation(lhs, rhs, peel=k_)
+        assert pf.finish().verified is proved
