@@ -361,7 +361,7 @@ def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
             if isinstance(lhs, sp.Lambda) or isinstance(rhs, sp.Lambda):
                 raise CertificateError("a rewrite premise may not be a Lambda: state it over ∀-symbols")
             if forall:
-                out = out.replace(lhs, rhs)
+                out = out.replace(lhs, rhs, exact=False)  # a ∀-symbol may be 0 where its assumptions allow it
             elif isinstance(lhs, sp.core.function.UndefinedFunction):
                 raise CertificateError("define a function by an equation over ∀-symbols, f(x) = …")
             else:
