@@ -83,6 +83,11 @@ def _r():
     return importlib.import_module(_BOUNDS)
 
 
+def _online():
+    """The online-softmax notation module: its statements are built there, in the order the theorems use."""
+    return importlib.import_module("proofs.notation_online")
+
+
 def _le(lhs, rhs):
     import sympy as sp
 
@@ -208,45 +213,45 @@ CLAIMS: tuple[Claim, ...] = (
           _formal(lambda sp, n: sp.And(*(_eq(sp.Limit(entry, n.T_LEAD, sp.oo), 0) for entry in (
               n.A_1 * (1 - n.A_1), -n.A_1 * n.A_J_T, n.A_J_T * (1 - n.A_J_T), -n.A_J_T * n.A_K_T))))),
     Claim("online-softmax-merge", "Online softmax merge is exact",
-          "For block states (m, l, o): m = max(m₁, m₂), l = e^{m₁−m} l₁ + e^{m₂−m} l₂, "
-          "o = (e^{m₁−m} l₁ o₁ + e^{m₂−m} l₂ o₂)/l. Merging the states of any number N_B of blocks of any sizes, "
-          "with raw sums Z_b = Σ_{j∈B_b} e^{s_j} and U_b = Σ_{j∈B_b} e^{s_j} v_j, gives l = e^{−M} Σ_b Z_b and "
-          "o = Σ_b U_b / Σ_b Z_b, softmax attention over their union, for any references (M the merged one).",
-          ("blocks of scores with vector values", "references arbitrary: the max only prevents overflow"),
+          "A block's state (m, Σ_j e^{s_j−m}, Σ_j e^{s_j−m} v_j / Σ_j e^{s_j−m}), for a block of any size n_B, is "
+          "(m, e^{−m} Z, U / Z) in its raw sums Z = Σ_j e^{s_j}, U = Σ_j e^{s_j} v_j. With merge(X, Y) the rescaling "
+          "rule (m = max(m₁, m₂), l = e^{m₁−m} l₁ + e^{m₂−m} l₂, o = (e^{m₁−m} l₁ o₁ + e^{m₂−m} l₂ o₂)/l) and "
+          "S_N(M) = (M, e^{−M} Σ_{b≤N} Z_b, Σ_{b≤N} U_b / Σ_{b≤N} Z_b), s_b = (m_b, e^{−m_b} Z_b, U_b / Z_b): "
+          "merge((−∞, 0, 0), s_1) = S_1(m_1) and merge(S_N(M), s_{N+1}) = (m′, e^{−m′}(Σ_{b≤N} Z_b + Z_{N+1}), "
+          "(Σ_{b≤N} U_b + U_{N+1}) / (Σ_{b≤N} Z_b + Z_{N+1})) = S_{N+1}(m′), m′ = max(M, m_{N+1}), for every N ≥ 1 "
+          "and every M; so the left fold of the merge over any number of blocks is S_N, softmax attention over "
+          "their union Σ_b U_b / Σ_b Z_b. With any reference R in place of the max (merge_at): m′ = R.",
+          ("blocks of scores with values (one component: every component merges with the same weights)",
+           "references arbitrary: the max only prevents overflow"),
           (_seed(SEED_SELF_ATTENTION, "computing softmax normalization on-the-fly using the online softmax algorithm"),),
           f"{_ONLINE}:online_softmax_merge", "online-softmax",
-          _formal(lambda sp, n: sp.And(
-              _eq(n.L_MERGED, sp.exp(-n.M_FINAL) * sp.Sum(n.Z_BLOCK[n.B_IDX], (n.B_IDX, 1, n.N_BLOCKS))),
-              _eq(n.O_MERGED, sp.Sum(n.U_BLOCK[n.B_IDX], (n.B_IDX, 1, n.N_BLOCKS))
-                  / sp.Sum(n.Z_BLOCK[n.B_IDX], (n.B_IDX, 1, n.N_BLOCKS)))))),
+          _formal(lambda sp, n: sp.And(*_online().merge_conjuncts()))),
     Claim("online-softmax-monoid", "The merge is a monoid",
-          "The merge is associative and commutative, with identity (−∞, 0, 0) on either side.",
+          "The merge of states (m, l, o), l > 0, is exact on blocks (merge(s(Z_A, U_A, m_A), s(Z_B, U_B, m_B)) = "
+          "s(Z_A + Z_B, U_A + U_B, max(m_A, m_B)), s(Z, U, m) = (m, e^{−m} Z, U / Z)), associative and "
+          "commutative, with identity (−∞, 0, 0) on either side.",
           ("non-empty states (l > 0)",),
           (_seed(SEED_WITH_WEIGHTS, r"tiles the Q K^\top product into SRAM to perform online Softmax"),),
           f"{_ONLINE}:merge_monoid", "online-softmax",
-          _formal(lambda sp, n: sp.And(
-              _eq(n.merge(n.merge(n.STATE_A, n.STATE_B), n.STATE_C), n.merge(n.STATE_A, n.merge(n.STATE_B, n.STATE_C))),
-              _eq(n.merge(n.STATE_A, n.STATE_B), n.merge(n.STATE_B, n.STATE_A)),
-              _eq(n.merge(n.IDENTITY_STATE, n.STATE_A), n.STATE_A),
-              _eq(n.merge(n.STATE_A, n.IDENTITY_STATE), n.STATE_A)))),
+          _formal(lambda sp, n: sp.And(*_online().monoid_conjuncts()))),
     Claim("online-softmax-unnormalised", "FlashAttention-2's unnormalised accumulator",
-          "Streaming any number N_B of blocks with running max m, running sum l and unnormalised accumulator acc, "
-          "then acc/l, equals softmax attention Σ_b U_b / Σ_b Z_b (raw sums of the blocks as in the merge).",
+          "FlashAttention-2's update by one block with raw sums (Z, U) under the new running max m′, "
+          "fa2_step((m, l, acc), m′, Z, U) = (m′, e^{m−m′} l + e^{−m′} Z, e^{m−m′} acc + e^{−m′} U), keeps "
+          "T_N(M) = (M, e^{−M} Σ_{b≤N} Z_b, e^{−M} Σ_{b≤N} U_b): from (−∞, 0, 0) the first block gives T_1(m_1), "
+          "and T_N(M) with block N + 1 gives T_{N+1}(m′) (Σ_{b≤N} x_b + x_{N+1}) for every N ≥ 1 and any M, m′; "
+          "and acc / l of T_N(M) is softmax attention Σ_b U_b / Σ_b Z_b (raw sums of the blocks as in the merge).",
           ("state starts at (−∞, 0, 0)",),
           (_seed(SEED_WITH_WEIGHTS, "Computes attention and softmax incrementally using the online softmax trick"),),
           f"{_ONLINE}:unnormalised_accumulator", "online-softmax",
-          _formal(lambda sp, n: _eq(n.ACC_OVER_L, sp.Sum(n.U_BLOCK[n.B_IDX], (n.B_IDX, 1, n.N_BLOCKS))
-                                    / sp.Sum(n.Z_BLOCK[n.B_IDX], (n.B_IDX, 1, n.N_BLOCKS))))),
+          _formal(lambda sp, n: sp.And(*_online().unnormalised_conjuncts()))),
     Claim("logsumexp-merge", "Log-sum-exp of a merge",
-          "lse = m + log l = log Σ exp(s_j); lse merges as log(e^{lse₁} + e^{lse₂}); a base-2 state "
-          "(m₂, l) has natural lse (m₂ + log₂ l)·ln 2.",
+          "For a block of any size n_B, m + log Σ_j e^{s_j − m} = log Σ_j e^{s_j} (lse = m + log l); with "
+          "lse((m, l, o)) = m + log l, lse(merge(A, B)) = log(e^{lse(A)} + e^{lse(B)}) for states with l > 0; a "
+          "base-2 state (m₂, l) has natural lse (m₂ + log₂ l)·ln 2.",
           ("real scores",),
           (_seed(SEED_SELF_ATTENTION, "computing softmax normalization on-the-fly"),),
           f"{_ONLINE}:logsumexp_merge", "online-softmax",
-          _formal(lambda sp, n: sp.And(
-              _eq(n.M_REF + sp.log(n.L_SUM), sp.log(n.SUM_EXP)),
-              _eq(n.lse(n.merge(n.STATE_A, n.STATE_B)), sp.log(sp.exp(n.lse(n.STATE_A)) + sp.exp(n.lse(n.STATE_B)))),
-              _eq((n.M_BASE2 + sp.log(n.L_SUM, 2)) * sp.log(2), n.M_BASE2 * sp.log(2) + sp.log(n.L_SUM))))),
+          _formal(lambda sp, n: sp.And(*_online().logsumexp_conjuncts()))),
     # ---- extended derivations (issue 3) ----------------------------------------------------------------
     Claim("attention-backward", "Backward pass of attention",
           "dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − D 1ᵀ) with D = rowsum(P ∘ dP) = rowsum(dO ∘ O), "
@@ -474,6 +479,8 @@ def _symmetry_iff(sp, n):
     X, M = sp.MatrixSymbol("X", n.N_TOK, n.N), _m(sp, n)
     S = X * M * X.T
     return sp.Equivalent(_eq(S, S.T), _eq(M, M.T), evaluate=False)
+
+
 
 
 def _backward_statement(sp, n):

@@ -50,15 +50,15 @@ def test_online_merge_default_max_path_is_judged():
 
     assert online_softmax_merge().verified
     d = online_softmax_merge(wrong_on_default)
-    assert not d.verified and any("default" in s.description for s in d.failed_steps)
+    assert not d.verified and any("max reference" in s.description for s in d.failed_steps)
 
 
-def test_online_merge_is_an_induction_over_any_number_of_blocks():
+def test_online_merge_is_stated_for_any_number_of_blocks():
+    from proofs.notation import N_BLOCKS
+
     d = derived("online-softmax-merge")
-    assert HYPOTHESIS in d.trust_base
-    assert any(s.rule == "base case N_B = 1" and s.passed for s in d.steps)
-    assert any(s.rule == "theorem online-softmax-monoid" and s.passed for s in d.steps)
-    assert derived("online-softmax-unnormalised").trust_base.get(HYPOTHESIS)
+    assert N_BLOCKS in d.statement.free_symbols
+    assert d.verified and not d.computations
 
 
 def test_causal_rules_are_checked_against_an_independent_definition(monkeypatch):
