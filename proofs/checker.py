@@ -357,7 +357,8 @@ def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
     for _ in range(16):
         before = out
         for eq, forall in equations:
-            lhs, rhs = _pattern(eq, forall)
+            # Bound indices named as in ``out`` (alpha-renaming), so a premise's Σ_k meets the expression's Σ_k.
+            lhs, rhs = _pattern(sp.Eq(_canonical(eq.lhs), _canonical(eq.rhs), evaluate=False), forall)
             if isinstance(lhs, sp.Lambda) or isinstance(rhs, sp.Lambda):
                 raise CertificateError("a rewrite premise may not be a Lambda: state it over ∀-symbols")
             if forall:
@@ -366,6 +367,7 @@ def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
                 raise CertificateError("define a function by an equation over ∀-symbols, f(x) = …")
             else:
                 out = out.xreplace({lhs: rhs}) if out.has(lhs) else out
+        out = _canonical(out)  # a substituted limit may change what a range implies for its index
         if out == before:
             return out
     return out

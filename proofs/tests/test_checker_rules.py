@@ -29,3 +29,28 @@ def test_a_zero_binding_still_gives_only_the_true_instance():
 def test_a_value_outside_the_forall_symbols_assumptions_is_not_rewritten():
     # y ≥ 0 in the definition: f((0, −1)) is not an instance, whatever it is claimed to equal.
     assert not _rewritten(F(sp.Tuple(0, -1)), -1).verified
+
+
+Q = sp.IndexedBase("q", real=True)
+K, M = sp.symbols("k m", integer=True, positive=True)
+N = sp.Symbol("n", integer=True, positive=True)
+T = sp.Symbol("T", real=True)
+
+
+def _rewritten_by_a_sum_premise(lhs, rhs):
+    pf = Proof("checker-rule-sum-case", statement=sp.Eq(lhs, rhs, evaluate=False))
+    total = pf.assume(sp.Eq(sp.Sum(Q[K], (K, 1, N)), T, evaluate=False), "Σ_k q_k = T")
+    pf.rewrite(lhs, rhs, [total])
+    return pf.finish()
+
+
+def test_a_sum_premise_rewrites_the_same_sum_under_another_index_name():
+    # The checker renames bound indices canonically in the expression; the premise's are renamed the same way.
+    assert _rewritten_by_a_sum_premise(2 * sp.Sum(Q[M], (M, 1, N)), 2 * T).verified
+    assert _rewritten_by_a_sum_premise(sp.exp(sp.Sum(Q[K], (K, 1, N))), sp.exp(T)).verified
+
+
+def test_a_sum_premise_does_not_rewrite_another_range_or_summand():
+    assert not _rewritten_by_a_sum_premise(sp.Sum(Q[M], (M, 1, N + 1)), T).verified
+    assert not _rewritten_by_a_sum_premise(sp.Sum(Q[M] ** 2, (M, 1, N)), T).verified
+    assert not _rewritten_by_a_sum_premise(sp.Sum(Q[M], (M, 1, N)), 2 * T).verified
