@@ -185,8 +185,8 @@ CLAIMS: tuple[Claim, ...] = (
           _formal(lambda sp, n: _eq(sp.exp(n.Z[n.I] + n.C) / sp.Sum(sp.exp(n.Z[n.K_IDX] + n.C), (n.K_IDX, 1, n.N)),
                                     sp.exp(n.Z[n.I]) / sp.Sum(sp.exp(n.Z[n.K_IDX]), (n.K_IDX, 1, n.N))))),
     Claim("softmax-jacobian", "Softmax Jacobian",
-          "∂a_i/∂z_j = a_i(δ_ij − a_j), i.e. J = diag(a) − a aᵀ, for every n.",
-          ("a = softmax(z)",),
+          "∂a_i/∂z_j = a_i(δ_ij − a_j), i.e. J = diag(a) − a aᵀ, for every n and every 1 ≤ j ≤ n.",
+          ("a = softmax(z)", "1 ≤ j ≤ n (n = j + r, r ≥ 0)"),
           (_seed(SEED_SELF_ATTENTION, r"\frac{\partial \text{softmax}(z)_i}{\partial z_j} = \text{softmax}(z)_i (\delta_{ij} - \text{softmax}(z)_j)"),
            _seed(SEED_WITH_WEIGHTS, "(∂ softmax(z)ᵢ) / (∂ zⱼ) = αᵢ (δ_(i, j) - αⱼ)")),
           f"{_SOFT}:softmax_jacobian", "softmax",
@@ -204,14 +204,14 @@ CLAIMS: tuple[Claim, ...] = (
                                        sp.Le(n.LAMBDA, sp.Rational(1, 2), evaluate=False),
                                        sp.Le(n.A[n.I] * (1 - n.A[n.I]), sp.Rational(1, 4), evaluate=False)))),
     Claim("softmax-saturation", "Saturated softmax has a vanishing Jacobian",
-          "As one logit's lead t → ∞, every entry of the softmax Jacobian → 0: J_11 = a_1(1 − a_1), "
-          "J_1j = −a_1 a_j, J_jj = a_j(1 − a_j) and J_jk = −a_j a_k all have limit 0.",
-          ("z = (t, 0, …, 0)",),
+          "For z = (t, 0, …, 0) with m = n − 1 ≥ 1 zeros, every entry of the softmax Jacobian is bounded by a "
+          "multiple of e^{−t}, so it → 0 as the lead t → ∞: 0 ≤ J_11 = a_1(1 − a_1) ≤ m e^{−t}, "
+          "0 ≤ −J_1j = a_1 a_j ≤ e^{−t}, 0 ≤ J_jj = a_j(1 − a_j) ≤ e^{−t} and 0 ≤ −J_jk = a_j a_k ≤ e^{−2t}.",
+          ("z = (t, 0, …, 0), t real, m = n − 1 ≥ 1 zeros",),
           (_seed(SEED_SELF_ATTENTION, r"the derivative evaluates to near zero, causing severe gradient vanishing"),
            _seed(SEED_WITH_WEIGHTS, "When αᵢ → 1.0 (or αⱼ → 0.0), the derivative collapses")),
           f"{_SOFT}:saturation", "softmax",
-          _formal(lambda sp, n: sp.And(*(_eq(sp.Limit(entry, n.T_LEAD, sp.oo), 0) for entry in (
-              n.A_1 * (1 - n.A_1), -n.A_1 * n.A_J_T, n.A_J_T * (1 - n.A_J_T), -n.A_J_T * n.A_K_T))))),
+          _formal(lambda sp, n: sp.And(*importlib.import_module("proofs.notation_softmax").saturation_conjuncts()))),
     Claim("online-softmax-merge", "Online softmax merge is exact",
           "A block's state (m, Σ_j e^{s_j−m}, Σ_j e^{s_j−m} v_j / Σ_j e^{s_j−m}), for a block of any size n_B, is "
           "(m, e^{−m} Z, U / Z) in its raw sums Z = Σ_j e^{s_j}, U = Σ_j e^{s_j} v_j. With merge(X, Y) the rescaling "

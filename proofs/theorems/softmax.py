@@ -4,18 +4,17 @@ from __future__ import annotations
 import sympy as sp
 
 from proofs.claims import cited
-from proofs.engine import CITED, DEFINITION, Derivation, Proof, Result, identity
+from proofs.engine import CITED, DEFINITION, Derivation, Proof, Result
 from proofs.notation import A as _a
-from proofs.notation import A_1, A_J_T, A_K_T, C, JAC, LAMBDA, N, T_LEAD
+from proofs.notation import A_1, A_J_T, A_K_T, C, JAC, LAMBDA, N
 from proofs.notation import I as _i
 from proofs.notation import J as _j
 from proofs.notation import K_IDX as _k
 from proofs.notation import Z as _z
+from proofs import notation_softmax as ns
 from proofs.validate import as_dimension
 
-_r = sp.Symbol("r", integer=True, nonnegative=True)  # n = j + r: keeps index j inside 1..n
-
-EXPANDED_SIZES = (2, 3, 4)  # cross-checks only: the general-n proofs stand on their own
+_r = ns.R_GAP  # n = j + r: keeps index j inside 1..n
 
 
 def softmax_index(z=_z, i=_i, n=N) -> sp.Expr:
@@ -49,82 +48,69 @@ def differentiated_jacobian(n: int) -> tuple[list[sp.Symbol], sp.Matrix, sp.Matr
     return z, a, a.jacobian(z)
 
 
+_x = sp.Symbol("x", integer=True, positive=True)  # the ∀-index of the weights' definition
+
+
+def define_weights(pf: Proof, n=N):
+    """a_x := exp(z_x) / Σ_{k=1}^{n} exp(z_k) for every index x (a ∀-pattern the checker unfolds)."""
+    return pf.define(_a[_x], softmax_index(i=_x, n=n), "softmax weights: a_x = exp(z_x) / Σ_k exp(z_k)",
+                     forall=[_x])
+
+
 def normalisation() -> Derivation:
+    """a_i > 0 (a positive over a sum of positives) and Σ_i a_i = 1 (the denominator leaves the sum)."""
     pf = Proof("softmax-normalisation")
-    total = sp.Sum(softmax_index(), (_i, 1, N))
-    pf.premise("definition", "a_i = exp(z_i) / Σ_k exp(z_k)", _a[_i], softmax_index(), kind=DEFINITION)
-    pulled = sp.simplify(total)
-    pf.equal("linearity of the sum", "the denominator does not depend on i and leaves the sum",
-             pulled, sp.Sum(sp.exp(_z[_i]), (_i, 1, N)) / sp.Sum(sp.exp(_z[_k]), (_k, 1, N)))
-    pf.equal("renaming a bound index", "numerator and denominator are the same sum",
-             pulled.xreplace({_i: _k}), 1, subject=sp.Sum(_a[_i], (_i, 1, N)))
-    pf.holds("exp > 0", "each weight is positive: a positive numerator over a sum of n ≥ 1 positive terms",
-             _a[_i], 0, lambda: bool(softmax_index().is_positive), ">")
-    pf.holds("explicit expansion", f"cross-check: Σ a_i = 1 for n = {EXPANDED_SIZES}",
-             sp.Sum(_a[_i], (_i, 1, N)), 1,
-             lambda: all(sp.simplify(sum(softmax_vector(logits(n))) - 1) == 0 for n in EXPANDED_SIZES))
+    weights = define_weights(pf)
+    denominator = sp.Sum(sp.exp(_z[_k]), (_k, 1, N))
+    pulled = pf.linearity(sp.Sum(sp.exp(_z[_i]) / denominator, (_i, 1, N)),
+                          sp.Sum(sp.exp(_z[_i]), (_i, 1, N)) / denominator,
+                          "the denominator does not depend on i and leaves the sum")
+    pf.rewrite(sp.Sum(_a[_i], (_i, 1, N)), 1, [weights, pulled], "numerator and denominator are the same sum")
+    pf.rewrite(_a[_i], 0, [weights], "a positive numerator over a sum of n ≥ 1 positive terms", relation_=">")
     return pf.finish(Result(weights=softmax_index()))
 
 
 def shift_invariance() -> Derivation:
-    shifted = sp.exp(_z[_i] + C) / sp.Sum(sp.exp(_z[_k] + C), (_k, 1, N))
+    """exp(z_k + c) = exp(c) exp(z_k): exp(c) leaves the sum and cancels."""
     pf = Proof("softmax-shift-invariance")
-    split = sp.expand(shifted, power_exp=True)
-    pf.equal("exp(x + c) = exp(c) exp(x)", "split every exponential", split,
-             sp.exp(C) * sp.exp(_z[_i]) / sp.Sum(sp.exp(C) * sp.exp(_z[_k]), (_k, 1, N)))
-    pulled = split.replace(lambda x: isinstance(x, sp.Sum), lambda x: sp.factor_terms(x.expand()))
-    pf.equal("linearity of the sum", "exp(c) leaves the sum and cancels", pulled, softmax_index(), subject=shifted)
-    z = logits(4)
-    pf.equal("explicit expansion", "softmax(z + c) = softmax(z) for n = 4",
-             softmax_vector([x + C for x in z]), softmax_vector(z))
+    stated = pf.statement
+    pf.linearity(stated.lhs, stated.rhs, "exp(c) leaves the sum over k and cancels against the numerator's")
     return pf.finish(Result(shift=C))
 
 
 def softmax_jacobian(n=None) -> Derivation:
-    """∂a_i/∂z_j = a_i(δ_ij - a_j). ``n=None``: general n in index form, plus EXPANDED_SIZES expanded.
+    """∂a_i/∂z_j = a_i(δ_ij - a_j). ``n=None``: general n in index form (the catalogued claim).
 
-    ``.result`` is the Jacobian: for a given n a SymPy Matrix in the weights a_1..a_n,
-    for general n the index-form entry a_i (δ_ij - a_j).
+    ``.result`` is the Jacobian: for a given n a SymPy Matrix in the weights a_1..a_n (an instance
+    derived under its own id, the weights defined from n explicit logits), for general n the
+    index-form entry a_i (δ_ij - a_j).
     """
-    sizes = EXPANDED_SIZES if n is None else (as_dimension(n, "n"),)
-    subject = sp.Derivative(_a[_i], _z[_j])
-    pf = Proof("softmax-jacobian") if n is None else Proof(
-        f"softmax-jacobian[n={int(n)}]", statement=sp.Eq(sp.Symbol("∂a/∂z"), jacobian_in_weights(probabilities(int(n))),
-                                            evaluate=False), assumptions=[f"a = softmax(z), z ∈ ℝ^{int(n)}"])
-    if n is None:
-        pf.premise("definition", "a_i = exp(z_i) / Σ_k exp(z_k)", _a[_i], softmax_index(), kind=DEFINITION)
-        derivative = sp.diff(softmax_index(), _z[_j]).doit().subs(N, _j + _r)
-        claimed = pf.claimed(subject)
-        pf.holds("quotient rule + chain rule", "∂a_i/∂z_j = a_i (δ_ij - a_j), general n (index form, 1 ≤ j ≤ n; "
-                 "a_i unfolded to its definition for the check)", derivative, claimed,
-                 lambda: _index_identity(derivative, _unfold_weights(claimed)), subject=subject)
-    for size in sizes:
-        size = int(size)
-        _, a, J = differentiated_jacobian(size)
-        pf.equal("quotient rule + chain rule", f"n = {size}: every entry of ∂a/∂z equals diag(a) - a aᵀ",
-                 J, jacobian_in_weights(a), establishes=pf.statement if n is not None else None)
-    if n is None:
-        return pf.finish(_a[_i] * (sp.KroneckerDelta(_i, _j) - _a[_j]))
-    return pf.finish(jacobian_in_weights(probabilities(int(n))))
+    if n is not None:
+        return _jacobian_instance(int(as_dimension(n, "n")))
+    pf = Proof("softmax-jacobian")
+    weights = define_weights(pf)
+    in_range = pf.assume(sp.Eq(N, _j + _r, evaluate=False), "1 ≤ j ≤ n: n = j + r with r ≥ 0")
+    denominator = sp.Sum(sp.exp(_z[_k]), (_k, 1, _j + _r))
+    derivative = sp.Derivative(sp.exp(_z[_i]) / denominator, _z[_j])
+    quotient = pf.identity(derivative, derivative.doit(), "quotient and chain rule: ∂z_k/∂z_j = δ_jk")
+    sift = pf.identity(sp.Sum(sp.exp(_z[_k]) * sp.KroneckerDelta(_j, _k), (_k, 1, _j + _r)), sp.exp(_z[_j]),
+                       "sifting: Σ_k δ_jk exp(z_k) = exp(z_j), as 1 ≤ j ≤ n")
+    stated = pf.statement
+    pf.rewrite(stated.lhs, stated.rhs, [weights, in_range, quotient, sift],
+               "∂a_i/∂z_j = δ_ij a_i − a_i a_j = a_i (δ_ij − a_j)")
+    return pf.finish(_a[_i] * (sp.KroneckerDelta(_i, _j) - _a[_j]))
 
 
-def _index_identity(lhs, rhs) -> tuple[bool, str]:
-    """An index-form identity: refuted fast at instances (explicit i, j, n and rational logits), else simplified."""
-    diff = lhs - rhs
-    for i, j, r in ((1, 1, 1), (1, 2, 0), (3, 1, 2), (2, 2, 2)):
-        at = diff.subs({_i: i, _j: j, _r: r}).doit()
-        logits = {x: sp.Rational(k + 2, 5 + k) for k, x in enumerate(sorted(at.atoms(sp.Indexed), key=str))}
-        value = sp.N(at.xreplace(logits), 30)
-        if not value.is_number or abs(value) > 1e-20:
-            return False, f"refuted at i = {i}, j = {j}, n = {j + r}: difference {sp.N(value, 6)}"
-    return identity(lhs, rhs)
-
-
-def _unfold_weights(expr):
-    """Replace every a_x by its definition exp(z_x)/Σ_k exp(z_k), with n = j + r as in the derivative."""
-    unfolded = sp.sympify(expr).replace(lambda e: isinstance(e, sp.Indexed) and e.base == _a,
-                                        lambda e: softmax_index(i=e.indices[0]))
-    return unfolded.subs(N, _j + _r)
+def _jacobian_instance(n: int) -> Derivation:
+    """J = diag(a) − a aᵀ for n explicit logits, every entry differentiated from the weights' definitions."""
+    z, a = logits(n), probabilities(n)
+    derivatives = sp.ImmutableMatrix(n, n, lambda p, q: sp.Derivative(a[p], z[q]))
+    pf = Proof(f"softmax-jacobian[n={n}]", statement=sp.Eq(derivatives, jacobian_in_weights(a), evaluate=False),
+               assumptions=[f"a = softmax(z), z ∈ ℝ^{n}"])
+    weights = [pf.define(a_p, w, f"a_{p + 1} = softmax(z)_{p + 1}")
+               for p, (a_p, w) in enumerate(zip(a, softmax_vector(z)))]
+    pf.rewrite(derivatives, jacobian_in_weights(a), weights, f"n = {n}: every entry of ∂a/∂z equals diag(a) − a aᵀ")
+    return pf.finish(jacobian_in_weights(a))
 
 
 def jacobian_index_form() -> sp.Expr:
@@ -209,31 +195,16 @@ def jacobian_spectrum(n_max: int = 3) -> Derivation:
 
 
 def saturation() -> Derivation:
-    """As one logit leads by t → ∞, every Jacobian entry → 0 (general n)."""
-    t = T_LEAD
-    n = sp.Symbol("n", integer=True, positive=True)
+    """z = (t, 0, …, 0) with m ≥ 1 zeros: every Jacobian entry lies between 0 and a multiple of e^{−t}."""
+    t, m = sp.Symbol("t", real=True), ns.TRAILING
     pf = Proof("softmax-saturation")
-    lead, rest = sp.exp(t) / (sp.exp(t) + n - 1), 1 / (sp.exp(t) + n - 1)
-    pf.premise("definition", "z = (t, 0, …, 0): a_1 = eᵗ/(eᵗ + n − 1), a_j = a_k = 1/(eᵗ + n − 1) for j, k > 1",
-               sp.Tuple(A_1, A_J_T, A_K_T), sp.Tuple(lead, rest, rest), kind=DEFINITION)
-    pf.premise("definition", "J_ij = ∂a_i/∂z_j", JAC[_i, _j], sp.Derivative(_a[_i], _z[_j]), kind=DEFINITION)
-    jacobian = cited("softmax-jacobian")
-    pf.cite(jacobian)
-    unfold = {A_1: lead, A_J_T: rest, A_K_T: rest}
-    pf.holds("limit", "a_1 → 1", sp.Limit(lead, t, sp.oo), 1, lambda: sp.limit(lead, t, sp.oo) == 1)
-    # The entries from the cited J_ij = a_i(δ_ij − a_j) at index pairs (1, 1), (1, j), (j, j), (j, k), not typed.
-    names = {1: A_1, 2: A_J_T, 3: A_K_T}
-    for (i, j), name in (((1, 1), "J_11"), ((1, 2), "J_1j"), ((2, 2), "J_jj"), ((2, 3), "J_jk")):
-        entry = jacobian.statement.rhs.subs({_i: i, _j: j}).xreplace({_a[k]: v for k, v in names.items()})
-        value = entry.xreplace(unfold)
-        limit = sp.limit(value, t, sp.oo)
-        pf.holds("limit", f"{name} = {entry} → {limit}", sp.Limit(value, t, sp.oo), limit,
-                 lambda limit=limit: (limit.is_number and limit.is_finite, f"the limit evaluates to {limit}"),
-                 subject=sp.Limit(entry, t, sp.oo))
-    _, a, J = differentiated_jacobian(3)
-    z = logits(3)
-    J_t = J.subs({z[0]: t, z[1]: 0, z[2]: 0})
-    limits = J_t.applyfunc(lambda e: sp.limit(e, t, sp.oo))
-    pf.holds("limit", "cross-check n = 3, from the differentiated Jacobian: every entry → 0", sp.Limit(J_t, t, sp.oo),
-             limits, lambda: (all(e == 0 for e in limits), f"entrywise limits {limits.tolist()}"))
-    return pf.finish(Result(limit=limits))
+    lead, rest = sp.exp(t) / (sp.exp(t) + m), 1 / (sp.exp(t) + m)
+    weights = [pf.define(A_1.func(t), lead, "a_1(t) = eᵗ / (eᵗ + m)", forall=[t]),
+               pf.define(A_J_T.func(t), rest, "a_j(t) = 1 / (eᵗ + m), j > 1", forall=[t]),
+               pf.define(A_K_T.func(t), rest, "a_k(t) = 1 / (eᵗ + m), k > 1, k ≠ j", forall=[t])]
+    at_least_one = pf.sign(1, "≤", m, "m ≥ 1 trailing zeros")
+    for rel in ns.saturation_conjuncts():
+        small, big = rel.lhs, rel.rhs
+        pf.rewrite(small, big, [*weights, at_least_one], "the weights unfolded; the difference's factors have "
+                   "known signs", relation_="≤")
+    return pf.finish(Result(weights=(lead, rest)))
