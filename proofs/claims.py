@@ -254,13 +254,14 @@ CLAIMS: tuple[Claim, ...] = (
           _formal(lambda sp, n: sp.And(*_online().logsumexp_conjuncts()))),
     # ---- extended derivations (issue 3) ----------------------------------------------------------------
     Claim("attention-backward", "Backward pass of attention",
-          "dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − D 1ᵀ) with D = rowsum(P ∘ dP) = rowsum(dO ∘ O), "
-          "dQ = scale·dS K, dK = scale·dSᵀ Q.",
-          ("S = scale·QKᵀ, P = softmax(S) by rows, O = PV", "upstream gradient dO"),
+          "For any sizes N_q, N_k, d, d_v (index form, 1-based): dV_ab = Σ_i P_ia dO_ib (Pᵀ dO), dP_ab = Σ_c dO_ac V_bc "
+          "(dO Vᵀ), the pullback through row a's softmax ∂/∂S_ab Σ_k dP_ak P_ak = dS_ab = P_ab (dP_ab − D_a) with "
+          "D_a = Σ_k P_ak dP_ak = Σ_c dO_ac O_ac, dQ_ab = scale·Σ_k dS_ak K_kb and dK_ab = scale·Σ_i dS_ia Q_ib.",
+          ("S = scale·QKᵀ, P = softmax(S) by rows, O = PV", "upstream gradient dO", "1 ≤ b ≤ N_k"),
           (_seed(SEED_SELF_ATTENTION, "preserving healthy gradient flow during stochastic gradient descent"),
            _seed(SEED_WITH_WEIGHTS, "halting backpropagation through the entire attention block")),
           f"{_BACKWARD}:attention_backward", "backward",
-          _formal(lambda sp, n: _backward_statement(sp, n))),
+          _formal(lambda sp, n: sp.And(*importlib.import_module("proofs.notation_backward").conjuncts()))),
     Claim("self-attention-score-moments", "Scores of one token are not independent products",
           "For q = W_Qᵀx, k = W_Kᵀx, x ~ N(0, I_n): q·k = xᵀMx with M = W_Q W_Kᵀ, E = tr M and "
           "Var = tr(MMᵀ) + tr(M²); W_Q = W_K = W gives E = tr(WWᵀ) = ‖W‖_F².",
@@ -482,18 +483,6 @@ def _symmetry_iff(sp, n):
 
 
 
-
-def _backward_statement(sp, n):
-    nq, nk, d, dv = n.N_Q, n.N_K, sp.Symbol("d", integer=True, positive=True), n.D_V
-    M = sp.MatrixSymbol
-    P, dP, D, dS = M("P", nq, nk), M("dP", nq, nk), M("D", nq, 1), M("dS", nq, nk)
-    Q, K, V, O, dO = M("Q", nq, d), M("K", nk, d), M("V", nk, dv), M("O", nq, dv), M("dO", nq, dv)
-    scale = sp.Symbol("scale", positive=True)
-    return sp.And(_eq(M("dV", nk, dv), P.T * dO), _eq(dP, dO * V.T),
-                  _eq(dS, sp.HadamardProduct(P, dP - D * sp.OneMatrix(1, nk))),
-                  _eq(D, sp.HadamardProduct(P, dP) * sp.OneMatrix(nk, 1)),
-                  _eq(D, sp.HadamardProduct(dO, O) * sp.OneMatrix(dv, 1)),
-                  _eq(M("dQ", nq, d), scale * dS * K), _eq(M("dK", nk, d), scale * dS.T * Q))
 
 
 def _causal_statement(sp, n, last):
