@@ -194,15 +194,11 @@ CLAIMS: tuple[Claim, ...] = (
                                     n.A[n.I] * (sp.KroneckerDelta(n.I, n.J) - n.A[n.J])))),
     Claim("softmax-jacobian-spectrum", "The Jacobian is symmetric PSD with eigenvalues in [0, 1/2]",
           "For every n: J_ij = J_ji, Σ_j J_ij = 0 (J·1 = 0), every eigenvalue λ of J lies in [0, 1/2], and "
-          "a_i(1 − a_i) ≤ 1/4.",
-          ("a = softmax(z)",),
+          "a_i(1 − a_i) ≤ 1/4 (J = diag(a) − a aᵀ, the softmax Jacobian).",
+          ("a = softmax(z)", "1 ≤ i ≤ n (n = i + r, r ≥ 0)"),
           (_seed(SEED_WITH_WEIGHTS, "αᵢ (1 - αᵢ) → 1.0 × (1 - 1.0) = 0.0"),),
           f"{_SOFT}:jacobian_spectrum", "softmax",
-          _formal(lambda sp, n: sp.And(_eq(n.JAC[n.I, n.J], n.JAC[n.J, n.I]),
-                                       _eq(sp.Sum(n.JAC[n.I, n.J], (n.J, 1, n.N)), 0),
-                                       sp.Le(0, n.LAMBDA, evaluate=False),
-                                       sp.Le(n.LAMBDA, sp.Rational(1, 2), evaluate=False),
-                                       sp.Le(n.A[n.I] * (1 - n.A[n.I]), sp.Rational(1, 4), evaluate=False)))),
+          _formal(lambda sp, n: sp.And(*importlib.import_module("proofs.notation_softmax").spectrum_conjuncts()))),
     Claim("softmax-saturation", "Saturated softmax has a vanishing Jacobian",
           "For z = (t, 0, …, 0) with m = n − 1 ≥ 1 zeros, every entry of the softmax Jacobian is bounded by a "
           "multiple of e^{−t}, so it → 0 as the lead t → ∞: 0 ≤ J_11 = a_1(1 − a_1) ≤ m e^{−t}, "

@@ -23,3 +23,10 @@ def saturation_conjuncts() -> tuple:
     entries = ((a1 * (1 - a1), TRAILING * sp.exp(-t)), (a1 * aj, sp.exp(-t)), (aj * (1 - aj), sp.exp(-t)),
                (aj * ak, sp.exp(-2 * t)))
     return tuple(rel for e, bound in entries for rel in (_le(0, e), _le(e, bound)))
+
+
+def spectrum_conjuncts() -> tuple:
+    """softmax-jacobian-spectrum, in order: symmetry; rows sum to 0; 0 ≤ λ; λ ≤ 1/2; a_i(1 − a_i) ≤ 1/4."""
+    i, j, J, a, lam = nt.I, nt.J, nt.JAC, nt.A, nt.LAMBDA
+    return (sp.Eq(J[i, j], J[j, i], evaluate=False), sp.Eq(sp.Sum(J[i, j], (j, 1, nt.N)), 0, evaluate=False),
+            _le(0, lam), _le(lam, sp.Rational(1, 2)), _le(a[i] * (1 - a[i]), sp.Rational(1, 4)))

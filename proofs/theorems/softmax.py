@@ -118,80 +118,70 @@ def jacobian_index_form() -> sp.Expr:
     return _a[_i] * sp.KroneckerDelta(_i, _j) - _a[_i] * _a[_j]
 
 
-def jacobian_spectrum(n_max: int = 3) -> Derivation:
-    """For every n: J symmetric, J·1 = 0, and every eigenvalue in [0, 1/2] by Gershgorin's discs.
+_y = sp.Symbol("y", integer=True, positive=True)
+_R = sp.IndexedBase("R", real=True)  # Gershgorin's radii R_i = Σ_{j≠i} |J_ij|
+_g = sp.Symbol("g", integer=True, positive=True)  # a row whose Gershgorin disc holds the eigenvalue λ
 
-    The bounds 0 and 1/2 (and a(1 − a) ≤ 1/4) are computed as extrema, not typed.
-    """
-    pf = Proof("softmax-jacobian-spectrum")
-    Jij = jacobian_index_form()
-    pf.premise("definition", "J_ij = ∂a_i/∂z_j", JAC[_i, _j], sp.Derivative(_a[_i], _z[_j]), kind=DEFINITION)
-    pf.cite(cited("softmax-jacobian"))
-    norm = cited("softmax-normalisation")
-    pf.cite(norm, sp.Eq(sp.Sum(_a[_i], (_i, 1, N)), 1, evaluate=False))
-    pf.cite(norm, sp.Gt(_a[_i], 0, evaluate=False))
 
-    def symmetric() -> tuple[bool, str]:
-        diff = sp.expand(Jij - Jij.xreplace({_i: _j, _j: _i}))
-        off = sp.expand(diff.subs(sp.KroneckerDelta(_i, _j), 0))  # i ≠ j: δ_ij = 0
-        on = sp.expand(diff.subs(_j, _i))  # i = j
-        return off == 0 and on == 0, f"i ≠ j: J_ij − J_ji = {off}; i = j: {on}"
-
-    pf.holds("case analysis on δ_ij", "J_ij − J_ji = (a_i − a_j) δ_ij vanishes for i ≠ j (δ = 0) and for i = j",
-             Jij, Jij.xreplace({_i: _j, _j: _i}), symmetric, establishes=sp.Eq(JAC[_i, _j], JAC[_j, _i], evaluate=False))
-    row = sp.factor_terms(sp.Sum(sp.expand(Jij), (_j, 1, N)).doit()).subs(sp.Le(_i, N), True)  # 1 ≤ i ≤ n
-    pf.equal("sifting by δ_ij, then Σ_j a_j = 1", "Σ_j J_ij = a_i − a_i Σ_j a_j = 0",
-             row.subs(sp.Sum(_a[_j], (_j, 1, N)), 1), 0, subject=sp.Sum(JAC[_i, _j], (_j, 1, N)))
-
-    # Gershgorin: every eigenvalue lies in a disc |λ − J_ii| ≤ R_i = Σ_{j≠i} |J_ij|.
-    pf.premise("Gershgorin circle theorem", "every eigenvalue λ of J satisfies J_ii − R_i ≤ λ ≤ J_ii + R_i for some i, "
-               "R_i = Σ_{j≠i} |J_ij|", sp.Abs(LAMBDA - JAC[_i, _i]), sp.Symbol("R_i"), "≤", kind=CITED,
-               reference="Gershgorin circle theorem (Gershgorin, 1931)")
-    diag = sp.expand(Jij.subs(_j, _i))
+def gershgorin_radius_is_the_diagonal():
+    """R_i = Σ_{j≠i} |J_ij| = a_i(1 − a_i) = J_ii: |J_ij| = a_i a_j for j ≠ i (a_i, a_j > 0), then Σ_j a_j = 1.
+    No checker rule splits a sum at j = i or decides |·| of an entry known only off the diagonal."""
     p, q = sp.symbols("p q", positive=True)
-    off = Jij.subs(sp.KroneckerDelta(_i, _j), 0)  # j ≠ i
-    abs_off = sp.Abs(off.subs({_a[_i]: p, _a[_j]: q})).subs({p: _a[_i], q: _a[_j]})  # a_i, a_j > 0
-    pf.equal("a_i, a_j > 0", f"|J_ij| = {abs_off} for j ≠ i", abs_off, -off, subject=sp.Abs(off))
-    # R_i = Σ_{j≠i} |J_ij|: the full sum over j less its j = i term, a_i pulled out, then Σ_j a_j = 1.
-    pulled = sp.factor_terms(sp.Sum(abs_off, (_j, 1, N))) - abs_off.subs(_j, _i)
-    radius = sp.expand(pulled.subs(sp.Sum(_a[_j], (_j, 1, N)), 1))
-    pf.equal("linearity of the sum, Σ_j a_j = 1", f"R_i = Σ_j |J_ij| − |J_ii| = {radius} = J_ii",
-             radius, diag, subject=sp.Symbol("R_i"))
-    w = sp.Symbol("w", positive=True)  # a_i ∈ (0, 1)
-    upper = sp.maximum((diag + radius).subs(_a[_i], w), w, sp.Interval(0, 1))
-    lower = sp.minimum((diag - radius).subs(_a[_i], w), w, sp.Interval(0, 1))
-    pf.holds("Gershgorin lower edge", f"J_ii − R_i = {sp.expand(diag - radius)} for every i, so λ ≥ {lower}",
-             lower, LAMBDA, lambda: (sp.expand(diag - radius) == lower, f"J_ii − R_i = {sp.expand(diag - radius)}"),
-             "≤")
-    top = sp.expand(diag + radius)
+    off = jacobian_index_form().subs(sp.KroneckerDelta(_i, _j), 0)  # j ≠ i
+    abs_off = sp.Abs(off.subs({_a[_i]: p, _a[_j]: q})).subs({p: _a[_i], q: _a[_j]})
+    total = sp.expand(sp.factor_terms(sp.Sum(abs_off, (_j, 1, N))) - abs_off.subs(_j, _i))
+    radius = sp.expand(total.subs(sp.Sum(_a[_j], (_j, 1, N)), 1))
+    diag = sp.expand(jacobian_index_form().subs(_j, _i))
+    return radius == diag, f"R_i = {radius}, J_ii = {diag}"
 
-    def below_upper() -> tuple[bool, str]:
-        gap = sp.factor(upper - top.subs(_a[_i], w))  # a square times a positive constant
-        return bool(gap.is_nonnegative), f"{upper} − (J_ii + R_i) = {gap} ≥ 0; maximum attained at a_i = 1/2"
 
-    pf.holds("maximum over a_i ∈ [0, 1]", f"J_ii + R_i = {top} ≤ {upper}, its maximum", LAMBDA, upper, below_upper,
-             "≤")
-    quarter = sp.maximum(w * (1 - w), w, sp.Interval(0, 1))
-    pf.holds("completing the square", f"{quarter} − a(1 − a) = (a − 1/2)² ≥ 0, {quarter} its maximum",
-             _a[_i] * (1 - _a[_i]), quarter,
-             lambda: (sp.expand(quarter - w * (1 - w) - (w - sp.Rational(1, 2)) ** 2) == 0, "a perfect square"), "≤")
+def jacobian_spectrum() -> Derivation:
+    """For every n: J symmetric, J·1 = 0, every eigenvalue in [0, 1/2] by Gershgorin's discs, a(1 − a) ≤ 1/4.
 
-    # Cross-checks on explicit n: the differentiated Jacobian, and the bound attained at n = 2.
-    for n in range(2, n_max + 1):
-        _, _, J = differentiated_jacobian(n)
-        pf.equal("symmetry of mixed terms", f"cross-check n = {n}: J - Jᵀ = 0", J - J.T, sp.zeros(n, n))
-        pf.equal("Σ a_j = 1", f"cross-check n = {n}: J·1 = 0", J * sp.ones(n, 1), sp.zeros(n, 1))
-    pw = sp.Symbol("p", positive=True)
-    J2 = jacobian_in_weights(sp.Matrix([pw, 1 - pw]))
+    J is defined entrywise (J = diag(a) − a aᵀ, the Jacobian of softmax-jacobian); Σ_j a_j = 1 is cited
+    from softmax-normalisation; Gershgorin's theorem and the δ substitution property are cited."""
+    pf = Proof("softmax-jacobian-spectrum")
+    symmetric, row_sum, low, high, quarter = ns.spectrum_conjuncts()
+    entries = pf.define(JAC[_x, _y], jacobian_index_form().xreplace({_i: _x, _j: _y}),
+                        "J_xy = a_x δ_xy − a_x a_y, i.e. J = diag(a) − a aᵀ", forall=[_x, _y])
+    substitution = pf.cite_external(sp.Eq(sp.KroneckerDelta(_x, _y) * _a[_x], sp.KroneckerDelta(_x, _y) * _a[_y],
+                                          evaluate=False), "Kronecker delta: δ_xy f(x) = δ_xy f(y)",
+                                    "δ_xy vanishes unless x = y", forall=[_x, _y])
+    pf.rewrite(symmetric.lhs, symmetric.rhs, [entries, substitution], "a_i δ_ij = a_j δ_ij")
 
-    def two_by_two() -> tuple[bool, str]:
-        eig = [sp.factor(e) for e in J2.eigenvals()]
-        biggest = sp.maximum(sum(eig), pw, sp.Interval(0, 1))  # one eigenvalue is 0
-        return 0 in eig and biggest == upper, f"eigenvalues {eig}; the largest peaks at {biggest}"
+    norm = cited("softmax-normalisation")
+    total = pf.cite(norm, sp.Eq(sp.Sum(_a[_i], (_i, 1, N)), 1, evaluate=False))
+    in_range = pf.assume(sp.Eq(N, _i + _r, evaluate=False), "1 ≤ i ≤ n: n = i + r with r ≥ 0")
+    split = pf.linearity(sp.Sum(jacobian_index_form(), (_j, 1, N)),
+                         _a[_i] * sp.Sum(sp.KroneckerDelta(_i, _j), (_j, 1, N)) - _a[_i] * sp.Sum(_a[_j], (_j, 1, N)),
+                         "a_i leaves the sums over j")
+    sift = pf.identity(sp.Sum(sp.KroneckerDelta(_i, _j), (_j, 1, _i + _r)), 1, "sifting: Σ_j δ_ij = 1, 1 ≤ i ≤ n")
+    pf.rewrite(row_sum.lhs, row_sum.rhs, [entries, split, total, in_range, sift], "Σ_j J_ij = a_i − a_i Σ_j a_j = 0")
 
-    pf.holds("eigenvalues, n = 2", f"λ ∈ {{0, 2p(1 − p)}}, maximal {upper} at p = 1/2: the bound is attained",
-             sp.Symbol("lambda_max"), upper, two_by_two)
-    return pf.finish(Result(max_eigenvalue=upper, min_eigenvalue=lower, diagonal_max=quarter))
+    # Gershgorin: λ lies in the disc of some row i, J_ii − R_i ≤ λ ≤ J_ii + R_i with R_i = Σ_{j≠i} |J_ij|.
+    reference = "Gershgorin circle theorem (Gershgorin, 1931), radii R_x = Σ_{y≠x} |J_xy|"
+    radii = pf.define(_R[_x], sp.Sum(sp.Abs(JAC[_x, _y]), (_y, 1, N)) - sp.Abs(JAC[_x, _x]),
+                      "R_x = Σ_{y≠x} |J_xy|", forall=[_x])
+    disc_low = pf.cite_external(sp.Le(JAC[_g, _g] - _R[_g], LAMBDA, evaluate=False), reference,
+                                "the lower edge of the disc of a row g that holds λ")
+    disc_high = pf.cite_external(sp.Le(LAMBDA, JAC[_g, _g] + _R[_g], evaluate=False), reference,
+                                 "the upper edge of the same disc")
+    radius = pf.computation(sp.Eq(_R[_g], JAC[_g, _g], evaluate=False), gershgorin_radius_is_the_diagonal,
+                            "R_g = Σ_{j≠g} |J_gj| = a_g(1 − a_g) = J_gg", name="gershgorin_radius_is_the_diagonal")
+    diag = _a[_g] - _a[_g] ** 2
+    edge_low = pf.rewrite(0, JAC[_g, _g] - _R[_g], [radius], "J_gg − R_g = 0")
+    edge_high = pf.rewrite(JAC[_g, _g] + _R[_g], 2 * diag, [radius, entries], "J_gg + R_g = 2 a_g(1 − a_g)")
+    peak = pf.sign(2 * diag, "≤", sp.Rational(1, 2), "1/2 − 2a(1 − a) = 2(a − 1/2)² ≥ 0",
+                   terms=[2 * (_a[_g] - sp.Rational(1, 2)) ** 2])
+    pf.chain([edge_low, disc_low], low.lhs, "≤", low.rhs, "0 = J_gg − R_g ≤ λ")
+    pf.chain([disc_high, edge_high, peak], high.lhs, "≤", high.rhs, "λ ≤ J_gg + R_g = 2a_g(1 − a_g) ≤ 1/2")
+    pf.sign(quarter.lhs, "≤", quarter.rhs, "1/4 − a(1 − a) = (a − 1/2)² ≥ 0",
+            terms=[(_a[_i] - sp.Rational(1, 2)) ** 2])
+    # The disc's edges as functions of w = a_i ∈ [0, 1], from the J in use (not typed): the bounds proved above.
+    w = sp.Symbol("w", positive=True)
+    jii = sp.expand(jacobian_index_form().subs(_j, _i)).subs(_a[_i], w)
+    return pf.finish(Result(max_eigenvalue=sp.maximum(2 * jii, w, sp.Interval(0, 1)), min_eigenvalue=0,
+                            diagonal_max=sp.maximum(w * (1 - w), w, sp.Interval(0, 1))))
 
 
 def saturation() -> Derivation:
