@@ -253,7 +253,8 @@ CLAIMS: tuple[Claim, ...] = (
           "For any sizes N_q, N_k, d, d_v (index form, 1-based): dV_ab = Σ_i P_ia dO_ib (Pᵀ dO), dP_ab = Σ_c dO_ac V_bc "
           "(dO Vᵀ), the pullback through row a's softmax ∂/∂S_ab Σ_k dP_ak P_ak = dS_ab = P_ab (dP_ab − D_a) with "
           "D_a = Σ_k P_ak dP_ak = Σ_c dO_ac O_ac, dQ_ab = scale·Σ_k dS_ak K_kb and dK_ab = scale·Σ_i dS_ia Q_ib.",
-          ("S = scale·QKᵀ, P = softmax(S) by rows, O = PV", "upstream gradient dO", "1 ≤ b ≤ N_k"),
+          ("S = scale·QKᵀ, P = softmax(S) by rows, O = PV", "upstream gradient dO",
+           "(a, b) an entry of the matrix each conjunct is about: 1 ≤ a, b ≤ its sizes"),
           (_seed(SEED_SELF_ATTENTION, "preserving healthy gradient flow during stochastic gradient descent"),
            _seed(SEED_WITH_WEIGHTS, "halting backpropagation through the entire attention block")),
           f"{_BACKWARD}:attention_backward", "backward",

@@ -102,14 +102,24 @@ def _score_functional():
                   (_i, 1, nb.N_Q), (_j, 1, nb.N_K))
 
 
+_gap_a, _gap_b = sp.symbols("r_a r_b", integer=True, nonnegative=True)
+
+
+def _entry(lhs, rhs, rows, cols):
+    """index_sums.same on an entry (a, b) of a rows × cols gradient: rows = a + r_a, cols = b + r_b puts the
+    entry in range, which is what lets a δ sift onto a and b."""
+    at = {rows: nb.A_IDX + _gap_a, cols: nb.B_IDX + _gap_b}
+    return index_sums.same(sp.sympify(lhs).subs(at), sp.sympify(rhs).subs(at))
+
+
 def dv_by_index_sums():
-    """∂L/∂V_ab reduced by index_sums equals the stated (Pᵀ dO)_ab."""
-    return index_sums.same(sp.diff(_loss(), nb.V[nb.A_IDX, nb.B_IDX]), nb.conjuncts()[0].rhs)
+    """∂L/∂V_ab reduced by index_sums equals the stated (Pᵀ dO)_ab, (a, b) in N_k × d_v."""
+    return _entry(sp.diff(_loss(), nb.V[nb.A_IDX, nb.B_IDX]), nb.conjuncts()[0].rhs, nb.N_K, nb.D_V)
 
 
 def dp_by_index_sums():
-    """∂L/∂P_ab (P as this layer's input) reduced by index_sums equals the stated (dO Vᵀ)_ab."""
-    return index_sums.same(sp.diff(_loss(), nb.P[nb.A_IDX, nb.B_IDX]), nb.conjuncts()[1].rhs)
+    """∂L/∂P_ab (P as this layer's input) reduced by index_sums equals the stated (dO Vᵀ)_ab, (a, b) in N_q × N_k."""
+    return _entry(sp.diff(_loss(), nb.P[nb.A_IDX, nb.B_IDX]), nb.conjuncts()[1].rhs, nb.N_Q, nb.N_K)
 
 
 def d_from_do_by_index_sums():
@@ -121,13 +131,13 @@ def d_from_do_by_index_sums():
 
 
 def dq_by_index_sums():
-    """∂/∂Q_ab Σ dS ∘ S reduced by index_sums equals the stated scale·(dS K)_ab."""
-    return index_sums.same(sp.diff(_score_functional(), nb.Q[nb.A_IDX, nb.B_IDX]), nb.conjuncts()[6].rhs)
+    """∂/∂Q_ab Σ dS ∘ S reduced by index_sums equals the stated scale·(dS K)_ab, (a, b) in N_q × d."""
+    return _entry(sp.diff(_score_functional(), nb.Q[nb.A_IDX, nb.B_IDX]), nb.conjuncts()[6].rhs, nb.N_Q, nb.D_HEAD)
 
 
 def dk_by_index_sums():
-    """∂/∂K_ab Σ dS ∘ S reduced by index_sums equals the stated scale·(dSᵀ Q)_ab."""
-    return index_sums.same(sp.diff(_score_functional(), nb.K[nb.A_IDX, nb.B_IDX]), nb.conjuncts()[7].rhs)
+    """∂/∂K_ab Σ dS ∘ S reduced by index_sums equals the stated scale·(dSᵀ Q)_ab, (a, b) in N_k × d."""
+    return _entry(sp.diff(_score_functional(), nb.K[nb.A_IDX, nb.B_IDX]), nb.conjuncts()[7].rhs, nb.N_K, nb.D_HEAD)
 
 
 # ---------------------------------------------------------------- the derivation
