@@ -728,6 +728,8 @@ class _Replay:
         from proofs.identity import _canonical
 
         a2, b2 = _linear(_canonical(a), randoms, operator), _linear(_canonical(b), randoms, operator)
+        # Renamed again: a sum pulled out of another is no longer nested, and its index's name said it was.
+        a2, b2 = _canonical(a2), _canonical(b2)
         if a2 == b2:
             return True, "both sides distribute to the same form", frozenset()
         ok, why = decide_identity(a2, b2)

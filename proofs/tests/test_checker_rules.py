@@ -54,3 +54,28 @@ def test_a_sum_premise_does_not_rewrite_another_range_or_summand():
     assert not _rewritten_by_a_sum_premise(sp.Sum(Q[M], (M, 1, N + 1)), T).verified
     assert not _rewritten_by_a_sum_premise(sp.Sum(Q[M] ** 2, (M, 1, N)), T).verified
     assert not _rewritten_by_a_sum_premise(sp.Sum(Q[M], (M, 1, N)), 2 * T).verified
+
+
+X_, Y_ = sp.IndexedBase("x", positive=True), sp.IndexedBase("y", positive=True)
+L_ = sp.Symbol("l", integer=True, positive=True)
+
+
+def _by_linearity(lhs, rhs):
+    pf = Proof("checker-rule-linearity-case", statement=sp.Eq(lhs, rhs, evaluate=False))
+    pf.linearity(lhs, rhs)
+    return pf.finish()
+
+
+def test_linearity_pulls_a_sum_out_of_another():
+    inner = sp.Sum(Y_[L_], (L_, 1, N))
+    d = _by_linearity(sp.Sum(X_[K] / inner, (K, 1, N)), sp.Sum(X_[K], (K, 1, N)) / inner)
+    assert d.verified
+    # Decided by renaming alone: the pulled-out sum's index is renamed as a sum no longer nested.
+    assert d.check.outcomes[0].detail == "both sides distribute to the same form"
+
+
+def test_linearity_refuses_what_is_not_linearity():
+    inner = sp.Sum(Y_[L_], (L_, 1, N))
+    assert not _by_linearity(sp.Sum(X_[K] / inner, (K, 1, N)), sp.Sum(X_[K], (K, 1, N)) / sp.Sum(X_[L_], (L_, 1, N))).verified
+    assert not _by_linearity(sp.Sum(X_[K] * Y_[K], (K, 1, N)), Y_[K] * sp.Sum(X_[K], (K, 1, N))).verified
+    assert not _by_linearity(sp.Sum(X_[K] / inner, (K, 1, N)), sp.Sum(X_[K], (K, 1, N + 1)) / inner).verified
