@@ -55,8 +55,9 @@ def test_softmax_claims_rest_on_rules_alone(claim):
 def test_the_jacobian_instance_for_given_n_rests_on_rules_alone():
     d = softmax_jacobian(3)
     assert d.verified and d.computations == []
-    # Its weights are defined from the logits, so the verdict names them.
-    assert len(d.trust_base["definition"]) == 3
+    # It cites the general theorem (whose weights' definition the verdict names) and instantiates its formula.
+    assert [s.rule for s in d.checked_steps] == ["theorem softmax-jacobian", "identity"]
+    assert d.trust_base["definition"] == ["Eq(a[x], exp(z[x])/Sum(exp(z[k]), (k, 1, n)))"]
 
 
 def test_the_general_jacobian_assumes_j_in_range():

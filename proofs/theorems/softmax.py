@@ -38,7 +38,7 @@ def probabilities(n: int) -> sp.Matrix:
 
 def jacobian_in_weights(a: sp.Matrix) -> sp.Matrix:
     """J = diag(a) - a aᵀ."""
-    return sp.diag(*a) - a * a.T
+    return sp.Matrix(a.rows, a.rows, lambda p, q: a[p] if p == q else 0) - a * a.T
 
 
 def differentiated_jacobian(n: int) -> tuple[list[sp.Symbol], sp.Matrix, sp.Matrix]:
@@ -102,15 +102,19 @@ def softmax_jacobian(n=None) -> Derivation:
 
 
 def _jacobian_instance(n: int) -> Derivation:
-    """J = diag(a) − a aᵀ for n explicit logits, every entry differentiated from the weights' definitions."""
-    z, a = logits(n), probabilities(n)
-    derivatives = sp.ImmutableMatrix(n, n, lambda p, q: sp.Derivative(a[p], z[q]))
-    pf = Proof(f"softmax-jacobian[n={n}]", statement=sp.Eq(derivatives, jacobian_in_weights(a), evaluate=False),
-               assumptions=[f"a = softmax(z), z ∈ ℝ^{n}"])
-    weights = [pf.define(a_p, w, f"a_{p + 1} = softmax(z)_{p + 1}")
-               for p, (a_p, w) in enumerate(zip(a, softmax_vector(z)))]
-    pf.rewrite(derivatives, jacobian_in_weights(a), weights, f"n = {n}: every entry of ∂a/∂z equals diag(a) − a aᵀ")
-    return pf.finish(jacobian_in_weights(a))
+    """J = diag(a) − a aᵀ for n weights: the general theorem (cited, any n), and its formula a_p(δ_pq − a_q)
+    at p, q = 1..n is that matrix. Differentiating the n² explicit quotients instead costs seconds per n."""
+    general = softmax_jacobian()
+    formula = general.statement.rhs  # a_i (δ_ij − a_j)
+    weights = sp.Matrix([_a[p] for p in range(1, n + 1)])
+    entries = sp.ImmutableMatrix(n, n, lambda p, q: formula.xreplace({_i: sp.Integer(p + 1), _j: sp.Integer(q + 1)}))
+    statement = sp.And(general.statement, sp.Eq(entries, sp.ImmutableMatrix(jacobian_in_weights(weights)),
+                                                evaluate=False), evaluate=False)
+    pf = Proof(f"softmax-jacobian[n={n}]", statement=statement, assumptions=[f"a = softmax(z), z ∈ ℝ^{n}"])
+    pf.cite(general)
+    pf.identity(entries, sp.ImmutableMatrix(jacobian_in_weights(weights)),
+                f"n = {n}: a_p (δ_pq − a_q) at p, q = 1..{n} is diag(a) − a aᵀ")
+    return pf.finish(jacobian_in_weights(probabilities(n)))
 
 
 def jacobian_index_form() -> sp.Expr:
