@@ -383,7 +383,8 @@ def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
     for _ in range(16):
         before = out
         for eq, forall in equations:
-            lhs, rhs = _pattern(eq, forall)
+            # Bound indices named as in ``out`` (alpha-renaming), so a premise's Σ_k meets the expression's Σ_k.
+            lhs, rhs = _pattern(sp.Eq(_canonical(eq.lhs), _canonical(eq.rhs), evaluate=False), forall)
             if isinstance(lhs, sp.Lambda) or isinstance(rhs, sp.Lambda):
                 raise CertificateError("a rewrite premise may not be a Lambda: state it over ∀-symbols")
             if forall:
@@ -392,6 +393,7 @@ def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
                 raise CertificateError("define a function by an equation over ∀-symbols, f(x) = …")
             else:
                 out = out.xreplace({lhs: rhs}) if out.has(lhs) else out
+        out = _canonical(out)  # a substituted limit may change what a range implies for its index
         if out == before:
             break
     return _canonical(out) if isinstance(out, sp.Basic) else out  # sums a definition brought in, renamed alike
@@ -866,7 +868,8 @@ class _Replay:
         operator = self.read(step["operator"]) if step.get("operator") else None
         if operator is not None and not isinstance(operator, sp.core.function.UndefinedFunction):
             return False, "the expectation operator must be an undefined function", frozenset()
-        a2, b2 = (_fubini(_linear(_canonical(x), randoms, operator)) for x in (a, b))
+        # Renamed again after distributing: a sum pulled out of another is no longer nested.
+        a2, b2 = (_fubini(_canonical(_linear(_canonical(x), randoms, operator))) for x in (a, b))
         if a2 == b2:
             return True, "both sides distribute to the same form", frozenset()
         ok, why = decide_identity(a2, b2)

@@ -83,6 +83,11 @@ def _r():
     return importlib.import_module(_BOUNDS)
 
 
+def _online():
+    """The online-softmax notation module: its statements are built there, in the order the theorems use."""
+    return importlib.import_module("proofs.notation_online")
+
+
 def _le(lhs, rhs):
     import sympy as sp
 
@@ -180,8 +185,8 @@ CLAIMS: tuple[Claim, ...] = (
           _formal(lambda sp, n: _eq(sp.exp(n.Z[n.I] + n.C) / sp.Sum(sp.exp(n.Z[n.K_IDX] + n.C), (n.K_IDX, 1, n.N)),
                                     sp.exp(n.Z[n.I]) / sp.Sum(sp.exp(n.Z[n.K_IDX]), (n.K_IDX, 1, n.N))))),
     Claim("softmax-jacobian", "Softmax Jacobian",
-          "∂a_i/∂z_j = a_i(δ_ij − a_j), i.e. J = diag(a) − a aᵀ, for every n.",
-          ("a = softmax(z)",),
+          "∂a_i/∂z_j = a_i(δ_ij − a_j), i.e. J = diag(a) − a aᵀ, for every n and every 1 ≤ j ≤ n.",
+          ("a = softmax(z)", "1 ≤ j ≤ n (n = j + r, r ≥ 0)"),
           (_seed(SEED_SELF_ATTENTION, r"\frac{\partial \text{softmax}(z)_i}{\partial z_j} = \text{softmax}(z)_i (\delta_{ij} - \text{softmax}(z)_j)"),
            _seed(SEED_WITH_WEIGHTS, "(∂ softmax(z)ᵢ) / (∂ zⱼ) = αᵢ (δ_(i, j) - αⱼ)")),
           f"{_SOFT}:softmax_jacobian", "softmax",
@@ -189,73 +194,71 @@ CLAIMS: tuple[Claim, ...] = (
                                     n.A[n.I] * (sp.KroneckerDelta(n.I, n.J) - n.A[n.J])))),
     Claim("softmax-jacobian-spectrum", "The Jacobian is symmetric PSD with eigenvalues in [0, 1/2]",
           "For every n: J_ij = J_ji, Σ_j J_ij = 0 (J·1 = 0), every eigenvalue λ of J lies in [0, 1/2], and "
-          "a_i(1 − a_i) ≤ 1/4.",
-          ("a = softmax(z)",),
+          "a_i(1 − a_i) ≤ 1/4 (J = diag(a) − a aᵀ, the softmax Jacobian).",
+          ("a = softmax(z)", "1 ≤ i ≤ n (n = i + r, r ≥ 0)"),
           (_seed(SEED_WITH_WEIGHTS, "αᵢ (1 - αᵢ) → 1.0 × (1 - 1.0) = 0.0"),),
           f"{_SOFT}:jacobian_spectrum", "softmax",
-          _formal(lambda sp, n: sp.And(_eq(n.JAC[n.I, n.J], n.JAC[n.J, n.I]),
-                                       _eq(sp.Sum(n.JAC[n.I, n.J], (n.J, 1, n.N)), 0),
-                                       sp.Le(0, n.LAMBDA, evaluate=False),
-                                       sp.Le(n.LAMBDA, sp.Rational(1, 2), evaluate=False),
-                                       sp.Le(n.A[n.I] * (1 - n.A[n.I]), sp.Rational(1, 4), evaluate=False)))),
+          _formal(lambda sp, n: sp.And(*importlib.import_module("proofs.notation_softmax").spectrum_conjuncts()))),
     Claim("softmax-saturation", "Saturated softmax has a vanishing Jacobian",
-          "As one logit's lead t → ∞, every entry of the softmax Jacobian → 0: J_11 = a_1(1 − a_1), "
-          "J_1j = −a_1 a_j, J_jj = a_j(1 − a_j) and J_jk = −a_j a_k all have limit 0.",
-          ("z = (t, 0, …, 0)",),
+          "For z = (t, 0, …, 0) with m = n − 1 ≥ 1 zeros, every entry of the softmax Jacobian is bounded by a "
+          "multiple of e^{−t}, so it → 0 as the lead t → ∞: 0 ≤ J_11 = a_1(1 − a_1) ≤ m e^{−t}, "
+          "0 ≤ −J_1j = a_1 a_j ≤ e^{−t}, 0 ≤ J_jj = a_j(1 − a_j) ≤ e^{−t} and 0 ≤ −J_jk = a_j a_k ≤ e^{−2t}.",
+          ("z = (t, 0, …, 0), t real, m = n − 1 ≥ 1 zeros",),
           (_seed(SEED_SELF_ATTENTION, r"the derivative evaluates to near zero, causing severe gradient vanishing"),
            _seed(SEED_WITH_WEIGHTS, "When αᵢ → 1.0 (or αⱼ → 0.0), the derivative collapses")),
           f"{_SOFT}:saturation", "softmax",
-          _formal(lambda sp, n: sp.And(*(_eq(sp.Limit(entry, n.T_LEAD, sp.oo), 0) for entry in (
-              n.A_1 * (1 - n.A_1), -n.A_1 * n.A_J_T, n.A_J_T * (1 - n.A_J_T), -n.A_J_T * n.A_K_T))))),
+          _formal(lambda sp, n: sp.And(*importlib.import_module("proofs.notation_softmax").saturation_conjuncts()))),
     Claim("online-softmax-merge", "Online softmax merge is exact",
-          "For block states (m, l, o): m = max(m₁, m₂), l = e^{m₁−m} l₁ + e^{m₂−m} l₂, "
-          "o = (e^{m₁−m} l₁ o₁ + e^{m₂−m} l₂ o₂)/l. Merging the states of any number N_B of blocks of any sizes, "
-          "with raw sums Z_b = Σ_{j∈B_b} e^{s_j} and U_b = Σ_{j∈B_b} e^{s_j} v_j, gives l = e^{−M} Σ_b Z_b and "
-          "o = Σ_b U_b / Σ_b Z_b, softmax attention over their union, for any references (M the merged one).",
-          ("blocks of scores with vector values", "references arbitrary: the max only prevents overflow"),
+          "A block's state (m, Σ_j e^{s_j−m}, Σ_j e^{s_j−m} v_j / Σ_j e^{s_j−m}), for a block of any size n_B, is "
+          "(m, e^{−m} Z, U / Z) in its raw sums Z = Σ_j e^{s_j}, U = Σ_j e^{s_j} v_j. With merge(X, Y) the rescaling "
+          "rule (m = max(m₁, m₂), l = e^{m₁−m} l₁ + e^{m₂−m} l₂, o = (e^{m₁−m} l₁ o₁ + e^{m₂−m} l₂ o₂)/l) and "
+          "S_N(M) = (M, e^{−M} Σ_{b≤N} Z_b, Σ_{b≤N} U_b / Σ_{b≤N} Z_b), s_b = (m_b, e^{−m_b} Z_b, U_b / Z_b): "
+          "merge((−∞, 0, 0), s_1) = S_1(m_1) and merge(S_N(M), s_{N+1}) = (m′, e^{−m′}(Σ_{b≤N} Z_b + Z_{N+1}), "
+          "(Σ_{b≤N} U_b + U_{N+1}) / (Σ_{b≤N} Z_b + Z_{N+1})) = S_{N+1}(m′), m′ = max(M, m_{N+1}), for every N ≥ 1 "
+          "and every M; so the left fold of the merge over any number of blocks is S_N, softmax attention over "
+          "their union Σ_b U_b / Σ_b Z_b. With any reference R in place of the max (merge_at): m′ = R.",
+          ("blocks of scores with values (one component: every component merges with the same weights)",
+           "references arbitrary: the max only prevents overflow"),
           (_seed(SEED_SELF_ATTENTION, "computing softmax normalization on-the-fly using the online softmax algorithm"),),
           f"{_ONLINE}:online_softmax_merge", "online-softmax",
-          _formal(lambda sp, n: sp.And(
-              _eq(n.L_MERGED, sp.exp(-n.M_FINAL) * sp.Sum(n.Z_BLOCK[n.B_IDX], (n.B_IDX, 1, n.N_BLOCKS))),
-              _eq(n.O_MERGED, sp.Sum(n.U_BLOCK[n.B_IDX], (n.B_IDX, 1, n.N_BLOCKS))
-                  / sp.Sum(n.Z_BLOCK[n.B_IDX], (n.B_IDX, 1, n.N_BLOCKS)))))),
+          _formal(lambda sp, n: sp.And(*_online().merge_conjuncts()))),
     Claim("online-softmax-monoid", "The merge is a monoid",
-          "The merge is associative and commutative, with identity (−∞, 0, 0) on either side.",
+          "The merge of states (m, l, o), l > 0, is exact on blocks (merge(s(Z_A, U_A, m_A), s(Z_B, U_B, m_B)) = "
+          "s(Z_A + Z_B, U_A + U_B, max(m_A, m_B)), s(Z, U, m) = (m, e^{−m} Z, U / Z)), associative and "
+          "commutative, with identity (−∞, 0, 0) on either side.",
           ("non-empty states (l > 0)",),
           (_seed(SEED_WITH_WEIGHTS, r"tiles the Q K^\top product into SRAM to perform online Softmax"),),
           f"{_ONLINE}:merge_monoid", "online-softmax",
-          _formal(lambda sp, n: sp.And(
-              _eq(n.merge(n.merge(n.STATE_A, n.STATE_B), n.STATE_C), n.merge(n.STATE_A, n.merge(n.STATE_B, n.STATE_C))),
-              _eq(n.merge(n.STATE_A, n.STATE_B), n.merge(n.STATE_B, n.STATE_A)),
-              _eq(n.merge(n.IDENTITY_STATE, n.STATE_A), n.STATE_A),
-              _eq(n.merge(n.STATE_A, n.IDENTITY_STATE), n.STATE_A)))),
+          _formal(lambda sp, n: sp.And(*_online().monoid_conjuncts()))),
     Claim("online-softmax-unnormalised", "FlashAttention-2's unnormalised accumulator",
-          "Streaming any number N_B of blocks with running max m, running sum l and unnormalised accumulator acc, "
-          "then acc/l, equals softmax attention Σ_b U_b / Σ_b Z_b (raw sums of the blocks as in the merge).",
+          "FlashAttention-2's update by one block with raw sums (Z, U) under the new running max m′, "
+          "fa2_step((m, l, acc), m′, Z, U) = (m′, e^{m−m′} l + e^{−m′} Z, e^{m−m′} acc + e^{−m′} U), keeps "
+          "T_N(M) = (M, e^{−M} Σ_{b≤N} Z_b, e^{−M} Σ_{b≤N} U_b): from (−∞, 0, 0) the first block gives T_1(m_1), "
+          "and T_N(M) with block N + 1 gives T_{N+1}(m′) (Σ_{b≤N} x_b + x_{N+1}) for every N ≥ 1 and any M, m′; "
+          "and acc / l of T_N(M) is softmax attention Σ_b U_b / Σ_b Z_b (raw sums of the blocks as in the merge).",
           ("state starts at (−∞, 0, 0)",),
           (_seed(SEED_WITH_WEIGHTS, "Computes attention and softmax incrementally using the online softmax trick"),),
           f"{_ONLINE}:unnormalised_accumulator", "online-softmax",
-          _formal(lambda sp, n: _eq(n.ACC_OVER_L, sp.Sum(n.U_BLOCK[n.B_IDX], (n.B_IDX, 1, n.N_BLOCKS))
-                                    / sp.Sum(n.Z_BLOCK[n.B_IDX], (n.B_IDX, 1, n.N_BLOCKS))))),
+          _formal(lambda sp, n: sp.And(*_online().unnormalised_conjuncts()))),
     Claim("logsumexp-merge", "Log-sum-exp of a merge",
-          "lse = m + log l = log Σ exp(s_j); lse merges as log(e^{lse₁} + e^{lse₂}); a base-2 state "
-          "(m₂, l) has natural lse (m₂ + log₂ l)·ln 2.",
+          "For a block of any size n_B, m + log Σ_j e^{s_j − m} = log Σ_j e^{s_j} (lse = m + log l); with "
+          "lse((m, l, o)) = m + log l, lse(merge(A, B)) = log(e^{lse(A)} + e^{lse(B)}) for states with l > 0; a "
+          "base-2 state (m₂, l) has natural lse (m₂ + log₂ l)·ln 2.",
           ("real scores",),
           (_seed(SEED_SELF_ATTENTION, "computing softmax normalization on-the-fly"),),
           f"{_ONLINE}:logsumexp_merge", "online-softmax",
-          _formal(lambda sp, n: sp.And(
-              _eq(n.M_REF + sp.log(n.L_SUM), sp.log(n.SUM_EXP)),
-              _eq(n.lse(n.merge(n.STATE_A, n.STATE_B)), sp.log(sp.exp(n.lse(n.STATE_A)) + sp.exp(n.lse(n.STATE_B)))),
-              _eq((n.M_BASE2 + sp.log(n.L_SUM, 2)) * sp.log(2), n.M_BASE2 * sp.log(2) + sp.log(n.L_SUM))))),
+          _formal(lambda sp, n: sp.And(*_online().logsumexp_conjuncts()))),
     # ---- extended derivations (issue 3) ----------------------------------------------------------------
     Claim("attention-backward", "Backward pass of attention",
-          "dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − D 1ᵀ) with D = rowsum(P ∘ dP) = rowsum(dO ∘ O), "
-          "dQ = scale·dS K, dK = scale·dSᵀ Q.",
-          ("S = scale·QKᵀ, P = softmax(S) by rows, O = PV", "upstream gradient dO"),
+          "For any sizes N_q, N_k, d, d_v (index form, 1-based): dV_ab = Σ_i P_ia dO_ib (Pᵀ dO), dP_ab = Σ_c dO_ac V_bc "
+          "(dO Vᵀ), the pullback through row a's softmax ∂/∂S_ab Σ_k dP_ak P_ak = dS_ab = P_ab (dP_ab − D_a) with "
+          "D_a = Σ_k P_ak dP_ak = Σ_c dO_ac O_ac, dQ_ab = scale·Σ_k dS_ak K_kb and dK_ab = scale·Σ_i dS_ia Q_ib.",
+          ("S = scale·QKᵀ, P = softmax(S) by rows, O = PV", "upstream gradient dO",
+           "(a, b) an entry of the matrix each conjunct is about: 1 ≤ a, b ≤ its sizes"),
           (_seed(SEED_SELF_ATTENTION, "preserving healthy gradient flow during stochastic gradient descent"),
            _seed(SEED_WITH_WEIGHTS, "halting backpropagation through the entire attention block")),
           f"{_BACKWARD}:attention_backward", "backward",
-          _formal(lambda sp, n: _backward_statement(sp, n))),
+          _formal(lambda sp, n: sp.And(*importlib.import_module("proofs.notation_backward").conjuncts()))),
     Claim("self-attention-score-moments", "Scores of one token are not independent products",
           "For q = W_Qᵀx, k = W_Kᵀx, x ~ N(0, I_n): q·k = xᵀMx with M = W_Q W_Kᵀ, E = tr M and "
           "Var = tr(MMᵀ) + tr(M²); W_Q = W_K = W gives E = tr(WWᵀ) = ‖W‖_F².",
@@ -492,17 +495,7 @@ def _asymmetry_statement(sp):
                   _eq(p.SEED_SCORES[1, 0], 6))
 
 
-def _backward_statement(sp, n):
-    nq, nk, d, dv = n.N_Q, n.N_K, sp.Symbol("d", integer=True, positive=True), n.D_V
-    M = sp.MatrixSymbol
-    P, dP, D, dS = M("P", nq, nk), M("dP", nq, nk), M("D", nq, 1), M("dS", nq, nk)
-    Q, K, V, O, dO = M("Q", nq, d), M("K", nk, d), M("V", nk, dv), M("O", nq, dv), M("dO", nq, dv)
-    scale = sp.Symbol("scale", positive=True)
-    return sp.And(_eq(M("dV", nk, dv), P.T * dO), _eq(dP, dO * V.T),
-                  _eq(dS, sp.HadamardProduct(P, dP - D * sp.OneMatrix(1, nk))),
-                  _eq(D, sp.HadamardProduct(P, dP) * sp.OneMatrix(nk, 1)),
-                  _eq(D, sp.HadamardProduct(dO, O) * sp.OneMatrix(dv, 1)),
-                  _eq(M("dQ", nq, d), scale * dS * K), _eq(M("dK", nk, d), scale * dS.T * Q))
+
 
 
 def _gqa_statement(sp, n):

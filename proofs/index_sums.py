@@ -12,7 +12,9 @@ from itertools import permutations
 
 import sympy as sp
 
-_CANON = sp.symbols("k0:6", integer=True, nonnegative=True)
+# Canonical bound indices: Dummies with fixed indices, so no free symbol of an expression (a user's
+# Symbol("k0"), whatever its assumptions) can be equal to one and be captured by a renaming.
+_CANON = tuple(sp.Dummy(f"k{p}", dummy_index=7_350_000_000 + p, integer=True) for p in range(6))
 
 
 def _bound(s: sp.Sum) -> list:
@@ -40,8 +42,17 @@ def _delta_range(delta):
     return delta.args[2] if len(delta.args) == 3 else None
 
 
+def _in_range(x, lo, hi, limits) -> bool:
+    """Is every value x takes shown to lie in lo..hi? (x summed here: its own range inside; else x itself)."""
+    if x in limits:
+        x_lo, x_hi = limits[x]
+        return bool((x_lo - lo).is_nonnegative) and bool((hi - x_hi).is_nonnegative)
+    return bool(x.is_integer) and bool((x - lo).is_nonnegative) and bool((hi - x).is_nonnegative)
+
+
 def sift(s):
-    """Σ_y δ_xy f(y) = f(x): y leaves the sum (the delta's range, when it names one, is y's range)."""
+    """Σ_y δ_xy f(y) = f(x): y leaves the sum, only where x is shown to lie in y's range (otherwise the
+    sum may be 0, not f(x)); the delta's range, when it names one, is y's range."""
     if not isinstance(s, sp.Sum):
         return s
     limits = {lim[0]: lim[1:] for lim in s.limits}
@@ -49,7 +60,8 @@ def sift(s):
         x, y = delta.args[:2]
         for keep, drop in ((x, y), (y, x)):
             rng = _delta_range(delta)
-            if drop in limits and (rng is None or tuple(rng) == tuple(limits[drop])):
+            if drop in limits and (rng is None or tuple(rng) == tuple(limits[drop])) \
+                    and keep not in {drop} and _in_range(keep, *limits[drop], {k: v for k, v in limits.items() if k != drop}):
                 rest = [lim for lim in s.limits if lim[0] != drop]
                 body = s.function.xreplace({delta: 1}).xreplace({drop: keep})
                 return sift(sp.Sum(body, *rest)) if rest else body
@@ -101,6 +113,9 @@ def canonical(expr):
 
 def same(lhs, rhs) -> tuple[bool, str]:
     """Are two index-form expressions equal for every size? (after reducing both and renaming indices)"""
+    taken = (sp.sympify(lhs).free_symbols | sp.sympify(rhs).free_symbols) & set(_CANON)
+    if taken:
+        return False, f"the expressions hold the reserved index names {sorted(map(str, taken))}"
     diff = sp.expand(canonical(reduce(lhs)) - canonical(reduce(rhs)))
     return diff == 0, ("equal for every size (index form, indices renamed canonically)" if diff == 0
                        else f"they differ by {sp.sstr(diff)[:200]}")

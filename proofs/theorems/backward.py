@@ -1,5 +1,12 @@
 """The backward pass of attention, derived by the chain rule from the softmax Jacobian.
 
+The claim is stated in index form over symbolic sizes (``proofs.notation_backward``). The softmax
+layer, the one whose correctness depends on the number of keys N_k, is proved by rule applications
+for any N_k: the pullback of dP through a row's softmax, differentiated from the softmax's definition,
+equals the dS rule under test (a definition premise), and that rule equals P ∘ (dP − D). The four
+linear layers and the two forms of D are still established by named computations (index-sum
+reductions, ``proofs.index_sums``): no checker rule reorders nested sums or sifts a δ inside a binder.
+
 Forward: S = scale·QKᵀ, P = softmax(S) row-wise, O = PV. With the upstream gradient
 dO = ∂L/∂O, the gradients FlashAttention's backward kernel computes are
 dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − D) with D_i = Σ_j P_ij dP_ij = Σ_c dO_ic O_ic,
@@ -16,16 +23,21 @@ from typing import Callable
 import sympy as sp
 
 from proofs import index_sums
-from proofs import notation as nt
-from proofs.claims import cited
-from proofs.engine import CITED, DEFINITION, Derivation, Proof, Result, identity
-from proofs.theorems.softmax import jacobian_in_weights, softmax_jacobian
+from proofs import notation_backward as nb
+from proofs.engine import Derivation, Proof, Result
 from proofs.validate import as_dimension
 
 SCALE = sp.Symbol("scale", positive=True)
 
-# dS from (P, dP): the rule under test; the default is the derived one.
-DsRule = Callable[[sp.Matrix, sp.Matrix], sp.Matrix]
+# dS_ab from (P, dP, a, b, N_k), P and dP indexed by (row, key): the rule under test, judged for any N_k;
+# the default is the derived one.
+DsRule = Callable[[sp.IndexedBase, sp.IndexedBase, sp.Expr, sp.Expr, sp.Expr], sp.Expr]
+
+
+def ds_entry(P, dP, a, b, n_k) -> sp.Expr:
+    """dS_ab = P_ab (dP_ab − D_a), D_a = Σ_{k ≤ n_k} P_ak dP_ak: the softmax backward with the row correction."""
+    k = nb.K_IDX
+    return P[a, b] * (dP[a, b] - sp.Sum(P[a, k] * dP[a, k], (k, 1, n_k)))
 
 
 def _matrix(name: str, rows: int, cols: int, **assumptions) -> sp.Matrix:
@@ -73,121 +85,100 @@ def backward_identities(n_q: int = 2, n_k: int = 3, d: int = 2, d_v: int = 2) ->
                   D_from_dP=row_correction(P, dP), dS=dS, dQ=SCALE * dS * K, dK=SCALE * dS.T * Q)
 
 
-def _any_size(pf: Proof, stated: dict) -> dict:
-    """Every identity entrywise for matrices of any size: index sums over symbolic ranges, reduced exactly."""
-    i, j, c, a, b, k = sp.symbols("i j c a b k", integer=True, nonnegative=True)
-    ms = {m.name: m for rel in stated.values() for m in rel.atoms(sp.MatrixSymbol)}
-    P, V, dO, dP, D, Q, K = (ms[n] for n in ("P", "V", "dO", "dP", "D", "Q", "K"))
-    n_q, n_k, d_v = P.shape[0], P.shape[1], V.shape[1]
-    G = sp.MatrixSymbol("G", n_q, n_k)
-    at = lambda name, **by: stated[name].rhs.xreplace({ms[m]: v for m, v in by.items()})  # noqa: E731
-    ok = {}
-    L = sp.Sum(dO[i, c] * sp.Sum(P[i, j] * V[j, c], (j, 0, n_k - 1)), (i, 0, n_q - 1), (c, 0, d_v - 1))  # Σ dO ∘ (PV)
-    for name, var in (("dV", V), ("dP", P)):
-        ok[name] = pf.holds("differentiation of O = PV", f"any sizes: ∂L/∂{name[1:]}_ab = ({stated[name].rhs})_ab, "
-                            "L = Σ_ic dO_ic Σ_j P_ij V_jc", sp.diff(L, var[a, b]), stated[name].rhs[a, b],
-                            lambda var=var, name=name: index_sums.same(sp.diff(L, var[a, b]), stated[name].rhs[a, b]),
-                            establishes=stated[name])
-    # Softmax layer, from the cited softmax-jacobian: ∂P_ak/∂S_ab = P_ak(δ_kb − P_ab), so
-    # dS_ab = Σ_k dP_ak ∂P_ak/∂S_ab (chain rule through row a's softmax).
-    jacobian = cited("softmax-jacobian")
-    jac = pf.cite(jacobian)
-    local = jacobian.statement.rhs.xreplace({nt.I: k, nt.J: b}).replace(
-        lambda e: isinstance(e, sp.Indexed) and e.base == nt.A, lambda e: P[a, e.indices[0]])
-    pull = sp.Sum(dP[a, k] * local, (k, 0, n_k - 1))
-    d_row = stated["D"].rhs[a, 0]
-    ok["D"] = pf.holds("softmax Jacobian (softmax-jacobian)", "any sizes: the correction in dS_ab = Σ_k dP_ak P_ak(δ_kb − "
-                       "P_ab) is P_ab times the stated D_a", P[a, b] * dP[a, b] - pull, P[a, b] * d_row,
-                       lambda: index_sums.same(P[a, b] * dP[a, b] - pull, P[a, b] * d_row), establishes=stated["D"])
-    ok["dS"] = pf.holds("softmax Jacobian (softmax-jacobian)", "any sizes: dS_ab = Σ_k dP_ak P_ak(δ_kb − P_ab) is the "
-                        "stated P ∘ (dP − D1ᵀ)", pull, stated["dS"].rhs[a, b],
-                        lambda: (jac and index_sums.same(pull, stated["dS"].rhs[a, b].xreplace({D[a, 0]: d_row}))[0],
-                                 "the pullback equals the stated dS entry, D as stated"), establishes=stated["dS"])
-    from_dp = stated["D"].rhs.xreplace({dP: dO * V.T})  # the stated D with dP = dO Vᵀ
-    ok["D[dO]"] = pf.holds("O = PV", "any sizes: with dP = dO Vᵀ and O = PV, rowsum(P ∘ dP) = rowsum(dO ∘ O)",
-                           from_dp[a, 0], at("D[dO]", O=P * V)[a, 0],
-                           lambda: index_sums.same(from_dp[a, 0], at("D[dO]", O=P * V)[a, 0]),
-                           establishes=stated["D[dO]"])
-    L_lin = sp.Sum(G[i, j] * SCALE * sp.Sum(Q[i, c] * K[j, c], (c, 0, Q.shape[1] - 1)), (i, 0, n_q - 1), (j, 0, n_k - 1))
-    for name, var in (("dQ", Q), ("dK", K)):
-        ok[name] = pf.holds("differentiation of S = scale·QKᵀ", f"any sizes: ∂/∂{name[1:]} Σ G ∘ S = the stated {name} "
-                            "with dS = G, any upstream G", sp.diff(L_lin, var[a, b]), at(name, dS=G)[a, b],
-                            lambda var=var, name=name: index_sums.same(sp.diff(L_lin, var[a, b]), at(name, dS=G)[a, b]))
-    return ok
+# ---------------------------------------------------------------- legacy computations (named in the verdict)
+_i, _j, _c = sp.symbols("i_1 j_1 c_1", integer=True, positive=True)
 
 
-def attention_backward(rule: DsRule | None = None, *, n_q: int = 2, n_k: int = 3, d: int = 2) -> Derivation:
-    """Derive the backward identities on symbolic matrices (default 2×3 queries/keys, head dim 2).
+def _loss():
+    """L = Σ_ic dO_ic O_ic with O = PV written out: the linear functional whose gradient in O is dO."""
+    P, V, dO = nb.P, nb.V, nb.dO
+    return sp.Sum(dO[_i, _c] * sp.Sum(P[_i, _j] * V[_j, _c], (_j, 1, nb.N_K)), (_i, 1, nb.N_Q), (_c, 1, nb.D_V))
 
-    ``rule(P, dP) -> dS`` defaults to the derived P ∘ (dP − D); pass another to have it
-    judged (dropping the −D correction is refused).
-    """
-    rule = rule or ds_rule
-    n_q, n_k, d = int(as_dimension(n_q, "n_q")), int(as_dimension(n_k, "n_k")), int(as_dimension(d, "d"))
-    d_v = d
+
+def _score_functional():
+    """Σ_ij dS_ij S_ij with S = scale·QKᵀ written out: the pullback through S of the upstream dS."""
+    Q, K, dS = nb.Q, nb.K, nb.dS
+    return sp.Sum(dS[_i, _j] * nb.SCALE * sp.Sum(Q[_i, _c] * K[_j, _c], (_c, 1, nb.D_HEAD)),
+                  (_i, 1, nb.N_Q), (_j, 1, nb.N_K))
+
+
+_gap_a, _gap_b = sp.symbols("r_a r_b", integer=True, nonnegative=True)
+
+
+def _entry(lhs, rhs, rows, cols):
+    """index_sums.same on an entry (a, b) of a rows × cols gradient: rows = a + r_a, cols = b + r_b puts the
+    entry in range, which is what lets a δ sift onto a and b."""
+    at = {rows: nb.A_IDX + _gap_a, cols: nb.B_IDX + _gap_b}
+    return index_sums.same(sp.sympify(lhs).subs(at), sp.sympify(rhs).subs(at))
+
+
+def dv_by_index_sums():
+    """∂L/∂V_ab reduced by index_sums equals the stated (Pᵀ dO)_ab, (a, b) in N_k × d_v."""
+    return _entry(sp.diff(_loss(), nb.V[nb.A_IDX, nb.B_IDX]), nb.conjuncts()[0].rhs, nb.N_K, nb.D_V)
+
+
+def dp_by_index_sums():
+    """∂L/∂P_ab (P as this layer's input) reduced by index_sums equals the stated (dO Vᵀ)_ab, (a, b) in N_q × N_k."""
+    return _entry(sp.diff(_loss(), nb.P[nb.A_IDX, nb.B_IDX]), nb.conjuncts()[1].rhs, nb.N_Q, nb.N_K)
+
+
+def d_from_do_by_index_sums():
+    """Σ_k P_ak (dO Vᵀ)_ak = Σ_c dO_ac (PV)_ac: the stated D with dP = dO Vᵀ and O = PV written out."""
+    a, k, c = nb.A_IDX, nb.K_IDX, nb.C_IDX
+    from_dp = sp.Sum(nb.P[a, k] * sp.Sum(nb.dO[a, _c] * nb.V[k, _c], (_c, 1, nb.D_V)), (k, 1, nb.N_K))
+    from_do = sp.Sum(nb.dO[a, c] * sp.Sum(nb.P[a, _j] * nb.V[_j, c], (_j, 1, nb.N_K)), (c, 1, nb.D_V))
+    return index_sums.same(from_dp, from_do)
+
+
+def dq_by_index_sums():
+    """∂/∂Q_ab Σ dS ∘ S reduced by index_sums equals the stated scale·(dS K)_ab, (a, b) in N_q × d."""
+    return _entry(sp.diff(_score_functional(), nb.Q[nb.A_IDX, nb.B_IDX]), nb.conjuncts()[6].rhs, nb.N_Q, nb.D_HEAD)
+
+
+def dk_by_index_sums():
+    """∂/∂K_ab Σ dS ∘ S reduced by index_sums equals the stated scale·(dSᵀ Q)_ab, (a, b) in N_k × d."""
+    return _entry(sp.diff(_score_functional(), nb.K[nb.A_IDX, nb.B_IDX]), nb.conjuncts()[7].rhs, nb.N_K, nb.D_HEAD)
+
+
+# ---------------------------------------------------------------- the derivation
+
+def attention_backward(rule: DsRule | None = None) -> Derivation:
+    """The backward identities for any sizes. ``rule(P, dP, a, b, N_k) -> dS_ab`` defaults to the derived
+    P_ab (dP_ab − D_a); pass another to have it judged for a symbolic number of keys (a rule that drops −D,
+    or that is right only for N_k ≤ 3, is refused)."""
+    rule = rule or ds_entry
     pf = Proof("attention-backward")
-    # The statement's conjuncts by the gradient they name; D is stated twice (from dP and from dO).
-    stated = {str(c.lhs) + ("[dO]" if "dO" in str(c.rhs) and str(c.lhs) == "D" else ""): c
-              for c in sp.And.make_args(pf.statement)}
-    where = f"(checked on explicit {n_q}×{n_k} scores, head dim {d}, all entries symbolic)"
-    sizes = {nt.N_Q: n_q, nt.N_K: n_k, sp.Symbol("d", integer=True, positive=True): d, nt.D_V: d_v}
+    dv, dp, pullback, ds_closed, d_from_dp, d_from_do, dq, dk = nb.conjuncts()
+    x, y = sp.symbols("x y", integer=True, positive=True)
+    a, b, k, l, r, n_k = nb.A_IDX, nb.B_IDX, nb.K_IDX, nb.L_IDX, nb.R_GAP, nb.N_K
+    S, P, dP, D, dS = nb.S, nb.P, nb.dP, nb.D, nb.dS
+    softmax = pf.define(P[x, y], sp.exp(S[x, y]) / sp.Sum(sp.exp(S[x, l]), (l, 1, n_k)),
+                        "P = softmax(S) row by row", forall=[x, y])
+    correction = pf.define(D[x], sp.Sum(P[x, k] * dP[x, k], (k, 1, n_k)), "D_a = Σ_k P_ak dP_ak", forall=[x])
+    under_test = pf.define(dS[x, y], rule(P, dP, x, y, n_k), "dS: the rule under test", forall=[x, y])
+    in_range = pf.assume(sp.Eq(n_k, b + r, evaluate=False), "1 ≤ b ≤ N_k: N_k = b + r with r ≥ 0")
 
-    def claimed(name: str, **matrices):
-        """The statement's right side for ``name`` at these sizes and explicit matrices."""
-        return nt.explicit(stated[name].rhs, sizes, matrices)
-    ids = backward_identities(n_q, n_k, d, d_v)
-    Q, K, V, dO = ids.Q, ids.K, ids.V, ids.dO
-    pf.premise("chain rule", "any scalar loss enters through O; its gradient there is dO, so take L = Σ dO ∘ O",
-               sp.Symbol("L"), sp.Symbol("Σ_ic dO_ic O_ic"), kind=DEFINITION)
-    general = _any_size(pf, stated)
+    # The pullback through row a's softmax, differentiated from the definition (N_k = b + r written out).
+    total = sp.Sum(sp.exp(S[a, l]), (l, 1, b + r))
+    row = sp.Sum(dP[a, k] * sp.exp(S[a, k]) / total, (k, 1, b + r))
+    derivative = sp.Derivative(row, S[a, b])
+    differentiated = derivative.doit()
+    quotient = pf.identity(derivative, differentiated, "quotient and chain rule: ∂S_ak/∂S_ab = δ_kb")
+    sifted_total = sp.Sum(sp.exp(S[a, l]) * sp.KroneckerDelta(b, l), (l, 1, b + r))
+    split = pf.linearity(differentiated, sp.Sum(sp.exp(S[a, k]) * sp.KroneckerDelta(b, k) * dP[a, k], (k, 1, b + r))
+                         / total - sp.Sum(sp.exp(S[a, k]) * dP[a, k], (k, 1, b + r)) * sifted_total / total ** 2,
+                         "the sum over k splits; factors free of k leave it")
+    sifts = [pf.identity(sifted_total, sp.exp(S[a, b]), "sifting: Σ_l δ_bl exp(S_al) = exp(S_ab), 1 ≤ b ≤ N_k"),
+             pf.identity(sp.Sum(sp.exp(S[a, k]) * sp.KroneckerDelta(b, k) * dP[a, k], (k, 1, b + r)),
+                         sp.exp(S[a, b]) * dP[a, b], "sifting: Σ_k δ_bk exp(S_ak) dP_ak = exp(S_ab) dP_ab")]
+    pulled = pf.linearity(row, sp.Sum(dP[a, k] * sp.exp(S[a, k]), (k, 1, b + r)) / total,
+                          "the row's softmax denominator leaves the sum over k")
+    layer = [softmax, correction, under_test, in_range, quotient, split, *sifts, pulled]
+    pf.rewrite(pullback.lhs, pullback.rhs, layer, "dS_ab = Σ_k dP_ak ∂P_ak/∂S_ab is the rule under test, any N_k")
+    pf.rewrite(ds_closed.lhs, ds_closed.rhs, layer, "the rule under test is P_ab (dP_ab − D_a), any N_k")
+    pf.rewrite(d_from_dp.lhs, d_from_dp.rhs, [correction], "D by its definition")
 
-    # Cross-checks on explicit matrices, and the dS rule under test.
-
-    # P as free symbols: the matrix-product layers are polynomial, so these steps are cheap.
-    Pf = _matrix("p", n_q, n_k, positive=True)
-    L_of_P = sum((dO.multiply_elementwise(Pf * V)))
-    pf.equal("differentiation of O = PV", f"dV = ∂L/∂V = Pᵀ dO {where}",
-             sp.Matrix(n_k, d_v, lambda j, c: sp.diff(L_of_P, V[j, c])), claimed("dV", P=Pf, dO=dO))
-    pf.equal("differentiation of O = PV", f"dP = ∂L/∂P = dO Vᵀ {where}",
-             sp.Matrix(n_q, n_k, lambda i, j: sp.diff(L_of_P, Pf[i, j])), claimed("dP", dO=dO, V=V))
-
-    # Softmax layer, from the softmax-Jacobian theorem: dS_i = J(P_i)ᵀ dP_i with J = diag(a) − a aᵀ.
-    pf.cite(softmax_jacobian(n_k))
-    dPf = _matrix("dp", n_q, n_k, real=True)
-    via_jacobian = sp.Matrix.vstack(*[(jacobian_in_weights(Pf.row(i).T).T * dPf.row(i).T).T for i in range(n_q)])
-    pf.equal("softmax Jacobian (softmax-jacobian)", "dS_i = J(P_i)ᵀ dP_i equals the rule under test, P ∘ (dP − D)",
-             via_jacobian, rule(Pf, dPf))
-    pf.equal("definition of D", f"D = rowsum(P ∘ dP), the correction the rule uses {where}", row_correction(Pf, dPf),
-             claimed("D", P=Pf, dP=dPf))
-    pf.equal("softmax Jacobian (softmax-jacobian)", f"dS_i = J(P_i)ᵀ dP_i equals the stated dS {where}",
-             via_jacobian, claimed("dS", P=Pf, dP=dPf, D=claimed("D", P=Pf, dP=dPf)))
-    pf.equal("O = PV", f"the row correction in output terms: Σ_j P_ij dP_ij = Σ_c dO_ic O_ic {where}",
-             row_correction(Pf, dO * V.T), claimed("D[dO]", dO=dO, O=Pf * V))
-
-    # End to end through the exponentials: differentiate L(S) with P = softmax(S) written out.
-    Sf = _matrix("s", n_q, n_k, real=True)
-    P_of_S = row_softmax(Sf)
-    L_of_S = sum(dO.multiply_elementwise(P_of_S * V))
-    by_diff = sp.Matrix(n_q, n_k, lambda i, j: sp.diff(L_of_S, Sf[i, j]))
-    by_rule = rule(P_of_S, dO * V.T)
-    # One probe suffices to refute; the symbolic reduction to zero is the proof, and probing
-    # these exponential quotients at 40 digits is what costs time.
-    end_to_end = pf.holds("chain rule through softmax", "∂L/∂S, differentiated through the exponentials, equals dS",
-                          by_diff, by_rule, lambda: identity(by_diff, by_rule, probes=1))
-
-    # Score layer S = scale·QKᵀ: linear, so its pullback of any upstream G is exact to check.
-    G = _matrix("G", n_q, n_k, real=True)
-    L_lin = sum(G.multiply_elementwise(SCALE * Q * K.T))
-    pull_q = pf.equal("differentiation of S = scale·QKᵀ", "∂/∂Q Σ G ∘ S = the stated dQ with dS = G, any upstream G",
-                      sp.Matrix(n_q, d, lambda i, c: sp.diff(L_lin, Q[i, c])), claimed("dQ", dS=G, K=K))
-    pull_k = pf.equal("differentiation of S = scale·QKᵀ", "∂/∂K Σ G ∘ S = the stated dK with dS = G, any upstream G",
-                      sp.Matrix(n_k, d, lambda j, c: sp.diff(L_lin, K[j, c])), claimed("dK", dS=G, Q=Q))
-    pf.premise("chain rule", "∂L/∂Q = Σ_ij (∂L/∂S_ij) ∂S_ij/∂Q: the pullback through S of G = ∂L/∂S = dS",
-               sp.Symbol("∂L/∂Q"), sp.Symbol("Σ_ij dS_ij ∂S_ij/∂Q"), kind=CITED,
-               reference="chain rule of multivariable calculus")
-    for name in ("dQ", "dK"):
-        pf.holds("chain rule", f"with G = dS: {stated[name]} for any sizes", stated[name].lhs, stated[name].rhs,
-                 lambda name=name: (general[name] and general["dS"] and pull_q and pull_k and end_to_end,
-                                    "G = dS (checked above for any sizes) in the pullback (checked above for every G "
-                                    "and any sizes; explicit cross-checks passed)"), establishes=stated[name])
-    return pf.finish(ids)
+    for conjunct, check in ((dv, dv_by_index_sums), (dp, dp_by_index_sums), (d_from_do, d_from_do_by_index_sums),
+                            (dq, dq_by_index_sums), (dk, dk_by_index_sums)):
+        pf.computation(conjunct, check, check.__doc__.strip(), name=check.__name__)
+    return pf.finish(Result(rule=rule(P, dP, a, b, n_k)))

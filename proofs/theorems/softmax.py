@@ -4,18 +4,17 @@ from __future__ import annotations
 import sympy as sp
 
 from proofs.claims import cited
-from proofs.engine import CITED, DEFINITION, Derivation, Proof, Result, identity
+from proofs.engine import CITED, DEFINITION, Derivation, Proof, Result
 from proofs.notation import A as _a
-from proofs.notation import A_1, A_J_T, A_K_T, C, JAC, LAMBDA, N, T_LEAD
+from proofs.notation import A_1, A_J_T, A_K_T, C, JAC, LAMBDA, N
 from proofs.notation import I as _i
 from proofs.notation import J as _j
 from proofs.notation import K_IDX as _k
 from proofs.notation import Z as _z
+from proofs import notation_softmax as ns
 from proofs.validate import as_dimension
 
-_r = sp.Symbol("r", integer=True, nonnegative=True)  # n = j + r: keeps index j inside 1..n
-
-EXPANDED_SIZES = (2, 3, 4)  # cross-checks only: the general-n proofs stand on their own
+_r = ns.R_GAP  # n = j + r: keeps index j inside 1..n
 
 
 def softmax_index(z=_z, i=_i, n=N) -> sp.Expr:
@@ -39,7 +38,7 @@ def probabilities(n: int) -> sp.Matrix:
 
 def jacobian_in_weights(a: sp.Matrix) -> sp.Matrix:
     """J = diag(a) - a aᵀ."""
-    return sp.diag(*a) - a * a.T
+    return sp.Matrix(a.rows, a.rows, lambda p, q: a[p] if p == q else 0) - a * a.T
 
 
 def differentiated_jacobian(n: int) -> tuple[list[sp.Symbol], sp.Matrix, sp.Matrix]:
@@ -49,82 +48,73 @@ def differentiated_jacobian(n: int) -> tuple[list[sp.Symbol], sp.Matrix, sp.Matr
     return z, a, a.jacobian(z)
 
 
+_x = sp.Symbol("x", integer=True, positive=True)  # the ∀-index of the weights' definition
+
+
+def define_weights(pf: Proof, n=N):
+    """a_x := exp(z_x) / Σ_{k=1}^{n} exp(z_k) for every index x (a ∀-pattern the checker unfolds)."""
+    return pf.define(_a[_x], softmax_index(i=_x, n=n), "softmax weights: a_x = exp(z_x) / Σ_k exp(z_k)",
+                     forall=[_x])
+
+
 def normalisation() -> Derivation:
+    """a_i > 0 (a positive over a sum of positives) and Σ_i a_i = 1 (the denominator leaves the sum)."""
     pf = Proof("softmax-normalisation")
-    total = sp.Sum(softmax_index(), (_i, 1, N))
-    pf.premise("definition", "a_i = exp(z_i) / Σ_k exp(z_k)", _a[_i], softmax_index(), kind=DEFINITION)
-    pulled = sp.simplify(total)
-    pf.equal("linearity of the sum", "the denominator does not depend on i and leaves the sum",
-             pulled, sp.Sum(sp.exp(_z[_i]), (_i, 1, N)) / sp.Sum(sp.exp(_z[_k]), (_k, 1, N)))
-    pf.equal("renaming a bound index", "numerator and denominator are the same sum",
-             pulled.xreplace({_i: _k}), 1, subject=sp.Sum(_a[_i], (_i, 1, N)))
-    pf.holds("exp > 0", "each weight is positive: a positive numerator over a sum of n ≥ 1 positive terms",
-             _a[_i], 0, lambda: bool(softmax_index().is_positive), ">")
-    pf.holds("explicit expansion", f"cross-check: Σ a_i = 1 for n = {EXPANDED_SIZES}",
-             sp.Sum(_a[_i], (_i, 1, N)), 1,
-             lambda: all(sp.simplify(sum(softmax_vector(logits(n))) - 1) == 0 for n in EXPANDED_SIZES))
+    weights = define_weights(pf)
+    denominator = sp.Sum(sp.exp(_z[_k]), (_k, 1, N))
+    pulled = pf.linearity(sp.Sum(sp.exp(_z[_i]) / denominator, (_i, 1, N)),
+                          sp.Sum(sp.exp(_z[_i]), (_i, 1, N)) / denominator,
+                          "the denominator does not depend on i and leaves the sum")
+    pf.rewrite(sp.Sum(_a[_i], (_i, 1, N)), 1, [weights, pulled], "numerator and denominator are the same sum")
+    pf.rewrite(_a[_i], 0, [weights], "a positive numerator over a sum of n ≥ 1 positive terms", relation_=">")
     return pf.finish(Result(weights=softmax_index()))
 
 
 def shift_invariance() -> Derivation:
-    shifted = sp.exp(_z[_i] + C) / sp.Sum(sp.exp(_z[_k] + C), (_k, 1, N))
+    """exp(z_k + c) = exp(c) exp(z_k): exp(c) leaves the sum and cancels."""
     pf = Proof("softmax-shift-invariance")
-    split = sp.expand(shifted, power_exp=True)
-    pf.equal("exp(x + c) = exp(c) exp(x)", "split every exponential", split,
-             sp.exp(C) * sp.exp(_z[_i]) / sp.Sum(sp.exp(C) * sp.exp(_z[_k]), (_k, 1, N)))
-    pulled = split.replace(lambda x: isinstance(x, sp.Sum), lambda x: sp.factor_terms(x.expand()))
-    pf.equal("linearity of the sum", "exp(c) leaves the sum and cancels", pulled, softmax_index(), subject=shifted)
-    z = logits(4)
-    pf.equal("explicit expansion", "softmax(z + c) = softmax(z) for n = 4",
-             softmax_vector([x + C for x in z]), softmax_vector(z))
+    stated = pf.statement
+    pf.linearity(stated.lhs, stated.rhs, "exp(c) leaves the sum over k and cancels against the numerator's")
     return pf.finish(Result(shift=C))
 
 
 def softmax_jacobian(n=None) -> Derivation:
-    """∂a_i/∂z_j = a_i(δ_ij - a_j). ``n=None``: general n in index form, plus EXPANDED_SIZES expanded.
+    """∂a_i/∂z_j = a_i(δ_ij - a_j). ``n=None``: general n in index form (the catalogued claim).
 
-    ``.result`` is the Jacobian: for a given n a SymPy Matrix in the weights a_1..a_n,
-    for general n the index-form entry a_i (δ_ij - a_j).
+    ``.result`` is the Jacobian: for a given n a SymPy Matrix in the weights a_1..a_n (an instance
+    derived under its own id, the weights defined from n explicit logits), for general n the
+    index-form entry a_i (δ_ij - a_j).
     """
-    sizes = EXPANDED_SIZES if n is None else (as_dimension(n, "n"),)
-    subject = sp.Derivative(_a[_i], _z[_j])
-    pf = Proof("softmax-jacobian") if n is None else Proof(
-        f"softmax-jacobian[n={int(n)}]", statement=sp.Eq(sp.Symbol("∂a/∂z"), jacobian_in_weights(probabilities(int(n))),
-                                            evaluate=False), assumptions=[f"a = softmax(z), z ∈ ℝ^{int(n)}"])
-    if n is None:
-        pf.premise("definition", "a_i = exp(z_i) / Σ_k exp(z_k)", _a[_i], softmax_index(), kind=DEFINITION)
-        derivative = sp.diff(softmax_index(), _z[_j]).doit().subs(N, _j + _r)
-        claimed = pf.claimed(subject)
-        pf.holds("quotient rule + chain rule", "∂a_i/∂z_j = a_i (δ_ij - a_j), general n (index form, 1 ≤ j ≤ n; "
-                 "a_i unfolded to its definition for the check)", derivative, claimed,
-                 lambda: _index_identity(derivative, _unfold_weights(claimed)), subject=subject)
-    for size in sizes:
-        size = int(size)
-        _, a, J = differentiated_jacobian(size)
-        pf.equal("quotient rule + chain rule", f"n = {size}: every entry of ∂a/∂z equals diag(a) - a aᵀ",
-                 J, jacobian_in_weights(a), establishes=pf.statement if n is not None else None)
-    if n is None:
-        return pf.finish(_a[_i] * (sp.KroneckerDelta(_i, _j) - _a[_j]))
-    return pf.finish(jacobian_in_weights(probabilities(int(n))))
+    if n is not None:
+        return _jacobian_instance(int(as_dimension(n, "n")))
+    pf = Proof("softmax-jacobian")
+    weights = define_weights(pf)
+    in_range = pf.assume(sp.Eq(N, _j + _r, evaluate=False), "1 ≤ j ≤ n: n = j + r with r ≥ 0")
+    denominator = sp.Sum(sp.exp(_z[_k]), (_k, 1, _j + _r))
+    derivative = sp.Derivative(sp.exp(_z[_i]) / denominator, _z[_j])
+    quotient = pf.identity(derivative, derivative.doit(), "quotient and chain rule: ∂z_k/∂z_j = δ_jk")
+    sift = pf.identity(sp.Sum(sp.exp(_z[_k]) * sp.KroneckerDelta(_j, _k), (_k, 1, _j + _r)), sp.exp(_z[_j]),
+                       "sifting: Σ_k δ_jk exp(z_k) = exp(z_j), as 1 ≤ j ≤ n")
+    stated = pf.statement
+    pf.rewrite(stated.lhs, stated.rhs, [weights, in_range, quotient, sift],
+               "∂a_i/∂z_j = δ_ij a_i − a_i a_j = a_i (δ_ij − a_j)")
+    return pf.finish(_a[_i] * (sp.KroneckerDelta(_i, _j) - _a[_j]))
 
 
-def _index_identity(lhs, rhs) -> tuple[bool, str]:
-    """An index-form identity: refuted fast at instances (explicit i, j, n and rational logits), else simplified."""
-    diff = lhs - rhs
-    for i, j, r in ((1, 1, 1), (1, 2, 0), (3, 1, 2), (2, 2, 2)):
-        at = diff.subs({_i: i, _j: j, _r: r}).doit()
-        logits = {x: sp.Rational(k + 2, 5 + k) for k, x in enumerate(sorted(at.atoms(sp.Indexed), key=str))}
-        value = sp.N(at.xreplace(logits), 30)
-        if not value.is_number or abs(value) > 1e-20:
-            return False, f"refuted at i = {i}, j = {j}, n = {j + r}: difference {sp.N(value, 6)}"
-    return identity(lhs, rhs)
-
-
-def _unfold_weights(expr):
-    """Replace every a_x by its definition exp(z_x)/Σ_k exp(z_k), with n = j + r as in the derivative."""
-    unfolded = sp.sympify(expr).replace(lambda e: isinstance(e, sp.Indexed) and e.base == _a,
-                                        lambda e: softmax_index(i=e.indices[0]))
-    return unfolded.subs(N, _j + _r)
+def _jacobian_instance(n: int) -> Derivation:
+    """J = diag(a) − a aᵀ for n weights: the general theorem (cited, any n), and its formula a_p(δ_pq − a_q)
+    at p, q = 1..n is that matrix. Differentiating the n² explicit quotients instead costs seconds per n."""
+    general = softmax_jacobian()
+    formula = general.statement.rhs  # a_i (δ_ij − a_j)
+    weights = sp.Matrix([_a[p] for p in range(1, n + 1)])
+    entries = sp.ImmutableMatrix(n, n, lambda p, q: formula.xreplace({_i: sp.Integer(p + 1), _j: sp.Integer(q + 1)}))
+    statement = sp.And(general.statement, sp.Eq(entries, sp.ImmutableMatrix(jacobian_in_weights(weights)),
+                                                evaluate=False), evaluate=False)
+    pf = Proof(f"softmax-jacobian[n={n}]", statement=statement, assumptions=[f"a = softmax(z), z ∈ ℝ^{n}"])
+    pf.cite(general)
+    pf.identity(entries, sp.ImmutableMatrix(jacobian_in_weights(weights)),
+                f"n = {n}: a_p (δ_pq − a_q) at p, q = 1..{n} is diag(a) − a aᵀ")
+    return pf.finish(jacobian_in_weights(probabilities(n)))
 
 
 def jacobian_index_form() -> sp.Expr:
@@ -132,108 +122,83 @@ def jacobian_index_form() -> sp.Expr:
     return _a[_i] * sp.KroneckerDelta(_i, _j) - _a[_i] * _a[_j]
 
 
-def jacobian_spectrum(n_max: int = 3) -> Derivation:
-    """For every n: J symmetric, J·1 = 0, and every eigenvalue in [0, 1/2] by Gershgorin's discs.
+_y = sp.Symbol("y", integer=True, positive=True)
+_R = sp.IndexedBase("R", real=True)  # Gershgorin's radii R_i = Σ_{j≠i} |J_ij|
+_g = sp.Symbol("g", integer=True, positive=True)  # a row whose Gershgorin disc holds the eigenvalue λ
 
-    The bounds 0 and 1/2 (and a(1 − a) ≤ 1/4) are computed as extrema, not typed.
-    """
-    pf = Proof("softmax-jacobian-spectrum")
-    Jij = jacobian_index_form()
-    pf.premise("definition", "J_ij = ∂a_i/∂z_j", JAC[_i, _j], sp.Derivative(_a[_i], _z[_j]), kind=DEFINITION)
-    pf.cite(cited("softmax-jacobian"))
-    norm = cited("softmax-normalisation")
-    pf.cite(norm, sp.Eq(sp.Sum(_a[_i], (_i, 1, N)), 1, evaluate=False))
-    pf.cite(norm, sp.Gt(_a[_i], 0, evaluate=False))
 
-    def symmetric() -> tuple[bool, str]:
-        diff = sp.expand(Jij - Jij.xreplace({_i: _j, _j: _i}))
-        off = sp.expand(diff.subs(sp.KroneckerDelta(_i, _j), 0))  # i ≠ j: δ_ij = 0
-        on = sp.expand(diff.subs(_j, _i))  # i = j
-        return off == 0 and on == 0, f"i ≠ j: J_ij − J_ji = {off}; i = j: {on}"
-
-    pf.holds("case analysis on δ_ij", "J_ij − J_ji = (a_i − a_j) δ_ij vanishes for i ≠ j (δ = 0) and for i = j",
-             Jij, Jij.xreplace({_i: _j, _j: _i}), symmetric, establishes=sp.Eq(JAC[_i, _j], JAC[_j, _i], evaluate=False))
-    row = sp.factor_terms(sp.Sum(sp.expand(Jij), (_j, 1, N)).doit()).subs(sp.Le(_i, N), True)  # 1 ≤ i ≤ n
-    pf.equal("sifting by δ_ij, then Σ_j a_j = 1", "Σ_j J_ij = a_i − a_i Σ_j a_j = 0",
-             row.subs(sp.Sum(_a[_j], (_j, 1, N)), 1), 0, subject=sp.Sum(JAC[_i, _j], (_j, 1, N)))
-
-    # Gershgorin: every eigenvalue lies in a disc |λ − J_ii| ≤ R_i = Σ_{j≠i} |J_ij|.
-    pf.premise("Gershgorin circle theorem", "every eigenvalue λ of J satisfies J_ii − R_i ≤ λ ≤ J_ii + R_i for some i, "
-               "R_i = Σ_{j≠i} |J_ij|", sp.Abs(LAMBDA - JAC[_i, _i]), sp.Symbol("R_i"), "≤", kind=CITED,
-               reference="Gershgorin circle theorem (Gershgorin, 1931)")
-    diag = sp.expand(Jij.subs(_j, _i))
+def gershgorin_radius_is_the_diagonal():
+    """R_i = Σ_{j≠i} |J_ij| = a_i(1 − a_i) = J_ii: |J_ij| = a_i a_j for j ≠ i (a_i, a_j > 0), then Σ_j a_j = 1.
+    No checker rule splits a sum at j = i or decides |·| of an entry known only off the diagonal."""
     p, q = sp.symbols("p q", positive=True)
-    off = Jij.subs(sp.KroneckerDelta(_i, _j), 0)  # j ≠ i
-    abs_off = sp.Abs(off.subs({_a[_i]: p, _a[_j]: q})).subs({p: _a[_i], q: _a[_j]})  # a_i, a_j > 0
-    pf.equal("a_i, a_j > 0", f"|J_ij| = {abs_off} for j ≠ i", abs_off, -off, subject=sp.Abs(off))
-    # R_i = Σ_{j≠i} |J_ij|: the full sum over j less its j = i term, a_i pulled out, then Σ_j a_j = 1.
-    pulled = sp.factor_terms(sp.Sum(abs_off, (_j, 1, N))) - abs_off.subs(_j, _i)
-    radius = sp.expand(pulled.subs(sp.Sum(_a[_j], (_j, 1, N)), 1))
-    pf.equal("linearity of the sum, Σ_j a_j = 1", f"R_i = Σ_j |J_ij| − |J_ii| = {radius} = J_ii",
-             radius, diag, subject=sp.Symbol("R_i"))
-    w = sp.Symbol("w", positive=True)  # a_i ∈ (0, 1)
-    upper = sp.maximum((diag + radius).subs(_a[_i], w), w, sp.Interval(0, 1))
-    lower = sp.minimum((diag - radius).subs(_a[_i], w), w, sp.Interval(0, 1))
-    pf.holds("Gershgorin lower edge", f"J_ii − R_i = {sp.expand(diag - radius)} for every i, so λ ≥ {lower}",
-             lower, LAMBDA, lambda: (sp.expand(diag - radius) == lower, f"J_ii − R_i = {sp.expand(diag - radius)}"),
-             "≤")
-    top = sp.expand(diag + radius)
+    off = jacobian_index_form().subs(sp.KroneckerDelta(_i, _j), 0)  # j ≠ i
+    abs_off = sp.Abs(off.subs({_a[_i]: p, _a[_j]: q})).subs({p: _a[_i], q: _a[_j]})
+    total = sp.expand(sp.factor_terms(sp.Sum(abs_off, (_j, 1, N))) - abs_off.subs(_j, _i))
+    radius = sp.expand(total.subs(sp.Sum(_a[_j], (_j, 1, N)), 1))
+    diag = sp.expand(jacobian_index_form().subs(_j, _i))
+    return radius == diag, f"R_i = {radius}, J_ii = {diag}"
 
-    def below_upper() -> tuple[bool, str]:
-        gap = sp.factor(upper - top.subs(_a[_i], w))  # a square times a positive constant
-        return bool(gap.is_nonnegative), f"{upper} − (J_ii + R_i) = {gap} ≥ 0; maximum attained at a_i = 1/2"
 
-    pf.holds("maximum over a_i ∈ [0, 1]", f"J_ii + R_i = {top} ≤ {upper}, its maximum", LAMBDA, upper, below_upper,
-             "≤")
-    quarter = sp.maximum(w * (1 - w), w, sp.Interval(0, 1))
-    pf.holds("completing the square", f"{quarter} − a(1 − a) = (a − 1/2)² ≥ 0, {quarter} its maximum",
-             _a[_i] * (1 - _a[_i]), quarter,
-             lambda: (sp.expand(quarter - w * (1 - w) - (w - sp.Rational(1, 2)) ** 2) == 0, "a perfect square"), "≤")
+def jacobian_spectrum() -> Derivation:
+    """For every n: J symmetric, J·1 = 0, every eigenvalue in [0, 1/2] by Gershgorin's discs, a(1 − a) ≤ 1/4.
 
-    # Cross-checks on explicit n: the differentiated Jacobian, and the bound attained at n = 2.
-    for n in range(2, n_max + 1):
-        _, _, J = differentiated_jacobian(n)
-        pf.equal("symmetry of mixed terms", f"cross-check n = {n}: J - Jᵀ = 0", J - J.T, sp.zeros(n, n))
-        pf.equal("Σ a_j = 1", f"cross-check n = {n}: J·1 = 0", J * sp.ones(n, 1), sp.zeros(n, 1))
-    pw = sp.Symbol("p", positive=True)
-    J2 = jacobian_in_weights(sp.Matrix([pw, 1 - pw]))
+    J is defined entrywise (J = diag(a) − a aᵀ, the Jacobian of softmax-jacobian); Σ_j a_j = 1 is cited
+    from softmax-normalisation; Gershgorin's theorem and the δ substitution property are cited."""
+    pf = Proof("softmax-jacobian-spectrum")
+    symmetric, row_sum, low, high, quarter = ns.spectrum_conjuncts()
+    entries = pf.define(JAC[_x, _y], jacobian_index_form().xreplace({_i: _x, _j: _y}),
+                        "J_xy = a_x δ_xy − a_x a_y, i.e. J = diag(a) − a aᵀ", forall=[_x, _y])
+    substitution = pf.cite_external(sp.Eq(sp.KroneckerDelta(_x, _y) * _a[_x], sp.KroneckerDelta(_x, _y) * _a[_y],
+                                          evaluate=False), "Kronecker delta: δ_xy f(x) = δ_xy f(y)",
+                                    "δ_xy vanishes unless x = y", forall=[_x, _y])
+    pf.rewrite(symmetric.lhs, symmetric.rhs, [entries, substitution], "a_i δ_ij = a_j δ_ij")
 
-    def two_by_two() -> tuple[bool, str]:
-        eig = [sp.factor(e) for e in J2.eigenvals()]
-        biggest = sp.maximum(sum(eig), pw, sp.Interval(0, 1))  # one eigenvalue is 0
-        return 0 in eig and biggest == upper, f"eigenvalues {eig}; the largest peaks at {biggest}"
+    norm = cited("softmax-normalisation")
+    total = pf.cite(norm, sp.Eq(sp.Sum(_a[_i], (_i, 1, N)), 1, evaluate=False))
+    in_range = pf.assume(sp.Eq(N, _i + _r, evaluate=False), "1 ≤ i ≤ n: n = i + r with r ≥ 0")
+    split = pf.linearity(sp.Sum(jacobian_index_form(), (_j, 1, N)),
+                         _a[_i] * sp.Sum(sp.KroneckerDelta(_i, _j), (_j, 1, N)) - _a[_i] * sp.Sum(_a[_j], (_j, 1, N)),
+                         "a_i leaves the sums over j")
+    sift = pf.identity(sp.Sum(sp.KroneckerDelta(_i, _j), (_j, 1, _i + _r)), 1, "sifting: Σ_j δ_ij = 1, 1 ≤ i ≤ n")
+    pf.rewrite(row_sum.lhs, row_sum.rhs, [entries, split, total, in_range, sift], "Σ_j J_ij = a_i − a_i Σ_j a_j = 0")
 
-    pf.holds("eigenvalues, n = 2", f"λ ∈ {{0, 2p(1 − p)}}, maximal {upper} at p = 1/2: the bound is attained",
-             sp.Symbol("lambda_max"), upper, two_by_two)
-    return pf.finish(Result(max_eigenvalue=upper, min_eigenvalue=lower, diagonal_max=quarter))
+    # Gershgorin: λ lies in the disc of some row i, J_ii − R_i ≤ λ ≤ J_ii + R_i with R_i = Σ_{j≠i} |J_ij|.
+    reference = "Gershgorin circle theorem (Gershgorin, 1931), radii R_x = Σ_{y≠x} |J_xy|"
+    radii = pf.define(_R[_x], sp.Sum(sp.Abs(JAC[_x, _y]), (_y, 1, N)) - sp.Abs(JAC[_x, _x]),
+                      "R_x = Σ_{y≠x} |J_xy|", forall=[_x])
+    disc_low = pf.cite_external(sp.Le(JAC[_g, _g] - _R[_g], LAMBDA, evaluate=False), reference,
+                                "the lower edge of the disc of a row g that holds λ")
+    disc_high = pf.cite_external(sp.Le(LAMBDA, JAC[_g, _g] + _R[_g], evaluate=False), reference,
+                                 "the upper edge of the same disc")
+    radius = pf.computation(sp.Eq(_R[_g], JAC[_g, _g], evaluate=False), gershgorin_radius_is_the_diagonal,
+                            "R_g = Σ_{j≠g} |J_gj| = a_g(1 − a_g) = J_gg", name="gershgorin_radius_is_the_diagonal")
+    diag = _a[_g] - _a[_g] ** 2
+    edge_low = pf.rewrite(0, JAC[_g, _g] - _R[_g], [radius], "J_gg − R_g = 0")
+    edge_high = pf.rewrite(JAC[_g, _g] + _R[_g], 2 * diag, [radius, entries], "J_gg + R_g = 2 a_g(1 − a_g)")
+    peak = pf.sign(2 * diag, "≤", sp.Rational(1, 2), "1/2 − 2a(1 − a) = 2(a − 1/2)² ≥ 0",
+                   terms=[2 * (_a[_g] - sp.Rational(1, 2)) ** 2])
+    pf.chain([edge_low, disc_low], low.lhs, "≤", low.rhs, "0 = J_gg − R_g ≤ λ")
+    pf.chain([disc_high, edge_high, peak], high.lhs, "≤", high.rhs, "λ ≤ J_gg + R_g = 2a_g(1 − a_g) ≤ 1/2")
+    pf.sign(quarter.lhs, "≤", quarter.rhs, "1/4 − a(1 − a) = (a − 1/2)² ≥ 0",
+            terms=[(_a[_i] - sp.Rational(1, 2)) ** 2])
+    # The disc's edges as functions of w = a_i ∈ [0, 1], from the J in use (not typed): the bounds proved above.
+    w = sp.Symbol("w", positive=True)
+    jii = sp.expand(jacobian_index_form().subs(_j, _i)).subs(_a[_i], w)
+    return pf.finish(Result(max_eigenvalue=sp.maximum(2 * jii, w, sp.Interval(0, 1)), min_eigenvalue=0,
+                            diagonal_max=sp.maximum(w * (1 - w), w, sp.Interval(0, 1))))
 
 
 def saturation() -> Derivation:
-    """As one logit leads by t → ∞, every Jacobian entry → 0 (general n)."""
-    t = T_LEAD
-    n = sp.Symbol("n", integer=True, positive=True)
+    """z = (t, 0, …, 0) with m ≥ 1 zeros: every Jacobian entry lies between 0 and a multiple of e^{−t}."""
+    t, m = sp.Symbol("t", real=True), ns.TRAILING
     pf = Proof("softmax-saturation")
-    lead, rest = sp.exp(t) / (sp.exp(t) + n - 1), 1 / (sp.exp(t) + n - 1)
-    pf.premise("definition", "z = (t, 0, …, 0): a_1 = eᵗ/(eᵗ + n − 1), a_j = a_k = 1/(eᵗ + n − 1) for j, k > 1",
-               sp.Tuple(A_1, A_J_T, A_K_T), sp.Tuple(lead, rest, rest), kind=DEFINITION)
-    pf.premise("definition", "J_ij = ∂a_i/∂z_j", JAC[_i, _j], sp.Derivative(_a[_i], _z[_j]), kind=DEFINITION)
-    jacobian = cited("softmax-jacobian")
-    pf.cite(jacobian)
-    unfold = {A_1: lead, A_J_T: rest, A_K_T: rest}
-    pf.holds("limit", "a_1 → 1", sp.Limit(lead, t, sp.oo), 1, lambda: sp.limit(lead, t, sp.oo) == 1)
-    # The entries from the cited J_ij = a_i(δ_ij − a_j) at index pairs (1, 1), (1, j), (j, j), (j, k), not typed.
-    names = {1: A_1, 2: A_J_T, 3: A_K_T}
-    for (i, j), name in (((1, 1), "J_11"), ((1, 2), "J_1j"), ((2, 2), "J_jj"), ((2, 3), "J_jk")):
-        entry = jacobian.statement.rhs.subs({_i: i, _j: j}).xreplace({_a[k]: v for k, v in names.items()})
-        value = entry.xreplace(unfold)
-        limit = sp.limit(value, t, sp.oo)
-        pf.holds("limit", f"{name} = {entry} → {limit}", sp.Limit(value, t, sp.oo), limit,
-                 lambda limit=limit: (limit.is_number and limit.is_finite, f"the limit evaluates to {limit}"),
-                 subject=sp.Limit(entry, t, sp.oo))
-    _, a, J = differentiated_jacobian(3)
-    z = logits(3)
-    J_t = J.subs({z[0]: t, z[1]: 0, z[2]: 0})
-    limits = J_t.applyfunc(lambda e: sp.limit(e, t, sp.oo))
-    pf.holds("limit", "cross-check n = 3, from the differentiated Jacobian: every entry → 0", sp.Limit(J_t, t, sp.oo),
-             limits, lambda: (all(e == 0 for e in limits), f"entrywise limits {limits.tolist()}"))
-    return pf.finish(Result(limit=limits))
+    lead, rest = sp.exp(t) / (sp.exp(t) + m), 1 / (sp.exp(t) + m)
+    weights = [pf.define(A_1.func(t), lead, "a_1(t) = eᵗ / (eᵗ + m)", forall=[t]),
+               pf.define(A_J_T.func(t), rest, "a_j(t) = 1 / (eᵗ + m), j > 1", forall=[t]),
+               pf.define(A_K_T.func(t), rest, "a_k(t) = 1 / (eᵗ + m), k > 1, k ≠ j", forall=[t])]
+    at_least_one = pf.sign(1, "≤", m, "m ≥ 1 trailing zeros")
+    for rel in ns.saturation_conjuncts():
+        small, big = rel.lhs, rel.rhs
+        pf.rewrite(small, big, [*weights, at_least_one], "the weights unfolded; the difference's factors have "
+                   "known signs", relation_="≤")
+    return pf.finish(Result(weights=(lead, rest)))
