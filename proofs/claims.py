@@ -378,8 +378,8 @@ CLAIMS: tuple[Claim, ...] = (
            "(Kendall & Stuart, The Advanced Theory of Statistics, vol. 1, on moments of sums; proved here by "
            "induction)",)),
     Claim("dropout-kept-fraction", "Dropout keeps 1 − p of the weights and rescales them by 1/(1 − p)",
-          "With M_j ~ Bernoulli(q), q = 1 − p the keep probability: E[M_j] = q, and c = 1/q is the rescale with "
-          "E[c M_j] = 1.",
+          "With M_j ~ Bernoulli(q), q = 1 − p the keep probability: E[M_j] = q; any rescale c gives E[c M_j] = c q, "
+          "so c = 1/q is the one with E[M_j/q] = 1.",
           ("masks independent Bernoulli(1 − p)", "0 < p < 1"), (_ROW_WEIGHTS,), f"{_DROPOUT}:dropout_kept_fraction",
           "dropout", _formal(lambda sp, n: _dropout_statement(sp, "kept-fraction"))),
     Claim("dropout-unbiased", "Dropout leaves the expected output unchanged",
@@ -530,10 +530,11 @@ def _dropout_statement(sp, which: str):
     """The dropout laws in the keep probability q = 1 − p (symbols of proofs.theorems.dropout)."""
     d = importlib.import_module(_DROPOUT)
     if which == "kept-fraction":
-        return sp.And(_eq(d.E_M, d.q), _eq(d.RESCALE, 1 / d.q))
+        m = d.M[d.j]
+        return sp.And(_eq(d.E(m), d.q), _eq(d.E(d.c * m), d.c * d.q), _eq(d.E(m / d.q), 1))
     if which == "unbiased":
-        return _eq(d.E_O, sp.Sum(d.P[d.j] * d.v[d.j], (d.j, 1, d.n)))
-    return _eq(d.VAR_O, (1 - d.q) / d.q * sp.Sum(d.P[d.j] ** 2 * d.v[d.j] ** 2, (d.j, 1, d.n)))
+        return _eq(d.E(d.OUTPUT), d.NO_DROPOUT)
+    return _eq(d.Var(d.OUTPUT), (1 - d.q) / d.q * d.SUM_SQUARES)
 
 
 def _rounding_bias_statement(sp):
