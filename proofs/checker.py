@@ -367,8 +367,10 @@ def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
             else:
                 out = out.xreplace({lhs: rhs}) if out.has(lhs) else out
         if out == before:
-            return out
-    return out
+            break
+    # A premise's right side brings its own bound indices: renamed again, so Σ_i a_i inserted by a
+    # definition and the Σ_{b} a_b of the other side compare structurally, without the engine's probes.
+    return _canonical(out) if isinstance(out, sp.Basic) else out
 
 
 # --------------------------------------------------------------------------- linearity
