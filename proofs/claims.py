@@ -539,7 +539,7 @@ def _dropout_statement(sp, which: str):
 
 def _rounding_bias_statement(sp):
     r = importlib.import_module(_ROUNDING_BIAS)
-    return sp.And(_eq(r.E_RN, 0), _eq(r.VAR_RN, r.h ** 2 / 12), _eq(r.E_TRUNC, -r.h / 2))
+    return sp.And(_eq(r.E(r.ERR_RN), 0), _eq(r.Var(r.ERR_RN), r.h ** 2 / 12), _eq(r.E(r.ERR_TRUNC), -r.h / 2))
 
 
 def _three_token_statement(sp):
