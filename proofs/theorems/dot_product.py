@@ -4,7 +4,7 @@ Everything is derived from definitions the checker rewrites: S = Σ_{i=1}^{d_k} 
 partial sums T_m = Σ_{i=1}^{m} q_i k_i, Var(X) = E(X²) − E(X)², Std(X) = √Var(X); from the
 components' means and variances; and from independence, stated as the instances the proof uses
 (E[q_i k_i] = E[q_i] E[k_i], E[q_i² k_i²] = E[q_i²] E[k_i²], E[T_{m−1} q_m k_m] = E[T_{m−1}] E[q_m k_m]).
-E[S] follows by linearity of E over the symbolic sum; Var(S) by induction on d_k: T_0 = 0, and
+E[S] and Var(S) follow by induction on d_k: T_0 = 0, and
 T_m = T_{m−1} + q_m k_m (the recursion that defines a finite sum, cited) with T_{m−1} independent
 of the m-th pair. Nothing is computed outside the checker's rules.
 """
@@ -64,14 +64,6 @@ def _moments(pf: Proof, mean_q, mean_k, var_q, var_k) -> tuple[Fact, Fact, Fact,
     pair_mean = mean_q * mean_k
     v = (var_q + mean_q**2) * (var_k + mean_k**2) - pair_mean**2
 
-    # E(S): linearity of E over the symbolic sum, then E[q_i k_i] = E[q_i] E[k_i] = μ_q μ_k in every term.
-    e1 = pf.rewrite(E(S), E(_partial(d)), [def_s], "S is the sum of the component products")
-    e2 = pf.linearity(E(_partial(d)), sp.Sum(E(_term(_I)), (_I, 1, d)), "linearity of E over the d_k terms",
-                      operator=E, random=[Q_C, K_C])
-    e3 = pf.rewrite(sp.Sum(E(_term(_I)), (_I, 1, d)), d * pair_mean, [ind_pair, mq, mk],
-                    "each term is E[q_i] E[k_i] = μ_q μ_k (independence), d_k equal terms")
-    mean = pf.chain([e1, e2, e3], E(S), "=", d * pair_mean, "E[S] = d_k μ_q μ_k")
-
     # Var(T_d) = d v by induction on d, from T_0 = 0.
     claim = sp.Eq(Var(T_PART[d]), d * v, evaluate=False)
     zero = pf.rewrite(T_PART[0], 0, [def_t], "T_0 is the empty sum")
@@ -96,7 +88,16 @@ def _moments(pf: Proof, mean_q, mean_k, var_q, var_k) -> tuple[Fact, Fact, Fact,
     step = pf.rewrite(Var(T_PART[d]), d * v, [s2, s3, s4, s5, s6, hyp, s7, s8],
                       "step: (d − 1)v + E[T]² + 2E[T]E[P] + E[P²] − (E[T] + E[P])² = d v; E[T_{d−1}] cancels")
     variance_t = pf.induction(claim, d, 0, base, step, hyp, "Var(T_d) = d v for every d ≥ 0")
+
+    # E(T_d) = d μ_q μ_k by induction on d: linearity and E[q_d k_d] = E[q_d] E[k_d] in the step.
+    claim_mean = sp.Eq(E(T_PART[d]), d * pair_mean, evaluate=False)
+    base_mean = pf.rewrite(E(T_PART[0]), substitute(claim_mean, {d: 0}).rhs, [zero, e_zero], "base case d = 0")
+    hyp_mean = pf.hypothesis(substitute(claim_mean, {d: d - 1}), "induction hypothesis: E[T_{d−1}] = (d − 1) μ_q μ_k")
+    step_mean = pf.rewrite(E(T_PART[d]), d * pair_mean, [s1, s4, hyp_mean, s7], "step: E[T_{d−1}] + E[q_d k_d]")
+    mean_t = pf.induction(claim_mean, d, 0, base_mean, step_mean, hyp_mean, "E[T_d] = d μ_q μ_k for every d ≥ 0")
+
     whole = pf.rewrite(S, T_PART[d], [def_s, def_t], "S = T_{d_k}")
+    mean = pf.rewrite(E(S), d * pair_mean, [whole, mean_t], "E(S) = E(T_{d_k}) = d_k μ_q μ_k")
     variance = pf.rewrite(Var(S), d * v, [whole, variance_t], "Var(S) = Var(T_{d_k}) = d_k v")
     return def_var, mean, variance, sp.expand(d * pair_mean), d * v
 
