@@ -787,7 +787,8 @@ class _Replay:
             if self.kind[d] == "step" and self.rule.get(d) in ("citation", "computation"):
                 return False, f"it rests on step {d}, a {self.rule[d]}, whose premises this certificate does not " \
                               "show", frozenset()
-            if self.kind[d] != "step" and set(symbols) & self.facts[d].free_symbols:
+            if self.kind[d] not in ("step", "hypothesis") and set(symbols) & self.facts[d].free_symbols:
+                # (a hypothesis in the ancestry was discharged by its induction: the fact rests on none)
                 return False, f"it rests on premise {d}, which mentions {sp.sstr(symbols)}", frozenset()
         return True, f"for every {', '.join(map(str, symbols))} (within their assumptions)", frozenset()
 
