@@ -270,13 +270,13 @@ CLAIMS: tuple[Claim, ...] = (
               _eq(n.Var(sp.Symbol("xᵀMx")), sp.Trace(_m(sp, n) * _m(sp, n).T) + sp.Trace(_m(sp, n) ** 2)),
               _eq(n.E(sp.Symbol("xᵀWWᵀx")), sp.Trace(_w(sp, n) * _w(sp, n).T))))),
     Claim("distinct-token-score-moments", "Scores of two independent tokens",
-          "For q = W_Qᵀx, k = W_Kᵀy with x, y ~ N(0, I_n) independent: E[q·k] = 0 and Var(q·k) = tr(MMᵀ), "
-          "M = W_Q W_Kᵀ.",
+          "For q = W_Qᵀx, k = W_Kᵀy with x, y ~ N(0, I_n) independent: q·k = xᵀMy, M = W_Q W_Kᵀ, has E[q·k] = 0 "
+          "and Var(q·k) = Σ_a Σ_b M_ab² = tr(MMᵀ), for every n.",
           ("x, y ~ N(0, I_n) independent",),
           (_seed(SEED_WITH_WEIGHTS, "qᵢ = xᵢ W_Q and kⱼ = xⱼ W_K use different weight matrices"),),
           f"{_SCORES}:distinct_token_score_moments", "real-scores",
-          _formal(lambda sp, n: sp.And(_eq(n.E(sp.Symbol("xᵀMy")), 0),
-                                       _eq(n.Var(sp.Symbol("xᵀMy")), sp.Trace(_m(sp, n) * _m(sp, n).T))))),
+          _formal(lambda sp, n: sp.And(_eq(n.E(_scores().XMY), 0),
+                                       _eq(n.Var(_scores().XMY), _scores().distinct_variance_sum(_scores().M_E, n.N))))),
     Claim("projection-shapes", "Projections keep batch and sequence dimensions",
           "[B, T, d_model]·[d_model, d_k] → [B, T, d_k]; output row (b, t) depends on token (b, t) only.",
           ("X ∈ ℝ^{B×T×d_model}, W ∈ ℝ^{d_model×d_k}",),
@@ -450,6 +450,11 @@ CLAIMS: tuple[Claim, ...] = (
           references=('Higham & Mary, A new approach to probabilistic rounding error analysis, SIAM J. Sci. Comput. 41(5), 2019, Theorem 2.4',
                       'Hoeffding, 1963',)),
 )
+
+
+def _scores():
+    """The real-score theorems' module, whose symbols the distinct-token statement uses."""
+    return importlib.import_module(_SCORES)
 
 
 def _m(sp, n):
