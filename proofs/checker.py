@@ -69,6 +69,9 @@ RULES = {
                   "whose upper limit is the step's `peel` gives its last term (hi − lo ≥ 0 shown); then `identity`",
     "instance": "a premise (or generalised step) over ∀-symbols, at values that satisfy each symbol's assumptions",
     "citation": "a conjunct of another certificate's statement, that certificate being checked here too",
+    "generalisation": "an earlier step's relation, which then rewrites as a pattern over the named symbols (∀ "
+                      "within their assumptions): refused if it rests on a hypothesis, a citation, a computation, "
+                      "or a premise that mentions one of them",
     "computation": "a named computation no rule covers (file:function): taken as recorded, and listed",
 }
 MAX_ENUMERATION = 4096
@@ -600,6 +603,7 @@ class _Replay:
         self.hyps: dict[str, frozenset] = {}  # id -> undischarged hypotheses it rests on
         self.deps: dict[str, frozenset] = {}  # id -> premises and computations it rests on
         self.cites: dict[str, frozenset] = {}  # id -> citation steps it rests on (their premises are not listed here)
+        self.rule: dict[str, str] = {}       # step id -> its rule
         self.outcomes: list[StepOutcome] = []
         self.cited: list[Verdict] = []
         self.reasons: list[str] = []
@@ -682,6 +686,9 @@ class _Replay:
             except Exception as exc:  # a rule that cannot run on these expressions does not pass
                 ok, detail, discharged = False, f"{rule} raised {type(exc).__name__}: {str(exc)[:160]}", frozenset()
             self.facts[sid], self.forall[sid], self.kind[sid] = conclusion, (), "step"
+            self.rule[sid] = rule
+            if rule == "generalisation" and ok:
+                self.forall[sid] = tuple(self.read(x) for x in step.get("forall", []))
             self.hyps[sid] = frozenset().union(*[self.hyps[i] for i in ids]) - discharged if ids else frozenset()
             self.deps[sid] = frozenset().union(*[self.deps[i] for i in ids]) if ids else frozenset()
             self.cites[sid] = frozenset().union(*[self.cites.get(i, frozenset()) for i in ids]) | (
@@ -900,6 +907,43 @@ class _Replay:
             if not ok:
                 return False, f"instance {sp.sstr(p)[:120]}: {why}", frozenset()
         return True, f"{len(instances)} instances checked", frozenset()
+
+    def _generalisation(self, step, conclusion, ids):
+        symbols = [self.read(x) for x in step.get("forall", [])]
+        if len(ids) != 1 or not symbols or not all(isinstance(x, sp.Symbol) for x in symbols):
+            return False, "generalisation takes one earlier step and one or more symbols", frozenset()
+        (fact,) = ids
+        if self.kind[fact] != "step" or not _same(conclusion, self.facts[fact]):
+            return False, "the conclusion is not the earlier step's relation", frozenset()
+        if self.hyps[fact]:
+            return False, "it rests on an induction hypothesis", frozenset()
+        if not isinstance(conclusion, sp.Eq):
+            return False, "only an equation generalises (it is used to rewrite)", frozenset()
+        for x in symbols:  # a pattern checks only these facts of a value: x may assume nothing else
+            kept = {k: True for k in _PATTERN_FACTS if x.assumptions0.get(k) is True}
+            if sp.Symbol(x.name, **kept).assumptions0 != x.assumptions0:
+                return False, f"{x} assumes more than a pattern checks ({', '.join(_PATTERN_FACTS)})", frozenset()
+        for d in self._ancestry(fact):
+            if self.kind[d] == "step" and self.rule.get(d) in ("citation", "computation"):
+                return False, f"it rests on step {d}, a {self.rule[d]}, whose premises this certificate does not " \
+                              "show", frozenset()
+            if self.kind[d] not in ("step", "hypothesis") and set(symbols) & self.facts[d].free_symbols:
+                # (a hypothesis in the ancestry was discharged by its induction: the fact rests on none)
+                return False, f"it rests on premise {d}, which mentions {sp.sstr(symbols)}", frozenset()
+        return True, f"for every {', '.join(map(str, symbols))} (within their assumptions)", frozenset()
+
+    def _ancestry(self, sid: str) -> set:
+        """Every premise and step ``sid`` rests on, itself included."""
+        seen, todo = set(), [sid]
+        by_id = {str(s["id"]): s for s in self.cert.get("steps", [])}
+        while todo:
+            x = todo.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            if x in by_id:
+                todo.extend(str(i) for i in by_id[x].get("premises", []))
+        return seen
 
     def _citation(self, step, conclusion, ids):
         if ids:

@@ -155,12 +155,14 @@ CLAIMS: tuple[Claim, ...] = (
           f"{_DOT}:scaled_unit_variance", "dot-product",
           _formal(lambda sp, n: _eq(n.Var(n.S / sp.sqrt(n.D_K)), 1))),
     Claim("dk-scaling-trap", "Dividing by d_k shrinks the variance to 1/d_k",
-          "Var(q·k / d_k) = 1/d_k, and its limit as d_k → ∞ is 0.",
-          ("independent components", "zero mean, unit variance"),
+          "Var(q·k / d_k) = 1/d_k, and its limit as d_k → ∞ is 0: Var(q·k / d_k) < ε for every ε > 0 once "
+          "d_k > 1/ε.",
+          ("independent components", "zero mean, unit variance", "for the limit: any ε > 0, and ε d_k > 1"),
           (_seed(SEED_WITH_WEIGHTS, "Dividing by dₖ would shrink variance to 1/dₖ → 0"),),
           f"{_DOT}:dk_scaling_trap", "dot-product",
           _formal(lambda sp, n: sp.And(_eq(n.Var(n.S / n.D_K), 1 / n.D_K),
-                                       _eq(sp.Limit(n.Var(n.S / n.D_K), n.D_K, sp.oo), 0)))),
+                                       sp.Lt(n.Var(n.S / n.D_K), importlib.import_module(_DOT).EPSILON,
+                                             evaluate=False)))),
     Claim("prescaled-query", "Pre-scaling Q equals scaling the scores",
           "((sQ)Kᵀ)_ij = Σ_c s q_ic k_jc = s (QKᵀ)_ij for every scale s and head dimension d_k; in particular "
           "(Q/√d_k)Kᵀ = QKᵀ/√d_k.",
@@ -271,13 +273,13 @@ CLAIMS: tuple[Claim, ...] = (
               _eq(n.Var(sp.Symbol("xᵀMx")), sp.Trace(_m(sp, n) * _m(sp, n).T) + sp.Trace(_m(sp, n) ** 2)),
               _eq(n.E(sp.Symbol("xᵀWWᵀx")), sp.Trace(_w(sp, n) * _w(sp, n).T))))),
     Claim("distinct-token-score-moments", "Scores of two independent tokens",
-          "For q = W_Qᵀx, k = W_Kᵀy with x, y ~ N(0, I_n) independent: E[q·k] = 0 and Var(q·k) = tr(MMᵀ), "
-          "M = W_Q W_Kᵀ.",
+          "For q = W_Qᵀx, k = W_Kᵀy with x, y ~ N(0, I_n) independent: q·k = xᵀMy, M = W_Q W_Kᵀ, has E[q·k] = 0 "
+          "and Var(q·k) = Σ_a Σ_b M_ab² = tr(MMᵀ), for every n.",
           ("x, y ~ N(0, I_n) independent",),
           (_seed(SEED_WITH_WEIGHTS, "qᵢ = xᵢ W_Q and kⱼ = xⱼ W_K use different weight matrices"),),
           f"{_SCORES}:distinct_token_score_moments", "real-scores",
-          _formal(lambda sp, n: sp.And(_eq(n.E(sp.Symbol("xᵀMy")), 0),
-                                       _eq(n.Var(sp.Symbol("xᵀMy")), sp.Trace(_m(sp, n) * _m(sp, n).T))))),
+          _formal(lambda sp, n: sp.And(_eq(n.E(_scores().XMY), 0),
+                                       _eq(n.Var(_scores().XMY), _scores().distinct_variance_sum(_scores().M_E, n.N))))),
     Claim("projection-shapes", "Projections keep batch and sequence dimensions",
           "Y[b, t, c] = Σ_r X[b, t, r] W[r, c] ([B, T, d_model]·[d_model, d_k] → [B, T, d_k]): "
           "∂Y[b, t, c]/∂X[b', t', r] = δ_bb' δ_tt' ∂Y[b, t, c]/∂X[b, t, r], so output row (b, t) depends on token "
@@ -383,8 +385,8 @@ CLAIMS: tuple[Claim, ...] = (
            "(Kendall & Stuart, The Advanced Theory of Statistics, vol. 1, on moments of sums; proved here by "
            "induction)",)),
     Claim("dropout-kept-fraction", "Dropout keeps 1 − p of the weights and rescales them by 1/(1 − p)",
-          "With M_j ~ Bernoulli(q), q = 1 − p the keep probability: E[M_j] = q, and c = 1/q is the rescale with "
-          "E[c M_j] = 1.",
+          "With M_j ~ Bernoulli(q), q = 1 − p the keep probability: E[M_j] = q; any rescale c gives E[c M_j] = c q, "
+          "so c = 1/q is the one with E[M_j/q] = 1.",
           ("masks independent Bernoulli(1 − p)", "0 < p < 1"), (_ROW_WEIGHTS,), f"{_DROPOUT}:dropout_kept_fraction",
           "dropout", _formal(lambda sp, n: _dropout_statement(sp, "kept-fraction"))),
     Claim("dropout-unbiased", "Dropout leaves the expected output unchanged",
@@ -455,6 +457,11 @@ CLAIMS: tuple[Claim, ...] = (
           references=('Higham & Mary, A new approach to probabilistic rounding error analysis, SIAM J. Sci. Comput. 41(5), 2019, Theorem 2.4',
                       'Hoeffding, 1963',)),
 )
+
+
+def _scores():
+    """The real-score theorems' module, whose symbols the distinct-token statement uses."""
+    return importlib.import_module(_SCORES)
 
 
 def _m(sp, n):
@@ -550,15 +557,16 @@ def _dropout_statement(sp, which: str):
     """The dropout laws in the keep probability q = 1 − p (symbols of proofs.theorems.dropout)."""
     d = importlib.import_module(_DROPOUT)
     if which == "kept-fraction":
-        return sp.And(_eq(d.E_M, d.q), _eq(d.RESCALE, 1 / d.q))
+        m = d.M[d.j]
+        return sp.And(_eq(d.E(m), d.q), _eq(d.E(d.c * m), d.c * d.q), _eq(d.E(m / d.q), 1))
     if which == "unbiased":
-        return _eq(d.E_O, sp.Sum(d.P[d.j] * d.v[d.j], (d.j, 1, d.n)))
-    return _eq(d.VAR_O, (1 - d.q) / d.q * sp.Sum(d.P[d.j] ** 2 * d.v[d.j] ** 2, (d.j, 1, d.n)))
+        return _eq(d.E(d.OUTPUT), d.NO_DROPOUT)
+    return _eq(d.Var(d.OUTPUT), (1 - d.q) / d.q * d.SUM_SQUARES)
 
 
 def _rounding_bias_statement(sp):
     r = importlib.import_module(_ROUNDING_BIAS)
-    return sp.And(_eq(r.E_RN, 0), _eq(r.VAR_RN, r.h ** 2 / 12), _eq(r.E_TRUNC, -r.h / 2))
+    return sp.And(_eq(r.E(r.ERR_RN), 0), _eq(r.Var(r.ERR_RN), r.h ** 2 / 12), _eq(r.E(r.ERR_TRUNC), -r.h / 2))
 
 
 def _three_token_statement(sp):

@@ -401,6 +401,13 @@ class Proof:
             data["operator"] = write(operator)
         return self._step("linearity", relation(lhs, "=", rhs), description, label=label, **data)
 
+    def generalisation(self, fact: Fact, symbols: Iterable, description: str = "", *,
+                       label: str | None = None) -> Fact:
+        """``fact`` for every value of ``symbols`` (within their assumptions): later rewrites use it as a pattern."""
+        symbols = list(symbols)
+        return self._step("generalisation", fact.relation, description, [fact], label=label,
+                          forall=[write(x) for x in symbols])
+
     def enumeration(self, predicate: Any, ranges: Iterable[tuple], description: str = "",
                     label: str | None = None) -> Fact:
         """P(v) for each v in each (symbol, lo, hi): the conclusion is the explicit conjunction."""

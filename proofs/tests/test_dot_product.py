@@ -55,3 +55,41 @@ def test_sympy_stats_trap_is_real_and_avoided():
 def test_bad_input_is_a_value_error_naming_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=rf"^{name} "):
         dot_product_moments(**kwargs)
+
+
+DOT_CLAIMS = ("dot-product-moments", "dot-product-variance", "dot-product-distribution-free",
+              "scaled-score-unit-variance", "dk-scaling-trap", "prescaled-query")
+
+
+@pytest.mark.parametrize("claim_id", DOT_CLAIMS)
+def test_each_dot_product_claim_is_proved_by_rules_alone(claim_id):
+    from proofs.tests.derived import derived
+
+    d = derived(claim_id)
+    assert d.verified, d.reasons
+    assert d.computations == []
+
+
+def test_the_general_proof_refuses_a_variance_without_the_mean_terms():
+    # The same rule applications, concluding the classic slip Var(S) = d_k σ_q² σ_k²: refused.
+    from proofs.notation import MU_K, MU_Q, VAR_K, VAR_Q, E, S, Var
+    from proofs.theorems.dot_product import _moments
+
+    wrong = sp.And(sp.Eq(E(S), D_K * MU_Q * MU_K, evaluate=False), sp.Eq(Var(S), D_K * VAR_Q * VAR_K, evaluate=False))
+    pf = Proof("wrong-moments", statement=wrong)
+    _, mean_fact, var_fact, _, _ = _moments(pf, MU_Q, MU_K, VAR_Q, VAR_K)
+    pf.rewrite(E(S), D_K * MU_Q * MU_K, [mean_fact])
+    pf.rewrite(Var(S), D_K * VAR_Q * VAR_K, [var_fact])
+    d = pf.finish()
+    assert not d.verified and any("Var" in r for r in d.reasons)
+
+
+def test_the_limit_needs_d_k_past_one_over_epsilon():
+    # Var(S/d_k) = 1/d_k < ε does not follow from ε d_k > 1/2.
+    from proofs.notation import S, Var
+    from proofs.theorems.dot_product import EPSILON, _scaled_variance
+
+    pf, fact, _ = _scaled_variance("dk-scaling-trap-wrong", D_K, sp.Lt(Var(S / D_K), EPSILON, evaluate=False))
+    half = pf.assume(sp.Gt(EPSILON * D_K, sp.Rational(1, 2)))
+    pf.rewrite(Var(S / D_K), EPSILON, [fact, half], relation_="<")
+    assert not pf.finish().verified

@@ -11,32 +11,38 @@ def _constant(x) -> bool:
 
 def test_dot_product_variance_compares_no_two_constants():
     # The review: every identity step of dot-product-variance compared constants (0 = 0, 1 = 1, d_k = d_k).
-    d = derived("dot-product-variance")
-    constant = [s.description for s in d.checked_steps if _constant(s.lhs) and _constant(s.rhs)]
-    assert not constant, constant
+    for claim_id in ("dot-product-variance", "dot-product-moments"):
+        d = derived(claim_id)
+        constant = [s.description for s in d.checked_steps if _constant(s.lhs) and _constant(s.rhs)
+                    and not (s.rule == "linearity" and sp.sympify(s.lhs).func.__name__ == "E")]  # E(0) = 0 only
+        assert not constant, (claim_id, constant)
 
 
 def test_dot_product_variance_is_proved_by_induction_on_symbolic_moments():
-    d = derived("dot-product-variance")
-    rules = [s.rule for s in d.checked_steps]
-    assert "induction on d" in rules
-    assert set(d.trust_base) == {DEFINITION, "assumption", HYPOTHESIS}  # nothing cited, no formula assumed
-    step = next(s for s in d.checked_steps if s.description.startswith("step: Var("))
-    assert {"mu_q", "mu_k", "sigma_q^2", "sigma_k^2", "d"} <= {str(x) for x in sp.sympify(step.lhs).free_symbols}
-    cov = next(s for s in d.checked_steps if "Cov" in s.description)
-    assert cov.passed and not _constant(cov.lhs)  # the covariance is shown vanishing, not typed as 0
-    # No step sums a constant d_k times (Sum(c, (i, 1, d_k)).doit() with c free of i).
-    sums = [e for s in d.steps for side in (s.lhs, s.rhs) if side is not None and not isinstance(side, str)
+    general = derived("dot-product-moments")
+    assert general.verified and general.computations == []
+    induction = [o for o in general.check.outcomes if o.rule == "induction"]
+    assert len(induction) == 2 and all(o.passed for o in induction)  # E(T_d) and Var(T_d)
+    step = next(s for s in general.checked_steps if s.description.startswith("step: "))
+    assert {"mu_q", "mu_k", "sigma_q^2", "sigma_k^2", "d_k"} <= {str(x) for x in sp.sympify(step.rhs).free_symbols}
+    # Nothing about the distributions is assumed: only definitions, independence and the four moments, and the
+    # recursion that defines a finite sum (cited).
+    assert set(general.trust_base) == {DEFINITION, "assumption", CITED}
+    assert [c for c in general.trust_base[CITED]] == [
+        "the recursion that defines a finite sum: Σ_{i=1}^{m} a_i = Σ_{i=1}^{m−1} a_i + a_m"]
+    # No step sums a constant d_k times (Sum(c, (i, 1, d_k)).doit() with c free of i) to reach the result.
+    sums = [e for s in general.checked_steps if s.rule != "rewrite" for side in (s.lhs, s.rhs)
+            if side is not None and not isinstance(side, str)
             for e in sp.sympify(side).atoms(sp.Sum) if not e.function.has(e.limits[0][0])]
     assert not sums, sums
 
 
 def test_seed_values_are_substituted_last_into_the_general_formulas():
     d = derived("dot-product-variance")
-    subs = [s for s in d.checked_steps if s.rule == "substitution"]
-    assert subs and all(isinstance(s.lhs, sp.Subs) for s in subs)
-    first_sub = d.steps.index(subs[0])
-    assert all(d.steps.index(s) < first_sub for s in d.checked_steps if s.rule == "induction on d")
+    rules = [s.rule for s in d.checked_steps]
+    assert rules[:2] == ["theorem dot-product-moments"] * 2 and "induction" not in rules
+    values = [s for s in d.trusted if s.kind == "assumption"]
+    assert {str(s.lhs) for s in values} == {"mu_q", "mu_k", "sigma_q^2", "sigma_k^2"}
 
 
 def test_online_merge_default_max_path_is_judged():

@@ -2,7 +2,7 @@ import pytest
 import sympy as sp
 
 from proofs.theorems.real_scores import (StandardGaussian, distinct_score_moments, distinct_token_score_moments,
-                                         score_moments, self_attention_score_moments)
+                                         distinct_variance_sum, score_moments, self_attention_score_moments)
 
 
 def test_self_attention_moments_are_proved_with_trace_formulas():
@@ -21,10 +21,18 @@ def test_variance_forgetting_tr_m_squared_is_refused():
 
 def test_distinct_tokens_have_zero_mean_and_no_tr_m_squared():
     d = distinct_token_score_moments()
-    assert d.verified
+    assert d.verified, d.reasons
+    assert d.computations == []
     assert d.result.mean == 0
-    wrong = distinct_token_score_moments(lambda M: (M * M.T).trace() + (M * M).trace())
-    assert not wrong.verified
+    M = d.result.M
+    assert sp.expand(d.result.variance - (M * M.T).trace()) == 0  # read off the statement at n = 3
+
+    def with_tr_m_squared(Me, n):  # the same-token formula: tr(MMᵀ) + tr(M²)
+        a, b = sp.symbols("a b", integer=True, positive=True)
+        return distinct_variance_sum(Me, n) + sp.Sum(sp.Sum(Me[a, b] * Me[b, a], (b, 1, n)), (a, 1, n))
+
+    assert not distinct_token_score_moments(with_tr_m_squared).verified
+    assert not distinct_token_score_moments(lambda Me, n: 2 * distinct_variance_sum(Me, n)).verified
 
 
 def test_score_moments_for_any_n_lambdify():

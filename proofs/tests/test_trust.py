@@ -64,7 +64,10 @@ def test_cited_theorems_where_the_mathematics_needs_them():
     assert "Chebyshev" in lines["scale-trap-limits"] and "central limit theorem" in lines["scale-trap-limits"]
     assert "Gershgorin" in lines["softmax-jacobian-spectrum"]
     assert "Isserlis" in lines["self-attention-score-moments"]
-    assert "Bienaymé" not in lines["dot-product-variance"]  # proved by induction, not cited
+    # Bienaymé is proved by induction: the one citation is the recursion that defines a finite sum.
+    assert "Bienaymé" not in lines["dot-product-variance"]
+    assert derived("dot-product-variance").trust_base["cited"] == [
+        "the recursion that defines a finite sum: Σ_{i=1}^{m} a_i = Σ_{i=1}^{m−1} a_i + a_m"]
 
 
 def test_derive_command_prints_the_trust_base_and_verdict_line():

@@ -1,223 +1,221 @@
 """Moments of the dot product q·k and what scaling does to them.
 
-The general result is proved by induction on the dimension d: S_d = S_{d−1} + q_d k_d, with
-S_{d−1} a function of the first d − 1 components and so independent of (q_d, k_d). Base case
-and step are identities over symbolic means and variances; the seeds' zero-mean, unit-variance
-case is substituted last.
+Everything is derived from definitions the checker rewrites: S = Σ_{i=1}^{d_k} q_i k_i, the
+partial sums T_m = Σ_{i=1}^{m} q_i k_i, Var(X) = E(X²) − E(X)², Std(X) = √Var(X); from the
+components' means and variances; and from independence, stated as the instances the proof uses
+(E[q_i k_i] = E[q_i] E[k_i], E[q_i² k_i²] = E[q_i²] E[k_i²], E[T_{m−1} q_m k_m] = E[T_{m−1}] E[q_m k_m]).
+E[S] and Var(S) follow by induction on d_k: T_0 = 0, and
+T_m = T_{m−1} + q_m k_m (the recursion that defines a finite sum, cited) with T_{m−1} independent
+of the m-th pair. Nothing is computed outside the checker's rules.
 """
 from __future__ import annotations
 
 import sympy as sp
-from sympy import stats
 
+from proofs.checker import substitute
 from proofs.claims import cited
-from proofs.engine import ASSUMPTION, DEFINITION, HYPOTHESIS, Derivation, Proof, Result
-from proofs.moments import IndependentMoments
-from proofs.notation import (C_IDX, D_K, Cov, MU_K, MU_Q, SCALE_S, VAR_K, VAR_Q, E, I, J, KI, QI, S, Std, Var)
+from proofs.engine import Derivation, Fact, Proof, Result
+from proofs.notation import (C_IDX, D_K, MU_K, MU_Q, SCALE_S, VAR_K, VAR_Q, E, I, J, KI, QI, S, Std, Var)
 from proofs.validate import as_dimension, as_mean, as_variance
 
 __all__ = ["D_K", "E", "MU_K", "MU_Q", "S", "Std", "VAR_K", "VAR_Q", "Var", "dot_product_moments",
            "general_moments", "seed_variance", "distribution_free", "scaled_unit_variance", "dk_scaling_trap",
-           "prescaled_query"]
+           "prescaled_query", "EPSILON"]
 
-_D = sp.Symbol("d", integer=True, positive=True)  # the induction variable
-S_D, S_PREV = sp.Symbol("S_d"), sp.Symbol("S_{d-1}")
-
-
-def _component_pairs(n: int) -> tuple[list[sp.Symbol], list[sp.Symbol]]:
-    return list(sp.symbols(f"q_1:{n + 1}")), list(sp.symbols(f"k_1:{n + 1}"))
-
-
-def _induction(pf: Proof) -> tuple[sp.Expr, sp.Expr]:
-    """E[S_d] and Var(S_d) by induction on d, for symbolic means and variances; returns them at d = d_k."""
-    q, k = sp.IndexedBase("q"), sp.IndexedBase("k")
-    pf.premise("definition", "the score is the sum of the d_k component products; S_d its first d terms",
-               S, sp.Sum(q[I] * k[I], (I, 1, D_K)), kind=DEFINITION)
-    pf.premise("definition", "S_1 = q_1 k_1 and S_d = S_{d−1} + q_d k_d", S_D, S_PREV + q[_D] * k[_D], kind=DEFINITION)
-    pf.premise("independence", "all components are independent, so S_{d−1} (a function of components 1..d−1) "
-               "is independent of (q_d, k_d), and E of a product of independent factors factorises",
-               sp.Symbol("E[XY]"), sp.Symbol("E[X] E[Y]"), kind=ASSUMPTION)
-    qd, kd = sp.symbols("q_d k_d")
-    pair = IndependentMoments({qd: (MU_Q, VAR_Q), kd: (MU_K, VAR_K)})
-    # The formulas are computed from one pair, not typed: m = E[q_d k_d], v = Var(q_d k_d).
-    m, v = pair.E(qd * kd), pair.var(qd * kd)
-    mean_d, var_d = _D * m, _D * v
-
-    base_mean = pf.equal("independence", "base case d = 1: E[S_1] = E[q_1 k_1] = E[q_1] E[k_1]", pair.E(qd * kd),
-                         mean_d.subs(_D, 1), subject=E(sp.Symbol("S_1")))
-    base_var = pf.equal("independence", "base case d = 1: Var(S_1) = E[q_1²] E[k_1²] − (E[q_1] E[k_1])²", pair.var(qd * kd),
-                        var_d.subs(_D, 1), subject=Var(sp.Symbol("S_1")))
-    pf.premise("induction hypothesis", "E[S_{d−1}] = (d − 1) E[q k] and Var(S_{d−1}) = (d − 1) Var(q k)",
-               sp.Tuple(E(S_PREV), Var(S_PREV)), sp.Tuple(mean_d.subs(_D, _D - 1), var_d.subs(_D, _D - 1)),
-               kind=HYPOTHESIS)
-    ops = IndependentMoments({S_PREV: (mean_d.subs(_D, _D - 1), var_d.subs(_D, _D - 1)), qd: (MU_Q, VAR_Q),
-                              kd: (MU_K, VAR_K)})
-    step_mean = pf.equal("linearity of expectation", "step: E[S_{d−1} + q_d k_d] = (d − 1) E[q k] + E[q k] = d E[q k]",
-                         ops.E(S_PREV + qd * kd), mean_d, subject=E(S_D))
-    # Shown unreduced, E[S_{d−1} q_d k_d] − E[S_{d−1}] E[q_d k_d], so the report shows what cancels.
-    cov = sp.Add(ops.E(S_PREV * qd * kd), -ops.E(S_PREV) * ops.E(qd * kd), evaluate=False)
-    no_cov = pf.equal("independence", "step: Cov(S_{d−1}, q_d k_d) = E[S_{d−1} q_d k_d] − E[S_{d−1}] E[q_d k_d] = 0",
-                      cov, 0, subject=Cov(S_PREV, qd * kd))
-    step_var = pf.equal("Var(X + Y) = Var X + Var Y + 2 Cov(X, Y)",
-                        "step: Var(S_{d−1} + q_d k_d) = (d − 1) Var(q k) + Var(q k) + 2·0 = d Var(q k)",
-                        ops.var(S_PREV + qd * kd), var_d, subject=Var(S_D))
-
-    def induction() -> tuple[bool, str]:
-        ok = base_mean and base_var and step_mean and no_cov and step_var
-        return ok, ("base case d = 1 and step d − 1 → d checked above" if ok else "base case or step failed")
-
-    mean, variance = sp.expand(mean_d.subs(_D, D_K)), sp.expand(var_d.subs(_D, D_K))
-    pf.holds("induction on d", "E[S] = d_k E[q k] for every d_k ≥ 1", mean_d.subs(_D, D_K), mean, induction,
-             subject=E(S))
-    pf.holds("induction on d", "Var(S) = d_k Var(q k) for every d_k ≥ 1", var_d.subs(_D, D_K), variance, induction,
-             subject=Var(S))
-    return mean, variance
+# Components q_i, k_i and the partial scores T_m = Σ_{i ≤ m} q_i k_i.
+Q_C, K_C, T_PART = sp.IndexedBase("q", real=True), sp.IndexedBase("k", real=True), sp.IndexedBase("T", real=True)
+_I = sp.Symbol("i", integer=True, positive=True)
+_M0 = sp.Symbol("m", integer=True, nonnegative=True)  # T_m is defined from T_0 = 0 on
+_M1 = sp.Symbol("m", integer=True, positive=True)  # the m-th pair, m ≥ 1
+_X = sp.Symbol("X")  # any random quantity (the definitions of Var and Std hold for every one)
+EPSILON = sp.Symbol("epsilon", positive=True)  # the limit's ε: Var(S/d_k) < ε once ε d_k > 1
 
 
-def _expanded_small_d(mean: sp.Expr, variance: sp.Expr):
-    def check() -> tuple[bool, str]:
-        # Independent of the induction: expand the whole sum over 2d variables at d = 1..4.
-        for n in range(1, 5):
-            qs, ks = _component_pairs(n)
-            ops_n = IndependentMoments({**{x: (MU_Q, VAR_Q) for x in qs}, **{x: (MU_K, VAR_K) for x in ks}})
-            s = sum(a * b for a, b in zip(qs, ks))
-            for got, want, name in ((ops_n.E(s), mean.subs(D_K, n), "E"), (ops_n.var(s), variance.subs(D_K, n), "Var")):
-                if sp.expand(got - want) != 0:
-                    return False, f"{name} at d={n}: expanded {got}, formula {want}"
-        return True, "full expansion agrees at d = 1, 2, 3, 4"
-    return check
+def _term(i):
+    return Q_C[i] * K_C[i]
 
 
-def _general(pf: Proof) -> tuple[sp.Expr, sp.Expr]:
-    mean, variance = _induction(pf)
-    pf.holds("explicit expansion", "cross-check: expand E and Var over all components for d = 1..4",
-             Var(S), variance, _expanded_small_d(mean, variance))
-    return mean, variance
+def _partial(top):
+    return sp.Sum(_term(_I), (_I, 1, top))
+
+
+def _moments(pf: Proof, mean_q, mean_k, var_q, var_k) -> tuple[Fact, Fact, Fact, sp.Expr, sp.Expr]:
+    """(S = …, E(S) = d_k mean_q mean_k, Var(S) = d_k v) as checked facts, for components with the given
+    means and variances; v = (var_q + mean_q²)(var_k + mean_k²) − mean_q² mean_k² is what the steps need."""
+    d = D_K
+    def_s = pf.define(S, _partial(d), "the score: S = Σ_{i=1}^{d_k} q_i k_i")
+    def_t = pf.define(T_PART[_M0], _partial(_M0), "the partial score T_m = Σ_{i=1}^{m} q_i k_i (T_0 = 0)",
+                      forall=[_M0])
+    def_var = pf.define(Var(_X), E(_X**2) - E(_X) ** 2, "the variance: Var(X) = E(X²) − E(X)²", forall=[_X])
+    split = pf.cite_external(sp.Eq(_partial(_M1), _partial(_M1 - 1) + _term(_M1)),
+                             "the recursion that defines a finite sum: Σ_{i=1}^{m} a_i = Σ_{i=1}^{m−1} a_i + a_m",
+                             "Σ_{i=1}^{m} q_i k_i = Σ_{i=1}^{m−1} q_i k_i + q_m k_m, m ≥ 1", forall=[_M1])
+    ind_pair = pf.assume(sp.Eq(E(_term(_I)), E(Q_C[_I]) * E(K_C[_I])),
+                         "independence: q_i and k_i are independent, so E[q_i k_i] = E[q_i] E[k_i]", forall=[_I])
+    ind_sq = pf.assume(sp.Eq(E(Q_C[_I] ** 2 * K_C[_I] ** 2), E(Q_C[_I] ** 2) * E(K_C[_I] ** 2)),
+                       "independence: q_i² and k_i² are independent", forall=[_I])
+    ind_rest = pf.assume(sp.Eq(E(T_PART[_M1 - 1] * _term(_M1)), E(T_PART[_M1 - 1]) * E(_term(_M1))),
+                         "independence: T_{m−1}, a function of the pairs 1..m−1, is independent of q_m k_m",
+                         forall=[_M1])
+    mq = pf.assume(sp.Eq(E(Q_C[_I]), mean_q), f"E[q_i] = {mean_q}", forall=[_I])
+    mk = pf.assume(sp.Eq(E(K_C[_I]), mean_k), f"E[k_i] = {mean_k}", forall=[_I])
+    vq = pf.assume(sp.Eq(Var(Q_C[_I]), var_q), f"Var(q_i) = {var_q}", forall=[_I])
+    vk = pf.assume(sp.Eq(Var(K_C[_I]), var_k), f"Var(k_i) = {var_k}", forall=[_I])
+    pair_mean = mean_q * mean_k
+    v = (var_q + mean_q**2) * (var_k + mean_k**2) - pair_mean**2
+
+    # Var(T_d) = d v by induction on d, from T_0 = 0.
+    claim = sp.Eq(Var(T_PART[d]), d * v, evaluate=False)
+    zero = pf.rewrite(T_PART[0], 0, [def_t], "T_0 is the empty sum")
+    e_zero = pf.linearity(E(0), 0, "E of the constant 0", operator=E)
+    base = pf.rewrite(Var(T_PART[0]), substitute(claim, {d: 0}).rhs, [zero, def_var, e_zero],
+                      "base case d = 0: Var(0) = E(0) − E(0)² = 0")
+    hyp = pf.hypothesis(substitute(claim, {d: d - 1}), "induction hypothesis: Var(T_{d−1}) = (d − 1) v")
+    prev, pair = T_PART[d - 1], _term(d)
+    s1 = pf.rewrite(T_PART[d], prev + pair, [def_t, split], "T_d = T_{d−1} + q_d k_d")
+    s2 = pf.rewrite(Var(T_PART[d]), E((prev + pair) ** 2) - E(prev + pair) ** 2, [s1, def_var],
+                    "the definition of Var at T_d = T_{d−1} + q_d k_d")
+    s3 = pf.linearity(E((prev + pair) ** 2), E(prev**2) + 2 * E(prev * pair) + E(Q_C[d] ** 2 * K_C[d] ** 2),
+                      "E[(T + P)²] = E[T²] + 2E[TP] + E[P²] (linearity)", operator=E, random=[Q_C, K_C, T_PART])
+    s4 = pf.linearity(E(prev + pair), E(prev) + E(pair), "linearity", operator=E, random=[Q_C, K_C, T_PART])
+    s5 = pf.rewrite(E(prev * pair), E(prev) * E(pair), [ind_rest], "T_{d−1} is independent of q_d k_d")
+    s6 = pf.rewrite(E(prev**2), Var(prev) + E(prev) ** 2, [def_var], "E[X²] = Var(X) + E[X]²")
+    s7 = pf.rewrite(E(pair), pair_mean, [ind_pair, mq, mk], "E[q_d k_d] = E[q_d] E[k_d]")
+    cq = pf.rewrite(E(Q_C[d] ** 2), Var(Q_C[d]) + E(Q_C[d]) ** 2, [def_var], "E[q_d²] = Var(q_d) + E[q_d]²")
+    ck = pf.rewrite(E(K_C[d] ** 2), Var(K_C[d]) + E(K_C[d]) ** 2, [def_var], "E[k_d²] = Var(k_d) + E[k_d]²")
+    s8 = pf.rewrite(E(Q_C[d] ** 2 * K_C[d] ** 2), (var_q + mean_q**2) * (var_k + mean_k**2),
+                    [ind_sq, cq, ck, vq, vk, mq, mk], "E[q_d² k_d²] = E[q_d²] E[k_d²] (independence)")
+    step = pf.rewrite(Var(T_PART[d]), d * v, [s2, s3, s4, s5, s6, hyp, s7, s8],
+                      "step: (d − 1)v + E[T]² + 2E[T]E[P] + E[P²] − (E[T] + E[P])² = d v; E[T_{d−1}] cancels")
+    variance_t = pf.induction(claim, d, 0, base, step, hyp, "Var(T_d) = d v for every d ≥ 0")
+
+    # E(T_d) = d μ_q μ_k by induction on d: linearity and E[q_d k_d] = E[q_d] E[k_d] in the step.
+    claim_mean = sp.Eq(E(T_PART[d]), d * pair_mean, evaluate=False)
+    base_mean = pf.rewrite(E(T_PART[0]), substitute(claim_mean, {d: 0}).rhs, [zero, e_zero], "base case d = 0")
+    hyp_mean = pf.hypothesis(substitute(claim_mean, {d: d - 1}), "induction hypothesis: E[T_{d−1}] = (d − 1) μ_q μ_k")
+    step_mean = pf.rewrite(E(T_PART[d]), d * pair_mean, [s1, s4, hyp_mean, s7], "step: E[T_{d−1}] + E[q_d k_d]")
+    mean_t = pf.induction(claim_mean, d, 0, base_mean, step_mean, hyp_mean, "E[T_d] = d μ_q μ_k for every d ≥ 0")
+
+    whole = pf.rewrite(S, T_PART[d], [def_s, def_t], "S = T_{d_k}")
+    mean = pf.rewrite(E(S), d * pair_mean, [whole, mean_t], "E(S) = E(T_{d_k}) = d_k μ_q μ_k")
+    variance = pf.rewrite(Var(S), d * v, [whole, variance_t], "Var(S) = Var(T_{d_k}) = d_k v")
+    return def_var, mean, variance, sp.expand(d * pair_mean), d * v
+
+
+def _stated_from(pf: Proof, mean_fact: Fact, var_fact: Fact) -> None:
+    """The statement's E(S) and Var(S) conjuncts, in the form it states them."""
+    pf.rewrite(E(S), pf.claimed(E(S)), [mean_fact], "E[S] in the stated form")
+    pf.rewrite(Var(S), pf.claimed(Var(S)), [var_fact], "Var(S) in the stated form")
 
 
 def general_moments() -> Derivation:
     """E[q·k] and Var(q·k) for independent components with symbolic means and variances, any d_k."""
     pf = Proof("dot-product-moments")
-    mean, variance = _general(pf)
-    pf.equal("collecting terms", "Var(S) in the stated form", variance, pf.claimed(Var(S)), subject=Var(S))
+    _, mean_fact, var_fact, mean, variance = _moments(pf, MU_Q, MU_K, VAR_Q, VAR_K)
+    _stated_from(pf, mean_fact, var_fact)
+    mean, variance = pf.claimed(E(S)), pf.claimed(Var(S))
     return pf.finish(Result(mean=mean, variance=variance, std=sp.sqrt(variance)))
 
 
 def dot_product_moments(*, d=None, mean_q=0, mean_k=0, var_q=1, var_k=1) -> Derivation:
-    """E[q·k] and Var(q·k) for q, k with independent components.
+    """E[q·k] and Var(q·k) for q, k with independent components of the given means and variances.
 
-    The general formulas are derived first (symbolic d_k, means and variances, by induction);
-    the given values are substituted last. ``d=None`` keeps the dimension symbolic.
-    ``.result`` holds ``mean``, ``variance`` and ``std``.
+    Proved for a symbolic d_k from the definitions (see ``general_moments``); an explicit ``d`` enters
+    last, as the assumption d_k = d. ``.result`` holds ``mean``, ``variance`` and ``std``.
     """
-    d = D_K if d is None else as_dimension(d, "d")
-    values = {MU_Q: as_mean(mean_q, "mean_q"), MU_K: as_mean(mean_k, "mean_k"),
-              VAR_Q: as_variance(var_q, "var_q"), VAR_K: as_variance(var_k, "var_k"), D_K: d}
-    general = cited("dot-product-moments")
-    mean, variance = (sp.expand(x.subs(values)) for x in (general.result.mean, general.result.variance))
+    dim = None if d is None else as_dimension(d, "d")
+    values = (as_mean(mean_q, "mean_q"), as_mean(mean_k, "mean_k"), as_variance(var_q, "var_q"),
+              as_variance(var_k, "var_k"))
+    mean = sp.expand(D_K * values[0] * values[1])
+    variance = sp.expand(D_K * ((values[2] + values[0] ** 2) * (values[3] + values[1] ** 2)
+                                - values[0] ** 2 * values[1] ** 2))
+    if dim is not None:
+        mean, variance = sp.expand(mean.subs(D_K, dim)), sp.expand(variance.subs(D_K, dim))
     pf = Proof("dot-product-moments[instance]", statement=sp.And(sp.Eq(E(S), mean, evaluate=False),
-                                                       sp.Eq(Var(S), variance, evaluate=False)),
+                                                                 sp.Eq(Var(S), variance, evaluate=False)),
                assumptions=["q_i, k_i (i = 1..d_k) mutually independent",
-                            f"E[q_i] = {values[MU_Q]}, Var(q_i) = {values[VAR_Q]}, E[k_i] = {values[MU_K]}, "
-                            f"Var(k_i) = {values[VAR_K]}, d_k = {d}"])
-    pf.cite(general)
-    _substitute(pf, general, values)
+                            f"E[q_i] = {values[0]}, Var(q_i) = {values[2]}, E[k_i] = {values[1]}, "
+                            f"Var(k_i) = {values[3]}" + ("" if dim is None else f", d_k = {dim}")])
+    _, mean_fact, var_fact, _, _ = _moments(pf, *values)
+    at = [] if dim is None else [pf.assume(sp.Eq(D_K, dim), f"the dimension: d_k = {dim}")]
+    pf.rewrite(E(S), mean, [mean_fact, *at], "E[S] at the given values")
+    pf.rewrite(Var(S), variance, [var_fact, *at], "Var(S) at the given values")
     return pf.finish(Result(mean=mean, variance=variance, std=sp.sqrt(variance)))
 
 
-def _doit(expr):
-    return sp.sympify(expr).doit()
-
-
-def _substitute(pf: Proof, general: Derivation, values: dict) -> None:
-    """The general formulas at the given values: the substitution is the last step, shown as such."""
-    keys = [k for k in (MU_Q, MU_K, VAR_Q, VAR_K, D_K) if values[k] != k]
-    at = lambda expr: sp.Subs(expr, tuple(keys), tuple(values[k] for k in keys)) if keys else expr  # noqa: E731
-    for name, subject in (("mean", E(S)), ("variance", Var(S))):
-        general_form = general.result[name]
-        pf.equal("substitution", f"the general {name} at the given means, variances and d_k", at(general_form),
-                 sp.expand(general_form.subs(values)), subject=subject, where=_doit)
-
-
 def seed_variance() -> Derivation:
-    """The seeds' case: zero mean, unit variance gives E = 0, Var = d_k, Std = √d_k."""
+    """The seeds' case: the general moments (cited) at zero mean and unit variance, substituted last:
+    E = 0, Var = d_k, Std = √d_k."""
     general = cited("dot-product-moments")
     pf = Proof("dot-product-variance")
-    pf.cite(general)
-    values = {MU_Q: 0, MU_K: 0, VAR_Q: 1, VAR_K: 1, D_K: D_K}
-    _substitute(pf, general, values)
-    variance = sp.expand(general.result.variance.subs(values))
-    pf.premise("definition", "the standard deviation is the square root of the variance", Std(S), sp.sqrt(Var(S)),
-               kind=DEFINITION)
-    pf.equal("square root of the variance", "Std(S) = √Var(S) at the seeds' values",
-             sp.sqrt(sp.Subs(general.result.variance, (MU_Q, MU_K, VAR_Q, VAR_K), (0, 0, 1, 1))), sp.sqrt(variance),
-             subject=Std(S), where=_doit)
-    return pf.finish(Result(mean=sp.expand(general.result.mean.subs(values)), variance=variance,
-                            std=sp.sqrt(variance)))
+    mean_fact, var_fact = (pf.cite(general, sp.Eq(f(S), general.result[key], evaluate=False))
+                           for f, key in ((E, "mean"), (Var, "variance")))
+    values = [pf.assume(sp.Eq(symbol, value), f"the seeds' {what}: {symbol} = {value}")
+              for symbol, value, what in ((MU_Q, 0, "zero mean"), (MU_K, 0, "zero mean"),
+                                          (VAR_Q, 1, "unit variance"), (VAR_K, 1, "unit variance"))]
+    pf.rewrite(E(S), pf.claimed(E(S)), [mean_fact, *values], "E[S] = d_k μ_q μ_k at the seeds' values")
+    seed_var = pf.rewrite(Var(S), pf.claimed(Var(S)), [var_fact, *values], "Var(S) at the seeds' values")
+    def_std = pf.define(Std(_X), sp.sqrt(Var(_X)), "the standard deviation: Std(X) = √Var(X)", forall=[_X])
+    pf.rewrite(Std(S), pf.claimed(Std(S)), [def_std, seed_var], "Std(S) = √Var(S) = √d_k")
+    return pf.finish(Result(mean=pf.claimed(E(S)), variance=pf.claimed(Var(S)), std=pf.claimed(Std(S))))
 
 
 def distribution_free() -> Derivation:
-    """Only means and variances enter: cited from the general derivation, cross-checked by integration."""
+    """Var(q·k) is the general formula, whose derivation uses only the components' means, variances and
+    independence (its premises): no distribution enters, so any with those moments gives it."""
     pf = Proof("dot-product-distribution-free")
     general = cited("dot-product-moments")
     pf.cite(general, sp.Eq(Var(S), pf.statement.rhs, evaluate=False))
-    # A Normal query component and a Uniform key component: their densities from sympy.stats, every
-    # moment integrated over the joint density f_q(x) f_k(y) (independence). The formula is fed only the
-    # marginal means and variances. Numbers keep the integrals fast.
-    x, y = sp.symbols("x y", real=True)
-    fq = stats.density(stats.Normal("q", 1, 2))(x)
-    fk = stats.density(stats.Uniform("k", 0, 3))(y).rewrite(sp.Piecewise)
-    moment = lambda expr: sp.integrate(sp.integrate(expr * fq, (x, -sp.oo, sp.oo)) * fk, (y, 0, 3))  # noqa: E731
-    mq, mk = moment(x), moment(y)
-    at = {MU_Q: mq, VAR_Q: moment(x**2) - mq**2, MU_K: mk, VAR_K: moment(y**2) - mk**2, D_K: 1}
-    pf.equal("integration", "E[qk], q ~ Normal(1, 2²), k ~ Uniform(0, 3), equals the general mean at their means",
-             moment(x * y), general.result.mean.subs(at))
-    pf.equal("integration", "Var(qk) for the same pair equals the general variance at their means and variances",
-             moment(x**2 * y**2) - moment(x * y) ** 2, general.result.variance.subs(at))
     return pf.finish(Result(variance=general.result.variance))
 
 
-def _scaled_variance(claim_id: str, divisor: sp.Expr) -> tuple[Proof, sp.Expr]:
+def _scaled_variance(claim_id: str, divisor: sp.Expr, statement=None) -> tuple[Proof, Fact, sp.Expr]:
+    """Var(S / divisor) from the definition of Var, linearity of E and the seeds' E[S] = 0, Var(S) = d_k
+    (``statement`` for an id outside the catalogue)."""
     base = cited("dot-product-variance")
-    pf = Proof(claim_id)
-    c = sp.Symbol("c", positive=True)
-    y = sp.Symbol("Y")
-    ops = IndependentMoments({y: (sp.Symbol("m_Y", real=True), sp.Symbol("s_Y", positive=True))})
-    pf.equal("Var(cY) = c² Var(Y)", "scaling a random variable scales its variance by c²",
-             ops.var(y / c), ops.var(y) / c**2, subject=Var(y / c))
-    pf.cite(base, sp.Eq(Var(S), D_K, evaluate=False))
-    variance = sp.simplify(base.result.variance / divisor**2)
-    pf.equal("substitution", f"c = {divisor}, Var(S) = d_k: Var(S / c) = Var(S) / c²",
-             (ops.var(y) / c**2).subs({sp.Symbol("s_Y", positive=True): base.result.variance, c: divisor}),
-             variance, subject=Var(S / divisor))
-    return pf, variance
+    pf = Proof(claim_id, statement=statement)
+    var_s = pf.cite(base, sp.Eq(Var(S), D_K, evaluate=False))
+    mean_s = pf.cite(base, sp.Eq(E(S), 0, evaluate=False))
+    def_var = pf.define(Var(_X), E(_X**2) - E(_X) ** 2, "the variance: Var(X) = E(X²) − E(X)²", forall=[_X])
+    second = pf.linearity(E(S**2 / divisor**2), E(S**2) / divisor**2, "the constant 1/c² leaves E",
+                          operator=E, random=[S])
+    first = pf.linearity(E(S / divisor), E(S) / divisor, "the constant 1/c leaves E", operator=E, random=[S])
+    unscaled = pf.rewrite(Var(S / divisor), E(S**2) / divisor**2 - E(S) ** 2 / divisor**2, [def_var, second, first],
+                          "Var(S/c) = E[S²]/c² − E[S]²/c²")
+    square = pf.rewrite(E(S**2), Var(S) + E(S) ** 2, [def_var], "E[S²] = Var(S) + E[S]²")
+    variance = D_K / divisor**2
+    fact = pf.rewrite(Var(S / divisor), variance, [unscaled, square, var_s, mean_s], f"Var(S/c) = d_k/c², c = {divisor}")
+    return pf, fact, variance
 
 
 def scaled_unit_variance() -> Derivation:
-    pf, variance = _scaled_variance("scaled-score-unit-variance", sp.sqrt(D_K))
+    pf, _, variance = _scaled_variance("scaled-score-unit-variance", sp.sqrt(D_K))
     return pf.finish(Result(variance=variance))
 
 
 def dk_scaling_trap() -> Derivation:
-    pf, variance = _scaled_variance("dk-scaling-trap", D_K)
-    limit = sp.limit(variance, D_K, sp.oo)
-    pf.holds("limit", "Var(S / d_k) = 1/d_k → 0 as d_k → ∞", sp.Limit(variance, D_K, sp.oo), limit,
-             lambda: (limit.is_number and limit.is_finite, f"the limit evaluates to {limit}"),
-             subject=sp.Limit(Var(S / D_K), D_K, sp.oo))
-    return pf.finish(Result(variance=variance, limit=limit))
+    """Var(S/d_k) = 1/d_k, and its limit 0 in ε–N form: Var(S/d_k) < ε for every d_k > 1/ε."""
+    pf, fact, variance = _scaled_variance("dk-scaling-trap", D_K)
+    past = pf.assume(sp.Gt(EPSILON * D_K, 1), "past the limit's N = 1/ε: ε d_k > 1 (any ε > 0)")
+    pf.rewrite(Var(S / D_K), EPSILON, [fact, past], "1/d_k < ε once ε d_k > 1", relation_="<")
+    return pf.finish(Result(variance=variance, limit=sp.Integer(0)))
 
 
 def prescaled_query(n_q: int = 2, n_k: int = 3, d: int = 2) -> Derivation:
-    """((sQ)Kᵀ)_ij = s (QKᵀ)_ij: scaling Q before the GEMM equals scaling the scores, any head dimension."""
+    """((sQ)Kᵀ)_ij = s (QKᵀ)_ij: the scale leaves the sum over c by linearity, any head dimension.
+
+    ``.result.scores`` is the proved right-hand side written out for explicit n_q × d and n_k × d
+    matrices of symbols, for the numeric layer to evaluate."""
     pf = Proof("prescaled-query")
-    entry = sp.Sum((SCALE_S * QI[I, C_IDX]) * KI[J, C_IDX], (C_IDX, 1, D_K))
-    pf.premise("definition of the matrix product", "((sQ)Kᵀ)_ij = Σ_c (s q_ic) k_jc", sp.Symbol("((sQ)Kᵀ)_ij"),
-               entry, kind=DEFINITION)
-    pf.equal("linearity of the sum", "the scale s does not depend on c and leaves the sum", sp.factor_terms(entry),
-             SCALE_S * sp.Sum(QI[I, C_IDX] * KI[J, C_IDX], (C_IDX, 1, D_K)), subject=entry)
-    Q, K = sp.Matrix(n_q, d, sp.symbols(f"q:{n_q * d}")), sp.Matrix(n_k, d, sp.symbols(f"k:{n_k * d}"))
-    pf.equal("bilinearity of the matrix product", f"cross-check: (sQ)Kᵀ = s(QKᵀ) on explicit {n_q}×{d}, {n_k}×{d}",
-             (SCALE_S * Q) * K.T, SCALE_S * (Q * K.T))
-    pf.equal("substitution", "with s = 1/√d_k: (Q/√d_k)Kᵀ = QKᵀ/√d_k",
-             (Q / sp.sqrt(D_K)) * K.T, (Q * K.T) / sp.sqrt(D_K))
-    return pf.finish(Result(scores=SCALE_S * (Q * K.T)))
+    lhs, rhs = pf.statement.lhs, pf.statement.rhs
+    pf.linearity(lhs, rhs, "the scale s does not depend on c and leaves the sum")
+    n_q, n_k, d = (int(as_dimension(x, name)) for x, name in ((n_q, "n_q"), (n_k, "n_k"), (d, "d")))
+    q_sym = sp.Matrix(n_q, d, sp.symbols(f"q:{n_q * d}"))
+    k_sym = sp.Matrix(n_k, d, sp.symbols(f"k:{n_k * d}"))
+
+    def entry(i, j):
+        e = rhs.subs({I: i + 1, J: j + 1, D_K: d}).doit()
+        return e.replace(lambda x: isinstance(x, sp.Indexed),
+                         lambda x: (q_sym if x.base == QI else k_sym)[int(x.indices[0]) - 1, int(x.indices[1]) - 1])
+
+    return pf.finish(Result(scores=sp.Matrix(n_q, n_k, entry)))

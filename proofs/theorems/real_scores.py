@@ -16,6 +16,7 @@ from sympy import stats
 
 from proofs import index_sums
 from proofs import notation as nt
+from proofs.checker import substitute
 from proofs.engine import ASSUMPTION, CITED, DEFINITION, Derivation, Proof, Result
 from proofs.validate import as_dimension
 
@@ -248,40 +249,127 @@ def self_attention_score_moments(variance: Formula | None = None, *, n: int = EX
                             variance_index_form=INDEX_FORM.tr_MMT + INDEX_FORM.tr_M2))
 
 
-def distinct_token_score_moments(variance: Formula | None = None, *, n: int = EXPLICIT_N) -> Derivation:
-    """E[xᵀMy] = 0, Var(xᵀMy) = tr(MMᵀ) for independent x, y ~ N(0, I_n)."""
-    formula = variance or (lambda M: (M * M.T).trace())
-    n = int(as_dimension(n, "n"))
+# ---- two independent tokens, any n: checked rule applications ----------------------------------------------------
+XMY = sp.Symbol("xᵀMy")  # the score q·k = xᵀMy of two tokens
+X_T, Y_T = sp.IndexedBase("x", real=True), sp.IndexedBase("y", real=True)  # the tokens' components
+M_E = sp.IndexedBase("M", real=True)  # the entries of M = W_Q W_Kᵀ
+Z_ROW = sp.IndexedBase("z", real=True)  # z_a = Σ_b M_ab y_b = (My)_a
+Z_PART = sp.IndexedBase("Z", real=True)  # Z_{a,m} = Σ_{b≤m} M_ab y_b
+T_PART = sp.IndexedBase("T", real=True)  # T_m = Σ_{a≤m} x_a z_a
+M_SQ = sp.IndexedBase("Q", real=True)  # Q_{a,m} = Σ_{b≤m} M_ab²
+EZ_PART = sp.IndexedBase("R", real=True)  # R_m = Σ_{a≤m} E[z_a²]
+_ra, _rb = sp.symbols("a b", integer=True, positive=True)  # summation indices
+_pr = sp.Symbol("p", integer=True, positive=True)  # a row, in patterns
+_pm0 = sp.Symbol("m", integer=True, nonnegative=True)
+_pm1 = sp.Symbol("m", integer=True, positive=True)
+_gr = sp.Symbol("r", integer=True, positive=True)  # a row, generalised
+_gt = sp.Symbol("t", integer=True, positive=True)  # an inner length, generalised
+_gu = sp.Symbol("u", integer=True, positive=True)  # an outer length, generalised
+_X = sp.Symbol("X")
+
+
+def distinct_variance_sum(M, n):
+    """Σ_{a=1}^{n} Σ_{b=1}^{n} M_ab² = tr(MMᵀ): what the theorem concludes Var(xᵀMy) equals."""
+    return sp.Sum(sp.Sum(M[_ra, _rb] ** 2, (_rb, 1, n)), (_ra, 1, n))
+
+
+def distinct_token_score_moments(variance: Callable | None = None, *, n: int = EXPLICIT_N) -> Derivation:
+    """E[xᵀMy] = 0, Var(xᵀMy) = Σ_ab M_ab² = tr(MMᵀ) for independent x, y ~ N(0, I_n), any n.
+
+    Two inductions over partial sums, each generalised (∀) so the other can use it: E[Z_{r,t}²] = Σ_{b≤t} M_rb²
+    for the row sums z_r = Z_{r,n}, and E[T_u²] = Σ_{a≤u} E[z_a²] for T_u = Σ_{a≤u} x_a z_a. ``variance(M, n)``
+    (default ``distinct_variance_sum``) is what the last step concludes; pass another to have it judged.
+    ``.result`` holds the explicit n×n expressions (n = ``n``) for the numeric layer, read off the statement.
+    """
+    formula = variance or distinct_variance_sum
+    n_explicit = int(as_dimension(n, "n"))
+    size = nt.N
     pf = Proof("distinct-token-score-moments")
-    xmy = sp.Symbol("xᵀMy")
-    r = distinct_score_moments(n)
-    M = r.M
-    pf.premise("definition", "q = W_Qᵀx, k = W_Kᵀy, M = W_Q W_Kᵀ", sp.Symbol("M"), sp.Symbol("W_Q W_Kᵀ"),
-               kind=DEFINITION)
-    pf.premise("independence + E[x_a x_b] = δ_ab", "E[x_a y_b] = 0 and E[x_a x_c y_b y_d] = δ_ac δ_bd",
-               sp.Symbol("E[x_a x_c y_b y_d]"), sp.Symbol("δ_ac δ_bd"), kind=ASSUMPTION)
-    mean_index = sp.Sum(_M[_a, _b] * sp.Symbol("E[x_a]") * sp.Symbol("E[y_b]"), (_a, 1, _n), (_b, 1, _n))
-    a, b, c, d = _IDX
-    Mg, delta = _coupling(), sp.KroneckerDelta
-    mu_x, mu_y = sp.symbols("E[x_a] E[y_b]", real=True)
-    pf.equal("linearity + independence", "any n: E[xᵀMy] = Σ_ab M_ab E[x_a] E[y_b], and E[x_a] = 0",
-             _sum(Mg[a, b] * mu_x * mu_y, a, b), 0, subject=E(xmy), where=lambda e: sp.sympify(e).subs(mu_x, 0))
-    second = _reduce(_sum(Mg[a, b] * Mg[c, d] * delta(a, c) * delta(b, d), a, b, c, d))
-    pf.holds("independence + sifting", f"any n: Var = Σ_abcd M_ab M_cd E[x_a x_c] E[y_b y_d] − 0² = {second} = tr(MMᵀ)",
-             Var(xmy), pf.claimed(Var(xmy)), lambda: _same_sums(second, pf.claimed(Var(xmy))), subject=Var(xmy))
-    pf.equal("linearity", f"cross-check: E[xᵀMy] = 0 (n = {n}, explicit)", r.mean, 0)
-    pf.equal("sifting by δ", f"cross-check: Var(xᵀMy) = Σ_ab M_ab² = tr(MMᵀ) (n = {n}, explicit entries)", r.variance,
-             formula(M))
-    pf.holds("sifting by δ (index form)", "cross-check: the index form at n = 1, 2, 3 against the explicit computation",
-             Var(xmy), INDEX_FORM.tr_MMT,
-             _index_form_checks(INDEX_FORM.tr_MMT, lambda k: distinct_score_moments(k).variance, pf.claimed(Var(xmy))))
-    # The seeds' Var = d_k is recovered when W_Q and W_K have orthonormal columns.
-    c, s = sp.Rational(3, 5), sp.Rational(4, 5)
-    W_Q = sp.Matrix([[1, 0], [0, 1], [0, 0]])
-    W_K = sp.Matrix([[c, 0], [s, 0], [0, 1]])
-    pf.holds("orthonormal columns", "W_Qᵀ W_Q = W_Kᵀ W_K = I (n = 3, d_k = 2) gives Var = tr(MMᵀ) = d_k = 2, "
-             "the seeds' value", sp.Symbol("Var"), 2,
-             lambda: (W_Q.T * W_Q == sp.eye(2) and W_K.T * W_K == sp.eye(2)
-                      and r.variance.subs(dict(zip(M, W_Q * W_K.T))) == 2, "Var = tr(MMᵀ) = 2"))
-    # Any other n: distinct_score_moments(n) builds the same expressions.
-    return pf.finish(Result(M=M, mean=r.mean, variance=r.variance, variance_index_form=INDEX_FORM.tr_MMT))
+    E_, Var_ = nt.E, nt.Var
+    def_s = pf.define(XMY, sp.Sum(X_T[_ra] * sp.Sum(M_E[_ra, _rb] * Y_T[_rb], (_rb, 1, size)), (_ra, 1, size)),
+                      "q·k = (W_Qᵀx)·(W_Kᵀy) = xᵀ(My) = Σ_a x_a Σ_b M_ab y_b, M = W_Q W_Kᵀ")
+    def_big_z = pf.define(Z_PART[_pr, _pm0], sp.Sum(M_E[_pr, _rb] * Y_T[_rb], (_rb, 1, _pm0)),
+                          "Z_{p,m} = Σ_{b≤m} M_pb y_b", forall=[_pr, _pm0])
+    def_z = pf.define(Z_ROW[_pr], Z_PART[_pr, size], "z_p = (My)_p = Z_{p,n}", forall=[_pr])
+    def_t = pf.define(T_PART[_pm0], sp.Sum(X_T[_ra] * Z_ROW[_ra], (_ra, 1, _pm0)), "T_m = Σ_{a≤m} x_a z_a",
+                      forall=[_pm0])
+    def_q = pf.define(M_SQ[_pr, _pm0], sp.Sum(M_E[_pr, _rb] ** 2, (_rb, 1, _pm0)), "Q_{p,m} = Σ_{b≤m} M_pb²",
+                      forall=[_pr, _pm0])
+    def_r = pf.define(EZ_PART[_pm0], sp.Sum(E_(Z_ROW[_ra] ** 2), (_ra, 1, _pm0)), "R_m = Σ_{a≤m} E[z_a²]",
+                      forall=[_pm0])
+    def_var = pf.define(Var_(_X), E_(_X**2) - E_(_X) ** 2, "the variance: Var(X) = E(X²) − E(X)²", forall=[_X])
+    recursion = "the recursion that defines a finite sum: Σ_{i=1}^{m} a_i = Σ_{i=1}^{m−1} a_i + a_m"
+    splits = [pf.cite_external(sp.Eq(sp.Sum(body, (i, 1, _pm1)), sp.Sum(body, (i, 1, _pm1 - 1)) + body.subs(i, _pm1)),
+                               recursion, f"the sum of {body} peeled at m", forall=[_pr, _pm1] if body.has(_pr) else [_pm1])
+              for body, i in ((M_E[_pr, _rb] * Y_T[_rb], _rb), (M_E[_pr, _rb] ** 2, _rb),
+                              (X_T[_ra] * Z_ROW[_ra], _ra), (E_(Z_ROW[_ra] ** 2), _ra))]
+    split_z, split_q, split_t, split_r = splits
+    mean_x = pf.assume(sp.Eq(E_(X_T[_pr]), 0), "x ~ N(0, I_n): E[x_p] = 0", forall=[_pr])
+    sq_x = pf.assume(sp.Eq(E_(X_T[_pr] ** 2), 1), "x ~ N(0, I_n): E[x_p²] = 1", forall=[_pr])
+    mean_y = pf.assume(sp.Eq(E_(Y_T[_pr]), 0), "y ~ N(0, I_n): E[y_p] = 0", forall=[_pr])
+    sq_y = pf.assume(sp.Eq(E_(Y_T[_pr] ** 2), 1), "y ~ N(0, I_n): E[y_p²] = 1", forall=[_pr])
+    ind_zy = pf.assume(sp.Eq(E_(Z_PART[_pr, _pm1 - 1] * Y_T[_pm1]), E_(Z_PART[_pr, _pm1 - 1]) * E_(Y_T[_pm1])),
+                       "independence: Z_{p,m−1} (y_1..y_{m−1}) and y_m", forall=[_pr, _pm1])
+    ind_txz = pf.assume(sp.Eq(E_(T_PART[_pm1 - 1] * X_T[_pm1] * Z_ROW[_pm1]),
+                              E_(X_T[_pm1]) * E_(T_PART[_pm1 - 1] * Z_ROW[_pm1])),
+                        "independence: x_m and (T_{m−1}, z_m), functions of x_1..x_{m−1} and y", forall=[_pm1])
+    ind_xz2 = pf.assume(sp.Eq(E_(X_T[_pm1] ** 2 * Z_ROW[_pm1] ** 2), E_(X_T[_pm1] ** 2) * E_(Z_ROW[_pm1] ** 2)),
+                        "independence: x_m and z_m (a function of y)", forall=[_pm1])
+    ind_xz = pf.assume(sp.Eq(E_(X_T[_pr] * Z_ROW[_pr]), E_(X_T[_pr]) * E_(Z_ROW[_pr])),
+                       "independence: x_p and z_p (a function of y)", forall=[_pr])
+    e_zero = pf.linearity(E_(0), 0, "E of the constant 0", operator=E_)
+
+    # E[Z_{r,t}²] = Q_{r,t} by induction on t, then for every r and t.
+    inner = sp.Eq(E_(Z_PART[_gr, _gt] ** 2), M_SQ[_gr, _gt], evaluate=False)
+    first = M_E[_gr, 1] * Y_T[1]
+    z1 = pf.rewrite(Z_PART[_gr, 1], first, [def_big_z], "Z_{r,1} = M_r1 y_1")
+    lin1 = pf.linearity(E_(first**2), M_E[_gr, 1] ** 2 * E_(Y_T[1] ** 2), "M_r1 is a constant", operator=E_,
+                        random=[Y_T])
+    base = pf.rewrite(E_(Z_PART[_gr, 1] ** 2), M_SQ[_gr, 1], [z1, lin1, sq_y, def_q], "base case t = 1: M_r1² E[y_1²]")
+    hyp = pf.hypothesis(substitute(inner, {_gt: _gt - 1}), "E[Z_{r,t−1}²] = Q_{r,t−1}")
+    prev, new = Z_PART[_gr, _gt - 1], M_E[_gr, _gt] * Y_T[_gt]
+    peel = pf.rewrite(Z_PART[_gr, _gt], prev + new, [def_big_z, split_z], "Z_{r,t} = Z_{r,t−1} + M_rt y_t")
+    square = pf.linearity(E_((prev + new) ** 2), E_(prev**2) + 2 * M_E[_gr, _gt] * E_(prev * Y_T[_gt])
+                          + M_E[_gr, _gt] ** 2 * E_(Y_T[_gt] ** 2), "linearity; M_rt is a constant", operator=E_,
+                          random=[Y_T, Z_PART])
+    step = pf.rewrite(E_(Z_PART[_gr, _gt] ** 2), M_SQ[_gr, _gt],
+                      [peel, square, ind_zy, mean_y, sq_y, hyp, def_q, split_q],
+                      "step: E[Z²] + 2M E[Z]E[y_t] + M² E[y_t²] = Q_{r,t−1} + M_rt²")
+    rows = pf.generalisation(pf.induction(inner, _gt, 1, base, step, hyp, "for every t ≥ 1"), [_gr, _gt],
+                             "E[Z_{r,t}²] = Σ_{b≤t} M_rb² for every row r and length t")
+    row = pf.generalisation(pf.rewrite(E_(Z_ROW[_gr] ** 2), M_SQ[_gr, size], [def_z, rows], "E[z_r²] = Q_{r,n}"),
+                            [_gr], "E[z_r²] = Σ_b M_rb² for every row r")
+
+    # E[T_u²] = R_u by induction on u, then for every u.
+    outer = sp.Eq(E_(T_PART[_gu] ** 2), EZ_PART[_gu], evaluate=False)
+    t0 = pf.rewrite(T_PART[0], 0, [def_t], "T_0 is the empty sum")
+    base = pf.rewrite(E_(T_PART[0] ** 2), EZ_PART[0], [t0, e_zero, def_r], "base case u = 0: 0 = 0")
+    hyp = pf.hypothesis(substitute(outer, {_gu: _gu - 1}), "E[T_{u−1}²] = R_{u−1}")
+    prev, new = T_PART[_gu - 1], X_T[_gu] * Z_ROW[_gu]
+    peel = pf.rewrite(T_PART[_gu], prev + new, [def_t, split_t], "T_u = T_{u−1} + x_u z_u")
+    square = pf.linearity(E_((prev + new) ** 2), E_(prev**2) + 2 * E_(prev * new) + E_(X_T[_gu] ** 2 * Z_ROW[_gu] ** 2),
+                          "linearity", operator=E_, random=[X_T, Z_ROW, T_PART])
+    step = pf.rewrite(E_(T_PART[_gu] ** 2), EZ_PART[_gu],
+                      [peel, square, ind_txz, ind_xz2, mean_x, sq_x, hyp, def_r, split_r],
+                      "step: E[T²] + 2E[x_u]E[T z_u] + E[x_u²]E[z_u²] = R_{u−1} + E[z_u²]")
+    sums = pf.generalisation(pf.induction(outer, _gu, 0, base, step, hyp, "for every u ≥ 0"), [_gu],
+                             "E[T_u²] = Σ_{a≤u} E[z_a²] for every u")
+
+    # Back to q·k = T_n.
+    whole = pf.rewrite(XMY, T_PART[size], [def_s, def_t, def_z, def_big_z], "xᵀMy = Σ_a x_a z_a = T_n")
+    spread = sp.Sum(E_(X_T[_ra] * Z_ROW[_ra]), (_ra, 1, size))
+    mean_t = pf.chain([pf.rewrite(E_(T_PART[size]), E_(sp.Sum(X_T[_ra] * Z_ROW[_ra], (_ra, 1, size))), [def_t], "T_n"),
+                       pf.linearity(E_(sp.Sum(X_T[_ra] * Z_ROW[_ra], (_ra, 1, size))), spread, "linearity of E",
+                                    operator=E_, random=[X_T, Z_ROW]),
+                       pf.rewrite(spread, 0, [ind_xz, mean_x], "E[x_a z_a] = E[x_a] E[z_a] = 0")],
+                      E_(T_PART[size]), "=", 0, "E[T_n] = 0")
+    pf.rewrite(E_(XMY), pf.claimed(E_(XMY)), [whole, mean_t], "E[xᵀMy] = E[T_n] = 0")
+    concluded = formula(M_E, size)
+    pf.rewrite(Var_(XMY), concluded, [def_var, whole, mean_t, sums, def_r, row, def_q],
+               "Var = E[T_n²] − E[T_n]² = Σ_a E[z_a²] = Σ_a Σ_b M_ab²")
+
+    M = coupling_matrix(n_explicit)
+    stated = pf.claimed(Var_(XMY))
+    explicit = stated.subs(size, n_explicit).doit().replace(
+        lambda e: isinstance(e, sp.Indexed) and e.base == M_E, lambda e: M[int(e.indices[0]) - 1, int(e.indices[1]) - 1])
+    return pf.finish(Result(M=M, mean=pf.claimed(E_(XMY)), variance=sp.expand(explicit), variance_index_form=stated))
