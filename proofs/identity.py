@@ -306,8 +306,10 @@ def _give_values(out: list[sp.Expr], rng: random.Random, values: dict, calls: di
     entries = sorted(set().union(*(e.atoms(sp.Indexed, _MatrixElement) for e in out)), key=sp.default_sort_key)
     if final and any(not i.is_number for ix in entries for i in _indices(ix)):
         raise _NotInstantiable("an index stays symbolic")
+    # An entry something is differentiated by keeps its name until doit has differentiated.
+    wrt = set() if final else {v for e in out for d in e.atoms(sp.Derivative) for v in d.variables}
     for ix in entries:
-        if ix not in values and all(i.is_number for i in _indices(ix)):
+        if ix not in values and ix not in wrt and all(i.is_number for i in _indices(ix)):
             values[ix] = _sample_value(ix, rng)
     out = [e.xreplace(values) for e in out] if values else out
     # Only calls at numbers: f(_x) under a Derivative or Subs is not a value (replacing it there would
@@ -567,8 +569,8 @@ def _conditions(e: sp.Basic, out: list, smooth_in: frozenset = frozenset()) -> N
     if isinstance(e, sp.core.function.AppliedUndef):
         return walk(*e.args)
     if isinstance(e, sp.Derivative):
-        if not all(isinstance(v, sp.Symbol) for v in e.variables):
-            raise _Unknown(f"{_name(e)} differentiates by something other than a symbol")
+        if not all(isinstance(v, (sp.Symbol, sp.Indexed, _MatrixElement)) for v in e.variables):
+            raise _Unknown(f"{_name(e)} differentiates by something other than a symbol or an entry")
         return walk(e.expr, smooth=smooth_in | frozenset(e.variables))
     if isinstance(e, sp.Subs):
         walk(*e.point)
