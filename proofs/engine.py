@@ -269,7 +269,6 @@ class Proof:
         self._assumptions = tuple(assumptions) if assumptions is not None else (entry.assumptions if entry else ())
         self._premises: list[dict] = []
         self._steps: list[dict] = []
-        self._exprs: list = [self._statement]  # for the certificate's table of function assumptions
         self._start = time.perf_counter()
 
     claim_id = property(lambda self: self._claim_id)
@@ -298,9 +297,6 @@ class Proof:
     def _id(self, prefix: str) -> str:
         return f"{prefix}{len(self._premises) + len(self._steps) + 1}"
 
-    def _note(self, *exprs: Any) -> None:
-        self._exprs.extend(x for x in exprs if isinstance(x, sp.Basic))
-
     def _premise(self, kind: str, rel: Any, description: str, *, reference: str | None = None,
                  forall: Iterable = (), label: str | None = None) -> Fact:
         if kind not in PREMISE_KINDS:
@@ -309,7 +305,6 @@ class Proof:
             raise ValueError("reference must name the cited theorem (e.g. \"Chebyshev's inequality\") "
                              "when kind is 'cited'")
         fid = self._id("P")
-        self._note(rel)
         entry = {"id": fid, "kind": kind, "statement": write(rel), "description": description,
                  "forall": [write(s) for s in forall]}
         if reference:
@@ -322,7 +317,6 @@ class Proof:
     def _step(self, rule: str, conclusion: Any, description: str, premises: Iterable[Fact] = (),
               label: str | None = None, **data: Any) -> Fact:
         fid = self._id("S")
-        self._note(conclusion, *[checker.read(t) for t in data.get("terms", [])])
         entry = {"id": fid, "rule": rule, "conclusion": write(conclusion), "description": description,
                  "premises": [p.id for p in premises]}
         if label:
@@ -480,7 +474,6 @@ class Proof:
             return ok
         target = establishes if establishes is not None else relation(subject if subject is not None else lhs, "=", rhs)
         source = _caller()
-        self._note(target)
         self._steps.append({"id": self._id("S"), "rule": "computation", "conclusion": write(target),
                             "description": "label: " + description, "premises": [fact.id], "label": rule,
                             "name": "equal(" + ", ".join(k for k, v in (("subject", subject), ("where", where),
@@ -502,8 +495,7 @@ class Proof:
     def finish(self, result: Any = None) -> Derivation:
         cert = {"format": FORMAT, "version": VERSION, "claim": self.claim_id, "title": self.title,
                 "statement": write(self.statement), "assumptions": list(self.assumptions),
-                "premises": self._premises, "steps": self._steps,
-                "functions": checker.function_facts(self._exprs)}
+                "premises": self._premises, "steps": self._steps}
         return Derivation(self.claim_id, self.title, self.assumptions, json.dumps(cert, sort_keys=True, ensure_ascii=False),
                           result, time.perf_counter() - self._start)
 

@@ -571,6 +571,9 @@ def _conditions(e: sp.Basic, out: list, smooth_in: frozenset = frozenset()) -> N
     if isinstance(e, sp.Derivative):
         if not all(isinstance(v, (sp.Symbol, sp.Indexed, _MatrixElement)) for v in e.variables):
             raise _Unknown(f"{_name(e)} differentiates by something other than a symbol or an entry")
+        if len(set(e.variables)) > 1 and e.expr.has(sp.core.function.AppliedUndef):
+            # SymPy orders the variables on construction: that assumes the mixed partials commute (Schwarz)
+            raise _Unknown(f"{_name(e)}: mixed partials of an undefined function are not assumed to commute")
         return walk(e.expr, smooth=smooth_in | frozenset(e.variables))
     if isinstance(e, sp.Subs):
         walk(*e.point)
@@ -578,6 +581,8 @@ def _conditions(e: sp.Basic, out: list, smooth_in: frozenset = frozenset()) -> N
     if isinstance(e, (sp.Sum, sp.Product, sp.Integral)):
         if isinstance(e, sp.Integral):
             rough("differentiating an integral is not in the whitelist")
+            if e.function.has(sp.core.function.AppliedUndef):
+                raise _Unknown(f"{_name(e)}: an undefined function is not assumed integrable")
         for limit in e.limits:
             if len(limit) != 3:
                 raise _Unknown(f"{_name(e)} has no range for {limit[0]}")

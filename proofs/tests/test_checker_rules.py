@@ -34,14 +34,6 @@ def test_a_step_resting_on_a_premise_about_its_symbol_is_not_generalised():
     assert any("not generalised" in r and "mentions x" in r for r in d.reasons)
 
 
-def test_a_symbol_whose_assumptions_no_pattern_enforces_is_not_generalised():
-    p = sp.Symbol("p", prime=True)
-    pf = Proof("t-general-prime", statement=_eq(sp.Integer(6), 6))
-    pf.identity(sp.gcd(p, p), p, forall=[p])
-    d = pf.finish()
-    assert not d.verified and any("more than a pattern enforces" in r for r in d.reasons)
-
-
 def test_truncation_cuts_an_indicator_sum_within_its_range():
     m = sp.Symbol("m", integer=True, nonnegative=True)
     indicator = sp.Piecewise((1, k <= m), (0, True))
@@ -107,7 +99,7 @@ def test_a_step_resting_on_a_citation_about_its_symbol_is_not_generalised():
     general = pf.rewrite(x + 1, 2, [lemma], forall=[x])  # would make every x equal 1
     pf.rewrite(y + 1, 2, [general])
     d = pf.finish()
-    assert not d.verified and any("mentions x" in r for r in d.reasons)
+    assert not d.verified and any("citation" in r for r in d.reasons)
 
 
 def test_instance_takes_admissible_values_only():
