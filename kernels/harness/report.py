@@ -10,6 +10,7 @@ import contextlib
 import contextvars
 import math
 import re
+import shutil
 import sys
 import time
 from collections import Counter
@@ -178,7 +179,7 @@ class ConformanceReport:
         """The failing invariants grouped by the checks they fail on (invariants failing on the same
         cases and dtypes most likely share a cause), largest group first, each with the conditions
         its failures need (read from which of its invariants' checks passed)."""
-        failed_on: dict[str, frozenset] = {}
+        failed_on: dict[str, set] = {}
         for f in self.failures:
             failed_on.setdefault(f.invariant, set()).add((f.case_name, f.dtype))
         groups: dict[frozenset, list[str]] = {}
@@ -188,7 +189,8 @@ class ConformanceReport:
         for invariants in groups.values():
             checks = [c for c in self.judged if c.invariant in invariants]
             failed = [c for c in checks if not c.passed]
-            causes.append(RootCause(invariants, failed, len(checks), conditions(failed, [c for c in checks if c.passed])))
+            passed = [c for c in checks if c.passed]
+            causes.append(RootCause(invariants, failed, len(checks), conditions(failed, passed)))
         return sorted(causes, key=lambda r: -len(r.failed))
 
     def smallest_failure(self) -> Check | None:
@@ -274,7 +276,10 @@ def _predicates(checks: list[Check], across_invariants: bool):
     across invariants, only the features the invariant uses and the dtype."""
     shapes = {c.case: case_shape(c.case) for c in checks}
     known = [sh for sh in shapes.values() if sh is not None]
-    preds = [(f"only in {d}", lambda c, d=d: c.dtype == d, 0) for d in sorted({c.dtype for c in checks})]
+    dtypes = {c.dtype for c in checks}
+    preds = [(f"only in {d}", lambda c, d=d: c.dtype == d, 0) for d in sorted(dtypes)]
+    if {"float16", "bfloat16"} <= dtypes:
+        preds.append(("only in float16 or bfloat16", lambda c: c.dtype in ("float16", "bfloat16"), 0))
     if across_invariants:
         for feature in ("attn_mask", "dropout_p", "backward"):
             preds.append((f"only in checks that use {feature}", lambda c, f=feature: f in _needs_of(c.invariant), 0))
@@ -312,7 +317,8 @@ def _predicates(checks: list[Check], across_invariants: bool):
     return preds
 
 
-def conditions(failed: list[Check], passed: list[Check], *, across_invariants: bool = False, most: int = 3) -> list[str]:
+def conditions(failed: list[Check], passed: list[Check], *, across_invariants: bool = False,
+               most: int = 3) -> list[str]:
     """The conditions every failed check meets and some passed check does not: what the failure
     needs ("only in float16", "only past one key block of 64 (Nk > 64)"). When conditions are met
     by exactly the failed checks, those are given (flags and tile widths before raw sizes), else a
@@ -349,8 +355,8 @@ def conditions(failed: list[Check], passed: list[Check], *, across_invariants: b
 
 
 def _tail(phrase: str) -> str:
-    """"only with X" -> "X", "only in Y" -> "in Y": the second half of "only with A and X"."""
-    return phrase.removeprefix("only with ").removeprefix("only ")
+    """"only with X" -> "with X": the second half of "only in A and with X"."""
+    return phrase.removeprefix("only ")
 
 
 def _with_passes(phrase: str, passed: list[Check]) -> str:
@@ -406,18 +412,12 @@ class Progress:
         self.last = now
         line = (f"{self.done} checks, {self.failed} failed, {now - self.start:.0f} s: "
                 f"{check.invariant} on {check.case_name} ({check.dtype})")
-        self.stream.write("\r\033[K" + line[:_width(self.stream) - 1])
+        self.stream.write("\r\033[K" + line[:shutil.get_terminal_size((80, 24)).columns - 1])
         self.stream.flush()
 
     def close(self) -> None:
         self.stream.write("\r\033[K")
         self.stream.flush()
-
-
-def _width(stream) -> int:
-    import shutil
-
-    return shutil.get_terminal_size((80, 24)).columns  # the terminal stderr is on, else 80
 
 
 @contextlib.contextmanager

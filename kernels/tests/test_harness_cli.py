@@ -156,7 +156,8 @@ def test_the_summary_names_the_root_cause_before_the_full_list(capsys):
     out = capsys.readouterr().out
     summary = out[out.index("Summary:"):out.index("\ninvariant ")]
     assert "causal-alignment: 9 of 12 checks failed" in summary and "only with Nq ≠ Nk" in summary
-    assert "smallest failing case: causal-alignment [causal-mask-top-left] on one-key: B=1 Hq=2 Hkv=2 Nq=37 Nk=1" in summary
+    assert ("smallest failing case: causal-alignment [causal-mask-top-left] on one-key: B=1 Hq=2 Hkv=2 Nq=37 Nk=1"
+            in summary)
     assert ("rerun it alone: attention-proofs verify kernels.mutants:causal_bottom_right --invariant "
             "causal-alignment --case one-key --dtype float32") in summary
     assert out.index("Summary:") < out.index("Failures:")
@@ -194,3 +195,62 @@ def _every_update(update):
         self.last = -1e9
         return update(self, check)
     return each
+
+
+def _check(case, dtype="float32", passed=True, invariant="reference-agreement"):
+    from kernels.harness.report import Check
+
+    return Check(invariant=invariant, claim_id=None, case=case.describe(), case_name=case.name, dtype=dtype,
+                 device="cpu", discrepancy=0.0 if passed else 1.0, bound=0.5, passed=passed)
+
+
+def test_case_shapes_are_read_from_every_case_description():
+    from kernels.harness.cases import THOROUGH_CASES
+    from kernels.harness.report import case_shape
+
+    for c in THOROUGH_CASES:
+        shape = case_shape(c.describe())
+        assert (shape["B"], shape["Hq"], shape["Hkv"], shape["Nq"], shape["Nk"], shape["D"], shape["Dv"],
+                shape["causal"], shape["scaled"]) == (c.batch, c.q_heads, c.kv_heads, c.n_q, c.n_k, c.head_dim,
+                                                      c.dv, c.causal, c.scale is not None), c.name
+    assert case_shape("not a case") is None
+
+
+@pytest.mark.parametrize("fails, expected", [
+    (lambda c, dt: c.n_k > 64, "only past one key block of 64 (Nk > 64)"),
+    (lambda c, dt: dt == "float16", "only in float16"),
+    (lambda c, dt: c.causal and c.n_q != c.n_k, "only with is_causal and with Nq ≠ Nk"),
+    (lambda c, dt: c.n_k % 16 != 0 and dt != "float32",
+     "only in float16 or bfloat16 and with a partial last key block of 16 (Nk % 16 ≠ 0)"),
+    (lambda c, dt: c.name in ("square", "long-gqa", "tiny"), None),  # nothing says it: the two best are given
+])
+def test_what_the_failures_need_is_read_from_the_pass_fail_pattern(fails, expected):
+    from kernels.harness.cases import DEFAULT_CASES, RANDOM
+    from kernels.harness.report import conditions
+
+    checks = [_check(c, dt, not fails(c, dt)) for c in DEFAULT_CASES if c.kind == RANDOM
+              for dt in ("float32", "float16", "bfloat16")]
+    found = conditions([c for c in checks if not c.passed], [c for c in checks if c.passed])
+    if expected is None:
+        assert len(found) == 2, found
+    else:
+        assert found[0] == expected, found
+    assert conditions([c for c in checks if not c.passed], []) == []  # nothing passed: it fails everywhere
+
+
+def test_the_summary_groups_invariants_failing_on_the_same_checks_and_says_what_all_failures_share():
+    from kernels.harness.cases import DEFAULT_CASES
+    from kernels.harness.report import ConformanceReport
+
+    tiny, square = (next(c for c in DEFAULT_CASES if c.name == n) for n in ("tiny", "square"))
+    report = ConformanceReport("m:f", "cpu", ("float32", "float16"))
+    for inv in ("attn-mask", "attn-mask-row-shift", "reference-agreement"):
+        for case in (tiny, square):
+            for dt in ("float32", "float16"):
+                report.checks.append(_check(case, dt, passed=inv == "reference-agreement" or dt == "float32",
+                                            invariant=inv))
+    lines = report.summary_lines()
+    assert lines[0] == ("attn-mask, attn-mask-row-shift: 4 of 8 checks failed (worst 2× its bound) — only in "
+                        "float16")
+    assert lines[1] == "every failure: only in float16 and in checks that use attn_mask"
+    assert lines[2].startswith("smallest failing case: attn-mask on tiny:")

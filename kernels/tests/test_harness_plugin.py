@@ -153,7 +153,8 @@ def test_the_case_filter_option(tmp_path):
 
 def test_a_wrong_signature_is_a_usage_error(tmp_path):
     bad = _pytest(tmp_path, "--verify-attention", "kernels.harness.reference:default_scale")
-    assert bad.returncode == 4 and "is not SDPA-compatible: it takes 1 positional argument(s), not query, key, value" in bad.stderr
+    assert bad.returncode == 4
+    assert "is not SDPA-compatible: it takes 1 positional argument(s), not query, key, value" in bad.stderr
 
 
 def test_attention_checks_filters_cases_by_name():
