@@ -55,7 +55,7 @@ def numeric_module(*, rejects: tuple[str, ...] = (), raises: tuple[str, ...] = (
     return m
 
 
-def kernel_modules(*, failing_invariant: str | None = None) -> dict[str, types.ModuleType]:
+def kernel_modules(*, failing_invariant: str | None = None, lacking: str | None = None) -> dict[str, types.ModuleType]:
     """``kernels`` and ``kernels.harness`` as sys.modules entries (the harness's cases stay real)."""
     kernels = types.ModuleType("kernels")
     harness = types.ModuleType("kernels.harness")
@@ -63,12 +63,17 @@ def kernel_modules(*, failing_invariant: str | None = None) -> dict[str, types.M
     def flash_attention(q, k, v, **kw):  # never called by the fake harness
         raise AssertionError("fake kernel")
 
-    def verify_attention(impl, *, device, dtypes, causal, gqa, backward, seed, thorough, cases=None):
+    def verify_attention(impl, *, device, dtypes, causal, gqa, seed, thorough, cases=None, invariants=None,
+                         backward=True):
+        verify_attention.asked = dict(backward=backward, invariants=invariants)
         rows = [("rows-sum-to-one", "softmax-normalisation"), ("key-shift-invariance", "softmax-shift-invariance"),
                 ("output-dtype-shape", None)]
+        # ``lacking``: the impl lacks the feature this invariant needs (the harness's "not applicable")
         return ConformanceReport("fake", device, ("float32",), [
             Check(inv, claim, "square: B=1 N=53", "square", "float32", device,
-                  2e-7 if inv != failing_invariant else 5e-3, 1e-6, inv != failing_invariant) for inv, claim in rows])
+                  2e-7 if inv != failing_invariant else 5e-3, 1e-6, inv != failing_invariant,
+                  **({"status": "not applicable", "detail": "impl lacks attn_mask"} if inv == lacking else {}))
+            for inv, claim in rows])
 
     def error_vs_length(impl, lengths, dtypes, *, device="cpu", seed=0):
         bounds = {"float32": 1e-6, "float16": 3e-3, "bfloat16": 2e-2}

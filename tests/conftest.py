@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def run_cli(*args: str, cwd=None, timeout: float = 300) -> subprocess.CompletedProcess:
-    # The CLI chooses Triton's interpreter itself (proofs.cli.use_triton_interpreter_without_gpu).
+    # The CLI chooses Triton's interpreter itself (kernels.interpreter, through proofs.cli).
     return subprocess.run([sys.executable, "-m", "proofs", *args], cwd=cwd or REPO, capture_output=True, text=True,
                           timeout=timeout)
 

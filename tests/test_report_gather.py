@@ -52,7 +52,7 @@ def test_a_layer_that_does_not_cover_a_claim_says_so(monkeypatch):
     assert "does not confirm" in by_id["softmax-normalisation"].numeric.reason
     assert by_id["softmax-normalisation"].kernels.status == PASSED  # the fake ties rows-sum-to-one to it
     assert by_id["dot-product-variance"].kernels.status == NOT_CHECKED
-    assert by_id["dot-product-variance"].kernels.reason.startswith("no kernel check tied to this claim ran")
+    assert by_id["dot-product-variance"].kernels.reason == "no kernel invariant tests this claim"
 
 
 def test_numeric_timings_stay_out_of_the_evidence(monkeypatch):
@@ -138,6 +138,31 @@ def test_kernel_evidence_names_implementation_device_mode_and_bound(monkeypatch)
     assert {r["dtype"] for r in k.error_vs_length} == {"float32", "float16", "bfloat16"}
     ev = report.claims[0].kernels
     assert ev.status == PASSED and ev.dtypes == ["float32"] and ev.worst.bound == 1e-6
+
+
+def test_quick_leaves_the_backward_out_and_says_so_instead_of_calling_it_not_applicable(monkeypatch):
+    modules = _fake_layers.kernel_modules()
+    _fake_layers.install(monkeypatch, kernels=modules)
+    report = gather(Options(only=("attention-backward", "softmax-normalisation"), layers=("kernels",)))
+    asked = modules["kernels.harness"].verify_attention.asked
+    assert asked["backward"] is True, "the kernel has a backward: the harness must not be told it lacks one"
+    from kernels.harness.invariants import INVARIANTS
+
+    assert set(asked["invariants"]) == {i.name for i in INVARIANTS if not i.backward}
+    by_id = {c.id: c.kernels for c in report.claims}
+    backward = by_id["attention-backward"]
+    assert backward.status == NOT_CHECKED
+    assert backward.reason.startswith("not run in --quick") and "not applicable" not in backward.reason
+    assert by_id["softmax-normalisation"].status == PASSED
+
+
+def test_a_claim_whose_checks_were_all_not_applicable_does_not_conform(monkeypatch):
+    _fake_layers.install(monkeypatch, kernels=_fake_layers.kernel_modules(lacking="rows-sum-to-one"))
+    report = gather(Options(only=("softmax-normalisation",), layers=("kernels",)))
+    ev = report.claims[0].kernels
+    assert ev.status == NOT_CHECKED and ev.reason == "not applicable: impl lacks attn_mask"
+    row = next(r for r in report.kernels.per_invariant if r["invariant"] == "rows-sum-to-one")
+    assert (row["checks"], row["not_applicable"]) == (0, 1)
 
 
 def test_bad_options_are_value_errors_naming_the_argument():

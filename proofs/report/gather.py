@@ -11,7 +11,7 @@ The report reads the layers' own record types (``numeric.Confirmation``,
 ``kernels.harness.Check``, ``proofs.seed_audit.AuditRecord``), and its figures are drawn
 from that evidence and from the derived expressions: nothing is sampled again or re-typed.
 
-Triton's interpreter is the caller's choice, made before triton is imported
+Triton's interpreter is the kernel layer's choice (``kernels.interpreter``), made before triton is imported
 (``proofs.cli`` makes it for the command line; the test session's conftest for the tests).
 """
 from __future__ import annotations
@@ -49,7 +49,7 @@ class Plan:
     kernel_dtypes: tuple[str, ...] | None  # None: every dtype the device supports
     kernel_causal: bool
     kernel_gqa: bool
-    kernel_backward: bool
+    kernel_backward: bool  # run the backward invariants (the kernel has a backward either way)
     kernel_thorough: bool
     kernel_cases: tuple[str, ...] | None  # names of the harness's cases to run; None: its own choice
     kernel_lengths: tuple[int, ...]
@@ -166,7 +166,7 @@ def prove(claim_id: str) -> tuple[ProofEvidence, float]:
     reason = "; ".join(d.reasons)
     return ProofEvidence(PASSED if d.verified else FAILED, reason, _safe(sp.latex, d.statement), steps, results,
                          len(d.checked_steps), len(d.steps) - len(d.checked_steps), d.verdict_line,
-                         trust_lines(d)), time.perf_counter() - start
+                         trust_lines(d), getattr(d, "certificate", None)), time.perf_counter() - start
 
 
 def _safe(to_latex, x) -> str:
@@ -326,6 +326,7 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
         import kernels
         from kernels import harness
         from kernels.flash.runtime import interpreting
+        from kernels.harness.invariants import INVARIANTS
         from kernels.harness.report import Check, worst
 
         impl, verify = kernels.flash_attention, harness.verify_attention
@@ -342,15 +343,18 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
         PASSED, implementation=f"{impl.__module__}.{impl.__qualname__}",
         device=device if device == "cpu" else f"cuda ({torch.cuda.get_device_name(0)})",
         mode="interpreted by Triton's interpreter on the CPU" if interpreted else "compiled",
-        settings={"causal": plan.kernel_causal, "gqa": plan.kernel_gqa, "backward": plan.kernel_backward,
+        settings={"causal": plan.kernel_causal, "gqa": plan.kernel_gqa, "backward invariants": plan.kernel_backward,
                   "thorough": plan.kernel_thorough, "seed": seed, "dtypes": dtypes or "all the device supports"})
     progress("kernels: conformance checks")
     try:
         cases = _cases(plan)
         if cases is not None:
             summary.settings["cases"] = [c.name for c in cases]
+        # The kernel has a backward: a plan without it leaves the backward invariants out (they are "not run
+        # in --quick"), never tells the harness the impl lacks one (that would make them "not applicable").
+        invariants = None if plan.kernel_backward else [i.name for i in INVARIANTS if not i.backward]
         rep = verify(impl, device=device, dtypes=dtypes, causal=plan.kernel_causal, gqa=plan.kernel_gqa,
-                     backward=plan.kernel_backward, seed=seed, thorough=plan.kernel_thorough, cases=cases)
+                     seed=seed, thorough=plan.kernel_thorough, cases=cases, invariants=invariants)
         checks = list(rep.checks)
     except Exception as exc:  # the harness itself broke: nothing about the kernel is known
         summary.status, summary.reason = FAILED, f"verify_attention raised {_why(exc)}"
@@ -405,30 +409,55 @@ def _grouped(checks: list, key: str, worst) -> list[dict]:
     rows = []
     for value in sorted({getattr(c, key) for c in checks}):
         group = [c for c in checks if getattr(c, key) == value]
-        w = worst(group)
-        row = {key: value, "checks": len(group), "failed": sum(not c.passed for c in group),
-               "worst": w, "worst_ratio": plain(w.ratio) if w else None}
+        ran = [c for c in group if c.applicable]
+        w = worst(ran)
+        row = {key: value, "checks": len(ran), "not_applicable": len(group) - len(ran),
+               "failed": sum(not c.passed for c in ran), "worst": w, "worst_ratio": plain(w.ratio) if w else None}
         if key == "invariant":
             row["claim_ids"] = sorted({c.claim_id or "" for c in group})
         rows.append(row)
     return rows
 
 
-def kernel_evidence(claim_id: str, summary: KernelSummary, checks: list, plan_full: bool = True) -> KernelEvidence:
+def kernel_evidence(claim_id: str, summary: KernelSummary, checks: list, plan: Plan) -> KernelEvidence:
+    """The kernel column of one claim: "conforms" only where a check tied to the claim ran and passed.
+
+    Otherwise it says why nothing ran: the plan left the claim's invariants out (--quick), the
+    implementation lacks the feature they need ("not applicable"), or no invariant tests the claim."""
     if summary.status == NOT_CHECKED:
         return KernelEvidence(NOT_CHECKED, summary.reason)
     mine = [c for c in checks if c.claim_id == claim_id]
-    if not mine:
+    ran = [c for c in mine if c.applicable]
+    if not ran:
+        if mine:  # every check tied to the claim was judged not applicable by the harness
+            lacks = sorted({c.detail for c in mine})
+            return KernelEvidence(NOT_CHECKED, f"not applicable: {'; '.join(lacks)}", mine,
+                                  sorted({c.invariant for c in mine}), sorted({c.dtype for c in mine}))
         if not checks:
             return KernelEvidence(NOT_CHECKED, f"the kernel checks did not run: {summary.reason}")
-        return KernelEvidence(NOT_CHECKED, "no kernel check tied to this claim ran"
-                                           + ("" if plan_full else " (--quick runs a reduced set; see Kernel conformance)"))
+        return KernelEvidence(NOT_CHECKED, _why_not_run(claim_id, plan))
     from kernels.harness.report import worst
 
-    failed = [c for c in mine if not c.passed]
+    failed = [c for c in ran if not c.passed]
     return KernelEvidence(FAILED if failed else PASSED,
-                          f"{len(failed)} of {len(mine)} checks failed" if failed else "",
-                          mine, sorted({c.invariant for c in mine}), sorted({c.dtype for c in mine}), worst(mine))
+                          f"{len(failed)} of {len(ran)} checks failed" if failed else "",
+                          mine, sorted({c.invariant for c in ran}), sorted({c.dtype for c in ran}), worst(ran))
+
+
+def _why_not_run(claim_id: str, plan: Plan) -> str:
+    """Why no check of ``claim_id`` ran although the kernel layer did: from the harness's own invariants."""
+    from kernels.harness.invariants import INVARIANTS
+
+    tied = [i for i in INVARIANTS if i.claim_id == claim_id]
+    if not tied:
+        return "no kernel invariant tests this claim"
+    names = ", ".join(i.name for i in tied)
+    if not plan.kernel_backward and all(i.backward for i in tied):
+        return f"not run in --{plan.mode}: its invariants ({names}) check the backward, which --full runs"
+    if plan.kernel_cases is not None:
+        return (f"not run in --{plan.mode}: its invariants ({names}) apply to none of the cases it runs "
+                f"({', '.join(plan.kernel_cases)}); --full runs the harness's thorough cases")
+    return f"its invariants ({names}) applied to none of the harness's cases in this run"
 
 
 # --------------------------------------------------------------------------- environment
@@ -593,7 +622,7 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
     if "kernels" in options.layers and "rounding-attention-forward" in selected:
         progress("figures: rounding-bounds")
         figures.append(figure_rounding(seed, samples=2 if plan.quick_confirmations else 8))
-    kernel_ev = {c.id: kernel_evidence(c.id, kernels, checks, plan.kernel_thorough) for c in claims}
+    kernel_ev = {c.id: kernel_evidence(c.id, kernels, checks, plan) for c in claims}
     if kernels.status == FAILED and not checks:  # the layer broke before any check could speak
         problems.append(f"kernels: {kernels.reason}")
     seconds["kernels"] = time.perf_counter() - t

@@ -53,6 +53,7 @@ class ProofEvidence:
     premises: int = 0
     verdict_line: str = ""  # "proved", "proved, given Chebyshev's inequality", "failed: ..."
     trusted: list[str] = field(default_factory=list)  # what the verdict takes on trust, one line per kind
+    certificate: dict | None = None  # the derivation's own certificate (JSON-able), where it offers one
 
 
 @dataclass
