@@ -4,7 +4,7 @@ Triton's interpreter must be switched on before anything imports triton, so this
 first: when the machine has no NVIDIA GPU, kernels run interpreted on the CPU.
 
 Two tiers. The default run leaves out the *long tier*: interpreted kernel sweeps, the
-thorough harness and slow statistics. ``--long`` (or ``ATTENTION_PROOFS_LONG=1``) runs it too;
+thorough harness, the mutant sweep and slow statistics. ``--long`` (or ``ATTENTION_PROOFS_LONG=1``) runs it too;
 CI does. A test is in the long tier when it is marked ``@pytest.mark.long("<tier>")`` (or the
 older ``@pytest.mark.slow``), or when its node id matches a pattern of :data:`LONG_TIER` below:
 a new test goes there by name, a new file by its own marker. Left-out tests are deselected,
@@ -22,8 +22,15 @@ LONG_OPTION = "--long"
 # The long tier by rule: its part's name -> node-id patterns (fnmatch, relative to the repository root).
 # Chosen by measuring (`pytest PKG --durations=0`); README's "Tests" section quotes both tiers' times.
 LONG_TIER: dict[str, tuple[str, ...]] = {
-    "interpreted kernel sweeps": (),
+    # The kernel run through the whole harness (≈ 430 CPU-s interpreted), and every half-precision
+    # parametrization of the kernels' own tests: float32 stays in the default tier.
+    "interpreted kernel sweeps": ("kernels/tests/test_flash_conformance.py::*",
+                                  "kernels/tests/test_flash*.py::*float16*",
+                                  "kernels/tests/test_decode*.py::*float16*",
+                                  "kernels/tests/test_rounding_bound.py::*float16*"),
     "thorough harness": ("*thorough*",),
+    # 73 mutants × every dtype through the harness: 1–3 CPU-s each, ≈ 110 CPU-s in all.
+    "mutant sweep": ("kernels/tests/test_mutants.py::test_mutant_is_refused_by_the_invariant_it_targets_in_every_dtype*",),
     "slow statistics": ("numeric/tests/test_power_and_false_alarms.py::*",),
 }
 MARKED = "marked long or slow"  # a test marked without naming its part of the tier
@@ -72,6 +79,10 @@ def long_part(item) -> str | None:
         if any(fnmatch.fnmatchcase(item.nodeid, p) for p in patterns):
             return part
     return MARKED if item.get_closest_marker("slow") else None
+
+
+def pytest_configure(config):
+    long_tier_on(config)  # a bad ATTENTION_PROOFS_LONG is refused before anything runs
 
 
 def pytest_report_header(config):
@@ -123,6 +134,7 @@ if importlib.util.find_spec("xdist"):
             node.config._long_tier_from_workers = counts
 
 
+@pytest.hookimpl(tryfirst=True)  # the long markers are in place before -m long / -m "not long" filters
 def pytest_collection_modifyitems(config, items):
     _select_tier(config, items)
     if any(item.get_closest_marker("gpu") for item in items):

@@ -73,7 +73,7 @@ def _table(report) -> str:
 
     width = max([len(c.id) for c in report.claims] + [5])
     head = f"{'claim':<{width}}  " + "".join(f"{x:<13}" for x in LAYERS) + "verdict"
-    rows = [f"{c.id:<{width}}  " + "".join(f"{fmt.word(x, c.layer(x).status):<13}" for x in LAYERS)
+    rows = [f"{c.id:<{width}}  " + "".join(f"{fmt.evidence_word(x, c.layer(x)).split(' (')[0]:<13}" for x in LAYERS)
             + fmt.overall(c.verdict) for c in report.claims]
     return "\n".join([head, *rows])
 

@@ -211,3 +211,47 @@ def test_the_worst_check_is_the_first_failure_else_the_closest_to_its_bound():
     assert worst([near, failed, check(5.0, 1.0, passed=False)]) is failed
     assert worst([nan]) is None and worst([]) is None
     assert check(0.0, 0.0).ratio == 0.0 and check(1e-9, 0.0).ratio == float("inf")
+
+
+def test_the_reports_probe_seeding_sentence_is_what_the_engine_does(monkeypatch):
+    import hashlib
+    import random
+
+    import sympy as sp
+
+    from proofs import identity as engine
+    from proofs.report.gather import PROBE_SEEDING
+
+    seeds = []
+
+    class Recording(random.Random):
+        def __init__(self, seed=None):
+            seeds.append(seed)
+            super().__init__(seed)
+
+    monkeypatch.setattr(engine.random, "Random", Recording)
+    x, y = sp.symbols("x y")
+    for _ in range(2):
+        engine.identity((x + y) ** 2, x**2 + 2 * x * y + y**2)
+    engine.identity((x - y) ** 2, x**2 - 2 * x * y + y**2)
+    assert seeds, "the engine drew no probe points"
+    assert all(isinstance(s, bytes) and len(s) == hashlib.sha256().digest_size for s in seeds), "SHA-256 digests"
+    assert seeds[0] == seeds[1] != seeds[-1], "the same identity, the same seed; another identity, another seed"
+    assert "SHA-256" in PROBE_SEEDING and "expression" in PROBE_SEEDING and "random.Random(0)" not in PROBE_SEEDING
+
+
+def test_each_figures_resample_flag_is_what_its_function_does(monkeypatch):
+    from proofs.report.gather import NUMERIC_FIGURES, PLANS, figure_source
+
+    numeric = _fake_layers.numeric_module()
+    drawn = []
+    for name in ("dot_product_samples", "saturation_curves", "online_softmax_trace"):
+        original = getattr(numeric, name)
+        monkeypatch.setattr(numeric, name, lambda *a, _f=original, _n=name, **k: drawn.append(_n) or _f(*a, **k))
+    _fake_layers.install(monkeypatch, numeric=numeric)
+    confirmations = {"dot-product-variance": numeric.confirm("dot-product-variance", quick=True, seed=0)}
+    for name, _title, _claim, fn, resamples in NUMERIC_FIGURES:
+        drawn.clear()
+        fn(numeric, PLANS["quick"], 0, confirmations)
+        assert bool(drawn) == resamples, name
+    assert "seed 3" in figure_source(True, 3) and "not sampled again" in figure_source(False, 3)

@@ -8,8 +8,10 @@ layer that is not installed, or that does not cover a claim, yields evidence mar
 it does cover is a failure of that claim, never a crash of the report.
 
 The report reads the layers' own record types (``numeric.Confirmation``,
-``kernels.harness.Check``, ``proofs.seed_audit.AuditRecord``), and its figures are drawn
-from that evidence and from the derived expressions: nothing is sampled again or re-typed.
+``kernels.harness.Check``, ``proofs.seed_audit.AuditRecord``). The variance figure draws the
+dot-product-variance confirmation's own tests; the histogram, saturation and online-softmax figures
+draw fresh samples from the numeric layer with the run's seed (``NUMERIC_FIGURES`` says which, and
+each figure's caption says so); the kernel figures come from the kernel layer's own runs.
 
 Triton's interpreter is the kernel layer's choice (``kernels.interpreter``), made before triton is imported
 (``proofs.cli`` makes it for the command line; the test session's conftest for the tests).
@@ -216,10 +218,22 @@ def confirm(numeric, claim_id: str, plan: Plan, seed: int):
     except Exception as exc:
         return NumericEvidence(FAILED, reason=f"confirm raised {_why(exc)}"), None, time.perf_counter() - start
     ok = fields.pop("confirmed")
+    power = numeric.power_against(c, numeric.STATED_EFFECT)
     ev = NumericEvidence(PASSED if ok else FAILED,
                          reason="" if ok else "the samples reject the derived value at the stated α", parts=parts,
-                         **fields)
+                         effect=numeric.STATED_EFFECT, effect_power=plain(power),
+                         word=_numeric_word(ok, power, numeric.STATED_EFFECT, numeric.CONFIRMING_POWER), **fields)
     return ev, c, c.seconds
+
+
+def _numeric_word(ok: bool, power: float | None, effect: float, enough: float) -> str:
+    """"confirmed" only for a pass with power >= ``enough`` against ``effect`` (or a floating-point check,
+    which has no power: it holds within its rounding bound); a weaker pass is "consistent"."""
+    if not ok:
+        return "rejected"
+    if power is None or power >= enough:
+        return "confirmed"
+    return f"consistent (power {power:.2f} against a {effect:.0%} error)"
 
 
 def _derived_std():
@@ -285,14 +299,26 @@ def figure_trace(numeric, plan: Plan, seed: int, confirmations: dict) -> tuple[s
              "direct_sum": float(np.exp(scores - m).sum())})
 
 
-# name, title, the claim it illustrates, the function that gathers its data from numeric
+# name, title, the claim it illustrates, the function that gathers its data from numeric, and whether
+# that function draws fresh samples (True) or reads the claim's confirmation (False)
 NUMERIC_FIGURES = (
-    ("variance", "Var(q·k) against d_k", "dot-product-variance", figure_variance),
-    ("histograms", "Scores at d_k = 128, unscaled and scaled", "scaled-score-unit-variance", figure_histograms),
-    ("saturation", "Softmax saturation against d_k for three scalings", "softmax-saturation", figure_saturation),
+    ("variance", "Var(q·k) against d_k", "dot-product-variance", figure_variance, False),
+    ("histograms", "Scores at d_k = 128, unscaled and scaled", "scaled-score-unit-variance", figure_histograms, True),
+    ("saturation", "Softmax saturation against d_k for three scalings", "softmax-saturation", figure_saturation, True),
     ("online-softmax", "Online softmax: one row's running max and running sum", "online-softmax-unnormalised",
-     figure_trace),
+     figure_trace, True),
 )
+
+
+def figure_source(resamples: bool, seed: int) -> str:
+    """The caption's sentence on where a figure's numbers come from (from NUMERIC_FIGURES' flag)."""
+    if resamples:
+        return f"Samples drawn for this figure (seed {seed}), apart from the confirmation's."
+    return "The confirmation's own tests, not sampled again."
+
+
+# Every figure a whole report draws, in order: the numeric ones, then the kernel layer's two.
+FIGURES = tuple(name for name, *_ in NUMERIC_FIGURES) + ("kernel-error", "rounding-bounds")
 
 
 # --------------------------------------------------------------------------- kernels
@@ -463,6 +489,10 @@ def _why_not_run(claim_id: str, plan: Plan) -> str:
 # --------------------------------------------------------------------------- environment
 
 
+# How proofs.identity seeds its probes; tests/test_report_gather.py checks the engine does this.
+PROBE_SEEDING = ("identity probes draw their points from random.Random seeded with the SHA-256 of the identity's "
+                 "own expression (deterministic, independent of --seed)")
+
 _PACKAGES = ("attention-proofs", "sympy", "numpy", "scipy", "torch", "triton", "matplotlib", "latex2mathml", "rich")
 
 
@@ -484,7 +514,7 @@ def environment(options: Options, kernels: KernelSummary) -> dict:
             "seed": options.seed,
             "numeric": f"numeric.confirm(..., seed={options.seed}) and the figures' samplers",
             "kernels": f"verify_attention(..., seed={options.seed})",
-            "proofs": "identity probes use a fixed random.Random(0) (deterministic)",
+            "proofs": PROBE_SEEDING,
         },
     }
 
@@ -592,7 +622,7 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
             numeric_ev[c.id] = evidence
             if confirmation is not None:
                 confirmations[c.id] = confirmation
-    for name, title, claim_id, fn in NUMERIC_FIGURES:
+    for name, title, claim_id, fn, resamples in NUMERIC_FIGURES:
         if claim_id not in selected:
             continue
         if missing:
@@ -601,7 +631,8 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
         progress(f"figures: {name}")
         try:
             caption, data = fn(numeric, plan, seed, confirmations)
-            figures.append(FigureData(name, title, caption, PASSED, data=data))
+            figures.append(FigureData(name, title, f"{caption} {figure_source(resamples, seed)}", PASSED,
+                                      data=dict(data, resampled=resamples)))
         except Exception as exc:
             figures.append(FigureData(name, title, "", NOT_CHECKED, f"could not gather the data: {_why(exc)}"))
     seconds["numeric"] = time.perf_counter() - t

@@ -68,7 +68,7 @@ def _badge(status: str, text: str, title: str = "") -> str:
 
 
 def _layer_badge(layer: str, ev) -> str:
-    return _badge(ev.status, fmt.word(layer, ev.status), ev.reason)
+    return _badge(ev.status, fmt.evidence_word(layer, ev), ev.reason)
 
 
 def _facts(pairs) -> str:

@@ -32,7 +32,7 @@ def _display(latex: str) -> list[str]:
 
 
 def _layer(layer: str, ev) -> str:
-    word = fmt.word(layer, ev.status)
+    word = fmt.evidence_word(layer, ev)
     return f"**{word.upper()}**" if ev.status not in (PASSED, NOT_CHECKED) else word
 
 
