@@ -19,7 +19,7 @@ def _confirmation(claim_id, estimate, p_value, confirmed, n, **kw) -> Confirmati
                         p_value, confirmed, n, kw.pop("seconds", 0.123), 0.001, kw.pop("claimed", 1.0), **kw)
 
 
-def numeric_module(*, rejects: tuple[str, ...] = (), raises: tuple[str, ...] = (),
+def numeric_module(*, rejects: tuple[str, ...] = (), raises: tuple[str, ...] = (), std_errors=None,
                    confirmable=("dot-product-variance", "softmax-jacobian", "scaled-score-unit-variance",
                                 "softmax-saturation", "online-softmax-unnormalised")) -> types.ModuleType:
     import numpy as np
@@ -28,6 +28,9 @@ def numeric_module(*, rejects: tuple[str, ...] = (), raises: tuple[str, ...] = (
 
     m = types.ModuleType("numeric")
     m.CONFIRMABLE = tuple(confirmable)
+    # how the report words a verdict: the real layer's rule, applied to the fake numbers
+    m.power_against, m.STATED_EFFECT, m.CONFIRMING_POWER = \
+        numeric.power_against, numeric.STATED_EFFECT, numeric.CONFIRMING_POWER
 
     def confirm(claim_id, *, quick=False, seed=0):
         if claim_id in raises:
@@ -36,7 +39,10 @@ def numeric_module(*, rejects: tuple[str, ...] = (), raises: tuple[str, ...] = (
         n = 20_000 if quick else 10
         parts = [_confirmation(claim_id, d_k * 1.01, 0.5, True, n, ci=(d_k * 0.9, d_k * 1.1), claimed=float(d_k),
                                seconds=0.0, description=f"fake point d_k = {d_k}", point={"d_k": d_k,
-                                                                                          "moment": "variance"})
+                                                                                          "moment": "variance"},
+                               # ``std_errors``: claim id -> its variance tests' standard error (log scale), for power
+                               **({"std_error": std_errors[claim_id], "power_alpha": 0.001}
+                                  if claim_id in (std_errors or {}) else {}))
                  for d_k in (1, 64)]
         return _confirmation(claim_id, 1.0 + seed / 1000, 0.5 if ok else 1e-9, ok, n, details=parts)
 

@@ -255,3 +255,16 @@ def test_each_figures_resample_flag_is_what_its_function_does(monkeypatch):
         fn(numeric, PLANS["quick"], 0, confirmations)
         assert bool(drawn) == resamples, name
     assert "seed 3" in figure_source(True, 3) and "not sampled again" in figure_source(False, 3)
+
+
+def test_a_pass_without_power_against_the_stated_effect_is_consistent_not_confirmed(monkeypatch):
+    numeric = _fake_layers.numeric_module(std_errors={"dot-product-variance": 0.05, "scaled-score-unit-variance": 0.005})
+    _fake_layers.install(monkeypatch, numeric=numeric)
+    report = gather(Options(only=("dot-product-variance", "scaled-score-unit-variance", "softmax-jacobian"),
+                            layers=("numeric",)))
+    by_id = {c.id: c.numeric for c in report.claims}
+    weak, strong, unknown = by_id["dot-product-variance"], by_id["scaled-score-unit-variance"], by_id["softmax-jacobian"]
+    assert weak.status == PASSED and weak.effect == 0.05 and weak.effect_power < 0.8
+    assert weak.word == f"consistent (power {weak.effect_power:.2f} against a 5% error)"
+    assert strong.effect_power > 0.99 and strong.word == "confirmed"
+    assert unknown.p_value is not None and unknown.word == "consistent (power against a 5% error not computed)"

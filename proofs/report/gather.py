@@ -38,7 +38,6 @@ class Plan:
     quick sizes, or defaults); ``None`` elsewhere means the layer's own choice."""
 
     mode: str
-    summary: str  # what the mode runs, in words
     quick_confirmations: bool  # numeric.confirm at each claim's registered quick size, else its default
     histogram_dk: int
     histogram_samples: int
@@ -65,11 +64,6 @@ PLANS = {
     # extreme logits, hugely negative rows), plus the error sweep over short lengths.
     "quick": Plan(
         mode="quick",
-        summary="Monte Carlo sweeps at each claim's registered quick sample size (their power is low, and the "
-                "report prints it), identity checks on the numeric layer's "
-                "default few hundred random cases; the Triton kernel checked in float32, forward only, on four of "
-                "the harness's cases (full, causal GQA, extreme logits, hugely negative rows), and its error "
-                "measured against N = 1 … 256 in float32, float16 and bfloat16.",
         quick_confirmations=True,
         histogram_dk=128, histogram_samples=20_000, histogram_bins=60,
         saturation_dks=(4, 16, 64, 256, 1024), saturation_samples=500,
@@ -81,9 +75,6 @@ PLANS = {
     # The layers' own default (large) sample sizes and the thorough kernel checks.
     "full": Plan(
         mode="full",
-        summary="Monte Carlo at the numeric layer's default sample sizes (10⁵–10⁶ per point); the Triton kernel "
-                "checked by the harness's thorough cases in every dtype the device supports, forward and backward, "
-                "and its error measured against N = 1 … 2048.",
         quick_confirmations=False,
         histogram_dk=128, histogram_samples=1_000_000, histogram_bins=80,
         saturation_dks=None, saturation_samples=20_000,
@@ -93,6 +84,20 @@ PLANS = {
         kernel_lengths=(1, 37, 64, 127, 256, 513, 1024, 2048), kernel_length_dtypes=("float32", "float16", "bfloat16"),
     ),
 }
+
+
+def describe(plan: Plan) -> str:
+    """What a plan runs, in words, from its own fields (the report's "run" sentence)."""
+    sizes = ("each claim's registered quick sample size" if plan.quick_confirmations
+             else "the numeric layer's default sample sizes")
+    dtypes = ", ".join(plan.kernel_dtypes) if plan.kernel_dtypes else "every dtype the device supports"
+    direction = "forward and backward" if plan.kernel_backward else "forward only (the backward invariants are left out)"
+    cases = (f"the harness's cases {', '.join(plan.kernel_cases)}" if plan.kernel_cases is not None
+             else f"the harness's {'thorough' if plan.kernel_thorough else 'default'} cases")
+    return (f"Monte Carlo confirmations at {sizes}; a passing one reads \"confirmed\" only where its power against "
+            f"the stated effect is at least the numeric layer's threshold, else \"consistent\". The Triton kernel "
+            f"checked in {dtypes}, {direction}, on {cases}; its error measured against N = "
+            f"{', '.join(map(str, plan.kernel_lengths))} in {', '.join(plan.kernel_length_dtypes)}.")
 
 
 @dataclass(frozen=True)
@@ -222,17 +227,20 @@ def confirm(numeric, claim_id: str, plan: Plan, seed: int):
     ev = NumericEvidence(PASSED if ok else FAILED,
                          reason="" if ok else "the samples reject the derived value at the stated α", parts=parts,
                          effect=numeric.STATED_EFFECT, effect_power=plain(power),
-                         word=_numeric_word(ok, power, numeric.STATED_EFFECT, numeric.CONFIRMING_POWER), **fields)
+                         word=_numeric_word(ok, fields["p_value"] is not None, power, numeric.STATED_EFFECT,
+                                            numeric.CONFIRMING_POWER), **fields)
     return ev, c, c.seconds
 
 
-def _numeric_word(ok: bool, power: float | None, effect: float, enough: float) -> str:
-    """"confirmed" only for a pass with power >= ``enough`` against ``effect`` (or a floating-point check,
-    which has no power: it holds within its rounding bound); a weaker pass is "consistent"."""
+def _numeric_word(ok: bool, statistical: bool, power: float | None, effect: float, enough: float) -> str:
+    """"confirmed" only for a pass with power >= ``enough`` against ``effect``, or for a floating-point
+    check (no power: it holds within its rounding bound); a weaker or unmeasured pass is "consistent"."""
     if not ok:
         return "rejected"
-    if power is None or power >= enough:
+    if not statistical or (power is not None and power >= enough):
         return "confirmed"
+    if power is None:
+        return f"consistent (power against a {effect:.0%} error not computed)"
     return f"consistent (power {power:.2f} against a {effect:.0%} error)"
 
 
@@ -673,7 +681,7 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
                               [{"file": s.file, "quote": s.quote} for s in c.seeds], c.topic,
                               proof_ev[c.id], numeric_ev[c.id], kernel_ev[c.id], list(c.references)) for c in claims]
     seconds["total"] = time.perf_counter() - started
-    run = {"mode": plan.mode, "summary": plan.summary, "seed": seed, "only": list(options.only) if options.only else None,
+    run = {"mode": plan.mode, "summary": describe(plan), "seed": seed, "only": list(options.only) if options.only else None,
            "layers": list(options.layers), "plan": plain(plan)}
     timings = {"generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "proofs_in_parallel": pending is not None,
