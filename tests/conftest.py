@@ -12,11 +12,11 @@ import pytest
 
 import _fake_layers
 
-# Claims that carry every figure, the kernel-checked softmax laws, and one claim the numeric
+# Claims that carry every figure (rounding-attention-forward: the kernel's error sweeps), the kernel-checked softmax laws, and one claim the numeric
 # layer has no side of: small enough to derive in seconds, broad enough to show each part.
 FIGURE_CLAIMS = ("dot-product-variance", "scaled-score-unit-variance", "softmax-saturation",
                  "online-softmax-unnormalised", "softmax-normalisation", "softmax-shift-invariance",
-                 "prescaled-query")
+                 "prescaled-query", "rounding-attention-forward")
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -325,6 +325,10 @@ def figure_source(resamples: bool, seed: int) -> str:
     return "The confirmation's own tests, not sampled again."
 
 
+# The claim the kernel's error-against-length figure illustrates (the forward's rounding error against N):
+# a run narrowed with --only runs that sweep only when it includes this claim.
+KERNEL_ERROR_CLAIM = "rounding-attention-forward"
+
 # Every figure a whole report draws, in order: the numeric ones, then the kernel layer's two.
 FIGURES = tuple(name for name, *_ in NUMERIC_FIGURES) + ("kernel-error", "rounding-bounds")
 
@@ -354,8 +358,12 @@ def figure_rounding(seed: int, samples: int = 8) -> FigureData:
                       "the empirical same-precision rule at that input.", PASSED, data=data)
 
 
-def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[KernelSummary, list]:
-    """Run the conformance harness on the project's kernel, then its error-against-length sweep."""
+def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet,
+                   claim_ids: tuple[str, ...] | None = None) -> tuple[KernelSummary, list]:
+    """Run the conformance harness on the project's kernel, then its error-against-length sweep.
+
+    ``claim_ids`` (from --only): run only the invariants tied to these claims, and the
+    error-against-length sweep only with the claim its figure illustrates (KERNEL_ERROR_CLAIM)."""
     try:
         import kernels
         from kernels import harness
@@ -387,6 +395,13 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
         # The kernel has a backward: a plan without it leaves the backward invariants out (they are "not run
         # in --quick"), never tells the harness the impl lacks one (that would make them "not applicable").
         invariants = None if plan.kernel_backward else [i.name for i in INVARIANTS if not i.backward]
+        if claim_ids is not None:
+            invariants = [i.name for i in INVARIANTS if i.claim_id in claim_ids
+                          and (invariants is None or i.name in invariants)]
+            if not invariants:
+                summary.status, summary.reason = NOT_CHECKED, "no kernel invariant tests the claims chosen with --only"
+                return summary, []
+            summary.settings["invariants"] = invariants
         rep = verify(impl, device=device, dtypes=dtypes, causal=plan.kernel_causal, gqa=plan.kernel_gqa,
                      seed=seed, thorough=plan.kernel_thorough, cases=cases, invariants=invariants)
         checks = list(rep.checks)
@@ -404,6 +419,10 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
     elif not rep.passed:
         problems.append("the conformance report says it did not pass")
 
+    if claim_ids is not None and KERNEL_ERROR_CLAIM not in claim_ids:  # --only: the sweep is not asked for
+        summary.status = FAILED if summary.failures or not rep.passed else PASSED
+        summary.reason = "; ".join(problems)
+        return summary, checks
     progress("kernels: error against sequence length")
     nan = float("nan")
     try:
@@ -413,12 +432,14 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
                                    for r in records]
     except Exception as exc:
         problems.append(f"error_vs_length raised {_why(exc)}")
-        summary.failures.append(Check("error within bound", None, "error_vs_length", "error_vs_length", "", device,
-                                      nan, nan, False, error=_why(exc)))
+        summary.failures.append(Check(invariant="error within bound", claim_id=None, case="error_vs_length",
+                                      case_name="error_vs_length", dtype="", device=device, discrepancy=nan,
+                                      bound=nan, passed=False, error=_why(exc)))
     for r in summary.error_vs_length:
         if not r["passed"]:
-            summary.failures.append(Check("error within bound", None, f"N = {r['n']}", f"length-{r['n']}",
-                                          r["dtype"], device, r["error"], r["bound"], False))
+            summary.failures.append(Check(invariant="error within bound", claim_id=None, case=f"N = {r['n']}",
+                                          case_name=f"length-{r['n']}", dtype=r["dtype"], device=device,
+                                          discrepancy=r["error"], bound=r["bound"], passed=False))
     if summary.failures or not rep.passed:
         summary.status = FAILED
     summary.reason = "; ".join(problems)
@@ -647,7 +668,7 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
 
     t = time.perf_counter()
     if "kernels" in options.layers:
-        kernels, checks = gather_kernels(plan, seed, progress)
+        kernels, checks = gather_kernels(plan, seed, progress, options.only)
     else:
         kernels, checks = KernelSummary(NOT_CHECKED, _skipped("kernels")), []
     records = kernels.error_vs_length
@@ -656,7 +677,10 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
         f"Maximum absolute error of {kernels.implementation or 'the kernel'}, {kernels.mode or 'not run'}, against "
         "a float64 reference for Nq = Nk = N, per dtype, with the bound from the same-precision-reference rule "
         "(dashed).",
-        PASSED if records else NOT_CHECKED, "" if records else (kernels.reason or "no error-against-length data"),
+        PASSED if records else NOT_CHECKED,
+        "" if records else (f"the error-against-length sweep runs with claim {KERNEL_ERROR_CLAIM}, which --only left out"
+                            if options.only is not None and KERNEL_ERROR_CLAIM not in options.only
+                            else kernels.reason or "no error-against-length data"),
         {"records": records}))
     if "kernels" in options.layers and "rounding-attention-forward" in selected:
         progress("figures: rounding-bounds")
