@@ -97,7 +97,16 @@ def kernel_modules(*, failing_invariant: str | None = None, lacking: str | None 
     kernels.flash = flash
     harness.verify_attention = verify_attention
     harness.error_vs_length = error_vs_length
-    return {"kernels": kernels, "kernels.harness": harness, "kernels.flash": flash, "kernels.flash.runtime": runtime}
+    # the rounding-bounds figure's data (kernels.rounding_confirmation.error_curve's shape), made up
+    rounding = types.ModuleType("kernels.rounding_confirmation")
+    rounding.error_curve = lambda samples=8, seed=0: dict(
+        records=[dict(dtype=d, n=n, error=1e-7 * n * f, deterministic=1e-6 * n * f, probabilistic=3e-7 * n * f,
+                      empirical=2e-6 * f, violations=0)
+                 for d, f in (("float32", 1.0), ("float16", 8e3), ("bfloat16", 6e4)) for n in (1, 16, 256)],
+        impl="fake", samples=samples, failure=1e-3)
+    kernels.rounding_confirmation = rounding
+    return {"kernels": kernels, "kernels.harness": harness, "kernels.flash": flash, "kernels.flash.runtime": runtime,
+            "kernels.rounding_confirmation": rounding}
 
 
 def install(monkeypatch, numeric=None, kernels=None) -> None:
