@@ -2,13 +2,40 @@
 
 Triton's interpreter must be switched on before anything imports triton, so this runs
 first: when the machine has no NVIDIA GPU, kernels run interpreted on the CPU.
+
+Two tiers. The default run leaves out the *long tier*: interpreted kernel sweeps, the
+thorough harness, the mutant sweep and slow statistics. ``--long`` (or ``ATTENTION_PROOFS_LONG=1``) runs it too;
+CI does. A test is in the long tier when it is marked ``@pytest.mark.long("<tier>")`` (or the
+older ``@pytest.mark.slow``), or when its node id matches a pattern of :data:`LONG_TIER` below:
+a new test goes there by name, a new file by its own marker. Left-out tests are deselected,
+never skipped silently: the header names the tiers and the summary counts them.
 """
+import fnmatch
 import importlib.util
 import os
 
 import pytest
 
-from proofs.cli import use_triton_interpreter_without_gpu
+LONG_ENV = "ATTENTION_PROOFS_LONG"
+LONG_OPTION = "--long"
+
+# The long tier by rule: its part's name -> node-id patterns (fnmatch, relative to the repository root).
+# Chosen by measuring (`pytest PKG --durations=0`); README's "Tests" section quotes both tiers' times.
+LONG_TIER: dict[str, tuple[str, ...]] = {
+    # The kernel run through the whole harness (≈ 430 CPU-s interpreted), and every half-precision
+    # parametrization of the kernels' own tests: float32 stays in the default tier.
+    "interpreted kernel sweeps": ("kernels/tests/test_flash_conformance.py::*",
+                                  "kernels/tests/test_flash*.py::*float16*",
+                                  "kernels/tests/test_decode*.py::*float16*",
+                                  "kernels/tests/test_rounding_bound.py::*float16*"),
+    "thorough harness": ("*thorough*",),
+    # 73 mutants × every dtype through the harness: 1–3 CPU-s each, ≈ 110 CPU-s in all.
+    "mutant sweep": ("kernels/tests/test_mutants.py::test_mutant_is_refused_by_the_invariant_it_targets_in_every_dtype*",),
+    "slow statistics": ("numeric/tests/test_power_and_false_alarms.py::*",),
+}
+MARKED = "marked long or slow"  # a test marked without naming its part of the tier
+
+from kernels.interpreter import use_triton_interpreter_without_gpu
 
 use_triton_interpreter_without_gpu()
 
@@ -31,7 +58,85 @@ except ImportError:  # hypothesis is a test extra; the proofs tests do not need 
     pass
 
 
+def pytest_addoption(parser):
+    parser.addoption(LONG_OPTION, action="store_true",
+                     help=f"also run the long tier ({', '.join(LONG_TIER)}); the same as {LONG_ENV}=1")
+
+
+def long_tier_on(config) -> bool:
+    value = os.environ.get(LONG_ENV, "")
+    if value not in ("", "0", "1"):
+        raise pytest.UsageError(f"{LONG_ENV} must be 0 or 1, got {value!r}")
+    return bool(config.getoption(LONG_OPTION)) or value == "1"
+
+
+def long_part(item) -> str | None:
+    """The long tier's part this test belongs to, or None for the default tier."""
+    marker = item.get_closest_marker("long")
+    if marker is not None:
+        return str(marker.args[0]) if marker.args else MARKED
+    for part, patterns in LONG_TIER.items():
+        if any(fnmatch.fnmatchcase(item.nodeid, p) for p in patterns):
+            return part
+    return MARKED if item.get_closest_marker("slow") else None
+
+
+def pytest_configure(config):
+    long_tier_on(config)  # a bad ATTENTION_PROOFS_LONG is refused before anything runs
+
+
+def pytest_report_header(config):
+    if long_tier_on(config):
+        return [f"tiers: default and long ({', '.join(LONG_TIER)})"]
+    return [f"tiers: default only; the long tier ({', '.join(LONG_TIER)}) is left out: "
+            f"run it too with {LONG_OPTION} or {LONG_ENV}=1 (README, Tests)"]
+
+
+def _select_tier(config, items):
+    parts = {}
+    for item in items:
+        part = long_part(item)
+        if part is not None:
+            item.add_marker(pytest.mark.long(part))
+            parts[item] = part
+    left_out = {} if long_tier_on(config) else parts
+    if left_out:
+        items[:] = [item for item in items if item not in left_out]
+        config.hook.pytest_deselected(items=list(left_out))
+    counts = {}
+    for part in left_out.values():
+        counts[part] = counts.get(part, 0) + 1
+    config.stash[_LEFT_OUT] = counts
+    if hasattr(config, "workeroutput"):  # an xdist worker: the controller prints the summary
+        config.workeroutput["long_tier_left_out"] = counts
+
+
+_LEFT_OUT = pytest.StashKey[dict]()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    counts = config.stash.get(_LEFT_OUT, None)
+    if counts is None:  # the xdist controller collects nothing: its workers' counts (all collect the same items)
+        counts = getattr(config, "_long_tier_from_workers", None)
+    if long_tier_on(config):
+        terminalreporter.write_line("long tier: run (--long or ATTENTION_PROOFS_LONG=1)")
+    elif counts:
+        listed = ", ".join(f"{n} {part}" for part, n in counts.items())
+        terminalreporter.write_line(f"long tier left out (deselected): {listed}; "
+                                    f"run them with {LONG_OPTION} or {LONG_ENV}=1")
+
+
+if importlib.util.find_spec("xdist"):
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(node, error):
+        counts = getattr(node, "workeroutput", {}).get("long_tier_left_out")
+        if counts is not None:
+            node.config._long_tier_from_workers = counts
+
+
+@pytest.hookimpl(tryfirst=True)  # the long markers are in place before -m long / -m "not long" filters
 def pytest_collection_modifyitems(config, items):
+    _select_tier(config, items)
     if any(item.get_closest_marker("gpu") for item in items):
         try:
             import torch

@@ -18,6 +18,10 @@ from numeric import arguments
 from numeric.statistics import holm, variance_power
 
 POWER_ERROR = 0.02  # the relative error of a variance claim whose rejection chance every variance test reports
+# What the report calls "confirmed": a passing statistical confirmation whose tests would reject a claim
+# off by STATED_EFFECT with chance >= CONFIRMING_POWER; a weaker one is only "consistent".
+STATED_EFFECT = 0.05
+CONFIRMING_POWER = 0.8
 
 
 @dataclass
@@ -38,6 +42,8 @@ class Confirmation:
     p_adjusted: float | None = None  # a sweep detail's p-value after Holm's correction
     details: list["Confirmation"] = field(default_factory=list)
     point: dict = field(default_factory=dict)  # a sweep detail's parameters, e.g. {"d_k": 64, "moment": "variance"}
+    std_error: float | None = None  # a variance test's standard error (log scale), for its power at any effect
+    power_alpha: float | None = None  # the level its power is computed at (Holm's strictest threshold)
 
     def __str__(self) -> str:
         verdict = "confirmed" if self.confirmed else "REJECTED"
@@ -55,7 +61,18 @@ def from_test(claim_id, description, test, alpha, *, power_alpha=None, point=Non
     power = None if power_alpha is None else variance_power(test.std_error, POWER_ERROR, power_alpha)
     return Confirmation(claim_id, description, test.estimate, test.ci, test.p_value, not test.rejects(alpha),
                         test.n, 0.0, alpha, test.claimed, power, None if power is None else POWER_ERROR,
-                        point=dict(point or {}))
+                        point=dict(point or {}), std_error=None if power_alpha is None else float(test.std_error),
+                        power_alpha=power_alpha)
+
+
+def power_against(c: Confirmation, effect: float = STATED_EFFECT) -> float | None:
+    """The worst chance, over ``c``'s variance tests, to reject a claim off by ``effect`` (relative);
+    None when ``c`` has no test with a power (a floating-point check, or tests without one)."""
+    arguments.alpha(effect, "effect")  # a relative error strictly between 0 and 1
+    tests = [d for d in (c.details or [c]) if d.std_error is not None and d.power_alpha is not None]
+    if not tests:
+        return None
+    return min(variance_power(d.std_error, effect, d.power_alpha) for d in tests)
 
 
 def exact(claim_id, description, error: float, tolerance: float, n: int, alpha: float) -> Confirmation:

@@ -576,6 +576,26 @@ def _three_token_statement(sp):
     return sp.And(*(_eq(_matrix_symbol(sp, name, m), sp.ImmutableMatrix(m)) for name, m in named.items()))
 
 
+class Catalogue(tuple):
+    """The claims in catalogue order (iterated, counted and sliced as a tuple) that also answers
+    ``CLAIMS["claim-id"]``, ``"claim-id" in CLAIMS``, ``CLAIMS.ids()`` and ``CLAIMS.get(id)``, like a mapping."""
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return claim(key)  # KeyError's job done by a ValueError that lists the known ids
+        return tuple.__getitem__(self, key)
+
+    def __contains__(self, key) -> bool:
+        return key in _BY_ID if isinstance(key, str) else tuple.__contains__(self, key)
+
+    def ids(self) -> tuple[str, ...]:
+        return tuple(c.id for c in self)
+
+    def get(self, claim_id: str, default=None):
+        return _BY_ID.get(claim_id, default) if isinstance(claim_id, str) else default
+
+
+CLAIMS = Catalogue(CLAIMS)
 _BY_ID = {c.id: c for c in CLAIMS}
 
 

@@ -5,6 +5,7 @@
   attention-proofs --version
   attention-proofs verify MODULE:FUNCTION [--device cuda] [--dtype ...] [--no-backward] [--no-gqa] [--thorough]
   attention-proofs survey [--only NAME ...] [--out DIR] [--seed N]
+  attention-proofs check FILE ...
 
 (also ``python -m proofs ...``). Exit status: 0 when every claim holds, 1 when any fails
 (the failing claims are listed last), 2 for bad usage.
@@ -15,45 +16,42 @@ import argparse
 import contextlib
 import importlib
 import os
-import shutil
 import sys
 import time
 
 
-def has_nvidia_gpu() -> bool:
-    """Decided without importing torch, which would import triton too early."""
-    return os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi") is not None
-
-
-def use_triton_interpreter_without_gpu() -> None:
-    """On a machine with no NVIDIA GPU, run Triton kernels in Triton's interpreter.
-
-    The one place the choice is made, for the command line and for the test session (conftest).
-    It must come before anything imports triton: the flag is read then, and setting it later
-    breaks Triton's helpers, so once triton is imported it is left alone."""
-    if not has_nvidia_gpu() and "triton" not in sys.modules:
-        os.environ.setdefault("TRITON_INTERPRET", "1")
+def choose_where_kernels_run() -> None:
+    """The kernel layer's policy (compiled on a GPU, else Triton's interpreter), applied before triton is
+    imported; without the kernel layer there is nothing to choose."""
+    try:
+        from kernels.interpreter import use_triton_interpreter_without_gpu
+    except ImportError:
+        return
+    use_triton_interpreter_without_gpu()
 
 
 def _formats(text: str) -> tuple[str, ...]:
     from proofs.report import FORMATS
 
-    chosen = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
-    bad = [x for x in chosen if x not in FORMATS]
-    if bad or not chosen:
-        raise argparse.ArgumentTypeError(f"unknown format {', '.join(bad) or repr(text)}; choose from "
-                                         f"{','.join(FORMATS)}")
-    return chosen
+    return _choices(text, FORMATS, "format")
 
 
 def _layers(text: str) -> tuple[str, ...]:
     from proofs.report.model import LAYERS
 
-    chosen = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
-    bad = [x for x in chosen if x not in LAYERS]
-    if bad or not chosen:
-        raise argparse.ArgumentTypeError(f"unknown layer {', '.join(bad) or repr(text)}; choose from {','.join(LAYERS)}")
-    return chosen
+    return _choices(text, LAYERS, "layer")
+
+
+def _choices(text: str, allowed, what: str) -> tuple[str, ...]:
+    """A comma-separated list of names from ``allowed``: an empty item (``html,,md``) is refused, not dropped."""
+    items = [x.strip() for x in text.split(",")]
+    if not text.strip() or any(not x for x in items):
+        raise argparse.ArgumentTypeError(f"empty {what} in {text!r}; give a comma-separated list from "
+                                         f"{','.join(allowed)}")
+    bad = [x for x in items if x not in allowed]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(bad)}; choose from {','.join(allowed)}")
+    return tuple(dict.fromkeys(items))
 
 
 @contextlib.contextmanager
@@ -75,7 +73,7 @@ def _table(report) -> str:
 
     width = max([len(c.id) for c in report.claims] + [5])
     head = f"{'claim':<{width}}  " + "".join(f"{x:<13}" for x in LAYERS) + "verdict"
-    rows = [f"{c.id:<{width}}  " + "".join(f"{fmt.word(x, c.layer(x).status):<13}" for x in LAYERS)
+    rows = [f"{c.id:<{width}}  " + "".join(f"{fmt.evidence_word(x, c.layer(x)).split(' (')[0]:<13}" for x in LAYERS)
             + fmt.overall(c.verdict) for c in report.claims]
     return "\n".join([head, *rows])
 
@@ -85,14 +83,14 @@ def _cmd_report(args) -> int:
 
     options = Options(mode=args.mode, seed=args.seed, only=tuple(args.only) if args.only else None,
                       layers=args.layers, survey=_survey_dir(args))
-    check_target(args.out, force=args.force)  # refuse before the long run, not after it
+    check_target(args.out, force=args.force, only=options.only)  # refuse before the long run, not after it
     start = time.perf_counter()
     with _progress() as progress:
         report = gather(options, progress)
         progress("rendering")
         files = render_files(report, args.format)
         progress("writing")
-        out = write_report(args.out, files, force=args.force)
+        out = write_report(args.out, files, force=args.force, only=options.only)
     seconds = time.perf_counter() - start
     print(_table(report))
     written = ", ".join(f"{out / name} ({len(files[name].encode()) / 1024:.0f} KiB)"
@@ -147,6 +145,17 @@ def _cmd_survey(argv: list[str]) -> int:
                      prog="attention-proofs survey")
 
 
+def _cmd_check(argv: list[str]) -> int:
+    """Check proof certificates (the JSON a report's "certificates" holds) with the independent checker."""
+    try:
+        from proofs.check_cli import main as check_main
+    except ImportError as exc:
+        print(f"attention-proofs: error: the certificate checker (proofs.check_cli) is not available in this "
+              f"version: {exc}", file=sys.stderr)
+        return 2
+    return check_main(argv)
+
+
 def _survey_dir(args) -> str | None:
     """--survey DIR, or the survey's default output directory when a survey has been written there."""
     if args.no_survey:
@@ -198,7 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--layers", type=_layers, default=("proofs", "numeric", "kernels"),
                      metavar="proofs,numeric,kernels", help="run only these layers (the others say 'not checked')")
     rep.add_argument("--force", action="store_true",
-                     help="write into a non-empty directory that holds no earlier report")
+                     help="write into a non-empty directory that holds no earlier report, or replace a report of "
+                          "every claim with an --only one")
     surveyed = rep.add_mutually_exclusive_group()
     surveyed.add_argument("--survey", metavar="DIR", help="include the ecosystem survey written in DIR (by `attention-"
                           "proofs survey --out DIR`) as a section (default: survey/ when it holds one)")
@@ -219,12 +229,15 @@ def build_parser() -> argparse.ArgumentParser:
                          help="run the invariants on other libraries' attention (the 'peers' extra) and write the "
                               "implementation × invariant table (see `survey --help`)")
     sur.add_argument("args", nargs=argparse.REMAINDER)
+    chk = sub.add_parser("check", help="check proof certificates with the independent checker (FILE ...)")
+    chk.add_argument("paths", nargs="+", metavar="FILE", help="certificate files (JSON)")
+    chk.set_defaults(func=lambda args: _cmd_check(args.paths))
     return p
 
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    use_triton_interpreter_without_gpu()
+    choose_where_kernels_run()
     if argv[:1] == ["verify"]:
         return _cmd_verify(argv[1:])  # the harness owns its arguments, --help included
     if argv[:1] == ["survey"]:

@@ -35,6 +35,7 @@ def to_text(d) -> str:
     lines += [f"  assume: {a}" for a in d.assumptions]
     for n, s in enumerate(d.steps, 1):
         lines.append(f"  {n:>2}. [{_mark(s)}] {s.rule}: {s.description}")
+        lines.append(step_text(s))
         if s.passed is False:
             lines.append(f"      -> {s.detail}")
     lines += ["  trusted, not checked:"] + [f"    {t}" for t in trust_lines(d)] if d.trusted else \
@@ -42,6 +43,20 @@ def to_text(d) -> str:
     lines.append(f"  verdict: {d.verdict_line} ({len(d.checked_steps)} checked steps, "
                  f"{len(d.trusted)} premises, {d.seconds:.2f} s)")
     return "\n".join(lines)
+
+
+def step_text(step, indent: str = "      ") -> str:
+    """One step's formula as SymPy's pretty-printed Unicode text, every line indented: ``lhs = rhs`` on one
+    line where both sides fit on one, else lhs, the relation and rhs as blocks one under the other."""
+    def pretty(x) -> str:
+        try:
+            return sp.pretty(x, use_unicode=True, wrap_line=False)
+        except Exception:
+            return _plain(x)
+    parts = [pretty(step.lhs)] + ([step.relation, pretty(step.rhs)] if step.rhs is not None else [])
+    if all("\n" not in p for p in parts):
+        return indent + " ".join(parts)
+    return "\n".join(indent + line for p in parts for line in p.splitlines())
 
 
 def step_latex(step) -> str:
@@ -58,11 +73,12 @@ def to_markdown(d) -> str:
     if d.assumptions:
         out += ["Assumptions:", ""] + [f"- {a}" for a in d.assumptions] + [""]
     out += ["Trusted, not checked:", ""] + ([f"- {t}" for t in trust_lines(d)] or ["- nothing"]) + [""]
-    out += ["| # | rule | step | check |", "|---|---|---|---|"]
+    out += ["| # | rule | step | formula | check |", "|---|---|---|---|---|"]
     for n, s in enumerate(d.steps, 1):
         check = f"premise ({s.kind})" if s.is_premise else ("✓ " if s.passed else "✗ ") + s.detail.replace("|", "\\|")
         desc = s.description.replace("|", "\\|")
-        out.append(f"| {n} | {s.rule} | {desc} | {check} |")
+        formula = step_latex(s).replace("\n", " ").replace("|", "\\vert ")
+        out.append(f"| {n} | {s.rule} | {desc} | ${formula}$ | {check} |")
     return "\n".join(out) + "\n"
 
 

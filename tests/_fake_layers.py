@@ -19,7 +19,7 @@ def _confirmation(claim_id, estimate, p_value, confirmed, n, **kw) -> Confirmati
                         p_value, confirmed, n, kw.pop("seconds", 0.123), 0.001, kw.pop("claimed", 1.0), **kw)
 
 
-def numeric_module(*, rejects: tuple[str, ...] = (), raises: tuple[str, ...] = (),
+def numeric_module(*, rejects: tuple[str, ...] = (), raises: tuple[str, ...] = (), std_errors=None,
                    confirmable=("dot-product-variance", "softmax-jacobian", "scaled-score-unit-variance",
                                 "softmax-saturation", "online-softmax-unnormalised")) -> types.ModuleType:
     import numpy as np
@@ -28,6 +28,9 @@ def numeric_module(*, rejects: tuple[str, ...] = (), raises: tuple[str, ...] = (
 
     m = types.ModuleType("numeric")
     m.CONFIRMABLE = tuple(confirmable)
+    # how the report words a verdict: the real layer's rule, applied to the fake numbers
+    m.power_against, m.STATED_EFFECT, m.CONFIRMING_POWER = \
+        numeric.power_against, numeric.STATED_EFFECT, numeric.CONFIRMING_POWER
 
     def confirm(claim_id, *, quick=False, seed=0):
         if claim_id in raises:
@@ -36,7 +39,10 @@ def numeric_module(*, rejects: tuple[str, ...] = (), raises: tuple[str, ...] = (
         n = 20_000 if quick else 10
         parts = [_confirmation(claim_id, d_k * 1.01, 0.5, True, n, ci=(d_k * 0.9, d_k * 1.1), claimed=float(d_k),
                                seconds=0.0, description=f"fake point d_k = {d_k}", point={"d_k": d_k,
-                                                                                          "moment": "variance"})
+                                                                                          "moment": "variance"},
+                               # ``std_errors``: claim id -> its variance tests' standard error (log scale), for power
+                               **({"std_error": std_errors[claim_id], "power_alpha": 0.001}
+                                  if claim_id in (std_errors or {}) else {}))
                  for d_k in (1, 64)]
         return _confirmation(claim_id, 1.0 + seed / 1000, 0.5 if ok else 1e-9, ok, n, details=parts)
 
@@ -55,7 +61,7 @@ def numeric_module(*, rejects: tuple[str, ...] = (), raises: tuple[str, ...] = (
     return m
 
 
-def kernel_modules(*, failing_invariant: str | None = None) -> dict[str, types.ModuleType]:
+def kernel_modules(*, failing_invariant: str | None = None, lacking: str | None = None) -> dict[str, types.ModuleType]:
     """``kernels`` and ``kernels.harness`` as sys.modules entries (the harness's cases stay real)."""
     kernels = types.ModuleType("kernels")
     harness = types.ModuleType("kernels.harness")
@@ -63,12 +69,17 @@ def kernel_modules(*, failing_invariant: str | None = None) -> dict[str, types.M
     def flash_attention(q, k, v, **kw):  # never called by the fake harness
         raise AssertionError("fake kernel")
 
-    def verify_attention(impl, *, device, dtypes, causal, gqa, backward, seed, thorough, cases=None):
+    def verify_attention(impl, *, device, dtypes, causal, gqa, seed, thorough, cases=None, invariants=None,
+                         backward=True):
+        verify_attention.asked = dict(backward=backward, invariants=invariants)
         rows = [("rows-sum-to-one", "softmax-normalisation"), ("key-shift-invariance", "softmax-shift-invariance"),
                 ("output-dtype-shape", None)]
+        # ``lacking``: the impl lacks the feature this invariant needs (the harness's "not applicable")
         return ConformanceReport("fake", device, ("float32",), [
             Check(inv, claim, "square: B=1 N=53", "square", "float32", device,
-                  2e-7 if inv != failing_invariant else 5e-3, 1e-6, inv != failing_invariant) for inv, claim in rows])
+                  2e-7 if inv != failing_invariant else 5e-3, 1e-6, inv != failing_invariant,
+                  **({"status": "not applicable", "detail": "impl lacks attn_mask"} if inv == lacking else {}))
+            for inv, claim in rows])
 
     def error_vs_length(impl, lengths, dtypes, *, device="cpu", seed=0):
         bounds = {"float32": 1e-6, "float16": 3e-3, "bfloat16": 2e-2}
@@ -86,7 +97,16 @@ def kernel_modules(*, failing_invariant: str | None = None) -> dict[str, types.M
     kernels.flash = flash
     harness.verify_attention = verify_attention
     harness.error_vs_length = error_vs_length
-    return {"kernels": kernels, "kernels.harness": harness, "kernels.flash": flash, "kernels.flash.runtime": runtime}
+    # the rounding-bounds figure's data (kernels.rounding_confirmation.error_curve's shape), made up
+    rounding = types.ModuleType("kernels.rounding_confirmation")
+    rounding.error_curve = lambda samples=8, seed=0: dict(
+        records=[dict(dtype=d, n=n, error=1e-7 * n * f, deterministic=1e-6 * n * f, probabilistic=3e-7 * n * f,
+                      empirical=2e-6 * f, violations=0)
+                 for d, f in (("float32", 1.0), ("float16", 8e3), ("bfloat16", 6e4)) for n in (1, 16, 256)],
+        impl="fake", samples=samples, failure=1e-3)
+    kernels.rounding_confirmation = rounding
+    return {"kernels": kernels, "kernels.harness": harness, "kernels.flash": flash, "kernels.flash.runtime": runtime,
+            "kernels.rounding_confirmation": rounding}
 
 
 def install(monkeypatch, numeric=None, kernels=None) -> None:

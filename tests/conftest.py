@@ -12,16 +12,16 @@ import pytest
 
 import _fake_layers
 
-# Claims that carry every figure, the kernel-checked softmax laws, and one claim the numeric
+# Claims that carry every figure (rounding-attention-forward: the kernel's error sweeps), the kernel-checked softmax laws, and one claim the numeric
 # layer has no side of: small enough to derive in seconds, broad enough to show each part.
 FIGURE_CLAIMS = ("dot-product-variance", "scaled-score-unit-variance", "softmax-saturation",
                  "online-softmax-unnormalised", "softmax-normalisation", "softmax-shift-invariance",
-                 "prescaled-query")
+                 "prescaled-query", "rounding-attention-forward")
 REPO = Path(__file__).resolve().parents[1]
 
 
 def run_cli(*args: str, cwd=None, timeout: float = 300) -> subprocess.CompletedProcess:
-    # The CLI chooses Triton's interpreter itself (proofs.cli.use_triton_interpreter_without_gpu).
+    # The CLI chooses Triton's interpreter itself (kernels.interpreter, through proofs.cli).
     return subprocess.run([sys.executable, "-m", "proofs", *args], cwd=cwd or REPO, capture_output=True, text=True,
                           timeout=timeout)
 

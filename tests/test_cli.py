@@ -27,6 +27,9 @@ def test_help_lists_the_three_commands_and_report_options():
 
 @pytest.mark.parametrize("args, message", [
     (["--format", "html,pdf"], "unknown format pdf"),
+    (["--format", "html,,md"], "empty format in 'html,,md'"),
+    (["--format", ","], "empty format"),
+    (["--layers", "proofs,"], "empty layer"),
     (["--layers", "proofs,gpu"], "unknown layer gpu"),
     (["--quick", "--full"], "not allowed with argument"),
     (["--seed", "-1"], "seed must be a non-negative integer"),
@@ -100,3 +103,18 @@ def test_verify_through_the_real_harness_names_a_module_that_does_not_import():
     done = run_cli("verify", "no_such_module_xyz:attention", timeout=120)
     assert done.returncode != 0
     assert "no_such_module_xyz" in done.stderr + done.stdout
+
+
+def test_check_hands_its_files_to_the_certificate_checker(monkeypatch, tmp_path):
+    seen = []
+    fake = types.ModuleType("proofs.check_cli")
+    fake.main = lambda paths: seen.append(paths) or 7
+    monkeypatch.setitem(sys.modules, "proofs.check_cli", fake)
+    assert cli.main(["check", "a.json", "b.json"]) == 7
+    assert seen == [["a.json", "b.json"]]
+
+
+def test_check_without_the_checker_says_so(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "proofs.check_cli", None)  # import raises ImportError
+    assert cli.main(["check", "a.json"]) == 2
+    assert "proofs.check_cli" in capsys.readouterr().err

@@ -65,7 +65,7 @@ def test_fake_layer_report_renders_in_chromium(chromium, fake_report, tmp_path):
 
     layout, errors, urls = _render(chromium, fake_report, tmp_path)
     _check(layout, errors, urls, fake_report, len(FIGURE_CLAIMS),
-           {"variance", "histograms", "saturation", "online-softmax", "kernel-error"})
+           {"variance", "histograms", "saturation", "online-softmax", "kernel-error", "rounding-bounds"})
     keep = os.environ.get("REPORT_SCREENSHOTS")  # a folder to keep the screenshots in, for a human to look
     if keep:
         for name in ("top.png", "page.png"):

@@ -9,7 +9,7 @@ from proofs.report import plots
 from proofs.report.mathml import to_mathml
 from proofs.report.model import LAYERS, NOT_CHECKED, PASSED
 
-FIGURES = ("variance", "histograms", "saturation", "online-softmax", "kernel-error")
+FIGURES = ("variance", "histograms", "saturation", "online-softmax", "kernel-error", "rounding-bounds")
 
 
 def test_html_is_one_self_contained_file_without_javascript(fake_report):

@@ -52,7 +52,7 @@ def test_a_layer_that_does_not_cover_a_claim_says_so(monkeypatch):
     assert "does not confirm" in by_id["softmax-normalisation"].numeric.reason
     assert by_id["softmax-normalisation"].kernels.status == PASSED  # the fake ties rows-sum-to-one to it
     assert by_id["dot-product-variance"].kernels.status == NOT_CHECKED
-    assert by_id["dot-product-variance"].kernels.reason.startswith("no kernel check tied to this claim ran")
+    assert by_id["dot-product-variance"].kernels.reason == "no kernel invariant tests this claim"
 
 
 def test_numeric_timings_stay_out_of_the_evidence(monkeypatch):
@@ -135,9 +135,42 @@ def test_kernel_evidence_names_implementation_device_mode_and_bound(monkeypatch)
     assert k.implementation.endswith("flash_attention") and k.device == "cpu"
     assert k.mode.startswith(("interpreted", "compiled"))
     assert k.settings["cases"] == ["square", "gqa-causal", "extreme", "negative-rows"]
-    assert {r["dtype"] for r in k.error_vs_length} == {"float32", "float16", "bfloat16"}
+    from kernels.harness.invariants import INVARIANTS
+
+    assert k.error_vs_length == []  # --only: its work only, its own invariants only
+    assert k.settings["invariants"] == [i.name for i in INVARIANTS if i.claim_id == "softmax-normalisation"
+                                        and not i.backward]
+    figure = next(f for f in report.figures if f.name == "kernel-error")
+    assert figure.status == NOT_CHECKED and "rounding-attention-forward" in figure.reason
+    swept = gather(Options(only=("softmax-normalisation", "rounding-attention-forward"), layers=("kernels",)))
+    assert {r["dtype"] for r in swept.kernels.error_vs_length} == {"float32", "float16", "bfloat16"}
     ev = report.claims[0].kernels
     assert ev.status == PASSED and ev.dtypes == ["float32"] and ev.worst.bound == 1e-6
+
+
+def test_quick_leaves_the_backward_out_and_says_so_instead_of_calling_it_not_applicable(monkeypatch):
+    modules = _fake_layers.kernel_modules()
+    _fake_layers.install(monkeypatch, kernels=modules)
+    report = gather(Options(only=("attention-backward", "softmax-normalisation"), layers=("kernels",)))
+    asked = modules["kernels.harness"].verify_attention.asked
+    assert asked["backward"] is True, "the kernel has a backward: the harness must not be told it lacks one"
+    from kernels.harness.invariants import INVARIANTS
+
+    assert set(asked["invariants"]) == {i.name for i in INVARIANTS if not i.backward}
+    by_id = {c.id: c.kernels for c in report.claims}
+    backward = by_id["attention-backward"]
+    assert backward.status == NOT_CHECKED
+    assert backward.reason.startswith("not run in --quick") and "not applicable" not in backward.reason
+    assert by_id["softmax-normalisation"].status == PASSED
+
+
+def test_a_claim_whose_checks_were_all_not_applicable_does_not_conform(monkeypatch):
+    _fake_layers.install(monkeypatch, kernels=_fake_layers.kernel_modules(lacking="rows-sum-to-one"))
+    report = gather(Options(only=("softmax-normalisation",), layers=("kernels",)))
+    ev = report.claims[0].kernels
+    assert ev.status == NOT_CHECKED and ev.reason == "not applicable: impl lacks attn_mask"
+    row = next(r for r in report.kernels.per_invariant if r["invariant"] == "rows-sum-to-one")
+    assert (row["checks"], row["not_applicable"]) == (0, 1)
 
 
 def test_bad_options_are_value_errors_naming_the_argument():
@@ -186,3 +219,60 @@ def test_the_worst_check_is_the_first_failure_else_the_closest_to_its_bound():
     assert worst([near, failed, check(5.0, 1.0, passed=False)]) is failed
     assert worst([nan]) is None and worst([]) is None
     assert check(0.0, 0.0).ratio == 0.0 and check(1e-9, 0.0).ratio == float("inf")
+
+
+def test_the_reports_probe_seeding_sentence_is_what_the_engine_does(monkeypatch):
+    import hashlib
+    import random
+
+    import sympy as sp
+
+    from proofs import identity as engine
+    from proofs.report.gather import PROBE_SEEDING
+
+    seeds = []
+
+    class Recording(random.Random):
+        def __init__(self, seed=None):
+            seeds.append(seed)
+            super().__init__(seed)
+
+    monkeypatch.setattr(engine.random, "Random", Recording)
+    x, y = sp.symbols("x y")
+    for _ in range(2):
+        engine.identity((x + y) ** 2, x**2 + 2 * x * y + y**2)
+    engine.identity((x - y) ** 2, x**2 - 2 * x * y + y**2)
+    assert seeds, "the engine drew no probe points"
+    assert all(isinstance(s, bytes) and len(s) == hashlib.sha256().digest_size for s in seeds), "SHA-256 digests"
+    assert seeds[0] == seeds[1] != seeds[-1], "the same identity, the same seed; another identity, another seed"
+    assert "SHA-256" in PROBE_SEEDING and "expression" in PROBE_SEEDING and "random.Random(0)" not in PROBE_SEEDING
+
+
+def test_each_figures_resample_flag_is_what_its_function_does(monkeypatch):
+    from proofs.report.gather import NUMERIC_FIGURES, PLANS, figure_source
+
+    numeric = _fake_layers.numeric_module()
+    drawn = []
+    for name in ("dot_product_samples", "saturation_curves", "online_softmax_trace"):
+        original = getattr(numeric, name)
+        monkeypatch.setattr(numeric, name, lambda *a, _f=original, _n=name, **k: drawn.append(_n) or _f(*a, **k))
+    _fake_layers.install(monkeypatch, numeric=numeric)
+    confirmations = {"dot-product-variance": numeric.confirm("dot-product-variance", quick=True, seed=0)}
+    for name, _title, _claim, fn, resamples in NUMERIC_FIGURES:
+        drawn.clear()
+        fn(numeric, PLANS["quick"], 0, confirmations)
+        assert bool(drawn) == resamples, name
+    assert "seed 3" in figure_source(True, 3) and "not sampled again" in figure_source(False, 3)
+
+
+def test_a_pass_without_power_against_the_stated_effect_is_consistent_not_confirmed(monkeypatch):
+    numeric = _fake_layers.numeric_module(std_errors={"dot-product-variance": 0.05, "scaled-score-unit-variance": 0.005})
+    _fake_layers.install(monkeypatch, numeric=numeric)
+    report = gather(Options(only=("dot-product-variance", "scaled-score-unit-variance", "softmax-jacobian"),
+                            layers=("numeric",)))
+    by_id = {c.id: c.numeric for c in report.claims}
+    weak, strong, unknown = by_id["dot-product-variance"], by_id["scaled-score-unit-variance"], by_id["softmax-jacobian"]
+    assert weak.status == PASSED and weak.effect == 0.05 and weak.effect_power < 0.8
+    assert weak.word == f"consistent (power {weak.effect_power:.2f} against a 5% error)"
+    assert strong.effect_power > 0.99 and strong.word == "confirmed"
+    assert unknown.p_value is not None and unknown.word == "consistent (power against a 5% error not computed)"

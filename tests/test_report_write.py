@@ -19,7 +19,7 @@ def _snapshot(directory):
 
 def test_writes_a_new_directory_with_its_marker(tmp_path):
     out = write_report(tmp_path / "r", FILES)
-    assert _snapshot(out) == {**{k: v.encode() for k, v in FILES.items()}, MARKER: b"attention-proofs-report/1\n"}
+    assert _snapshot(out) == {**{k: v.encode() for k, v in FILES.items()}, MARKER: b"attention-proofs-report/1\nclaims: all\n"}
     assert holds_report(out)
     assert [p.name for p in tmp_path.iterdir()] == ["r"], "no staging directory is left behind"
 
@@ -98,3 +98,32 @@ def test_cli_refuses_a_foreign_directory_with_exit_status_2_and_force_overrides(
     assert cli.main(args + ["--force"]) == 0
     assert {"notes.txt", "index.html", "report.md", "report.json", "figures", MARKER} >= set(os.listdir(foreign))
     assert cli.main(args) == 0, "a directory holding an earlier report is written again without --force"
+
+
+def test_a_report_of_a_few_claims_never_replaces_a_whole_one_without_force(tmp_path):
+    whole = write_report(tmp_path / "r", FILES)
+    before = _snapshot(whole)
+    with pytest.raises(RefusedError, match="holds a report of every claim.*--force"):
+        write_report(whole, {"report.md": "# one"}, only=("softmax-normalisation",))
+    assert _snapshot(whole) == before
+    write_report(whole, {"report.md": "# one"}, only=("softmax-normalisation",), force=True)
+    assert (whole / "report.md").read_text() == "# one"
+    # a report of a few claims is replaced by another, or by a whole one, without asking
+    write_report(whole, {"report.md": "# two"}, only=("softmax-jacobian",))
+    write_report(whole, {"report.md": "# all"})
+    assert (whole / "report.md").read_text() == "# all"
+
+
+def test_an_older_marker_without_its_scope_is_taken_as_a_whole_report(tmp_path):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / MARKER).write_text("attention-proofs-report/1\n")
+    with pytest.raises(RefusedError, match="every claim"):
+        write_report(tmp_path / "r", FILES, only=("softmax-normalisation",))
+
+
+def test_cli_only_refuses_to_replace_a_whole_report_before_running(tmp_path, capsys):
+    out = write_report(tmp_path / "r", FILES)
+    status = cli.main(["report", "--out", str(out), "--only", "softmax-normalisation", "--layers", "proofs"])
+    assert status == 2
+    assert "--force" in capsys.readouterr().err
+    assert (out / "index.html").read_text() == "<html>new</html>"

@@ -59,6 +59,13 @@ def word(layer: str, status: str) -> str:
     return VERDICT_WORDS[layer].get(status, status)
 
 
+def evidence_word(layer: str, ev) -> str:
+    """A claim's layer verdict in words: the evidence's own where it states one (numeric's power-aware
+    "confirmed" / "consistent (power p against e)"), else the layer's word for its status."""
+    own = getattr(ev, "word", "")
+    return own if own and ev.status != NOT_CHECKED else word(layer, ev.status)
+
+
 def overall(status: str) -> str:
     return {PASSED: "holds", FAILED: "FAILS", NOT_CHECKED: NOT_CHECKED}[status]
 
@@ -85,6 +92,8 @@ def numeric_facts(n) -> list[tuple[str, str]]:
     if n.tolerance is not None:
         facts.append(("tolerance (rounding bound)", number(n.tolerance)))
     facts += [("α", number(n.alpha)), ("samples", number(n.n_samples))]
+    if n.effect_power is not None:
+        facts.append((f"power against a {n.effect:.0%} error (the stated effect)", number(n.effect_power, 3)))
     if n.power is not None:
         facts.append((f"power against a {n.power_error:.0%} error", number(n.power, 3)))
     return facts

@@ -8,10 +8,12 @@ layer that is not installed, or that does not cover a claim, yields evidence mar
 it does cover is a failure of that claim, never a crash of the report.
 
 The report reads the layers' own record types (``numeric.Confirmation``,
-``kernels.harness.Check``, ``proofs.seed_audit.AuditRecord``), and its figures are drawn
-from that evidence and from the derived expressions: nothing is sampled again or re-typed.
+``kernels.harness.Check``, ``proofs.seed_audit.AuditRecord``). The variance figure draws the
+dot-product-variance confirmation's own tests; the histogram, saturation and online-softmax figures
+draw fresh samples from the numeric layer with the run's seed (``NUMERIC_FIGURES`` says which, and
+each figure's caption says so); the kernel figures come from the kernel layer's own runs.
 
-Triton's interpreter is the caller's choice, made before triton is imported
+Triton's interpreter is the kernel layer's choice (``kernels.interpreter``), made before triton is imported
 (``proofs.cli`` makes it for the command line; the test session's conftest for the tests).
 """
 from __future__ import annotations
@@ -36,7 +38,6 @@ class Plan:
     quick sizes, or defaults); ``None`` elsewhere means the layer's own choice."""
 
     mode: str
-    summary: str  # what the mode runs, in words
     quick_confirmations: bool  # numeric.confirm at each claim's registered quick size, else its default
     histogram_dk: int
     histogram_samples: int
@@ -49,7 +50,7 @@ class Plan:
     kernel_dtypes: tuple[str, ...] | None  # None: every dtype the device supports
     kernel_causal: bool
     kernel_gqa: bool
-    kernel_backward: bool
+    kernel_backward: bool  # run the backward invariants (the kernel has a backward either way)
     kernel_thorough: bool
     kernel_cases: tuple[str, ...] | None  # names of the harness's cases to run; None: its own choice
     kernel_lengths: tuple[int, ...]
@@ -63,11 +64,6 @@ PLANS = {
     # extreme logits, hugely negative rows), plus the error sweep over short lengths.
     "quick": Plan(
         mode="quick",
-        summary="Monte Carlo sweeps at each claim's registered quick sample size (their power is low, and the "
-                "report prints it), identity checks on the numeric layer's "
-                "default few hundred random cases; the Triton kernel checked in float32, forward only, on four of "
-                "the harness's cases (full, causal GQA, extreme logits, hugely negative rows), and its error "
-                "measured against N = 1 … 256 in float32, float16 and bfloat16.",
         quick_confirmations=True,
         histogram_dk=128, histogram_samples=20_000, histogram_bins=60,
         saturation_dks=(4, 16, 64, 256, 1024), saturation_samples=500,
@@ -79,9 +75,6 @@ PLANS = {
     # The layers' own default (large) sample sizes and the thorough kernel checks.
     "full": Plan(
         mode="full",
-        summary="Monte Carlo at the numeric layer's default sample sizes (10⁵–10⁶ per point); the Triton kernel "
-                "checked by the harness's thorough cases in every dtype the device supports, forward and backward, "
-                "and its error measured against N = 1 … 2048.",
         quick_confirmations=False,
         histogram_dk=128, histogram_samples=1_000_000, histogram_bins=80,
         saturation_dks=None, saturation_samples=20_000,
@@ -91,6 +84,20 @@ PLANS = {
         kernel_lengths=(1, 37, 64, 127, 256, 513, 1024, 2048), kernel_length_dtypes=("float32", "float16", "bfloat16"),
     ),
 }
+
+
+def describe(plan: Plan) -> str:
+    """What a plan runs, in words, from its own fields (the report's "run" sentence)."""
+    sizes = ("each claim's registered quick sample size" if plan.quick_confirmations
+             else "the numeric layer's default sample sizes")
+    dtypes = ", ".join(plan.kernel_dtypes) if plan.kernel_dtypes else "every dtype the device supports"
+    direction = "forward and backward" if plan.kernel_backward else "forward only (the backward invariants are left out)"
+    cases = (f"the harness's cases {', '.join(plan.kernel_cases)}" if plan.kernel_cases is not None
+             else f"the harness's {'thorough' if plan.kernel_thorough else 'default'} cases")
+    return (f"Monte Carlo confirmations at {sizes}; a passing one reads \"confirmed\" only where its power against "
+            f"the stated effect is at least the numeric layer's threshold, else \"consistent\". The Triton kernel "
+            f"checked in {dtypes}, {direction}, on {cases}; its error measured against N = "
+            f"{', '.join(map(str, plan.kernel_lengths))} in {', '.join(plan.kernel_length_dtypes)}.")
 
 
 @dataclass(frozen=True)
@@ -166,7 +173,7 @@ def prove(claim_id: str) -> tuple[ProofEvidence, float]:
     reason = "; ".join(d.reasons)
     return ProofEvidence(PASSED if d.verified else FAILED, reason, _safe(sp.latex, d.statement), steps, results,
                          len(d.checked_steps), len(d.steps) - len(d.checked_steps), d.verdict_line,
-                         trust_lines(d)), time.perf_counter() - start
+                         trust_lines(d), getattr(d, "certificate", None)), time.perf_counter() - start
 
 
 def _safe(to_latex, x) -> str:
@@ -216,10 +223,25 @@ def confirm(numeric, claim_id: str, plan: Plan, seed: int):
     except Exception as exc:
         return NumericEvidence(FAILED, reason=f"confirm raised {_why(exc)}"), None, time.perf_counter() - start
     ok = fields.pop("confirmed")
+    power = numeric.power_against(c, numeric.STATED_EFFECT)
     ev = NumericEvidence(PASSED if ok else FAILED,
                          reason="" if ok else "the samples reject the derived value at the stated α", parts=parts,
-                         **fields)
+                         effect=numeric.STATED_EFFECT, effect_power=plain(power),
+                         word=_numeric_word(ok, fields["p_value"] is not None, power, numeric.STATED_EFFECT,
+                                            numeric.CONFIRMING_POWER), **fields)
     return ev, c, c.seconds
+
+
+def _numeric_word(ok: bool, statistical: bool, power: float | None, effect: float, enough: float) -> str:
+    """"confirmed" only for a pass with power >= ``enough`` against ``effect``, or for a floating-point
+    check (no power: it holds within its rounding bound); a weaker or unmeasured pass is "consistent"."""
+    if not ok:
+        return "rejected"
+    if not statistical or (power is not None and power >= enough):
+        return "confirmed"
+    if power is None:
+        return f"consistent (power against a {effect:.0%} error not computed)"
+    return f"consistent (power {power:.2f} against a {effect:.0%} error)"
 
 
 def _derived_std():
@@ -285,14 +307,30 @@ def figure_trace(numeric, plan: Plan, seed: int, confirmations: dict) -> tuple[s
              "direct_sum": float(np.exp(scores - m).sum())})
 
 
-# name, title, the claim it illustrates, the function that gathers its data from numeric
+# name, title, the claim it illustrates, the function that gathers its data from numeric, and whether
+# that function draws fresh samples (True) or reads the claim's confirmation (False)
 NUMERIC_FIGURES = (
-    ("variance", "Var(q·k) against d_k", "dot-product-variance", figure_variance),
-    ("histograms", "Scores at d_k = 128, unscaled and scaled", "scaled-score-unit-variance", figure_histograms),
-    ("saturation", "Softmax saturation against d_k for three scalings", "softmax-saturation", figure_saturation),
+    ("variance", "Var(q·k) against d_k", "dot-product-variance", figure_variance, False),
+    ("histograms", "Scores at d_k = 128, unscaled and scaled", "scaled-score-unit-variance", figure_histograms, True),
+    ("saturation", "Softmax saturation against d_k for three scalings", "softmax-saturation", figure_saturation, True),
     ("online-softmax", "Online softmax: one row's running max and running sum", "online-softmax-unnormalised",
-     figure_trace),
+     figure_trace, True),
 )
+
+
+def figure_source(resamples: bool, seed: int) -> str:
+    """The caption's sentence on where a figure's numbers come from (from NUMERIC_FIGURES' flag)."""
+    if resamples:
+        return f"Samples drawn for this figure (seed {seed}), apart from the confirmation's."
+    return "The confirmation's own tests, not sampled again."
+
+
+# The claim the kernel's error-against-length figure illustrates (the forward's rounding error against N):
+# a run narrowed with --only runs that sweep only when it includes this claim.
+KERNEL_ERROR_CLAIM = "rounding-attention-forward"
+
+# Every figure a whole report draws, in order: the numeric ones, then the kernel layer's two.
+FIGURES = tuple(name for name, *_ in NUMERIC_FIGURES) + ("kernel-error", "rounding-bounds")
 
 
 # --------------------------------------------------------------------------- kernels
@@ -320,12 +358,17 @@ def figure_rounding(seed: int, samples: int = 8) -> FigureData:
                       "the empirical same-precision rule at that input.", PASSED, data=data)
 
 
-def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[KernelSummary, list]:
-    """Run the conformance harness on the project's kernel, then its error-against-length sweep."""
+def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet,
+                   claim_ids: tuple[str, ...] | None = None) -> tuple[KernelSummary, list]:
+    """Run the conformance harness on the project's kernel, then its error-against-length sweep.
+
+    ``claim_ids`` (from --only): run only the invariants tied to these claims, and the
+    error-against-length sweep only with the claim its figure illustrates (KERNEL_ERROR_CLAIM)."""
     try:
         import kernels
         from kernels import harness
         from kernels.flash.runtime import interpreting
+        from kernels.harness.invariants import INVARIANTS
         from kernels.harness.report import Check, worst
 
         impl, verify = kernels.flash_attention, harness.verify_attention
@@ -342,15 +385,25 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
         PASSED, implementation=f"{impl.__module__}.{impl.__qualname__}",
         device=device if device == "cpu" else f"cuda ({torch.cuda.get_device_name(0)})",
         mode="interpreted by Triton's interpreter on the CPU" if interpreted else "compiled",
-        settings={"causal": plan.kernel_causal, "gqa": plan.kernel_gqa, "backward": plan.kernel_backward,
+        settings={"causal": plan.kernel_causal, "gqa": plan.kernel_gqa, "backward invariants": plan.kernel_backward,
                   "thorough": plan.kernel_thorough, "seed": seed, "dtypes": dtypes or "all the device supports"})
     progress("kernels: conformance checks")
     try:
         cases = _cases(plan)
         if cases is not None:
             summary.settings["cases"] = [c.name for c in cases]
+        # The kernel has a backward: a plan without it leaves the backward invariants out (they are "not run
+        # in --quick"), never tells the harness the impl lacks one (that would make them "not applicable").
+        invariants = None if plan.kernel_backward else [i.name for i in INVARIANTS if not i.backward]
+        if claim_ids is not None:
+            invariants = [i.name for i in INVARIANTS if i.claim_id in claim_ids
+                          and (invariants is None or i.name in invariants)]
+            if not invariants:
+                summary.status, summary.reason = NOT_CHECKED, "no kernel invariant tests the claims chosen with --only"
+                return summary, []
+            summary.settings["invariants"] = invariants
         rep = verify(impl, device=device, dtypes=dtypes, causal=plan.kernel_causal, gqa=plan.kernel_gqa,
-                     backward=plan.kernel_backward, seed=seed, thorough=plan.kernel_thorough, cases=cases)
+                     seed=seed, thorough=plan.kernel_thorough, cases=cases, invariants=invariants)
         checks = list(rep.checks)
     except Exception as exc:  # the harness itself broke: nothing about the kernel is known
         summary.status, summary.reason = FAILED, f"verify_attention raised {_why(exc)}"
@@ -366,6 +419,10 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
     elif not rep.passed:
         problems.append("the conformance report says it did not pass")
 
+    if claim_ids is not None and KERNEL_ERROR_CLAIM not in claim_ids:  # --only: the sweep is not asked for
+        summary.status = FAILED if summary.failures or not rep.passed else PASSED
+        summary.reason = "; ".join(problems)
+        return summary, checks
     progress("kernels: error against sequence length")
     nan = float("nan")
     try:
@@ -375,12 +432,14 @@ def gather_kernels(plan: Plan, seed: int, progress: Progress = _quiet) -> tuple[
                                    for r in records]
     except Exception as exc:
         problems.append(f"error_vs_length raised {_why(exc)}")
-        summary.failures.append(Check("error within bound", None, "error_vs_length", "error_vs_length", "", device,
-                                      nan, nan, False, error=_why(exc)))
+        summary.failures.append(Check(invariant="error within bound", claim_id=None, case="error_vs_length",
+                                      case_name="error_vs_length", dtype="", device=device, discrepancy=nan,
+                                      bound=nan, passed=False, error=_why(exc)))
     for r in summary.error_vs_length:
         if not r["passed"]:
-            summary.failures.append(Check("error within bound", None, f"N = {r['n']}", f"length-{r['n']}",
-                                          r["dtype"], device, r["error"], r["bound"], False))
+            summary.failures.append(Check(invariant="error within bound", claim_id=None, case=f"N = {r['n']}",
+                                          case_name=f"length-{r['n']}", dtype=r["dtype"], device=device,
+                                          discrepancy=r["error"], bound=r["bound"], passed=False))
     if summary.failures or not rep.passed:
         summary.status = FAILED
     summary.reason = "; ".join(problems)
@@ -405,34 +464,63 @@ def _grouped(checks: list, key: str, worst) -> list[dict]:
     rows = []
     for value in sorted({getattr(c, key) for c in checks}):
         group = [c for c in checks if getattr(c, key) == value]
-        w = worst(group)
-        row = {key: value, "checks": len(group), "failed": sum(not c.passed for c in group),
-               "worst": w, "worst_ratio": plain(w.ratio) if w else None}
+        ran = [c for c in group if c.applicable]
+        w = worst(ran)
+        row = {key: value, "checks": len(ran), "not_applicable": len(group) - len(ran),
+               "failed": sum(not c.passed for c in ran), "worst": w, "worst_ratio": plain(w.ratio) if w else None}
         if key == "invariant":
             row["claim_ids"] = sorted({c.claim_id or "" for c in group})
         rows.append(row)
     return rows
 
 
-def kernel_evidence(claim_id: str, summary: KernelSummary, checks: list, plan_full: bool = True) -> KernelEvidence:
+def kernel_evidence(claim_id: str, summary: KernelSummary, checks: list, plan: Plan) -> KernelEvidence:
+    """The kernel column of one claim: "conforms" only where a check tied to the claim ran and passed.
+
+    Otherwise it says why nothing ran: the plan left the claim's invariants out (--quick), the
+    implementation lacks the feature they need ("not applicable"), or no invariant tests the claim."""
     if summary.status == NOT_CHECKED:
         return KernelEvidence(NOT_CHECKED, summary.reason)
     mine = [c for c in checks if c.claim_id == claim_id]
-    if not mine:
+    ran = [c for c in mine if c.applicable]
+    if not ran:
+        if mine:  # every check tied to the claim was judged not applicable by the harness
+            lacks = sorted({c.detail for c in mine})
+            return KernelEvidence(NOT_CHECKED, f"not applicable: {'; '.join(lacks)}", mine,
+                                  sorted({c.invariant for c in mine}), sorted({c.dtype for c in mine}))
         if not checks:
             return KernelEvidence(NOT_CHECKED, f"the kernel checks did not run: {summary.reason}")
-        return KernelEvidence(NOT_CHECKED, "no kernel check tied to this claim ran"
-                                           + ("" if plan_full else " (--quick runs a reduced set; see Kernel conformance)"))
+        return KernelEvidence(NOT_CHECKED, _why_not_run(claim_id, plan))
     from kernels.harness.report import worst
 
-    failed = [c for c in mine if not c.passed]
+    failed = [c for c in ran if not c.passed]
     return KernelEvidence(FAILED if failed else PASSED,
-                          f"{len(failed)} of {len(mine)} checks failed" if failed else "",
-                          mine, sorted({c.invariant for c in mine}), sorted({c.dtype for c in mine}), worst(mine))
+                          f"{len(failed)} of {len(ran)} checks failed" if failed else "",
+                          mine, sorted({c.invariant for c in ran}), sorted({c.dtype for c in ran}), worst(ran))
+
+
+def _why_not_run(claim_id: str, plan: Plan) -> str:
+    """Why no check of ``claim_id`` ran although the kernel layer did: from the harness's own invariants."""
+    from kernels.harness.invariants import INVARIANTS
+
+    tied = [i for i in INVARIANTS if i.claim_id == claim_id]
+    if not tied:
+        return "no kernel invariant tests this claim"
+    names = ", ".join(i.name for i in tied)
+    if not plan.kernel_backward and all(i.backward for i in tied):
+        return f"not run in --{plan.mode}: its invariants ({names}) check the backward, which --full runs"
+    if plan.kernel_cases is not None:
+        return (f"not run in --{plan.mode}: its invariants ({names}) apply to none of the cases it runs "
+                f"({', '.join(plan.kernel_cases)}); --full runs the harness's thorough cases")
+    return f"its invariants ({names}) applied to none of the harness's cases in this run"
 
 
 # --------------------------------------------------------------------------- environment
 
+
+# How proofs.identity seeds its probes; tests/test_report_gather.py checks the engine does this.
+PROBE_SEEDING = ("identity probes draw their points from random.Random seeded with the SHA-256 of the identity's "
+                 "own expression (deterministic, independent of --seed)")
 
 _PACKAGES = ("attention-proofs", "sympy", "numpy", "scipy", "torch", "triton", "matplotlib", "latex2mathml", "rich")
 
@@ -455,7 +543,7 @@ def environment(options: Options, kernels: KernelSummary) -> dict:
             "seed": options.seed,
             "numeric": f"numeric.confirm(..., seed={options.seed}) and the figures' samplers",
             "kernels": f"verify_attention(..., seed={options.seed})",
-            "proofs": "identity probes use a fixed random.Random(0) (deterministic)",
+            "proofs": PROBE_SEEDING,
         },
     }
 
@@ -563,7 +651,7 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
             numeric_ev[c.id] = evidence
             if confirmation is not None:
                 confirmations[c.id] = confirmation
-    for name, title, claim_id, fn in NUMERIC_FIGURES:
+    for name, title, claim_id, fn, resamples in NUMERIC_FIGURES:
         if claim_id not in selected:
             continue
         if missing:
@@ -572,14 +660,15 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
         progress(f"figures: {name}")
         try:
             caption, data = fn(numeric, plan, seed, confirmations)
-            figures.append(FigureData(name, title, caption, PASSED, data=data))
+            figures.append(FigureData(name, title, f"{caption} {figure_source(resamples, seed)}", PASSED,
+                                      data=dict(data, resampled=resamples)))
         except Exception as exc:
             figures.append(FigureData(name, title, "", NOT_CHECKED, f"could not gather the data: {_why(exc)}"))
     seconds["numeric"] = time.perf_counter() - t
 
     t = time.perf_counter()
     if "kernels" in options.layers:
-        kernels, checks = gather_kernels(plan, seed, progress)
+        kernels, checks = gather_kernels(plan, seed, progress, options.only)
     else:
         kernels, checks = KernelSummary(NOT_CHECKED, _skipped("kernels")), []
     records = kernels.error_vs_length
@@ -588,12 +677,15 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
         f"Maximum absolute error of {kernels.implementation or 'the kernel'}, {kernels.mode or 'not run'}, against "
         "a float64 reference for Nq = Nk = N, per dtype, with the bound from the same-precision-reference rule "
         "(dashed).",
-        PASSED if records else NOT_CHECKED, "" if records else (kernels.reason or "no error-against-length data"),
+        PASSED if records else NOT_CHECKED,
+        "" if records else (f"the error-against-length sweep runs with claim {KERNEL_ERROR_CLAIM}, which --only left out"
+                            if options.only is not None and KERNEL_ERROR_CLAIM not in options.only
+                            else kernels.reason or "no error-against-length data"),
         {"records": records}))
     if "kernels" in options.layers and "rounding-attention-forward" in selected:
         progress("figures: rounding-bounds")
         figures.append(figure_rounding(seed, samples=2 if plan.quick_confirmations else 8))
-    kernel_ev = {c.id: kernel_evidence(c.id, kernels, checks, plan.kernel_thorough) for c in claims}
+    kernel_ev = {c.id: kernel_evidence(c.id, kernels, checks, plan) for c in claims}
     if kernels.status == FAILED and not checks:  # the layer broke before any check could speak
         problems.append(f"kernels: {kernels.reason}")
     seconds["kernels"] = time.perf_counter() - t
@@ -613,7 +705,7 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
                               [{"file": s.file, "quote": s.quote} for s in c.seeds], c.topic,
                               proof_ev[c.id], numeric_ev[c.id], kernel_ev[c.id], list(c.references)) for c in claims]
     seconds["total"] = time.perf_counter() - started
-    run = {"mode": plan.mode, "summary": plan.summary, "seed": seed, "only": list(options.only) if options.only else None,
+    run = {"mode": plan.mode, "summary": describe(plan), "seed": seed, "only": list(options.only) if options.only else None,
            "layers": list(options.layers), "plan": plain(plan)}
     timings = {"generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "proofs_in_parallel": pending is not None,

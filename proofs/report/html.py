@@ -68,7 +68,7 @@ def _badge(status: str, text: str, title: str = "") -> str:
 
 
 def _layer_badge(layer: str, ev) -> str:
-    return _badge(ev.status, fmt.word(layer, ev.status), ev.reason)
+    return _badge(ev.status, fmt.evidence_word(layer, ev), ev.reason)
 
 
 def _facts(pairs) -> str:
@@ -196,9 +196,11 @@ def kernels_section(report: Report) -> str:
         rows = "".join(
             f"<tr><td>{escape(r['invariant'])}</td><td>{escape(', '.join(x for x in r['claim_ids'] if x) or '—')}</td>"
             f'<td class="num">{r["checks"]}</td><td class="num">{r["failed"]}</td>'
+            f'<td class="num">{r.get("not_applicable", 0)}</td>'
             f"<td>{escape(fmt.check_line(r['worst'], invariant=False) if r['worst'] else '—')}</td></tr>"
             for r in s.per_invariant)
-        out.append("<table><thead><tr><th>invariant</th><th>claim</th><th>checks</th><th>failed</th>"
+        out.append("<table><thead><tr><th>invariant</th><th>claim</th><th>checks run</th><th>failed</th>"
+                   "<th>not applicable</th>"
                    f"<th>worst case: discrepancy against bound</th></tr></thead><tbody>{rows}</tbody></table>")
     if s.error_vs_length:
         rows = "".join(f'<tr><td>{escape(r["dtype"])}</td><td class="num">{r["n"]}</td>'

@@ -18,7 +18,9 @@ def document(report: Report) -> dict:
         "format": FORMAT,
         "run": plain(report.run),
         "summary": plain(report.summary()),
-        "claims": [dict(plain(c), verdict=c.verdict) for c in report.claims],
+        "claims": [_claim(c) for c in report.claims],
+        # Each derivation's certificate, for `attention-proofs check` to re-check without this package's prover.
+        "certificates": {c.id: plain(c.proofs.certificate) for c in report.claims},
         "kernels": plain(report.kernels),
         "audit": plain(report.audit),
         "figures": {f.name: plain(f) for f in report.figures},
@@ -27,6 +29,12 @@ def document(report: Report) -> dict:
         "timings": plain(report.timings),
     } | ({"survey": {k: report.survey[k] for k in ("source", "date", "seed", "header", "rows", "versions")}}
          if report.survey else {})
+
+
+def _claim(c) -> dict:
+    out = dict(plain(c), verdict=c.verdict)
+    out["proofs"].pop("certificate", None)  # kept once, under "certificates"
+    return out
 
 
 def render(report: Report) -> str:

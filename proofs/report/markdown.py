@@ -32,7 +32,7 @@ def _display(latex: str) -> list[str]:
 
 
 def _layer(layer: str, ev) -> str:
-    word = fmt.word(layer, ev.status)
+    word = fmt.evidence_word(layer, ev)
     return f"**{word.upper()}**" if ev.status not in (PASSED, NOT_CHECKED) else word
 
 
@@ -117,9 +117,10 @@ def kernels_section(report: Report) -> list[str]:
     if s.reason:
         out += [f"> {s.reason}", ""]
     if s.per_invariant:
-        out += ["| invariant | claim | checks | failed | worst case: discrepancy against bound |", "|---|---|---|---|---|"]
+        out += ["| invariant | claim | checks run | failed | not applicable | worst case: discrepancy against bound |",
+                "|---|---|---|---|---|---|"]
         out += [f"| {_cell(r['invariant'])} | {', '.join(x for x in r['claim_ids'] if x) or '—'} | {r['checks']} | "
-                f"{r['failed']} | {_cell(fmt.check_line(r['worst'], invariant=False) if r['worst'] else '—')} |"
+                f"{r['failed']} | {r.get('not_applicable', 0)} | {_cell(fmt.check_line(r['worst'], invariant=False) if r['worst'] else '—')} |"
                 for r in s.per_invariant]
         out.append("")
     if s.error_vs_length:

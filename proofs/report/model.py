@@ -53,6 +53,7 @@ class ProofEvidence:
     premises: int = 0
     verdict_line: str = ""  # "proved", "proved, given Chebyshev's inequality", "failed: ..."
     trusted: list[str] = field(default_factory=list)  # what the verdict takes on trust, one line per kind
+    certificate: dict | None = None  # the derivation's own certificate (JSON-able), where it offers one
 
 
 @dataclass
@@ -70,6 +71,9 @@ class NumericEvidence:
     power_error: float | None = None  # the relative error ``power`` is the chance to reject
     tolerance: float | None = None
     parts: list[dict] = field(default_factory=list)  # one per parameter point of a sweep, same keys
+    effect: float | None = None  # the relative error ``effect_power`` is the chance to reject (numeric.STATED_EFFECT)
+    effect_power: float | None = None  # None: no statistical power applies (a floating-point check)
+    word: str = ""  # the verdict in words: "confirmed" only with power >= numeric.CONFIRMING_POWER at ``effect``
 
 
 @dataclass

@@ -1,0 +1,70 @@
+"""The test tiers (conftest.py): the default run leaves the long tier out, says so, and counts it."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from conftest import REPO
+
+STATS = "numeric/tests/test_power_and_false_alarms.py"  # the slow statistics, placed by LONG_TIER's pattern
+
+
+def _collect(*args: str, env_long: str | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "ATTENTION_PROOFS_LONG"}
+    if env_long is not None:
+        env["ATTENTION_PROOFS_LONG"] = env_long
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-p", "no:cacheprovider", *args],
+                          cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_the_default_run_deselects_the_long_tier_and_names_it():
+    done = _collect(STATS)
+    assert done.returncode == 5, done.stdout[-2000:]  # 5: nothing left to run, every item deselected
+    assert "tiers: default only; the long tier (interpreted kernel sweeps, thorough harness, mutant sweep, " \
+           "slow statistics)" in done.stdout
+    assert "run it too with --long or ATTENTION_PROOFS_LONG=1" in done.stdout
+    summary = [line for line in done.stdout.splitlines() if line.startswith("long tier left out (deselected)")]
+    assert summary and " slow statistics" in summary[0], done.stdout[-2000:]
+    assert "deselected" in done.stdout.splitlines()[-1]
+
+
+def test_long_and_its_variable_run_everything():
+    for args, env_long in (((STATS, "--long"), None), ((STATS,), "1")):
+        done = _collect(*args, env_long=env_long)
+        assert done.returncode == 0, done.stdout[-2000:]
+        assert "deselected" not in done.stdout and "tiers: default and long" in done.stdout
+
+
+def test_a_bad_value_of_the_variable_is_refused_by_name():
+    done = _collect(STATS, env_long="yes")
+    assert done.returncode != 0 and "ATTENTION_PROOFS_LONG must be 0 or 1" in done.stdout + done.stderr
+
+
+def test_the_rule_places_tests_by_marker_then_pattern():
+    import types
+
+    import pytest
+
+    sys.path.insert(0, str(REPO))
+    try:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("root_conftest", REPO / "conftest.py")
+        root = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(root)
+    finally:
+        sys.path.pop(0)
+
+    def item(nodeid, *marks):
+        found = {m.name: m for m in marks}
+        return types.SimpleNamespace(nodeid=nodeid, get_closest_marker=found.get)
+
+    assert root.long_part(item("kernels/tests/test_flash.py::test_x[torch.bfloat16]")) == "interpreted kernel sweeps"
+    assert root.long_part(item("kernels/tests/test_flash.py::test_x[torch.float32]")) is None
+    assert root.long_part(item("kernels/tests/test_harness.py::test_thorough_run")) == "thorough harness"
+    assert root.long_part(item("proofs/tests/test_a.py::test_b", pytest.mark.long("slow statistics").mark)) \
+        == "slow statistics"
+    assert root.long_part(item("proofs/tests/test_a.py::test_b", pytest.mark.slow.mark)) == root.MARKED
+    assert root.long_part(item("proofs/tests/test_a.py::test_b")) is None
