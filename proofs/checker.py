@@ -365,8 +365,8 @@ def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
             lhs, rhs = _pattern(eq, forall)
             if isinstance(lhs, sp.Lambda) or isinstance(rhs, sp.Lambda):
                 raise CertificateError("a rewrite premise may not be a Lambda: state it over ∀-symbols")
-            if forall:
-                out = out.replace(lhs, rhs)
+            if forall:  # exact=False: a value 0 for one of several ∀-symbols is an instance too (Q_{p,0})
+                out = out.replace(lhs, rhs, exact=False)
             elif isinstance(lhs, sp.core.function.UndefinedFunction):
                 raise CertificateError("define a function by an equation over ∀-symbols, f(x) = …")
             else:
@@ -375,7 +375,19 @@ def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
             break
     # A premise's right side brings its own bound indices: renamed again, so Σ_i a_i inserted by a
     # definition and the Σ_{b} a_b of the other side compare structurally, without the engine's probes.
-    return _canonical(out) if isinstance(out, sp.Basic) else out
+    # Every bound index is first made fresh: a sum renamed at height 0 may now hold an inserted sum,
+    # whose renaming to the height-0 name would capture the outer index.
+    return _canonical(_fresh(out)) if isinstance(out, sp.Basic) else out
+
+
+def _fresh(expr: Any) -> Any:
+    """``expr`` with the bound index of every Sum and Product renamed to a new Dummy of the same assumptions."""
+    def rename(s):
+        new = {lim[0]: sp.Dummy(str(lim[0]), **{k: v for k, v in lim[0].assumptions0.items() if v is not None})
+               for lim in s.limits}
+        return s.xreplace(new)
+
+    return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), rename)
 
 
 # --------------------------------------------------------------------------- linearity
@@ -736,7 +748,7 @@ class _Replay:
             return False, "the expectation operator must be an undefined function", frozenset()
         from proofs.identity import _canonical
 
-        a2, b2 = _linear(_canonical(a), randoms, operator), _linear(_canonical(b), randoms, operator)
+        a2, b2 = (_canonical(_fresh(_linear(_canonical(x), randoms, operator))) for x in (a, b))  # renamed again
         if a2 == b2:
             return True, "both sides distribute to the same form", frozenset()
         ok, why = decide_identity(a2, b2)
