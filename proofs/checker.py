@@ -359,10 +359,10 @@ def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
     from proofs.identity import _canonical  # bound indices renamed with the facts their ranges imply
 
     out = _canonical(expr) if isinstance(expr, sp.Basic) else expr
+    patterns = [(_pattern(eq, forall), forall) for eq, forall in equations]  # built once, not every round
     for _ in range(16):
         before = out
-        for eq, forall in equations:
-            lhs, rhs = _pattern(eq, forall)
+        for (lhs, rhs), forall in patterns:
             if isinstance(lhs, sp.Lambda) or isinstance(rhs, sp.Lambda):
                 raise CertificateError("a rewrite premise may not be a Lambda: state it over ∀-symbols")
             if forall:  # exact=False: a value 0 for one of several ∀-symbols is an instance too (Q_{p,0})
