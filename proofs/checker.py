@@ -373,23 +373,26 @@ def _pattern(eq: Any, forall: tuple) -> tuple[Any, Any]:
 def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
     """Every premise equation applied left to right until nothing changes (at most 16 rounds)."""
     out = _canonical(expr)
+    # Bound indices named as in ``out`` (alpha-renaming), so a premise's Σ_k meets the expression's Σ_k; built once.
+    patterns = [(_pattern(sp.Eq(_canonical(eq.lhs), _canonical(eq.rhs), evaluate=False), forall), forall)
+                for eq, forall in equations]
     for _ in range(16):
         before = out
-        for eq, forall in equations:
-            # Bound indices named as in ``out`` (alpha-renaming), so a premise's Σ_k meets the expression's Σ_k.
-            lhs, rhs = _pattern(sp.Eq(_canonical(eq.lhs), _canonical(eq.rhs), evaluate=False), forall)
+        for (lhs, rhs), forall in patterns:
             if isinstance(lhs, sp.Lambda) or isinstance(rhs, sp.Lambda):
                 raise CertificateError("a rewrite premise may not be a Lambda: state it over ∀-symbols")
-            if forall:
-                out = out.replace(lhs, rhs, exact=False)  # a ∀-symbol may take the value 0 (replace skips it by default)
+            if forall:  # exact=False: a value 0 for one of several ∀-symbols is an instance too (Q_{p,0})
+                out = out.replace(lhs, rhs, exact=False)
             elif isinstance(lhs, sp.core.function.UndefinedFunction):
                 raise CertificateError("define a function by an equation over ∀-symbols, f(x) = …")
             else:
                 out = out.xreplace({lhs: rhs}) if out.has(lhs) else out
-        out = _canonical(out)  # a substituted limit may change what a range implies for its index
+        # A substituted limit may change what a range implies for its index; every bound index is first made
+        # fresh: a sum renamed at height 0 may now hold an inserted sum whose renaming would capture it.
+        out = _canonical(_fresh(out))
         if out == before:
             break
-    return _canonical(out) if isinstance(out, sp.Basic) else out  # sums a definition brought in, renamed alike
+    return out
 
 
 def _peel(expr: Any, hi: Any) -> Any:
@@ -443,6 +446,16 @@ def _truncate(expr: Any) -> Any:
         return s
 
     return expr.replace(lambda e: isinstance(e, sp.Sum), cut)
+
+
+def _fresh(expr: Any) -> Any:
+    """``expr`` with the bound index of every Sum and Product renamed to a new Dummy of the same assumptions."""
+    def rename(s):
+        new = {lim[0]: sp.Dummy(str(lim[0]), **{k: v for k, v in lim[0].assumptions0.items() if v is not None})
+               for lim in s.limits}
+        return s.xreplace(new)
+
+    return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), rename)
 
 
 # --------------------------------------------------------------------------- linearity
@@ -883,8 +896,8 @@ class _Replay:
         operator = self.read(step["operator"]) if step.get("operator") else None
         if operator is not None and not isinstance(operator, sp.core.function.UndefinedFunction):
             return False, "the expectation operator must be an undefined function", frozenset()
-        # Renamed again after distributing: a sum pulled out of another is no longer nested.
-        a2, b2 = (_fubini(_canonical(_linear(_canonical(x), randoms, operator))) for x in (a, b))
+        # Renamed again after distributing (fresh first: no capture): a sum pulled out of another is no longer nested.
+        a2, b2 = (_fubini(_canonical(_fresh(_linear(_canonical(x), randoms, operator)))) for x in (a, b))
         ok, why = decide_identity(a2, b2)  # always: the engine also shows both sides defined
         return ok, "after distributing Σ/E: " + why, frozenset()
 

@@ -262,16 +262,14 @@ CLAIMS: tuple[Claim, ...] = (
           f"{_BACKWARD}:attention_backward", "backward",
           _formal(lambda sp, n: sp.And(*importlib.import_module("proofs.notation_backward").conjuncts()))),
     Claim("self-attention-score-moments", "Scores of one token are not independent products",
-          "For q = W_Qᵀx, k = W_Kᵀx, x ~ N(0, I_n): q·k = xᵀMx with M = W_Q W_Kᵀ, E = tr M and "
-          "Var = tr(MMᵀ) + tr(M²); W_Q = W_K = W gives E = tr(WWᵀ) = ‖W‖_F².",
+          "For q = W_Qᵀx, k = W_Kᵀx, x ~ N(0, I_n): q·k = xᵀMx with M = W_Q W_Kᵀ, E = Σ_a M_aa = tr M and "
+          "Var = Σ_ab M_ab² + Σ_ab M_ab M_ba = tr(MMᵀ) + tr(M²); W_Q = W_K = W gives E[xᵀWWᵀx] = Σ_a Σ_c W_ac² = "
+          "tr(WWᵀ) = ‖W‖_F², for every n.",
           ("x ~ N(0, I_n)",),
           (_seed(SEED_WITH_WEIGHTS, "q = x W_Q, k = x W_K, v = x W_V"),
            _seed(SEED_SELF_ATTENTION, "be independent and identically distributed (i.i.d.) random variables")),
           f"{_SCORES}:self_attention_score_moments", "real-scores",
-          _formal(lambda sp, n: sp.And(
-              _eq(n.E(sp.Symbol("xᵀMx")), sp.Trace(_m(sp, n))),
-              _eq(n.Var(sp.Symbol("xᵀMx")), sp.Trace(_m(sp, n) * _m(sp, n).T) + sp.Trace(_m(sp, n) ** 2)),
-              _eq(n.E(sp.Symbol("xᵀWWᵀx")), sp.Trace(_w(sp, n) * _w(sp, n).T))))),
+          _formal(lambda sp, n: _self_attention_statement(sp, n))),
     Claim("distinct-token-score-moments", "Scores of two independent tokens",
           "For q = W_Qᵀx, k = W_Kᵀy with x, y ~ N(0, I_n) independent: q·k = xᵀMy, M = W_Q W_Kᵀ, has E[q·k] = 0 "
           "and Var(q·k) = Σ_a Σ_b M_ab² = tr(MMᵀ), for every n.",
@@ -459,6 +457,15 @@ CLAIMS: tuple[Claim, ...] = (
 )
 
 
+def _self_attention_statement(sp, n):
+    """E[xᵀMx] = Σ_a M_aa, Var(xᵀMx) = Σ_ab M_ab² + Σ_ab M_ab M_ba, E[xᵀWWᵀx] = Σ_a Σ_c W_ac² over entries."""
+    r = _scores()
+    a, c = r._ra, r._gc
+    return sp.And(_eq(n.E(r.XMX), sp.Sum(r.M_E[a, a], (a, 1, n.N))),
+                  _eq(n.Var(r.XMX), r.self_attention_variance_sums(r.M_E, n.N)),
+                  _eq(n.E(r.XWX), sp.Sum(r.W_E[a, c] ** 2, (a, 1, n.N), (c, 1, n.D_K))))
+
+
 def _scores():
     """The real-score theorems' module, whose symbols the distinct-token statement uses."""
     return importlib.import_module(_SCORES)
@@ -466,10 +473,6 @@ def _scores():
 
 def _m(sp, n):
     return sp.MatrixSymbol("M", n.N, n.N)  # M = W_Q W_Kᵀ
-
-
-def _w(sp, n):
-    return sp.MatrixSymbol("W", n.N, n.D_K)
 
 
 def _fused_statement(sp, n):

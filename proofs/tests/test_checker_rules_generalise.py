@@ -84,3 +84,35 @@ def test_generalisation_refuses_a_citation_a_hypothesis_and_an_unchecked_assumpt
     general = pf.generalisation(hyp, [_k])
     d = pf.finish()
     assert not d.verified
+
+
+_W, _x, _U, _Q = (sp.IndexedBase(name, real=True) for name in ("W", "x", "U", "Q"))
+_p = sp.Symbol("p", integer=True, positive=True)
+_c = sp.Symbol("c", integer=True, positive=True)
+
+
+def _columns(rhs):
+    """Σ_c U_{c,n}² rewritten with U_{p,m} := Σ_{a≤m} W_ap x_a: a sum inserted inside a renamed sum."""
+    lhs = sp.Sum(_U[_c, _n] ** 2, (_c, 1, _n))
+    pf = Proof("columns", statement=sp.Eq(lhs, rhs, evaluate=False))
+    definition = pf.define(_U[_p, _m], sp.Sum(_W[_i, _p] * _x[_i], (_i, 1, _m)), forall=[_p, _m])
+    pf.rewrite(lhs, rhs, [definition])
+    return pf.finish()
+
+
+def test_a_sum_inserted_inside_a_renamed_sum_does_not_capture_its_index():
+    assert _columns(sp.Sum(sp.Sum(_W[_i, _c] * _x[_i], (_i, 1, _n)) ** 2, (_c, 1, _n))).verified
+    assert not _columns(sp.Sum(sp.Sum(_W[_c, _c] * _x[_c], (_c, 1, _n)) ** 2, (_c, 1, _n))).verified
+    assert not _columns(sp.Sum(sp.Sum(_W[_c, _i] * _x[_i], (_i, 1, _n)) ** 2, (_c, 1, _n))).verified
+
+
+def test_a_pattern_over_two_symbols_rewrites_where_one_of_them_is_zero():
+    def empty(value):
+        r = sp.Symbol("r", integer=True, positive=True)
+        pf = Proof("empty-row", statement=sp.Eq(_Q[r, 0], value, evaluate=False))
+        definition = pf.define(_Q[_p, _m], sp.Sum(_W[_p, _i] ** 2, (_i, 1, _m)), forall=[_p, _m])
+        pf.rewrite(_Q[r, 0], value, [definition])
+        return pf.finish()
+
+    assert empty(0).verified
+    assert not empty(1).verified and not empty(_W[1, 1] ** 2).verified

@@ -2,21 +2,25 @@ import pytest
 import sympy as sp
 
 from proofs.theorems.real_scores import (StandardGaussian, distinct_score_moments, distinct_token_score_moments,
-                                         distinct_variance_sum, score_moments, self_attention_score_moments)
+                                         distinct_variance_sum, score_moments, self_attention_score_moments,
+                                         self_attention_variance_sums)
 
 
 def test_self_attention_moments_are_proved_with_trace_formulas():
     d = self_attention_score_moments()
-    assert d.verified, [(s.description, s.detail) for s in d.failed_steps]
-    M = d.result.M
+    assert d.verified, d.reasons
+    assert d.computations == []
+    M = d.result.M  # the proved statement read at n = 3
     assert sp.expand(d.result.mean - M.trace()) == 0
     assert sp.expand(d.result.variance - (M * M.T).trace() - (M * M).trace()) == 0
 
 
 def test_variance_forgetting_tr_m_squared_is_refused():
-    d = self_attention_score_moments(lambda M: (M * M.T).trace())
+    d = self_attention_score_moments(lambda Me, n: distinct_variance_sum(Me, n))  # tr(MMᵀ) only
     assert not d.verified
     assert any("refuted" in s.detail for s in d.failed_steps)
+    twice = self_attention_score_moments(lambda Me, n: 2 * self_attention_variance_sums(Me, n))
+    assert not twice.verified
 
 
 def test_distinct_tokens_have_zero_mean_and_no_tr_m_squared():

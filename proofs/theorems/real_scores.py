@@ -1,35 +1,33 @@
 """Scores in real self-attention: q and k come from the same token, so they are not independent.
 
 With q = W_Qᵀx, k = W_Kᵀx and x ~ N(0, I_n), the score is the quadratic form
-q·k = xᵀMx with M = W_Q W_Kᵀ, so E[q·k] = tr M and Var(q·k) = tr(MMᵀ) + tr(M²) (Isserlis).
+q·k = xᵀMx with M = W_Q W_Kᵀ, so E[q·k] = tr M and Var(q·k) = tr(MMᵀ) + tr(M²).
 For two independent tokens x, y: q·k = xᵀMy, E = 0 and Var = tr(MMᵀ). The seeds instead
 assume q and k have independent zero-mean unit-variance components (E = 0, Var = d_k).
+
+Both are proved for every n over the entries of M (traces written as sums), by inductions over
+partial sums that the checker replays; the Gaussian enters only through E[x_a^r] for r ≤ 4 and
+independence across components. ``score_moments``/``distinct_score_moments`` compute the same
+moments at an explicit size by Gaussian moments (``StandardGaussian``), for tests and the seed audit.
 """
 from __future__ import annotations
 
-from itertools import product
 from math import prod
 from typing import Callable, Iterable
 
 import sympy as sp
-from sympy import stats
 
-from proofs import index_sums
 from proofs import notation as nt
 from proofs.checker import substitute
-from proofs.engine import ASSUMPTION, CITED, DEFINITION, Derivation, Proof, Result
+from proofs.engine import Derivation, Proof, Result
 from proofs.validate import as_dimension
 
 E = sp.Function("E")
 Var = sp.Function("Var")
 tr = sp.Function("tr")
 
-Formula = Callable[[sp.Matrix], sp.Expr]
 EXPLICIT_N = 3  # the explicit size whose expressions `.result` carries
 
-_n = sp.Symbol("n", integer=True, positive=True)
-_a, _b = sp.symbols("a b", integer=True, positive=True)
-_M = sp.IndexedBase("M")
 
 
 def _double_factorial(p: int) -> int:
@@ -94,159 +92,35 @@ def distinct_score_moments(n: int) -> Result:
     return Result(M=M, x=x, y=y, score=score, mean=gauss.E(score), variance=gauss.var(score))
 
 
-def _isserlis(a: int, b: int, c: int, d: int) -> int:
-    delta = lambda i, j: int(i == j)  # noqa: E731
-    return delta(a, b) * delta(c, d) + delta(a, c) * delta(b, d) + delta(a, d) * delta(b, c)
+def self_attention_variance_sums(M, n):
+    """Σ_ab M_ab² + Σ_ab M_ab M_ba = tr(MMᵀ) + tr(M²): what the theorem concludes Var(xᵀMx) equals."""
+    return (sp.Sum(M[_ra, _rb] ** 2, (_rb, 1, n), (_ra, 1, n))
+            + sp.Sum(M[_ra, _rb] * M[_rb, _ra], (_rb, 1, n), (_ra, 1, n)))
 
 
-def _check_gaussian_moments(n: int = 3) -> tuple[bool, str]:
-    """Raw moments against sympy.stats, then Isserlis on every index tuple for size n."""
-    X = stats.Normal("X", 0, 1)
-    for p in range(1, 5):
-        if stats.E(X**p) != StandardGaussian.raw_moment(p):
-            return False, f"E[X^{p}] = {stats.E(X**p)} by sympy.stats, {StandardGaussian.raw_moment(p)} by rule"
-    x = _vector("x", n)
-    gauss = StandardGaussian(x)
-    for idx in product(range(n), repeat=4):
-        got = gauss.E(prod(x[i] for i in idx))
-        if got != _isserlis(*idx):
-            return False, f"E[x_{idx}] = {got}, Isserlis gives {_isserlis(*idx)}"
-    for idx in product(range(n), repeat=2):
-        if gauss.E(x[idx[0]] * x[idx[1]]) != int(idx[0] == idx[1]):
-            return False, f"E[x_{idx}] is not δ"
-    return True, f"E[X^p] for p ≤ 4 agree with sympy.stats; Isserlis holds on all {n ** 4} tuples (n = {n})"
+def self_attention_score_moments(variance: Callable | None = None, *, n: int = EXPLICIT_N) -> Derivation:
+    """E[xᵀMx] = Σ_a M_aa = tr M, Var(xᵀMx) = tr(MMᵀ) + tr(M²), E[xᵀWWᵀx] = ‖W‖_F² for x ~ N(0, I_n), any n.
 
-
-def _index_form_checks(index_form: sp.Expr, explicit: Callable[[int], sp.Expr], stated=None, sizes=(1, 2, 3)):
-    """The general-n index form, with n set to small values and expanded, equals the explicit computation
-    and, when given, the stated trace formula at the same n."""
-    def check() -> tuple[bool, str]:
-        for k in sizes:
-            M = coupling_matrix(k)
-            value = index_form.subs(_n, k).doit().replace(lambda e: isinstance(e, sp.Indexed),
-                                                          lambda e: M[e.indices[0] - 1, e.indices[1] - 1])
-            if sp.expand(value - explicit(k)) != 0:
-                return False, f"n = {k}: index form gives {value}, explicit computation {explicit(k)}"
-            claimed = None if stated is None else nt.explicit(stated, {nt.N: k}, {"M": M})
-            if stated is not None and sp.expand(claimed - value) != 0:
-                return False, f"n = {k}: the stated {stated} is {claimed}, the index form {value}"
-        return True, (f"index form agrees with the explicit Gaussian computation at n = {sizes}"
-                      + ("" if stated is None else f" and with the stated {stated}"))
-    return check
-
-
-def _sum2(expr: sp.Expr) -> sp.Expr:
-    return sp.Sum(expr, (_a, 1, _n), (_b, 1, _n))
-
-
-INDEX_FORM = Result(
-    tr_M=sp.Sum(_M[_a, _a], (_a, 1, _n)),
-    tr_MMT=_sum2(_M[_a, _b] ** 2),
-    tr_M2=_sum2(_M[_a, _b] * _M[_b, _a]),
-)
-
-
-# ---- index form for any n: sums over 0..n−1 with Kronecker deltas (reduced by proofs.index_sums) ----------------
-_IDX = sp.symbols("a b c d", integer=True, nonnegative=True)
-
-
-def _coupling(n=nt.N) -> sp.MatrixSymbol:
-    return sp.MatrixSymbol("M", n, n)
-
-
-def _sum(body, *indices) -> sp.Sum:
-    return sp.Sum(body, *((x, 0, nt.N - 1) for x in indices))
-
-
-def _reduce(s: sp.Sum) -> sp.Expr:
-    return index_sums.reduce(s)
-
-
-def _product(s1: sp.Sum, s2: sp.Sum) -> sp.Sum:
-    """Distributivity: (Σ_a f)(Σ_c g) = Σ_{a,c} f g for distinct indices."""
-    if {lim[0] for lim in s1.limits} & {lim[0] for lim in s2.limits}:
-        raise ValueError("the two sums must use distinct indices")
-    return sp.Sum(s1.function * s2.function, *s1.limits, *s2.limits)
-
-
-def _same_sums(lhs: sp.Expr, stated: sp.Expr) -> tuple[bool, str]:
-    """The reduced index form equals the stated trace formula, written out as sums (any n)."""
-    return index_sums.same(lhs, sp.sympify(stated).rewrite(sp.Sum))
-
-
-def _seed_weights() -> tuple[sp.Matrix, sp.Matrix]:
-    """W_Q, W_K of the seed's N = 2 example (000_6dc9c20305ca48b8.txt), both 4×2."""
-    from proofs.seed_data import SEED_W_K, SEED_W_Q
-
-    return SEED_W_Q, SEED_W_K
-
-
-def self_attention_score_moments(variance: Formula | None = None, *, n: int = EXPLICIT_N) -> Derivation:
-    """E[xᵀMx] = tr M, Var(xᵀMx) = tr(MMᵀ) + tr(M²) for x ~ N(0, I_n).
-
-    ``variance(M)`` defaults to the derived formula; pass another to have it judged
-    (forgetting tr(M²) is refused).
+    By induction on n over the leading blocks G_m = Σ_{a,b≤m} x_a M_ab x_b = G_{m−1} + x_m L_m + M_mm x_m²,
+    L_m = Σ_{b<m} (M_mb + M_bm) x_b, with x_m independent of G_{m−1} and L_m and its normal moments
+    E[x] = E[x³] = 0, E[x²] = 1, E[x⁴] = 3; E[L_m²] = Σ_{b<m} (M_mb + M_bm)² by an inner induction,
+    generalised. ``variance(M, n)`` (default ``self_attention_variance_sums``) is what the last step
+    concludes; forgetting tr(M²) is refused. ``.result`` holds the explicit n×n expressions (n = ``n``),
+    read off the proved statement, and its index forms.
     """
-    formula = variance or (lambda M: (M * M.T).trace() + (M * M).trace())
-    n = int(as_dimension(n, "n"))
-    pf = Proof("self-attention-score-moments")
-    xmx = sp.Symbol("xᵀMx")
-    pf.premise("definition", "q = W_Qᵀx, k = W_Kᵀx, M = W_Q W_Kᵀ", sp.Symbol("M"), sp.Symbol("W_Q W_Kᵀ"),
-               kind=DEFINITION)
-    r = score_moments(n)
-    M, x = r.M, r.x
-    W_Q = sp.Matrix(n, 2, lambda i, j: sp.Symbol(f"wq_{i + 1}{j + 1}", real=True))
-    W_K = sp.Matrix(n, 2, lambda i, j: sp.Symbol(f"wk_{i + 1}{j + 1}", real=True))
-    pf.equal("definition of the dot product", f"q·k = (W_Qᵀx)·(W_Kᵀx) = xᵀ(W_Q W_Kᵀ)x (n = {n}, d_k = 2)",
-             ((W_Q.T * x).T * (W_K.T * x))[0], (x.T * (W_Q * W_K.T) * x)[0])
-    pf.premise("Isserlis / Wick", "for x ~ N(0, I): E[x_a x_b] = δ_ab and "
-               "E[x_a x_b x_c x_d] = δ_ab δ_cd + δ_ac δ_bd + δ_ad δ_bc", sp.Symbol("E[x_a x_b x_c x_d]"),
-               sp.Symbol("δ_ab δ_cd + δ_ac δ_bd + δ_ad δ_bc"), kind=CITED,
-               reference="Isserlis' theorem (Isserlis, 1918)")
-    pf.holds("Gaussian moments", "the premise, checked: E[x_a x_b x_c x_d] on every index tuple (n = 3)",
-             sp.Symbol("E[x_a x_b x_c x_d]"), sp.Symbol("δ_ab δ_cd + δ_ac δ_bd + δ_ad δ_bc"), _check_gaussian_moments)
-    t = trace_formulas(M)
-    pf.equal("linearity + E[x_a x_b] = δ_ab", f"E[xᵀMx] = Σ_a M_aa = tr M (n = {n}, explicit entries)",
-             r.mean, t.tr_M)
-    pf.equal("Isserlis", f"Var(xᵀMx) = tr(MMᵀ) + tr(M²) (n = {n}, explicit entries)", r.variance, formula(M))
-    # Any n: E and E[(xᵀMx)²] as sums over indices, reduced by linearity and sifting with Isserlis' pairings.
-    a, b, c, d = _IDX
-    Mg, delta = _coupling(), sp.KroneckerDelta
-    mean_any = _reduce(_sum(Mg[a, b] * delta(a, b), a, b))
-    pf.holds("linearity + E[x_a x_b] = δ_ab + sifting", f"any n: E[xᵀMx] = Σ_ab M_ab δ_ab = {mean_any} = tr M",
-             E(xmx), pf.claimed(E(xmx)), lambda: _same_sums(mean_any, pf.claimed(E(xmx))), subject=E(xmx))
-    second = _reduce(_sum(Mg[a, b] * Mg[c, d] * (delta(a, b) * delta(c, d) + delta(a, c) * delta(b, d)
-                                                 + delta(a, d) * delta(b, c)), a, b, c, d))
-    var_any = second - _product(mean_any, mean_any.xreplace({mean_any.limits[0][0]: c}))
-    pf.holds("Isserlis + sifting", "any n: Var = E[(xᵀMx)²] − (E xᵀMx)², the δ_ab δ_cd pairing cancelling (tr M)²: "
-             "Σ_ab M_ab² + Σ_ab M_ab M_ba = tr(MMᵀ) + tr(M²)", Var(xmx), pf.claimed(Var(xmx)),
-             lambda: _same_sums(var_any, pf.claimed(Var(xmx))), subject=Var(xmx))
-    pf.holds("sifting by δ (index form)", "cross-check: the index form at n = 1, 2, 3 against the explicit "
-             "Gaussian computation", Var(xmx), INDEX_FORM.tr_MMT + INDEX_FORM.tr_M2,
-             _index_form_checks(INDEX_FORM.tr_MMT + INDEX_FORM.tr_M2, lambda k: score_moments(k).variance,
-                                pf.claimed(Var(xmx))))
-    pf.holds("sifting by δ (index form)", "cross-check: E's index form at n = 1, 2, 3 against the explicit computation",
-             E(xmx), INDEX_FORM.tr_M,
-             _index_form_checks(INDEX_FORM.tr_M, lambda k: score_moments(k).mean, pf.claimed(E(xmx))))
+    n_explicit = int(as_dimension(n, "n"))
+    pf = _self_attention_proof(variance or self_attention_variance_sums)
+    M = coupling_matrix(n_explicit)
+    size = nt.N
 
-    # Where the seeds' independence assumption (E = 0) breaks.
-    W = W_Q
-    pf.equal("substitution W_Q = W_K = W", "E[q·k] = tr(WWᵀ) = ‖W‖_F², a sum of squares: > 0 unless W = 0",
-             r.mean.subs(dict(zip(M, W * W.T))), sum(w**2 for w in W))
-    ww = E(sp.Symbol("xᵀWWᵀx"))
-    pf.equal("substitution W_Q = W_K = W", f"the stated {pf.claimed(ww)} at the same W (n = {n}, d_k = 2)",
-             r.mean.subs(dict(zip(M, W * W.T))), nt.explicit(pf.claimed(ww), {nt.N: n, nt.D_K: 2}, {"W": W}),
-             establishes=pf.stated(ww))
-    seed_Q, seed_K = _seed_weights()
-    seed = trace_formulas(seed_Q * seed_K.T)
-    pf.holds("substitution: the seed's W_Q, W_K", "E[q·k] = tr M = 1 and Var = 8 + 5 = 13 for the seed's weights, "
-             "not the E = 0, Var = d_k = 2 of the independence assumption",
-             sp.Tuple(seed.tr_M, seed.tr_MMT + seed.tr_M2), sp.Tuple(1, 13),
-             lambda: (seed.tr_M == 1 and seed.tr_MMT + seed.tr_M2 == 13,
-                      f"tr M = {seed.tr_M}, tr(MMᵀ) + tr(M²) = {seed.tr_MMT + seed.tr_M2}"))
-    # Any other n: score_moments(n) builds the same expressions.
-    return pf.finish(Result(M=M, mean=r.mean, variance=r.variance, mean_index_form=INDEX_FORM.tr_M,
-                            variance_index_form=INDEX_FORM.tr_MMT + INDEX_FORM.tr_M2))
+    def explicit(expr):
+        return sp.expand(expr.subs(size, n_explicit).doit().replace(
+            lambda e: isinstance(e, sp.Indexed) and e.base == M_E,
+            lambda e: M[int(e.indices[0]) - 1, int(e.indices[1]) - 1]))
+
+    mean, var = pf.claimed(nt.E(XMX)), pf.claimed(nt.Var(XMX))
+    return pf.finish(Result(M=M, mean=explicit(mean), variance=explicit(var), mean_index_form=mean,
+                            variance_index_form=var))
 
 
 # ---- two independent tokens, any n: checked rule applications ----------------------------------------------------
@@ -373,3 +247,146 @@ def distinct_token_score_moments(variance: Callable | None = None, *, n: int = E
     explicit = stated.subs(size, n_explicit).doit().replace(
         lambda e: isinstance(e, sp.Indexed) and e.base == M_E, lambda e: M[int(e.indices[0]) - 1, int(e.indices[1]) - 1])
     return pf.finish(Result(M=M, mean=pf.claimed(E_(XMY)), variance=sp.expand(explicit), variance_index_form=stated))
+
+
+# ---- one token, any n: checked rule applications ------------------------------------------------------------
+XMX, XWX = sp.Symbol("xᵀMx"), sp.Symbol("xᵀWWᵀx")
+W_E = sp.IndexedBase("W", real=True)
+G_P = sp.IndexedBase("G", real=True)   # G_m = Σ_{a≤m} x_a Σ_{b≤m} M_ab x_b
+L_P = sp.IndexedBase("L", real=True)   # L_{p,t} = Σ_{b≤t} c_pb x_b  (a row's linear form)
+LQ = sp.IndexedBase("K", real=True)    # K_{p,t} = Σ_{b≤t} c_pb²
+D_P = sp.IndexedBase("D", real=True)   # D_m = Σ_{a≤m} M_aa
+V_P = sp.IndexedBase("V", real=True)   # V_m = Σ_{a≤m}Σ_{b≤m} (M_ab² + M_ab M_ba)
+U_P = sp.IndexedBase("U", real=True)   # U_{c,t} = Σ_{a≤t} W_ac x_a
+WQ = sp.IndexedBase("H", real=True)    # H_{c,t} = Σ_{a≤t} W_ac²
+_gc = sp.Symbol("c", integer=True, positive=True)
+_gt0 = sp.Symbol("t", integer=True, nonnegative=True)
+E_, Var_ = nt.E, nt.Var
+REC = "the recursion that defines a finite sum: Σ_{i=1}^{m} a_i = Σ_{i=1}^{m−1} a_i + a_m"
+
+
+def _peel(pf, body, i, forall, what):
+    return pf.cite_external(sp.Eq(sp.Sum(body, (i, 1, _pm1)), sp.Sum(body, (i, 1, _pm1 - 1)) + body.subs(i, _pm1)),
+                            REC, what, forall=forall)
+
+
+def _row_square(pf, name, lin, sq, coef, moments, e_zero):
+    """E[lin[p,t]²] = sq[p,t] for lin[p,t] = Σ_{b≤t} coef(p,b) x_b, sq[p,t] = Σ_{b≤t} coef(p,b)², generalised."""
+    mean_x, sq_x, ind = moments
+    def_l = pf.define(lin[_pr, _pm0], sp.Sum(coef(_pr, _rb) * X_T[_rb], (_rb, 1, _pm0)), f"{name}: a row's linear form",
+                      forall=[_pr, _pm0])
+    def_q = pf.define(sq[_pr, _pm0], sp.Sum(coef(_pr, _rb) ** 2, (_rb, 1, _pm0)), f"{name}: its squared coefficients",
+                      forall=[_pr, _pm0])
+    split_l = _peel(pf, coef(_pr, _rb) * X_T[_rb], _rb, [_pr, _pm1], "peel")
+    split_q = _peel(pf, coef(_pr, _rb) ** 2, _rb, [_pr, _pm1], "peel")
+    ind_l = pf.assume(sp.Eq(E_(lin[_pr, _pm1 - 1] * X_T[_pm1]), E_(lin[_pr, _pm1 - 1]) * E_(X_T[_pm1])),
+                      "independence: x_m and a form in x_1..x_{m−1}", forall=[_pr, _pm1])
+    claim = sp.Eq(E_(lin[_gr, _gt0] ** 2), sq[_gr, _gt0], evaluate=False)
+    l0 = pf.rewrite(lin[_gr, 0], 0, [def_l], "the empty form")
+    base = pf.rewrite(E_(lin[_gr, 0] ** 2), sq[_gr, 0], [l0, e_zero, def_q], "base case t = 0")
+    hyp = pf.hypothesis(substitute(claim, {_gt0: _gt - 1}))
+    prev, new = lin[_gr, _gt - 1], coef(_gr, _gt) * X_T[_gt]
+    peel = pf.rewrite(lin[_gr, _gt], prev + new, [def_l, split_l], "peel the last term")
+    square = pf.linearity(E_((prev + new) ** 2), E_(prev**2) + 2 * coef(_gr, _gt) * E_(prev * X_T[_gt])
+                          + coef(_gr, _gt) ** 2 * E_(X_T[_gt] ** 2), "linearity", operator=E_, random=[X_T, lin])
+    step = pf.rewrite(E_(lin[_gr, _gt] ** 2), sq[_gr, _gt], [peel, square, ind_l, mean_x, sq_x, hyp, def_q, split_q],
+                      "step")
+    general = pf.generalisation(pf.induction(claim, _gt0, 0, base, step, hyp, step_var=_gt), [_gr, _gt0],
+                                f"{name} for every row and length")
+    return general, def_l, def_q
+
+
+def _self_attention_proof(variance):
+    n = nt.N
+    pf = Proof("self-attention-score-moments")
+    st_mean, st_var, st_w = pf.claimed(E_(XMX)), pf.claimed(Var_(XMX)), pf.claimed(E_(XWX))
+    cM = lambda p, b: M_E[p, b] + M_E[b, p]  # noqa: E731
+    def_s = pf.define(XMX, sp.Sum(X_T[_ra] * sp.Sum(M_E[_ra, _rb] * X_T[_rb], (_rb, 1, n)), (_ra, 1, n)), "xᵀMx")
+    def_g = pf.define(G_P[_pm0], sp.Sum(X_T[_ra] * sp.Sum(M_E[_ra, _rb] * X_T[_rb], (_rb, 1, _pm0)), (_ra, 1, _pm0)),
+                      "G_m", forall=[_pm0])
+    def_d = pf.define(D_P[_pm0], sp.Sum(M_E[_ra, _ra], (_ra, 1, _pm0)), "D_m", forall=[_pm0])
+    h = M_E[_ra, _rb] ** 2 + M_E[_ra, _rb] * M_E[_rb, _ra]
+    def_v = pf.define(V_P[_pm0], sp.Sum(h, (_rb, 1, _pm0), (_ra, 1, _pm0)), "V_m", forall=[_pm0])
+    def_var = pf.define(Var_(_X), E_(_X**2) - E_(_X) ** 2, "Var", forall=[_X])
+    outer_g = pf.cite_external(sp.Eq(def_g.rhs.subs(_pm0, _pm1),
+                                     sp.Sum(X_T[_ra] * sp.Sum(M_E[_ra, _rb] * X_T[_rb], (_rb, 1, _pm1)), (_ra, 1, _pm1 - 1))
+                                     + sp.Sum(X_T[_pm1] * M_E[_pm1, _rb] * X_T[_rb], (_rb, 1, _pm1))), REC,
+                               "peel row m: Σ_{a≤m} x_a Σ_{b≤m} M_ab x_b = Σ_{a≤m−1} x_a Σ_{b≤m} M_ab x_b + "
+                               "Σ_{b≤m} x_m M_mb x_b", forall=[_pm1])
+    inner_g = _peel(pf, M_E[_pr, _rb] * X_T[_rb], _rb, [_pr, _pm1], "peel column m of a row")
+    inner_g2 = _peel(pf, X_T[_pr] * M_E[_pr, _rb] * X_T[_rb], _rb, [_pr, _pm1], "peel column m of row m")
+    peel_d = _peel(pf, M_E[_ra, _ra], _ra, [_pm1], "peel")
+    hm = lambda a, b: M_E[a, b] ** 2 + M_E[a, b] * M_E[b, a]  # noqa: E731
+    peel_v = pf.cite_external(sp.Eq(sp.Sum(h, (_rb, 1, _pm1), (_ra, 1, _pm1)),
+                                    sp.Sum(h, (_rb, 1, _pm1 - 1), (_ra, 1, _pm1 - 1))
+                                    + sp.Sum(hm(_ra, _pm1), (_ra, 1, _pm1 - 1)) + sp.Sum(hm(_pm1, _rb), (_rb, 1, _pm1 - 1))
+                                    + hm(_pm1, _pm1)), REC + " (in both indices)", "2-D peel", forall=[_pm1])
+    mean_x = pf.assume(sp.Eq(E_(X_T[_pr]), 0), "E[x_p] = 0", forall=[_pr])
+    sq_x = pf.assume(sp.Eq(E_(X_T[_pr] ** 2), 1), "E[x_p²] = 1", forall=[_pr])
+    cube_x = pf.assume(sp.Eq(E_(X_T[_pr] ** 3), 0), "E[x_p³] = 0 (normal)", forall=[_pr])
+    four_x = pf.assume(sp.Eq(E_(X_T[_pr] ** 4), 3), "E[x_p⁴] = 3 (normal)", forall=[_pr])
+    e_zero = pf.linearity(E_(0), 0, "E(0)", operator=E_)
+    rows, def_l, def_k = _row_square(pf, "L", L_P, LQ, cM, (mean_x, sq_x, None), e_zero)
+
+    Pm, xm, c = G_P[n - 1], X_T[n], M_E[n, n]
+    Lm = L_P[n, n - 1]
+    ind = [pf.assume(sp.Eq(E_(a * b), E_(a) * E_(b)), "independence: x_m and functions of x_1..x_{m−1}", forall=[_pm1])
+           for a, b in ((X_T[_pm1] ** 2, L_P[_pm1, _pm1 - 1] ** 2), (X_T[_pm1], G_P[_pm1 - 1] * L_P[_pm1, _pm1 - 1]),
+                        (X_T[_pm1] ** 2, G_P[_pm1 - 1]), (X_T[_pm1] ** 3, L_P[_pm1, _pm1 - 1]),
+                        (X_T[_pm1], L_P[_pm1, _pm1 - 1]))]
+    # G_n = G_{n−1} + x_n L_{n,n−1} + M_nn x_n²
+    A = (sp.Sum(X_T[_ra] * (sp.Sum(M_E[_ra, _rb] * X_T[_rb], (_rb, 1, n - 1)) + M_E[_ra, n] * xm), (_ra, 1, n - 1))
+         + sp.Sum(xm * M_E[n, _rb] * X_T[_rb], (_rb, 1, n - 1)) + c * xm**2)
+    new = Pm + xm * Lm + c * xm**2
+    Bx = (sp.Sum(X_T[_ra] * sp.Sum(M_E[_ra, _rb] * X_T[_rb], (_rb, 1, n - 1)), (_ra, 1, n - 1))
+          + sp.Sum(xm * cM(n, _rb) * X_T[_rb], (_rb, 1, n - 1)) + c * xm**2)
+    peel_g = pf.chain([pf.rewrite(G_P[n], A, [def_g, outer_g, inner_g, inner_g2], "peel row and column n"),
+                       pf.linearity(A, Bx, "regroup: x_n Σ_b (M_nb + M_bn) x_b"),
+                       pf.rewrite(Bx, new, [def_g, def_l], "G_{n−1} + x_n L_{n,n−1} + M_nn x_n²")],
+                      G_P[n], "=", new, "G_n = G_{n−1} + x_n L_{n,n−1} + M_nn x_n²")
+    ind_xl = ind[4]
+    # E[G_n] = D_n by induction on n.
+    mean_claim = sp.Eq(E_(G_P[n]), D_P[n], evaluate=False)
+    g0 = pf.rewrite(G_P[0], 0, [def_g], "G_0 = 0")
+    base = pf.rewrite(E_(G_P[0]), D_P[0], [g0, e_zero, def_d], "base case")
+    hyp = pf.hypothesis(substitute(mean_claim, {n: n - 1}))
+    lin1 = pf.linearity(E_(new), E_(Pm) + E_(xm * Lm) + c * E_(xm**2), "linearity", operator=E_, random=[X_T, G_P, L_P])
+    step = pf.rewrite(E_(G_P[n]), D_P[n], [peel_g, lin1, ind_xl, mean_x, sq_x, hyp, def_d, peel_d], "step")
+    mean_g = pf.induction(mean_claim, n, 0, base, step, hyp, "E[G_n] = D_n")
+    # Var(G_n) = V_n by induction on n.
+    var_claim = sp.Eq(Var_(G_P[n]), V_P[n], evaluate=False)
+    base = pf.rewrite(Var_(G_P[0]), V_P[0], [g0, def_var, e_zero, def_v], "base case")
+    hyp = pf.hypothesis(substitute(var_claim, {n: n - 1}))
+    sq = pf.linearity(E_(new**2), E_(Pm**2) + E_(xm**2 * Lm**2) + c**2 * E_(xm**4) + 2 * E_(Pm * xm * Lm)
+                      + 2 * c * E_(Pm * xm**2) + 2 * c * E_(xm**3 * Lm), "linearity", operator=E_,
+                      random=[X_T, G_P, L_P])
+    e2 = pf.rewrite(E_(Pm**2), Var_(Pm) + E_(Pm) ** 2, [def_var], "E[G²] = Var(G) + E[G]²")
+    raw = V_P[n - 1] + LQ[n, n - 1] + 2 * c**2
+    step_raw = pf.rewrite(Var_(G_P[n]), raw, [def_var, peel_g, sq, lin1, *ind, mean_x, sq_x, cube_x, four_x, e2, hyp, rows],
+                          "Var(G_{n−1}) + E[L²] + 3M_nn² + 2M_nn E[G] − (E[G] + M_nn)²")
+    A2 = peel_v.rhs.subs(_pm1, n)
+    B2 = (sp.Sum(h, (_rb, 1, n - 1), (_ra, 1, n - 1)) + sp.Sum(cM(n, _rb) ** 2, (_rb, 1, n - 1)) + 2 * c**2)
+    peel_vn = pf.chain([pf.rewrite(V_P[n], A2, [def_v, peel_v], "peel"), pf.linearity(A2, B2, "regroup"),
+                        pf.rewrite(B2, raw, [def_v, def_k], "V_{n−1} + K_{n,n−1} + 2M_nn²")], V_P[n], "=", raw, "V_n")
+    step = pf.chain([step_raw, peel_vn], Var_(G_P[n]), "=", V_P[n], "step")
+    var_g = pf.induction(var_claim, n, 0, base, step, hyp, "Var(G_n) = V_n")
+    whole = pf.rewrite(XMX, G_P[n], [def_s, def_g], "xᵀMx = G_n")
+    pf.rewrite(E_(XMX), st_mean, [whole, mean_g, def_d], "E = Σ_a M_aa")
+    v_n = pf.rewrite(Var_(XMX), def_v.rhs.subs(_pm0, n), [whole, var_g, def_v], "Var = V_n")
+    concluded = variance(M_E, n)
+    pf.chain([v_n, pf.linearity(def_v.rhs.subs(_pm0, n), concluded, "split the sum")], Var_(XMX), "=", concluded,
+             "Var = tr(MMᵀ) + tr(M²)")
+    # W_Q = W_K = W: xᵀWWᵀx = Σ_c (Σ_a W_ac x_a)².
+    cw = lambda p, b: W_E[b, p]  # noqa: E731  row p of Wᵀ
+    cols, def_u, def_h = _row_square(pf, "U", U_P, WQ, cw, (mean_x, sq_x, None), e_zero)
+    def_w = pf.define(XWX, sp.Sum(sp.Sum(W_E[_ra, _gc] * X_T[_ra], (_ra, 1, n)) ** 2, (_gc, 1, nt.D_K)),
+                      "xᵀWWᵀx = ‖Wᵀx‖² = Σ_c (Σ_a W_ac x_a)²")
+    wu = pf.rewrite(XWX, sp.Sum(U_P[_gc, n] ** 2, (_gc, 1, nt.D_K)), [def_w, def_u], "the columns' forms")
+    spread = pf.linearity(E_(sp.Sum(U_P[_gc, n] ** 2, (_gc, 1, nt.D_K))), sp.Sum(E_(U_P[_gc, n] ** 2), (_gc, 1, nt.D_K)),
+                          "linearity", operator=E_, random=[U_P])
+    out = pf.rewrite(sp.Sum(E_(U_P[_gc, n] ** 2), (_gc, 1, nt.D_K)), st_w, [cols, def_h], "Σ_c Σ_a W_ac²")
+    pf.chain([pf.rewrite(E_(XWX), E_(sp.Sum(U_P[_gc, n] ** 2, (_gc, 1, nt.D_K))), [wu], "E of it"), spread, out],
+             E_(XWX), "=", st_w, "E[xᵀWWᵀx] = ‖W‖_F²")
+    return pf
+
+
