@@ -49,7 +49,10 @@ def test_gamma_without_its_denominator_is_refused():
 
 
 def test_a_rescale_count_that_forgets_a_rounding_is_refused():
-    assert r.online_rescale().verified
+    good = r.online_rescale()
+    assert good.verified, good.reasons
+    assert good.computations == []
+    assert sum(s.rule == "induction" and s.passed for s in good.steps) == 1
     d = r.online_rescale(per_block=1)
     assert not d.verified
     assert any(s.rule == "count (step)" for s in d.failed_steps)

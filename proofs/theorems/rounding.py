@@ -449,50 +449,94 @@ def _weight_factor_steps(pf: Proof) -> None:
            relation="≥")
 
 
+# The online rescale's model: key j sits in block b; the running max grows by g_t ≥ 0 from block t to t + 1,
+# so m_T = m_b + Σ_{t=b}^{T−1} g_t, and s_j = m_b − h with h ≥ 0. Each rounded exponent argument (−h in block b,
+# −g_t in the rescale after block t) carries its relative error: ε_0 h + Σ_t ε_t g_t moves key j's exponent.
+_RAISES = sp.IndexedBase("g", nonnegative=True)  # g_t = m_{t+1} − m_t ≥ 0
+_EPSS = sp.IndexedBase("epsilon", real=True)  # ε_t: the relative error of the rescale argument after block t
+
+
+def RAISE(t):  # noqa: N802  (an indexed family, written like the functions it stands for)
+    return _RAISES[t]
+
+
+def EPS(t):  # noqa: N802
+    return _EPSS[t]
+EPS_0 = sp.Symbol("epsilon_0", real=True)  # the error of fl(s_j − m_b)
+BLOCK_MAX = sp.Symbol("m_b", real=True)  # the running max when key j's block b is processed
+BELOW = sp.Symbol("h", nonnegative=True)  # m_b − s_j ≥ 0
+OWN_BLOCK = sp.Symbol("b", integer=True, positive=True)
+LATER = sp.Symbol("w", integer=True, nonnegative=True)  # blocks after b: T = b + w
+_T = sp.Symbol("t", integer=True)
+
+
 def online_rescale(per_block: int = 2) -> Derivation:
-    """One rescale, and the total over T key blocks. ``per_block`` is the roundings each later block
-    adds to a weight (a multiply and an add: 2); a count that forgets one is refused."""
-    m = sp.Function("m", real=True)
-    t, b = sp.symbols("t b", integer=True, positive=True)
-    n_l, n_a = rescale_counts(per_block)
+    """Key j's exponent drift over T key blocks, and the roundings and exps its weight collects. ``per_block`` is
+    the roundings each later block adds to a weight (a multiply and an add: 2); a count that forgets one is refused."""
+    n_l, n_a = rescale_counts(2)
     pf = Proof("rounding-online-rescale")
-    _premise(pf, "standard model", "each +, −, × rounds with |δ| ≤ u", sp.Symbol("fl(a op b)"),
-             sp.Symbol("(a op b)(1 + delta)"), kind="cited", reference=STANDARD_MODEL)
-    _premise(pf, "exp accuracy", "fl(exp(x)) = exp(x)(1 + ε), |ε| ≤ μ", sp.Symbol("fl(exp(x))"),
-             sp.Symbol("exp(x)(1 + epsilon)"), kind="cited", reference=EXP_ACCURACY)
-    # one rescale
-    d1, d2, e = sp.symbols("delta_1 delta_2 epsilon", real=True)
-    mo, mn, ell, sblk = sp.symbols("m_old m_new l s_blk", real=True)
-    computed = (ell * sp.exp((mo - mn) * (1 + d1)) * (1 + e) * (1 + d2))
-    pf.equal("one rescale", "fl(l·fl(exp(fl(m_old − m_new)))) = l·e^{m_old − m_new}·e^{(m_old − m_new)δ₁}(1 + ε)(1 + δ₂): "
-             "the argument's rounding moves the exponent by ≤ u(m_new − m_old), the exp and the product add "
-             "the factors (1 + μ)(1 + u)", computed,
-             ell * sp.exp(mo - mn) * sp.exp((mo - mn) * d1) * (1 + e) * (1 + d2))
-    # exponent drift over the blocks: telescoping, by induction on T
-    drift = lambda T: sp.Sum(m(t + 1) - m(t), (t, b, T - 1))  # noqa: E731
-    pf.equal("telescoping (base)", "T = b: no later rescale, the drift sum is empty",
-             drift(b).doit(), 0)
-    pf.equal("telescoping (step)", "Σ_{t=b}^{T} (m_{t+1} − m_t) = (m_T − m_b) + (m_{T+1} − m_T) = m_{T+1} − m_b",
-             (m(BLOCKS) - m(b)) + (m(BLOCKS + 1) - m(BLOCKS)), m(BLOCKS + 1) - m(b))
-    sj = sp.Symbol("s_j", real=True)
-    pf.equal("exponent drift", "u(m_b − s_j) from the block's own subtraction plus u(m_T − m_b) from the "
-             "rescales (all arguments ≤ 0, each rounded once) is u(m_T − s_j)",
-             U * (m(b) - sj) + U * (m(BLOCKS) - m(b)), U * (m(BLOCKS) - sj))
-    # rounding counts, by induction on T
-    pf.equal("count (base)", "T = 1: l gets B_N − 1 roundings inside the block sum and 1 adding it in; "
-             "acc gets B_N in the block's P·V dot product and 1 adding it in", (BLOCK_N - 1 + 1, BLOCK_N + 1),
-             (n_l.subs(BLOCKS, 1), n_a.subs(BLOCKS, 1)))
-    one_more = (sp.Symbol("fl(l·alpha)") + sp.Symbol("s_blk")) * (1 + sp.Symbol("d_mul")) * (1 + sp.Symbol("d_add"))
-    added = sp.Poly(sp.expand(one_more), sp.Symbol("d_mul"), sp.Symbol("d_add")).total_degree()
-    pf.equal("count (step)", "each later block multiplies by α (1 rounding, 1 exp) and adds (1 rounding): "
-             "n(T + 1) = n(T) + (δ's a later block puts on the carried l, counted), exps(T + 1) = exps(T) + 1",
-             (n_l + added, n_a + added, BLOCKS + 1),
-             (n_l.subs(BLOCKS, BLOCKS + 1), n_a.subs(BLOCKS, BLOCKS + 1), BLOCKS + 1))
-    _conclude(pf, "the exponent of key j drifts by at most u(m_T − s_j) in total", DRIFT, "≤",
-              U * (LAST_MAX - SCORE_J))
-    _conclude(pf, "by induction on T: n_l(T) = B_N + 2T − 2", COUNT_L, "=", n_l)
-    _conclude(pf, "by induction on T: n_a(T) = B_N + 2T − 1", COUNT_A, "=", n_a)
-    _conclude(pf, "by induction on T: T exps", COUNT_EXP, "=", BLOCKS)
+    b, w, t, u = OWN_BLOCK, LATER, _T, U
+    later = lambda f, last: sp.Sum(f, (t, b, last))  # noqa: E731  Σ_{t=b}^{last}
+    drift = pf.define(DRIFT, sp.Abs(EPS_0 * BELOW + later(EPS(t) * RAISE(t), BLOCKS - 1)),
+                      "|τ_j|: ε_0 on the argument s_j − m_b = −h, ε_t on each later rescale argument m_t − m_{t+1} = −g_t "
+                      "(errors' signs absorbed in ε)")
+    top = pf.define(LAST_MAX, BLOCK_MAX + later(RAISE(t), BLOCKS - 1), "m_T = m_b + Σ_{t=b}^{T−1} g_t, g_t ≥ 0: "
+                    "the running max only grows")
+    score = pf.define(SCORE_J, BLOCK_MAX - BELOW, "s_j = m_b − h, h ≥ 0: key j is at most its block's max")
+    exps = pf.define(COUNT_EXP, sp.Sum(1, (t, 1, BLOCKS)), "the exps on key j's weight: one per block (its own "
+                     "exp(s_j − m_b), then one α_t = exp(m_t − m_{t+1}) per later block), written as a sum over blocks")
+    count_l = pf.define(COUNT_L, (BLOCK_N - 1) + 1 + sp.Sum(per_block, (t, 2, BLOCKS)), "l: B_N − 1 roundings in the "
+                        "block's row sum and 1 adding it in; each later block: fl(l·α_t) and the add (per block)")
+    count_a = pf.define(COUNT_A, BLOCK_N + 1 + sp.Sum(per_block, (t, 2, BLOCKS)), "acc: B_N in the block's P·V dot "
+                        "product and 1 adding it in; each later block: fl(acc·α_t) and the add")
+    blocks = pf.assume(sp.Eq(BLOCKS, b + w, evaluate=False), "key j's block b is one of the T blocks: T = b + w")
+    bounded = pf.cite_external(sp.Le(sp.Abs(EPS(t)), u, evaluate=False), STANDARD_MODEL,
+                               "each rounded argument errs by at most u relatively: |ε_t| ≤ u", forall=[t])
+    own = pf.cite_external(sp.Le(sp.Abs(EPS_0), u, evaluate=False), STANDARD_MODEL, "fl(s_j − m_b): |ε_0| ≤ u")
+    triangle = pf.cite_external(sp.Le(sp.Abs(_TA + _TB), sp.Abs(_TA) + sp.Abs(_TB), evaluate=False),
+                                "triangle inequality", "|a + b| ≤ |a| + |b| for real a, b", forall=[_TA, _TB])
+    # |Σ_{t=b}^{b+w−1} ε_t g_t| ≤ u Σ_{t=b}^{b+w−1} g_t, by induction on w from 0.
+    P = sp.Le(sp.Abs(later(EPS(t) * RAISE(t), b + w - 1)), u * later(RAISE(t), b + w - 1), evaluate=False)
+    k = sp.Symbol("k", integer=True, positive=True)
+    empty = pf.identity(sp.Abs(later(EPS(t) * RAISE(t), b - 1)), u * later(RAISE(t), b - 1),
+                        "no later block: both sums are empty", label="base case")
+    base = pf.chain([empty, pf.sign(u * later(RAISE(t), b - 1), "≤", u * later(RAISE(t), b - 1))],
+                    P.lhs.xreplace({w: 0}), "≤", P.rhs.xreplace({w: 0}), label="base case")
+    hyp = pf.hypothesis(substitute(P, {w: k - 1}))
+    last = b + k - 1
+    head, tail = later(EPS(t) * RAISE(t), last - 1), EPS(last) * RAISE(last)
+    peel = pf.truncation(sp.Abs(later(EPS(t) * RAISE(t), last)), sp.Abs(head + tail), [],
+                         "the last later block's term taken out", label="telescoping", peel=last)
+    split = pf.instance(triangle, {_TA: head, _TB: tail}, label="triangle inequality")
+    one = pf.instance(bounded, {t: last}, label="the standard model's bound")
+    times = pf.bound([one, pf.sign(RAISE(last), "≤", RAISE(last))], "mul", sp.Abs(EPS(last)) * RAISE(last), "≤",
+                     u * RAISE(last), "|ε_t| g_t ≤ u g_t, g_t ≥ 0", label="monotonicity")
+    plus = pf.bound([hyp, times], "add", sp.Abs(head) + sp.Abs(EPS(last)) * RAISE(last), "≤",
+                    u * later(RAISE(t), last - 1) + u * RAISE(last), label="monotonicity")
+
+    whole = pf.truncation(u * later(RAISE(t), last - 1) + u * RAISE(last), u * later(RAISE(t), last), [],
+                          label="telescoping", peel=last)
+    step = pf.chain([peel, split, plus, whole], substitute(P, {w: k}).lhs, "≤", substitute(P, {w: k}).rhs,
+                    label="induction step")
+    rescales = pf.induction(P, w, 0, base, step, hyp, "by induction on the later blocks w", step_var=k,
+                            label="induction")
+    stated = pf.stated(DRIFT)
+    unfold = pf.rewrite(DRIFT, sp.Abs(EPS_0 * BELOW + later(EPS(t) * RAISE(t), b + w - 1)), [drift, blocks],
+                        label="exponent drift")
+    parts = pf.instance(triangle, {_TA: EPS_0 * BELOW, _TB: later(EPS(t) * RAISE(t), b + w - 1)},
+                        label="triangle inequality")
+    first = pf.bound([own, pf.sign(BELOW, "≤", BELOW)], "mul", sp.Abs(EPS_0) * BELOW, "≤", u * BELOW,
+                     label="monotonicity")
+    total = pf.bound([first, rescales], "add", sp.Abs(EPS_0) * BELOW + P.lhs, "≤", u * BELOW + P.rhs,
+                     label="monotonicity")
+
+    closes = pf.rewrite(u * BELOW + P.rhs, stated.rhs, [top, score, blocks], "u h + u Σ g_t = u(m_T − s_j): the "
+                        "rescale arguments telescope", label="exponent drift")
+    pf.chain([unfold, parts, total, closes], DRIFT, "≤", stated.rhs, label="exponent drift")
+    for count, definition, what in ((COUNT_L, count_l, "n_l(T)"), (COUNT_A, count_a, "n_a(T)"),
+                                    (COUNT_EXP, exps, "exps(T)")):
+        pf.rewrite(count, pf.claimed(count), [definition], f"{what} = {sp.sstr(pf.claimed(count))}",
+                   label="count (step)")
     return pf.finish(Result(n_l=n_l, n_a=n_a, exps=BLOCKS))
 
 
