@@ -591,6 +591,7 @@ class _Replay:
         self.hyps: dict[str, frozenset] = {}  # id -> undischarged hypotheses it rests on
         self.deps: dict[str, frozenset] = {}  # id -> premises and computations it rests on
         self.cites: dict[str, frozenset] = {}  # id -> citation steps it rests on (their premises are not listed here)
+        self.cite_free: dict[str, set] = {}  # citation id -> symbols its certificate's premises fix (not ∀-bound)
         self.outcomes: list[StepOutcome] = []
         self.cited: list[Verdict] = []
         self.reasons: list[str] = []
@@ -642,7 +643,10 @@ class _Replay:
             if {k for k, v in x.assumptions0.items() if v is True} != \
                     {k for k, v in sp.Dummy(**{k: True for k in enforced}).assumptions0.items() if v is True}:
                 return f"{x}'s assumptions {sorted(k for k, v in x.assumptions0.items() if v)} are more than a pattern enforces"
-        for d in self.deps[sid] | self.cites[sid]:  # a cited theorem may rest on an assumption about x
+        for c in self.cites[sid]:  # a cited theorem holds for every x its own premises (and theirs) leave free
+            if self.cite_free.get(c, {None}) & set(general):
+                return f"it rests on citation {c}, whose premises mention {', '.join(map(str, set(general) & self.cite_free[c]))}"
+        for d in self.deps[sid]:
             mentioned = self.facts[d].free_symbols - set(self.forall[d])
             if mentioned & set(general):
                 return f"it rests on {d}, which mentions {', '.join(sorted(map(str, mentioned & set(general))))}"
@@ -903,6 +907,7 @@ class _Replay:
             return False, "a citation takes no premises", frozenset()
         verdict = check(step["certificate"])
         self.cited.append(verdict)
+        self.cite_free[step["id"]] = _premise_symbols(step["certificate"]) if verdict.proved else {None}
         if not verdict.proved:
             return False, f"the cited certificate ({verdict.claim}) is not proved: {verdict.line}", frozenset()
         if not (any(_same(conclusion, c) for c in conjuncts(verdict.statement)) or _same_all(conclusion, verdict.statement)):
@@ -913,6 +918,19 @@ class _Replay:
         if not step.get("name") or not step.get("source"):
             return False, "a computation needs a name and a source (file:function)", frozenset()
         return bool(step.get("outcome")), str(step.get("detail", ""))[:300], frozenset()
+
+
+def _premise_symbols(cert: dict) -> set:
+    """The symbols a certificate's premises, and those of the certificates it cites, fix: their free symbols
+    other than each premise's ∀-symbols."""
+    out: set = set()
+    for p in cert.get("premises", []):
+        rel = read_in(cert, p["statement"])
+        out |= rel.free_symbols - {read_in(cert, x) for x in p.get("forall", [])}
+    for st in cert.get("steps", []):
+        if st.get("rule") == "citation":
+            out |= _premise_symbols(st["certificate"])
+    return out
 
 
 def _same_all(a: Any, b: Any) -> bool:

@@ -107,7 +107,7 @@ def test_a_step_resting_on_a_citation_about_its_symbol_is_not_generalised():
     general = pf.rewrite(x + 1, 2, [lemma], forall=[x])  # would make every x equal 1
     pf.rewrite(y + 1, 2, [general])
     d = pf.finish()
-    assert not d.verified and any("mentions x" in r for r in d.reasons)
+    assert not d.verified and any("premises mention x" in r for r in d.reasons)
 
 
 def test_instance_takes_admissible_values_only():
@@ -130,3 +130,14 @@ def test_peeling_the_last_factor_of_a_product():
         pf = Proof("t-peel", statement=_eq(lhs, rhs))
         pf.truncation(lhs, rhs, peel=k_)
         assert pf.finish().verified is proved
+
+
+def test_a_cited_theorem_generalises_over_a_symbol_its_premises_leave_free():
+    inner = Proof("t-inner-free", statement=_eq((x + 1)**2, x**2 + 2 * x + 1))
+    inner.identity((x + 1)**2, x**2 + 2 * x + 1)
+    inner = inner.finish()
+    pf = Proof("t-cite-free", statement=_eq((y + 1)**2, y**2 + 2 * y + 1))
+    general = pf.rewrite((x + 1)**2, x**2 + 2 * x + 1, [pf.cite(inner)], forall=[x])
+    pf.rewrite((y + 1)**2, y**2 + 2 * y + 1, [general])
+    d = pf.finish()
+    assert d.verified, d.reasons
