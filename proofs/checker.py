@@ -854,6 +854,9 @@ class _Replay:
             for d in self.deps[s]:
                 if d != hyp and self.kind[d] != "step" and ({n, k} & (self.facts[d].free_symbols - set(self.forall[d]))):
                     return False, f"{s} rests on premise {d}, which mentions {n}: it cannot be generalised", frozenset()
+            for c in self.cites[s]:
+                if self.cite_free.get(c, {None}) & {n, k}:
+                    return False, f"{s} rests on citation {c}, whose premises mention {n} or {k}", frozenset()
         if self.hyps[base]:
             return False, "the base step rests on a hypothesis", frozenset()
         return True, f"base {n} = {n0}, step {k} − 1 → {k}", frozenset({hyp})
@@ -925,6 +928,8 @@ def _premise_symbols(cert: dict) -> set:
     other than each premise's ∀-symbols."""
     out: set = set()
     for p in cert.get("premises", []):
+        if p.get("kind") == "hypothesis":
+            continue  # discharged in a proved certificate: it fixes nothing
         rel = read_in(cert, p["statement"])
         out |= rel.free_symbols - {read_in(cert, x) for x in p.get("forall", [])}
     for st in cert.get("steps", []):

@@ -141,3 +141,18 @@ def test_a_cited_theorem_generalises_over_a_symbol_its_premises_leave_free():
     pf.rewrite((y + 1)**2, y**2 + 2 * y + 1, [general])
     d = pf.finish()
     assert d.verified, d.reasons
+
+
+def test_an_induction_step_resting_on_a_cited_assumption_about_k_is_refused():
+    kk = sp.Symbol("k", integer=True, positive=True)
+    inner = Proof("t-inner-k", statement=_eq(2 * kk, 2))
+    inner.rewrite(2 * kk, 2, [inner.assume(_eq(kk, 1))])  # true only at k = 1
+    inner = inner.finish()
+    P = sp.Eq(2 * n, 2 * n, evaluate=False)  # a trivially true P, so only the citation check can refuse
+    pf = Proof("t-ind-cite", statement=P)
+    hyp = pf.hypothesis(sp.Eq(2 * (kk - 1), 2 * (kk - 1), evaluate=False))
+    cited_ = pf.cite(inner)
+    step = pf.rewrite(2 * kk, 2 * kk, [cited_])
+    pf.induction(P, n, 0, pf.identity(sp.Integer(0), sp.Integer(0)), step, hyp, step_var=kk)
+    d = pf.finish()
+    assert any("rests on citation" in o.detail for o in d.check.outcomes if not o.passed)
