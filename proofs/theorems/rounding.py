@@ -27,7 +27,7 @@ from functools import lru_cache
 
 import sympy as sp
 
-from proofs.checker import substitute
+from proofs.checker import conjuncts, substitute
 from proofs.engine import Derivation, Proof, Result
 
 HIGHAM_BOOK = "N. J. Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., SIAM 2002"
@@ -116,7 +116,8 @@ N = sp.Symbol("n", integer=True, positive=True)
 _J, _K = sp.symbols("j k", integer=True, positive=True)
 _a = sp.Symbol("b", positive=True)  # u = 1/(n + b), b > 0, carries the hypothesis nu < 1
 THETA = sp.Function("theta", real=True)
-DELTAS = sp.IndexedBase("delta", real=True)  # δ_k, the relative error of rounding k
+DELTAS = sp.IndexedBase("delta", real=True)  # δ_{j,k}, the relative error of rounding k of product j
+FAMILY = sp.Symbol("j", integer=True, positive=True)  # which product: one per term of a sum, say
 _M0 = sp.Symbol("m", integer=True, nonnegative=True)
 _TA, _TB = sp.symbols("a b", real=True)
 DELTA = sp.Symbol("delta", real=True)
@@ -242,26 +243,28 @@ def gamma_lemma(gamma_of=None) -> Derivation:
     gamma = gamma_of or globals()["gamma"]
     pf = Proof("rounding-gamma-lemma")
     k = sp.Symbol("k", integer=True, positive=True)  # the induction step k − 1 → k
-    theta = pf.define(THETA(_M0), sp.Product(1 + DELTAS[_K], (_K, 1, _M0)) - 1,
-                      "θ_m is defined by Π_{k=1}^{m} (1 + δ_k) = 1 + θ_m", forall=[_M0])
-    bounded = pf.assume(sp.Le(sp.Abs(DELTAS[_K]), U, evaluate=False), "every rounding errs by at most u: |δ_k| ≤ u",
-                        forall=[_K])
+    j = FAMILY
+    theta = pf.define(THETA(j, _M0), sp.Product(1 + DELTAS[j, _K], (_K, 1, _M0)) - 1,
+                      "θ_{j,m} is defined by Π_{k=1}^{m} (1 + δ_{j,k}) = 1 + θ_{j,m}, for every product j",
+                      forall=[j, _M0])
+    bounded = pf.assume(sp.Le(sp.Abs(DELTAS[j, _K]), U, evaluate=False), "every rounding errs by at most u: "
+                        "|δ_{j,k}| ≤ u", forall=[j, _K])
     triangle = pf.cite_external(sp.Le(sp.Abs(_TA + _TB), sp.Abs(_TA) + sp.Abs(_TB), evaluate=False),
                                 "triangle inequality", "|a + b| ≤ |a| + |b| for real a, b", forall=[_TA, _TB])
     # |θ_n| ≤ (1 + u)ⁿ − 1, by induction from n = 0.
-    P = pf.stated(sp.Abs(THETA(N)))
-    empty = pf.rewrite(sp.Abs(THETA(0)), 0, [theta], "θ_0 = Π over no factors − 1 = 0", label="base case")
-    base = pf.chain([empty, pf.sign(0, "≤", 0)], sp.Abs(THETA(0)), "≤", 0, "n = 0: |θ_0| = 0 = (1 + u)⁰ − 1",
+    P = pf.stated(sp.Abs(THETA(j, N)))
+    empty = pf.rewrite(sp.Abs(THETA(j, 0)), 0, [theta], "θ_{j,0} = Π over no factors − 1 = 0", label="base case")
+    base = pf.chain([empty, pf.sign(0, "≤", 0)], sp.Abs(THETA(j, 0)), "≤", 0, "n = 0: |θ_{j,0}| = 0 = (1 + u)⁰ − 1",
                     label="base case")
     hyp = pf.hypothesis(substitute(P, {N: k - 1}))
-    d_k, before = DELTAS[k], THETA(k - 1)
-    recur = pf.truncation(THETA(k), before * (1 + d_k) + d_k, [theta], "θ_k = (1 + θ_{k−1})(1 + δ_k) − 1 = "
+    d_k, before = DELTAS[j, k], THETA(j, k - 1)
+    recur = pf.truncation(THETA(j, k), before * (1 + d_k) + d_k, [theta], "θ_k = (1 + θ_{k−1})(1 + δ_k) − 1 = "
                           "θ_{k−1}(1 + δ_k) + δ_k: the last factor of the product taken out", label="algebra", peel=k)
-    same = pf.rewrite(sp.Abs(THETA(k)), sp.Abs(before * (1 + d_k) + d_k), [recur], label="algebra")
+    same = pf.rewrite(sp.Abs(THETA(j, k)), sp.Abs(before * (1 + d_k) + d_k), [recur], label="algebra")
     split = pf.instance(triangle, {_TA: before * (1 + d_k), _TB: d_k}, "|θ_{k−1}(1 + δ_k) + δ_k| ≤ "
                         "|θ_{k−1}||1 + δ_k| + |δ_k|", label="triangle inequality")
     one = pf.instance(triangle, {_TA: 1, _TB: d_k}, "|1 + δ_k| ≤ 1 + |δ_k|", label="triangle inequality")
-    small = pf.instance(bounded, {_K: k}, "|δ_k| ≤ u", label="the standard model's bound")
+    small = pf.instance(bounded, {j: j, _K: k}, "|δ_{j,k}| ≤ u", label="the standard model's bound")
     factor = pf.chain([one, pf.sign(1 + sp.Abs(d_k), "≤", 1 + U, using=[small])], sp.Abs(1 + d_k), "≤", 1 + U,
                       "|1 + δ_k| ≤ 1 + u", label="triangle inequality")
     grown = ((1 + U)**(k - 1) - 1) * (1 + U)
@@ -273,7 +276,7 @@ def gamma_lemma(gamma_of=None) -> Derivation:
                          label="induction step")
     apart = pf.identity(split.relation.rhs, plus.relation.lhs, "|θ_{k−1}(1 + δ_k)| = |θ_{k−1}||1 + δ_k|",
                         label="algebra")
-    step = pf.chain([same, split, apart, plus, closes], sp.Abs(THETA(k)), "≤", (1 + U)**k - 1, label="induction step")
+    step = pf.chain([same, split, apart, plus, closes], sp.Abs(THETA(j, k)), "≤", (1 + U)**k - 1, label="induction step")
     pf.induction(P, N, 0, base, step, hyp, "by induction on n: |θ_n| ≤ (1 + u)ⁿ − 1", step_var=k,
                  label="induction")
     # (1 + u)ⁿ(1 − nu) ≤ 1 for every n ≥ 0, by induction; with nu < 1 it is (1 + u)ⁿ − 1 ≤ γ_n.
@@ -306,50 +309,67 @@ def _fl_sum_tree(terms, deltas, pairwise: bool):
     return (left + right) * (1 + next(deltas))
 
 
+FL_DOT = sp.Symbol("fl(x^T y)", real=True)
+_P = sp.Symbol("p", integer=True, nonnegative=True)  # terms summed so far
+
+
 def dot_product_bound() -> Derivation:
-    """|fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y| in any summation order."""
-    x, y, th = X_F, Y_F, sp.Function("theta", real=True)
-    exact = sp.Sum(x(_J) * y(_J), (_J, 1, N))
-    bound = gamma(N) * sp.Sum(sp.Abs(x(_J)) * sp.Abs(y(_J)), (_J, 1, N))
+    """|fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y| in any summation order: each term carries a θ_{j,n} of the γ lemma
+    (cited), and |Σ_{j≤p} x_j y_j θ_{j,n}| ≤ γ_n Σ_{j≤p} |x_j||y_j| by induction on the terms p."""
+    from proofs.claims import cited
+
+    x, y, j, t = X_F, Y_F, FAMILY, THETA
+    bound = gamma(N) * sp.Sum(sp.Abs(x(j)) * sp.Abs(y(j)), (j, 1, N))
     pf = Proof("rounding-dot-product")
-    _premise(pf, "standard model", "fl(a op b) = (a op b)(1 + δ), |δ| ≤ u, for op ∈ {+, −, ×, /}",
-             sp.Symbol("fl(a op b)"), sp.Symbol("(a op b)(1 + delta)"), kind="cited", reference=STANDARD_MODEL)
-    # Any order is a binary tree whose n leaves are the products; a leaf is rounded once as a
-    # product and once per addition on its path to the root.
-    a_, b_ = sp.symbols("a b", integer=True, positive=True)
-    _holds(pf, "induction on the tree", "a summation tree with n = a + b leaves (subtrees of a, b ≥ 1 leaves "
-           "of depth ≤ a − 1, b − 1) has depth ≤ 1 + max(a, b) − 1 ≤ n − 1",
-           1 + sp.Max(a_, b_) - 1, a_ + b_ - 1,
-           lambda: (_nonnegative((a_ + b_ - 1) - a_)[0] and _nonnegative((a_ + b_ - 1) - b_)[0],
-                    "n − 1 − a = b − 1 ≥ 0 and n − 1 − b = a − 1 ≥ 0"))
-    pf.equal("standard model, collected", "so fl(xᵀy) = Σ x_j y_j (1 + θ_j) with θ_j a product of at most "
-             "1 + (n − 1) = n factors, and fl(xᵀy) − xᵀy = Σ x_j y_j θ_j",
-             sp.Sum(x(_J) * y(_J) * (1 + th(_J)), (_J, 1, N)) - exact, sp.Sum(x(_J) * y(_J) * th(_J), (_J, 1, N)))
-    absx, absy, tj = sp.symbols("|x_j| |y_j| |theta_j|", nonnegative=True)
-    slack = sp.Symbol("s", nonnegative=True)
-    _holds(pf, "triangle inequality + γ lemma", "|Σ x_j y_j θ_j| ≤ Σ |x_j||y_j||θ_j| ≤ γ_n Σ|x_j||y_j| "
-           "(termwise, |θ_j| ≤ γ_{n_j} ≤ γ_n by claim rounding-gamma-lemma)",
-           absx * absy * tj, gamma(N) * absx * absy,
-           lambda: _nonnegative(gamma(N) * absx * absy - absx * absy * tj, {tj: gamma(N) - slack}))
-    # cross-check at n = 4: every term carries at most n δ's, recursively and pairwise
-    for pairwise in (False, True):
-        xs, ys = sp.symbols("x_1:5"), sp.symbols("y_1:5")
-        dlt = iter(sp.symbols(f"d_1:{20}"))
-        prods = [xs[i] * ys[i] * (1 + next(dlt)) for i in range(4)]
-        fl = sp.expand(_fl_sum_tree(prods, dlt, pairwise))
-        order = "pairwise" if pairwise else "recursive"
-
-        def count(fl=fl, xs=xs, ys=ys):
-            worst = 0
-            for i in range(4):
-                coeff = fl.coeff(xs[i]).coeff(ys[i])
-                worst = max(worst, max(sp.Poly(term, *[s for s in coeff.free_symbols]).total_degree()
-                                       for term in sp.Add.make_args(coeff)))
-            return worst <= 4, f"largest number of δ factors on one term: {worst} (n = 4)"
-
-        _holds(pf, f"cross-check n = 4, {order}", f"{order} summation: each x_j y_j carries at most n = 4 δ's",
-               sp.Symbol(f"roundings per term ({order})"), 4, count)
-    _conclude(pf, "|fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y|", DOT_ERROR, "≤", bound)
+    error = pf.define(DOT_ERROR, sp.Abs(FL_DOT - sp.Sum(x(j) * y(j), (j, 1, N))), "the absolute error of fl(xᵀy)")
+    model = pf.cite_external(sp.Eq(FL_DOT, sp.Sum(x(j) * y(j) * (1 + t(j, N)), (j, 1, N)), evaluate=False),
+                             STANDARD_MODEL + "; Higham 2002, eqs. (3.2)–(3.4)",
+                             "in any summation order, term j is rounded once as a product and once per addition on its "
+                             "path to the root: at most n factors (1 + δ_{j,k}), padded with δ = 0 to n, so "
+                             "fl(xᵀy) = Σ x_j y_j (1 + θ_{j,n})")
+    lemma = cited("rounding-gamma-lemma")
+    one, two = (c for c in sorted(conjuncts(lemma.statement), key=lambda c: not c.has(THETA)))
+    g_n = sp.Symbol("gamma_n", real=True)  # γ_n by name, so no step divides by 1 − nu
+    named = pf.define(g_n, gamma(N), "γ_n = nu/(1 − nu)")
+    is_named = pf.rewrite(gamma(N), g_n, [named], relation_="≤", label="γ lemma")
+    theta_bound = pf.chain([pf.cite(lemma, one), pf.cite(lemma, two), is_named], sp.Abs(t(j, N)), "≤", g_n,
+                           "|θ_{j,n}| ≤ (1 + u)ⁿ − 1 ≤ γ_n for every term j (claim rounding-gamma-lemma)",
+                           label="γ lemma", forall=[j])
+    absprod = pf.identity(sp.Abs(_TA * _TB), sp.Abs(_TA) * sp.Abs(_TB), "|ab| = |a||b|", forall=[_TA, _TB],
+                          label="algebra")
+    triangle = pf.cite_external(sp.Le(sp.Abs(_TA + _TB), sp.Abs(_TA) + sp.Abs(_TB), evaluate=False),
+                                "triangle inequality", "|a + b| ≤ |a| + |b| for real a, b", forall=[_TA, _TB])
+    term = lambda i: x(i) * y(i) * t(i, N)  # noqa: E731
+    weight = lambda i: sp.Abs(x(i)) * sp.Abs(y(i))  # noqa: E731
+    Q = sp.Le(sp.Abs(sp.Sum(term(j), (j, 1, _P))), g_n * sp.Sum(weight(j), (j, 1, _P)), evaluate=False)
+    k = sp.Symbol("k", integer=True, positive=True)
+    at = lambda rel, v: substitute(rel, {_P: v})  # noqa: E731
+    empty = pf.identity(at(Q, 0).lhs, at(Q, 0).rhs, "no term: both sums are empty", label="base case")
+    base = pf.chain([empty, pf.sign(at(Q, 0).rhs, "≤", at(Q, 0).rhs)], at(Q, 0).lhs, "≤", at(Q, 0).rhs,
+                    label="base case")
+    hyp = pf.hypothesis(at(Q, k - 1))
+    head = sp.Sum(term(j), (j, 1, k - 1))
+    peel = pf.truncation(at(Q, k).lhs, sp.Abs(head + term(k)), [], "the last term taken out", label="one more term",
+                         peel=k)
+    split = pf.instance(triangle, {_TA: head, _TB: term(k)}, label="triangle inequality")
+    apart = pf.rewrite(split.relation.rhs, sp.Abs(head) + weight(k) * sp.Abs(t(k, N)), [absprod],
+                       "|x_k y_k θ_k| = |x_k||y_k||θ_k|", label="algebra")
+    times = pf.bound([pf.sign(weight(k), "≤", weight(k)), pf.instance(theta_bound, {j: k})], "mul",
+                     weight(k) * sp.Abs(t(k, N)), "≤", weight(k) * g_n, "|x_k||y_k||θ_k| ≤ |x_k||y_k| γ_n",
+                     label="γ lemma")
+    plus = pf.bound([hyp, times], "add", apart.relation.rhs, "≤", at(Q, k - 1).rhs + weight(k) * g_n,
+                    label="monotonicity")
+    whole = pf.truncation(plus.relation.rhs, at(Q, k).rhs, [], label="one more term", peel=k)
+    step = pf.chain([peel, split, apart, plus, whole], at(Q, k).lhs, "≤", at(Q, k).rhs, label="induction step")
+    summed = pf.induction(Q, _P, 0, base, step, hyp, "by induction on the number of terms p", step_var=k,
+                          label="induction", forall=[_P])
+    unfold = pf.rewrite(DOT_ERROR, sp.Abs(sp.Sum(x(j) * y(j) * (1 + t(j, N)), (j, 1, N)) - sp.Sum(x(j) * y(j), (j, 1, N))),
+                        [error, model], label="standard model, collected")
+    collect = pf.linearity(unfold.relation.rhs, at(Q, N).lhs, "fl(xᵀy) − xᵀy = Σ x_j y_j θ_{j,n}",
+                           label="standard model, collected")
+    back = pf.rewrite(at(Q, N).rhs, bound, [named], relation_="≤", label="γ lemma")
+    pf.chain([unfold, collect, pf.instance(summed, {_P: N}), back], DOT_ERROR, "≤", bound,
+             "|fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y|", label="conclusion")
     return pf.finish(Result(bound=bound, gamma=gamma(N)))
 
 
