@@ -65,7 +65,8 @@ RULES = {
                    "evaluation; the conclusion is the explicit conjunction, never a symbolic-size statement",
     "truncation": "substitute the premise equations as `rewrite` does, then Σ_{k=lo}^{hi} [k ≤ m]·f(k) = Σ_{k=lo}^{m} f(k) "
                   "wherever m is an integer with lo − 1 ≤ m ≤ hi shown under the symbols' assumptions, and a Σ or Π "
-                  "whose upper limit is the step's `peel` gives its last term (hi − lo ≥ 0 shown); then `identity`",
+                  "whose upper limit is the step's `peel` gives its last term (hi − lo ≥ 0 shown), and a Σ (Π) over "
+                  "lo..lo − 1 is 0 (1); then `identity`",
     "instance": "a premise (or generalised step) over ∀-symbols, at values that satisfy each symbol's assumptions",
     "citation": "a conjunct of another certificate's statement, that certificate being checked here too",
     "computation": "a named computation no rule covers (file:function): taken as recorded, and listed",
@@ -398,6 +399,16 @@ def _peel(expr: Any, hi: Any) -> Any:
             return s
         rest, last = s.func(s.function, (k, lo, hi - 1)), s.function.xreplace({k: hi})
         return rest + last if isinstance(s, sp.Sum) else rest * last
+
+    return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), cut)
+
+
+def _empty(expr: Any) -> Any:
+    """A Σ over lo..lo − 1 is 0, a Π over it 1 (one index, the range written so)."""
+    def cut(s):
+        if len(s.limits) != 1 or sp.expand(s.limits[0][2] - s.limits[0][1] + 1) != 0:
+            return s
+        return sp.Integer(0) if isinstance(s, sp.Sum) else sp.Integer(1)
 
     return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), cut)
 
@@ -772,7 +783,7 @@ class _Replay:
             return False, "truncation concludes an equation", frozenset()
         eqs = self._equations(ids)
         peel = self.read(step["peel"]) if step.get("peel") else None
-        a2, b2 = (_truncate(_peel(_rewrite(x, eqs), peel)) for x in (a, b))
+        a2, b2 = (_empty(_truncate(_peel(_rewrite(x, eqs), peel))) for x in (a, b))
         ok, why = decide_identity(a2, b2)
         return ok, (f"after {len(eqs)} rewrite(s) and truncating the sums: " if eqs else "after truncating: ") + why, \
             frozenset()

@@ -156,3 +156,11 @@ def test_an_induction_step_resting_on_a_cited_assumption_about_k_is_refused():
     pf.induction(P, n, 0, pf.identity(sp.Integer(0), sp.Integer(0)), step, hyp, step_var=kk)
     d = pf.finish()
     assert any("rests on citation" in o.detail for o in d.check.outcomes if not o.passed)
+
+
+def test_an_empty_range_sums_to_zero_and_a_short_one_is_not_empty():
+    m = sp.Symbol("m", integer=True, positive=True)
+    for limits, value, proved in (((k, m, m - 1), 0, True), ((k, m, m), 0, False)):
+        pf = Proof("t-empty", statement=_eq(sp.Sum(e[k], limits), value))
+        pf.truncation(sp.Sum(e[k], limits), value)
+        assert pf.finish().verified is proved
