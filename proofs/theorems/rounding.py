@@ -253,7 +253,7 @@ def gamma_lemma(gamma_of=None) -> Derivation:
                                 "triangle inequality", "|a + b| ≤ |a| + |b| for real a, b", forall=[_TA, _TB])
     # |θ_n| ≤ (1 + u)ⁿ − 1, by induction from n = 0.
     P = pf.stated(sp.Abs(THETA(j, N)))
-    empty = pf.rewrite(sp.Abs(THETA(j, 0)), 0, [theta], "θ_{j,0} = Π over no factors − 1 = 0", label="base case")
+    empty = pf.truncation(sp.Abs(THETA(j, 0)), 0, [theta], "θ_{j,0} = Π over no factors − 1 = 0", label="base case")
     base = pf.chain([empty, pf.sign(0, "≤", 0)], sp.Abs(THETA(j, 0)), "≤", 0, "n = 0: |θ_{j,0}| = 0 = (1 + u)⁰ − 1",
                     label="base case")
     hyp = pf.hypothesis(substitute(P, {N: k - 1}))
@@ -344,7 +344,7 @@ def dot_product_bound() -> Derivation:
     Q = sp.Le(sp.Abs(sp.Sum(term(j), (j, 1, _P))), g_n * sp.Sum(weight(j), (j, 1, _P)), evaluate=False)
     k = sp.Symbol("k", integer=True, positive=True)
     at = lambda rel, v: substitute(rel, {_P: v})  # noqa: E731
-    empty = pf.identity(at(Q, 0).lhs, at(Q, 0).rhs, "no term: both sums are empty", label="base case")
+    empty = pf.truncation(at(Q, 0).lhs, at(Q, 0).rhs, [], "no term: both sums are empty", label="base case")
     base = pf.chain([empty, pf.sign(at(Q, 0).rhs, "≤", at(Q, 0).rhs)], at(Q, 0).lhs, "≤", at(Q, 0).rhs,
                     label="base case")
     hyp = pf.hypothesis(at(Q, k - 1))
@@ -518,8 +518,8 @@ def online_rescale(per_block: int = 2) -> Derivation:
     # |Σ_{t=b}^{b+w−1} ε_t g_t| ≤ u Σ_{t=b}^{b+w−1} g_t, by induction on w from 0.
     P = sp.Le(sp.Abs(later(EPS(t) * RAISE(t), b + w - 1)), u * later(RAISE(t), b + w - 1), evaluate=False)
     k = sp.Symbol("k", integer=True, positive=True)
-    empty = pf.identity(sp.Abs(later(EPS(t) * RAISE(t), b - 1)), u * later(RAISE(t), b - 1),
-                        "no later block: both sums are empty", label="base case")
+    empty = pf.truncation(sp.Abs(later(EPS(t) * RAISE(t), b - 1)), u * later(RAISE(t), b - 1), [],
+                          "no later block: both sums are empty", label="base case")
     base = pf.chain([empty, pf.sign(u * later(RAISE(t), b - 1), "≤", u * later(RAISE(t), b - 1))],
                     P.lhs.xreplace({w: 0}), "≤", P.rhs.xreplace({w: 0}), label="base case")
     hyp = pf.hypothesis(substitute(P, {w: k - 1}))
