@@ -67,7 +67,8 @@ RULES = {
                    "evaluation; the conclusion is the explicit conjunction, never a symbolic-size statement",
     "truncation": "substitute the premise equations as `rewrite` does, then Σ_{k=lo}^{hi} [k ≤ m]·f(k) = Σ_{k=lo}^{m} f(k) "
                   "wherever m is an integer with lo − 1 ≤ m ≤ hi shown under the symbols' assumptions, and a Σ or Π "
-                  "whose upper limit is the step's `peel` gives its last term (hi − lo ≥ 0 shown); then `identity`",
+                  "whose upper limit is the step's `peel` gives its last term (hi − lo ≥ 0 shown), and a Σ (Π) over "
+                  "lo..lo − 1 is 0 (1); then `identity`",
     "instance": "a premise (or generalised step) over ∀-symbols, at values that satisfy each symbol's assumptions",
     "citation": "a conjunct of another certificate's statement, that certificate being checked here too",
     "generalisation": "an earlier step's relation, which then rewrites as a pattern over the named symbols (∀ "
@@ -413,6 +414,16 @@ def _peel(expr: Any, hi: Any) -> Any:
     return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), cut)
 
 
+def _empty(expr: Any) -> Any:
+    """A Σ over lo..lo − 1 is 0, a Π over it 1 (one index, the range written so)."""
+    def cut(s):
+        if len(s.limits) != 1 or sp.expand(s.limits[0][2] - s.limits[0][1] + 1) != 0:
+            return s
+        return sp.Integer(0) if isinstance(s, sp.Sum) else sp.Integer(1)
+
+    return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), cut)
+
+
 def _truncate(expr: Any) -> Any:
     """Σ_{k=lo}^{hi} [k ≤ m]·f(k) → Σ_{k=lo}^{m} f(k) where m is an integer free of k and lo − 1 ≤ m ≤ hi is
     shown by the assumptions ([c] a Piecewise((x, c), (0, True)) factor, c linear in k with k's coefficient +1
@@ -604,6 +615,7 @@ class _Replay:
         self.deps: dict[str, frozenset] = {}  # id -> premises and computations it rests on
         self.cites: dict[str, frozenset] = {}  # id -> citation steps it rests on (their premises are not listed here)
         self.rule: dict[str, str] = {}       # step id -> its rule
+        self.cite_free: dict[str, set] = {}  # citation id -> symbols its certificate's premises fix (not ∀-bound)
         self.outcomes: list[StepOutcome] = []
         self.cited: list[Verdict] = []
         self.reasons: list[str] = []
@@ -660,8 +672,11 @@ class _Replay:
             return "it rests on an induction hypothesis"
         if not all(isinstance(x, sp.Symbol) for x in general):
             return "only symbols generalise"
-        if self.cites[sid] or any(self.rule.get(d) in ("computation", "linearity") for d in self.deps[sid]):
-            return "it rests on a citation, a computation or a declared expectation, whose premises may mention them"
+        if any(self.rule.get(d) in ("computation", "linearity") for d in self.deps[sid]):
+            return "it rests on a computation or a declared expectation, which may fix them"
+        for c in self.cites[sid]:  # a cited theorem holds for every x its own premises (and theirs) leave free
+            if self.cite_free.get(c, {None}) & set(general):
+                return f"it rests on citation {c}, whose premises mention {', '.join(map(str, set(general) & self.cite_free[c]))}"
         for d in self.deps[sid]:
             if self.kind[d] == "hypothesis":
                 continue  # discharged by its induction (the step rests on no open hypothesis)
@@ -798,7 +813,7 @@ class _Replay:
             return False, "truncation concludes an equation", frozenset()
         eqs = self._equations(ids)
         peel = self.read(step["peel"]) if step.get("peel") else None
-        a2, b2 = (_truncate(_peel(_rewrite(x, eqs), peel)) for x in (a, b))
+        a2, b2 = (_empty(_truncate(_peel(_rewrite(x, eqs), peel))) for x in (a, b))
         ok, why = decide_identity(a2, b2)
         return ok, (f"after {len(eqs)} rewrite(s) and truncating the sums: " if eqs else "after truncating: ") + why, \
             frozenset()
@@ -882,6 +897,9 @@ class _Replay:
             for d in self.deps[s]:
                 if d != hyp and self.kind[d] != "step" and ({n, k} & (self.facts[d].free_symbols - set(self.forall[d]))):
                     return False, f"{s} rests on premise {d}, which mentions {n}: it cannot be generalised", frozenset()
+            for c in self.cites[s]:
+                if self.cite_free.get(c, {None}) & {n, k}:
+                    return False, f"{s} rests on citation {c}, whose premises mention {n} or {k}", frozenset()
         if self.hyps[base]:
             return False, "the base step rests on a hypothesis", frozenset()
         return True, f"base {n} = {n0}, step {k} − 1 → {k}", frozenset({hyp})
@@ -942,6 +960,7 @@ class _Replay:
             return False, "a citation takes no premises", frozenset()
         verdict = check(step["certificate"])
         self.cited.append(verdict)
+        self.cite_free[step["id"]] = _premise_symbols(step["certificate"]) if verdict.proved else {None}
         if not verdict.proved:
             return False, f"the cited certificate ({verdict.claim}) is not proved: {verdict.line}", frozenset()
         if not (any(_same(conclusion, c) for c in conjuncts(verdict.statement)) or _same_all(conclusion, verdict.statement)):
@@ -952,6 +971,23 @@ class _Replay:
         if not step.get("name") or not step.get("source"):
             return False, "a computation needs a name and a source (file:function)", frozenset()
         return bool(step.get("outcome")), str(step.get("detail", ""))[:300], frozenset()
+
+
+def _premise_symbols(cert: dict) -> set:
+    """The symbols a certificate's premises, and those of the certificates it cites, fix: their free symbols
+    other than each premise's ∀-symbols."""
+    out: set = set()
+    for p in cert.get("premises", []):
+        if p.get("kind") == "hypothesis":
+            continue  # discharged in a proved certificate: it fixes nothing
+        rel = read_in(cert, p["statement"])
+        out |= rel.free_symbols - {read_in(cert, x) for x in p.get("forall", [])}
+    for st in cert.get("steps", []):
+        if st.get("rule") == "citation":
+            out |= _premise_symbols(st["certificate"])
+        if st.get("rule") in ("computation", "linearity"):  # taken on trust: what it concludes may fix them
+            out |= read_in(cert, st["conclusion"]).free_symbols
+    return out
 
 
 def _same_all(a: Any, b: Any) -> bool:

@@ -402,10 +402,11 @@ CLAIMS: tuple[Claim, ...] = (
           f"{_ROUNDING_BIAS}:round_to_nearest_unbiased", "rounding",
           _formal(lambda sp, n: _rounding_bias_statement(sp))),
     Claim("rounding-gamma-lemma", "n roundings cost at most γ_n = nu/(1 − nu)",
-          "|Π_{k≤n}(1 + δ_k) − 1| ≤ (1 + u)ⁿ − 1 ≤ γ_n for |δ_k| ≤ u and nu < 1, by induction on n "
+          "|Π_{k≤n}(1 + δ_{j,k}) − 1| ≤ (1 + u)ⁿ − 1 ≤ γ_n for every product j, |δ_{j,k}| ≤ u and nu < 1, by "
+          "induction on n "
           "(Higham, Accuracy and Stability of Numerical Algorithms, 2002, Lemma 3.1).",
           ("|δ_k| ≤ u", "nu < 1"), (), f"{_BOUNDS}:gamma_lemma", "rounding-bounds",
-          _formal(lambda sp, n: sp.And(_le(sp.Abs(_r().THETA(_r().N)), (1 + _r().U)**_r().N - 1),
+          _formal(lambda sp, n: sp.And(_le(sp.Abs(_r().THETA(_r().FAMILY, _r().N)), (1 + _r().U)**_r().N - 1),
                                         _le((1 + _r().U)**_r().N - 1, _r().gamma(_r().N)))),
           references=('Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., SIAM 2002, Lemma 3.1',)),
     Claim("rounding-dot-product", "Rounded dot products: |fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y|",

@@ -367,8 +367,8 @@ class Proof:
                           mapping=[[write(k), write(_sympify(v))] for k, v in mapping.items()])
 
     def chain(self, links: Iterable[Fact], lhs: Any, rel: str, rhs: Any, description: str = "",
-              label: str | None = None) -> Fact:
-        return self._step("chain", relation(lhs, rel, rhs), description, list(links), label=label)
+              label: str | None = None, forall: Iterable = ()) -> Fact:
+        return self._step("chain", relation(lhs, rel, rhs), description, list(links), label=label, **_general(forall))
 
     def sign(self, small: Any, rel: str, big: Any, description: str = "", *, using: Iterable[Fact] = (),
              terms: Iterable | None = None, label: str | None = None) -> Fact:
@@ -382,8 +382,8 @@ class Proof:
                           op=op, nonnegative=[f.id for f in nonnegative])
 
     def induction(self, predicate: Any, var: Any, base_value: Any, base: Fact, step: Fact, hypothesis: Fact,
-                  description: str = "", *, step_var: Any = None, label: str | None = None) -> Fact:
-        data = {"var": write(var), "base": write(_sympify(base_value))}
+                  description: str = "", *, step_var: Any = None, label: str | None = None, forall: Iterable = ()) -> Fact:
+        data = {"var": write(var), "base": write(_sympify(base_value)), **_general(forall)}
         if step_var is not None:
             data["step_var"] = write(step_var)
         return self._step("induction", predicate, description, [base, step, hypothesis], label=label, **data)

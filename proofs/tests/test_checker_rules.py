@@ -34,6 +34,14 @@ def test_a_step_resting_on_a_premise_about_its_symbol_is_not_generalised():
     assert any("not generalised" in r and "mentions x" in r for r in d.reasons)
 
 
+def test_a_symbol_whose_assumptions_no_pattern_enforces_is_not_generalised():
+    p = sp.Symbol("p", prime=True)
+    pf = Proof("t-general-prime", statement=_eq(sp.Integer(6), 6))
+    pf.identity(sp.gcd(p, p), p, forall=[p])
+    d = pf.finish()
+    assert not d.verified and any("more than a pattern enforces" in r for r in d.reasons)
+
+
 def test_truncation_cuts_an_indicator_sum_within_its_range():
     m = sp.Symbol("m", integer=True, nonnegative=True)
     indicator = sp.Piecewise((1, k <= m), (0, True))
@@ -99,7 +107,7 @@ def test_a_step_resting_on_a_citation_about_its_symbol_is_not_generalised():
     general = pf.rewrite(x + 1, 2, [lemma], forall=[x])  # would make every x equal 1
     pf.rewrite(y + 1, 2, [general])
     d = pf.finish()
-    assert not d.verified and any("citation" in r for r in d.reasons)
+    assert not d.verified and any("premises mention x" in r for r in d.reasons)
 
 
 def test_instance_takes_admissible_values_only():
@@ -121,4 +129,38 @@ def test_peeling_the_last_factor_of_a_product():
     for (lhs, rhs), proved in ((good, True), (bad, False)):
         pf = Proof("t-peel", statement=_eq(lhs, rhs))
         pf.truncation(lhs, rhs, peel=k_)
+        assert pf.finish().verified is proved
+
+
+def test_a_cited_theorem_generalises_over_a_symbol_its_premises_leave_free():
+    inner = Proof("t-inner-free", statement=_eq((x + 1)**2, x**2 + 2 * x + 1))
+    inner.identity((x + 1)**2, x**2 + 2 * x + 1)
+    inner = inner.finish()
+    pf = Proof("t-cite-free", statement=_eq((y + 1)**2, y**2 + 2 * y + 1))
+    general = pf.rewrite((x + 1)**2, x**2 + 2 * x + 1, [pf.cite(inner)], forall=[x])
+    pf.rewrite((y + 1)**2, y**2 + 2 * y + 1, [general])
+    d = pf.finish()
+    assert d.verified, d.reasons
+
+
+def test_an_induction_step_resting_on_a_cited_assumption_about_k_is_refused():
+    kk = sp.Symbol("k", integer=True, positive=True)
+    inner = Proof("t-inner-k", statement=_eq(2 * kk, 2))
+    inner.rewrite(2 * kk, 2, [inner.assume(_eq(kk, 1))])  # true only at k = 1
+    inner = inner.finish()
+    P = sp.Eq(2 * n, 2 * n, evaluate=False)  # a trivially true P, so only the citation check can refuse
+    pf = Proof("t-ind-cite", statement=P)
+    hyp = pf.hypothesis(sp.Eq(2 * (kk - 1), 2 * (kk - 1), evaluate=False))
+    cited_ = pf.cite(inner)
+    step = pf.rewrite(2 * kk, 2 * kk, [cited_])
+    pf.induction(P, n, 0, pf.identity(sp.Integer(0), sp.Integer(0)), step, hyp, step_var=kk)
+    d = pf.finish()
+    assert any("rests on citation" in o.detail for o in d.check.outcomes if not o.passed)
+
+
+def test_an_empty_range_sums_to_zero_and_a_short_one_is_not_empty():
+    m = sp.Symbol("m", integer=True, positive=True)
+    for limits, value, proved in (((k, m, m - 1), 0, True), ((k, m, m), 0, False)):
+        pf = Proof("t-empty", statement=_eq(sp.Sum(e[k], limits), value))
+        pf.truncation(sp.Sum(e[k], limits), value)
         assert pf.finish().verified is proved

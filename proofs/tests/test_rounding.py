@@ -39,7 +39,15 @@ def test_gamma_lemma_is_two_inductions_citing_only_the_triangle_inequality():
     assert d.computations == []
     assert _cited(d) == ["triangle inequality"]
     assert sum(s.rule == "induction" and s.passed for s in d.steps) == 2
-    assert d.trust_base["assumption"] == ["Abs(delta[k]) <= u", "n*u < 1"]
+    assert d.trust_base["assumption"] == ["Abs(delta[j, k]) <= u", "n*u < 1"]
+
+
+def test_dot_product_cites_the_gamma_lemma_and_is_an_induction_on_the_terms():
+    d = r.dot_product_bound()
+    assert d.verified, d.reasons
+    assert d.computations == []
+    assert any(s.rule == "theorem rounding-gamma-lemma" and s.passed for s in d.steps)
+    assert sum(s.rule == "induction" and s.passed for s in d.steps) == 1
 
 
 def test_gamma_without_its_denominator_is_refused():
@@ -49,7 +57,10 @@ def test_gamma_without_its_denominator_is_refused():
 
 
 def test_a_rescale_count_that_forgets_a_rounding_is_refused():
-    assert r.online_rescale().verified
+    good = r.online_rescale()
+    assert good.verified, good.reasons
+    assert good.computations == []
+    assert sum(s.rule == "induction" and s.passed for s in good.steps) == 1
     d = r.online_rescale(per_block=1)
     assert not d.verified
     assert any(s.rule == "count (step)" for s in d.failed_steps)

@@ -27,7 +27,7 @@ from functools import lru_cache
 
 import sympy as sp
 
-from proofs.checker import substitute
+from proofs.checker import conjuncts, substitute
 from proofs.engine import Derivation, Proof, Result
 
 HIGHAM_BOOK = "N. J. Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., SIAM 2002"
@@ -116,7 +116,8 @@ N = sp.Symbol("n", integer=True, positive=True)
 _J, _K = sp.symbols("j k", integer=True, positive=True)
 _a = sp.Symbol("b", positive=True)  # u = 1/(n + b), b > 0, carries the hypothesis nu < 1
 THETA = sp.Function("theta", real=True)
-DELTAS = sp.IndexedBase("delta", real=True)  # δ_k, the relative error of rounding k
+DELTAS = sp.IndexedBase("delta", real=True)  # δ_{j,k}, the relative error of rounding k of product j
+FAMILY = sp.Symbol("j", integer=True, positive=True)  # which product: one per term of a sum, say
 _M0 = sp.Symbol("m", integer=True, nonnegative=True)
 _TA, _TB = sp.symbols("a b", real=True)
 DELTA = sp.Symbol("delta", real=True)
@@ -242,26 +243,28 @@ def gamma_lemma(gamma_of=None) -> Derivation:
     gamma = gamma_of or globals()["gamma"]
     pf = Proof("rounding-gamma-lemma")
     k = sp.Symbol("k", integer=True, positive=True)  # the induction step k − 1 → k
-    theta = pf.define(THETA(_M0), sp.Product(1 + DELTAS[_K], (_K, 1, _M0)) - 1,
-                      "θ_m is defined by Π_{k=1}^{m} (1 + δ_k) = 1 + θ_m", forall=[_M0])
-    bounded = pf.assume(sp.Le(sp.Abs(DELTAS[_K]), U, evaluate=False), "every rounding errs by at most u: |δ_k| ≤ u",
-                        forall=[_K])
+    j = FAMILY
+    theta = pf.define(THETA(j, _M0), sp.Product(1 + DELTAS[j, _K], (_K, 1, _M0)) - 1,
+                      "θ_{j,m} is defined by Π_{k=1}^{m} (1 + δ_{j,k}) = 1 + θ_{j,m}, for every product j",
+                      forall=[j, _M0])
+    bounded = pf.assume(sp.Le(sp.Abs(DELTAS[j, _K]), U, evaluate=False), "every rounding errs by at most u: "
+                        "|δ_{j,k}| ≤ u", forall=[j, _K])
     triangle = pf.cite_external(sp.Le(sp.Abs(_TA + _TB), sp.Abs(_TA) + sp.Abs(_TB), evaluate=False),
                                 "triangle inequality", "|a + b| ≤ |a| + |b| for real a, b", forall=[_TA, _TB])
     # |θ_n| ≤ (1 + u)ⁿ − 1, by induction from n = 0.
-    P = pf.stated(sp.Abs(THETA(N)))
-    empty = pf.rewrite(sp.Abs(THETA(0)), 0, [theta], "θ_0 = Π over no factors − 1 = 0", label="base case")
-    base = pf.chain([empty, pf.sign(0, "≤", 0)], sp.Abs(THETA(0)), "≤", 0, "n = 0: |θ_0| = 0 = (1 + u)⁰ − 1",
+    P = pf.stated(sp.Abs(THETA(j, N)))
+    empty = pf.truncation(sp.Abs(THETA(j, 0)), 0, [theta], "θ_{j,0} = Π over no factors − 1 = 0", label="base case")
+    base = pf.chain([empty, pf.sign(0, "≤", 0)], sp.Abs(THETA(j, 0)), "≤", 0, "n = 0: |θ_{j,0}| = 0 = (1 + u)⁰ − 1",
                     label="base case")
     hyp = pf.hypothesis(substitute(P, {N: k - 1}))
-    d_k, before = DELTAS[k], THETA(k - 1)
-    recur = pf.truncation(THETA(k), before * (1 + d_k) + d_k, [theta], "θ_k = (1 + θ_{k−1})(1 + δ_k) − 1 = "
+    d_k, before = DELTAS[j, k], THETA(j, k - 1)
+    recur = pf.truncation(THETA(j, k), before * (1 + d_k) + d_k, [theta], "θ_k = (1 + θ_{k−1})(1 + δ_k) − 1 = "
                           "θ_{k−1}(1 + δ_k) + δ_k: the last factor of the product taken out", label="algebra", peel=k)
-    same = pf.rewrite(sp.Abs(THETA(k)), sp.Abs(before * (1 + d_k) + d_k), [recur], label="algebra")
+    same = pf.rewrite(sp.Abs(THETA(j, k)), sp.Abs(before * (1 + d_k) + d_k), [recur], label="algebra")
     split = pf.instance(triangle, {_TA: before * (1 + d_k), _TB: d_k}, "|θ_{k−1}(1 + δ_k) + δ_k| ≤ "
                         "|θ_{k−1}||1 + δ_k| + |δ_k|", label="triangle inequality")
     one = pf.instance(triangle, {_TA: 1, _TB: d_k}, "|1 + δ_k| ≤ 1 + |δ_k|", label="triangle inequality")
-    small = pf.instance(bounded, {_K: k}, "|δ_k| ≤ u", label="the standard model's bound")
+    small = pf.instance(bounded, {j: j, _K: k}, "|δ_{j,k}| ≤ u", label="the standard model's bound")
     factor = pf.chain([one, pf.sign(1 + sp.Abs(d_k), "≤", 1 + U, using=[small])], sp.Abs(1 + d_k), "≤", 1 + U,
                       "|1 + δ_k| ≤ 1 + u", label="triangle inequality")
     grown = ((1 + U)**(k - 1) - 1) * (1 + U)
@@ -273,7 +276,7 @@ def gamma_lemma(gamma_of=None) -> Derivation:
                          label="induction step")
     apart = pf.identity(split.relation.rhs, plus.relation.lhs, "|θ_{k−1}(1 + δ_k)| = |θ_{k−1}||1 + δ_k|",
                         label="algebra")
-    step = pf.chain([same, split, apart, plus, closes], sp.Abs(THETA(k)), "≤", (1 + U)**k - 1, label="induction step")
+    step = pf.chain([same, split, apart, plus, closes], sp.Abs(THETA(j, k)), "≤", (1 + U)**k - 1, label="induction step")
     pf.induction(P, N, 0, base, step, hyp, "by induction on n: |θ_n| ≤ (1 + u)ⁿ − 1", step_var=k,
                  label="induction")
     # (1 + u)ⁿ(1 − nu) ≤ 1 for every n ≥ 0, by induction; with nu < 1 it is (1 + u)ⁿ − 1 ≤ γ_n.
@@ -306,50 +309,67 @@ def _fl_sum_tree(terms, deltas, pairwise: bool):
     return (left + right) * (1 + next(deltas))
 
 
+FL_DOT = sp.Symbol("fl(x^T y)", real=True)
+_P = sp.Symbol("p", integer=True, nonnegative=True)  # terms summed so far
+
+
 def dot_product_bound() -> Derivation:
-    """|fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y| in any summation order."""
-    x, y, th = X_F, Y_F, sp.Function("theta", real=True)
-    exact = sp.Sum(x(_J) * y(_J), (_J, 1, N))
-    bound = gamma(N) * sp.Sum(sp.Abs(x(_J)) * sp.Abs(y(_J)), (_J, 1, N))
+    """|fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y| in any summation order: each term carries a θ_{j,n} of the γ lemma
+    (cited), and |Σ_{j≤p} x_j y_j θ_{j,n}| ≤ γ_n Σ_{j≤p} |x_j||y_j| by induction on the terms p."""
+    from proofs.claims import cited
+
+    x, y, j, t = X_F, Y_F, FAMILY, THETA
+    bound = gamma(N) * sp.Sum(sp.Abs(x(j)) * sp.Abs(y(j)), (j, 1, N))
     pf = Proof("rounding-dot-product")
-    _premise(pf, "standard model", "fl(a op b) = (a op b)(1 + δ), |δ| ≤ u, for op ∈ {+, −, ×, /}",
-             sp.Symbol("fl(a op b)"), sp.Symbol("(a op b)(1 + delta)"), kind="cited", reference=STANDARD_MODEL)
-    # Any order is a binary tree whose n leaves are the products; a leaf is rounded once as a
-    # product and once per addition on its path to the root.
-    a_, b_ = sp.symbols("a b", integer=True, positive=True)
-    _holds(pf, "induction on the tree", "a summation tree with n = a + b leaves (subtrees of a, b ≥ 1 leaves "
-           "of depth ≤ a − 1, b − 1) has depth ≤ 1 + max(a, b) − 1 ≤ n − 1",
-           1 + sp.Max(a_, b_) - 1, a_ + b_ - 1,
-           lambda: (_nonnegative((a_ + b_ - 1) - a_)[0] and _nonnegative((a_ + b_ - 1) - b_)[0],
-                    "n − 1 − a = b − 1 ≥ 0 and n − 1 − b = a − 1 ≥ 0"))
-    pf.equal("standard model, collected", "so fl(xᵀy) = Σ x_j y_j (1 + θ_j) with θ_j a product of at most "
-             "1 + (n − 1) = n factors, and fl(xᵀy) − xᵀy = Σ x_j y_j θ_j",
-             sp.Sum(x(_J) * y(_J) * (1 + th(_J)), (_J, 1, N)) - exact, sp.Sum(x(_J) * y(_J) * th(_J), (_J, 1, N)))
-    absx, absy, tj = sp.symbols("|x_j| |y_j| |theta_j|", nonnegative=True)
-    slack = sp.Symbol("s", nonnegative=True)
-    _holds(pf, "triangle inequality + γ lemma", "|Σ x_j y_j θ_j| ≤ Σ |x_j||y_j||θ_j| ≤ γ_n Σ|x_j||y_j| "
-           "(termwise, |θ_j| ≤ γ_{n_j} ≤ γ_n by claim rounding-gamma-lemma)",
-           absx * absy * tj, gamma(N) * absx * absy,
-           lambda: _nonnegative(gamma(N) * absx * absy - absx * absy * tj, {tj: gamma(N) - slack}))
-    # cross-check at n = 4: every term carries at most n δ's, recursively and pairwise
-    for pairwise in (False, True):
-        xs, ys = sp.symbols("x_1:5"), sp.symbols("y_1:5")
-        dlt = iter(sp.symbols(f"d_1:{20}"))
-        prods = [xs[i] * ys[i] * (1 + next(dlt)) for i in range(4)]
-        fl = sp.expand(_fl_sum_tree(prods, dlt, pairwise))
-        order = "pairwise" if pairwise else "recursive"
-
-        def count(fl=fl, xs=xs, ys=ys):
-            worst = 0
-            for i in range(4):
-                coeff = fl.coeff(xs[i]).coeff(ys[i])
-                worst = max(worst, max(sp.Poly(term, *[s for s in coeff.free_symbols]).total_degree()
-                                       for term in sp.Add.make_args(coeff)))
-            return worst <= 4, f"largest number of δ factors on one term: {worst} (n = 4)"
-
-        _holds(pf, f"cross-check n = 4, {order}", f"{order} summation: each x_j y_j carries at most n = 4 δ's",
-               sp.Symbol(f"roundings per term ({order})"), 4, count)
-    _conclude(pf, "|fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y|", DOT_ERROR, "≤", bound)
+    error = pf.define(DOT_ERROR, sp.Abs(FL_DOT - sp.Sum(x(j) * y(j), (j, 1, N))), "the absolute error of fl(xᵀy)")
+    model = pf.cite_external(sp.Eq(FL_DOT, sp.Sum(x(j) * y(j) * (1 + t(j, N)), (j, 1, N)), evaluate=False),
+                             STANDARD_MODEL + "; Higham 2002, eqs. (3.2)–(3.4)",
+                             "in any summation order, term j is rounded once as a product and once per addition on its "
+                             "path to the root: at most n factors (1 + δ_{j,k}), padded with δ = 0 to n, so "
+                             "fl(xᵀy) = Σ x_j y_j (1 + θ_{j,n})")
+    lemma = cited("rounding-gamma-lemma")
+    one, two = (c for c in sorted(conjuncts(lemma.statement), key=lambda c: not c.has(THETA)))
+    g_n = sp.Symbol("gamma_n", real=True)  # γ_n by name, so no step divides by 1 − nu
+    named = pf.define(g_n, gamma(N), "γ_n = nu/(1 − nu)")
+    is_named = pf.rewrite(gamma(N), g_n, [named], relation_="≤", label="γ lemma")
+    theta_bound = pf.chain([pf.cite(lemma, one), pf.cite(lemma, two), is_named], sp.Abs(t(j, N)), "≤", g_n,
+                           "|θ_{j,n}| ≤ (1 + u)ⁿ − 1 ≤ γ_n for every term j (claim rounding-gamma-lemma)",
+                           label="γ lemma", forall=[j])
+    absprod = pf.identity(sp.Abs(_TA * _TB), sp.Abs(_TA) * sp.Abs(_TB), "|ab| = |a||b|", forall=[_TA, _TB],
+                          label="algebra")
+    triangle = pf.cite_external(sp.Le(sp.Abs(_TA + _TB), sp.Abs(_TA) + sp.Abs(_TB), evaluate=False),
+                                "triangle inequality", "|a + b| ≤ |a| + |b| for real a, b", forall=[_TA, _TB])
+    term = lambda i: x(i) * y(i) * t(i, N)  # noqa: E731
+    weight = lambda i: sp.Abs(x(i)) * sp.Abs(y(i))  # noqa: E731
+    Q = sp.Le(sp.Abs(sp.Sum(term(j), (j, 1, _P))), g_n * sp.Sum(weight(j), (j, 1, _P)), evaluate=False)
+    k = sp.Symbol("k", integer=True, positive=True)
+    at = lambda rel, v: substitute(rel, {_P: v})  # noqa: E731
+    empty = pf.truncation(at(Q, 0).lhs, at(Q, 0).rhs, [], "no term: both sums are empty", label="base case")
+    base = pf.chain([empty, pf.sign(at(Q, 0).rhs, "≤", at(Q, 0).rhs)], at(Q, 0).lhs, "≤", at(Q, 0).rhs,
+                    label="base case")
+    hyp = pf.hypothesis(at(Q, k - 1))
+    head = sp.Sum(term(j), (j, 1, k - 1))
+    peel = pf.truncation(at(Q, k).lhs, sp.Abs(head + term(k)), [], "the last term taken out", label="one more term",
+                         peel=k)
+    split = pf.instance(triangle, {_TA: head, _TB: term(k)}, label="triangle inequality")
+    apart = pf.rewrite(split.relation.rhs, sp.Abs(head) + weight(k) * sp.Abs(t(k, N)), [absprod],
+                       "|x_k y_k θ_k| = |x_k||y_k||θ_k|", label="algebra")
+    times = pf.bound([pf.sign(weight(k), "≤", weight(k)), pf.instance(theta_bound, {j: k})], "mul",
+                     weight(k) * sp.Abs(t(k, N)), "≤", weight(k) * g_n, "|x_k||y_k||θ_k| ≤ |x_k||y_k| γ_n",
+                     label="γ lemma")
+    plus = pf.bound([hyp, times], "add", apart.relation.rhs, "≤", at(Q, k - 1).rhs + weight(k) * g_n,
+                    label="monotonicity")
+    whole = pf.truncation(plus.relation.rhs, at(Q, k).rhs, [], label="one more term", peel=k)
+    step = pf.chain([peel, split, apart, plus, whole], at(Q, k).lhs, "≤", at(Q, k).rhs, label="induction step")
+    summed = pf.induction(Q, _P, 0, base, step, hyp, "by induction on the number of terms p", step_var=k,
+                          label="induction", forall=[_P])
+    unfold = pf.rewrite(DOT_ERROR, sp.Abs(sp.Sum(x(j) * y(j) * (1 + t(j, N)), (j, 1, N)) - sp.Sum(x(j) * y(j), (j, 1, N))),
+                        [error, model], label="standard model, collected")
+    collect = pf.linearity(unfold.relation.rhs, at(Q, N).lhs, "fl(xᵀy) − xᵀy = Σ x_j y_j θ_{j,n}",
+                           label="standard model, collected")
+    back = pf.rewrite(at(Q, N).rhs, bound, [named], relation_="≤", label="γ lemma")
+    pf.chain([unfold, collect, pf.instance(summed, {_P: N}), back], DOT_ERROR, "≤", bound,
+             "|fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y|", label="conclusion")
     return pf.finish(Result(bound=bound, gamma=gamma(N)))
 
 
@@ -449,50 +469,94 @@ def _weight_factor_steps(pf: Proof) -> None:
            relation="≥")
 
 
+# The online rescale's model: key j sits in block b; the running max grows by g_t ≥ 0 from block t to t + 1,
+# so m_T = m_b + Σ_{t=b}^{T−1} g_t, and s_j = m_b − h with h ≥ 0. Each rounded exponent argument (−h in block b,
+# −g_t in the rescale after block t) carries its relative error: ε_0 h + Σ_t ε_t g_t moves key j's exponent.
+_RAISES = sp.IndexedBase("g", nonnegative=True)  # g_t = m_{t+1} − m_t ≥ 0
+_EPSS = sp.IndexedBase("epsilon", real=True)  # ε_t: the relative error of the rescale argument after block t
+
+
+def RAISE(t):  # noqa: N802  (an indexed family, written like the functions it stands for)
+    return _RAISES[t]
+
+
+def EPS(t):  # noqa: N802
+    return _EPSS[t]
+EPS_0 = sp.Symbol("epsilon_0", real=True)  # the error of fl(s_j − m_b)
+BLOCK_MAX = sp.Symbol("m_b", real=True)  # the running max when key j's block b is processed
+BELOW = sp.Symbol("h", nonnegative=True)  # m_b − s_j ≥ 0
+OWN_BLOCK = sp.Symbol("b", integer=True, positive=True)
+LATER = sp.Symbol("w", integer=True, nonnegative=True)  # blocks after b: T = b + w
+_T = sp.Symbol("t", integer=True)
+
+
 def online_rescale(per_block: int = 2) -> Derivation:
-    """One rescale, and the total over T key blocks. ``per_block`` is the roundings each later block
-    adds to a weight (a multiply and an add: 2); a count that forgets one is refused."""
-    m = sp.Function("m", real=True)
-    t, b = sp.symbols("t b", integer=True, positive=True)
-    n_l, n_a = rescale_counts(per_block)
+    """Key j's exponent drift over T key blocks, and the roundings and exps its weight collects. ``per_block`` is
+    the roundings each later block adds to a weight (a multiply and an add: 2); a count that forgets one is refused."""
+    n_l, n_a = rescale_counts(2)
     pf = Proof("rounding-online-rescale")
-    _premise(pf, "standard model", "each +, −, × rounds with |δ| ≤ u", sp.Symbol("fl(a op b)"),
-             sp.Symbol("(a op b)(1 + delta)"), kind="cited", reference=STANDARD_MODEL)
-    _premise(pf, "exp accuracy", "fl(exp(x)) = exp(x)(1 + ε), |ε| ≤ μ", sp.Symbol("fl(exp(x))"),
-             sp.Symbol("exp(x)(1 + epsilon)"), kind="cited", reference=EXP_ACCURACY)
-    # one rescale
-    d1, d2, e = sp.symbols("delta_1 delta_2 epsilon", real=True)
-    mo, mn, ell, sblk = sp.symbols("m_old m_new l s_blk", real=True)
-    computed = (ell * sp.exp((mo - mn) * (1 + d1)) * (1 + e) * (1 + d2))
-    pf.equal("one rescale", "fl(l·fl(exp(fl(m_old − m_new)))) = l·e^{m_old − m_new}·e^{(m_old − m_new)δ₁}(1 + ε)(1 + δ₂): "
-             "the argument's rounding moves the exponent by ≤ u(m_new − m_old), the exp and the product add "
-             "the factors (1 + μ)(1 + u)", computed,
-             ell * sp.exp(mo - mn) * sp.exp((mo - mn) * d1) * (1 + e) * (1 + d2))
-    # exponent drift over the blocks: telescoping, by induction on T
-    drift = lambda T: sp.Sum(m(t + 1) - m(t), (t, b, T - 1))  # noqa: E731
-    pf.equal("telescoping (base)", "T = b: no later rescale, the drift sum is empty",
-             drift(b).doit(), 0)
-    pf.equal("telescoping (step)", "Σ_{t=b}^{T} (m_{t+1} − m_t) = (m_T − m_b) + (m_{T+1} − m_T) = m_{T+1} − m_b",
-             (m(BLOCKS) - m(b)) + (m(BLOCKS + 1) - m(BLOCKS)), m(BLOCKS + 1) - m(b))
-    sj = sp.Symbol("s_j", real=True)
-    pf.equal("exponent drift", "u(m_b − s_j) from the block's own subtraction plus u(m_T − m_b) from the "
-             "rescales (all arguments ≤ 0, each rounded once) is u(m_T − s_j)",
-             U * (m(b) - sj) + U * (m(BLOCKS) - m(b)), U * (m(BLOCKS) - sj))
-    # rounding counts, by induction on T
-    pf.equal("count (base)", "T = 1: l gets B_N − 1 roundings inside the block sum and 1 adding it in; "
-             "acc gets B_N in the block's P·V dot product and 1 adding it in", (BLOCK_N - 1 + 1, BLOCK_N + 1),
-             (n_l.subs(BLOCKS, 1), n_a.subs(BLOCKS, 1)))
-    one_more = (sp.Symbol("fl(l·alpha)") + sp.Symbol("s_blk")) * (1 + sp.Symbol("d_mul")) * (1 + sp.Symbol("d_add"))
-    added = sp.Poly(sp.expand(one_more), sp.Symbol("d_mul"), sp.Symbol("d_add")).total_degree()
-    pf.equal("count (step)", "each later block multiplies by α (1 rounding, 1 exp) and adds (1 rounding): "
-             "n(T + 1) = n(T) + (δ's a later block puts on the carried l, counted), exps(T + 1) = exps(T) + 1",
-             (n_l + added, n_a + added, BLOCKS + 1),
-             (n_l.subs(BLOCKS, BLOCKS + 1), n_a.subs(BLOCKS, BLOCKS + 1), BLOCKS + 1))
-    _conclude(pf, "the exponent of key j drifts by at most u(m_T − s_j) in total", DRIFT, "≤",
-              U * (LAST_MAX - SCORE_J))
-    _conclude(pf, "by induction on T: n_l(T) = B_N + 2T − 2", COUNT_L, "=", n_l)
-    _conclude(pf, "by induction on T: n_a(T) = B_N + 2T − 1", COUNT_A, "=", n_a)
-    _conclude(pf, "by induction on T: T exps", COUNT_EXP, "=", BLOCKS)
+    b, w, t, u = OWN_BLOCK, LATER, _T, U
+    later = lambda f, last: sp.Sum(f, (t, b, last))  # noqa: E731  Σ_{t=b}^{last}
+    drift = pf.define(DRIFT, sp.Abs(EPS_0 * BELOW + later(EPS(t) * RAISE(t), BLOCKS - 1)),
+                      "|τ_j|: ε_0 on the argument s_j − m_b = −h, ε_t on each later rescale argument m_t − m_{t+1} = −g_t "
+                      "(errors' signs absorbed in ε)")
+    top = pf.define(LAST_MAX, BLOCK_MAX + later(RAISE(t), BLOCKS - 1), "m_T = m_b + Σ_{t=b}^{T−1} g_t, g_t ≥ 0: "
+                    "the running max only grows")
+    score = pf.define(SCORE_J, BLOCK_MAX - BELOW, "s_j = m_b − h, h ≥ 0: key j is at most its block's max")
+    exps = pf.define(COUNT_EXP, sp.Sum(1, (t, 1, BLOCKS)), "the exps on key j's weight: one per block (its own "
+                     "exp(s_j − m_b), then one α_t = exp(m_t − m_{t+1}) per later block), written as a sum over blocks")
+    count_l = pf.define(COUNT_L, (BLOCK_N - 1) + 1 + sp.Sum(per_block, (t, 2, BLOCKS)), "l: B_N − 1 roundings in the "
+                        "block's row sum and 1 adding it in; each later block: fl(l·α_t) and the add (per block)")
+    count_a = pf.define(COUNT_A, BLOCK_N + 1 + sp.Sum(per_block, (t, 2, BLOCKS)), "acc: B_N in the block's P·V dot "
+                        "product and 1 adding it in; each later block: fl(acc·α_t) and the add")
+    blocks = pf.assume(sp.Eq(BLOCKS, b + w, evaluate=False), "key j's block b is one of the T blocks: T = b + w")
+    bounded = pf.cite_external(sp.Le(sp.Abs(EPS(t)), u, evaluate=False), STANDARD_MODEL,
+                               "each rounded argument errs by at most u relatively: |ε_t| ≤ u", forall=[t])
+    own = pf.cite_external(sp.Le(sp.Abs(EPS_0), u, evaluate=False), STANDARD_MODEL, "fl(s_j − m_b): |ε_0| ≤ u")
+    triangle = pf.cite_external(sp.Le(sp.Abs(_TA + _TB), sp.Abs(_TA) + sp.Abs(_TB), evaluate=False),
+                                "triangle inequality", "|a + b| ≤ |a| + |b| for real a, b", forall=[_TA, _TB])
+    # |Σ_{t=b}^{b+w−1} ε_t g_t| ≤ u Σ_{t=b}^{b+w−1} g_t, by induction on w from 0.
+    P = sp.Le(sp.Abs(later(EPS(t) * RAISE(t), b + w - 1)), u * later(RAISE(t), b + w - 1), evaluate=False)
+    k = sp.Symbol("k", integer=True, positive=True)
+    empty = pf.truncation(sp.Abs(later(EPS(t) * RAISE(t), b - 1)), u * later(RAISE(t), b - 1), [],
+                          "no later block: both sums are empty", label="base case")
+    base = pf.chain([empty, pf.sign(u * later(RAISE(t), b - 1), "≤", u * later(RAISE(t), b - 1))],
+                    P.lhs.xreplace({w: 0}), "≤", P.rhs.xreplace({w: 0}), label="base case")
+    hyp = pf.hypothesis(substitute(P, {w: k - 1}))
+    last = b + k - 1
+    head, tail = later(EPS(t) * RAISE(t), last - 1), EPS(last) * RAISE(last)
+    peel = pf.truncation(sp.Abs(later(EPS(t) * RAISE(t), last)), sp.Abs(head + tail), [],
+                         "the last later block's term taken out", label="telescoping", peel=last)
+    split = pf.instance(triangle, {_TA: head, _TB: tail}, label="triangle inequality")
+    one = pf.instance(bounded, {t: last}, label="the standard model's bound")
+    times = pf.bound([one, pf.sign(RAISE(last), "≤", RAISE(last))], "mul", sp.Abs(EPS(last)) * RAISE(last), "≤",
+                     u * RAISE(last), "|ε_t| g_t ≤ u g_t, g_t ≥ 0", label="monotonicity")
+    plus = pf.bound([hyp, times], "add", sp.Abs(head) + sp.Abs(EPS(last)) * RAISE(last), "≤",
+                    u * later(RAISE(t), last - 1) + u * RAISE(last), label="monotonicity")
+
+    whole = pf.truncation(u * later(RAISE(t), last - 1) + u * RAISE(last), u * later(RAISE(t), last), [],
+                          label="telescoping", peel=last)
+    step = pf.chain([peel, split, plus, whole], substitute(P, {w: k}).lhs, "≤", substitute(P, {w: k}).rhs,
+                    label="induction step")
+    rescales = pf.induction(P, w, 0, base, step, hyp, "by induction on the later blocks w", step_var=k,
+                            label="induction")
+    stated = pf.stated(DRIFT)
+    unfold = pf.rewrite(DRIFT, sp.Abs(EPS_0 * BELOW + later(EPS(t) * RAISE(t), b + w - 1)), [drift, blocks],
+                        label="exponent drift")
+    parts = pf.instance(triangle, {_TA: EPS_0 * BELOW, _TB: later(EPS(t) * RAISE(t), b + w - 1)},
+                        label="triangle inequality")
+    first = pf.bound([own, pf.sign(BELOW, "≤", BELOW)], "mul", sp.Abs(EPS_0) * BELOW, "≤", u * BELOW,
+                     label="monotonicity")
+    total = pf.bound([first, rescales], "add", sp.Abs(EPS_0) * BELOW + P.lhs, "≤", u * BELOW + P.rhs,
+                     label="monotonicity")
+
+    closes = pf.rewrite(u * BELOW + P.rhs, stated.rhs, [top, score, blocks], "u h + u Σ g_t = u(m_T − s_j): the "
+                        "rescale arguments telescope", label="exponent drift")
+    pf.chain([unfold, parts, total, closes], DRIFT, "≤", stated.rhs, label="exponent drift")
+    for count, definition, what in ((COUNT_L, count_l, "n_l(T)"), (COUNT_A, count_a, "n_a(T)"),
+                                    (COUNT_EXP, exps, "exps(T)")):
+        pf.rewrite(count, pf.claimed(count), [definition], f"{what} = {sp.sstr(pf.claimed(count))}",
+                   label="count (step)")
     return pf.finish(Result(n_l=n_l, n_a=n_a, exps=BLOCKS))
 
 
