@@ -375,7 +375,8 @@ def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
     """Every premise equation applied left to right until nothing changes (at most 16 rounds)."""
     out = _canonical(expr)
     # Bound indices named as in ``out`` (alpha-renaming), so a premise's Σ_k meets the expression's Σ_k; built once.
-    patterns = [(_pattern(sp.Eq(_canonical(eq.lhs), _canonical(eq.rhs), evaluate=False), forall), forall)
+    # The right side's bound indices are made fresh, so what it inserts cannot capture a renamed index around it.
+    patterns = [(_pattern(sp.Eq(_canonical(eq.lhs), _fresh(eq.rhs), evaluate=False), forall), forall)
                 for eq, forall in equations]
     for _ in range(16):
         before = out

@@ -34,12 +34,14 @@ def test_a_step_resting_on_a_premise_about_its_symbol_is_not_generalised():
     assert any("not generalised" in r and "mentions x" in r for r in d.reasons)
 
 
-def test_a_symbol_whose_assumptions_no_pattern_enforces_is_not_generalised():
-    p = sp.Symbol("p", prime=True)
-    pf = Proof("t-general-prime", statement=_eq(sp.Integer(6), 6))
-    pf.identity(sp.gcd(p, p), p, forall=[p])
-    d = pf.finish()
-    assert not d.verified and any("more than a pattern enforces" in r for r in d.reasons)
+def test_a_pattern_enforces_every_declared_assumption_even_primality():
+    p, g = sp.Symbol("p", prime=True), sp.Function("g")
+    pf = Proof("t-prime", statement=_eq(g(4), 1))
+    pf.rewrite(g(4), 1, [pf.assume(_eq(g(p), 1), forall=[p])])  # an assumption over primes
+    assert not pf.finish().verified  # 4 is not prime: the pattern does not match it
+    pf = Proof("t-prime-5", statement=_eq(g(5), 1))
+    pf.rewrite(g(5), 1, [pf.assume(_eq(g(p), 1), forall=[p])])
+    assert pf.finish().verified
 
 
 def test_truncation_cuts_an_indicator_sum_within_its_range():
