@@ -376,22 +376,19 @@ def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
     out = _canonical(expr)
     # Bound indices named as in ``out`` (alpha-renaming), so a premise's Σ_k meets the expression's Σ_k; built once.
     # The right side's bound indices are made fresh, so what it inserts cannot capture a renamed index around it.
-    patterns = [(_pattern(sp.Eq(_canonical(eq.lhs), _fresh(eq.rhs), evaluate=False), forall), forall)
+    patterns = [(_pattern(sp.Eq(_canonical(eq.lhs), _fresh(_canonical(eq.rhs)), evaluate=False), forall), forall)
                 for eq, forall in equations]
     for _ in range(16):
         before = out
         for (lhs, rhs), forall in patterns:
             if isinstance(lhs, sp.Lambda) or isinstance(rhs, sp.Lambda):
                 raise CertificateError("a rewrite premise may not be a Lambda: state it over ∀-symbols")
-            if forall:  # exact=False: a value 0 for one of several ∀-symbols is an instance too (Q_{p,0})
-                out = out.replace(lhs, rhs, exact=False)
-            elif isinstance(lhs, sp.core.function.UndefinedFunction):
+            if isinstance(lhs, sp.core.function.UndefinedFunction):
                 raise CertificateError("define a function by an equation over ∀-symbols, f(x) = …")
-            else:
-                out = out.xreplace({lhs: rhs}) if out.has(lhs) else out
-        # A substituted limit may change what a range implies for its index; every bound index is first made
-        # fresh: a sum renamed at height 0 may now hold an inserted sum whose renaming would capture it.
-        out = _canonical(_fresh(out))
+            # exact=False: a value 0 for one of several ∀-symbols is an instance too (Q_{p,0})
+            new = out.replace(lhs, rhs, exact=False) if forall else out.xreplace({lhs: rhs}) if out.has(lhs) else out
+            if new != out:  # renamed at once, so the next premise meets canonical sums (fresh first: no capture)
+                out = _canonical(_fresh(new))
         if out == before:
             break
     return out
@@ -631,12 +628,14 @@ class _Replay:
         others = [self.read(p["statement"]) for p in entries if p.get("kind") != "definition"]
         other_names = set().union(*[{str(s) for s in o.free_symbols} | _heads(o) for o in others]) if others else set()
         defined: set[str] = set()
-        earlier: set[str] = set()  # names used by the premises read so far
-        later_heads = {}  # a definition's body may name only heads defined before it (no cycles)
-        for k, p in enumerate(entries):
+        uses = {}  # definition head -> the names its body uses: a cycle would define a name by itself
+        for p in entries:
             if p.get("kind") == "definition":
-                later_heads[k] = _definition_head(self.read(p["statement"]), (), str(p.get("id")), check=False)
-        for k, p in enumerate(entries):
+                rel = self.read(p["statement"])
+                uses[_definition_head(rel, (), str(p.get("id")), check=False)[0]] = \
+                    {str(x) for x in rel.rhs.free_symbols} | _heads(rel.rhs)
+        _acyclic({h: u & set(uses) for h, u in uses.items()})
+        for p in entries:
             pid, kind = str(p["id"]), p.get("kind")
             if kind not in PREMISE_KINDS:
                 raise CertificateError(f"premise {pid}: kind must be one of {PREMISE_KINDS}, got {kind!r}")
@@ -647,21 +646,18 @@ class _Replay:
             if kind == "cited" and not str(p.get("reference", "")).strip():
                 raise CertificateError(f"premise {pid}: a cited theorem needs a reference")
             if kind == "definition":
-                head = _definition_head(rel, forall, pid)
+                head, unshown = _definition_head(rel, forall, pid)
                 if head in defined:
                     raise CertificateError(f"premise {pid}: {head} is defined twice")
-                ahead = {later_heads[j] for j in later_heads if j > k} & ({str(x) for x in rel.rhs.free_symbols}
-                                                                          | _heads(rel.rhs))
-                if ahead:
-                    raise CertificateError(f"premise {pid}: its body names {', '.join(sorted(ahead))}, defined after it")
                 defined.add(head)
-                # Conservative: a new name, used by nothing stated before it, so it constrains nothing.
-                conservative = head not in statement_names | other_names | earlier
-                self.text[pid] = "" if conservative else sp.sstr(rel)[:160]
+                # Conservative: a new name (in an acyclic system of definitions) that the statement and the other
+                # premises do not use, declared nothing its body is not shown to be: it constrains nothing.
+                conservative = head not in statement_names | other_names and not unshown
+                note = f" ({head} declared {', '.join(unshown)}: not shown of its body)" if unshown else ""
+                self.text[pid] = "" if conservative else sp.sstr(rel)[:160] + note
             else:
                 ref = str(p.get("reference") or "").strip()
                 self.text[pid] = f"{ref}: {sp.sstr(rel)[:160]}" if ref else sp.sstr(rel)[:160]
-            earlier |= {str(s) for s in rel.free_symbols} | _heads(rel)
             self.facts[pid], self.forall[pid], self.kind[pid] = rel, forall, kind
             self.hyps[pid] = frozenset({pid}) if kind == "hypothesis" else frozenset()
             self.deps[pid] = frozenset({pid})
@@ -673,14 +669,14 @@ class _Replay:
             return "it rests on an induction hypothesis"
         if not all(isinstance(x, sp.Symbol) for x in general):
             return "only symbols generalise"
-        if any(self.rule.get(d) in ("computation", "linearity") for d in self.deps[sid]):
-            return "it rests on a computation or a declared expectation, which may fix them"
+        if any(self.rule.get(d) == "computation" for d in self.deps[sid]):
+            return "it rests on a computation, which may fix them"
         for c in self.cites[sid]:  # a cited theorem holds for every x its own premises (and theirs) leave free
             if self.cite_free.get(c, {None}) & set(general):
                 return f"it rests on citation {c}, whose premises mention {', '.join(map(str, set(general) & self.cite_free[c]))}"
         for d in self.deps[sid]:
-            if self.kind[d] == "hypothesis":
-                continue  # discharged by its induction (the step rests on no open hypothesis)
+            if self.kind[d] in ("hypothesis", "step"):
+                continue  # a discharged hypothesis; a declared expectation (E, not a value of these symbols)
             mentioned = self.facts[d].free_symbols - set(self.forall[d])
             if mentioned & set(general):
                 return f"it rests on {d}, which mentions {', '.join(sorted(map(str, mentioned & set(general))))}"
@@ -986,7 +982,7 @@ def _premise_symbols(cert: dict) -> set:
     for st in cert.get("steps", []):
         if st.get("rule") == "citation":
             out |= _premise_symbols(st["certificate"])
-        if st.get("rule") in ("computation", "linearity"):  # taken on trust: what it concludes may fix them
+        if st.get("rule") == "computation":  # taken on trust: what it concludes may fix them
             out |= read_in(cert, st["conclusion"]).free_symbols
     return out
 
@@ -1007,7 +1003,7 @@ def _heads(e: Any) -> set[str]:
     return out
 
 
-def _definition_head(rel: Any, forall: tuple, pid: str, check: bool = True) -> str:
+def _definition_head(rel: Any, forall: tuple, pid: str, check: bool = True) -> tuple[str, list]:
     """The name a definition introduces. Its head is a symbol, f(x, …) or a[i, …] whose ∀-symbols are its
     distinct arguments; it may not occur in its own body, and what the head is declared to be (positive,
     integer, …) must be shown of the body, or the definition would constrain its own name."""
@@ -1024,7 +1020,7 @@ def _definition_head(rel: Any, forall: tuple, pid: str, check: bool = True) -> s
         raise CertificateError(f"premise {pid}: a definition's head must be a symbol, f(x) or a[i], "
                                f"got {sp.sstr(head)[:80]}")
     if not check:
-        return name
+        return name, []
     if name in {str(s) for s in body.free_symbols} | _heads(body):
         raise CertificateError(f"premise {pid}: {name} occurs in its own definition")
     if forall:
@@ -1036,8 +1032,25 @@ def _definition_head(rel: Any, forall: tuple, pid: str, check: bool = True) -> s
             raise CertificateError(f"premise {pid}: a definition over ∀-symbols has them as its head's distinct "
                                    "arguments, and nothing else")
     facts = getattr(declared, "_assumptions_orig", None) or getattr(declared, "_kwargs", None) or {}
-    unshown = [k for k, v in facts.items() if k != "commutative" and getattr(body, f"is_{k}", None) is not v]
-    if unshown:
-        raise CertificateError(f"premise {pid}: {name} is declared {', '.join(sorted(unshown))}, not shown of "
-                               "its body")
-    return name
+    forms = (body, sp.expand(body), sp.together(body)) if isinstance(body, sp.Expr) else (body,)
+    unshown = sorted(k for k, v in facts.items() if k != "commutative" and
+                     not any(getattr(f, f"is_{k}", None) is v for f in forms))
+    return name, unshown
+
+
+def _acyclic(uses: dict) -> None:
+    """Refuse definitions that define a name through itself (c := d + 1, d := c)."""
+    state: dict = {}
+
+    def visit(h, path):
+        if state.get(h) == "done":
+            return
+        if state.get(h) == "open":
+            raise CertificateError(f"definitions are circular: {' → '.join(path + [h])}")
+        state[h] = "open"
+        for u in sorted(uses.get(h, ())):
+            visit(u, path + [h])
+        state[h] = "done"
+
+    for h in sorted(uses):
+        visit(h, [])

@@ -319,25 +319,33 @@ def test_a_functions_assumptions_travel_with_each_use():
     assert checker.read(checker.write(fp(x))).is_positive and checker.read(checker.write(f(x))).is_positive is None
 
 
-@pytest.mark.parametrize("make", [
-    lambda pf: pf.define(sp.Function("g")(x + y), x, forall=[x, y]),  # not a function of its argument
-    lambda pf: pf.define(sp.Symbol("a", positive=True), -1),  # contradicts its declaration
-    lambda pf: pf.define(sp.Function("g", positive=True)(x), -1 - x**2, forall=[x]),
-])
-def test_a_definition_that_is_not_a_definition_is_refused(make):
+def test_a_definition_that_is_not_a_definition_is_refused():
     pf = _proof(sp.Eq(x, x, evaluate=False))
-    make(pf)
+    pf.define(sp.Function("g")(x + y), x, forall=[x, y])  # not a function of its argument
     pf.identity(x, x)
     assert "malformed" in pf.finish().verdict_line
 
 
-def test_definitions_come_in_dependency_order():
+@pytest.mark.parametrize("head, body, forall", [
+    (sp.Symbol("a", positive=True), sp.Integer(-1), []),  # contradicts its declaration
+    (sp.Function("g", positive=True)(x), -1 - x**2, [x]),
+])
+def test_a_definition_its_body_does_not_satisfy_is_listed_with_the_declaration(head, body, forall):
+    pf = _proof(sp.Lt(0, -1, evaluate=False))
+    d = pf.define(head, body, forall=forall)
+    pos = pf.sign(0, "<", head)  # from the declaration alone
+    pf.rewrite(0, -1, [d, pos], relation_="<")
+    line = pf.finish().verdict_line
+    assert line == "failed" or line.startswith("failed") or "not shown of its body" in line
+
+
+def test_definitions_may_not_be_circular():
     c, d = sp.symbols("c d")
     pf = _proof(sp.Eq(d, d + 1, evaluate=False))
     first = pf.define(c, d + 1)  # names d, defined only below
     second = pf.define(d, c)
     pf.rewrite(d, d + 1, [second, first])
-    assert "defined after it" in pf.finish().verdict_line
+    assert "circular" in pf.finish().verdict_line
 
 
 def test_substitution_never_captures_a_bound_variable():
