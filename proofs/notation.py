@@ -25,7 +25,7 @@ SCALE_S = sp.Symbol("s", positive=True)  # a scale factor applied to the scores
 I, J, K_IDX, C_IDX = sp.symbols("i j k c", integer=True, positive=True)
 N = sp.Symbol("n", integer=True, positive=True)
 Z = sp.IndexedBase("z", real=True)  # logits
-A = sp.IndexedBase("a")  # softmax weights
+A = sp.IndexedBase("a", real=True)  # softmax weights (real: sums of squares of them are ≥ 0)
 QI, KI = sp.IndexedBase("q"), sp.IndexedBase("k")  # entries of Q and K
 JAC = sp.IndexedBase("J")  # the softmax Jacobian
 C = sp.Symbol("c", real=True)  # a shift
