@@ -332,6 +332,7 @@ class _ManualAttention(torch.autograd.Function):
         return out.to(dtype)
 
     @staticmethod
+    @torch.autograd.function.once_differentiable  # its backward is not differentiable: refuse double backward
     def backward(ctx, dout):
         q, k, v, p, out = ctx.saved_tensors
         dtype, scale, hq, hkv, bugs = ctx.meta
@@ -368,6 +369,8 @@ class _ManualAttention(torch.autograd.Function):
 
 def manual_backward_attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, bugs=frozenset()):
     """Correct attention whose backward is written by hand (dS = P∘(dP - D))."""
+    if not q.dtype == k.dtype == v.dtype:  # SDPA's contract: one dtype (kernels.harness.contract)
+        raise ValueError(f"q, k and v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
     return _ManualAttention.apply(q, k, v, is_causal, scale, enable_gqa, frozenset(bugs))
 
 
@@ -450,7 +453,7 @@ def _dropout_mask(p: torch.Tensor, dropout_p: float, bugs, kv_heads: int, dtype:
         return keep * (1 - dropout_p)
     if "dropout-rescale-input-dtype" in bugs:  # the bug: 1/(1-p) rounded to the input's dtype (1.3359 in bfloat16)
         return keep * float(torch.tensor(1 / (1 - dropout_p), dtype=dtype))
-    return keep / (1 - dropout_p)
+    return keep / (1 - dropout_p) if dropout_p < 1 else keep  # p = 1 drops every weight: 0, not 0/0
 
 
 class _FullAttention(torch.autograd.Function):
@@ -496,6 +499,7 @@ class _FullAttention(torch.autograd.Function):
         return out.to(dtype)
 
     @staticmethod
+    @torch.autograd.function.once_differentiable  # its backward is not differentiable: refuse double backward
     def backward(ctx, dout):
         q, k, v, p, drop = ctx.saved_tensors
         dtype, scale, hq, hkv, dropout_p, bugs, mask_shape = ctx.meta
@@ -535,6 +539,10 @@ def _softmax_rows(s: torch.Tensor, bugs) -> torch.Tensor:
 def full_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False,
                    bugs=frozenset()):
     """Correct SDPA with its whole signature (attn_mask, dropout_p) and a hand-written backward."""
+    if not q.dtype == k.dtype == v.dtype:  # SDPA's contract: one dtype (kernels.harness.contract)
+        raise ValueError(f"q, k and v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
     return _FullAttention.apply(q, k, v, attn_mask, float(dropout_p), is_causal, scale, enable_gqa, frozenset(bugs))
 
 

@@ -315,7 +315,7 @@ def _dropped_attention(keep: torch.Tensor, c: float, kw: dict):
     return fn
 
 
-def dropout_forward_backward(s: Subject) -> Outcome:
+def dropout_forward_backward(s: Subject, attn_mask=None) -> Outcome:
     """One seeded call with V = I: its output is W = P∘M/(1-p), which reveals the mask M = (W ≠ 0);
     its dq, dk, dv must be float64 autograd of (P∘M/(1-p)) V with that M (the backward used the
     forward's mask, and rescaled dP by 1/(1-p) as the forward rescaled P)."""
@@ -324,18 +324,19 @@ def dropout_forward_backward(s: Subject) -> Outcome:
     v1 = one_hot_values(s)
     d_o = s.cast(torch.randn(s.q.shape[:-1] + (s.case.n_k,), generator=s.rng("dropout dO"), dtype=torch.float64))
     leaves = ref.leaves((s.q, s.k, v1))
+    kw = s.kwargs() if attn_mask is None else s.kwargs(attn_mask=attn_mask, is_causal=False)
     with seeded(s, 0):
-        w = s.impl(*leaves, **s.kwargs(dropout_p=P_DROP))
+        w = s.impl(*leaves, **{**kw, "dropout_p": P_DROP})
         checked_output(w, s.q, v1)
         got = torch.autograd.grad(w, leaves, d_o)
     keep = (w.detach() != 0).cpu()  # (B, Hq, Nq, Nk)
-    kw = s.kwargs()
+    kw64 = kw if attn_mask is None else {**kw, "attn_mask": attn_mask.cpu()}
     qkv64 = [t.cpu() for t in (s.q, s.k, v1)]
-    _, gold = ref.output_and_grads(_dropped_attention(keep, c, kw), *qkv64, d_o.cpu(), upcast=True)
+    _, gold = ref.output_and_grads(_dropped_attention(keep, c, kw64), *qkv64, d_o.cpu(), upcast=True)
     _, plain = ref.output_and_grads(_dropped_attention(keep.to(s.device), c, kw), s.q, s.k, v1, d_o)
     # Sizes: every factor absolute, |dS| ≤ P∘(|dP|∘M·c + rowsum(P∘|dP|∘M·c)); dv from |W|.
     q64, k64, v64, do64 = (t.double() for t in (*qkv64, d_o.cpu()))
-    p64 = ref.probabilities(q64, k64, **kw)  # (B, Hq, Nq, Nk)
+    p64 = ref.probabilities(q64, k64, **kw64)  # (B, Hq, Nq, Nk)
     mc = keep.double() * c
     sizes = ref.chain_rule_gradients(
         q64.abs(), k64.abs(), v64.abs(), do64.abs(), p64 * mc,
