@@ -129,22 +129,26 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         batch, n_q, n_k, d = [0 if which == w else x for w, x in zip(("batch", "n_q", "n_k", "head_dim"),
                                                                       (batch, n_q, n_k, d))]
         dv = d if not value_dim else dv
-    while batch * hq * n_q * n_k > MAX_SCORES:
-        n_q, n_k = max(1, n_q // 2), n_k if n_k <= n_q else max(1, n_k // 2)
     causal = CAUSAL in features and r.random() < 0.4
     mask = None
     if ATTN_MASK in features and not causal and n_k > 0 and r.random() < 0.5:
         mask = r.choice(MASK_FORMS)
-    dropout_p = 0.0
+    dropout_p, least = 0.0, 1
     if relation == DROPOUT_LAW:
         dropout_p = r.choice((0.1, 0.25, 0.5, 0.7, 0.9, r.uniform(0.01, 0.99)))
-        n_k, dv = max(n_k, 8), max(n_k, 8)  # V = I
-        n_q = max(n_q, 8)
-        while batch * hq * n_q * n_k * 8 > MAX_SCORES:
-            n_q, n_k = max(8, n_q // 2), max(8, n_k // 2)
-        dv = n_k
+        least = 8  # V = I: Dv = Nk, and enough weights for the kept fraction
+        n_q, n_k = max(n_q, least), max(n_k, least)
     if relation == METAMORPHIC and r.random() < 0.5:
         batch = max(batch, 2)
+    while batch * hq * n_q * n_k * (n_k if relation == DROPOUT_LAW else 1) > MAX_SCORES * (8 if relation == DROPOUT_LAW else 1):
+        if n_q >= n_k and n_q > least:
+            n_q = max(least, n_q // 2)
+        elif n_k > least:
+            n_k = max(least, n_k // 2)
+        else:
+            batch, hq, hkv = 1, 1, 1
+    if relation == DROPOUT_LAW:
+        dv = n_k
     return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal, dtype,
                    layout=r.choice(LAYOUTS) if relation != DROPOUT_LAW else "contiguous",
                    mask=mask, mask_kind=r.choice(("bool", "additive")), dropout_p=round(dropout_p, 4),
@@ -329,25 +333,28 @@ def reproduction(impl, problem: Problem) -> str:
 # ===================================================================== the run
 
 def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: frozenset, *,
-                     value_dim: bool = True, only=None, progress=None):
+                     value_dim: bool = True, only=None, problems: int | None = None,
+                     shrink_seconds: float = SHRINK_SECONDS):
     """Yield (problem, outcome, refusal, repro or None) for problems drawn until ``seconds`` pass
-    (spread over the dtypes). A failure is shrunk and carries its reproduction."""
+    (spread over the dtypes), or, with ``problems``, for that many of the chosen relations per dtype
+    whatever the time. A failure is shrunk and carries its reproduction."""
     relations = [rel for rel in RELATIONS if only is None or rel in only]
-    if not relations or seconds <= 0:
+    if not relations or (seconds <= 0 and not problems):
         return
     for dtype in dtypes:
         name = str(dtype).removeprefix("torch.")
         deadline = time.perf_counter() + seconds / len(dtypes)
-        index = 0
-        while time.perf_counter() < deadline:
+        index = judged = 0
+        while (judged < problems) if problems else (time.perf_counter() < deadline):
             problem = draw(seed, index, name, features, value_dim=value_dim)
             index += 1
             if problem.relation not in relations:
                 continue
+            judged += 1
             outcome, refused = check_problem(impl, problem, device)
             repro = None
             if refused is None and failed(outcome):
-                small, outcome = shrink(impl, problem, device)
+                small, outcome = shrink(impl, problem, device, shrink_seconds)
                 repro = (f"shrunk from {problem.describe()} to {small.describe()}; reproduce with:\n"
                          + reproduction(impl, small))
                 problem = small
