@@ -345,7 +345,8 @@ def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: 
         name = str(dtype).removeprefix("torch.")
         deadline = time.perf_counter() + seconds / len(dtypes)
         index = judged = 0
-        while (judged < problems) if problems else (time.perf_counter() < deadline):
+        # (with a time budget, at least one problem of each relation per dtype, however slow the machine)
+        while (judged < problems) if problems else (time.perf_counter() < deadline or judged < len(relations)):
             problem = draw(seed, index, name, features, value_dim=value_dim)
             index += 1
             if problem.relation not in relations:
