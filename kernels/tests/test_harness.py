@@ -452,3 +452,15 @@ def test_dropout_lag_pairs_are_disjoint_and_lag_apart(n, lag):
     first, second = a[0, 0, 0].long().tolist(), b[0, 0, 0].long().tolist()
     assert all(j - i == lag for i, j in zip(first, second)) and bool(both.all())
     assert first and len(set(first) | set(second)) == 2 * len(first)
+
+
+def test_a_log_sum_exp_split_k_merge_is_no_false_alarm():
+    """FlashAttention-2's decode combine, out = Σ exp(lse_i - lse) o_i, is correct: the robustness
+    checks and the agreement on split-K decoding pass it (its lse_i and o_i are float32)."""
+    from kernels.harness.designs import split_k_lse
+
+    chosen = [c for c in DEFAULT_CASES if c.kind in (EXTREME, MIXED, NEGATIVE) or c.name == "decode-4097"]
+    report = verify_attention(split_k_lse, backward=False, cases=chosen,
+                              invariants=["extreme-logits", "mixed-magnitude-rows", "hugely-negative-rows",
+                                          "reference-agreement", "rounding-attention-forward"])
+    assert report.judged and report.passed, "\n".join(report.failure_lines())
