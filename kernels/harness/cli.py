@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 
@@ -24,7 +25,32 @@ def build_parser(prog: str = "attention-proofs verify") -> argparse.ArgumentPars
     p.add_argument("--no-causal", action="store_true", help="skip causal masking")
     p.add_argument("--thorough", action="store_true", help="more and larger cases (minutes)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--invariant", action="append", metavar="NAME",
+                   help="only this invariant; repeat or comma-separate (default: every one)")
+    p.add_argument("--case", action="append", metavar="NAME",
+                   help="only this case (a name from the table's legend, default or thorough); repeat or "
+                        "comma-separate")
     return p
+
+
+def listed(values) -> list[str] | None:
+    """A repeatable option's values, each possibly comma-separated, as one list (None when not given)."""
+    if not values:
+        return None
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+def cases_named(names) -> list | None:
+    """The cases (default or thorough) with these names, in the order given; ValueError naming any unknown."""
+    if names is None:
+        return None
+    from kernels.harness.cases import THOROUGH_CASES
+
+    by_name = {c.name: c for c in THOROUGH_CASES}
+    unknown = [n for n in names if n not in by_name]
+    if unknown or not names:
+        raise ValueError(f"case {', '.join(unknown) or names!r} unknown or empty; known: {', '.join(by_name)}")
+    return [by_name[n] for n in dict.fromkeys(names)]
 
 
 def parsed(parser: argparse.ArgumentParser, argv):
@@ -37,11 +63,15 @@ def parsed(parser: argparse.ArgumentParser, argv):
 
 
 def load_target(target: str):
-    """The object named by "package.module:attribute" (dots after the colon walk attributes)."""
+    """The object named by "package.module:attribute" (dots after the colon walk attributes).
+
+    The module is looked for in the current directory too, as ``python -m`` looks (a console script
+    such as ``attention-proofs`` or ``pytest`` puts only its own directory on sys.path)."""
     if not isinstance(target, str) or target.count(":") != 1 or not all(target.split(":")):
         raise ValueError(f"target {target!r} must look like MODULE:FUNCTION, "
                          "e.g. torch.nn.functional:scaled_dot_product_attention")
     module_name, attr = target.split(":")
+    _current_directory_importable()
     try:
         obj = importlib.import_module(module_name)
     except Exception as exc:  # ImportError, or anything the module raises while importing
@@ -52,23 +82,32 @@ def load_target(target: str):
         obj = getattr(obj, part)
     if not callable(obj):
         raise TypeError(f"{target} is a {type(obj).__name__}, not a callable attention function")
+    from kernels.harness.features import check_signature
+
+    check_signature(obj)
     return obj
+
+
+def _current_directory_importable() -> None:
+    cwd = os.getcwd()
+    if not any(os.path.abspath(p or os.curdir) == cwd for p in sys.path):
+        sys.path.insert(0, cwd)
 
 
 def main(argv=None, prog: str = "attention-proofs verify") -> int:
     args, code = parsed(build_parser(prog), argv)
     if args is None:
         return code
-    dtypes = None
-    if args.dtype:
-        dtypes = [d.strip() for item in args.dtype for d in item.split(",") if d.strip()]
     try:
         impl = load_target(args.target)
+        from kernels.harness.report import progress_shown
         from kernels.harness.verify import verify_attention
 
-        report = verify_attention(impl, device=args.device, dtypes=dtypes, causal=not args.no_causal,
-                                  gqa=not args.no_gqa, backward=not args.no_backward, seed=args.seed,
-                                  thorough=args.thorough)
+        cases = cases_named(listed(args.case))
+        with progress_shown():
+            report = verify_attention(impl, device=args.device, dtypes=listed(args.dtype), causal=not args.no_causal,
+                                      gqa=not args.no_gqa, backward=not args.no_backward, seed=args.seed,
+                                      thorough=args.thorough, cases=cases, invariants=listed(args.invariant))
     except (ValueError, TypeError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2

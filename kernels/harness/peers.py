@@ -1,12 +1,16 @@
-"""Correct implementations the harness must never refuse: the false-alarm survey's peers.
+"""Correct implementations the harness must never refuse: the false-alarm survey's peers, and the one
+place torch's SDPA and FlexAttention are wrapped (``kernels.ecosystem.adapters`` surveys these same
+wrappers).
 
 torch's SDPA forced onto each CPU backend (math; flash, which on the CPU has no dropout — "Both fused
 kernels do not support non-zero dropout", so its wrapper's signature leaves dropout_p out and the
-dropout invariants are not applicable — and no Dv ≠ D, so its cases run with Dv = D), FlexAttention in eager mode (forward; no attn_mask or
-dropout in SDPA's form), the float64 reference, and the blocked online-softmax reference.
+dropout invariants are not applicable — and no Dv ≠ D, so its cases run with Dv = D), FlexAttention in
+eager mode (forward; attn_mask as its documentation expresses each kind, no dropout), the float64
+reference, and the blocked online-softmax reference.
 """
 from __future__ import annotations
 
+import functools
 import warnings
 
 import torch
@@ -22,33 +26,77 @@ def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, en
                                           scale=scale, enable_gqa=enable_gqa)
 
 
-def sdpa_math(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    """torch's SDPA forced onto its math backend."""
-    with sdpa_kernel(SDPBackend.MATH):
-        return sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+def sdpa_backend(backend_name: str, *, dropout: bool = True, name: str | None = None):
+    """torch's SDPA forced onto one backend (``SDPBackend.<backend_name>``): only it may run, so a
+    refusal raises instead of falling back. ``dropout=False`` leaves dropout_p out of the signature
+    (the backend has none, or the caller surveys without it)."""
+    backend = getattr(SDPBackend, backend_name)
+    if dropout:
+        def on_backend(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+            with sdpa_kernel(backend):
+                return sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    else:
+        def on_backend(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
+            with sdpa_kernel(backend):
+                return sdpa(q, k, v, attn_mask, 0.0, is_causal, scale, enable_gqa)
+    on_backend.__name__ = on_backend.__qualname__ = name or f"sdpa[{backend_name.lower()}]"
+    on_backend.__doc__ = f"torch's SDPA forced onto its {backend_name.lower()} backend."
+    return on_backend
 
 
-def sdpa_flash(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
-    """torch's SDPA forced onto its CPU flash backend (no dropout there)."""
-    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-        return sdpa(q, k, v, attn_mask, 0.0, is_causal, scale, enable_gqa)
+sdpa_math = sdpa_backend("MATH", name="sdpa_math")
+sdpa_flash = sdpa_backend("FLASH_ATTENTION", dropout=False, name="sdpa_flash")  # the CPU flash has no dropout
 
 
-def _causal(score, b, h, q_idx, kv_idx):
-    return torch.where(q_idx >= kv_idx, score, -float("inf"))
+def _causal_mask_mod(b, h, q_idx, kv_idx):
+    # The causal mask_mod of FlexAttention's documentation: top-left, as SDPA.
+    return q_idx >= kv_idx
 
 
-def flex_eager(q, k, v, is_causal=False, scale=None, enable_gqa=False):
-    """FlexAttention, eager (not compiled), causal through a score_mod; forward only."""
-    from torch.nn.attention.flex_attention import flex_attention
+@functools.lru_cache(maxsize=64)
+def _causal_block_mask(n_q: int, n_k: int):
+    from torch.nn.attention.flex_attention import create_block_mask
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # eager flex_attention warns that it is not compiled
-        return flex_attention(q, k, v, score_mod=_causal if is_causal else None, scale=scale, enable_gqa=enable_gqa)
+    return create_block_mask(_causal_mask_mod, None, None, n_q, n_k, device="cpu")
+
+
+def _dense_mask(attn_mask: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """SDPA's attn_mask, broadcast as SDPA broadcasts it, to (B, Hq, Nq, Nk)."""
+    m = attn_mask
+    while m.dim() < 4:
+        m = m.unsqueeze(0)
+    return m.expand(q.shape[0], q.shape[1], q.shape[-2], k.shape[-2])
+
+
+def flex_eager(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
+    """FlexAttention, eager (not compiled), forward only. attn_mask the way FlexAttention's
+    documentation expresses each kind: a boolean one as a mask_mod (True = attend, as SDPA) turned
+    into a block_mask, an additive one as a score_mod that adds it to the score; is_causal as the
+    causal mask_mod, joining either."""
+    from torch.nn.attention.flex_attention import and_masks, create_block_mask, flex_attention
+
+    if q.shape[1] != k.shape[1] and not enable_gqa:
+        raise ValueError(f"q has {q.shape[1]} heads and k {k.shape[1]}: pass enable_gqa=True for GQA")
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    block_mask = _causal_block_mask(n_q, n_k) if is_causal else None
+    score_mod = None
+    if attn_mask is not None:
+        m = _dense_mask(attn_mask, q, k)  # (B, Hq, Nq, Nk)
+        if m.dtype == torch.bool:
+            def visible(b, h, q_idx, kv_idx):
+                return m[b, h, q_idx, kv_idx]
+            mask_mod = and_masks(_causal_mask_mod, visible) if is_causal else visible
+            block_mask = create_block_mask(mask_mod, m.shape[0], m.shape[1], n_q, n_k, device="cpu")
+        else:
+            def score_mod(score, b, h, q_idx, kv_idx):
+                return score + m[b, h, q_idx, kv_idx]
+    with warnings.catch_warnings():  # eager flex warns that it is unfused: that is what is judged
+        warnings.simplefilter("ignore", UserWarning)
+        return flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, enable_gqa=enable_gqa)
 
 
 def blocked(q, k, v, is_causal=False, scale=None, enable_gqa=False):
-    from kernels.mutants import blocked_attention
+    from kernels.harness.references import blocked_attention
 
     return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
 

@@ -6,7 +6,13 @@ a failure, and the report says how many there were and why.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
+import re
+import shutil
+import sys
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
@@ -80,7 +86,7 @@ class ConformanceReport:
     impl: str
     device: str
     dtypes: tuple[str, ...]
-    checks: list[Check] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=lambda: _recorded())
     seconds: float = 0.0
 
     @property
@@ -160,7 +166,272 @@ class ConformanceReport:
         lacking = Counter(c.detail for c in self.not_applicable)
         if lacking:
             parts.append("Not applicable: " + "; ".join(f"{n} checks ({why})" for why, n in lacking.items()))
+        if self.failures:
+            parts += ["", "Summary:"] + [f"  {line}" for line in self.summary_lines()]
         parts += ["", self.table()]
         if self.failures:
             parts += ["", "Failures:"] + [f"  {line}" for line in self.failure_lines()]
         return "\n".join(parts)
+
+    # ------------------------------------------------------------------ the summary by root cause
+
+    def root_causes(self) -> list["RootCause"]:
+        """The failing invariants grouped by the checks they fail on (invariants failing on the same
+        cases and dtypes most likely share a cause), largest group first, each with the conditions
+        its failures need (read from which of its invariants' checks passed)."""
+        failed_on: dict[str, set] = {}
+        for f in self.failures:
+            failed_on.setdefault(f.invariant, set()).add((f.case_name, f.dtype))
+        groups: dict[frozenset, list[str]] = {}
+        for inv, where in failed_on.items():
+            groups.setdefault(frozenset(where), []).append(inv)
+        causes = []
+        for invariants in groups.values():
+            checks = [c for c in self.judged if c.invariant in invariants]
+            failed = [c for c in checks if not c.passed]
+            passed = [c for c in checks if c.passed]
+            causes.append(RootCause(invariants, failed, len(checks), conditions(failed, passed)))
+        return sorted(causes, key=lambda r: -len(r.failed))
+
+    def smallest_failure(self) -> Check | None:
+        """The failed check on the smallest case (B·Hq·Nq·Nk·(D + Dv)), the first among equals."""
+        sized = [(case_size(f), i, f) for i, f in enumerate(self.failures)]
+        return min(sized)[2] if sized else None
+
+    def summary_lines(self) -> list[str]:
+        """What failed, grouped by root cause, before the full list: for each group its invariants,
+        how many of their checks failed and what the failures need ("only in float16", "only with
+        Nk >= 65"); the failures across all invariants (only in checks that use attn_mask, say); the
+        smallest failing case and the command that runs it alone."""
+        lines = []
+        for cause in self.root_causes():
+            lines.append(cause.describe())
+        across = conditions(self.failures, [c for c in self.judged if c.passed], across_invariants=True)
+        if across and len(self.failed_invariants) > 1:
+            lines.append(f"every failure: {'; '.join(across)}")
+        small = self.smallest_failure()
+        if small is not None:
+            lines.append(f"smallest failing case: {small.describe()}")
+            lines.append(f"  rerun it alone: attention-proofs verify {self.impl} --invariant {small.invariant} "
+                         f"--case {small.case_name} --dtype {small.dtype}")
+        return lines
+
+
+@dataclass(frozen=True)
+class RootCause:
+    invariants: list[str]
+    failed: list[Check]
+    judged: int  # checks of these invariants that ran (passed or failed)
+    needs: list[str]  # the conditions every failure meets and some passing check does not
+
+    def describe(self) -> str:
+        errors = Counter(f.error for f in self.failed if f.error is not None)
+        how = f"raised {errors.most_common(1)[0][0]}" if errors and sum(errors.values()) == len(self.failed) else \
+            f"worst {_num(max(f.ratio for f in self.failed))}× its bound"
+        pattern = "; ".join(self.needs) if self.needs else (
+            "in every case and dtype it ran on" if len(self.failed) == self.judged else "no single feature or size "
+            "separates the failures from the passes")
+        names = ", ".join(self.invariants)
+        return f"{names}: {len(self.failed)} of {self.judged} checks failed ({how}) — {pattern}"
+
+
+# ---------------------------------------------------------------------- what the failures need
+
+# Case.describe(): "name: B=2 Hq=4 Hkv=2 Nq=65 Nk=97 D=64[ Dv=24] causal|full [gqa|mqa] [kind 1e+04] [scale=0.3] ..."
+_SHAPE = re.compile(r"B=(\d+) Hq=(\d+) Hkv=(\d+) Nq=(\d+) Nk=(\d+) D=(\d+)(?: Dv=(\d+))? (causal|full)\b(.*)$")
+_KINDS = ("extreme-logits", "mixed-magnitude-rows", "hugely-negative-rows")
+SIZES = ("B", "Hq", "Nq", "Nk", "D", "Dv")
+
+
+def case_shape(description: str) -> dict | None:
+    """The sizes and flags a case description names (None when it is not in Case.describe()'s form)."""
+    m = _SHAPE.search(description)
+    if m is None:
+        return None
+    b, hq, hkv, nq, nk, d, dv = (int(x) if x else None for x in m.groups()[:7])
+    rest = m.group(9)
+    return dict(B=b, Hq=hq, Hkv=hkv, Nq=nq, Nk=nk, D=d, Dv=d if dv is None else dv, causal=m.group(8) == "causal",
+                scaled="scale=" in rest, kind=next((k for k in _KINDS if k in rest), "random"))
+
+
+def case_size(check: Check) -> float:
+    shape = case_shape(check.case)
+    if shape is None:
+        return math.inf
+    return shape["B"] * shape["Hq"] * shape["Nq"] * shape["Nk"] * (shape["D"] + shape["Dv"])
+
+
+def _needs_of(invariant: str) -> frozenset:
+    from kernels.harness.invariants import INVARIANTS  # imported late: invariants imports this module's users
+
+    return next((i.needs for i in INVARIANTS if i.name == invariant), frozenset())
+
+
+BLOCKS = (16, 32, 64, 128)  # the tile widths kernels use: a bug in the tail or multi-block path shows past them
+
+
+def _predicates(checks: list[Check], across_invariants: bool):
+    """(phrase, test, kind) for every condition a check may meet: kind 0 its dtype, its case's flags
+    and its lengths against the usual tile widths; kind 1 each size at or beyond each value it takes;
+    across invariants, only the features the invariant uses and the dtype."""
+    shapes = {c.case: case_shape(c.case) for c in checks}
+    known = [sh for sh in shapes.values() if sh is not None]
+    dtypes = {c.dtype for c in checks}
+    preds = [(f"only in {d}", lambda c, d=d: c.dtype == d, 0) for d in sorted(dtypes)]
+    if {"float16", "bfloat16"} <= dtypes:
+        preds.append(("only in float16 or bfloat16", lambda c: c.dtype in ("float16", "bfloat16"), 0))
+    if across_invariants:
+        for feature in ("attn_mask", "dropout_p", "backward"):
+            preds.append((f"only in checks that use {feature}", lambda c, f=feature: f in _needs_of(c.invariant), 0))
+        preds.append(("only in checks of the forward alone", lambda c: not _needs_of(c.invariant), 0))
+        return preds
+
+    def flag(phrase, test, kind=0):
+        preds.append((phrase, lambda c: shapes[c.case] is not None and test(shapes[c.case]), kind))
+
+    flag("only with is_causal", lambda sh: sh["causal"])
+    flag("only without is_causal", lambda sh: not sh["causal"])
+    flag("only with GQA or MQA (Hq ≠ Hkv)", lambda sh: sh["Hq"] != sh["Hkv"])
+    flag("only with MQA (Hkv = 1 < Hq)", lambda sh: sh["Hkv"] == 1 < sh["Hq"])
+    flag("only without GQA (Hq = Hkv)", lambda sh: sh["Hq"] == sh["Hkv"])
+    flag("only with Dv ≠ D", lambda sh: sh["Dv"] != sh["D"])
+    flag("only with an explicit scale", lambda sh: sh["scaled"])
+    flag("only with Nq < Nk", lambda sh: sh["Nq"] < sh["Nk"])
+    flag("only with Nq > Nk", lambda sh: sh["Nq"] > sh["Nk"])
+    flag("only with Nq = Nk", lambda sh: sh["Nq"] == sh["Nk"])
+    flag("only with Nq ≠ Nk", lambda sh: sh["Nq"] != sh["Nk"])
+    flag("only with one query (Nq = 1)", lambda sh: sh["Nq"] == 1)
+    flag("only with one key (Nk = 1)", lambda sh: sh["Nk"] == 1)
+    for kind in _KINDS:
+        flag(f"only on {kind} inputs", lambda sh, kind=kind: sh["kind"] == kind)
+    for b in BLOCKS:
+        flag(f"only past one key block of {b} (Nk > {b})", lambda sh, b=b: sh["Nk"] > b)
+        flag(f"only past one query block of {b} (Nq > {b})", lambda sh, b=b: sh["Nq"] > b)
+        flag(f"only with a partial last key block of {b} (Nk % {b} ≠ 0)", lambda sh, b=b: sh["Nk"] % b != 0)
+        flag(f"only with a partial last query block of {b} (Nq % {b} ≠ 0)", lambda sh, b=b: sh["Nq"] % b != 0)
+        flag(f"only with D > {b}", lambda sh, b=b: sh["D"] > b)
+    for size in SIZES:
+        for value in sorted({sh[size] for sh in known}):
+            flag(f"only with {size} ≥ {value}", lambda sh, size=size, value=value: sh[size] >= value, 1)
+            flag(f"only with {size} ≤ {value}", lambda sh, size=size, value=value: sh[size] <= value, 1)
+    return preds
+
+
+def conditions(failed: list[Check], passed: list[Check], *, across_invariants: bool = False,
+               most: int = 3) -> list[str]:
+    """The conditions every failed check meets and some passed check does not: what the failure
+    needs ("only in float16", "only past one key block of 64 (Nk > 64)"). When conditions are met
+    by exactly the failed checks, those are given (flags and tile widths before raw sizes), else a
+    pair of flags met by exactly them ("only with is_causal and Nq ≠ Nk"), else the two that rule
+    out the most passing checks. Of a family (one size's thresholds, one kind of tile) only the
+    tightest is kept. Empty when nothing passed (it fails everywhere) or nothing separates them."""
+    if not failed or not passed:
+        return []
+    best: dict[str, tuple] = {}
+    necessary = []  # (phrase, test) of the flags every failure meets
+    for order, (phrase, test, kind) in enumerate(_predicates(failed + passed, across_invariants)):
+        if not all(test(c) for c in failed):
+            continue
+        excluded = [not test(c) for c in passed]
+        if not any(excluded):
+            continue
+        if kind == 0:
+            necessary.append((phrase, excluded))
+        family = re.sub(r"\d+", "#", phrase) if ("block of" in phrase or kind == 1) else phrase
+        if kind == 1:
+            family += phrase.split()[3]  # ≥ and ≤ are two families
+        rank = (not all(excluded), -sum(excluded), kind, order)
+        if family not in best or rank < best[family][0]:
+            best[family] = (rank, phrase)
+    ranked = sorted(best.values())
+    exact = [phrase for rank, phrase in ranked if not rank[0]]
+    if any(rank[2] == 0 for rank, _ in ranked if not rank[0]):  # a flag or tile width says it: no raw size
+        exact = [phrase for rank, phrase in ranked if not rank[0] and rank[2] == 0]
+    if not exact:
+        exact = [f"{a} and {_tail(b)}" for i, (a, ea) in enumerate(necessary)
+                 for b, eb in necessary[i + 1:] if all(x or y for x, y in zip(ea, eb))][:1]
+    chosen = exact[:most] if exact else [phrase for _, phrase in ranked[:2]]
+    return [_with_passes(phrase, passed) for phrase in chosen]
+
+
+def _tail(phrase: str) -> str:
+    """"only with X" -> "with X": the second half of "only in A and with X"."""
+    return phrase.removeprefix("only ")
+
+
+def _with_passes(phrase: str, passed: list[Check]) -> str:
+    """A size threshold with the nearest size that passed: "only with Nk ≥ 65 (passes at Nk = 53)"."""
+    m = re.match(r"only with (\w+) ([≥≤]) (\d+)$", phrase)
+    if not m:
+        return phrase
+    size, op, value = m.group(1), m.group(2), int(m.group(3))
+    sizes = [sh[size] for sh in (case_shape(c.case) for c in passed) if sh is not None]
+    near = [x for x in sizes if (x < value if op == "≥" else x > value)]
+    if not near:
+        return phrase
+    return f"{phrase} (passes at {size} = {max(near) if op == '≥' else min(near)})"
+
+
+# ---------------------------------------------------------------------- progress on a terminal
+
+_PROGRESS: contextvars.ContextVar = contextvars.ContextVar("attention_progress", default=None)
+
+
+class _Recorded(list):
+    """A report's checks while progress is shown: verify_attention appends each check as it ends,
+    whichever loop made it, so this is the one place that sees them all."""
+
+    def __init__(self, progress):
+        super().__init__()
+        self._progress = progress
+
+    def append(self, check):
+        super().append(check)
+        self._progress.update(check)
+
+
+def _recorded() -> list:
+    progress = _PROGRESS.get()
+    return [] if progress is None else _Recorded(progress)
+
+
+class Progress:
+    """One line on the terminal, rewritten at most ten times a second: checks done, failures, seconds,
+    the check just run."""
+
+    def __init__(self, stream):
+        self.stream, self.done, self.failed = stream, 0, 0
+        self.start = self.last = time.monotonic()
+
+    def update(self, check: Check) -> None:
+        self.done += 1
+        self.failed += check.applicable and not check.passed
+        now = time.monotonic()
+        if now - self.last < 0.1:
+            return
+        self.last = now
+        line = (f"{self.done} checks, {self.failed} failed, {now - self.start:.0f} s: "
+                f"{check.invariant} on {check.case_name} ({check.dtype})")
+        self.stream.write("\r\033[K" + line[:shutil.get_terminal_size((80, 24)).columns - 1])
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\r\033[K")
+        self.stream.flush()
+
+
+@contextlib.contextmanager
+def progress_shown(stream=None):
+    """Within it, each conformance run shows its progress on ``stream`` (stderr by default) when that
+    is a terminal; into a pipe or a CI log nothing is written."""
+    stream = sys.stderr if stream is None else stream
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        yield None
+        return
+    progress = Progress(stream)
+    token = _PROGRESS.set(progress)
+    try:
+        yield progress
+    finally:
+        _PROGRESS.reset(token)
+        progress.close()

@@ -282,3 +282,18 @@ def test_survey_starts_the_longest_peer_first_and_keeps_the_catalogue_order(monk
     assert [p["name"] for p in doc["peers"]] == [p.name for p in PEERS]
     assert started == [p.name for p in sorted(PEERS, key=lambda p: -p.cpu_s)]
     assert started[0] != PEERS[0].name  # the order really changed: the check can fail
+
+
+def test_torch_sdpa_and_flex_are_the_harness_wrappers():
+    """SDPA and FlexAttention are wrapped once (kernels.harness.peers): the survey judges those."""
+    import inspect
+
+    from kernels.harness import peers
+
+    assert peer("torch-flex-eager").build() is peers.flex_eager
+    math_sdpa = peer("torch-sdpa-math").build()
+    assert math_sdpa.__qualname__ == "sdpa[math]" and "dropout_p" not in inspect.signature(math_sdpa).parameters
+    assert "dropout_p" in inspect.signature(peers.sdpa_math).parameters  # the harness's own peer keeps dropout
+    q = torch.randn(1, 2, 5, 8)
+    with pytest.raises(RuntimeError):  # forced onto flash, which has no Dv ≠ D: raises, never falls back
+        peer("torch-sdpa-flash").build()(q, q, torch.randn(1, 2, 5, 4))

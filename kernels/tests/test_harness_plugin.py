@@ -27,12 +27,12 @@ def _installed() -> bool:
     return any(ep.value == "kernels.pytest_plugin" for ep in entry_points(group="pytest11"))
 
 
-def _pytest(tmp_path, *args):
+def _pytest(tmp_path, *args, python=()):
     (tmp_path / "test_nothing.py").write_text("")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     load = [] if _installed() else ["-p", "kernels.pytest_plugin"]
-    return subprocess.run([sys.executable, "-m", "pytest", *load, "-p", "no:cacheprovider", "-q", "-rs", *args],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, *python, "-m", "pytest", *load, "-p", "no:cacheprovider", "-q", "-rs",
+                           *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
 
 
 def test_loading_the_plugin_imports_neither_torch_nor_triton():
@@ -94,3 +94,72 @@ def test_strategies_feed_the_harness(problem):
 @settings(max_examples=10, deadline=None)
 def test_case_options_are_honoured(case, data):
     assert case.q_heads == case.kv_heads and case.value_dim is None and case.causal
+
+
+# --------------------------------------------------------------------------- issue 22: selecting items
+
+MUTANT = "kernels.mutants:causal_bottom_right"
+
+
+def _ran(text: str) -> dict[str, str]:
+    """node id -> PASSED/FAILED/SKIPPED from a -v run's lines."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[1] in ("PASSED", "FAILED", "SKIPPED") and "verify-attention[" in parts[0]:
+            out[parts[0]] = parts[1]
+    return out
+
+
+def test_k_selects_among_the_items(tmp_path):
+    out = _pytest(tmp_path, "--verify-attention", MUTANT, "--verify-attention-dtype", "float32",
+                  "--verify-attention-invariant", "causal-alignment", "-k", "short-q or square", "-vv")
+    text = out.stdout
+    assert out.returncode == 1, text + out.stderr
+    prefix = f"verify-attention[{MUTANT}]::causal-alignment"
+    assert _ran(text) == {f"{prefix}[causal-short-q-float32]": "FAILED", f"{prefix}[causal-square-float32]": "PASSED"}
+    assert "10 deselected" in text  # the other ten causal cases
+
+
+def test_a_copied_node_id_runs_that_check_alone_and_finds_a_module_in_the_current_directory(tmp_path):
+    """``python -P``: the current directory is not put on sys.path, as under the pytest console
+    script; and with only node ids given, test_nothing.py is not collected (which would put it there)."""
+    (tmp_path / "attn_here_xyz.py").write_text(
+        "import torch.nn.functional as F\n"
+        "def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p,\n"
+        "                                          is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)\n")
+    one = "verify-attention[attn_here_xyz:sdpa]::rows-sum-to-one[tiny-float32]"
+    whole = "::verify-attention[attn_here_xyz:sdpa]::causal-alignment"  # pytest 9 prints ids with a leading ::
+    out = _pytest(tmp_path, one, whole, "--verify-attention-dtype", "float32", "-vv", python=("-P",))
+    ran = _ran(out.stdout)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert ran[one] == "PASSED" and len(ran) == 1 + 12, ran  # one check, and the invariant's twelve cases
+    assert all(i == one or i.startswith(whole[2:] + "[") for i in ran)
+    missing = _pytest(tmp_path, "verify-attention[attn_here_xyz:sdpa]::rows-sum-to-one[no-such-case-float32]",
+                      python=("-P",))
+    assert missing.returncode == 4 and "not found: verify-attention[attn_here_xyz:sdpa]::rows-sum-to-one[no-such" \
+        in missing.stderr
+
+
+def test_the_case_filter_option(tmp_path):
+    out = _pytest(tmp_path, "--verify-attention", "kernels.harness.reference:float64_reference",
+                  "--verify-attention-dtype", "float32", "--verify-attention-invariant", "rows-sum-to-one",
+                  "--verify-attention-case", "tiny,fa-113x203", "-vv")  # fa-113x203 is a thorough case
+    prefix = "verify-attention[kernels.harness.reference:float64_reference]::rows-sum-to-one"
+    assert _ran(out.stdout) == {f"{prefix}[tiny-float32]": "PASSED", f"{prefix}[fa-113x203-float32]": "PASSED"}, \
+        out.stdout + out.stderr
+
+
+def test_a_wrong_signature_is_a_usage_error(tmp_path):
+    bad = _pytest(tmp_path, "--verify-attention", "kernels.harness.reference:default_scale")
+    assert bad.returncode == 4
+    assert "is not SDPA-compatible: it takes 1 positional argument(s), not query, key, value" in bad.stderr
+
+
+def test_attention_checks_filters_cases_by_name():
+    checks = attention_checks(ref.float64_reference, dtypes=["float32"], invariants=["rows-sum-to-one"],
+                              cases=["one-key", "tiny"])
+    assert [c.id for c in checks] == ["rows-sum-to-one[one-key-float32]", "rows-sum-to-one[tiny-float32]"]
+    with pytest.raises(ValueError, match="case 'nope' unknown"):
+        attention_checks(ref.float64_reference, cases=["nope"])

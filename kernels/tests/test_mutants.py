@@ -1,14 +1,20 @@
 """Every deliberately wrong implementation is refused by the invariant it targets, in every dtype its
-bug shows in; the correct implementations the mutants are cut from pass the whole harness."""
+bug shows in; the correct implementations the mutants are cut from (kernels.harness.references)
+pass the whole harness."""
 from __future__ import annotations
+
+import ast
+import inspect
 
 import pytest
 
+from kernels import mutants
 from kernels.harness import generate as gen
-from kernels.harness import verify_attention
+from kernels.harness import references, verify_attention
 from kernels.harness.features import offered
+from kernels.harness.cases import DEFAULT_CASES
 from kernels.harness.invariants import INVARIANTS
-from kernels.mutants import MUTANTS, blocked_attention, full_attention, manual_backward_attention
+from kernels.mutants import MUTANTS
 
 
 FIXED = [m for m in MUTANTS if m.caught_by not in gen.RELATIONS]
@@ -49,11 +55,44 @@ def test_every_invariant_names_some_mutant():
     assert {m.caught_by for m in MUTANTS} == {i.name for i in INVARIANTS}
 
 
-@pytest.mark.parametrize("correct, backward", [(blocked_attention, False), (manual_backward_attention, True),
-                                               (full_attention, True)],
-                         ids=["blocked-online-softmax", "hand-written-backward", "full-signature"])
-def test_the_correct_implementations_the_mutants_are_cut_from_pass(correct, backward):
+_DECODE = [c for c in DEFAULT_CASES if c.name == "decode-4097"]
+
+
+@pytest.mark.parametrize("correct, options", [
+    (references.blocked_attention, {"backward": False}),
+    (references.PlainAttention(), {"backward": False}),
+    (references.manual_backward_attention, {}),
+    (references.full_attention, {}),
+    # the only shape on which it is not the blocked loop: one query over 4097 keys, five splits
+    (references.SplitKVAttention(), {"backward": False, "cases": _DECODE}),
+], ids=["blocked-online-softmax", "plain", "hand-written-backward", "full-signature", "split-kv-decode"])
+def test_the_correct_implementations_the_mutants_are_cut_from_pass(correct, options):
     """So a mutant fails for its bug alone. (The blocked loop's backward is autograd through a Python
-    loop: slow, and not what its mutants change, so only its forward is judged here.)"""
-    report = verify_attention(correct, backward=backward)
-    assert report.passed, "\n".join(report.failure_lines())
+    loop: slow, and not what its mutants change, so only its forward is judged; likewise the plain
+    and split-KV ones, whose mutants are forward bugs.)"""
+    report = verify_attention(correct, **options)
+    assert report.judged and report.passed, "\n".join(report.failure_lines())
+
+
+def test_references_hold_no_bug_switches():
+    """A reference is correct code only: no ``bugs`` flags or mutant names in it, so each mutant's
+    bug is written in kernels/mutants.py, where it is cut from the reference."""
+    source = inspect.getsource(references)
+    assert "bugs" not in source and not any(m.name in source for m in MUTANTS)
+
+
+def test_each_class_mutant_overrides_few_steps_of_one_reference():
+    """A mutant cut as a subclass changes one step (two where the bug needs the path that shows it:
+    blocks visited backwards with the guard gone; finfo.min with the rows it zeroes; p as keep
+    probability in the draw and the rescale)."""
+    bases = (references.BlockedAttention, references.PlainAttention, references.SplitKVAttention,
+             references.ManualBackwardAttention, references.FullAttention)
+    tree = ast.parse(inspect.getsource(mutants))
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef) and node.name != "Mutant"}
+    assert len(classes) >= 45
+    for name, node in classes.items():
+        assert len(getattr(mutants, name).__bases__) == 1 and getattr(mutants, name).__bases__[0] in bases, name
+        methods = [n.name for n in node.body if isinstance(n, ast.FunctionDef)]
+        assert 1 <= len(methods) <= 2, (name, methods)
+        for method in methods:
+            assert any(hasattr(b, method) for b in bases), f"{name}.{method} overrides no step of a reference"

@@ -1,0 +1,425 @@
+"""Correct attention implementations written the way kernels compute them, one step per method.
+
+``reference.py`` holds the mathematics (the float64 golden values, the plain same-precision
+reference); these are the loops real kernels run, which the harness must pass all the same:
+
+- :class:`BlockedAttention`: FlashAttention-2's forward, a loop over key blocks with a running max,
+  running sum and unnormalised accumulator, float32 inside;
+- :class:`PlainAttention`: unblocked scores → weights → weights · V, float32 inside;
+- :class:`SplitKVAttention`: split-KV decoding (one query over many keys: splits merged by their
+  maxima and sums), the blocked loop for every other shape;
+- :class:`ManualBackwardAttention`: a hand-written backward, dS = P∘(dP - D) with D = rowsum(dO∘O);
+- :class:`FullAttention`: SDPA's whole signature (attn_mask, dropout_p) with a hand-written
+  backward that reuses the forward's dropout mask and gives an additive mask its gradient.
+
+Every step a kernel can get wrong is a method, so ``kernels/mutants.py`` cuts each mutant from one
+of these by overriding one step (or setting one parameter): a mutant reads as the one bug it is,
+and these classes hold no bug. kernels/tests/test_mutants.py checks that each passes the harness.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from kernels.harness.rounding_bound import declare_recipe
+
+BLOCK = 16  # small, so the harness's lengths (37, 53, 127) span several blocks and a partial one
+SPLIT = 1024  # keys per split of split-KV decoding (real kernels often split at 1024)
+
+
+def work_dtype_for(dtype: torch.dtype) -> torch.dtype:
+    """Accumulate in float32 for the half types, as kernels do; float64 stays float64."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def as_if_contiguous(t: torch.Tensor) -> torch.Tensor:
+    """t's storage read with the strides a contiguous tensor of its shape would have."""
+    return t.as_strided(t.shape, torch.empty(t.shape, device="meta").stride(), t.storage_offset())
+
+
+class Options:
+    """Parameters given at construction override the class's (``BlockedAttention(block=64)``); an
+    unknown one is refused, naming it."""
+
+    def __init__(self, **options):
+        for name, value in options.items():
+            if not hasattr(type(self), name) or callable(getattr(type(self), name)):
+                raise TypeError(f"{type(self).__name__} has no parameter {name!r}")
+            setattr(self, name, value)
+
+
+class Attention(Options):
+    """The steps every implementation here shares: scale, KV heads, causal visibility."""
+
+    def resolved_scale(self, scale, head_dim: int) -> float:
+        return 1.0 / math.sqrt(head_dim) if scale is None else scale
+
+    def head_index(self, hq: int, hkv: int, device) -> torch.Tensor:
+        """The KV head each query head reads: SDPA maps query head h to KV head h // (Hq / Hkv)."""
+        return torch.arange(hq, device=device) // (hq // hkv)
+
+    def kv_for_query_heads(self, q, k, v, enable_gqa: bool):
+        """k, v with one head per query head."""
+        if not q.dtype == k.dtype == v.dtype:  # SDPA refuses mixed dtypes (kernels.harness.contract)
+            raise ValueError(f"q, k and v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+        hq, hkv = q.shape[1], k.shape[1]
+        if hq == hkv:
+            return k, v
+        if not enable_gqa and hkv != 1:  # SDPA's contract: one KV head broadcasts, other counts need enable_gqa
+            raise ValueError(f"q has {hq} heads but k and v have {hkv}; pass enable_gqa=True")
+        index = self.head_index(hq, hkv, q.device)
+        return k[:, index], v[:, index]  # (B, Hq, Nk, D)
+
+    def visible(self, n_q: int, n_k: int, device) -> torch.Tensor:
+        """Causal, top-left aligned as SDPA: query i sees key j iff j <= i."""
+        i = torch.arange(n_q, device=device)[:, None]  # (Nq, 1)
+        j = torch.arange(n_k, device=device)[None, :]  # (1, Nk)
+        return j <= i  # (Nq, Nk)
+
+
+def summed_over_groups(g: torch.Tensor, hkv: int) -> torch.Tensor:
+    """A gradient per query head (B, Hq, N, D) summed over each KV head's group: (B, Hkv, N, D)."""
+    b, hq = g.shape[:2]
+    return g.reshape(b, hkv, hq // hkv, *g.shape[2:]).sum(2)
+
+
+# ============================================================================ forward loops
+
+
+class BlockedAttention(Attention):
+    """FlashAttention-2's loop in PyTorch: for each key block, update (m, l, acc); divide once."""
+
+    block = BLOCK
+    work_dtype = None  # None: float32 inside (float64 stays); "input": the input's own; or a dtype
+    sentinel = float("-inf")  # what a hidden key's score is set to
+
+    def __call__(self, q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+        out_dtype = q.dtype
+        work = q.dtype if self.work_dtype == "input" else (self.work_dtype or work_dtype_for(q.dtype))
+        scale = self.resolved_scale(scale, q.shape[-1])
+        k, v = self.kv_for_query_heads(q, k, v, enable_gqa)
+        q, k, v = (t.to(work) for t in (q, k, v))
+        n_q, n_k = q.shape[-2], k.shape[-2]
+        visible = self.visible(n_q, n_k, q.device) if is_causal else None
+        m = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=work, device=q.device)  # (B, H, Nq, 1)
+        l = torch.zeros_like(m)  # (B, H, Nq, 1)
+        acc = torch.zeros(q.shape[:-1] + (v.shape[-1],), dtype=work, device=q.device)  # (B, H, Nq, Dv)
+        for j0 in self.block_starts(n_k):
+            kb, vb = k[:, :, j0:j0 + self.block], v[:, :, j0:j0 + self.block]  # (B, H, bn, D)
+            s = self.scores(q, kb, scale)  # (B, H, Nq, bn)
+            if visible is not None:
+                s = s.masked_fill(~visible[:, j0:j0 + self.block], self.sentinel)
+            m_new = self.running_max(m, s)  # (B, H, Nq, 1)
+            m_safe = self.guarded(m_new)
+            alpha = torch.exp(m - m_safe)  # rescales what was accumulated under the old max
+            p = torch.exp(s - m_safe)  # (B, H, Nq, bn)
+            l = self.rescaled_sum(alpha, l) + p.sum(dim=-1, keepdim=True)
+            acc = self.rescaled_accumulator(alpha, acc) + p @ vb  # (B, H, Nq, Dv)
+            m = m_new
+        return self.stored(self.normalised(acc, l), out_dtype)
+
+    def block_starts(self, n_k: int) -> list[int]:
+        return list(range(0, n_k, self.block))
+
+    def scores(self, q, kb, scale):
+        return (q * scale) @ kb.transpose(-2, -1)  # (B, H, Nq, bn)
+
+    def running_max(self, m, s):
+        return torch.maximum(m, s.amax(dim=-1, keepdim=True))
+
+    def guarded(self, m_new):
+        """-inf - (-inf) guarded: a row with every key so far hidden keeps m = -inf, exp uses 0."""
+        return torch.where(torch.isinf(m_new), 0.0, m_new)
+
+    def rescaled_sum(self, alpha, l):
+        return alpha * l
+
+    def rescaled_accumulator(self, alpha, acc):
+        return alpha * acc
+
+    def normalised(self, acc, l):
+        return acc / l  # (B, H, Nq, Dv)
+
+    def stored(self, out, out_dtype):
+        return out.to(out_dtype)
+
+
+def blocked_attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, block=BLOCK, work_dtype=None):
+    """:class:`BlockedAttention` behind SDPA's signature (``block``, ``work_dtype``: its parameters)."""
+    return BlockedAttention(block=block, work_dtype=work_dtype)(q, k, v, is_causal=is_causal, scale=scale,
+                                                                enable_gqa=enable_gqa)
+
+
+declare_recipe(blocked_attention, "float32-blocked")  # the mutants (other functions) are judged as "loosest"
+
+
+class PlainAttention(Attention):
+    """Unblocked attention in float32: scores, then ``weights``, then weights · V."""
+
+    def __call__(self, q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+        dtype = q.dtype
+        k, v = self.kv_for_query_heads(q, k, v, enable_gqa)
+        q, k, v = (t.to(work_dtype_for(dtype)) for t in (q, k, v))
+        scale = self.resolved_scale(scale, q.shape[-1])
+        s = (q * scale) @ k.transpose(-2, -1)  # (B, H, Nq, Nk)
+        visible = self.visible(q.shape[-2], k.shape[-2], q.device) if is_causal else None
+        return (self.weights(s, visible) @ v).to(dtype)  # (B, H, Nq, Dv)
+
+    def weights(self, s, visible):
+        """softmax over the keys, hidden ones at -inf (top-left causal leaves every row a key)."""
+        return torch.softmax(masked(s, visible), dim=-1)
+
+
+def masked(s, visible):
+    return s if visible is None else s.masked_fill(~visible, float("-inf"))
+
+
+class SplitKVAttention(Attention):
+    """Split-KV decoding: one query, not causal, more than ``split`` keys: each split's softmax output
+    o_c with its max m_c and sum l_c, merged as Σ w_c o_c / Σ w_c with w_c = l_c·exp(m_c - m), m the
+    largest m_c. Every other shape takes the blocked loop."""
+
+    split = SPLIT
+
+    def __call__(self, q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+        if q.shape[-2] != 1 or is_causal or k.shape[-2] <= self.split:
+            return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+        dtype = q.dtype
+        k, v = self.kv_for_query_heads(q, k, v, enable_gqa)
+        q, k, v = (t.to(work_dtype_for(dtype)) for t in (q, k, v))
+        scale = self.resolved_scale(scale, q.shape[-1])
+        outs, maxima, sums = [], [], []
+        for j0 in range(0, k.shape[-2], self.split):
+            s = (q * scale) @ k[:, :, j0:j0 + self.split].transpose(-2, -1)  # (B, H, 1, n)
+            maxima.append(s.amax(dim=-1, keepdim=True))  # (B, H, 1, 1)
+            e = torch.exp(s - maxima[-1])
+            sums.append(e.sum(dim=-1, keepdim=True))  # (B, H, 1, 1)
+            outs.append(e @ v[:, :, j0:j0 + self.split] / sums[-1])  # (B, H, 1, Dv)
+        m = torch.stack(maxima).amax(dim=0)  # (B, H, 1, 1)
+        weights = [self.merge_weight(l_c, m_c, m) for l_c, m_c in zip(sums, maxima)]
+        return (sum(w * o for w, o in zip(weights, outs)) / sum(weights)).to(dtype)
+
+    def merge_weight(self, l_c, m_c, m):
+        """A split's weight in the merge: its sum, brought from its own max m_c to the common m."""
+        return l_c * torch.exp(m_c - m)
+
+
+# ============================================================================ hand-written backward
+
+
+class _ManualFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, impl, q, k, v, is_causal, scale, enable_gqa):
+        return impl.forward(ctx, q, k, v, is_causal, scale, enable_gqa)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable  # the backward is not differentiable: refuse double backward
+    def backward(ctx, dout):
+        return (None,) + ctx.impl.backward(ctx, dout) + (None, None, None)
+
+
+class ManualBackwardAttention(Attention):
+    """Attention with a backward written by hand, as a kernel's backward pass computes it."""
+
+    def __call__(self, q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+        return _ManualFunction.apply(self, q, k, v, is_causal, scale, enable_gqa)
+
+    def forward(self, ctx, q, k, v, is_causal, scale, enable_gqa):
+        dtype, work = q.dtype, work_dtype_for(q.dtype)
+        hq, hkv = q.shape[1], k.shape[1]
+        kr, vr = self.kv_for_query_heads(q, k, v, enable_gqa)
+        q32, k32, v32 = (t.to(work) for t in (q, kr, vr))
+        scale = self.resolved_scale(scale, q.shape[-1])
+        s = (q32 * scale) @ k32.transpose(-2, -1)  # (B, H, Nq, Nk)
+        if is_causal:
+            s = s.masked_fill(~self.visible(q.shape[-2], k.shape[-2], q.device), float("-inf"))
+        p = torch.softmax(s, dim=-1)  # (B, H, Nq, Nk)
+        out = p @ v32  # (B, H, Nq, Dv)
+        ctx.save_for_backward(q32, k32, v32, self.saved_probabilities(s, p, dtype), out)
+        ctx.impl, ctx.meta = self, (dtype, scale, hq, hkv)
+        return out.to(dtype)
+
+    def saved_probabilities(self, s, p, dtype):
+        """What the backward recomputes P from; here P itself, in float32."""
+        return p
+
+    def backward(self, ctx, dout):
+        q, k, v, p, out = ctx.saved_tensors
+        dtype, scale, hq, hkv = ctx.meta
+        scale = self.backward_scale(scale, q.shape[-1])
+        q = self.saved_query(q)
+        do = self.upstream(dout).to(q.dtype)  # (B, H, Nq, Dv)
+        dv = self.value_gradient(p, do)  # (B, H, Nk, Dv)
+        dp = do @ v.transpose(-2, -1)  # (B, H, Nq, Nk)
+        d = self.row_term(do, out, dout)  # (B, H, Nq, 1)
+        ds = self.score_gradient(p, dp, d)  # (B, H, Nq, Nk)
+        dq = self.query_gradient(ds, k, scale)  # (B, H, Nq, D)
+        dk = scale * ds.transpose(-2, -1) @ q  # (B, H, Nk, D)
+        if hq != hkv:
+            dk, dv = self.group_gradients(dk, hkv), self.group_gradients(dv, hkv)
+        return dq.to(dtype), dk.to(dtype), dv.to(dtype)
+
+    def backward_scale(self, scale, head_dim):
+        return scale  # the forward's, explicit or default
+
+    def saved_query(self, q):
+        return q
+
+    def upstream(self, dout):
+        return dout
+
+    def value_gradient(self, p, do):
+        return p.transpose(-2, -1) @ do
+
+    def row_term(self, do, out, dout):
+        """D_i = rowsum(dO∘O) = rowsum(P∘dP)."""
+        return (do * out).sum(dim=-1, keepdim=True)
+
+    def score_gradient(self, p, dp, d):
+        return p * (dp - d)
+
+    def query_gradient(self, ds, k, scale):
+        return scale * ds @ k
+
+    def group_gradients(self, g, hkv):
+        return summed_over_groups(g, hkv)
+
+
+def manual_backward_attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """:class:`ManualBackwardAttention` behind SDPA's signature."""
+    return ManualBackwardAttention()(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
+# ============================================================================ SDPA's whole signature
+
+
+class _FullFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, impl, q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+        return impl.forward(ctx, q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable  # the backward is not differentiable: refuse double backward
+    def backward(ctx, dout):
+        return (None,) + ctx.impl.backward(ctx, dout) + (None, None, None, None)
+
+
+class FullAttention(Attention):
+    """SDPA with attn_mask and dropout_p, float32 inside, and a hand-written backward.
+
+    With dropout, O = W V for W = P∘M/(1-p); the backward uses the same M: dV = Wᵀ dO,
+    dP = (dO Vᵀ)∘M/(1-p), dS = P∘(dP - rowsum(P∘dP)). A row with no visible key has P = 0 (torch's
+    CPU SDPA gives output 0 there). An additive mask's gradient is dS summed over the dims it was
+    broadcast along."""
+
+    def __call__(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        if not 0.0 <= dropout_p <= 1.0:
+            raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
+        return _FullFunction.apply(self, q, k, v, attn_mask, float(dropout_p), is_causal, scale, enable_gqa)
+
+    def forward(self, ctx, q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+        dtype, work = q.dtype, work_dtype_for(q.dtype)
+        hq, hkv = q.shape[1], k.shape[1]
+        kr, vr = self.kv_for_query_heads(q, k, v, enable_gqa)
+        q32, k32, v32 = (t.to(work) for t in (q, kr, vr))
+        scale = self.resolved_scale(scale, q.shape[-1])
+        s = (q32 * scale) @ k32.transpose(-2, -1)  # (B, H, Nq, Nk)
+        bias = self.mask_bias(attn_mask, s, dtype)
+        unmasked = s  # the scores without attn_mask (causal still applied below)
+        if bias is not None:
+            s = s + bias
+        if is_causal and self.causal_applies(attn_mask):
+            hidden = ~self.visible(q.shape[-2], k.shape[-2], q.device)
+            s, unmasked = s.masked_fill(hidden, float("-inf")), unmasked.masked_fill(hidden, float("-inf"))
+        p = self.probabilities(s, attn_mask)  # (B, H, Nq, Nk)
+        drop = None
+        if dropout_p > 0 and self.dropout_applies(q, attn_mask):
+            drop = self.dropout_mask(p, dropout_p, hkv, dtype)
+        w = p if drop is None else p * drop
+        out = w @ v32  # (B, H, Nq, Dv)
+        ctx.save_for_backward(q32, k32, v32, self.backward_probabilities(p, s, unmasked, bias), drop)
+        mask_shape = None if attn_mask is None else (attn_mask.shape, attn_mask.dtype)
+        ctx.impl, ctx.meta = self, (dtype, scale, hq, hkv, dropout_p, mask_shape)
+        return out.to(dtype)
+
+    def backward(self, ctx, dout):
+        q, k, v, p, drop = ctx.saved_tensors
+        dtype, scale, hq, hkv, dropout_p, mask_shape = ctx.meta
+        if drop is not None:
+            drop = self.backward_dropout_mask(drop, p, dropout_p, hkv, dtype)
+        do = dout.to(q.dtype)  # (B, H, Nq, Dv)
+        w = p if drop is None else p * drop
+        dv = w.transpose(-2, -1) @ do  # (B, H, Nk, Dv)
+        dp = do @ v.transpose(-2, -1)  # (B, H, Nq, Nk)
+        if drop is not None:
+            dp = self.dropped_score_gradient(dp, drop)
+        ds = p * (dp - (p * dp).sum(dim=-1, keepdim=True))  # (B, H, Nq, Nk)
+        dq = scale * ds @ k  # (B, H, Nq, D)
+        dk = scale * ds.transpose(-2, -1) @ q  # (B, H, Nk, D)
+        if hq != hkv:
+            dk, dv = summed_over_groups(dk, hkv), summed_over_groups(dv, hkv)
+        dmask = self.mask_gradient(ds, *mask_shape) if ctx.needs_input_grad[4] else None
+        return dq.to(dtype), dk.to(dtype), dv.to(dtype), dmask
+
+    # -------------------------------------------------------------- attn_mask
+    def mask_bias(self, attn_mask, like: torch.Tensor, dtype: torch.dtype):
+        """attn_mask as a term added to the scores: boolean True = attend (0), False = hidden (-inf).
+        ``dtype`` is the inputs' (what a kernel might wrongly build the mask in)."""
+        if attn_mask is None:
+            return None
+        if attn_mask.dtype == torch.bool:
+            return torch.zeros(attn_mask.shape, dtype=like.dtype, device=like.device).masked_fill(~attn_mask,
+                                                                                                   float("-inf"))
+        return attn_mask.to(like.dtype)
+
+    def causal_applies(self, attn_mask) -> bool:
+        return True  # is_causal joins attn_mask: both hide
+
+    def probabilities(self, s, attn_mask):
+        return self.softmax_rows(s)
+
+    def softmax_rows(self, s):
+        """softmax over keys; a row with every key hidden gets weights 0, as torch's CPU SDPA."""
+        empty = torch.isneginf(s).all(dim=-1, keepdim=True)  # (B, H, Nq, 1)
+        return torch.softmax(s.masked_fill(empty, 0.0), dim=-1).masked_fill(empty, 0.0)
+
+    def backward_probabilities(self, p, s, unmasked, bias):
+        """The P the backward differentiates through: the forward's own (attn_mask included)."""
+        return p
+
+    def mask_gradient(self, ds, shape, dtype):
+        return ds.sum_to_size(shape).to(dtype)
+
+    # -------------------------------------------------------------- dropout
+    def dropout_applies(self, q, attn_mask) -> bool:
+        return True  # on every path: masked or not, one query or many
+
+    def generator(self, device):
+        return None  # torch's global generator: torch.manual_seed reproduces the masks
+
+    def uniforms(self, shape, generator, device, kv_heads: int) -> torch.Tensor:
+        """One uniform per weight (B, H, Nq, Nk), each from its own RNG offset."""
+        return torch.rand(shape, generator=generator, dtype=torch.float32, device=device)
+
+    def kept(self, u, dropout_p):
+        return u >= dropout_p  # kept with probability 1 - p
+
+    def rescaled(self, keep, dropout_p, dtype):
+        return keep / (1 - dropout_p) if dropout_p < 1 else keep  # p = 1 keeps nothing: 0, not 0/0
+
+    def dropout_mask(self, p, dropout_p, kv_heads, dtype):
+        """Keep (1) or drop (0) per weight, times the rescale 1/(1 - p)."""
+        u = self.uniforms(p.shape, self.generator(p.device), p.device, kv_heads)
+        return self.rescaled(self.kept(u, dropout_p).to(p.dtype), dropout_p, dtype)
+
+    def backward_dropout_mask(self, drop, p, dropout_p, kv_heads, dtype):
+        return drop  # the forward's
+
+    def dropped_score_gradient(self, dp, drop):
+        return dp * drop  # dP through W = P∘M/(1-p)
+
+
+def full_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """:class:`FullAttention` behind SDPA's signature."""
+    return FullAttention()(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
