@@ -231,3 +231,8 @@ def _hugely_negative(case: Case, big: float, gen, q_shape, k_shape):
     c = 32 * torch.round(big * (0.7 + 0.3 * u) / root_d / 32)
     c = torch.minimum(c, 32 * torch.floor(torch.tensor(big / root_d / 32)))
     return -c.expand(q_shape).clone(), torch.ones(k_shape, dtype=torch.float64)
+
+
+def standard_cases(thorough: bool = False) -> tuple[Case, ...]:
+    """What a run without its own ``cases`` judges: the default (or thorough) shapes and the contract's."""
+    return (THOROUGH_CASES if thorough else DEFAULT_CASES) + CONTRACT_CASES

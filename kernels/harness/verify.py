@@ -9,7 +9,7 @@ import torch
 
 from kernels.harness import generate as gen
 from kernels.harness import tolerance as tol
-from kernels.harness.cases import CONTRACT_CASES, DEFAULT_CASES, THOROUGH_CASES, Case, narrowed
+from kernels.harness.cases import Case, narrowed, standard_cases
 from kernels.harness.features import offered
 from kernels.harness.invariants import INVARIANTS, Subject
 from kernels.harness.report import NOT_APPLICABLE, Check, ConformanceReport
@@ -129,7 +129,7 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     device, dtypes = _validated(impl, device, dtypes)
     only = _invariant_names(invariants)
     start = time.perf_counter()
-    chosen = list(cases) if cases is not None else list(THOROUGH_CASES if thorough else DEFAULT_CASES) + list(CONTRACT_CASES)
+    chosen = list(cases) if cases is not None else list(standard_cases(thorough))
     if generate_seconds is None:
         generate_seconds = 0.0 if cases is not None else (gen.THOROUGH_SECONDS if thorough else gen.DEFAULT_SECONDS)
     if not (isinstance(generate_seconds, (int, float)) and generate_seconds >= 0):
