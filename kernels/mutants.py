@@ -20,6 +20,7 @@ import torch
 from kernels.harness.references import (  # noqa: F401  (SPLIT, manual_backward_attention: re-exported)
     BLOCK, SPLIT, BlockedAttention, FullAttention, ManualBackwardAttention, PlainAttention, SplitKVAttention,
     as_if_contiguous, blocked_attention, full_attention, manual_backward_attention, masked)
+from kernels.harness import reference as ref
 from kernels.harness.rounding_bound import declare_recipe
 
 
@@ -768,4 +769,325 @@ MUTANTS: tuple[Mutant, ...] = (
     # exact in float32 (1/(1-p) = 4/3 rounds the same there as the correct kernel's)
     Mutant(dropout_rescale_in_input_dtype, "dropout rescale rounded to the input dtype", "dropout-mask-law",
            dtypes=(torch.float16, torch.bfloat16)),
+)
+
+
+# --------------------------------------------------------------------------- the contract's edges and
+# state across calls (kernels.harness.contract): each escapes the harness before contract.py and is
+# named by one of its invariants.
+
+
+def empty_keys_give_nan(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """With no keys at all, acc / l = 0 / 0: NaN where SDPA gives 0."""
+    if k.shape[-2] == 0:
+        return torch.full((*q.shape[:-1], v.shape[-1]), float("nan"), dtype=q.dtype, device=q.device)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def mixed_dtypes_cast_silently(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                               enable_gqa=False):
+    """k and v of another dtype cast to q's instead of refused."""
+    return full_attention(q, k.to(q.dtype), v.to(q.dtype), attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def dropout_p_clamped_below_one(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                enable_gqa=False):
+    """p clamped to 1 - 1e-6 'to avoid dividing by zero': at p = 1 some weights survive, scaled 10⁶."""
+    return full_attention(q, k, v, attn_mask, min(dropout_p, 1 - 1e-6), is_causal, scale, enable_gqa)
+
+
+def nan_inputs_zeroed(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """NaN in the inputs replaced by 0 (a 'sanitising' load): NaN hidden instead of propagated."""
+    q, k, v = (torch.nan_to_num(t, nan=0.0) for t in (q, k, v))
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def frozen_kv_gives_no_dq(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """An inference path taken when k and v need no gradient, detaching q too: frozen K/V, no dq."""
+    if not (k.requires_grad or v.requires_grad):
+        q = q.detach()
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+class _TwiceDifferentiated(torch.autograd.Function):
+    """The hand-written backward without once_differentiable: differentiating it again ignores that the
+    saved P depends on q and k (saved tensors are constants to autograd)."""
+
+    @staticmethod
+    def forward(ctx, impl, q, k, v, is_causal, scale, enable_gqa):
+        return impl.forward(ctx, q, k, v, is_causal, scale, enable_gqa)
+
+    @staticmethod
+    def backward(ctx, dout):
+        return (None,) + ctx.impl.backward(ctx, dout) + (None, None, None)
+
+
+def double_backward_through_saved_p(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Double backward silently wrong: the backward is differentiated as if P were a constant."""
+    return _TwiceDifferentiated.apply(ManualBackwardAttention(), q, k, v, is_causal, scale, enable_gqa)
+
+
+class _OutputByReference(torch.autograd.Function):
+    """The output kept on ctx by reference (not save_for_backward), D = rowsum(dO∘O) read from it."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, is_causal, scale, enable_gqa):
+        result = full_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+        ctx.save_for_backward(q, k, v)
+        ctx.result, ctx.meta = result, (is_causal, scale, enable_gqa)
+        return result
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dout):
+        q, k, v = ctx.saved_tensors
+        is_causal, scale, enable_gqa = ctx.meta
+        hq = q.shape[1]
+        q32, k32, v32 = q.float(), k.float(), v.float()
+        kr, vr = (k32.repeat_interleave(hq // k.shape[1], 1), v32.repeat_interleave(hq // k.shape[1], 1)) \
+            if hq != k.shape[1] else (k32, v32)
+        scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+        s = (q32 * scale) @ kr.transpose(-2, -1)  # (B, H, Nq, Nk)
+        if is_causal:
+            s = s.masked_fill(~ref.causal_mask(q.shape[-2], k.shape[-2], q.device), float("-inf"))
+        p = torch.softmax(s, dim=-1)
+        do = dout.float()
+        dp = do @ vr.transpose(-2, -1)  # (B, H, Nq, Nk)
+        d = (do * ctx.result.float()).sum(-1, keepdim=True)  # the bug: O read after the caller changed it
+        ds = p * (dp - d)
+        dq, dk, dv = scale * ds @ kr, scale * ds.transpose(-2, -1) @ q32, p.transpose(-2, -1) @ do
+        if hq != k.shape[1]:
+            g = hq // k.shape[1]
+            dk = dk.reshape(k.shape[0], k.shape[1], g, *dk.shape[2:]).sum(2)
+            dv = dv.reshape(k.shape[0], k.shape[1], g, *dv.shape[2:]).sum(2)
+        return dq.to(q.dtype), dk.to(q.dtype), dv.to(q.dtype), None, None, None
+
+
+def output_kept_by_reference(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """The output modified in place before backward goes unnoticed: the backward reads it untracked."""
+    return _OutputByReference.apply(q, k, v, is_causal, scale, enable_gqa)
+
+
+class _DoutStrideOrDefault(torch.autograd.Function):
+    """Attention whose backward reads dO through `stride or contiguous stride`: 0 is falsy, so an
+    expanded dO (every stride 0) is read as a dense tensor from its one-element buffer (the rest 0)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, is_causal, scale, enable_gqa):
+        ctx.save_for_backward(q, k, v)
+        ctx.meta = (is_causal, scale, enable_gqa)
+        with torch.no_grad():
+            return full_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dout):
+        q, k, v = ctx.saved_tensors
+        if 0 in dout.stride():
+            flat = dout.as_strided((dout.untyped_storage().nbytes() // dout.element_size(),), (1,), 0)
+            dense = torch.zeros(dout.numel(), dtype=dout.dtype, device=dout.device)
+            dense[:flat.numel()] = flat[:dout.numel()]
+            dout = dense.view(dout.shape)  # the bug: strides of 0 replaced by the contiguous ones
+        is_causal, scale, enable_gqa = ctx.meta
+        with torch.enable_grad():
+            leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+            out = full_attention(*leaves, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+            grads = torch.autograd.grad(out, leaves, dout)
+        return (*grads, None, None, None)
+
+
+def dout_stride_zero_read_dense(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """out.sum().backward() gives wrong gradients: dO's zero strides read as unset."""
+    return _DoutStrideOrDefault.apply(q, k, v, is_causal, scale, enable_gqa)
+
+
+class _BackwardMisreadsKeyPadding(torch.autograd.Function):
+    """The forward right; the backward re-reads a one-row (key-padding) mask with the strides of a full
+    one, so rows past 0 see every key in the backward only."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, attn_mask, is_causal, scale, enable_gqa):
+        ctx.save_for_backward(q, k, v)
+        ctx.meta = (attn_mask, is_causal, scale, enable_gqa)
+        with torch.no_grad():
+            return full_attention(q, k, v, attn_mask, 0.0, is_causal, scale, enable_gqa)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dout):
+        q, k, v = ctx.saved_tensors
+        attn_mask, is_causal, scale, enable_gqa = ctx.meta
+        with torch.enable_grad():
+            leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+            out = _KeyPaddingMaskMisread()(*leaves, attn_mask, 0.0, is_causal, scale, enable_gqa)
+            grads = torch.autograd.grad(out, leaves, dout)
+        return (*grads, None, None, None, None)
+
+
+def key_padding_misread_in_backward(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
+    """A broadcast (key-padding) mask read wrongly in the backward only."""
+    return _BackwardMisreadsKeyPadding.apply(q, k, v, attn_mask, is_causal, scale, enable_gqa)
+
+
+def additive_mask_sentinel_in_place(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                    enable_gqa=False):
+    """The caller's additive mask converted in place (-inf to a finite -1e4 sentinel)."""
+    if attn_mask is not None and attn_mask.is_floating_point():
+        attn_mask.clamp_(min=-1e4)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+_TRANSPOSED_K: dict = {}
+
+
+def k_cached_by_data_ptr(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Kᵀ and V cached by data_ptr (a 'prepacked KV' fast path): stale once the buffers change in place."""
+    key = (k.data_ptr(), v.data_ptr(), tuple(k.shape), tuple(v.shape), k.dtype)
+    if key not in _TRANSPOSED_K:
+        _TRANSPOSED_K.clear()
+        _TRANSPOSED_K[key] = (k.detach().clone(), v.detach().clone())
+    k_cached, v_cached = _TRANSPOSED_K[key]
+    return full_attention(q, k_cached, v_cached, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def flush_to_zero_left_on(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Flush-to-zero switched on for speed and left on: every later subnormal in the process is 0."""
+    torch.set_flush_denormal(True)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def _plain_dropout_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, keep):
+    """SDPA in float32 by autograd, with the keep mask from ``keep(shape, p)``."""
+    p = ref.probabilities(q.float(), k.float(), is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                          attn_mask=attn_mask)  # (B, H, Nq, Nk)
+    if dropout_p > 0:
+        p = p * keep(p.shape, dropout_p).to(p.dtype) / (1 - dropout_p) if dropout_p < 1 else p * 0
+    vr = ref.repeat_kv(v.float(), q.shape[1]) if enable_gqa else v.float()
+    return (p @ vr).to(q.dtype)
+
+
+def dropout_offset_advanced_by_half(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                    enable_gqa=False):
+    """The generator's offset advanced by half the draws used: each call's mask is the previous one
+    shifted by half its length (Philox offset increment too small)."""
+    def keep(shape, p):
+        start = torch.get_rng_state()
+        u = torch.rand(shape)
+        torch.set_rng_state(start)
+        torch.rand(math.prod(shape) // 2)  # the bug: advance by half
+        return u >= p
+    return _plain_dropout_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, keep)
+
+
+def dropout_uint8_threshold_256(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                enable_gqa=False):
+    """Keep iff a random byte < floor((1-p)·256): exact at p = 0.25 and 0.5, 0.17% low at p = 0.1."""
+    def keep(shape, p):
+        return torch.randint(0, 256, shape) < math.floor((1 - p) * 256)
+    return _plain_dropout_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, keep)
+
+
+def dropout_fresh_mask_with_attn_mask(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                      enable_gqa=False):
+    """The masked path's backward regenerates the dropout mask instead of reusing the forward's."""
+    impl = _FreshMaskInBackward() if attn_mask is not None else FullAttention()
+    return impl(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(empty_keys_give_nan, "NaN for Nk = 0 (0/0) where SDPA gives 0", "empty-dims", backward=True),
+    Mutant(mixed_dtypes_cast_silently, "q, k, v of mixed dtypes cast instead of refused", "refused-inputs"),
+    Mutant(dropout_p_clamped_below_one, "dropout_p = 1 clamped below 1 (weights survive)", "dropout-p-one"),
+    Mutant(nan_inputs_zeroed, "NaN inputs zeroed (NaN hidden)", "nan-propagation"),
+    Mutant(frozen_kv_gives_no_dq, "frozen K/V: no dq", "gradient-subsets", backward=True),
+    Mutant(double_backward_through_saved_p, "double backward silently wrong (P taken as constant)",
+           "double-backward", dtypes=(torch.float32,), backward=True),  # half: saved float32 copies, torch refuses
+    Mutant(output_kept_by_reference, "output modified in place before backward read untracked",
+           "output-inplace-before-backward", backward=True),
+    Mutant(dout_stride_zero_read_dense, "dO of stride 0 read as dense", "stride-zero-dout", backward=True),
+    Mutant(key_padding_misread_in_backward, "key-padding mask misread in the backward only", "mask-forms-backward",
+           backward=True),
+    Mutant(additive_mask_sentinel_in_place, "caller's attn_mask written into", "attn-mask-untouched", backward=True),
+    Mutant(k_cached_by_data_ptr, "K/V cached by data_ptr (stale after in-place update)",
+           "buffers-mutated-between-calls"),
+    Mutant(flush_to_zero_left_on, "flush-to-zero switched on and left on", "global-state-unchanged", backward=True),
+    Mutant(dropout_offset_advanced_by_half, "dropout offset advanced by half: shifted copies across calls",
+           "dropout-cross-call-correlation"),
+    Mutant(dropout_uint8_threshold_256, "uint8 keep threshold floor((1-p)·256): biased where not whole",
+           "dropout-keep-grid"),
+    Mutant(dropout_fresh_mask_with_attn_mask, "backward regenerates the dropout mask when attn_mask is given",
+           "dropout-forward-backward-masked", backward=True),
+)
+
+
+# the generator's catches: bugs in regions no fixed case reaches (head dims not a multiple of 8, dropout
+# p above 1/2, a batched path with such head dims)
+
+
+def _tail_dropped(x: torch.Tensor) -> torch.Tensor:
+    """x with its last x.shape[-1] % 8 entries zeroed, as a loop of 8-wide vector loads without a tail."""
+    d = x.shape[-1]
+    keep = (torch.arange(d, device=x.device) < d - d % 8).to(x.dtype)
+    return x * keep
+
+
+def head_dim_tail_dropped(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Head dims not a multiple of 8 lose their last D % 8 (and Dv % 8) entries (no tail loop)."""
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
+    out = full_attention(_tail_dropped(q), _tail_dropped(k), v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return _tail_dropped(out)
+
+
+class _BackwardTailDropped(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, attn_mask, is_causal, scale, enable_gqa):
+        ctx.save_for_backward(q, k, v)
+        ctx.meta = (attn_mask, is_causal, scale, enable_gqa)
+        with torch.no_grad():
+            return full_attention(q, k, v, attn_mask, 0.0, is_causal, scale, enable_gqa)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dout):
+        q, k, v = ctx.saved_tensors
+        attn_mask, is_causal, scale, enable_gqa = ctx.meta
+        with torch.enable_grad():
+            leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+            s = (1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0) if scale is None else scale
+            out = full_attention(*(_tail_dropped(t) for t in leaves), attn_mask, 0.0, is_causal, s, enable_gqa)
+            grads = torch.autograd.grad(out, leaves, dout)
+        return (*grads, None, None, None, None)
+
+
+def backward_head_dim_tail_dropped(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
+    """The backward alone drops the last D % 8 and Dv % 8 entries of a head (forward right)."""
+    return _BackwardTailDropped.apply(q, k, v, attn_mask, is_causal, scale, enable_gqa)
+
+
+def dropout_high_p_rescaled_by_p(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """For 1/2 < p < 1 keep and drop are swapped to draw fewer randoms, the rescale left at 1/p."""
+    def keep(shape, p):
+        return torch.rand(shape) >= p
+    if 0.5 < dropout_p < 1:
+        out = _plain_dropout_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, keep)
+        return (out.float() * ((1 - dropout_p) / dropout_p)).to(q.dtype)  # the bug: 1/p, not 1/(1-p)
+    return _plain_dropout_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, keep)
+
+
+def batched_path_drops_head_dim_tail(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                     enable_gqa=False):
+    """The batched path (B ≥ 2) has no tail loop over the head dim; one sequence alone is right."""
+    if q.shape[0] >= 2:
+        return head_dim_tail_dropped(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(head_dim_tail_dropped, "head dim tail (D % 8) dropped", "generated-agreement"),
+    Mutant(backward_head_dim_tail_dropped, "head dim tail dropped in the backward only", "generated-gradients",
+           backward=True),
+    Mutant(dropout_high_p_rescaled_by_p, "dropout rescale 1/p for p > 1/2", "generated-dropout"),
+    Mutant(batched_path_drops_head_dim_tail, "batched path drops the head dim tail", "generated-metamorphic"),
 )

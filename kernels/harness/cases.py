@@ -25,7 +25,9 @@ MIXED = "mixed-magnitude-rows"  # rows whose scores differ by orders of magnitud
 NEGATIVE = "hugely-negative-rows"  # every visible score of every row hugely negative
 SWEEP = "length-sweep"  # not a shape of its own: the lengths of SWEEP_LENGTHS, for error growth
 KEPT = "dropout-draws"  # not a shape of its own: many dropout draws for the kept-fraction power test
-SYNTHETIC = (SWEEP, KEPT)  # kinds whose invariant builds its own shapes
+CONTRACT = "contract-edges"  # a small shape whose invariants probe SDPA's contract at its edges
+ACROSS = "across-calls"  # not a shape of its own: dropout draws and state across consecutive calls
+SYNTHETIC = (SWEEP, KEPT, ACROSS)  # kinds whose invariant builds its own shapes
 
 # Key lengths of the error-growth sweep: 1, 16 and 128 blocks of 64 (each + 1, so a tail block
 # holds one key). A running sum or accumulator kept in the input's half precision rounds each
@@ -70,6 +72,10 @@ class Case:
             flags.append(f"Nk in {', '.join(map(str, SWEEP_LENGTHS))}")
         elif self.kind == KEPT:
             flags.append("dropout draws, p in 0.1, 0.25")
+        elif self.kind == ACROSS:
+            flags.append("consecutive calls")
+        elif self.kind == CONTRACT:
+            flags.append("contract edges")
         elif self.kind != RANDOM:
             flags.append(f"{self.kind} {self.magnitude:.0e}")
         if self.scale is not None:
@@ -119,6 +125,16 @@ DEFAULT_CASES: tuple[Case, ...] = (
     # Head dims above 128 (kernels support up to 256): a kernel truncating D at 128 drops scores.
     _c("head-dim-256", 1, 2, 2, 17, 33, 256, True),
     _c("dropout-draws", *KEPT_SHAPE, 32, False, KEPT),
+)
+
+# The contract's edges (kernels.harness.contract): empty dimensions, refused inputs, NaN, partial
+# requires_grad, double backward, in-place use of the output, a dO of stride 0, broadcast masks in
+# the backward, state across calls. One small GQA shape with Dv ≠ D (every check builds its variants
+# from it), and the across-calls draws. Part of the default and thorough runs; a caller passing its
+# own ``cases`` (the Triton kernel's CI test) chooses whether to add them.
+CONTRACT_CASES: tuple[Case, ...] = (
+    _c("contract", 2, 4, 2, 11, 13, 24, False, CONTRACT, dv=16),
+    _c("across-calls", *KEPT_SHAPE, 32, False, ACROSS),
 )
 
 # Larger shapes. What each adds is its length, tail, head dim or grouping; batch and heads are kept
@@ -215,3 +231,8 @@ def _hugely_negative(case: Case, big: float, gen, q_shape, k_shape):
     c = 32 * torch.round(big * (0.7 + 0.3 * u) / root_d / 32)
     c = torch.minimum(c, 32 * torch.floor(torch.tensor(big / root_d / 32)))
     return -c.expand(q_shape).clone(), torch.ones(k_shape, dtype=torch.float64)
+
+
+def standard_cases(thorough: bool = False) -> tuple[Case, ...]:
+    """What a run without its own ``cases`` judges: the default (or thorough) shapes and the contract's."""
+    return (THOROUGH_CASES if thorough else DEFAULT_CASES) + CONTRACT_CASES

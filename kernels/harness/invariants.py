@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Callable
 
 import numpy as np
@@ -365,12 +367,18 @@ CAUSAL, GQA, BACKWARD, ATTN_MASK, DROPOUT = "causal", "gqa", "backward", "attn_m
 @dataclass(frozen=True)
 class Invariant:
     name: str
-    claim_id: str | None
+    claim_id: str | None  # the proved claim it checks first (shown in reports)
     check: Callable[[Subject], Outcome]
     applies: Callable[[Case], bool]
     needs: frozenset = frozenset()
     bug_classes: str = ""  # what it is there to catch (the README's table is built from this)
     dtypes: frozenset | None = None  # the dtypes it judges (None: every one)
+    also_claims: tuple[str, ...] = ()  # further proved claims it serves
+
+    @property
+    def claims(self) -> tuple[str, ...]:
+        """Every proved claim the invariant serves (an invariant may serve several)."""
+        return ((self.claim_id,) if self.claim_id else ()) + tuple(self.also_claims)
 
     @property
     def backward(self) -> bool:
@@ -389,7 +397,7 @@ def _needs(*features: str) -> frozenset:
     return frozenset(features)
 
 
-INVARIANTS: list[Invariant] = [
+_CORE: tuple[Invariant, ...] = (
     Invariant("output-dtype-shape", None, output_dtype_shape, lambda c: c.kind not in SYNTHETIC,
               bug_classes="wrong output dtype, shape or device; output a view of an input (a one-key "
                           "fast path returning v: writing into it corrupts the caller's KV cache)"),
@@ -448,17 +456,71 @@ INVARIANTS: list[Invariant] = [
               bug_classes="backward dq missing the scale"),
     Invariant("backward-determinism", None, backward_determinism, lambda c: _random(c) and c.n_k > 1,
               _needs(BACKWARD), bug_classes="nondeterministic backward (atomic-order accumulation)"),
-]
+)
+
+
+
+# The modules whose invariants make up the registry, in the order the registry lists them. The
+# registry imports them itself on first use, so what it holds and in which order does not depend
+# on which module a caller happened to import first.
+FAMILIES = ("kernels.harness.invariants", "kernels.harness.training", "kernels.harness.masks",
+            "kernels.harness.dropout", "kernels.harness.bias", "kernels.harness.rounding_bound",
+            "kernels.harness.edges", "kernels.harness.crosscall", "kernels.harness.generate")
+
+
+class Registry(Sequence):
+    """Every invariant, each once by name, ordered by family (FAMILIES) and within a family by its
+    registration order: the same list whatever was imported first."""
+
+    def __init__(self):
+        self._by_family: dict[str, list[Invariant]] = {}
+        self._loading = False
+
+    def add(self, invariant: Invariant, family: str) -> Invariant:
+        if not isinstance(invariant, Invariant):
+            raise TypeError(f"invariant must be an Invariant, got {type(invariant).__name__}")
+        if family not in FAMILIES:
+            raise ValueError(f"invariants register from one of the modules in FAMILIES, not {family!r}")
+        known = {i.name: f for f, invs in self._by_family.items() for i in invs}
+        if invariant.name in known:
+            raise ValueError(f"an invariant named {invariant.name!r} is already registered (by {known[invariant.name]})")
+        self._by_family.setdefault(family, []).append(invariant)
+        return invariant
+
+    def _all(self) -> list[Invariant]:
+        if not self._loading and len(self._by_family) < len(FAMILIES):
+            import importlib
+
+            self._loading = True  # a family module importing another must not recurse
+            try:
+                for family in FAMILIES:
+                    importlib.import_module(family)
+            finally:
+                self._loading = False
+        return [i for f in FAMILIES for i in self._by_family.get(f, ())]
+
+    def __getitem__(self, index):
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __repr__(self) -> str:
+        return f"Registry({[i.name for i in self._all()]})"
+
+
+INVARIANTS = Registry()
+for _inv in _CORE:
+    INVARIANTS.add(_inv, __name__)
 
 
 def register(invariant: Invariant) -> Invariant:
-    """Append an invariant to the registry (another module's, e.g. a derived error bound)."""
-    if not isinstance(invariant, Invariant):
-        raise TypeError(f"invariant must be an Invariant, got {type(invariant).__name__}")
-    if any(i.name == invariant.name for i in INVARIANTS):
-        raise ValueError(f"an invariant named {invariant.name!r} is already registered")
-    INVARIANTS.append(invariant)
-    return invariant
+    """Add an invariant to the registry from one of the FAMILIES modules (the caller's module)."""
+    family = sys._getframe(1).f_globals.get("__name__", "")
+    return INVARIANTS.add(invariant, family)
 
 
 def invariant_named(name: str) -> Invariant:

@@ -61,6 +61,8 @@ class Attention(Options):
 
     def kv_for_query_heads(self, q, k, v, enable_gqa: bool):
         """k, v with one head per query head."""
+        if not q.dtype == k.dtype == v.dtype:  # SDPA refuses mixed dtypes (kernels.harness.contract)
+            raise ValueError(f"q, k and v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
         hq, hkv = q.shape[1], k.shape[1]
         if hq == hkv:
             return k, v
@@ -212,6 +214,7 @@ class _ManualFunction(torch.autograd.Function):
         return impl.forward(ctx, q, k, v, is_causal, scale, enable_gqa)
 
     @staticmethod
+    @torch.autograd.function.once_differentiable  # the backward is not differentiable: refuse double backward
     def backward(ctx, dout):
         return (None,) + ctx.impl.backward(ctx, dout) + (None, None, None)
 
@@ -297,6 +300,7 @@ class _FullFunction(torch.autograd.Function):
         return impl.forward(ctx, q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
     @staticmethod
+    @torch.autograd.function.once_differentiable  # the backward is not differentiable: refuse double backward
     def backward(ctx, dout):
         return (None,) + ctx.impl.backward(ctx, dout) + (None, None, None, None)
 
@@ -310,6 +314,8 @@ class FullAttention(Attention):
     broadcast along."""
 
     def __call__(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        if not 0.0 <= dropout_p <= 1.0:
+            raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
         return _FullFunction.apply(self, q, k, v, attn_mask, float(dropout_p), is_causal, scale, enable_gqa)
 
     def forward(self, ctx, q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa):
@@ -400,7 +406,7 @@ class FullAttention(Attention):
         return u >= dropout_p  # kept with probability 1 - p
 
     def rescaled(self, keep, dropout_p, dtype):
-        return keep / (1 - dropout_p)
+        return keep / (1 - dropout_p) if dropout_p < 1 else keep  # p = 1 keeps nothing: 0, not 0/0
 
     def dropout_mask(self, p, dropout_p, kv_heads, dtype):
         """Keep (1) or drop (0) per weight, times the rescale 1/(1 - p)."""

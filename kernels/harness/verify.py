@@ -7,8 +7,9 @@ from typing import Callable, Iterable
 
 import torch
 
+from kernels.harness import generate as gen
 from kernels.harness import tolerance as tol
-from kernels.harness.cases import DEFAULT_CASES, THOROUGH_CASES, Case, narrowed
+from kernels.harness.cases import Case, narrowed, standard_cases
 from kernels.harness.features import offered
 from kernels.harness.invariants import INVARIANTS, Subject
 from kernels.harness.report import NOT_APPLICABLE, Check, ConformanceReport
@@ -110,8 +111,8 @@ def _short(exc: BaseException) -> str:
 
 def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool = True, gqa: bool = True,
                      backward: bool = True, value_dim: bool = True, seed: int = 0, thorough: bool = False,
-                     cases: Iterable[Case] | None = None, invariants: Iterable[str] | None = None
-                     ) -> ConformanceReport:
+                     cases: Iterable[Case] | None = None, invariants: Iterable[str] | None = None,
+                     generate_seconds: float | None = None) -> ConformanceReport:
     """Judge an SDPA-compatible ``impl(q, k, v, attn_mask=, dropout_p=, is_causal=, scale=, enable_gqa=)``.
 
     ``value_dim=False`` runs the Dv ≠ D cases with Dv = D (for an impl that has only one head dim).
@@ -119,11 +120,20 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     signature lacks ``attn_mask`` or ``dropout_p`` lacks those. The invariants needing a missing
     feature are reported "not applicable" (never failed), and the cases run with it switched off.
     ``cases`` overrides the built-in set (the default, or the larger thorough one); ``invariants``
-    (names) runs only those."""
+    (names) runs only those.
+
+    Beside the fixed cases (and the contract's, ``cases.CONTRACT_CASES``), problems drawn from the
+    whole input space are judged for ``generate_seconds`` (``generate.py``); by default
+    generate.DEFAULT_SECONDS, or THOROUGH_SECONDS with ``thorough``, and none when ``cases`` is
+    given (the caller chose what to run)."""
     device, dtypes = _validated(impl, device, dtypes)
     only = _invariant_names(invariants)
     start = time.perf_counter()
-    chosen = list(cases) if cases is not None else list(THOROUGH_CASES if thorough else DEFAULT_CASES)
+    chosen = list(cases) if cases is not None else list(standard_cases(thorough))
+    if generate_seconds is None:
+        generate_seconds = 0.0 if cases is not None else (gen.THOROUGH_SECONDS if thorough else gen.DEFAULT_SECONDS)
+    if not (isinstance(generate_seconds, (int, float)) and generate_seconds >= 0):
+        raise ValueError(f"generate_seconds must be a number of seconds >= 0, got {generate_seconds!r}")
     features = offered(impl, causal=causal, gqa=gqa, backward=backward)
     report = ConformanceReport(_name(impl), device, tuple(str(d).removeprefix("torch.") for d in dtypes))
     subjects: dict = {}
@@ -131,6 +141,14 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
         for dtype in dtypes:
             for item in planned(chosen, dtype, features, causal=causal, gqa=gqa, value_dim=value_dim, only=only):
                 report.checks.append(run_item(item, impl, dtype, device, seed, subjects))
+        subjects.clear()
+        for problem, outcome, refused, repro in gen.generated_checks(
+                impl, dtypes, device, seed, generate_seconds, features, value_dim=value_dim, only=only):
+            detail = outcome.detail if repro is None else f"{outcome.detail}\n{repro}"
+            report.checks.append(Check(invariant=problem.relation, claim_id=None, case=problem.describe(),
+                                       case_name=f"generated-{problem.seed}", dtype=problem.dtype, device=device,
+                                       discrepancy=outcome.discrepancy, bound=outcome.bound,
+                                       passed=outcome.discrepancy <= outcome.bound, detail=detail))
     report.seconds = time.perf_counter() - start
     return report
 

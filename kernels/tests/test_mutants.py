@@ -9,13 +9,20 @@ import inspect
 import pytest
 
 from kernels import mutants
+from kernels.harness import generate as gen
 from kernels.harness import references, verify_attention
+from kernels.harness.features import offered
 from kernels.harness.cases import DEFAULT_CASES
 from kernels.harness.invariants import INVARIANTS
 from kernels.mutants import MUTANTS
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
+FIXED = [m for m in MUTANTS if m.caught_by not in gen.RELATIONS]
+GENERATED = [m for m in MUTANTS if m.caught_by in gen.RELATIONS]
+PROBLEMS = 8  # drawn problems of the targeted relation per dtype (seed 0), whatever the machine's speed
+
+
+@pytest.mark.parametrize("mutant", FIXED, ids=[m.name for m in FIXED])
 def test_mutant_is_refused_by_the_invariant_it_targets_in_every_dtype(mutant):
     """Only the targeted invariant runs (the whole run per mutant would cost minutes of CI)."""
     report = verify_attention(mutant.fn, dtypes=mutant.dtypes, backward=mutant.backward,
@@ -25,6 +32,17 @@ def test_mutant_is_refused_by_the_invariant_it_targets_in_every_dtype(mutant):
         named = {c.invariant for c in report.failures if c.dtype == dtype}
         assert mutant.caught_by in named, (
             f"{mutant.name} ({mutant.bug_class}) in {dtype} passed {mutant.caught_by}:\n{report}")
+
+
+@pytest.mark.parametrize("mutant", GENERATED, ids=[m.name for m in GENERATED])
+def test_generated_problems_refuse_the_mutants_only_they_reach_in_every_dtype(mutant):
+    """A fixed number of drawn problems (not a time budget), so the verdict does not depend on load."""
+    features = offered(mutant.fn, backward=mutant.backward)
+    for dtype in mutant.dtypes:
+        judged = list(gen.generated_checks(mutant.fn, [dtype], "cpu", 0, 0, features, only={mutant.caught_by},
+                                           problems=PROBLEMS, shrink_seconds=0))
+        assert len(judged) == PROBLEMS
+        assert any(refused is None and gen.failed(o) for _, o, refused, _ in judged), (mutant.name, dtype)
 
 
 def test_at_least_fifteen_distinct_bug_classes():

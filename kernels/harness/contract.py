@@ -1,0 +1,130 @@
+"""SDPA's contract, item by item, each with its source and the invariants that check it.
+
+    python -m kernels.harness.contract      # items -> invariants -> the bug families they target
+
+Sources: torch's documentation of torch.nn.functional.scaled_dot_product_attention ("DOC", quoted),
+or the behaviour of torch 2.13's CPU math backend measured here (``sdpa_kernel(SDPBackend.MATH)``,
+"MEASURED", with what was seen). An invariant's bug families are its ``bug_classes`` (one source).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DOC = "torch docs, F.scaled_dot_product_attention"
+MEASURED = "measured, torch 2.13 CPU math backend"
+
+
+@dataclass(frozen=True)
+class Item:
+    name: str
+    statement: str
+    source: str
+    invariants: tuple[str, ...]
+
+
+ITEMS: tuple[Item, ...] = (
+    Item("output", "returns a tensor of q's dtype and device, shape (..., Nq, Dv), sharing no memory with q, k, v",
+         f"{DOC}: 'Output: (N, ..., L, Ev)'", ("output-dtype-shape",)),
+    Item("value", "out = softmax(scale · q kᵀ + mask) v, within the low-precision rule of a float64 golden value and "
+                  "the derived rounding bound; at every size, view, mask form and scale drawn",
+         f"{DOC} (its reference implementation in the docstring)",
+         ("reference-agreement", "rounding-attention-forward", "generated-agreement", "rows-sum-to-one", "convex-hull",
+          "key-shift-invariance", "key-permutation-invariance", "query-permutation-equivariance",
+          "online-softmax-merge", "generated-metamorphic")),
+    Item("scale", "scale=None means 1/√D; an explicit scale (0, negative, tiny) is used as given",
+         f"{DOC}: 'scale: Scaling factor applied prior to softmax. If None, the default value is set to 1/√E'",
+         ("default-scale", "explicit-scale", "zero-scale")),
+    Item("causal", "is_causal: top-left aligned lower-triangular mask (query i sees keys j ≤ i), also for Nq ≠ Nk",
+         f"{DOC}: 'attn_mask = torch.ones(L, S).tril(diagonal=0)'", ("causality", "causal-alignment")),
+    Item("gqa", "enable_gqa: query head h reads KV head h // (Hq/Hkv); Hkv must divide Hq; without enable_gqa heads "
+                "broadcast as matmul does (1 < Hkv < Hq raises)",
+         f"{DOC}: 'enable_gqa: If set to True, Grouped Query Attention (GQA) is enabled'; {MEASURED}: 'Number of "
+         "heads in key and value must divide the number of heads in query'",
+         ("gqa-equals-repeated-mha", "mismatched-heads-refused", "refused-inputs")),
+    Item("refused", "q, k, v of different dtypes and k with another head dim than q are refused",
+         f"{MEASURED}: 'Expected query, key, and value to have the same dtype'", ("refused-inputs",)),
+    Item("empty", "any of B, H, Nq, Nk, D, Dv = 0 is accepted: shape (B, Hq, Nq, Dv), zeros for Nk = 0, the mean "
+                  "of v for D = 0, gradients of the inputs' shapes (a kernel may refuse instead)",
+         f"{MEASURED}: Nk = 0 output 0, D = 0 output the mean of v, empty gradients", ("empty-dims",)),
+    Item("strides", "inputs of any strides and storage offsets (transposed, packed QKV, permuted, offset views)",
+         f"{MEASURED}: same values for every layout", ("strided-inputs", "generated-agreement")),
+    Item("mask", "attn_mask boolean (True = attend) or additive, broadcast to (B, Hq, Nq, Nk) from every form; rows "
+                 "with no visible key give 0; with is_causal applied together or refused",
+         f"{DOC}: 'attn_mask: Attention mask; shape must be broadcastable'; {MEASURED}: empty rows 0, mask + "
+         "is_causal raises on math",
+         ("attn-mask", "attn-mask-with-causal", "attn-mask-empty-rows", "attn-mask-causal-equivalence",
+          "attn-mask-row-shift", "generated-metamorphic")),
+    Item("robust", "no overflow or 0/0 at extreme logits, rows of mixed magnitude, hugely negative rows",
+         f"{MEASURED}: finite output at |scores| up to 1e30 (float32)",
+         ("extreme-logits", "mixed-magnitude-rows", "hugely-negative-rows")),
+    Item("nan", "a NaN input element makes NaN exactly the outputs that depend on it",
+         f"{MEASURED}: NaN in q row i: row i only; in k key j: every row seeing it; in v: its column",
+         ("nan-propagation",)),
+    Item("precision", "error does not grow with length beyond the reference's; rounding unbiased",
+         f"{MEASURED}: math backend's error flat in Nk up to 8193", ("error-growth", "rounding-bias",
+                                                                     "generated-agreement")),
+    Item("gradients", "dq, dk, dv (GQA: summed over the group) as autograd of the reference, for every subset of "
+                      "q, k, v requiring grad, under every mask form, any scale, non-contiguous and stride-0 dO",
+         f"{MEASURED}: autograd through the math graph",
+         ("backward-agreement", "backward-key-gradient-sum", "softmax-jacobian", "backward-high-variance",
+          "backward-scale-strided", "gradient-subsets", "stride-zero-dout", "attn-mask-gradients",
+          "mask-forms-backward", "generated-gradients")),
+    Item("mask-gradient", "an additive attn_mask that requires grad gets dS summed over its broadcast dims (or is "
+                          "refused)", f"{MEASURED}: mask.grad of the mask's shape", ("attn-mask-bias-gradient",)),
+    Item("double-backward", "gradients of gradients are right, or refused",
+         f"{MEASURED}: the math backend differentiates its backward", ("double-backward",)),
+    Item("in-place", "the output modified in place before backward: autograd raises (version counter) or the "
+                     "gradients are those of the modified graph",
+         f"{MEASURED}: math right for out.mul_(3); the default dispatch raises 'modified by an inplace operation'",
+         ("output-inplace-before-backward",)),
+    Item("aliasing", "inputs, attn_mask and dO are never written into; the output is not a view of an input",
+         f"{MEASURED}: inputs bit-identical after forward and backward",
+         ("inputs-untouched", "inputs-untouched-backward", "attn-mask-untouched", "output-dtype-shape")),
+    Item("determinism", "the same call twice gives bit-identical outputs and gradients",
+         f"{MEASURED}: bit-identical on CPU", ("determinism", "backward-determinism")),
+    Item("state", "no state kept between calls: buffers written in place between calls are read anew; the process's "
+                  "global state (flush-to-zero, default dtype, threads, grad mode, RNG without dropout) unchanged",
+         f"{MEASURED}: no global state changed by a call; RNG untouched at dropout_p = 0",
+         ("buffers-mutated-between-calls", "global-state-unchanged", "dropout-rng-advances")),
+    Item("dropout", "dropout_p: each weight kept with probability 1 - p, independently, kept ones scaled 1/(1-p); "
+                    "p = 1 gives 0, p > 1 raises; the backward reuses the forward's mask (also with attn_mask)",
+         f"{DOC}: 'dropout_p: Dropout probability; if greater than 0.0, dropout is applied'; {MEASURED}: p = 1 "
+         "output 0, p = 1.5 'dropout probability has to be between 0 and 1'",
+         ("dropout-mask-law", "dropout-expectation", "dropout-variance", "dropout-forward-backward",
+          "dropout-forward-backward-masked", "dropout-with-attn-mask", "dropout-independence", "dropout-kept-fraction",
+          "dropout-keep-grid", "dropout-p-one", "generated-dropout")),
+    Item("dropout-across-calls", "dropout draws from torch's generator: same seed same mask, consecutive calls "
+                                 "independent at every lag, the generator advanced",
+         f"{DOC}: dropout uses torch's RNG; {MEASURED}: consecutive masks uncorrelated at every lag",
+         ("dropout-same-seed", "dropout-rng-advances", "dropout-cross-call-correlation")),
+)
+
+
+def check_mapping(names=None) -> list[str]:
+    """Problems with the mapping: items without a registered invariant, invariants serving no item."""
+    from kernels.harness.invariants import INVARIANTS
+
+    registered = {i.name for i in INVARIANTS} if names is None else set(names)
+    problems = [f"item {it.name}: invariant {n} is not registered" for it in ITEMS for n in it.invariants
+                if n not in registered]
+    problems += [f"item {it.name} has no invariant" for it in ITEMS if not it.invariants]
+    served = {n for it in ITEMS for n in it.invariants}
+    problems += [f"invariant {n} serves no contract item" for n in sorted(registered - served)]
+    return problems
+
+
+def table() -> str:
+    from kernels.harness.invariants import invariant_named
+
+    lines = []
+    for it in ITEMS:
+        lines.append(f"{it.name}: {it.statement}\n  source: {it.source}")
+        for n in it.invariants:
+            lines.append(f"  -> {n}: {invariant_named(n).bug_classes}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(table())
+    for problem in check_mapping():
+        print("MAPPING PROBLEM:", problem)

@@ -1,0 +1,132 @@
+"""Dropout across consecutive calls, and its keep probability across p.
+
+With q = 0 every weight is 1/Nk, so with V = I one call's output is its whole mask M/(1-p)·(1/Nk),
+B·H·Nq·Nk Bernoulli draws in the kernel's (b, h, i, j) order (KEPT_SHAPE: 65 536 a call).
+
+* dropout-cross-call-correlation: two calls in a row after one manual_seed. Under independence the
+  centred masks x = M1 - m1, y = M2 - m2 have Σ_i x_i y_{i+L} with mean 0 and variance
+  n_L σ1² σ2² at every lag L (the pairs (x_i, y_{i+L}) are independent for one L), and so does x
+  against itself at L ≥ 1. A generator offset advanced by too little makes the second mask a shifted
+  copy of the first (y_i = x_{i+o}): correlation 1 at lag o. Position-by-position agreement (lag 0,
+  dropout-rng-advances) cannot see it. Every lag with ≥ MIN_PAIRS pairs, both directions, in the
+  flattened (b, h, i, j) order and in the key-major (b, h, j, i) one, each a z-test at α / (number
+  of lags): Bonferroni keeps the invariant's false-alarm rate ≤ α = 1e-6. Power: a shift by o leaves
+  n - o pairs correlated at 1, z = √(n - o), above the threshold (≈ 7.1) for any o < n - 51.
+* dropout-keep-grid: the kept fraction at p where (1-p)·256 is not whole, and at high p. A keep test
+  of threshold floor((1-p)·256)/256 (a uint8 random byte compared with a rounded threshold) is exact
+  at p = 0.25 or 0.5 and biased elsewhere: 0.17% at p = 0.1, 1.0% at p = 0.7, 2.3% at p = 0.9. The
+  draws at each p are sized (dropout.draws_for_power) so that bias is rejected with power 0.99 at
+  α / 3.
+* dropout-forward-backward-masked: with attn_mask given, the backward must reuse the forward's mask
+  (a kernel whose masked path regenerates it).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from kernels.harness import dropout as drop
+from kernels.harness.cases import ACROSS, CONTRACT, Case
+from kernels.harness.invariants import ATTN_MASK, BACKWARD, DROPOUT, Invariant, register
+from kernels.harness.subject import Outcome, Subject, worst
+
+CORRELATION_P = 0.5  # the largest variance per draw: the most power per call
+MIN_PAIRS = 1000
+
+
+def _mask(s: Subject, p: float) -> torch.Tensor:
+    """One call's keep mask (B, H, Nq, Nk) as float64 0/1: q = 0, V = I."""
+    out = s.run(q=torch.zeros_like(s.q), v=drop.one_hot_values(s), dropout_p=p)
+    return (out != 0).cpu().double()
+
+
+def _lag_z(x: torch.Tensor, y: torch.Tensor, lags: torch.Tensor) -> torch.Tensor:
+    """z of Σ_i x_i y_{i+L} for each lag L (x, y centred, 1-D), from the FFT's cross-correlation."""
+    n = x.numel()
+    size = 1 << (2 * n - 1).bit_length()
+    cross = torch.fft.irfft(torch.fft.rfft(x, size).conj() * torch.fft.rfft(y, size), size)  # cross[L] = Σ x_i y_{i+L}
+    sums = cross[lags % size]
+    pairs = n - lags.abs()
+    sd = torch.sqrt(pairs.double() * x.var(unbiased=False) * y.var(unbiased=False))
+    return torch.where(sd > 0, sums / sd, torch.zeros_like(sums))
+
+
+def dropout_cross_call_correlation(s: Subject) -> Outcome:
+    with drop.seeded(s, 7):
+        first, second = _mask(s, CORRELATION_P), _mask(s, CORRELATION_P)
+    tests = []  # (name, x, y, lags)
+    n = first.numel()
+    every = torch.arange(-(n - MIN_PAIRS), n - MIN_PAIRS + 1)
+    positive = torch.arange(1, n - MIN_PAIRS + 1)
+    for order, (a, b) in (("(b, h, i, j)", (first, second)),
+                          ("(b, h, j, i)", (first.transpose(-2, -1), second.transpose(-2, -1)))):
+        x, y = (t.flatten() - t.mean() for t in (a, b))
+        tests.append((f"call 2 against call 1, {order}", x, y, every))
+        tests.append((f"call 1 against itself, {order}", x, x, positive))
+    count = sum(len(t[3]) for t in tests)
+    threshold = drop._z(drop.ALPHA / count)
+    outcomes, details = [], []
+    for name, x, y, lags in tests:
+        z = _lag_z(x, y, lags)
+        at = int(z.abs().argmax())
+        outcomes.append(Outcome(float(z.abs()[at]), threshold))
+        details.append(f"{name}: worst lag {int(lags[at])}, z = {float(z[at]):+.2f}")
+    kept = float(first.mean())
+    o = worst(outcomes, details)
+    return Outcome(o.discrepancy, o.bound, f"{count} lags at p = {CORRELATION_P:g} (kept {kept:.3f}); {o.detail}")
+
+
+# p where (1-p)·256 is not whole (0.1: 230.4, 0.7: 76.8, 0.9: 25.6), each with the bias of a
+# floor((1-p)·256)/256 threshold as the smallest the test must see
+GRID_PS = (0.1, 0.7, 0.9)
+
+
+def uint8_bias(p: float) -> float:
+    """Relative bias of keeping with probability floor((1-p)·256)/256 instead of 1 - p."""
+    return 1 - math.floor((1 - p) * 256) / 256 / (1 - p)
+
+
+def dropout_keep_grid(s: Subject) -> Outcome:
+    """Kept fraction 1 - p at each of GRID_PS, binomial z-tests sized for the uint8 threshold's bias."""
+    per_call = s.q.shape[0] * s.q.shape[1] * s.case.n_q * s.case.n_k
+    alpha = drop.ALPHA / len(GRID_PS)
+    outcomes, details = [], []
+    for i, p in enumerate(GRID_PS):
+        calls = math.ceil(drop.draws_for_power(p, alpha=alpha, relative_bias=uint8_bias(p)) / per_call)
+        kept = 0
+        for call in range(calls):
+            with drop.seeded(s, 5000 + 1000 * i + call):
+                kept += int(_mask(s, p).sum())
+        n = calls * per_call
+        rate = 1 - p
+        z = (kept - n * rate) / math.sqrt(n * rate * (1 - rate))
+        outcomes.append(Outcome(abs(z), drop._z(alpha)))
+        details.append(f"p={p:g}: kept {kept / n:.5f} of {n} (expected {rate:g}; a uint8 threshold "
+                       f"gives {rate * (1 - uint8_bias(p)):.5f}), z = {z:+.2f}")
+    return worst(outcomes, details)
+
+
+def dropout_forward_backward_masked(s: Subject) -> Outcome:
+    """dropout-forward-backward with a (B, 1, Nq, Nk) boolean attn_mask: the backward reuses the
+    forward's dropout mask on the masked path too."""
+    from kernels.harness.masks import bool_mask
+
+    m = bool_mask(s, (s.q.shape[0], 1, s.case.n_q, s.case.n_k), "dropout backward mask")
+    return drop.dropout_forward_backward(s, attn_mask=m)
+
+
+def _across(c: Case) -> bool:
+    return c.kind == ACROSS
+
+
+_DROP = frozenset({DROPOUT})
+register(Invariant("dropout-cross-call-correlation", None, dropout_cross_call_correlation, _across, _DROP,
+                   bug_classes="consecutive calls' masks shifted copies of each other (generator offset advanced "
+                               "by less than the draws used); a mask periodic within a call at any lag"))
+register(Invariant("dropout-keep-grid", "dropout-kept-fraction", dropout_keep_grid, _across, _DROP,
+                   bug_classes="keep threshold exact at p = 0.25 but biased where (1-p)·256 is not whole "
+                               "(uint8 threshold: 0.17% at p = 0.1) or at high p"))
+register(Invariant("dropout-forward-backward-masked", None, dropout_forward_backward_masked,
+                   lambda c: c.kind == CONTRACT, _DROP | {ATTN_MASK, BACKWARD},
+                   bug_classes="backward regenerating a different dropout mask when attn_mask is given"))

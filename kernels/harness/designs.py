@@ -1,0 +1,45 @@
+"""Correct attention designs that differ from the plain one, for the false-alarm survey: the harness
+must pass each of them.
+
+* split_k_lse: FlashAttention-2's decode combine (FlashDecoding). The keys are cut into splits; each
+  split gives its normalised partial output o_i and its log-sum-exp lse_i = m_i + log l_i (float32),
+  merged as out = Σ_i exp(lse_i - lse) o_i with lse = logsumexp_i lse_i.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from kernels.harness import reference as ref
+
+
+def split_k_lse(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, splits: int = 4):
+    """Split-K attention merged by log-sum-exp normalisation, float32 inside (forward only)."""
+    if not q.dtype == k.dtype == v.dtype:
+        raise ValueError(f"q, k and v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    dtype = q.dtype
+    if enable_gqa:
+        k, v = ref.repeat_kv(k, q.shape[1]), ref.repeat_kv(v, q.shape[1])
+    q, k, v = q.float(), k.float(), v.float()
+    scale = (1 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0) if scale is None else scale
+    s = (q * scale) @ k.transpose(-2, -1)  # (B, H, Nq, Nk)
+    if is_causal:
+        s = s.masked_fill(~ref.causal_mask(q.shape[-2], k.shape[-2], q.device), float("-inf"))
+    edges = torch.linspace(0, k.shape[-2], splits + 1).round().long().tolist()
+    lses, outs = [], []
+    for a, b in zip(edges[:-1], edges[1:]):
+        if b <= a:
+            continue
+        block = s[..., a:b]
+        m = block.amax(-1, keepdim=True)  # (B, H, Nq, 1)
+        m = torch.where(torch.isneginf(m), torch.zeros_like(m), m)  # a split with every key hidden
+        e = torch.exp(block - m)
+        l = e.sum(-1, keepdim=True)
+        outs.append((e @ v[..., a:b, :]) / torch.where(l > 0, l, torch.ones_like(l)))  # (B, H, Nq, Dv)
+        lses.append(torch.where(l > 0, m + torch.log(l), torch.full_like(l, float("-inf"))))
+    if not outs:
+        return torch.zeros(*q.shape[:-1], v.shape[-1], dtype=dtype, device=q.device)
+    lse = torch.logsumexp(torch.stack(lses), 0)
+    lse = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse)
+    return sum(torch.exp(li - lse) * oi for li, oi in zip(lses, outs)).to(dtype)

@@ -1,0 +1,415 @@
+"""SDPA's contract at its edges (the items of ``contract.py`` the core laws do not reach): empty
+dimensions, inputs SDPA refuses, NaN propagation, gradients when only some inputs require grad,
+double backward, the output modified in place before backward, a dO of stride 0, broadcast masks in
+the backward, the caller's attn_mask left alone, state kept between calls, and the process's global
+state. All run on the CONTRACT case (one small GQA shape, Dv ≠ D).
+
+Where SDPA's math backend accepts an input and a kernel cannot serve it (an empty dimension, double
+backward, an output written into before backward) refusing with an exception is honest and passes;
+answering wrongly fails. Measured on torch 2.13's CPU math backend (see contract.py for each item).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from kernels.harness import reference as ref
+from kernels.harness import tolerance as tol
+from kernels.harness.cases import CONTRACT, Case
+from kernels.harness.invariants import ATTN_MASK, BACKWARD, DROPOUT, GQA, Invariant, register
+from kernels.harness.subject import Outcome, Subject, checked_output, gradients_against, measured, worst
+
+
+def _contract(c: Case) -> bool:
+    return c.kind == CONTRACT
+
+
+def _refused(exc: BaseException) -> str:
+    return f"refused: {type(exc).__name__}"
+
+
+def _randn(s: Subject, label: str, *shape) -> torch.Tensor:
+    return s.cast(torch.randn(*shape, generator=s.rng(label), dtype=torch.float64))
+
+
+# ===================================================================== empty dimensions
+
+def _empty_shapes(s: Subject) -> dict[str, tuple]:
+    """(q, k, v) shapes with one dimension 0: B, the heads, Nq, Nk, D (q and k), Dv."""
+    b, hq, hkv, nq, nk, d, dv = (s.case.batch, s.case.q_heads, s.case.kv_heads, s.case.n_q, s.case.n_k,
+                                 s.case.head_dim, s.case.dv)
+    shapes = {"B=0": (0, hq, hkv, nq, nk, d, dv), "H=0": (b, 0, 0, nq, nk, d, dv), "Nq=0": (b, hq, hkv, 0, nk, d, dv),
+              "Nk=0": (b, hq, hkv, nq, 0, d, dv), "D=0": (b, hq, hkv, nq, nk, 0, dv), "Dv=0": (b, hq, hkv, nq, nk, d, 0)}
+    return {name: ((b, hq, nq, d), (b, hkv, nk, d), (b, hkv, nk, dv)) for name, (b, hq, hkv, nq, nk, d, dv) in shapes.items()}
+
+
+def empty_dims(s: Subject) -> Outcome:
+    """One dimension 0 at a time. SDPA (math backend, measured) returns shape (B, Hq, Nq, Dv): zeros
+    for Nk = 0, the mean of the visible values for D = 0 (every score is an empty sum, 0), and
+    gradients of the inputs' shapes (zero where Nk = 0). Right, or refused; never NaN or garbage."""
+    details, worst_err = [], 0.0
+    for name, shapes in _empty_shapes(s).items():
+        q, k, v = (_randn(s, f"empty {name} {i}", *shape) for i, shape in enumerate(shapes))
+        d_o = _randn(s, f"empty {name} dO", *shapes[0][:-1], shapes[2][-1])
+        kw = s.kwargs(enable_gqa=s.case.gqa and shapes[0][1] != shapes[1][1])
+        leaves = ref.leaves((q, k, v))
+        try:
+            out = s.impl(*leaves, **kw)
+            checked_output(out, q, v)
+            grads = torch.autograd.grad(out, leaves, d_o, allow_unused=True) if out.requires_grad else (None,) * 3
+        except Exception as exc:  # an honest refusal of a shape the kernel cannot serve
+            details.append(f"{name} {_refused(exc)}")
+            continue
+        # every score is an empty sum when D = 0, whatever the scale: the golden value with scale 1
+        gold_kw = dict(kw, scale=1.0) if shapes[0][-1] == 0 and kw["scale"] is None else kw
+        _, gold = ref.output_and_grads(ref.attention, q.cpu(), k.cpu(), v.cpu(), d_o.cpu(), upcast=True, **gold_kw)
+        gold_out = ref.attention64(q.cpu(), k.cpu(), v.cpu(), **gold_kw)
+        errs = [tol.max_abs_error(out.detach().cpu(), gold_out)]
+        for g, g64, x in zip(grads, gold, (q, k, v)):
+            if x.numel() and g is None:
+                errs.append(math.inf)  # a gradient silently missing
+            elif g is not None:
+                errs.append(math.inf if tuple(g.shape) != tuple(x.shape) else tol.max_abs_error(g.cpu(), g64))
+        err = max(errs)
+        allowed = tol.floor(s.dtype, gold_out) * 4  # a few roundings at the values' scale (only D = 0 has any)
+        worst_err = max(worst_err, err / allowed if allowed else (math.inf if err else 0.0))
+        details.append(f"{name}: {err:.3g}")
+    return Outcome(worst_err, 1.0, "; ".join(details))
+
+
+# ===================================================================== refused inputs
+
+def refused_inputs(s: Subject) -> Outcome:
+    """Inputs SDPA raises on (torch 2.13, measured): q, k, v of different dtypes ("Expected query,
+    key, and value to have the same dtype"); enable_gqa with Hkv not dividing Hq ("Number of heads
+    in key and value must divide the number of heads in query"); a k whose head dim is not q's.
+    Returning anything is the failure."""
+    other = torch.float16 if s.dtype != torch.float16 else torch.bfloat16
+    b, hq, nq, d = s.q.shape
+    nk, dv = s.case.n_k, s.case.dv
+    odd_kv = next(h for h in range(2, hq + 2) if hq % h)  # heads not dividing Hq
+    attempts = {
+        "k in another dtype": ((s.q, s.k.to(other), s.v), {}),
+        "v in another dtype": ((s.q, s.k, s.v.to(other)), {}),
+        f"Hkv = {odd_kv} with Hq = {hq}": ((s.q, _randn(s, "odd kv k", b, odd_kv, nk, d),
+                                             _randn(s, "odd kv v", b, odd_kv, nk, dv)), {"enable_gqa": True}),
+        "k's head dim differs from q's": ((s.q, _randn(s, "wide k", b, s.k.shape[1], nk, d + 1), s.v), {}),
+    }  # (k and v of different lengths: the math backend raises, torch 2.13's CPU flash backend does not)
+    accepted = []
+    for name, (args, kw) in attempts.items():
+        try:
+            s._call(*args, **kw)
+        except Exception:  # refusing is the contract
+            continue
+        accepted.append(name)
+    return Outcome(math.inf if accepted else 0.0, 0.0,
+                   f"accepted: {', '.join(accepted)}" if accepted else f"all {len(attempts)} refused")
+
+
+def dropout_p_one(s: Subject) -> Outcome:
+    """dropout_p = 1 drops every weight: output exactly 0 (measured: math and default dispatch);
+    dropout_p = 1.5 is refused ("dropout probability has to be between 0 and 1")."""
+    problems, note = [], ""
+    try:
+        out = s.run(dropout_p=1.0)
+        bad = int((out != 0).sum())  # NaN counts: NaN != 0
+        if bad:
+            problems.append(f"p = 1: {bad} outputs not 0 (max |o| {float(out.abs().nan_to_num(math.inf).max()):.3g})")
+    except Exception as exc:  # p = 1 refused: honest, though SDPA answers 0
+        note = f"p = 1 {_refused(exc)}"
+    try:
+        s._call(s.q, s.k, s.v, dropout_p=1.5)
+        problems.append("p = 1.5 accepted")
+    except Exception:  # refusing is the contract
+        pass
+    return Outcome(math.inf if problems else 0.0, 0.0, "; ".join(problems) or note)
+
+
+# ===================================================================== NaN
+
+def nan_propagation(s: Subject) -> Outcome:
+    """A NaN in one element of q, k or v makes NaN exactly the outputs that depend on it, as float64
+    attention computes it: q[b, h, i, :] one row; k[b, g, j, :] every row of the group (Nk: every
+    query sees key j); v[b, g, j, c] column c of every row of the group. A kernel that hides it
+    (fmax, nan_to_num, a max that skips NaN) or spreads it (a shared max) fails."""
+    outcomes, details = [], []
+    gen = s.rng("nan positions")
+    for name, x in (("q", s.q), ("k", s.k), ("v", s.v)):
+        pos = tuple(int(torch.randint(n, (1,), generator=gen)) for n in x.shape)
+        bad = x.clone()
+        bad[pos] = float("nan")
+        args = {"q": s.q, "k": s.k, "v": s.v, name: bad}
+        gold = ref.attention64(*(args[n].cpu() for n in "qkv"), **s.kwargs())
+        try:
+            out = s._call(args["q"], args["k"], args["v"])[0]
+            out = checked_output(out, s.q, s.v).cpu().double()
+        except Exception as exc:  # NaN inputs are valid inputs: refusing them is a failure
+            outcomes.append(Outcome(math.inf, 0.0))
+            details.append(f"NaN in {name}: raised {type(exc).__name__}")
+            continue
+        wrong = int((torch.isnan(out) != torch.isnan(gold)).sum())
+        finite = ~torch.isnan(gold)
+        o = measured(s, torch.where(finite, out, 0.0), torch.where(finite, gold, 0.0), s.base.error,
+                     torch.where(finite, gold, 0.0), s.base.sensitivity)
+        outcomes.append(Outcome(math.inf if wrong else o.discrepancy, o.bound))
+        details.append(f"NaN in {name}{list(pos)}: {int(torch.isnan(gold).sum())} NaN expected, "
+                       f"{int(torch.isnan(out).sum())} given, {wrong} misplaced")
+    return worst(outcomes, details)
+
+
+# ===================================================================== gradients
+
+SUBSETS = {"q only": (True, False, False), "k and v only": (False, True, True), "v only": (False, False, True),
+           "q and k only": (True, True, False)}
+
+
+def gradient_subsets(s: Subject) -> Outcome:
+    """Only some of q, k, v require grad (frozen K/V: only dq; a frozen query: dk, dv): each asked
+    gradient as float64 autograd's, by the low-precision rule."""
+    got_all, gold, plain = s.gradients
+    outcomes, details = [], []
+    for name, wants in SUBSETS.items():
+        tensors = [ref.copy(t).requires_grad_(w) for t, w in zip((s.q, s.k, s.v), wants)]
+        out = s.impl(*tensors, **s.kwargs())
+        checked_output(out, s.q, s.v)
+        asked = [t for t, w in zip(tensors, wants) if w]
+        got = torch.autograd.grad(out, asked, ref.copy(s.dout), allow_unused=True)
+        it = iter(got)
+        for i, (w, label) in enumerate(zip(wants, ("dq", "dk", "dv"))):
+            if not w:
+                continue
+            g = next(it)
+            if g is None:
+                outcomes.append(Outcome(math.inf, 0.0))
+                details.append(f"{name}: {label} missing")
+                continue
+            o = measured(s, g.detach(), gold[i], tol.max_abs_error(plain[i], gold[i]), s.gradient_sizes.sizes[i],
+                         s.gradient_sizes.sensitivities[i])
+            outcomes.append(o)
+            details.append(f"{name}: {label} {o.discrepancy:.3g}/{o.bound:.3g}")
+    return worst(outcomes, details)
+
+
+def _second_order(fn, q, k, v, dout, weights, kw):
+    """Σ_x <d(<out, dO>)/dx, w_x> differentiated again: (d²q, d²k, d²v) by autograd (create_graph)."""
+    qkv = ref.leaves((q, k, v))
+    out = fn(*qkv, **kw)
+    first = torch.autograd.grad(out, qkv, dout.to(out.dtype), create_graph=True)
+    total = sum((g * w.to(g.dtype)).sum() for g, w in zip(first, weights))
+    return tuple(g.detach() for g in torch.autograd.grad(total, qkv, allow_unused=True))
+
+
+def double_backward(s: Subject) -> Outcome:
+    """Gradients of gradients (a gradient penalty): SDPA's math backend gives them; a kernel must
+    give them right or refuse (raise). Judged by the low-precision rule against float64 autograd
+    twice through plain attention, with the floor at the golden second derivatives' size."""
+    weights = [_randn(s, f"second-order weight {n}", *x.shape) for n, x in zip("qkv", (s.q, s.k, s.v))]
+    kw = s.kwargs()
+    try:
+        got = _second_order(s.impl, s.q, s.k, s.v, s.dout, weights, kw)
+    except Exception as exc:  # refused: autograd says it cannot differentiate the backward
+        return Outcome(0.0, 0.0, _refused(exc))
+    cpu = [t.cpu() for t in (s.q, s.k, s.v, s.dout)]
+    gold = _second_order(ref.attention, *(t.double() for t in cpu), [w.cpu().double() for w in weights], kw)
+    plain = _second_order(ref.attention, s.q, s.k, s.v, s.dout, weights, kw)
+    outcomes, details = [], []
+    for name, g, g64, gp in zip(("d²q", "d²k", "d²v"), got, gold, plain):
+        if g is None and g64 is not None and bool((g64 != 0).any()):
+            outcomes.append(Outcome(math.inf, 0.0))
+            details.append(f"{name} missing")
+            continue
+        g = torch.zeros_like(g64) if g is None else g.cpu()
+        gp = torch.zeros_like(g64) if gp is None else gp.cpu()
+        o = measured(s, g, g64, tol.max_abs_error(gp, g64), g64)
+        outcomes.append(o)
+        details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
+    return worst(outcomes, details)
+
+
+OUTPUT_FACTOR = 3.0
+
+
+def output_modified_before_backward(s: Subject) -> Outcome:
+    """out.mul_(3) before backward: autograd's version counter must either raise (a backward that
+    saved the output: torch's default CPU dispatch does, measured) or the gradients must be those
+    of 3·attention (the math backend, which saves no output). A backward reading the modified
+    output through a reference autograd does not track gives neither."""
+    qkv = ref.leaves((s.q, s.k, s.v))
+    out = s.impl(*qkv, **s.kwargs())
+    checked_output(out, s.q, s.v)
+    try:
+        out.mul_(OUTPUT_FACTOR)
+        got = torch.autograd.grad(out, qkv, ref.copy(s.dout))
+    except RuntimeError as exc:  # "modified by an inplace operation": the version counter did its job
+        return Outcome(0.0, 0.0, _refused(exc))
+    _, gold, plain = s.gradients
+    sizes = s.gradient_sizes
+    outcomes, details = [], []
+    for name, g, g64, gp, size, sens in zip(("dq", "dk", "dv"), got, gold, plain, sizes.sizes, sizes.sensitivities):
+        o = measured(s, g.detach().cpu(), OUTPUT_FACTOR * g64, OUTPUT_FACTOR * tol.max_abs_error(gp, g64),
+                     OUTPUT_FACTOR * size, OUTPUT_FACTOR * sens if isinstance(sens, torch.Tensor) else sens)
+        outcomes.append(o)
+        details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
+    return worst(outcomes, details)
+
+
+def stride_zero_dout(s: Subject) -> Outcome:
+    """out.sum().backward(): dO is ones expanded, every stride 0. Gradients as for a dense dO of ones."""
+    qkv = ref.leaves((s.q, s.k, s.v))
+    out = s.impl(*qkv, **s.kwargs())
+    checked_output(out, s.q, s.v)
+    got = torch.autograd.grad(out.sum(), qkv)  # the dO autograd passes on has strides 0
+    ones = torch.ones(*s.q.shape[:-1], s.case.dv, dtype=s.dtype, device=s.device)
+    _, gold = ref.output_and_grads(ref.attention, *(t.cpu() for t in (s.q, s.k, s.v, ones)), upcast=True, **s.kwargs())
+    _, plain = ref.output_and_grads(ref.attention, s.q, s.k, s.v, ones, **s.kwargs())
+    return gradients_against(s, tuple(g.detach().cpu() for g in got), gold, tuple(g.cpu() for g in plain),
+                             s.gradient_sizes_for(dout=ones))
+
+
+def mask_forms_backward(s: Subject) -> Outcome:
+    """Gradients under a boolean mask of every broadcast form SDPA accepts ((Nq, Nk), (Hq, Nq, Nk),
+    (B, 1, Nq, Nk), (1, Hq, Nq, Nk), (B, Hq, Nq, Nk), the key-padding (B, 1, 1, Nk), (1, 1, 1, Nk)),
+    and under an additive (1, 1, 1, Nk) one: a backward that re-reads a broadcast mask with the
+    strides of a full one fails here while the forward is right."""
+    from kernels.harness.masks import _shapes, additive_mask, bool_mask
+
+    masks = {f"bool {form}": bool_mask(s, shape, f"backward mask {form}") for form, shape in _shapes(s).items()}
+    masks["additive (1, 1, 1, Nk)"] = additive_mask(s, (1, 1, 1, s.case.n_k), "backward additive key padding")
+    outcomes, details = [], []
+    for name, m in masks.items():
+        try:
+            g = s.backward(attn_mask=m, is_causal=False)
+        except Exception as exc:  # a form the kernel cannot serve, refused (attn-mask judges the forward's)
+            details.append(f"{name}: {_refused(exc)}")
+            continue
+        o = gradients_against(s, g.got, g.gold, g.plain, s.gradient_sizes_for(attn_mask=m, is_causal=False))
+        outcomes.append(o)
+        details.append(f"{name}: {o.discrepancy:.3g}/{o.bound:.3g}")
+    return worst(outcomes, details) if outcomes else Outcome(0.0, 0.0, "; ".join(details))
+
+
+def attn_mask_untouched(s: Subject) -> Outcome:
+    """The caller's attn_mask (boolean and additive) is left bit for bit as it was by the forward and
+    the backward: a kernel that converts it in place (-inf to a finite sentinel, bool to additive)
+    corrupts the caller's next step."""
+    from kernels.harness.masks import additive_mask, bool_mask
+
+    shape = (s.q.shape[0], 1, s.case.n_q, s.case.n_k)
+    changed = []
+    for kind, m in (("bool", bool_mask(s, shape, "untouched bool")), ("additive", additive_mask(s, shape, "untouched add"))):
+        given = m.clone()
+        qkv = ref.leaves((s.q, s.k, s.v))
+        out = s.impl(*qkv, attn_mask=given, **s.kwargs(is_causal=False))
+        checked_output(out, s.q, s.v)
+        torch.autograd.grad(out, qkv, ref.copy(s.dout))
+        if not torch.equal(given, m):
+            changed.append(f"{kind} mask changed in {int((given != m).sum())} entries")
+    return Outcome(math.inf if changed else 0.0, 0.0, "; ".join(changed))
+
+
+# ===================================================================== state
+
+def buffers_mutated_between_calls(s: Subject) -> Outcome:
+    """The same q, k, v tensors written in place between two calls (a KV cache updated in place, an
+    optimizer step on a parameter): the second call must see the new values. A kernel caching
+    anything by data_ptr (a pre-transposed K, packed V, the previous output) answers with the old."""
+    q, k, v = ref.copy(s.q), ref.copy(s.k), ref.copy(s.v)
+    with torch.no_grad():
+        s.impl(q, k, v, **s.kwargs())
+        q2, k2, v2 = (_randn(s, f"new {n}", *x.shape) for n, x in zip("qkv", (q, k, v)))
+        q.copy_(q2), k.copy_(k2), v.copy_(v2)
+        out = checked_output(s.impl(q, k, v, **s.kwargs()), q, v)
+    return measured(s, out.cpu(), *_golden(s, q2, k2, v2))
+
+
+def _golden(s: Subject, q, k, v):
+    g = s.reference(q=q, k=k, v=v)
+    return g.value, g.error, g.value, g.sensitivity
+
+
+def _global_state() -> dict:
+    """What a call may not change in the process: floating-point modes, defaults, RNG, grad mode."""
+    denormal = torch.tensor([1e-39], dtype=torch.float32)  # subnormal in float32: 0 under flush-to-zero
+    return {"flush-to-zero": float(denormal * torch.ones(1)) == 0.0,
+            "default dtype": torch.get_default_dtype(),
+            "intra-op threads": torch.get_num_threads(),
+            "grad mode": torch.is_grad_enabled(),
+            "deterministic algorithms": torch.are_deterministic_algorithms_enabled(),
+            "anomaly mode": torch.is_anomaly_enabled(),
+            "matmul precision": torch.get_float32_matmul_precision(),
+            "CPU RNG state": torch.get_rng_state()}
+
+
+def _restore(before: dict) -> None:
+    torch.set_flush_denormal(before["flush-to-zero"])
+    torch.set_default_dtype(before["default dtype"])
+    torch.set_num_threads(before["intra-op threads"])
+    torch.set_grad_enabled(before["grad mode"])
+    torch.use_deterministic_algorithms(before["deterministic algorithms"])
+    torch.set_anomaly_enabled(before["anomaly mode"])
+    torch.set_float32_matmul_precision(before["matmul precision"])
+    torch.set_rng_state(before["CPU RNG state"])
+
+
+def global_state_unchanged(s: Subject) -> Outcome:
+    """A forward and a backward (no dropout) leave the process as they found it: flush-to-zero
+    (torch.set_flush_denormal; torch 2.13 has no getter, so a subnormal product is measured),
+    default dtype, thread count, grad mode, deterministic and anomaly modes, float32 matmul
+    precision, and the CPU RNG state (a call without dropout draws nothing: SDPA, measured). What
+    changed is put back, so one bad impl does not poison the checks after it."""
+    before = _global_state()
+    try:
+        qkv = ref.leaves((s.q, s.k, s.v))
+        out = s.impl(*qkv, **s.kwargs())
+        checked_output(out, s.q, s.v)
+        torch.autograd.grad(out, qkv, ref.copy(s.dout))
+        after = _global_state()
+    finally:
+        _restore(before)
+    changed = [name for name in before if not _same(before[name], after[name])]
+    return Outcome(math.inf if changed else 0.0, 0.0, f"changed: {', '.join(changed)}" if changed else "")
+
+
+def _same(a, b) -> bool:
+    return torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
+
+
+_BWD = frozenset({BACKWARD})
+for _inv in (
+    Invariant("empty-dims", None, empty_dims, _contract, _BWD,
+              bug_classes="an empty dimension (B, H, Nq, Nk, D or Dv = 0) answered with NaN, garbage or a "
+                          "wrong shape instead of SDPA's result or a refusal"),
+    Invariant("refused-inputs", None, refused_inputs, _contract, frozenset({GQA}),
+              bug_classes="mixed q/k/v dtypes, Hkv not dividing Hq under enable_gqa, mismatched head dims or "
+                          "lengths accepted where SDPA raises"),
+    Invariant("dropout-p-one", "dropout-kept-fraction", dropout_p_one, _contract, frozenset({DROPOUT}),
+              bug_classes="dropout_p = 1 dividing by 1 - p = 0 (NaN/inf) or keeping weights; p > 1 accepted"),
+    Invariant("nan-propagation", None, nan_propagation, _contract,
+              bug_classes="NaN in an input hidden (fmax, nan_to_num, NaN-skipping max) or spread to outputs "
+                          "that do not depend on it"),
+    Invariant("gradient-subsets", "attention-backward", gradient_subsets, _contract, _BWD,
+              bug_classes="only some of q, k, v requiring grad: dq missing or wrong with frozen K/V, dk/dv "
+                          "wrong with a frozen query"),
+    Invariant("double-backward", None, double_backward, _contract, _BWD,
+              bug_classes="double backward silently wrong (a backward that detaches, or differentiates "
+                          "something else) instead of right or refused"),
+    Invariant("output-inplace-before-backward", None, output_modified_before_backward, _contract, _BWD,
+              bug_classes="output modified in place before backward and the backward reading it untracked "
+                          "(the autograd version counter bypassed)"),
+    Invariant("stride-zero-dout", None, stride_zero_dout, _contract, _BWD,
+              bug_classes="a dO with stride 0 (out.sum().backward()) read as dense (stride 0 taken as unset)"),
+    Invariant("mask-forms-backward", "causal-mask-top-left", mask_forms_backward, _contract,
+              frozenset({BACKWARD, ATTN_MASK}),
+              bug_classes="a broadcast attn_mask ((Nq, Nk), (Hq, Nq, Nk), key padding) read wrongly in the "
+                          "backward only"),
+    Invariant("attn-mask-untouched", None, attn_mask_untouched, _contract, frozenset({BACKWARD, ATTN_MASK}),
+              bug_classes="the caller's attn_mask written into (converted in place)"),
+    Invariant("buffers-mutated-between-calls", None, buffers_mutated_between_calls, _contract,
+              bug_classes="state kept between calls: results cached by data_ptr go stale when the same "
+                          "buffers are written in place"),
+    Invariant("global-state-unchanged", None, global_state_unchanged, _contract, _BWD,
+              bug_classes="a call changing the process: flush-to-zero, default dtype, threads, grad mode, "
+                          "deterministic mode, matmul precision, RNG drawn without dropout"),
+):
+    register(_inv)

@@ -1,0 +1,378 @@
+"""Generative differential testing: problems drawn from SDPA's whole input space under a seed and a
+time budget, judged against float64 by the low-precision rule and by metamorphic relations; a
+failure is shrunk to a small problem and printed as a runnable reproduction.
+
+What a problem draws (``draw``): B in 1..3; (Hq, Hkv) MHA, GQA or MQA; Nq, Nk and D, Dv from
+values that hit kernels' edges (1, odd, tile ± 1 at 16, 32, 64, 128, past 256, and with small
+probability 0 or lengths past 2048 where float16 positions stop being exact); the run's dtypes; q,
+k, v as contiguous tensors, (B, N, H, D) storage viewed transposed, a random permutation of the
+storage order, or views at a storage offset; no mask or a boolean or additive mask of every
+broadcast form; dropout p in (0, 1); every subset of q, k, v requiring grad; scales None, negative,
+tiny (1e-6), large. Each problem is judged by one of four relations, in turn:
+
+* generated-agreement: the forward against float64 (tolerance.py's rule, the plain same-precision
+  reference's error setting the bound; a declared rounding recipe adds the derived bound);
+* generated-gradients: the gradients of the inputs that require grad;
+* generated-dropout: with V = I the output is W = P∘M/(1-p): kept entries P/(1-p), kept fraction 1-p;
+* generated-metamorphic: batch composition (one batch entry alone = its slice of the batch), key
+  permutation (keys and mask columns permuted together, not causal), masks ≡ -∞ (a boolean mask and
+  the additive 0/-inf mask it means give the same output).
+
+An impl that raises on a problem refuses it: honest, reported in the detail, not a failure (the
+fixed cases judge what it must accept).
+
+Why not hypothesis: its search is driven by a test runner's example budget and database, not a
+seconds budget inside a library call, and its reports are a test's; here the run is reproducible
+from (seed, dtype, index) alone and the shrinker works on the problem's own fields, which is what a
+reproduction needs. The shrinker is greedy: it tries each smaller value of each field, keeps a
+change while the same relation still fails, and stops at a fixed point or its time budget.
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+import zlib
+from dataclasses import asdict, dataclass, fields, replace
+
+import torch
+
+from kernels.harness import reference as ref
+from kernels.harness import tolerance as tol
+from kernels.harness.cases import Case
+from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
+from kernels.harness.subject import Subject, against, checked_output, measured, relation, strided, worst
+
+AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC = ("generated-agreement", "generated-gradients",
+                                                 "generated-dropout", "generated-metamorphic")
+RELATIONS = (AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC)
+
+DEFAULT_SECONDS = 6.0  # per run (all dtypes together) of the default verify_attention
+THOROUGH_SECONDS = 120.0
+SHRINK_SECONDS = 10.0  # per failure (the default run stays within its budget with a failure or two)
+MAX_SCORES = 2 ** 18  # B·Hq·Nq·Nk of a drawn problem (the float64 golden values cost O(that · D))
+
+LENGTHS = (1, 2, 3, 5, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 255, 256, 257, 383)
+LONG_LENGTHS = (2047, 2049, 2100, 4097)  # float16 holds integers exactly only up to 2048
+HEAD_DIMS = (1, 2, 3, 7, 8, 15, 16, 17, 24, 31, 32, 33, 40, 63, 64, 65, 72, 80, 96, 100, 127, 128, 129,
+             160, 192, 255, 256, 257, 320)
+HEADS = ((1, 1), (2, 2), (3, 3), (2, 1), (4, 2), (4, 1), (6, 2), (6, 3), (8, 2))
+LAYOUTS = ("contiguous", "transposed", "permuted", "offset")
+MASK_FORMS = ("(Nq, Nk)", "(Hq, Nq, Nk)", "(B, 1, Nq, Nk)", "(1, Hq, Nq, Nk)", "(B, Hq, Nq, Nk)",
+              "(B, 1, 1, Nk)", "(1, 1, 1, Nk)")
+SCALES = (None, None, None, 0.3, 2.0, 1e-6, -0.25, -1.5)
+GRAD_SUBSETS = ("qkv", "q", "kv", "v", "qk", "k")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One drawn problem: everything a call needs, as plain values (its repr is runnable Python)."""
+    batch: int
+    q_heads: int
+    kv_heads: int
+    n_q: int
+    n_k: int
+    head_dim: int
+    value_dim: int
+    causal: bool
+    dtype: str
+    layout: str = "contiguous"
+    mask: str | None = None  # a form of MASK_FORMS
+    mask_kind: str = "bool"  # or "additive"
+    dropout_p: float = 0.0
+    grads: str = "qkv"  # which of q, k, v require grad
+    scale: float | None = None
+    relation: str = AGREEMENT
+    seed: int = 0
+
+    def describe(self) -> str:
+        parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
+                 f"D={self.head_dim} Dv={self.value_dim}", "causal" if self.causal else "full", self.layout]
+        if self.mask:
+            parts.append(f"{self.mask_kind} mask {self.mask}")
+        if self.dropout_p:
+            parts.append(f"dropout {self.dropout_p:g}")
+        if self.relation == GRADIENTS:
+            parts.append(f"grad {self.grads}")
+        if self.scale is not None:
+            parts.append(f"scale={self.scale:g}")
+        return f"generated: {' '.join(parts)} seed={self.seed}"
+
+    @property
+    def empty(self) -> bool:
+        return 0 in (self.batch, self.q_heads, self.n_q, self.n_k, self.head_dim, self.value_dim)
+
+    def case(self) -> Case:
+        return Case(f"generated-{self.seed}", self.batch, self.q_heads, self.kv_heads, self.n_q, self.n_k,
+                    self.head_dim, self.causal, value_dim=self.value_dim, scale=self.scale)
+
+
+def _rng(seed: int, *labels) -> random.Random:
+    return random.Random(zlib.crc32(repr((seed,) + labels).encode()))
+
+
+def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: bool = True) -> Problem:
+    """Problem ``index`` of the run with ``seed``: a function of (seed, dtype, index) alone."""
+    r = _rng(seed, dtype, index)
+    relation = RELATIONS[index % len(RELATIONS)]
+    if relation == GRADIENTS and BACKWARD not in features or relation == DROPOUT_LAW and DROPOUT not in features:
+        relation = AGREEMENT
+    hq, hkv = r.choice(HEADS if GQA in features else [h for h in HEADS if h[0] == h[1]])
+    n_q, n_k = r.choice(LENGTHS), r.choice(LENGTHS)
+    batch = r.choice((1, 1, 2, 3))
+    if r.random() < 0.08:  # position precision: one long side, small everything else
+        n_q, n_k, batch, hq, hkv = r.choice((1, r.choice(LENGTHS), r.choice(LONG_LENGTHS))), r.choice(LONG_LENGTHS), 1, 1, 1
+    d = r.choice(HEAD_DIMS)
+    dv = r.choice(HEAD_DIMS) if value_dim and r.random() < 0.3 else d
+    if r.random() < 0.03:  # an empty dimension now and then (empty-dims checks each one)
+        which = r.choice(("batch", "n_q", "n_k", "head_dim"))
+        batch, n_q, n_k, d = [0 if which == w else x for w, x in zip(("batch", "n_q", "n_k", "head_dim"),
+                                                                      (batch, n_q, n_k, d))]
+        dv = d if not value_dim else dv
+    causal = CAUSAL in features and r.random() < 0.4
+    mask = None
+    if ATTN_MASK in features and not causal and n_k > 0 and r.random() < 0.5:
+        mask = r.choice(MASK_FORMS)
+    dropout_p, least = 0.0, 1
+    if relation == DROPOUT_LAW:
+        dropout_p = r.choice((0.1, 0.25, 0.5, 0.7, 0.9, r.uniform(0.01, 0.99)))
+        least = 8  # V = I: Dv = Nk, and enough weights for the kept fraction
+        n_q, n_k = max(n_q, least), max(n_k, least)
+    if relation == METAMORPHIC and r.random() < 0.5:
+        batch = max(batch, 2)
+    while batch * hq * n_q * n_k * (n_k if relation == DROPOUT_LAW else 1) > MAX_SCORES * (8 if relation == DROPOUT_LAW else 1):
+        if n_q >= n_k and n_q > least:
+            n_q = max(least, n_q // 2)
+        elif n_k > least:
+            n_k = max(least, n_k // 2)
+        else:
+            batch, hq, hkv = 1, 1, 1
+    if relation == DROPOUT_LAW:
+        dv = n_k
+    return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal, dtype,
+                   layout=r.choice(LAYOUTS) if relation != DROPOUT_LAW else "contiguous",
+                   mask=mask, mask_kind=r.choice(("bool", "additive")), dropout_p=round(dropout_p, 4),
+                   grads=r.choice(GRAD_SUBSETS), scale=r.choice(SCALES), relation=relation,
+                   seed=zlib.crc32(repr((seed, dtype, index)).encode()))
+
+
+# ===================================================================== judging one problem
+
+def _view(x: torch.Tensor, layout: str, r: random.Random) -> torch.Tensor:
+    """The same values in another memory layout."""
+    if layout == "transposed":
+        return strided(x)
+    if layout == "permuted":
+        order = list(range(x.dim()))
+        r.shuffle(order)
+        inverse = [order.index(i) for i in range(x.dim())]
+        return x.permute(order).contiguous().permute(inverse)
+    if layout == "offset":
+        offset = r.randint(1, 17)
+        buf = torch.empty(x.numel() + offset + r.randint(0, 5), dtype=x.dtype, device=x.device)
+        return buf[offset:offset + x.numel()].view(x.shape).copy_(x)
+    return x
+
+
+def _mask(s: Subject, p: Problem):
+    if p.mask is None:
+        return None
+    from kernels.harness.masks import _shapes, additive_mask, bool_mask
+
+    shape = _shapes(s)[p.mask]
+    make = bool_mask if p.mask_kind == "bool" else additive_mask
+    return make(s, shape, f"generated {p.mask}")
+
+
+def _kwargs(s: Subject, p: Problem, m) -> dict:
+    kw = s.kwargs()
+    return kw if m is None else {**kw, "attn_mask": m}
+
+
+def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
+    q, k, v = (_view(x, p.layout, r) for x in (s.q, s.k, s.v))
+    out = s.run_fresh(q, k, v, **({} if m is None else {"attn_mask": m}))
+    o = against(s, out, s.reference(attn_mask=m))
+    if m is None and p.layout == "contiguous" and not p.empty:
+        from kernels.harness.rounding_bound import ATTRIBUTE, check
+
+        if getattr(s.impl, ATTRIBUTE, None) is not None:  # a declared recipe: its derived bound too
+            d = check(s)
+            return worst([o, d], [f"low-precision rule {o.discrepancy:.3g}/{o.bound:.3g}", d.detail])
+    return o
+
+
+def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
+    wants = [n in p.grads for n in "qkv"]
+    tensors = [ref.copy(_view(x, p.layout, r)).requires_grad_(w) for x, w in zip((s.q, s.k, s.v), wants)]
+    out = s.impl(*tensors, **_kwargs(s, p, m))
+    checked_output(out, s.q, s.v)
+    asked = [t for t, w in zip(tensors, wants) if w]
+    got = torch.autograd.grad(out, asked, ref.copy(s.dout), allow_unused=True)
+    g = s.backward(attn_mask=m) if m is not None else s.base_backward
+    sizes = s.gradient_sizes_for(attn_mask=m)
+    outcomes, details, it = [], [], iter(got)
+    for i, (w, name) in enumerate(zip(wants, ("dq", "dk", "dv"))):
+        if not w:
+            continue
+        mine = next(it)
+        if mine is None:
+            outcomes.append(Outcome(math.inf, 0.0))
+            details.append(f"{name} missing")
+            continue
+        o = measured(s, mine.detach().cpu(), g.gold[i], tol.max_abs_error(g.plain[i], g.gold[i]), sizes.sizes[i],
+                     sizes.sensitivities[i])
+        outcomes.append(o)
+        details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
+    return worst(outcomes, details)
+
+
+def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
+    from kernels.harness import dropout as drop
+
+    with drop.seeded(s, 0):
+        w = s.run(v=drop.one_hot_values(s), dropout_p=p.dropout_p, **({} if m is None else {"attn_mask": m}))
+    return drop._mask_law(s, w.cpu().double(), attn_mask=m, p=p.dropout_p, with_bias=False)
+
+
+def _metamorphic(s: Subject, p: Problem, m, r) -> Outcome:
+    kw = {} if m is None else {"attn_mask": m}
+    base = s.run(**kw), s.reference(**kw)
+    if p.batch >= 2 and (m is None or m.shape[0] == 1 or m.dim() < 4):
+        i = r.randrange(p.batch)
+        one = [x[i:i + 1] for x in (s.q, s.k, s.v)]
+        alone = s.run(*one, **kw), s.reference(*one, **kw)
+        gold_i = base[1].rows(slice(None))
+        sliced = type(gold_i)(gold_i.value[i:i + 1], gold_i.error, gold_i.sensitivity[i:i + 1])
+        o = relation(s, base[0][i:i + 1], sliced, *alone)
+        return Outcome(o.discrepancy, o.bound, f"batch entry {i} alone: {o.discrepancy:.3g}/{o.bound:.3g}")
+    if not p.causal and p.n_k > 1:
+        perm = torch.randperm(p.n_k, generator=torch.Generator().manual_seed(p.seed))
+        k, v = s.k[:, :, perm], s.v[:, :, perm]
+        mk = {} if m is None else {"attn_mask": m[..., perm.to(m.device)]}
+        o = relation(s, s.run(k=k, v=v, **mk), s.reference(k=k, v=v, **mk), *base)
+        return Outcome(o.discrepancy, o.bound, f"keys permuted: {o.discrepancy:.3g}/{o.bound:.3g}")
+    if m is not None and m.dtype == torch.bool:
+        additive = s.cast(torch.zeros(m.shape, dtype=torch.float64).masked_fill(~m.cpu(), float("-inf")))
+        o = relation(s, s.run(attn_mask=additive), s.reference(attn_mask=additive), *base)
+        return Outcome(o.discrepancy, o.bound, f"bool mask ≡ additive 0/-inf: {o.discrepancy:.3g}/{o.bound:.3g}")
+    return against(s, base[0], base[1])
+
+
+_JUDGES = {AGREEMENT: _agreement, GRADIENTS: _gradients, DROPOUT_LAW: _dropout, METAMORPHIC: _metamorphic}
+
+
+def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome, str | None]:
+    """(outcome, None) or, when impl raised, (a passing outcome, the refusal's text)."""
+    s = Subject(impl, problem.case(), getattr(torch, problem.dtype), device, problem.seed)
+    r = _rng(problem.seed, "layout")
+    try:
+        m = _mask(s, problem)
+    except Exception as exc:  # the harness's own mask maker on a degenerate shape (Nk = 0)
+        return Outcome(0.0, 0.0, f"no mask for this shape: {exc}"), "skipped"
+    try:
+        return _JUDGES[problem.relation](s, problem, m, r), None
+    except Exception as exc:  # a refusal: honest, not a failure (see the module's docstring)
+        text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
+        return Outcome(0.0, 0.0, f"refused ({text})"), text
+
+
+def failed(o: Outcome) -> bool:
+    return not o.discrepancy <= o.bound
+
+
+# ===================================================================== shrinking
+
+def _smaller(p: Problem):
+    """Candidate problems one step simpler than p, simplest first."""
+    for field, values in (("mask", (None,)), ("layout", ("contiguous",)), ("scale", (None,)), ("causal", (False,)),
+                          ("grads", ("qkv",)), ("batch", (1, p.batch // 2)),
+                          ("n_q", (1, p.n_q // 2, p.n_q - 1)), ("n_k", (1, p.n_k // 2, p.n_k - 1)),
+                          ("head_dim", (16, p.head_dim // 2, p.head_dim - 1)),
+                          ("value_dim", (p.head_dim, 16, p.value_dim // 2))):
+        for value in values:
+            if value == getattr(p, field) or isinstance(value, int) and value < 1:
+                continue
+            if p.relation == DROPOUT_LAW and field in ("n_k", "value_dim"):
+                continue
+            yield replace(p, **{field: value})
+    if p.q_heads != p.kv_heads or p.q_heads > 1:
+        yield replace(p, q_heads=p.kv_heads)
+        yield replace(p, q_heads=1, kv_heads=1)
+    if p.relation == DROPOUT_LAW and p.n_k > 8:
+        yield replace(p, n_k=max(8, p.n_k // 2), value_dim=max(8, p.n_k // 2))
+
+
+def shrink(impl, problem: Problem, device: str = "cpu", seconds: float = SHRINK_SECONDS) -> tuple[Problem, Outcome]:
+    """The smallest problem greedy shrinking reaches that still fails the same relation."""
+    best, outcome = problem, check_problem(impl, problem, device)[0]
+    deadline = time.perf_counter() + seconds
+    improved = True
+    while improved and time.perf_counter() < deadline:
+        improved = False
+        for candidate in _smaller(best):
+            if time.perf_counter() >= deadline:
+                break
+            o, refused = check_problem(impl, candidate, device)
+            if refused is None and failed(o):
+                best, outcome, improved = candidate, o, True
+                break
+    return best, outcome
+
+
+def reproduction(impl, problem: Problem) -> str:
+    """Runnable Python that re-judges the problem (prints the discrepancy and its bound)."""
+    module = getattr(impl, "__module__", None) or "your_module"
+    name = getattr(impl, "__qualname__", None) or getattr(impl, "__name__", "impl")
+    args = ", ".join(f"{k}={v!r}" for k, v in asdict(problem).items())
+    return (f"from kernels.harness.generate import Problem, check_problem\n"
+            f"from {module} import {name.split('.')[0]} as impl\n"
+            f"print(check_problem(impl, Problem({args}))[0])")
+
+
+# ===================================================================== the run
+
+def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: frozenset, *,
+                     value_dim: bool = True, only=None, problems: int | None = None,
+                     shrink_seconds: float = SHRINK_SECONDS):
+    """Yield (problem, outcome, refusal, repro or None) for problems drawn until ``seconds`` pass
+    (spread over the dtypes), or, with ``problems``, for that many of the chosen relations per dtype
+    whatever the time. A failure is shrunk and carries its reproduction."""
+    relations = [rel for rel in RELATIONS if only is None or rel in only]
+    if not relations or (seconds <= 0 and not problems):
+        return
+    for dtype in dtypes:
+        name = str(dtype).removeprefix("torch.")
+        deadline = time.perf_counter() + seconds / len(dtypes)
+        index = judged = 0
+        # (with a time budget, at least one problem of each relation per dtype, however slow the machine)
+        while (judged < problems) if problems else (time.perf_counter() < deadline or judged < len(relations)):
+            problem = draw(seed, index, name, features, value_dim=value_dim)
+            index += 1
+            if problem.relation not in relations:
+                continue
+            judged += 1
+            outcome, refused = check_problem(impl, problem, device)
+            repro = None
+            if refused is None and failed(outcome):
+                small, outcome = shrink(impl, problem, device, shrink_seconds)
+                repro = (f"shrunk from {problem.describe()} to {small.describe()}; reproduce with:\n"
+                         + reproduction(impl, small))
+                problem = small
+            yield problem, outcome, refused, repro
+
+
+def _never(case) -> bool:  # run by the generator, never on the fixed cases
+    return False
+
+
+for _name, _needs, _bugs in (
+    (AGREEMENT, frozenset(), "whatever the fixed cases miss in the forward: a size, view, mask form or scale "
+                             "nobody listed (head dims past support truncated, fast paths dropping the mask, "
+                             "positions in float16 past 2048)"),
+    (GRADIENTS, frozenset({BACKWARD}), "gradients wrong for a drawn requires_grad subset, view, mask form or size"),
+    (DROPOUT_LAW, frozenset({DROPOUT}), "dropout wrong at a drawn p (biased threshold, rescale) or shape"),
+    (METAMORPHIC, frozenset(), "batch entries interfering, key order mattering, boolean and additive masks "
+                               "disagreeing"),
+):
+    register(Invariant(_name, None, lambda s: Outcome(0.0, 0.0), _never, _needs, bug_classes=_bugs))

@@ -1,0 +1,47 @@
+"""The written contract (kernels.harness.contract) and the invariant registry agree both ways."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from kernels.harness import contract
+from kernels.harness.invariants import INVARIANTS
+
+
+def test_every_item_has_a_registered_invariant_and_every_invariant_serves_an_item():
+    assert contract.check_mapping() == []
+
+
+def test_the_mapping_check_names_an_unserved_invariant_and_an_unregistered_one():
+    names = [i.name for i in INVARIANTS]
+    problems = contract.check_mapping(names[1:] + ["made-up"])
+    assert any(names[0] in p and "not registered" in p for p in problems)
+    assert any("made-up" in p and "serves no contract item" in p for p in problems)
+
+
+def test_every_item_cites_the_docs_or_a_measurement():
+    assert all(contract.DOC in it.source or contract.MEASURED in it.source for it in contract.ITEMS)
+
+
+def test_the_registry_is_the_same_whatever_is_imported_first():
+    code = ("import kernels.harness.{} as m; from kernels.harness.invariants import INVARIANTS; "
+            "print(','.join(i.name for i in INVARIANTS))")
+    lists = {subprocess.run([sys.executable, "-c", code.format(first)], capture_output=True, text=True,
+                            check=True).stdout for first in ("generate", "masks", "invariants")}
+    assert len(lists) == 1 and lists.pop().strip() == ",".join(i.name for i in INVARIANTS)
+
+
+def test_an_invariant_may_serve_several_claims():
+    both = [i for i in INVARIANTS if i.claim_id]
+    assert all(i.claims[0] == i.claim_id for i in both)
+    from dataclasses import replace
+    assert replace(both[0], also_claims=("softmax-jacobian",)).claims == (both[0].claim_id, "softmax-jacobian")
+
+
+def test_python_m_prints_items_invariants_and_families():
+    out = subprocess.run([sys.executable, "-m", "kernels.harness.contract"], capture_output=True, text=True,
+                         check=True).stdout
+    assert "MAPPING PROBLEM" not in out
+    for it in contract.ITEMS:
+        assert out.count(f"\n{it.name}: ") + out.startswith(f"{it.name}: ") == 1
+    assert "-> nan-propagation: NaN in an input hidden" in out
