@@ -126,17 +126,89 @@ def scale_trap_limits():
             sp.lambdify((d_k, n, delta), r.uniform_tail_bound, "numpy"))
 
 
-@lru_cache(maxsize=None)
-def attention_gradients():
-    """(f, shapes): f(Q, K, V, dO, scale) -> (dQ, dK, dV) from the attention-backward derivation."""
+# The sizes the attention-backward confirmation draws its cases at: the claim is proved for any sizes,
+# and these are small enough that every entry's expression lambdifies at once yet have N_k = 3 > 2 keys,
+# more than one row and more than one column everywhere, so no sum or row correction degenerates.
+BACKWARD_SIZES = {"N_q": 2, "N_k": 3, "d": 2, "d_v": 2}
+
+
+def _entrywise(rhs, indices, shape, sizes, inputs):
+    """An index-form right-hand side over entry ``indices`` (1-based) as a NumPy function of ``inputs``.
+
+    ``sizes`` maps the size symbols to integers; ``inputs`` is a sequence of (IndexedBase, shape), or
+    (Symbol, None) for a scalar. Every entry is the sum written out at those sizes; each indexed input
+    entry becomes one argument."""
     import numpy as np
 
-    r = proved("attention-backward").result
-    args = [*r.Q, *r.K, *r.V, *r.dO, r.scale]
-    fns = [sp.lambdify(args, r[key], "numpy") for key in ("dQ", "dK", "dV")]
+    arg_of = {}
+    for base, base_shape in inputs:
+        if base_shape is None:
+            arg_of[base] = sp.Dummy(str(base))
+            continue
+        for idx in np.ndindex(base_shape):
+            arg_of[base[tuple(i + 1 for i in idx)]] = sp.Dummy(f"{base}_{'_'.join(map(str, idx))}")
+    entries = []
+    for idx in np.ndindex(shape):
+        e = sp.sympify(rhs).subs(sizes).subs({s: i + 1 for s, i in zip(indices, idx)}).doit()
+        e = e.xreplace(arg_of)
+        stray = e.atoms(sp.Indexed) | (e.free_symbols - set(arg_of.values()))
+        if stray:
+            raise ValueError(f"entry {idx} of {rhs} still reads {sorted(map(str, stray))}: not an input")
+        entries.append(e)
+    fn = sp.lambdify(list(arg_of.values()), entries, "numpy")
 
-    def f(Q, K, V, dO, scale):
-        flat = [*np.ravel(Q), *np.ravel(K), *np.ravel(V), *np.ravel(dO), scale]
-        return tuple(np.array(g(*flat), dtype=np.float64) for g in fns)
+    def f(*arrays):
+        flat = [v for a in arrays for v in np.ravel(a)]
+        return np.array(fn(*flat), dtype=np.float64).reshape(shape)
 
-    return f, (r.Q.shape, r.K.shape, r.V.shape, r.dO.shape)
+    return f
+
+
+@lru_cache(maxsize=None)
+def attention_gradients():
+    """(f, shapes): f(Q, K, V, dO, scale) -> (dQ, dK, dV) from the attention-backward derivation.
+
+    The claim is proved in index form over symbolic sizes: dV, dP, dQ and dK are read from the proved
+    statement's conjuncts, dS from the derivation's result (the dS rule it proved, with its row
+    correction written as a sum), each written out at ``BACKWARD_SIZES``. The forward pass it starts from,
+    S = scale·QKᵀ and P = softmax(S) by rows, is the claim's assumption and is computed in NumPy."""
+    import numpy as np
+
+    from numeric import softmax as sm
+
+    d = proved("attention-backward")
+    by_lhs = {str(c.lhs.base): c for c in d.statement.args if isinstance(c.lhs, sp.Indexed)
+              and len(c.lhs.indices) == 2}
+    missing = {"dV", "dP", "dQ", "dK"} - set(by_lhs)
+    if missing:
+        raise ValueError(f"attention-backward's statement no longer states {sorted(missing)}")
+    rule = d.result.rule
+    size_symbols = {str(s): s for c in d.statement.args for s in c.free_symbols} | \
+        {str(s): s for s in rule.free_symbols}
+    sizes = {size_symbols[k]: v for k, v in BACKWARD_SIZES.items() if k in size_symbols}
+    n_q, n_k, dh, dv = (BACKWARD_SIZES[k] for k in ("N_q", "N_k", "d", "d_v"))
+    bases = {str(b): b for c in d.statement.args for b in c.atoms(sp.IndexedBase)} | \
+        {str(b): b for b in rule.atoms(sp.IndexedBase)}
+    scale = next(s for s in size_symbols.values() if str(s) == "scale")
+
+    def entries(name):
+        lhs = by_lhs[name].lhs
+        return lhs.indices, by_lhs[name].rhs
+
+    idx, rhs = entries("dV")
+    dV = _entrywise(rhs, idx, (n_k, dv), sizes, [(bases["P"], (n_q, n_k)), (bases["dO"], (n_q, dv))])
+    idx, rhs = entries("dP")
+    dP = _entrywise(rhs, idx, (n_q, n_k), sizes, [(bases["dO"], (n_q, dv)), (bases["V"], (n_k, dv))])
+    a, b = sorted((s for s in rule.free_symbols if str(s) in ("a", "b")), key=str)
+    dS = _entrywise(rule, (a, b), (n_q, n_k), sizes, [(bases["P"], (n_q, n_k)), (bases["dP"], (n_q, n_k))])
+    idx, rhs = entries("dQ")
+    dQ = _entrywise(rhs, idx, (n_q, dh), sizes, [(bases["dS"], (n_q, n_k)), (bases["K"], (n_k, dh)), (scale, None)])
+    idx, rhs = entries("dK")
+    dK = _entrywise(rhs, idx, (n_k, dh), sizes, [(bases["dS"], (n_q, n_k)), (bases["Q"], (n_q, dh)), (scale, None)])
+
+    def f(Q, K, V, dO, scale_value):
+        P = sm.softmax(scale_value * Q @ K.T)  # (n_q, n_k)
+        ds = dS(P, dP(dO, V))  # (n_q, n_k)
+        return dQ(ds, K, scale_value), dK(ds, Q, scale_value), dV(P, dO)
+
+    return f, ((n_q, dh), (n_k, dh), (n_k, dv), (n_q, dv))
