@@ -290,7 +290,7 @@ def gamma_lemma(gamma_of=None) -> Derivation:
     step_q = pf.chain([expand, drop, hyp_q], (1 + U)**k * (1 - k * U), "≤", 1, label="induction step")
     all_n = pf.induction(Q, N, 0, base_q, step_q, hyp_q, "by induction on n: (1 + u)ⁿ(1 − nu) ≤ 1", step_var=k,
                          label="induction")
-    below_one = pf.assume(sp.Lt(N * U, 1, evaluate=False), "nu < 1")
+    below_one = pf.assume(sp.Lt(N * U, 1, evaluate=False), "the lemma's hypothesis: n·u below one")
     pf.sign((1 + U)**N - 1, "≤", gamma(N), "γ_n − ((1 + u)ⁿ − 1) = (1 − (1 + u)ⁿ(1 − nu))/(1 − nu) ≥ 0",
             using=[all_n, below_one], label="γ bound")
     return pf.finish(Result(gamma=gamma(N), product=product_bound(N, U), symbols=(N, U)))
