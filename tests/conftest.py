@@ -20,10 +20,18 @@ FIGURE_CLAIMS = ("dot-product-variance", "scaled-score-unit-variance", "softmax-
 REPO = Path(__file__).resolve().parents[1]
 
 
+def checkout_env() -> dict[str, str]:
+    """The environment for a subprocess that must run this checkout's code from any working directory: a
+    relative PYTHONPATH (``PYTHONPATH=.``) or an editable install of another checkout would otherwise
+    decide which ``proofs`` a run in a temporary directory imports."""
+    rest = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *([rest] if rest else [])])}
+
+
 def run_cli(*args: str, cwd=None, timeout: float = 300) -> subprocess.CompletedProcess:
     # The CLI chooses Triton's interpreter itself (kernels.interpreter, through proofs.cli).
     return subprocess.run([sys.executable, "-m", "proofs", *args], cwd=cwd or REPO, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=checkout_env())
 
 
 @pytest.fixture(scope="session")

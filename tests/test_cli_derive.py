@@ -1,6 +1,8 @@
 import subprocess
 import sys
 
+from conftest import checkout_env
+
 
 def test_python_m_proofs_derive_prints_derivations_and_exits_zero():
     out = subprocess.run([sys.executable, "-m", "proofs", "derive", "--only", "dot-product-variance",
@@ -40,7 +42,7 @@ def test_version_and_help_name_every_claim(capsys):
 def test_unknown_claim_is_reported_with_exit_status_2(tmp_path):
     for args in (["derive", "--only", "nope"], ["derive", "nope"], ["report", "--only", "nope"]):
         out = subprocess.run([sys.executable, "-m", "proofs", *args], cwd=tmp_path,
-                             capture_output=True, text=True, timeout=60)
+                             capture_output=True, text=True, timeout=60, env=checkout_env())
         assert out.returncode == 2, args
         assert "claim_id 'nope'" in out.stderr
         assert not any(tmp_path.iterdir()), "a refused run must write nothing"
