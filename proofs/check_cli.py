@@ -27,13 +27,20 @@ def certificates(doc: Any) -> list[dict]:
 
 def judge(cert: dict) -> tuple[bool, str]:
     """(proved, one line): the checker's verdict, and the catalogue's statement for a catalogued id."""
+    import sympy as sp
+
     from proofs import checker, claims
 
     verdict = checker.check(cert)
     entry = claims.catalogued(str(cert.get("claim", ""))) if isinstance(cert, dict) else None
-    # Both statements as the reader builds them (srepr's round trip), so construction order cannot differ.
+    # Both statements as the reader builds them (srepr's round trip), bound indices renamed canonically: SymPy
+    # makes fresh Dummies for the indices of a matrix product's entry each time a statement is built.
+    def canonical(statement):
+        parts = checker.conjuncts(checker.read(checker.write(statement)))
+        return sp.And(*[type(c)(*map(checker._canonical, c.args), evaluate=False) for c in parts], evaluate=False)
+
     if verdict.proved and entry is not None and \
-            not checker._same_all(verdict.statement, checker.read(checker.write(entry.statement))):
+            not checker._same_all(canonical(verdict.statement), canonical(entry.statement)):
         return False, f"{verdict.claim}: failed: the certificate states something other than the catalogue's claim"
     return verdict.proved, f"{verdict.claim}: {verdict.line}"
 
