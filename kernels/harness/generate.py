@@ -41,7 +41,7 @@ from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
-from kernels.harness.subject import Subject, against, checked_output, measured, relation, strided, worst
+from kernels.harness.subject import BadOutput, Subject, against, checked_output, measured, relation, strided, worst
 
 AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC = ("generated-agreement", "generated-gradients",
                                                  "generated-dropout", "generated-metamorphic")
@@ -272,6 +272,8 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
         return Outcome(0.0, 0.0, f"no mask for this shape: {exc}"), "skipped"
     try:
         return _JUDGES[problem.relation](s, problem, m, r), None
+    except BadOutput as exc:  # it answered, wrongly: a failure, not a refusal
+        return Outcome(math.inf, 0.0, str(exc)), None
     except Exception as exc:  # a refusal: honest, not a failure (see the module's docstring)
         text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
         return Outcome(0.0, 0.0, f"refused ({text})"), text

@@ -128,7 +128,7 @@ class Subject:
         got = torch.autograd.grad(out, qkv, d_o)
         for name, g, x in zip(("dq", "dk", "dv"), got, (q, k, v)):
             if not isinstance(g, torch.Tensor) or tuple(g.shape) != tuple(x.shape):
-                raise ValueError(f"{name} has shape {tuple(getattr(g, 'shape', ()))}, expected {tuple(x.shape)}")
+                raise BadOutput(f"{name} has shape {tuple(getattr(g, 'shape', ()))}, expected {tuple(x.shape)}")
         changed = tuple(name for name, x, y in zip(("q", "k", "v", "dO"), (q, k, v, dout), (*qkv, d_o))
                         if not torch.equal(x, y.detach()))
         _, gold = ref.output_and_grads(ref.attention, q.cpu(), k.cpu(), v.cpu(), dout.cpu(), upcast=True, **kw)
@@ -164,12 +164,17 @@ class Subject:
         return x.to(device=self.device, dtype=self.dtype)
 
 
+class BadOutput(ValueError):
+    """The impl answered, with something that is not the output (or gradients) asked for: a failure
+    of the impl, never its refusal of a problem (generate.py passes refusals, not this)."""
+
+
 def checked_output(out, q, v) -> torch.Tensor:
     if not isinstance(out, torch.Tensor):
-        raise TypeError(f"impl returned {type(out).__name__}, expected a torch.Tensor")
+        raise BadOutput(f"impl returned {type(out).__name__}, expected a torch.Tensor")
     expected = tuple(q.shape[:-1]) + (v.shape[-1],)
     if tuple(out.shape) != expected:
-        raise ValueError(f"output has shape {tuple(out.shape)}, expected {expected}")
+        raise BadOutput(f"output has shape {tuple(out.shape)}, expected {expected}")
     return out.detach()
 
 
