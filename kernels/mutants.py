@@ -438,14 +438,24 @@ class _BackwardDropsAdditiveValues(FullAttention):
         return self.softmax_rows(torch.where(torch.isneginf(bias).expand(s.shape), s, s - bias))
 
 
+def _one_row(mask, s) -> bool:
+    """A mask of one query row (key padding), broadcast over the Nq > 1 rows of the scores s."""
+    return mask.dim() >= 2 and mask.shape[-2] == 1 < s.shape[-2]
+
+
+def _rows_past_first(mask, n_q: int, attend):
+    """A one-row mask read with a row stride of Nk: row 0 right, rows past 0 reading memory that says
+    ``attend``."""
+    rows = mask.expand(*mask.shape[:-2], n_q, mask.shape[-1]).clone()
+    rows[..., 1:, :] = attend
+    return rows
+
+
 class _KeyPaddingMaskMisread(FullAttention):
     def mask_bias(self, attn_mask, like, dtype):
-        if attn_mask is not None and attn_mask.dim() >= 2 and attn_mask.shape[-2] == 1 < like.shape[-2]:
-            # the bug: a one-row mask read with a row stride of Nk; rows past 0 read memory that says "attend"
-            rows = attn_mask.expand(*attn_mask.shape[:-2], like.shape[-2], attn_mask.shape[-1]).clone()
-            rows[..., 1:, :] = True if rows.dtype == torch.bool else 0.0
-            attn_mask = rows
-        return super().mask_bias(attn_mask, like, dtype)
+        if attn_mask is not None and _one_row(attn_mask, like):
+            attn_mask = _rows_past_first(attn_mask, like.shape[-2], True if attn_mask.dtype == torch.bool else 0.0)
+        return super().mask_bias(attn_mask, like, dtype)  # the bug: the misread mask
 
 
 class _Mask3dPerBatch(FullAttention):
@@ -809,124 +819,58 @@ def frozen_kv_gives_no_dq(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=Fals
     return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
 
-class _TwiceDifferentiated(torch.autograd.Function):
-    """The hand-written backward without once_differentiable: differentiating it again ignores that the
-    saved P depends on q and k (saved tensors are constants to autograd)."""
-
-    @staticmethod
-    def forward(ctx, impl, q, k, v, is_causal, scale, enable_gqa):
-        return impl.forward(ctx, q, k, v, is_causal, scale, enable_gqa)
-
-    @staticmethod
-    def backward(ctx, dout):
-        return (None,) + ctx.impl.backward(ctx, dout) + (None, None, None)
+class _DifferentiatedThroughSavedP(ManualBackwardAttention):
+    def differentiated(self, ctx, dout):
+        return self.backward(ctx, dout)  # the bug: not once_differentiable, the saved P a constant to autograd
 
 
-def double_backward_through_saved_p(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """Double backward silently wrong: the backward is differentiated as if P were a constant."""
-    return _TwiceDifferentiated.apply(ManualBackwardAttention(), q, k, v, is_causal, scale, enable_gqa)
+double_backward_through_saved_p = _mutant(_DifferentiatedThroughSavedP(), "double_backward_through_saved_p",
+    "Double backward silently wrong: the backward is differentiated as if P were a constant.")
 
 
-class _OutputByReference(torch.autograd.Function):
+class _OutputByReference(ManualBackwardAttention):
     """The output kept on ctx by reference (not save_for_backward), D = rowsum(dO∘O) read from it."""
 
-    @staticmethod
-    def forward(ctx, q, k, v, is_causal, scale, enable_gqa):
-        result = full_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
-        ctx.save_for_backward(q, k, v)
-        ctx.result, ctx.meta = result, (is_causal, scale, enable_gqa)
-        return result
+    def save(self, ctx, tensors, result):
+        ctx.save_for_backward(*tensors[:-1])
+        ctx.result = result  # the bug: out of reach of autograd's version check
 
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, dout):
-        q, k, v = ctx.saved_tensors
-        is_causal, scale, enable_gqa = ctx.meta
-        hq = q.shape[1]
-        q32, k32, v32 = q.float(), k.float(), v.float()
-        kr, vr = (k32.repeat_interleave(hq // k.shape[1], 1), v32.repeat_interleave(hq // k.shape[1], 1)) \
-            if hq != k.shape[1] else (k32, v32)
-        scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-        s = (q32 * scale) @ kr.transpose(-2, -1)  # (B, H, Nq, Nk)
-        if is_causal:
-            s = s.masked_fill(~ref.causal_mask(q.shape[-2], k.shape[-2], q.device), float("-inf"))
-        p = torch.softmax(s, dim=-1)
-        do = dout.float()
-        dp = do @ vr.transpose(-2, -1)  # (B, H, Nq, Nk)
-        d = (do * ctx.result.float()).sum(-1, keepdim=True)  # the bug: O read after the caller changed it
-        ds = p * (dp - d)
-        dq, dk, dv = scale * ds @ kr, scale * ds.transpose(-2, -1) @ q32, p.transpose(-2, -1) @ do
-        if hq != k.shape[1]:
-            g = hq // k.shape[1]
-            dk = dk.reshape(k.shape[0], k.shape[1], g, *dk.shape[2:]).sum(2)
-            dv = dv.reshape(k.shape[0], k.shape[1], g, *dv.shape[2:]).sum(2)
-        return dq.to(q.dtype), dk.to(q.dtype), dv.to(q.dtype), None, None, None
+    def saved(self, ctx):
+        kept = ctx.saved_tensors
+        return (*kept, ctx.result.to(kept[0].dtype))  # O as the caller left it
 
 
-def output_kept_by_reference(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """The output modified in place before backward goes unnoticed: the backward reads it untracked."""
-    return _OutputByReference.apply(q, k, v, is_causal, scale, enable_gqa)
+output_kept_by_reference = _mutant(_OutputByReference(), "output_kept_by_reference",
+    "The output modified in place before backward goes unnoticed: the backward reads it untracked.")
 
 
-class _DoutStrideOrDefault(torch.autograd.Function):
-    """Attention whose backward reads dO through `stride or contiguous stride`: 0 is falsy, so an
-    expanded dO (every stride 0) is read as a dense tensor from its one-element buffer (the rest 0)."""
-
-    @staticmethod
-    def forward(ctx, q, k, v, is_causal, scale, enable_gqa):
-        ctx.save_for_backward(q, k, v)
-        ctx.meta = (is_causal, scale, enable_gqa)
-        with torch.no_grad():
-            return full_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, dout):
-        q, k, v = ctx.saved_tensors
-        if 0 in dout.stride():
-            flat = dout.as_strided((dout.untyped_storage().nbytes() // dout.element_size(),), (1,), 0)
-            dense = torch.zeros(dout.numel(), dtype=dout.dtype, device=dout.device)
-            dense[:flat.numel()] = flat[:dout.numel()]
-            dout = dense.view(dout.shape)  # the bug: strides of 0 replaced by the contiguous ones
-        is_causal, scale, enable_gqa = ctx.meta
-        with torch.enable_grad():
-            leaves = [t.detach().requires_grad_() for t in (q, k, v)]
-            out = full_attention(*leaves, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
-            grads = torch.autograd.grad(out, leaves, dout)
-        return (*grads, None, None, None)
+class _DoutStrideOrDefault(ManualBackwardAttention):
+    def upstream(self, dout):
+        if 0 not in dout.stride():
+            return dout
+        # the bug: `stride or contiguous stride`, 0 being falsy: an expanded dO (strides 0) is read as a
+        # dense tensor from its one-element buffer (the rest 0)
+        flat = dout.as_strided((dout.untyped_storage().nbytes() // dout.element_size(),), (1,), 0)
+        dense = torch.zeros(dout.numel(), dtype=dout.dtype, device=dout.device)
+        dense[:flat.numel()] = flat[:dout.numel()]
+        return dense.view(dout.shape)
 
 
-def dout_stride_zero_read_dense(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-    """out.sum().backward() gives wrong gradients: dO's zero strides read as unset."""
-    return _DoutStrideOrDefault.apply(q, k, v, is_causal, scale, enable_gqa)
+dout_stride_zero_read_dense = _mutant(_DoutStrideOrDefault(), "dout_stride_zero_read_dense",
+    "out.sum().backward() gives wrong gradients: dO's zero strides read as unset.")
 
 
-class _BackwardMisreadsKeyPadding(torch.autograd.Function):
-    """The forward right; the backward re-reads a one-row (key-padding) mask with the strides of a full
-    one, so rows past 0 see every key in the backward only."""
-
-    @staticmethod
-    def forward(ctx, q, k, v, attn_mask, is_causal, scale, enable_gqa):
-        ctx.save_for_backward(q, k, v)
-        ctx.meta = (attn_mask, is_causal, scale, enable_gqa)
-        with torch.no_grad():
-            return full_attention(q, k, v, attn_mask, 0.0, is_causal, scale, enable_gqa)
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, dout):
-        q, k, v = ctx.saved_tensors
-        attn_mask, is_causal, scale, enable_gqa = ctx.meta
-        with torch.enable_grad():
-            leaves = [t.detach().requires_grad_() for t in (q, k, v)]
-            out = _KeyPaddingMaskMisread()(*leaves, attn_mask, 0.0, is_causal, scale, enable_gqa)
-            grads = torch.autograd.grad(out, leaves, dout)
-        return (*grads, None, None, None, None)
+class _BackwardMisreadsKeyPadding(FullAttention):
+    def backward_probabilities(self, p, s, unmasked, bias):
+        if bias is None or not _one_row(bias, s):
+            return p
+        # the bug, in the backward only: the one-row mask read as a full one, rows past 0 seeing every key
+        return self.softmax_rows(unmasked + _rows_past_first(bias, s.shape[-2], 0.0))
 
 
 def key_padding_misread_in_backward(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
-    """A broadcast (key-padding) mask read wrongly in the backward only."""
-    return _BackwardMisreadsKeyPadding.apply(q, k, v, attn_mask, is_causal, scale, enable_gqa)
+    """A broadcast (key-padding) mask read wrongly in the backward only (the forward right)."""
+    return _BackwardMisreadsKeyPadding()(q, k, v, attn_mask, 0.0, is_causal, scale, enable_gqa)
 
 
 def additive_mask_sentinel_in_place(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
@@ -1039,30 +983,19 @@ def head_dim_tail_dropped(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=Fals
     return _tail_dropped(out)
 
 
-class _BackwardTailDropped(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, q, k, v, attn_mask, is_causal, scale, enable_gqa):
-        ctx.save_for_backward(q, k, v)
-        ctx.meta = (attn_mask, is_causal, scale, enable_gqa)
-        with torch.no_grad():
-            return full_attention(q, k, v, attn_mask, 0.0, is_causal, scale, enable_gqa)
+class _BackwardTailDropped(ManualBackwardAttention):
+    """The backward's loads of q and dO have no tail loop: their last D % 8 and Dv % 8 entries read
+    as 0, so dk and dv lose their tails and dP its last Dv % 8 terms (the forward right)."""
 
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, dout):
-        q, k, v = ctx.saved_tensors
-        attn_mask, is_causal, scale, enable_gqa = ctx.meta
-        with torch.enable_grad():
-            leaves = [t.detach().requires_grad_() for t in (q, k, v)]
-            s = (1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0) if scale is None else scale
-            out = full_attention(*(_tail_dropped(t) for t in leaves), attn_mask, 0.0, is_causal, s, enable_gqa)
-            grads = torch.autograd.grad(out, leaves, dout)
-        return (*grads, None, None, None, None)
+    def saved_query(self, q):
+        return _tail_dropped(q)
+
+    def upstream(self, dout):
+        return _tail_dropped(dout)
 
 
-def backward_head_dim_tail_dropped(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
-    """The backward alone drops the last D % 8 and Dv % 8 entries of a head (forward right)."""
-    return _BackwardTailDropped.apply(q, k, v, attn_mask, is_causal, scale, enable_gqa)
+backward_head_dim_tail_dropped = _mutant(_BackwardTailDropped(), "backward_head_dim_tail_dropped",
+    "The backward alone drops the last D % 8 and Dv % 8 entries of q and dO (forward right).")
 
 
 def dropout_high_p_rescaled_by_p(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,

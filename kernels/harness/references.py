@@ -22,6 +22,7 @@ import math
 
 import torch
 
+from kernels.harness.reference import require_one_dtype
 from kernels.harness.rounding_bound import declare_recipe
 
 BLOCK = 16  # small, so the harness's lengths (37, 53, 127) span several blocks and a partial one
@@ -61,8 +62,7 @@ class Attention(Options):
 
     def kv_for_query_heads(self, q, k, v, enable_gqa: bool):
         """k, v with one head per query head."""
-        if not q.dtype == k.dtype == v.dtype:  # SDPA refuses mixed dtypes (kernels.harness.contract)
-            raise ValueError(f"q, k and v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+        require_one_dtype(q, k, v)
         hq, hkv = q.shape[1], k.shape[1]
         if hq == hkv:
             return k, v
@@ -139,7 +139,9 @@ class BlockedAttention(Attention):
         return alpha * acc
 
     def normalised(self, acc, l):
-        return acc / l  # (B, H, Nq, Dv)
+        """acc / l; a row that saw no key (Nk = 0: l = acc = 0) gives 0, as SDPA, not 0/0. A NaN l
+        (an unguarded -inf - (-inf)) is not 0 and stays NaN."""
+        return torch.where(l == 0, 0.0, acc / l)  # (B, H, Nq, Dv)
 
     def stored(self, out, out_dtype):
         return out.to(out_dtype)
@@ -214,9 +216,8 @@ class _ManualFunction(torch.autograd.Function):
         return impl.forward(ctx, q, k, v, is_causal, scale, enable_gqa)
 
     @staticmethod
-    @torch.autograd.function.once_differentiable  # the backward is not differentiable: refuse double backward
     def backward(ctx, dout):
-        return (None,) + ctx.impl.backward(ctx, dout) + (None, None, None)
+        return (None,) + ctx.impl.differentiated(ctx, dout) + (None, None, None)
 
 
 class ManualBackwardAttention(Attention):
@@ -236,16 +237,30 @@ class ManualBackwardAttention(Attention):
             s = s.masked_fill(~self.visible(q.shape[-2], k.shape[-2], q.device), float("-inf"))
         p = torch.softmax(s, dim=-1)  # (B, H, Nq, Nk)
         out = p @ v32  # (B, H, Nq, Dv)
-        ctx.save_for_backward(q32, k32, v32, self.saved_probabilities(s, p, dtype), out)
+        result = out.to(dtype)  # out itself in float32
+        self.save(ctx, (q32, k32, v32, self.saved_probabilities(s, p, dtype), out), result)
         ctx.impl, ctx.meta = self, (dtype, scale, hq, hkv)
-        return out.to(dtype)
+        return result
+
+    def save(self, ctx, tensors, result):
+        """What the backward reads, through save_for_backward: its version counters make autograd
+        refuse a backward after the caller changed the output (in float32 the saved O) in place."""
+        ctx.save_for_backward(*tensors)
+
+    def saved(self, ctx):
+        return ctx.saved_tensors
+
+    def differentiated(self, ctx, dout):
+        """The backward as autograd calls it: once_differentiable, so a double backward is refused
+        (differentiating it would take the saved P for a constant)."""
+        return torch.autograd.function.once_differentiable(self.backward)(ctx, dout)
 
     def saved_probabilities(self, s, p, dtype):
         """What the backward recomputes P from; here P itself, in float32."""
         return p
 
     def backward(self, ctx, dout):
-        q, k, v, p, out = ctx.saved_tensors
+        q, k, v, p, out = self.saved(ctx)
         dtype, scale, hq, hkv = ctx.meta
         scale = self.backward_scale(scale, q.shape[-1])
         q = self.saved_query(q)
