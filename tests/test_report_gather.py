@@ -5,6 +5,7 @@ import json
 import sys
 
 import pytest
+import sympy as sp
 
 import _fake_layers
 from proofs import cli
@@ -16,9 +17,10 @@ TWO = ("dot-product-variance", "softmax-normalisation")
 
 
 def _wrong_derivation(claim_id: str):
-    pf = Proof(claim_id, "a deliberately wrong derivation", 0, ["none"])
-    pf.premise("premise", "a stated fact", 1, kind="assumption")
-    pf.equal("arithmetic", "1 + 1 = 3, which a check must refuse", 1 + 1, 3)
+    """The catalogued claim (its title and statement from proofs/claims.py) with one false step."""
+    x = sp.Symbol("x", real=True)
+    pf = Proof(claim_id)
+    pf.identity(x + x, 3 * x, "x + x = 3x, which a check must refuse")
     return pf.finish({"value": 3})
 
 
@@ -240,6 +242,9 @@ def test_the_reports_probe_seeding_sentence_is_what_the_engine_does(monkeypatch)
             super().__init__(seed)
 
     monkeypatch.setattr(engine.random, "Random", Recording)
+    # identity() decides in a forked worker, whose draws this process cannot record: run the same
+    # decision (engine._guarded, what the worker runs) in this process instead.
+    monkeypatch.setattr(engine, "_isolated", engine._guarded)
     x, y = sp.symbols("x y")
     for _ in range(2):
         engine.identity((x + y) ** 2, x**2 + 2 * x * y + y**2)
