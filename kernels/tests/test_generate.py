@@ -65,6 +65,14 @@ def test_refusals_are_reported_not_failed():
     assert refused and "unsupported" in refused and not gen.failed(outcome)
 
 
+def test_a_wrong_answer_is_a_failure_not_a_refusal():
+    """The harness's own check of what came back (a list, a wrong shape) is not the impl refusing."""
+    problem = gen.draw(0, 0, "float32", ALL)
+    for wrong in (lambda q, k, v, **kw: q.tolist(), lambda q, k, v, **kw: q[..., :1]):
+        outcome, refused = gen.check_problem(wrong, problem)
+        assert refused is None and gen.failed(outcome), outcome
+
+
 def test_the_budget_bounds_the_time_and_zero_draws_nothing():
     assert list(gen.generated_checks(sdpa_math, [torch.float32], "cpu", 0, 0, ALL)) == []
     import time
