@@ -54,15 +54,15 @@ RULES = {
     "rewrite": "substitute the premise equations (lhs → rhs, patterns over their `forall` symbols) into both "
                "sides, then decide the relation as `identity` (=) or `sign` (≤, <) does",
     "chain": "a = b, b ≤ c, c < d, … gives a < d: consecutive sides equal, one direction, strict if any step is",
-    "sign": "a ≤ b (or <) because b − a is shown ≥ 0 (> 0) under the symbols' assumptions, with each premise "
-            "X > 0 / X ≥ 0 standing for a fresh positive / non-negative symbol; or because b − a equals "
-            "(identity) a stated sum of terms each shown ≥ 0",
+    "sign": "a ≤ b (or <) because b − a is shown ≥ 0 (> 0): each factor of its numerator and denominator is signed "
+            "by the symbols' assumptions (an even power only of a real factor) or as X + (something ≥ 0) for a premise "
+            "X > 0 / X ≥ 0; or because b − a equals (identity) a stated sum of terms each so shown",
     "bound": "a + c ≤ b + d from a ≤ b and c ≤ d; a·c ≤ b·d from 0 ≤ a ≤ b and 0 ≤ c ≤ d",
     "induction": "P(n) for every integer n ≥ n₀ from P(n₀) and from P(k) under the hypothesis P(k − 1); the "
                  "checker builds P(n₀), P(k − 1) and P(k) from P itself",
-    "linearity": "Σ and E distribute over sums and pull out factors free of the index (Σ) or of the declared "
-                 "random symbols (E), and a Σ over indices of one same independent range takes them in a canonical "
-                 "order (finite sums commute), performed by the checker on both sides, then `identity`",
+    "linearity": "Σ (finite ranges) and a declared expectation E distribute over sums and pull out factors free of the "
+                 "index (Σ) or of the declared random symbols (E, listed in the verdict as an assumption); indices of "
+                 "one same range are taken in a canonical order (finite sums commute); then `identity`",
     "enumeration": "P(v) for each v = lo..hi (at most 4096 instances), each decided as `identity` or by "
                    "evaluation; the conclusion is the explicit conjunction, never a symbolic-size statement",
     "truncation": "substitute the premise equations as `rewrite` does, then Σ_{k=lo}^{hi} [k ≤ m]·f(k) = Σ_{k=lo}^{m} f(k) "
@@ -71,9 +71,9 @@ RULES = {
                   "lo..lo − 1 is 0 (1); then `identity`",
     "instance": "a premise (or generalised step) over ∀-symbols, at values that satisfy each symbol's assumptions",
     "citation": "a conjunct of another certificate's statement, that certificate being checked here too",
-    "generalisation": "an earlier step's relation, which then rewrites as a pattern over the named symbols (∀ "
-                      "within their assumptions): refused if it rests on a hypothesis, a citation, a computation, "
-                      "or a premise that mentions one of them",
+    "generalisation": "an earlier step's equation, which then rewrites as a pattern over the named symbols (∀ within "
+                      "every assumption they were declared with): refused if it rests on an open hypothesis, a "
+                      "computation, a premise that mentions them, or a citation whose premises do",
     "computation": "a named computation no rule covers (file:function): taken as recorded, and listed",
 }
 MAX_ENUMERATION = 4096
