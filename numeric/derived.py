@@ -170,13 +170,16 @@ def attention_gradients():
 
     The claim is proved in index form over symbolic sizes: dV, dP, dQ and dK are read from the proved
     statement's conjuncts, dS from the derivation's result (the dS rule it proved, with its row
-    correction written as a sum), each written out at ``BACKWARD_SIZES``. The forward pass it starts from,
-    S = scale·QKᵀ and P = softmax(S) by rows, is the claim's assumption and is computed in NumPy."""
-    import numpy as np
-
-    from numeric import softmax as sm
+    correction written as a sum), P from the derivation's definition premise (softmax of S by rows),
+    each written out at ``BACKWARD_SIZES``. S = scale·QKᵀ is the claim's assumption, a NumPy product."""
+    from proofs import checker
 
     d = proved("attention-backward")
+    cert = d.certificate
+    defined = [checker.read_in(cert, p["statement"]) for p in cert["premises"] if p["kind"] == "definition"]
+    softmax_def = [e for e in defined if isinstance(e.lhs, sp.Indexed) and str(e.lhs.base) == "P"]
+    if len(softmax_def) != 1:
+        raise ValueError("attention-backward no longer defines P = softmax(S) by one definition premise")
     by_lhs = {str(c.lhs.base): c for c in d.statement.args if isinstance(c.lhs, sp.Indexed)
               and len(c.lhs.indices) == 2}
     missing = {"dV", "dP", "dQ", "dK"} - set(by_lhs)
@@ -187,14 +190,15 @@ def attention_gradients():
         {str(s): s for s in rule.free_symbols}
     sizes = {size_symbols[k]: v for k, v in BACKWARD_SIZES.items() if k in size_symbols}
     n_q, n_k, dh, dv = (BACKWARD_SIZES[k] for k in ("N_q", "N_k", "d", "d_v"))
-    bases = {str(b): b for c in d.statement.args for b in c.atoms(sp.IndexedBase)} | \
-        {str(b): b for b in rule.atoms(sp.IndexedBase)}
+    bases = {str(b): b for e in (*d.statement.args, rule, softmax_def[0]) for b in e.atoms(sp.IndexedBase)}
     scale = next(s for s in size_symbols.values() if str(s) == "scale")
 
     def entries(name):
         lhs = by_lhs[name].lhs
         return lhs.indices, by_lhs[name].rhs
 
+    P_of_S = _entrywise(softmax_def[0].rhs, softmax_def[0].lhs.indices, (n_q, n_k), sizes,
+                        [(bases["S"], (n_q, n_k))])
     idx, rhs = entries("dV")
     dV = _entrywise(rhs, idx, (n_k, dv), sizes, [(bases["P"], (n_q, n_k)), (bases["dO"], (n_q, dv))])
     idx, rhs = entries("dP")
@@ -207,7 +211,7 @@ def attention_gradients():
     dK = _entrywise(rhs, idx, (n_k, dh), sizes, [(bases["dS"], (n_q, n_k)), (bases["Q"], (n_q, dh)), (scale, None)])
 
     def f(Q, K, V, dO, scale_value):
-        P = sm.softmax(scale_value * Q @ K.T)  # (n_q, n_k)
+        P = P_of_S(scale_value * Q @ K.T)  # (n_q, n_k)
         ds = dS(P, dP(dO, V))  # (n_q, n_k)
         return dQ(ds, K, scale_value), dK(ds, Q, scale_value), dV(P, dO)
 
