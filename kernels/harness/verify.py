@@ -7,6 +7,7 @@ from typing import Callable, Iterable
 
 import torch
 
+from kernels.harness import edges
 from kernels.harness import generate as gen
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import Case, narrowed, standard_cases
@@ -136,6 +137,7 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
         raise ValueError(f"generate_seconds must be a number of seconds >= 0, got {generate_seconds!r}")
     features = offered(impl, causal=causal, gqa=gqa, backward=backward)
     report = ConformanceReport(_name(impl), device, tuple(str(d).removeprefix("torch.") for d in dtypes))
+    edges.remember_baseline()  # the process state before the impl's first call (global-state-unchanged)
     subjects: dict = {}
     with _one_thread():
         for dtype in dtypes:

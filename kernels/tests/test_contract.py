@@ -45,3 +45,19 @@ def test_python_m_prints_items_invariants_and_families():
     for it in contract.ITEMS:
         assert out.count(f"\n{it.name}: ") + out.startswith(f"{it.name}: ") == 1
     assert "-> nan-propagation: NaN in an input hidden" in out
+
+
+def test_state_left_changed_by_an_earlier_call_of_the_run_is_seen():
+    # The red team's global_ftz: an impl that turns flush-to-zero on at every call escaped, because the
+    # global-state check's own before/after snapshots both came after earlier checks' calls had turned it on.
+    import torch
+
+    from kernels.harness.verify import verify_attention
+    from kernels.mutants import flush_to_zero_left_on
+
+    was = torch.get_default_dtype()
+    report = verify_attention(flush_to_zero_left_on, dtypes=(torch.float32,),
+                              invariants=("reference-agreement", "global-state-unchanged"), generate_seconds=0)
+    failed = {c.invariant for c in report.checks if c.passed is False}
+    assert "global-state-unchanged" in failed
+    assert torch.get_default_dtype() == was and torch.tensor(1e-40).item() != 0.0  # the run put it back
