@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from kernels.flash import flash_attention
+from kernels.threads import one_thread
 from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import THOROUGH_CASES, make_inputs
@@ -132,6 +133,7 @@ def _chunks(count: int, n_k: int, d: int):
     return [min(size, count - i) for i in range(0, count, size)]
 
 
+@one_thread()
 def confirm(samples_per_length: int, kernel_samples: int, seed: int = 0, lengths=LENGTHS, dtypes=DTYPES,
             progress=None, timings: dict | None = None, impls=None) -> list[dict]:
     """One record per (sample, implementation): the ratios error/bound and the empirical rule's ratio.
@@ -141,7 +143,6 @@ def confirm(samples_per_length: int, kernel_samples: int, seed: int = 0, lengths
     (dtype, length) also run the Triton kernel. ``timings`` collects seconds spent per (impl, dtype).
     ``impls``: (name, fn, recipe name) triples to confirm instead, each on every sample (tests use it
     to show that a wrong implementation run the same way is flagged)."""
-    torch.set_num_threads(1)
     records = []
     for dtype in dtypes:
         for n_k in lengths:
@@ -260,13 +261,13 @@ PAPER_IMPLS = {  # name: (fn(q, k, v, B_c), the Recipe of ours that covers it (d
 }
 
 
+@one_thread()
 def paper_deviation(lengths=(512, 2048, 4096), blocks=(16, 64, 256), dtypes=("bfloat16", "float16"), d: int = 64,
                     seeds: int = 3, bound_rows: int = 128, impls=tuple(PAPER_IMPLS)) -> list[dict]:
     """Per (dtype, N, impl, B_c for the tiled ones): the paper's quantity max|O − O_golden| (golden:
     Baseline Attention in float64), averaged over ``seeds`` random (1, 1, N, d) inputs (torch.randn,
     square self-attention); and for the impls a recipe of ours covers, the proved bound's largest value
     over the first ``bound_rows`` query rows (averaged likewise) and the largest error/bound there."""
-    torch.set_num_threads(1)
     rows = []
     for dtype in dtypes:
         for n in lengths:

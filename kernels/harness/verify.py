@@ -1,7 +1,6 @@
 """verify_attention: run every applicable invariant on every case and dtype, collect a report."""
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Callable, Iterable
 
@@ -14,6 +13,7 @@ from kernels.harness.cases import Case, narrowed, standard_cases
 from kernels.harness.features import offered
 from kernels.harness.invariants import INVARIANTS, Subject
 from kernels.harness.report import NOT_APPLICABLE, Check, ConformanceReport
+from kernels.threads import one_thread
 
 _DTYPE_NAMES = {
     "float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
@@ -80,31 +80,6 @@ def _validated(impl, device, dtypes) -> tuple[str, list[torch.dtype]]:
     return device, parsed
 
 
-@contextlib.contextmanager
-def _one_thread():
-    """The harness's tensors are small: intra-op threads only add synchronisation, which on a busy
-    2-core machine cost 8× (a default run measured 10.7 s with 2 threads, 1.3 s with one). The same
-    holds for the BLAS under NumPy, which Triton's interpreter multiplies its tiles with: one
-    OpenBLAS thread halved the CPU time of an interpreted flash_attention call (0.62 s against
-    1.25 s, 129×385 GQA) and, on a machine already busy, its wall time by up to 7×. threadpoolctl
-    (the `cpu` extra; scikit-learn's tool for this) sets it; without it the BLAS keeps its threads."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with _one_blas_thread():
-            yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def _one_blas_thread():
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
@@ -137,9 +112,11 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
         raise ValueError(f"generate_seconds must be a number of seconds >= 0, got {generate_seconds!r}")
     features = offered(impl, causal=causal, gqa=gqa, backward=backward)
     report = ConformanceReport(_name(impl), device, tuple(str(d).removeprefix("torch.") for d in dtypes))
-    edges.remember_baseline()  # the process state before the impl's first call (global-state-unchanged)
     subjects: dict = {}
-    with _one_thread():
+    with one_thread():
+        # the process state before the impl's first call (global-state-unchanged); taken inside
+        # one_thread, whose thread count every check then runs under
+        edges.remember_baseline()
         for dtype in dtypes:
             for item in planned(chosen, dtype, features, causal=causal, gqa=gqa, value_dim=value_dim, only=only):
                 report.checks.append(run_item(item, impl, dtype, device, seed, subjects))
@@ -220,7 +197,7 @@ def error_vs_length(impl: Callable, lengths, dtypes, *, device="cpu", seed: int 
     if not lengths or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in lengths):
         raise ValueError(f"lengths must be positive integers, got {lengths!r}")
     records = []
-    with _one_thread():
+    with one_thread():
         for dtype in dtypes:
             records += _errors_at_lengths(impl, lengths, dtype, device, seed, causal, head_dim)
     return records

@@ -61,3 +61,22 @@ def test_state_left_changed_by_an_earlier_call_of_the_run_is_seen():
     failed = {c.invariant for c in report.checks if c.passed is False}
     assert "global-state-unchanged" in failed
     assert torch.get_default_dtype() == was and torch.tensor(1e-40).item() != 0.0  # the run put it back
+
+
+def test_the_harness_own_thread_count_is_not_counted_as_a_leak():
+    # CI (stop 26) failed 7 tests: the baseline was taken before verify_attention switched to one
+    # intra-op thread, so every correct impl "left intra-op threads changed" on a many-thread process.
+    import torch
+    import torch.nn.functional as F
+
+    from kernels.harness.verify import verify_attention
+
+    was = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        report = verify_attention(F.scaled_dot_product_attention, dtypes=(torch.float32,),
+                                  invariants=("global-state-unchanged",), generate_seconds=0)
+        assert torch.get_num_threads() == 2  # the run put the caller's count back
+    finally:
+        torch.set_num_threads(was)
+    assert report.passed, str(report)
