@@ -76,6 +76,7 @@ _WORKED = "proofs.theorems.worked_examples"
 _DROPOUT = "proofs.theorems.dropout"
 _ROUNDING_BIAS = "proofs.theorems.rounding_bias"
 _BOUNDS = "proofs.theorems.rounding"
+_TRAFFIC = "proofs.theorems.traffic"
 
 
 def _r():
@@ -455,6 +456,20 @@ CLAIMS: tuple[Claim, ...] = (
               -_r().LAM**2 * (1 - _r().U_A)**2 / 2))),
           references=('Higham & Mary, A new approach to probabilistic rounding error analysis, SIAM J. Sci. Comput. 41(5), 2019, Theorem 2.4',
                       'Hoeffding, 1963',)),
+    Claim("memory-traffic", "HBM traffic: standard attention against the tiled kernel",
+          "Per batch and head (N queries and keys, d = d_v), standard attention moves 4N² + 4Nd elements between HBM "
+          "and the chip, 4N² of them S and P; this kernel's forward with B × B tiles (B dividing N) moves "
+          "2N²d/B + 2Nd + N and never writes S or P, so its traffic is still quadratic in N for fixed d and B; with "
+          "B = M/(5d) chosen from a fast memory of M elements that is 10N²d²/M + 2Nd + N (Θ(N²d²/M), which no exact "
+          "algorithm beats for all M: FlashAttention's Proposition 3, cited); scaling S in its own pass costs 2N² "
+          "more and scaling Q 2Nd, so pre-scaling Q saves 2N² − 2Nd.",
+          ("two-level memory: HBM of unbounded size, fast memory of M elements", "B divides N", "M a multiple of 5d",
+           "the counts are of this kernel's loops (proofs.traffic), measured equal on the kernel by kernels/traffic.py"),
+          (_seed(SEED_SELF_ATTENTION, "eliminating $O(N^2)$ memory reads/writes"),),
+          f"{_TRAFFIC}:memory_traffic", "memory",
+          _formal(lambda sp, n: importlib.import_module(_TRAFFIC).statement()),
+          references=('Dao et al., FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness, '
+                      'NeurIPS 2022, Theorem 2 and Proposition 3',)),
 )
 
 
