@@ -219,6 +219,23 @@ def summary(result: dict) -> list[dict]:
     return rows
 
 
+SEED_D_KS = (64, 128)  # the seed's "standard embedding sizes (dₖ = 64 to 128)"
+
+
+def audit_evidence(result: dict) -> dict:
+    """What the seed audit's "unscaled attention fails to train" record decides on, as plain data (proofs
+    cannot import numeric): per unscaled run at the seed's d_k, the step it solved the task at (None if
+    never), and its eval loss at step 0 and at the first evaluation after it. The eval set is fixed per
+    seed, so a loss change between two evaluations is an exact difference, not a sampling fluctuation."""
+    schedule, task = result["schedule"], result["task"]
+    runs = [r for r in result["runs"] if r["scaling"] == "none" and r["d_k"] in SEED_D_KS]
+    return {"steps": schedule.steps, "solved_accuracy": schedule.solved_accuracy, "chance": 1 / task.n_values,
+            "seeds": len({r["seed"] for r in runs}),
+            "runs": [{"d_k": r["d_k"], "seed": r["seed"], "solved_step": r["solved_step"],
+                      "loss_start": r["curve"][0][1], "step_next": r["curve"][1][0], "loss_next": r["curve"][1][1],
+                      "final_accuracy": r["curve"][-1][2]} for r in runs]}
+
+
 def loss_curves(result: dict) -> dict:
     """Figure data: per (d_k, scaling) the eval steps and the mean eval loss over seeds."""
     out = {}

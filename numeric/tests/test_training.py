@@ -47,3 +47,13 @@ def test_a_short_run_records_its_curve_and_rejects_bad_input():
     assert set(run["step0"]) == {"logit_std", "entropy", "max_weight", "grad_W_q", "grad_W_k"}
     with pytest.raises(ValueError, match="scaling"):
         training.scale_of("log", 16)
+
+
+def test_audit_evidence_carries_the_unscaled_runs_at_the_seed_sizes():
+    result = training.experiment(seeds=range(1), d_ks=(16, 64), scalings=("sqrt", "none"),
+                                 schedule=training.Schedule(steps=4, eval_every=2, eval_size=16))
+    ev = training.audit_evidence(result)
+    assert [(r["d_k"], r["seed"]) for r in ev["runs"]] == [(64, 0)]  # d_k 16 and 1/√d_k are not the sentence's
+    run = next(r for r in result["runs"] if (r["d_k"], r["scaling"]) == (64, "none"))
+    assert (ev["runs"][0]["loss_start"], ev["runs"][0]["loss_next"]) == (run["curve"][0][1], run["curve"][1][1])
+    assert ev["steps"] == 4 and ev["chance"] == 1 / 16

@@ -213,3 +213,19 @@ def test_known_seed_errors_are_found():
     assert by_label["z1-1"].verdict == ROUNDING_CARRIED and by_label["z1-2"].verdict == ROUNDING_CARRIED
     assert by_label["a-21"].verdict == ROUNDING_CARRIED  # exact 0.804
     assert by_label["alpha-11"].verdict == HOLDS_PRINTED
+
+
+def _training(solved_step, loss_next):
+    run = {"d_k": 64, "seed": 0, "solved_step": solved_step, "loss_start": 3.0, "step_next": 20,
+           "loss_next": loss_next, "final_accuracy": 0.1}
+    return {"steps": 300, "solved_accuracy": 0.9, "chance": 1 / 16, "seeds": 1, "runs": [run]}
+
+
+def test_the_fail_to_train_verdict_follows_the_training_evidence():
+    # A flat, unsolved run is what the sentence predicts: the verdict must turn with the data.
+    flat = audit_module._fail_to_train_record(_training(None, 3.0))
+    assert flat.verdict == HOLDS and "0 of 1 unscaled runs solved" in flat.value
+    assert audit_module._fail_to_train_record(_training(120, 3.0)).verdict == FAILS  # solved: not "entirely"
+    assert audit_module._fail_to_train_record(_training(None, 2.5)).verdict == FAILS  # no first-step plateau
+    with pytest.raises(ValueError, match="training"):
+        seed_audit(training={"runs": []})
