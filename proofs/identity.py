@@ -437,11 +437,12 @@ def _index_facts(lo: sp.Expr, hi: sp.Expr) -> dict:
     return facts
 
 
-def _canonical(expr: sp.Expr) -> sp.Expr:
+def _canonical(expr: sp.Expr, base: int = _BOUND_BASE) -> sp.Expr:
     """Alpha-rename every bound index of a Sum or Product to a Dummy fixed by its nesting height and
     position, carrying what its range implies (k in 1..n, n ≥ 0, is a positive integer), so
     Σ_i q_i and Σ_m q_m coincide. Only the summand (and inner limits) are renamed, never the sum's
-    own limits: Σ_{i=1..i} f(i) keeps its free upper limit i."""
+    own limits: Σ_{i=1..i} f(i) keeps its free upper limit i. ``base``: the first Dummy index (the
+    checker renames into a range of its own, which the engine does not refuse as input)."""
     if not expr.has(sp.Sum, sp.Product):
         return expr
 
@@ -449,7 +450,7 @@ def _canonical(expr: sp.Expr) -> sp.Expr:
         height = _sum_height(s.function)
         function, limits = s.function, [tuple(lim) for lim in s.limits]
         for k, (var, lo, hi) in enumerate(limits):
-            new = sp.Dummy(f"b{height}_{k}", dummy_index=_BOUND_BASE + 100 * height + k, **_index_facts(lo, hi))
+            new = sp.Dummy(f"b{height}_{k}", dummy_index=base + 100 * height + k, **_index_facts(lo, hi))
             function = function.xreplace({var: new})
             limits = [(new, lo, hi) if j == k else
                       (lim[0],) + tuple(b.xreplace({var: new}) for b in lim[1:]) if j < k else lim
