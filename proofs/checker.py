@@ -38,6 +38,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import permutations
 from typing import Any
 
@@ -85,9 +86,10 @@ class _Refused(Exception):
     """A rule does not yield the step's conclusion (the step fails; the certificate is well formed)."""
 
 
-def _need(condition: Any, why: str) -> None:
+def _need(condition: Any, why: Any) -> None:
+    """Refuse the step unless ``condition``; ``why`` is the reason, or a function that writes it (printing is slow)."""
     if not condition:
-        raise _Refused(why)
+        raise _Refused(why() if callable(why) else why)
 
 
 # --------------------------------------------------------------------------- relations
@@ -205,7 +207,7 @@ def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | 
     if terms is None:
         s = _shown_sign(diff, facts)
         _need(s == ">" or (s == "≥" and rel != "<"),
-              f"{sp.sstr(diff)[:120]} not shown {'> 0' if rel == '<' else '≥ 0'} under the assumptions")
+              lambda: f"{sp.sstr(diff)[:120]} not shown {'> 0' if rel == '<' else '≥ 0'} under the assumptions")
         return f"b − a {s} 0 under the assumptions" + (f" and {len(premises)} premise(s)" if premises else "")
     ok, why = decide_identity(sp.Add(*terms), diff)
     _need(ok, f"the stated terms do not sum to the difference: {why}")
@@ -218,6 +220,7 @@ def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | 
 
 # --------------------------------------------------------------------------- rewriting
 
+@lru_cache(maxsize=None)  # deterministic; the same premises and sides are renamed again by many steps
 def _canonical(expr: Any) -> Any:
     """Bound indices renamed by nesting height and position (alpha-renaming, with the facts each range
     implies), as the engine renames them, but to the checker's own Dummies: the engine refuses its own
@@ -225,23 +228,23 @@ def _canonical(expr: Any) -> Any:
     return _engine_canonical(expr, base=RESERVED.start) if isinstance(expr, sp.Basic) else expr
 
 
+@lru_cache(maxsize=None)  # one premise's pattern serves every rewrite that uses it
 def _pattern(eq: Any, forall: tuple) -> tuple[Any, Any]:
-    """An equation's sides with its ∀-symbols turned into Wilds that match only admissible values."""
+    """An equation's sides with bound indices named as ``_canonical`` names an expression's (a premise's Σ_k meets
+    the expression's Σ_k), the right side's made fresh (what it inserts cannot capture a renamed index around it),
+    and its ∀-symbols turned into Wilds that match only admissible values."""
     wilds = {}
     for s in forall:
         facts = dict(getattr(s, "_assumptions_orig", s.assumptions0))  # every fact it was declared with must hold
         wilds[s] = sp.Wild(f"{s.name}_w", properties=[lambda x, facts=facts: all(
             getattr(x, f"is_{k}", None) is v for k, v in facts.items())])
-    return eq.lhs.xreplace(wilds), eq.rhs.xreplace(wilds)
+    return _canonical(eq.lhs).xreplace(wilds), _fresh(_canonical(eq.rhs)).xreplace(wilds)
 
 
 def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
     """Every premise equation applied left to right until nothing changes (at most 16 rounds)."""
     out = _canonical(expr)
-    # Bound indices named as in ``out`` (alpha-renaming), so a premise's Σ_k meets the expression's Σ_k; built once.
-    # The right side's bound indices are made fresh, so what it inserts cannot capture a renamed index around it.
-    patterns = [(_pattern(sp.Eq(_canonical(eq.lhs), _fresh(_canonical(eq.rhs)), evaluate=False), forall), forall)
-                for eq, forall in equations]
+    patterns = [(_pattern(eq, forall), forall) for eq, forall in equations]
     for (lhs, rhs), _ in patterns:
         if isinstance(lhs, sp.Lambda) or isinstance(rhs, sp.Lambda):
             raise CertificateError("a rewrite premise may not be a Lambda: state it over ∀-symbols")
@@ -419,9 +422,9 @@ def _definition_head(rel: Any, forall: tuple, pid: str, check: bool = True) -> t
             raise CertificateError(f"premise {pid}: a definition over ∀-symbols has them as its head's distinct "
                                    "arguments, and nothing else")
     facts = getattr(declared, "_assumptions_orig", None) or getattr(declared, "_kwargs", None) or {}
-    forms = (body, sp.expand(body), sp.together(body)) if isinstance(body, sp.Expr) else (body,)
+    forms = (lambda e: e, sp.expand, sp.together) if isinstance(body, sp.Expr) else (lambda e: e,)  # lazily
     return name, sorted(k for k, v in facts.items() if k != "commutative" and
-                        not any(getattr(f, f"is_{k}", None) is v for f in forms))
+                        not any(getattr(f(body), f"is_{k}", None) is v for f in forms))
 
 
 def _premise_symbols(cert: dict) -> set:
@@ -526,11 +529,8 @@ class _Replay:
         entries = self.cert.get("premises", [])
         used = _heads(self.statement).union(*[_heads(read(p["statement"])) for p in entries
                                              if p.get("kind") != "definition"])
-        uses = {}  # definition head -> the names its body uses: a cycle would define a name by itself
-        for p in entries:
-            if p.get("kind") == "definition":
-                rel = read(p["statement"])
-                uses[_definition_head(rel, (), str(p.get("id")), check=False)[0]] = _heads(rel.rhs)
+        uses = {_definition_head(read(p["statement"]), (), str(p.get("id")), check=False)[0]:  # head -> names it uses
+                _heads(read(p["statement"]).rhs) for p in entries if p.get("kind") == "definition"}
         try:  # a definition may not define a name through itself (c := d + 1, d := c)
             graphlib.TopologicalSorter({h: u & set(uses) for h, u in uses.items()}).prepare()
         except graphlib.CycleError as exc:
@@ -546,7 +546,7 @@ class _Replay:
             ref = str(p.get("reference") or "").strip()
             if kind == "cited" and not ref:
                 raise CertificateError(f"premise {pid}: a cited theorem needs a reference")
-            self.text[pid] = f"{ref}: {sp.sstr(rel)[:160]}" if ref else sp.sstr(rel)[:160]
+            self.text[pid] = lambda rel=rel, ref=ref: (f"{ref}: " if ref else "") + sp.sstr(rel)[:160]  # printed if used
             if kind == "definition":
                 head, unshown = _definition_head(rel, forall, pid)
                 if head in defined:
@@ -555,7 +555,8 @@ class _Replay:
                 # Conservative: a new name (in an acyclic system of definitions) that the statement and the other
                 # premises do not use, declared nothing its body is not shown to be: it constrains nothing.
                 note = f" ({head} declared {', '.join(unshown)}: not shown of its body)" if unshown else ""
-                self.text[pid] = "" if head not in used and not unshown else sp.sstr(rel)[:160] + note
+                self.text[pid] = None if head not in used and not unshown else lambda rel=rel, note=note: \
+                    sp.sstr(rel)[:160] + note
             self.facts[pid], self.forall[pid], self.kind[pid] = rel, forall, kind
             self.hyps[pid] = frozenset({pid}) if kind == "hypothesis" else frozenset()
             self.deps[pid], self.cites[pid] = frozenset({pid}), frozenset()
@@ -641,8 +642,8 @@ class _Replay:
         for i in sorted(used, key=list(self.kind).index):
             kind = self.kind[i] if self.kind[i] != "step" else \
                 ("computation" if self.rule.get(i) == "computation" else "assumption")
-            if kind != "hypothesis" and (kind != "definition" or self.text[i]):  # a conservative one assumes nothing
-                trust.append((kind, self.text[i]))
+            if kind != "hypothesis" and self.text[i] is not None:  # a conservative definition assumes nothing
+                trust.append((kind, self.text[i]() if callable(self.text[i]) else self.text[i]))
         return Verdict(self.claim, self.statement, not reasons, tuple(reasons), tuple(self.outcomes), tuple(trust),
                        tuple(self.cited))
 
@@ -677,7 +678,7 @@ class _Replay:
         for x, v in mapping.items():
             needs = sorted(k for k, t in x.assumptions0.items() if t is True)  # every one, not only a pattern's
             _need(all(getattr(v, f"is_{k}") is True for k in needs),
-                  f"{sp.sstr(v)} is not shown {', '.join(needs)} as {x} must be")
+                  lambda: f"{sp.sstr(v)} is not shown {', '.join(needs)} as {x} must be")
         _need(_same(conclusion, substitute(self.facts[ids[0]], mapping)), "the conclusion is not the premise at these values")
         return "instance at " + ", ".join(f"{x} = {sp.sstr(v)}" for x, v in mapping.items())
 
@@ -687,9 +688,9 @@ class _Replay:
         rel, current, end = _oriented(conclusion)
         for k, (r, a, b) in enumerate(links):
             _need(a == current or (r == "=" and b == current),
-                  f"link {k + 1} starts at {sp.sstr(a)[:60]}, not at {sp.sstr(current)[:60]}")
+                  lambda: f"link {k + 1} starts at {sp.sstr(a)[:60]}, not at {sp.sstr(current)[:60]}")
             current = b if a == current else a
-        _need(current == end, f"the chain ends at {sp.sstr(current)[:60]}, not at {sp.sstr(end)[:60]}")
+        _need(current == end, lambda: f"the chain ends at {sp.sstr(current)[:60]}, not at {sp.sstr(end)[:60]}")
         kinds = {r for r, _, _ in links}
         want = "=" if kinds == {"="} else ("<" if "<" in kinds else "≤")
         _need(rel == want or (rel == "≤" and want == "<"), f"the links give {want}, the conclusion says {rel}")
@@ -715,7 +716,7 @@ class _Replay:
               f"the sides are not the {op} of the premises' sides")
         known = [(sp.expand(b - a), False) for _, a, b in (_oriented(self.facts[i]) for i in extra_ids)]
         for low in ([a for _, a, _ in links] if op == "mul" else []):
-            _need(_shown_sign(low, known) in (">", "≥"), f"{sp.sstr(low)[:60]} is not shown ≥ 0")
+            _need(_shown_sign(low, known) in (">", "≥"), lambda: f"{sp.sstr(low)[:60]} is not shown ≥ 0")
         return f"{op} of bounds"
 
     def _induction(self, step, conclusion, ids):
@@ -772,7 +773,7 @@ class _Replay:
                 with sp.evaluate(True):
                     value = sp.simplify(p.doit()) if isinstance(p, sp.Basic) else p
                 ok, why = value is sp.true, f"evaluates to {value}"
-            _need(ok, f"instance {sp.sstr(p)[:120]}: {why}")
+            _need(ok, lambda: f"instance {sp.sstr(p)[:120]}: {why}")
         return f"{len(instances)} instances checked"
 
     def _generalisation(self, step, conclusion, ids):
@@ -788,9 +789,9 @@ class _Replay:
         verdict = check(step["certificate"])
         self.cited.append(verdict)
         self.cite_free[str(step["id"])] = _premise_symbols(step["certificate"]) if verdict.proved else set()
-        _need(verdict.proved, f"the cited certificate ({verdict.claim}) is not proved: {verdict.line}")
+        _need(verdict.proved, lambda: f"the cited certificate ({verdict.claim}) is not proved: {verdict.line}")
         _need(any(_same(conclusion, c) for c in conjuncts(verdict.statement)) or _same_all(conclusion, verdict.statement),
-              f"{verdict.claim} does not state {sp.sstr(conclusion)[:120]}")
+              lambda: f"{verdict.claim} does not state {sp.sstr(conclusion)[:120]}")
         return f"{verdict.claim}: {verdict.line}"
 
     def _computation(self, step, conclusion, ids):
