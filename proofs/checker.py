@@ -324,7 +324,7 @@ def _fresh(expr: Any) -> Any:
         return s.xreplace({lim[0]: sp.Dummy(str(lim[0]), **{k: v for k, v in lim[0].assumptions0.items()
                                                              if v is not None}) for lim in s.limits})
 
-    return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), rename)
+    return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), rename) if expr.has(sp.Sum, sp.Product) else expr
 
 
 # --------------------------------------------------------------------------- linearity
