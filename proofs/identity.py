@@ -12,7 +12,9 @@ Trust base. A "True" from :func:`identity` is as sound as:
     variable whose declared assumptions its range does not imply), nothing more.
   * SymPy's exact rewrites (expand, together, cancel, powsimp, expand_trig, rewrite(floor), and
     Derivative.doit(deep=False) where the domain check showed the expression differentiable),
-    which are valid wherever the expression is defined;
+    which are valid wherever the expression is defined, and the engine's own evaluation of finite
+    sums (``_finite_sums``: written out, counted, or sifted by a δ whose index is shown in range),
+    exact for every integer range under Karr's convention;
   * simplify, trusted only where random probes decided and its 0 then survives 12 fresh probes
     (it applies rewrites that hold only generically), and never where a sum's range may be reversed
     or a binomial's first argument may be a negative integer;
