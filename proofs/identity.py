@@ -12,7 +12,9 @@ Trust base. A "True" from :func:`identity` is as sound as:
     variable whose declared assumptions its range does not imply), nothing more.
   * SymPy's exact rewrites (expand, together, cancel, powsimp, expand_trig, rewrite(floor), and
     Derivative.doit(deep=False) where the domain check showed the expression differentiable),
-    which are valid wherever the expression is defined;
+    which are valid wherever the expression is defined, and the engine's own evaluation of finite
+    sums (``_finite_sums``: written out, counted, or sifted by a δ whose index is shown in range),
+    exact for every integer range under Karr's convention;
   * simplify, trusted only where random probes decided and its 0 then survives 12 fresh probes
     (it applies rewrites that hold only generically), and never where a sum's range may be reversed
     or a binomial's first argument may be a negative integer;
@@ -437,11 +439,12 @@ def _index_facts(lo: sp.Expr, hi: sp.Expr) -> dict:
     return facts
 
 
-def _canonical(expr: sp.Expr) -> sp.Expr:
+def _canonical(expr: sp.Expr, base: int = _BOUND_BASE) -> sp.Expr:
     """Alpha-rename every bound index of a Sum or Product to a Dummy fixed by its nesting height and
     position, carrying what its range implies (k in 1..n, n ≥ 0, is a positive integer), so
     Σ_i q_i and Σ_m q_m coincide. Only the summand (and inner limits) are renamed, never the sum's
-    own limits: Σ_{i=1..i} f(i) keeps its free upper limit i."""
+    own limits: Σ_{i=1..i} f(i) keeps its free upper limit i. ``base``: the first Dummy index (the
+    checker renames into a range of its own, which the engine does not refuse as input)."""
     if not expr.has(sp.Sum, sp.Product):
         return expr
 
@@ -449,7 +452,7 @@ def _canonical(expr: sp.Expr) -> sp.Expr:
         height = _sum_height(s.function)
         function, limits = s.function, [tuple(lim) for lim in s.limits]
         for k, (var, lo, hi) in enumerate(limits):
-            new = sp.Dummy(f"b{height}_{k}", dummy_index=_BOUND_BASE + 100 * height + k, **_index_facts(lo, hi))
+            new = sp.Dummy(f"b{height}_{k}", dummy_index=base + 100 * height + k, **_index_facts(lo, hi))
             function = function.xreplace({var: new})
             limits = [(new, lo, hi) if j == k else
                       (lim[0],) + tuple(b.xreplace({var: new}) for b in lim[1:]) if j < k else lim
@@ -781,6 +784,40 @@ def _gamma_rewrites_hold(expr: sp.Expr) -> bool:
                for f in expr.atoms(sp.binomial, sp.RisingFactorial, sp.FallingFactorial))
 
 
+_WRITTEN_OUT = 64  # a sum or product over at most this many numeric indices is written out term by term
+
+
+def _finite_sums(expr: sp.Expr) -> sp.Expr:
+    """Sums and products evaluated where the evaluation holds under Karr's convention for every integer
+    range (Sum.doit on a symbolic range does not), innermost first:
+      Σ or Π over one numeric range lo..hi of 0 to 64 terms: written out (an empty Σ is 0, an empty Π 1);
+      Σ over integer ranges of a summand c free of the indices (ranges free of them too) = c·Π(hi − lo + 1)
+      (Karr: for hi < lo too);
+      Σ_{k=lo}^{hi} δ(k, j)·g(k) = g(j) for integer lo, hi, j, j free of k, lo ≤ j ≤ hi shown."""
+    def one(s):
+        indices = {lim[0] for lim in s.limits}
+        if not all(lo.is_integer and hi.is_integer and not (lo.has(*indices) or hi.has(*indices))
+                   for _, lo, hi in s.limits):
+            return s
+        if isinstance(s, sp.Sum) and not s.function.has(*indices):
+            return s.function * sp.Mul(*(hi - lo + 1 for _, lo, hi in s.limits))
+        if len(s.limits) != 1:
+            return s
+        k, lo, hi = s.limits[0]
+        if (hi - lo + 1).is_Integer and 0 <= hi - lo + 1 <= _WRITTEN_OUT:
+            parts = [s.function.xreplace({k: lo + t}) for t in range(int(hi - lo + 1))]
+            return sp.Add(*parts) if isinstance(s, sp.Sum) else sp.Mul(*parts)
+        factors = sp.Mul.make_args(s.function) if isinstance(s, sp.Sum) else ()
+        for n, f in enumerate(factors):
+            if isinstance(f, sp.KroneckerDelta) and k in f.args:
+                j = f.args[1] if f.args[0] == k else f.args[0]
+                if not j.has(k) and j.is_integer and (j - lo).is_nonnegative and (hi - j).is_nonnegative:
+                    return sp.Mul(*(factors[:n] + factors[n + 1:])).xreplace({k: j})
+        return s
+
+    return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), one)
+
+
 def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool) -> str:
     """"exact" or "simplify" (which kind of reduction reached 0), or "" when none did."""
     # Cheapest first: most identities here are polynomial or rational in exponentials.
@@ -794,6 +831,8 @@ def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool) -> str:
         lambda e: sp.cancel(sp.expand(e, power_exp=True)),
         lambda e: sp.cancel(sp.powsimp(sp.expand(e))),
     ]
+    if expr.has(sp.Sum, sp.Product):  # exact for every range, reversed ones included (see _finite_sums)
+        reductions.append(lambda e: sp.cancel(sp.expand(_finite_sums(e))))
     if expr.has(sp.Derivative):  # differentiation rules are exact where the domain check showed smoothness
         # deep=False: a deep doit would also evaluate every Sum inside on its symbolic range (below).
         reductions.append(lambda e: sp.expand(e.xreplace({d: d.doit(deep=False) for d in e.atoms(sp.Derivative)})))

@@ -1,17 +1,29 @@
 """Per-claim derive and check times: ``python -m proofs.timing``.
 
-Derive: the theorem builds its certificate. Check: the checker replays it from scratch (its memos
-cleared first, as in a fresh ``attention-proofs check`` process; a certificate cited by several
-claims is replayed once). The budget: the whole catalogue, derive and check, under 20 s on this
+Derive: the theorem builds its certificate. Check: the checker replays it from scratch (its memos,
+SymPy's cache and the engine's worker process cleared first, as in a fresh ``attention-proofs check``
+process; a certificate cited by several claims is replayed once). The budget: the whole catalogue, derive and check, under 20 s on this
 machine; no claim over 3 s.
 """
 from __future__ import annotations
 
 import time
 
-from proofs import CLAIMS, checker
+import sympy as sp
+
+from proofs import CLAIMS, checker, identity
 
 BUDGET_TOTAL_S, BUDGET_CLAIM_S = 20.0, 3.0
+
+
+def fresh() -> None:
+    """Forget everything the checker (and SymPy, and the engine's worker process) learnt while deriving."""
+    checker._IDENTITIES.clear()
+    checker._VERDICTS.clear()
+    for memo in (checker.read, checker._canonical, checker._pattern):
+        memo.cache_clear()
+    sp.core.cache.clear_cache()
+    identity._WORKER.stop()  # the next identity forks a new one, from this process with SymPy's cache cleared
 
 
 def measure() -> list[tuple[str, str, float, float, int, int]]:
@@ -21,8 +33,7 @@ def measure() -> list[tuple[str, str, float, float, int, int]]:
         t = time.perf_counter()
         d = c.derive()
         derived.append((c.id, d, time.perf_counter() - t))
-    checker._IDENTITIES.clear()
-    checker._VERDICTS.clear()
+    fresh()
     rows = []
     for cid, d, derive_s in derived:
         t = time.perf_counter()
