@@ -74,7 +74,7 @@ def test_a_pattern_over_a_generalised_symbol_does_not_match_a_bound_index():
     y = sp.Symbol("y", real=True)
     false = _eq(sp.Sum(k**2, (k, 1, n)), sp.Sum(k, (k, 1, n))**2 / n)
     pf = Proof("t-rt2-pattern-capture", statement=false)
-    lemma = pf.linearity(sp.Sum(y, (k, 1, n)), n * y)
+    lemma = pf.identity(sp.Sum(y, (k, 1, n)), n * y)
     g = pf.generalisation(lemma, [y])
     pf.rewrite(false.lhs, false.rhs, [g])
     assert not pf.finish().verified
@@ -85,7 +85,7 @@ def test_a_pattern_over_a_generalised_symbol_does_not_match_a_bound_index():
 def _induction_cert(P, var, base_value, step_var, base_rel, step_rel, hyp_rel, hyp_forall=()):
     return _cert(P, premises=[_prem("H", "hypothesis", hyp_rel, forall=hyp_forall)],
                  steps=[_step("B", "identity", base_rel), _step("S", "identity", step_rel),
-                        _step("I", "induction", P, ["B", "S", "H"], var=write(var), base=write(base_value),
+                        _step("I", "induction", P, ["B", "S", "H"], var=write(var), base=write(sp.sympify(base_value)),
                               step_var=write(step_var))])
 
 
