@@ -259,20 +259,21 @@ def _canonical(expr: Any) -> Any:
 
 
 @lru_cache(maxsize=None)  # one premise's pattern serves every rewrite that uses it
-def _pattern(eq: Any, forall: tuple) -> tuple[Any, Any]:
+def _pattern(eq: Any, forall: tuple, avoid: frozenset = frozenset()) -> tuple[Any, Any]:
     """An equation's sides with bound indices named as ``_canonical`` names an expression's (a premise's Σ_k meets
     the expression's Σ_k), the right side's made fresh (what it inserts cannot capture a renamed index around it),
     and its ∀-symbols turned into Wilds that match only admissible values."""
     lhs = _canonical(eq.lhs)
     bound = [b for e in sp.preorder_traversal(lhs) for b in getattr(e, "bound_symbols", ())]  # a match may not use them
-    wilds = {s: sp.Wild(f"{s.name}_w", exclude=bound, properties=[lambda v, s=s: _admissible(s, v)]) for s in forall}
+    wilds = {s: sp.Wild(f"{s.name}_w", exclude=bound, properties=[lambda v, s=s: _admissible(s, v) and
+                                                                  not _heads(v) & avoid]) for s in forall}
     return lhs.xreplace(wilds), _fresh(_canonical(eq.rhs)).xreplace(wilds)
 
 
 def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
     """Every premise equation applied left to right until nothing changes (at most 16 rounds)."""
     out = _canonical(expr)
-    patterns = [(_pattern(eq, forall), forall) for eq, forall in equations]
+    patterns = [(_pattern(eq, forall, *avoid), forall) for eq, forall, *avoid in equations]
     for (lhs, rhs), _ in patterns:
         if isinstance(lhs, sp.Lambda) or isinstance(rhs, sp.Lambda):
             raise CertificateError("a rewrite premise may not be a Lambda: state it over ∀-symbols")
@@ -456,6 +457,17 @@ def _definition_head(rel: Any, forall: tuple, pid: str, check: bool = True) -> t
                         not any(getattr(f(body), f"is_{k}", None) is v for f in forms))
 
 
+def _random_names(cert: dict) -> set:
+    """The names a certificate's linearity steps (and those it cites) declare random, and their operators."""
+    out: set = set()
+    for st in cert.get("steps", []):
+        if st.get("rule") == "linearity" and st.get("operator"):
+            out |= {str(read(r)) for r in st.get("random", [])} | {str(read(st["operator"]))}
+        if st.get("rule") == "citation":
+            out |= _random_names(st["certificate"])
+    return out
+
+
 def _premise_symbols(cert: dict) -> set:
     """The symbols a certificate's premises, and those of the certificates it cites, fix: their free symbols
     other than each premise's ∀-symbols."""
@@ -466,8 +478,7 @@ def _premise_symbols(cert: dict) -> set:
     for st in cert.get("steps", []):
         if st.get("rule") == "citation":
             out |= _premise_symbols(st["certificate"])
-        if st.get("rule") == "computation" or (st.get("rule") == "linearity" and st.get("operator")):
-            # taken on trust (a linearity step takes its other symbols as non-random): what it concludes may fix them
+        if st.get("rule") == "computation":  # taken on trust: what it concludes may fix them
             out |= read(st["conclusion"]).free_symbols
     return out
 
@@ -587,6 +598,7 @@ class _Replay:
         self.cite_free: dict[str, set] = {}  # citation id -> symbols its certificate's premises fix (not ∀-bound)
         self.outcomes: list[StepOutcome] = []
         self.cited: list[Verdict] = []
+        self.randoms: dict[str, frozenset] = {}  # id -> names a generalised step's ∀-symbols may not take (random)
 
     def _premises(self) -> None:
         entries = self.cert.get("premises", [])
@@ -673,16 +685,14 @@ class _Replay:
             self.cites[sid] = frozenset().union(*[self.cites[i] for i in ids]) | ({sid} if rule == "citation" else set())
             if step.get("forall") and ok:
                 general = tuple(read(x) for x in step["forall"])
-                linear = [d for d in sorted(self.deps[sid]) if self.rule.get(d) == "linearity" and
-                          self.facts[d].free_symbols & set(general)]  # it took them as non-random: not any value
                 why = "it rests on an induction hypothesis" if self.hyps[sid] else "only symbols generalise" if \
                     not all(isinstance(x, sp.Symbol) for x in general) else "a symbol that may be infinite" if \
-                    any(map(_possibly_infinite, general)) else f"it rests on linearity step {linear[0]}, which " \
-                    "takes them as non-random" if linear else self._fixes(sid, set(general))
+                    any(map(_possibly_infinite, general)) else self._fixes(sid, set(general))
                 if why:
                     ok, detail = False, f"not generalised over {', '.join(map(str, general))}: {why}"
-                else:
+                else:  # a linearity step took its other symbols as non-random: they never take a random value
                     self.forall[sid] = general
+                    self.randoms[sid] = frozenset().union(*[self.randoms.get(d, ()) for d in self.deps[sid] | self.cites[sid]])
             if rule == "computation":  # taken as recorded: listed
                 self.deps[sid] |= {sid}
                 self.text[sid] = _printable(f"{step.get('name', '?')} ({step.get('source', '?')})")
@@ -723,7 +733,8 @@ class _Replay:
         return self._rewrite(step, conclusion, ids)
 
     def _rewrite(self, step, conclusion, ids, transform=lambda e: e):
-        eqs = [(self.facts[i], self.forall[i]) for i in ids if isinstance(self.facts[i], sp.Eq)]
+        eqs = [(self.facts[i], self.forall[i], self.randoms.get(i, frozenset())) for i in ids
+               if isinstance(self.facts[i], sp.Eq)]
         orders = [self.facts[i] for i in ids if not isinstance(self.facts[i], sp.Eq)]
         rel, a, b = _oriented(conclusion)
         a2, b2 = transform(_rewrite(a, eqs)), transform(_rewrite(b, eqs))
@@ -747,6 +758,7 @@ class _Replay:
         _need(set(mapping) == set(general), f"give a value for each of {', '.join(map(str, general))}")
         for x, v in mapping.items():
             _need(_admissible(x, v), lambda: f"{sp.sstr(v)} is not shown {_declared(x)} (and finite) as {x} must be")
+            _need(not _heads(v) & self.randoms.get(ids[0], set()), f"{x} was taken as non-random (linearity): not {v}")
         _need(_same(conclusion, substitute(self.facts[ids[0]], mapping)), "the conclusion is not the premise at these values")
         return "instance at " + ", ".join(f"{x} = {sp.sstr(v)}" for x, v in mapping.items())
 
@@ -822,6 +834,7 @@ class _Replay:
         _need(rel == "=", "linearity concludes an equation")
         randoms = {read(r) for r in step.get("random", [])}
         operator = read(step["operator"]) if step.get("operator") else None
+        self.randoms[str(step["id"])] = frozenset(_random_names({"steps": [step]}))
         _need(operator is None or isinstance(operator, sp.core.function.UndefinedFunction),
               "the expectation operator must be an undefined function")
         # Renamed again after distributing (fresh first: no capture): a sum pulled out of another is no longer nested.
@@ -864,6 +877,7 @@ class _Replay:
         verdict = check(step["certificate"])
         self.cited.append(verdict)
         self.cite_free[str(step["id"])] = _premise_symbols(step["certificate"]) if verdict.proved else set()
+        self.randoms[str(step["id"])] = frozenset(_random_names(step["certificate"]))
         _need(verdict.proved, lambda: f"the cited certificate ({verdict.claim}) is not proved: {verdict.line}")
         _need(any(_same(conclusion, c) for c in conjuncts(verdict.statement)) or _same_all(conclusion, verdict.statement),
               lambda: f"{verdict.claim} does not state {sp.sstr(conclusion)[:120]}")

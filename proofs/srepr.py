@@ -35,7 +35,8 @@ def _numberlike(name: str) -> bool:
         float(name)
         return True
     except ValueError:
-        return bool(re.match(r"[+-]?\.?\d", name)) or name.strip() in _CONSTANT_NAMES
+        return bool(re.fullmatch(r"\s*[+-]?(\d[\d_]*\.?\d*|\.\d+)([eE][+-]?\d+)?\s*", name)) or \
+            name.strip() in _CONSTANT_NAMES
 
 
 def _classes() -> dict[str, type]:

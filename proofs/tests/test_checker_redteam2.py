@@ -245,6 +245,17 @@ def test_a_linearity_step_does_not_generalise_over_its_constants():
     g = pf.generalisation(pf.linearity(E(y * X), y * E(X), operator=E, random=[X]), [y])
     pf.instance(g, {y: X})
     assert not pf.finish().verified
+    # second member: the generalised step as a rewrite pattern, matched at y = X + 1
+    false = _eq(E(X * (X + 1)), (X + 1) * E(X))
+    pf = Proof("t-rt2-lin-pattern", statement=false)
+    g = pf.generalisation(pf.linearity(E(y * X), y * E(X), operator=E, random=[X]), [y])
+    pf.rewrite(false.lhs, false.rhs, [g])
+    assert not pf.finish().verified
+    # a constant value is still an instance
+    pf = Proof("t-rt2-lin-ok", statement=_eq(E(3 * X), 3 * E(X)))
+    g = pf.generalisation(pf.linearity(E(y * X), y * E(X), operator=E, random=[X]), [y])
+    pf.instance(g, {y: 3})
+    assert pf.finish().verified
 
 
 # --------------------------------------------------------------------------- what a verdict prints
