@@ -27,7 +27,10 @@ Trust base (what a "proved" verdict still rests on):
      statement or in another premise), assumptions, cited theorems, and named computations, which
      no rule covers and which the checker takes as recorded;
   4. that construction-time evaluation by SymPy in the theorem (x/x built as 1) is sound: no checker
-     can see an expression before it was built;
+     can see an expression before it was built (the reader makes it exact: a Float is read as its Rational);
+  4a. that a symbol ranges over finite values unless it is declared extended_*/infinite: the engine and the
+     rules decide for finite values, so such a symbol is never generalised over and ∞ is never an instance
+     of a finite one; that a linearity step's random symbols are exactly those it names (matched by name);
   5. in-process use (``Derivation.verified``) trusts that theorem code does not patch this module;
      ``attention-proofs check FILE`` replays in a fresh process.
 """
@@ -877,8 +880,8 @@ class _Replay:
         verdict = check(step["certificate"])
         self.cited.append(verdict)
         self.cite_free[str(step["id"])] = _premise_symbols(step["certificate"]) if verdict.proved else set()
-        self.randoms[str(step["id"])] = frozenset(_random_names(step["certificate"]))
         _need(verdict.proved, lambda: f"the cited certificate ({verdict.claim}) is not proved: {verdict.line}")
+        self.randoms[str(step["id"])] = frozenset(_random_names(step["certificate"]))
         _need(any(_same(conclusion, c) for c in conjuncts(verdict.statement)) or _same_all(conclusion, verdict.statement),
               lambda: f"{verdict.claim} does not state {sp.sstr(conclusion)[:120]}")
         return f"{verdict.claim}: {verdict.line}"
