@@ -111,21 +111,23 @@ def _oriented(rel: Any) -> tuple[str, Any, Any]:
     raise CertificateError(f"not an equation or inequality: {sp.sstr(rel)[:80]}")
 
 
+def _key(rel: Any) -> Any:
+    """A relation up to renaming its bound indices, its mirror (a = b is b = a) and its direction (a ≥ b is
+    b ≤ a), as one hashable value (statements of thousands of conjuncts compare in linear time)."""
+    if not isinstance(rel, (sp.Eq, sp.Le, sp.Lt, sp.Ge, sp.Gt)):
+        return rel
+    r, a, b = _oriented(rel)
+    return (r, frozenset((_canonical(a), _canonical(b)))) if r == "=" else (r, _canonical(a), _canonical(b))
+
+
 def _same(a: Any, b: Any) -> bool:
-    """Structural equality; an equation also matches its mirror, a ≥ b matches b ≤ a."""
-    if a == b:
-        return True
-    if not all(isinstance(x, (sp.Eq, sp.Le, sp.Lt, sp.Ge, sp.Gt)) for x in (a, b)):
-        return False
-    ra, rb = [(r, _canonical(x), _canonical(y)) for r, x, y in (_oriented(a), _oriented(b))]  # alpha-equivalence
-    return ra == rb or (ra[0] == rb[0] == "=" and ra[1] == rb[2] and ra[2] == rb[1])
+    return a == b or _key(a) == _key(b)
 
 
 def _same_all(a: Any, b: Any) -> bool:
-    """Two statements with the same conjuncts, each matched structurally."""
+    """Two statements with the same conjuncts, each matched as _same matches."""
     ca, cb = conjuncts(a), conjuncts(b)
-    return len(ca) == len(cb) and all(any(_same(x, y) for y in cb) for x in ca) and \
-        all(any(_same(x, y) for x in ca) for y in cb)
+    return len(ca) == len(cb) and {_key(x) for x in ca} == {_key(y) for y in cb}
 
 
 def substitute(statement: Any, mapping: dict) -> Any:
