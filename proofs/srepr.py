@@ -159,8 +159,8 @@ def _signature(e: Any) -> set:
         return set()
     heads = e.atoms(sp.Symbol, sp.IndexedBase) | {f.func for f in e.atoms(sp.core.function.AppliedUndef)}
     def facts(h):  # what follows from the declaration (a re-read IndexedBase declares its label's facts too)
-        return _declared(h) if isinstance(h, sp.core.function.UndefinedFunction) else \
-            {k: v for k in _assume_defined if (v := getattr(h, f"is_{k}", None)) is not None}
+        return _declared(h) if isinstance(h, sp.core.function.UndefinedFunction) else h.assumptions0 if \
+            isinstance(h, sp.Symbol) else {k: v for k in _assume_defined if (v := getattr(h, f"is_{k}", None)) is not None}
 
     return {(type(h).__name__, str(h), tuple(sorted(facts(h).items()))) for h in heads}
 
