@@ -27,7 +27,10 @@ Trust base (what a "proved" verdict still rests on):
      statement or in another premise), assumptions, cited theorems, and named computations, which
      no rule covers and which the checker takes as recorded;
   4. that construction-time evaluation by SymPy in the theorem (x/x built as 1) is sound: no checker
-     can see an expression before it was built;
+     can see an expression before it was built (the reader makes it exact: a Float is read as its Rational);
+  4a. that a symbol ranges over finite values unless it is declared extended_*/infinite: the engine and the
+     rules decide for finite values, so such a symbol is never generalised over and ∞ is never an instance
+     of a finite one; that a linearity step's random symbols are exactly those it names (matched by name);
   5. in-process use (``Derivation.verified``) trusts that theorem code does not patch this module;
      ``attention-proofs check FILE`` replays in a fresh process.
 """
@@ -37,6 +40,8 @@ import graphlib
 import hashlib
 import json
 import math
+import re
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import permutations
@@ -46,7 +51,7 @@ import sympy as sp
 
 from proofs.identity import _canonical as _engine_canonical
 from proofs.identity import identity
-from proofs.srepr import UNEVALUATED, RESERVED, CertificateError, read, read_in, write  # noqa: F401 (re-exported)
+from proofs.srepr import UNEVALUATED, RESERVED, CertificateError, _declared, read, read_in, text, write  # noqa: F401
 
 FORMAT = "attention-proofs/certificate"
 VERSION = 1
@@ -80,6 +85,9 @@ RULES = {
     "computation": "a named computation no rule covers (file:function): taken as recorded, and listed",
 }
 MAX_ENUMERATION = 4096
+CHECK_BUDGET_S = 120.0  # wall clock for one certificate with everything it cites (the catalogue's largest: ~3 s)
+MAX_CITATION_DEPTH = 32
+CLAIM_ID = re.compile(r"[a-z0-9][a-z0-9._\[\]-]*")  # ASCII, nothing invisible, nothing that mimics another id
 
 
 class _Refused(Exception):
@@ -103,29 +111,55 @@ def _oriented(rel: Any) -> tuple[str, Any, Any]:
     raise CertificateError(f"not an equation or inequality: {sp.sstr(rel)[:80]}")
 
 
+def _key(rel: Any) -> Any:
+    """A relation up to renaming its bound indices, its mirror (a = b is b = a) and its direction (a ≥ b is
+    b ≤ a), as one hashable value (statements of thousands of conjuncts compare in linear time)."""
+    if not isinstance(rel, (sp.Eq, sp.Le, sp.Lt, sp.Ge, sp.Gt)):
+        return rel
+    r, a, b = _oriented(rel)
+    return (r, frozenset((_canonical(a), _canonical(b)))) if r == "=" else (r, _canonical(a), _canonical(b))
+
+
 def _same(a: Any, b: Any) -> bool:
-    """Structural equality; an equation also matches its mirror, a ≥ b matches b ≤ a."""
-    if a == b:
-        return True
-    if not all(isinstance(x, (sp.Eq, sp.Le, sp.Lt, sp.Ge, sp.Gt)) for x in (a, b)):
-        return False
-    ra, rb = _oriented(a), _oriented(b)
-    return ra == rb or (ra[0] == rb[0] == "=" and ra[1] == rb[2] and ra[2] == rb[1])
+    return a == b or _key(a) == _key(b)
 
 
 def _same_all(a: Any, b: Any) -> bool:
-    """Two statements with the same conjuncts, each matched structurally."""
+    """Two statements with the same conjuncts, each matched as _same matches."""
     ca, cb = conjuncts(a), conjuncts(b)
-    return len(ca) == len(cb) and all(any(_same(x, y) for y in cb) for x in ca) and \
-        all(any(_same(x, y) for x in ca) for y in cb)
+    return len(ca) == len(cb) and {_key(x) for x in ca} == {_key(y) for y in cb}
 
 
 def substitute(statement: Any, mapping: dict) -> Any:
     """``statement`` with ``mapping`` put in; relations and connectives stay unevaluated (P(1) of
-    Σ_{i≤n} i = n(n + 1)/2 is the relation Σ_{i≤1} i = 1, not True)."""
+    Σ_{i≤n} i = n(n + 1)/2 is the relation Σ_{i≤1} i = 1, not True). Capture-avoiding: a binder (Σ, Π, ∫, λ)
+    whose variable is substituted for or occurs in a value is renamed to a fresh Dummy first."""
     if isinstance(statement, UNEVALUATED):
         return statement.func(*[substitute(a, mapping) for a in statement.args], evaluate=False)
+    clash = set(mapping).union(*[sp.sympify(v).free_symbols for v in mapping.values()])
+    if isinstance(statement, sp.Basic) and any(set(getattr(e, "bound_symbols", ())) & clash
+                                               for e in sp.preorder_traversal(statement)):
+        statement = statement.replace(lambda e: bool(set(getattr(e, "bound_symbols", ())) & clash), lambda e: e.xreplace(
+            {v: sp.Dummy(v.name, **_declared(v)) for v in e.bound_symbols if v in clash}))
     return statement.xreplace(mapping)
+
+
+def _possibly_infinite(e: Any) -> bool:
+    """e may be ±∞ or undefined: it holds oo, zoo or nan, or a name declared with facts that admit ∞
+    (extended_*, infinite, finite=False). A name declared without them ranges over numbers (the engine's rule)."""
+    if not isinstance(e, sp.Basic):
+        return False
+    return e.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or e.is_finite is False or any(
+        h.is_finite is not True and any(k.startswith("extended_") or k == "infinite" or (k == "finite" and v is False)
+                                        for k, v in _declared(getattr(h, "func", h) if h.is_Function else h).items())
+        for h in e.atoms(sp.Symbol, sp.IndexedBase, sp.core.function.AppliedUndef))
+
+
+def _admissible(x: Any, v: Any) -> bool:
+    """``v`` may stand for the ∀-symbol ``x`` (an instance, a pattern's match): every fact x was declared with,
+    True or False alike (zero=False: v shown non-zero), is shown of v; and v may be infinite only where x may."""
+    return all(getattr(v, f"is_{k}", None) is t for k, t in _declared(x).items()) and \
+        (_possibly_infinite(x) or not _possibly_infinite(v))
 
 
 def conjuncts(statement: Any) -> tuple:
@@ -136,9 +170,10 @@ _IDENTITIES: dict[tuple, tuple[bool, str]] = {}
 
 
 def decide_identity(lhs: Any, rhs: Any) -> tuple[bool, str]:
-    """The engine's verdict, memoised per process on the exact expressions (as written, with the
-    functions' assumptions): the engine is deterministic."""
-    key = (write(lhs), write(rhs))
+    """The engine's verdict, memoised per process on the exact expressions (written with every declared
+    assumption): the engine is deterministic. The builder reads its expressions back from the certificate
+    before it asks, so the memo only ever holds what certificates say."""
+    key = (text(lhs), text(rhs))
     if key not in _IDENTITIES:
         _IDENTITIES[key] = identity(lhs, rhs)
     return _IDENTITIES[key]
@@ -229,22 +264,21 @@ def _canonical(expr: Any) -> Any:
 
 
 @lru_cache(maxsize=None)  # one premise's pattern serves every rewrite that uses it
-def _pattern(eq: Any, forall: tuple) -> tuple[Any, Any]:
+def _pattern(eq: Any, forall: tuple, avoid: frozenset = frozenset()) -> tuple[Any, Any]:
     """An equation's sides with bound indices named as ``_canonical`` names an expression's (a premise's Σ_k meets
     the expression's Σ_k), the right side's made fresh (what it inserts cannot capture a renamed index around it),
     and its ∀-symbols turned into Wilds that match only admissible values."""
-    wilds = {}
-    for s in forall:
-        facts = dict(getattr(s, "_assumptions_orig", s.assumptions0))  # every fact it was declared with must hold
-        wilds[s] = sp.Wild(f"{s.name}_w", properties=[lambda x, facts=facts: all(
-            getattr(x, f"is_{k}", None) is v for k, v in facts.items())])
-    return _canonical(eq.lhs).xreplace(wilds), _fresh(_canonical(eq.rhs)).xreplace(wilds)
+    lhs = _canonical(eq.lhs)
+    bound = [b for e in sp.preorder_traversal(lhs) for b in getattr(e, "bound_symbols", ())]  # a match may not use them
+    wilds = {s: sp.Wild(f"{s.name}_w", exclude=bound, properties=[lambda v, s=s: _admissible(s, v) and
+                                                                  not _heads(v) & avoid]) for s in forall}
+    return lhs.xreplace(wilds), _fresh(_canonical(eq.rhs)).xreplace(wilds)
 
 
 def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
     """Every premise equation applied left to right until nothing changes (at most 16 rounds)."""
     out = _canonical(expr)
-    patterns = [(_pattern(eq, forall), forall) for eq, forall in equations]
+    patterns = [(_pattern(eq, forall, *avoid), forall) for eq, forall, *avoid in equations]
     for (lhs, rhs), _ in patterns:
         if isinstance(lhs, sp.Lambda) or isinstance(rhs, sp.Lambda):
             raise CertificateError("a rewrite premise may not be a Lambda: state it over ∀-symbols")
@@ -334,9 +368,10 @@ def _linear(expr: Any, randoms: set, operator: Any) -> Any:
     def is_e(e):
         return operator is not None and isinstance(e, sp.core.function.AppliedUndef) and e.func == operator
 
+    names = {str(r) for r in randoms}  # by name: a same-named symbol with other assumptions, X(ω) for a random X
+
     def random(e):
-        return bool(e.free_symbols & randoms) or any(i.base.label in randoms or i.base in randoms
-                                                     for i in e.atoms(sp.Indexed)) or (operator and e.has(operator))
+        return bool(_heads(e) & names) or (operator and e.has(operator))
 
     def pull(body, wrap, varies):  # wrap each term of a sum; factors that do not vary leave
         if isinstance(body, sp.Add):
@@ -427,6 +462,17 @@ def _definition_head(rel: Any, forall: tuple, pid: str, check: bool = True) -> t
                         not any(getattr(f(body), f"is_{k}", None) is v for f in forms))
 
 
+def _random_names(cert: dict) -> set:
+    """The names a certificate's linearity steps (and those it cites) declare random, and their operators."""
+    out: set = set()
+    for st in cert.get("steps", []):
+        if st.get("rule") == "linearity" and st.get("operator"):
+            out |= {str(read(r)) for r in st.get("random", [])} | {str(read(st["operator"]))}
+        if st.get("rule") == "citation":
+            out |= _random_names(st["certificate"])
+    return out
+
+
 def _premise_symbols(cert: dict) -> set:
     """The symbols a certificate's premises, and those of the certificates it cites, fix: their free symbols
     other than each premise's ∀-symbols."""
@@ -472,15 +518,30 @@ class Verdict:
     @property
     def line(self) -> str:
         if not self.proved:
-            return "failed: " + "; ".join(self.reasons)
+            return _printable("failed: " + "; ".join(self.reasons))
         base = self.trust_base
         given = [prefix + what for kind, prefix in (("definition", "definition "), ("assumption", "assumption "),
                                                     ("cited", ""), ("computation", "computation "))
                  for what in base.get(kind, [])]
-        return "proved" + (", given " + "; ".join(given) if given else "")
+        return _printable("proved" + (", given " + "; ".join(given) if given else ""))
+
+
+def _printable(text: str) -> str:
+    """Certificate text as it may reach a terminal: control and invisible characters escaped."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+
+
+class _OverBudget(CertificateError):
+    pass
 
 
 _VERDICTS: dict[str, Verdict] = {}
+_CLOCK = {"deadline": None, "depth": 0}  # the budget and citation depth of the check() in progress
+
+
+def _budget() -> None:
+    if _CLOCK["deadline"] is not None and time.monotonic() > _CLOCK["deadline"]:
+        raise _OverBudget(f"over the time budget of {CHECK_BUDGET_S:g} s per certificate (citations included)")
 
 
 def check(cert: Any) -> Verdict:
@@ -493,14 +554,30 @@ def check(cert: Any) -> Verdict:
             return Verdict("?", None, False, (f"not JSON: {exc}",), (), ())
     if not isinstance(cert, dict):
         return Verdict("?", None, False, (f"a certificate is a JSON object, got {type(cert).__name__}",), (), ())
-    key = hashlib.sha256(json.dumps(cert, sort_keys=True).encode()).hexdigest()
-    if key not in _VERDICTS:
-        try:
-            _VERDICTS[key] = _Replay(cert).run()
-        except (CertificateError, KeyError, TypeError, ValueError, AttributeError) as exc:  # a missing field
-            why = f"malformed certificate: {type(exc).__name__ + ': ' if not isinstance(exc, CertificateError) else ''}{exc}"
-            _VERDICTS[key] = Verdict(str(cert.get("claim", "?")), None, False, (why,), (), ())
-    return _VERDICTS[key]
+    claim = _printable(str(cert.get("claim", "?")))
+    try:
+        key = hashlib.sha256(json.dumps(cert, sort_keys=True).encode()).hexdigest()
+    except (TypeError, ValueError, RecursionError) as exc:
+        return Verdict(claim, None, False, (f"cert is not a JSON document (or nested too deep): {exc}",), (), ())
+    if key in _VERDICTS:
+        return _VERDICTS[key]
+    top = _CLOCK["deadline"] is None
+    _CLOCK["deadline"] = time.monotonic() + CHECK_BUDGET_S if top else _CLOCK["deadline"]
+    _CLOCK["depth"] += 1
+    try:
+        if _CLOCK["depth"] > MAX_CITATION_DEPTH:
+            raise CertificateError(f"citations nested too deep (over {MAX_CITATION_DEPTH})")
+        verdict = _Replay(cert).run()
+    except (CertificateError, KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        why = f"malformed certificate: {type(exc).__name__ + ': ' if not isinstance(exc, CertificateError) else ''}{exc}"
+        verdict = Verdict(claim, None, False, (why[:2000],), (), ())
+        if isinstance(exc, _OverBudget) or _CLOCK["depth"] > 1:  # the budget (or the depth) is the caller's
+            return verdict
+    finally:
+        _CLOCK["depth"] -= 1
+        _CLOCK["deadline"] = None if top else _CLOCK["deadline"]
+    _VERDICTS[key] = verdict
+    return verdict
 
 
 # --------------------------------------------------------------------------- the replay
@@ -512,6 +589,8 @@ class _Replay:
                                    f"{cert.get('format')!r} version {cert.get('version')!r}")
         self.cert = cert
         self.claim = str(cert.get("claim", ""))
+        if not CLAIM_ID.fullmatch(self.claim):
+            raise CertificateError(f"claim id {_printable(self.claim)!r} is not of the form {CLAIM_ID.pattern}")
         self.statement = read(cert["statement"])
         self.facts: dict[str, Any] = {}      # id -> relation
         self.forall: dict[str, tuple] = {}   # id -> ∀-symbols of a premise or generalised step
@@ -524,6 +603,7 @@ class _Replay:
         self.cite_free: dict[str, set] = {}  # citation id -> symbols its certificate's premises fix (not ∀-bound)
         self.outcomes: list[StepOutcome] = []
         self.cited: list[Verdict] = []
+        self.randoms: dict[str, frozenset] = {}  # id -> names a generalised step's ∀-symbols may not take (random)
 
     def _premises(self) -> None:
         entries = self.cert.get("premises", [])
@@ -543,6 +623,8 @@ class _Replay:
             if pid in self.facts:
                 raise CertificateError(f"id {pid} used twice")
             forall = tuple(read(s) for s in p.get("forall", []))
+            if kind == "hypothesis" and forall:  # P(k − 1) for one k, never for every k
+                raise CertificateError(f"premise {pid}: an induction hypothesis has no ∀-symbols")
             ref = str(p.get("reference") or "").strip()
             if kind == "cited" and not ref:
                 raise CertificateError(f"premise {pid}: a cited theorem needs a reference")
@@ -582,6 +664,7 @@ class _Replay:
     def run(self) -> Verdict:
         self._premises()
         for step in self.cert.get("steps", []):
+            _budget()
             sid, rule = str(step["id"]), str(step.get("rule"))
             if sid in self.facts:
                 raise CertificateError(f"id {sid} used twice")
@@ -608,14 +691,16 @@ class _Replay:
             if step.get("forall") and ok:
                 general = tuple(read(x) for x in step["forall"])
                 why = "it rests on an induction hypothesis" if self.hyps[sid] else "only symbols generalise" if \
-                    not all(isinstance(x, sp.Symbol) for x in general) else self._fixes(sid, set(general))
+                    not all(isinstance(x, sp.Symbol) for x in general) else "a symbol that may be infinite" if \
+                    any(map(_possibly_infinite, general)) else self._fixes(sid, set(general))
                 if why:
                     ok, detail = False, f"not generalised over {', '.join(map(str, general))}: {why}"
-                else:
+                else:  # a linearity step took its other symbols as non-random: they never take a random value
                     self.forall[sid] = general
+                    self.randoms[sid] = frozenset().union(*[self.randoms.get(d, ()) for d in self.deps[sid] | self.cites[sid]])
             if rule == "computation":  # taken as recorded: listed
                 self.deps[sid] |= {sid}
-                self.text[sid] = f"{step.get('name', '?')} ({step.get('source', '?')})"
+                self.text[sid] = _printable(f"{step.get('name', '?')} ({step.get('source', '?')})")
             elif rule == "linearity" and step.get("operator"):  # which operator is E, and what is random: assumed
                 self.deps[sid] |= {sid}
                 randoms = ", ".join(sorted(sp.sstr(read(r)) for r in step.get("random", []))) or "nothing"
@@ -653,7 +738,8 @@ class _Replay:
         return self._rewrite(step, conclusion, ids)
 
     def _rewrite(self, step, conclusion, ids, transform=lambda e: e):
-        eqs = [(self.facts[i], self.forall[i]) for i in ids if isinstance(self.facts[i], sp.Eq)]
+        eqs = [(self.facts[i], self.forall[i], self.randoms.get(i, frozenset())) for i in ids
+               if isinstance(self.facts[i], sp.Eq)]
         orders = [self.facts[i] for i in ids if not isinstance(self.facts[i], sp.Eq)]
         rel, a, b = _oriented(conclusion)
         a2, b2 = transform(_rewrite(a, eqs)), transform(_rewrite(b, eqs))
@@ -676,9 +762,8 @@ class _Replay:
         mapping = {read(x): read(v) for x, v in step.get("mapping", [])}
         _need(set(mapping) == set(general), f"give a value for each of {', '.join(map(str, general))}")
         for x, v in mapping.items():
-            needs = sorted(k for k, t in x.assumptions0.items() if t is True)  # every one, not only a pattern's
-            _need(all(getattr(v, f"is_{k}") is True for k in needs),
-                  lambda: f"{sp.sstr(v)} is not shown {', '.join(needs)} as {x} must be")
+            _need(_admissible(x, v), lambda: f"{sp.sstr(v)} is not shown {_declared(x)} (and finite) as {x} must be")
+            _need(not _heads(v) & self.randoms.get(ids[0], set()), f"{x} was taken as non-random (linearity): not {v}")
         _need(_same(conclusion, substitute(self.facts[ids[0]], mapping)), "the conclusion is not the premise at these values")
         return "instance at " + ", ".join(f"{x} = {sp.sstr(v)}" for x, v in mapping.items())
 
@@ -730,8 +815,14 @@ class _Replay:
         _need(not {n, k} & bound, f"{n} or {k} is bound inside P: substituting it would capture")
         _need(n.is_Symbol and n.is_integer and (n - n0).is_nonnegative,
               f"{n} must be an integer symbol whose assumptions give {n} ≥ {n0}")
-        _need(k.is_Symbol and k.is_integer and (k == n or (k - n0 - 1).is_nonnegative),
-              f"{k} must be {n} or an integer symbol ≥ {n0} + 1")
+        # The step must cover every integer ≥ n₀ + 1: k declared exactly an integer (≥ 0, > 0 at most) reaching down
+        # to n₀ + 1 (an even k, or a positive k under a base below 0, skips values), and not a symbol of P or n₀.
+        facts = {f: v for f, v in _declared(k).items() if f != "commutative"} if k.is_Symbol else {}
+        low = {(): -sp.oo, ("nonnegative",): 0, ("positive",): 1}.get(tuple(sorted(set(facts) - {"integer"})))
+        _need(facts.get("integer") is True and all(v is True for v in facts.values()) and low is not None and
+              (low == -sp.oo or (n0 + 1 - low).is_nonnegative), f"{k} must be declared an integer (≥ 0 or > 0 at most) "
+              f"whose range reaches down to {n0} + 1")
+        _need(k == n or not ({k} & (conclusion.free_symbols | n0.free_symbols)), f"{k} occurs in P or in {n0}")
         _need(_same_all(self.facts[base], substitute(conclusion, {n: n0})), f"the base step does not conclude P({n0})")
         _need(_same_all(self.facts[hyp], substitute(conclusion, {n: k - 1})), f"the hypothesis is not P({k} − 1)")
         _need(_same_all(self.facts[ind], substitute(conclusion, {n: k})), f"the inductive step does not conclude P({k})")
@@ -748,6 +839,7 @@ class _Replay:
         _need(rel == "=", "linearity concludes an equation")
         randoms = {read(r) for r in step.get("random", [])}
         operator = read(step["operator"]) if step.get("operator") else None
+        self.randoms[str(step["id"])] = frozenset(_random_names({"steps": [step]}))
         _need(operator is None or isinstance(operator, sp.core.function.UndefinedFunction),
               "the expectation operator must be an undefined function")
         # Renamed again after distributing (fresh first: no capture): a sum pulled out of another is no longer nested.
@@ -767,6 +859,7 @@ class _Replay:
         _need(_same_all(conclusion, sp.And(*instances, evaluate=False) if len(instances) > 1 else instances[0]),
               "the conclusion is not the conjunction of the enumerated instances")
         for p in instances:
+            _budget()
             if isinstance(p, sp.Eq):
                 ok, why = decide_identity(p.lhs, p.rhs)
             else:
@@ -790,6 +883,7 @@ class _Replay:
         self.cited.append(verdict)
         self.cite_free[str(step["id"])] = _premise_symbols(step["certificate"]) if verdict.proved else set()
         _need(verdict.proved, lambda: f"the cited certificate ({verdict.claim}) is not proved: {verdict.line}")
+        self.randoms[str(step["id"])] = frozenset(_random_names(step["certificate"]))
         _need(any(_same(conclusion, c) for c in conjuncts(verdict.statement)) or _same_all(conclusion, verdict.statement),
               lambda: f"{verdict.claim} does not state {sp.sstr(conclusion)[:120]}")
         return f"{verdict.claim}: {verdict.line}"

@@ -469,7 +469,8 @@ class Proof:
             return bool(self.computation(sp.Eq(sp.Symbol("step"), 0, evaluate=False),
                                          lambda: (False, f"step could not be built: {type(exc).__name__}: {exc}"),
                                          description, label=rule) and False)
-        ok, _ = checker.decide_identity(fact.lhs, fact.rhs)
+        read_back = checker.read(write(fact.relation))  # as the checker will: the builder's objects never reach its memo
+        ok, _ = checker.decide_identity(read_back.lhs, read_back.rhs)
         if subject is None and where is None and establishes is None:
             return ok
         target = establishes if establishes is not None else relation(subject if subject is not None else lhs, "=", rhs)

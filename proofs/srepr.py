@@ -8,10 +8,13 @@ unevaluated; everything else is built as SymPy builds it, so the tree read is th
 from __future__ import annotations
 
 import ast
+import re
+import unicodedata
 from functools import lru_cache
 from typing import Any
 
 import sympy as sp
+from sympy.core.assumptions import _assume_defined
 from sympy.printing.repr import ReprPrinter
 
 # Dummy indices the checker renames bound indices to: a certificate may not hold one (read refuses it).
@@ -21,6 +24,19 @@ RESERVED = range(5_210_000_000, 5_210_000_000 + 10**6)
 class CertificateError(ValueError):
     """The certificate is not a well-formed certificate (not: its proof is wrong)."""
 
+
+MAX_BITS = 1 << 20  # the largest integer (in bits) the reader lets SymPy build: 2^(2^20) takes ~10 ms
+_CONSTANT_NAMES = {"oo", "zoo", "nan", "pi", "E", "I", "EulerGamma", "GoldenRatio", "Catalan", "inf", "infinity"}
+
+
+def _numberlike(name: str) -> bool:
+    """A name that prints as a number or a constant ("1", "-0.5", "1e3", "oo", "E")."""
+    try:
+        float(name)
+        return True
+    except ValueError:
+        return bool(re.fullmatch(r"\s*[+-]?(\d[\d_]*\.?\d*|\.\d+)([eE][+-]?\d+)?\s*", name)) or \
+            name.strip() in _CONSTANT_NAMES
 
 
 def _classes() -> dict[str, type]:
@@ -38,7 +54,7 @@ def _classes() -> dict[str, type]:
     out = {k: v for k, v in seen.items() if k not in clash}
     out.update({k: v for k, v in vars(sp).items() if isinstance(v, type) and issubclass(v, (sp.Basic, sp.MatrixBase))})
     out.update({"Function": sp.Function, "Str": sp.core.symbol.Str})
-    return out
+    return {k: v for k, v in out.items() if "Wild" not in k}  # a pattern variable is not an expression
 
 
 _CALLABLE = _classes()
@@ -48,11 +64,34 @@ _CONSTANTS = {name: getattr(sp, name) for name in ("pi", "oo", "zoo", "nan", "E"
 # Relations and connectives are read as written (0 = 0 stays a relation); everything else is built
 # as SymPy builds it, so the tree read is the tree the theorem built (srepr's round trip).
 UNEVALUATED = (sp.core.relational.Relational, sp.And, sp.Or, sp.Not, sp.Equivalent, sp.Implies)
-_NAMED = ("Symbol", "Dummy", "Function", "Str", "Wild", "Float")  # constructors whose first argument is a string
+_NAMED = ("Symbol", "Dummy", "Function", "Str", "Float")  # constructors whose first argument is a string
+
+
+def _bits(q: Any) -> int:
+    return max(int(q.p).bit_length(), int(q.q).bit_length())
+
+
+def _bounded(name: str, f: type, args: list, kwargs: dict) -> None:
+    """Refuse what would build a name that impersonates a number or hides characters, or an integer
+    over MAX_BITS (SymPy evaluates 3**30000000 or factorial(300000) as it builds them)."""
+    if name in ("Symbol", "Dummy", "Function") and args and isinstance(args[0], str):
+        if any(unicodedata.category(c)[0] in "CZ" and c != " " for c in args[0]) or \
+                (name != "Function" and _numberlike(args[0])):
+            raise CertificateError(f"the name {args[0]!r} reads as a number or holds a control/invisible character")
+    rationals = [a for a in args if isinstance(a, sp.Rational)]
+    if any(_bits(q) > MAX_BITS for q in rationals):
+        raise CertificateError(f"an integer of more than {MAX_BITS} bits in {name}")
+    if f is sp.Pow and len(args) == 2 and all(isinstance(a, sp.Rational) for a in args) and \
+            abs(args[1]) * _bits(args[0]) > MAX_BITS:
+        raise CertificateError(f"{name} would build an integer of more than {MAX_BITS} bits")
+    if issubclass(f, sp.Function) and any(abs(q) > 1 << 16 for q in rationals):  # factorial, binomial, gamma, …
+        raise CertificateError(f"{name} of an argument over 2^16 would be evaluated as it is read")
 
 
 def _node(n: ast.AST) -> Any:
     if isinstance(n, ast.Constant) and isinstance(n.value, (int, float, str, bool, type(None))):
+        if isinstance(n.value, int) and n.value.bit_length() > MAX_BITS:
+            raise CertificateError(f"an integer literal of more than {MAX_BITS} bits")
         return n.value
     if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
         return -_node(n.operand)
@@ -68,6 +107,12 @@ def _node(n: ast.AST) -> Any:
                 (args and isinstance(args[0], str) and n.func.id not in _NAMED):
             # SymPy would parse (run) a string anywhere else: sin("...") evaluates Python code
             raise CertificateError(f"a string is only a name or a Float's digits, not an argument of {n.func.id}")
+        _bounded(n.func.id, f, args, kwargs)
+        if f is sp.Float:  # exact: the Rational the Float stands for (SymPy would round arithmetic on it)
+            value = sp.Float(*args, **kwargs)
+            if not value.is_finite or abs(value._mpf_[2]) + value._mpf_[3] > MAX_BITS:
+                raise CertificateError(f"a Float outside ±2^{MAX_BITS} or not finite: {value}")
+            return sp.Rational(value)
         return f(*args, **kwargs, evaluate=False) if issubclass(f, UNEVALUATED) else f(*args, **kwargs)
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Call):  # Function('f')(x): an applied function
         return _node(n.func)(*[_node(a) for a in n.args])
@@ -77,7 +122,7 @@ def _node(n: ast.AST) -> Any:
 @lru_cache(maxsize=None)
 def read(text: str) -> Any:
     """The SymPy object a ``srepr`` string writes (no code is run: only SymPy constructors and literals,
-    and a string only as the name of a Symbol, Dummy, Function, Str or Wild, or the digits of a Float)."""
+    and a string only as the name of a Symbol, Dummy, Function or Str, or the digits of a Float)."""
     if not isinstance(text, str):
         raise CertificateError(f"an expression must be an srepr string, got {type(text).__name__}")
     try:
@@ -98,8 +143,38 @@ def read_in(cert: dict, text: str) -> Any:
     return read(text)
 
 
+def _declared(e: Any) -> dict:
+    """What a symbol, undefined function or indexed base was declared to be (srepr drops the last two's)."""
+    if isinstance(e, sp.IndexedBase):
+        return dict(getattr(e._assumptions, "_generator", {}))
+    if isinstance(e, sp.core.function.UndefinedFunction):
+        return dict(getattr(e, "_kwargs", {}))
+    return dict(getattr(e, "_assumptions_orig", {}))
+
+
+def _signature(e: Any) -> set:
+    """Every name an expression uses, with what it was declared: equal for an expression and its re-reading
+    exactly when no assumption was lost on the way."""
+    if not isinstance(e, sp.Basic):
+        return set()
+    heads = e.atoms(sp.Symbol, sp.IndexedBase) | {f.func for f in e.atoms(sp.core.function.AppliedUndef)}
+    def facts(h):  # what follows from the declaration (a re-read IndexedBase declares its label's facts too)
+        return _declared(h) if isinstance(h, sp.core.function.UndefinedFunction) else h.assumptions0 if \
+            isinstance(h, sp.Symbol) else {k: v for k in _assume_defined if (v := getattr(h, f"is_{k}", None)) is not None}
+
+    return {(type(h).__name__, str(h), tuple(sorted(facts(h).items()))) for h in heads}
+
+
 class _Writer(ReprPrinter):
-    """srepr, with each undefined function's assumptions written where it is used (srepr drops them)."""
+    """srepr, with each undefined function's and indexed base's assumptions written where it is used (srepr
+    drops them), and a Float as the exact Rational it stands for."""
+
+    def _print_Float(self, expr):
+        return self._print(sp.Rational(expr))
+
+    def _print_IndexedBase(self, expr):
+        facts = "".join(f", {k}={v!r}" for k, v in sorted(_declared(expr).items()) if k != "commutative")
+        return f"IndexedBase({', '.join(self._print(a) for a in expr.args)}{facts})"
 
     def _print_FunctionClass(self, expr):
         if issubclass(expr, sp.core.function.AppliedUndef):
@@ -108,6 +183,14 @@ class _Writer(ReprPrinter):
         return expr.__name__
 
 
-def write(expr: Any) -> str:
-    """The srepr a certificate stores for ``expr``."""
+def text(expr: Any) -> str:
+    """The srepr of ``expr``, declared assumptions included (a key for what the checker built itself)."""
     return _Writer().doprint(expr)
+
+
+def write(expr: Any) -> str:
+    """The srepr a certificate stores for ``expr``; raises when reading it back would lose an assumption."""
+    text = _Writer().doprint(expr)
+    if isinstance(expr, sp.Basic) and _signature(read(text)) != _signature(expr):
+        raise CertificateError(f"{text[:80]} does not read back with the assumptions it was built with")
+    return text
