@@ -172,6 +172,26 @@ def test_bad_input(kwargs, error, words):
         verify_attention(impl, **kwargs)
 
 
+def test_a_wrong_signature_is_refused_up_front_naming_impl_and_its_fault():
+    """verify_attention (and error_vs_length, the plugin's attention_checks, hence the CLI) refuse an
+    impl they cannot call as SDPA before calling it, with one TypeError: not a table of identical
+    failures."""
+    from kernels.pytest_plugin import attention_checks
+
+    calls = []
+
+    def no_scale(q, k, v, is_causal=False):
+        calls.append(1)
+        return SDPA(q, k, v, is_causal=is_causal)
+
+    for judge in (lambda: verify_attention(no_scale), lambda: error_vs_length(no_scale, [5], ["float32"]),
+                  lambda: attention_checks(no_scale)):
+        with pytest.raises(TypeError, match=r"^impl \S*no_scale\(q, k, v, is_causal=False\) is not SDPA-compatible: "
+                                            r"it does not accept scale, enable_gqa by keyword"):
+            judge()
+    assert calls == []
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA, so 'cuda' is a valid device")
 def test_absent_cuda_is_named():
     with pytest.raises(ValueError, match="'cuda' is not available"):
