@@ -18,7 +18,8 @@ from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import CONTRACT, Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, DROPOUT, GQA, Invariant, register
-from kernels.harness.subject import Outcome, Subject, checked_output, gradients_against, measured, worst
+from kernels.harness.subject import (Outcome, Subject, checked_output, gradients_against, measured,
+                                     subset_gradients, worst)
 
 
 def _contract(c: Case) -> bool:
@@ -167,27 +168,13 @@ SUBSETS = {"q only": (True, False, False), "k and v only": (False, True, True), 
 def gradient_subsets(s: Subject) -> Outcome:
     """Only some of q, k, v require grad (frozen K/V: only dq; a frozen query: dk, dv): each asked
     gradient as float64 autograd's, by the low-precision rule."""
-    got_all, gold, plain = s.gradients
+    _, gold, plain = s.gradients
     outcomes, details = [], []
     for name, wants in SUBSETS.items():
         tensors = [ref.copy(t).requires_grad_(w) for t, w in zip((s.q, s.k, s.v), wants)]
-        out = s.impl(*tensors, **s.kwargs())
-        checked_output(out, s.q, s.v)
-        asked = [t for t, w in zip(tensors, wants) if w]
-        got = torch.autograd.grad(out, asked, ref.copy(s.dout), allow_unused=True)
-        it = iter(got)
-        for i, (w, label) in enumerate(zip(wants, ("dq", "dk", "dv"))):
-            if not w:
-                continue
-            g = next(it)
-            if g is None:
-                outcomes.append(Outcome(math.inf, 0.0))
-                details.append(f"{name}: {label} missing")
-                continue
-            o = measured(s, g.detach(), gold[i], tol.max_abs_error(plain[i], gold[i]), s.gradient_sizes.sizes[i],
-                         s.gradient_sizes.sensitivities[i])
-            outcomes.append(o)
-            details.append(f"{name}: {label} {o.discrepancy:.3g}/{o.bound:.3g}")
+        got, said = subset_gradients(s, tensors, s.kwargs(), gold, plain, s.gradient_sizes)
+        outcomes += got
+        details += [f"{name}: {d}" for d in said]
     return worst(outcomes, details)
 
 
