@@ -96,7 +96,7 @@ def refused_inputs(s: Subject) -> Outcome:
         f"Hkv = {odd_kv} with Hq = {hq}": ((s.q, _randn(s, "odd kv k", b, odd_kv, nk, d),
                                              _randn(s, "odd kv v", b, odd_kv, nk, dv)), {"enable_gqa": True}),
         "k's head dim differs from q's": ((s.q, _randn(s, "wide k", b, s.k.shape[1], nk, d + 1), s.v), {}),
-    }  # (k and v of different lengths: the math backend raises, torch 2.13's CPU flash backend does not)
+    }  # (k and v of different lengths: kv-lengths-refused)
     accepted = []
     for name, (args, kw) in attempts.items():
         try:
@@ -106,6 +106,25 @@ def refused_inputs(s: Subject) -> Outcome:
         accepted.append(name)
     return Outcome(math.inf if accepted else 0.0, 0.0,
                    f"accepted: {', '.join(accepted)}" if accepted else f"all {len(attempts)} refused")
+
+
+def kv_lengths_refused(s: Subject) -> Outcome:
+    """k and v of different lengths (Nv = Nk + 1 and Nk - 1, Dv = D: the path most kernels take).
+    SDPA's documented shapes give key and value one length S; the math backend raises ("Expected
+    size for first two dimensions of batch2 tensor to be: [B·H, Nk] but got: [B·H, Nv]", measured).
+    There is no right answer to give: returning anything is the failure (torch 2.13's default CPU
+    dispatch, its flash backend, answers with attention over the first min(Nk, Nv) keys:
+    kernels/ecosystem/FINDINGS.md)."""
+    b, hkv, nk, d = s.k.shape
+    accepted = []
+    for nv in (nk + 1, nk - 1):
+        v = _randn(s, f"v of length {nv}", b, hkv, nv, d)
+        try:
+            s._call(s.q, s.k, v)
+        except Exception:  # refusing is the contract
+            continue
+        accepted.append(f"Nv = {nv} with Nk = {nk}")
+    return Outcome(math.inf if accepted else 0.0, 0.0, f"accepted: {', '.join(accepted)}" if accepted else "refused")
 
 
 def dropout_p_one(s: Subject) -> Outcome:
@@ -383,8 +402,11 @@ for _inv in (
               bug_classes="an empty dimension (B, H, Nq, Nk, D or Dv = 0) answered with NaN, garbage or a "
                           "wrong shape instead of SDPA's result or a refusal"),
     Invariant("refused-inputs", None, refused_inputs, _contract, frozenset({GQA}),
-              bug_classes="mixed q/k/v dtypes, Hkv not dividing Hq under enable_gqa, mismatched head dims or "
-                          "lengths accepted where SDPA raises"),
+              bug_classes="mixed q/k/v dtypes, Hkv not dividing Hq under enable_gqa, mismatched head dims "
+                          "accepted where SDPA raises"),
+    Invariant("kv-lengths-refused", None, kv_lengths_refused, _contract,
+              bug_classes="k and v of different lengths accepted (v read over k's length: silently truncated, "
+                          "or read past its end)"),
     Invariant("dropout-p-one", "dropout-kept-fraction", dropout_p_one, _contract, frozenset({DROPOUT}),
               bug_classes="dropout_p = 1 dividing by 1 - p = 0 (NaN/inf) or keeping weights; p > 1 accepted"),
     Invariant("nan-propagation", None, nan_propagation, _contract,

@@ -76,7 +76,7 @@ def flex_eager(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=
     causal mask_mod, joining either."""
     from torch.nn.attention.flex_attention import and_masks, create_block_mask, flex_attention
 
-    ref.require_one_dtype(q, k, v)  # flex_attention itself computes mixed dtypes; SDPA's contract refuses them
+    ref.require_sdpa_inputs(q, k, v)  # flex_attention itself computes mixed dtypes; SDPA's contract refuses them
     if q.shape[1] != k.shape[1] and not enable_gqa:
         raise ValueError(f"q has {q.shape[1]} heads and k {k.shape[1]}: pass enable_gqa=True for GQA")
     n_q, n_k = q.shape[-2], k.shape[-2]

@@ -22,7 +22,7 @@ import math
 
 import torch
 
-from kernels.harness.reference import require_one_dtype
+from kernels.harness.reference import require_sdpa_inputs
 from kernels.harness.rounding_bound import declare_recipe
 
 BLOCK = 16  # small, so the harness's lengths (37, 53, 127) span several blocks and a partial one
@@ -62,7 +62,7 @@ class Attention(Options):
 
     def kv_for_query_heads(self, q, k, v, enable_gqa: bool):
         """k, v with one head per query head."""
-        require_one_dtype(q, k, v)
+        require_sdpa_inputs(q, k, v)
         hq, hkv = q.shape[1], k.shape[1]
         if hq == hkv:
             return k, v
