@@ -79,6 +79,13 @@ class _CausalMasksDiagonal(BlockedAttention):
         return _sees(n_q, n_k, device, -1)  # the bug: j < i
 
 
+class _KeyPositionsInFloat16(BlockedAttention):
+    def visible(self, n_q, n_k, device):
+        i = torch.arange(n_q, device=device)[:, None]  # (Nq, 1)
+        j = torch.arange(n_k, device=device).to(torch.float16)[None, :]  # (1, Nk); the bug: 2049 -> 2048, 2051 -> 2052
+        return j <= i  # (Nq, Nk)
+
+
 class _CausalBottomRight(BlockedAttention):
     def visible(self, n_q, n_k, device):
         return _sees(n_q, n_k, device, n_k - n_q)  # the bug: aligned to the last key, not the first
@@ -1023,4 +1030,24 @@ MUTANTS = MUTANTS + (
            backward=True),
     Mutant(dropout_high_p_rescaled_by_p, "dropout rescale 1/p for p > 1/2", "generated-dropout"),
     Mutant(batched_path_drops_head_dim_tail, "batched path drops the head dim tail", "generated-metamorphic"),
+)
+
+
+# the contract's fourth round: k and v of different lengths, positions in low precision
+
+
+def v_read_over_k_length(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """v read over k's length: a longer v silently truncated to Nk rows (a shorter one fails to index)."""
+    return full_attention(q, k, v[:, :, :k.shape[-2]], attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+key_positions_in_float16 = _mutant(_KeyPositionsInFloat16(), "key_positions_in_float16",
+    "The causal mask compares query i with key positions computed in float16: past 2048 odd positions round "
+    "to even ones, so row 2048 sees key 2049 and row 2051 misses key 2051.")
+
+
+MUTANTS = MUTANTS + (
+    Mutant(v_read_over_k_length, "k and v of different lengths accepted (v truncated to Nk)", "kv-lengths-refused"),
+    Mutant(key_positions_in_float16, "causal mask from float16 key positions (wrong past 2048)",
+           "long-causal-positions"),
 )

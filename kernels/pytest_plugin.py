@@ -72,11 +72,10 @@ def attention_checks(impl, *, device="cpu", dtypes=None, causal=True, gqa=True, 
     cases (default or thorough) to run instead of the default or thorough set."""
     from kernels.harness.cases import DEFAULT_CASES, THOROUGH_CASES
     from kernels.harness.cli import cases_named
-    from kernels.harness.features import check_signature, offered
+    from kernels.harness.features import offered
     from kernels.harness.verify import _invariant_names, _validated, planned
 
-    device, dtypes = _validated(impl, device, dtypes)
-    check_signature(impl)
+    device, dtypes = _validated(impl, device, dtypes)  # refuses a wrong signature, as verify_attention does
     only = _invariant_names(invariants)
     chosen = cases_named(cases) or (THOROUGH_CASES if thorough else DEFAULT_CASES)
     features = offered(impl, causal=causal, gqa=gqa, backward=backward)
@@ -91,9 +90,9 @@ class AttentionItem(pytest.Item):
         self.check = check
 
     def runtest(self):
-        from kernels.harness.verify import _one_thread
+        from kernels.threads import one_thread
 
-        with _one_thread():
+        with one_thread():
             self.check.run()
 
     def repr_failure(self, excinfo):

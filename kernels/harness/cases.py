@@ -27,12 +27,28 @@ SWEEP = "length-sweep"  # not a shape of its own: the lengths of SWEEP_LENGTHS, 
 KEPT = "dropout-draws"  # not a shape of its own: many dropout draws for the kept-fraction power test
 CONTRACT = "contract-edges"  # a small shape whose invariants probe SDPA's contract at its edges
 ACROSS = "across-calls"  # not a shape of its own: dropout draws and state across consecutive calls
+POSITIONS = "long-causal-positions"  # causal past POSITION_EXACT keys and queries, values 0 before the end
 SYNTHETIC = (SWEEP, KEPT, ACROSS)  # kinds whose invariant builds its own shapes
 
 # Key lengths of the error-growth sweep: 1, 16 and 128 blocks of 64 (each + 1, so a tail block
 # holds one key). A running sum or accumulator kept in the input's half precision rounds each
 # block's contribution at the running total's scale: its error grows with length.
 SWEEP_LENGTHS = (65, 1025, 8193)
+
+# float16 holds every integer up to 2048 and no odd one past it (bfloat16: up to 256). A kernel that
+# computes positions or indices in a half type (a causal mask built from float16 aranges) sees or
+# hides the wrong key only in rows past it; the POSITIONS case runs POSITION_PAST rows and keys past.
+POSITION_EXACT = 2048
+POSITION_PAST = 8
+# The POSITIONS case's inputs make one key wrongly seen or hidden by a last row stand out of every
+# dtype's rounding: k = 0 (every score 0, so row i is exactly the mean of v[0..i]) and v = 0 before
+# key POSITION_EXACT - POSITION_ZEROED_BEFORE, POSITION_VALUE_SCALE · N(0, 1) after. One key more or
+# less in a row past 2048 moves it by ~256/2049 = 0.12, against bounds of ~5e-4 (float16) and ~1e-2
+# (bfloat16) at its outputs' size (~0.7). With random inputs throughout, measured: a key seen wrongly
+# moved a row by 4e-4 where float16's bound was 5.3e-3, and bfloat16's floor (eps · (|o| + 0.3))
+# alone is 2.4e-3.
+POSITION_ZEROED_BEFORE = 32
+POSITION_VALUE_SCALE = 256.0
 
 # (B, Hq, Hkv, Nq, Nk) of each call of the dropout kept-fraction power test: 65 536 Bernoulli draws.
 KEPT_SHAPE = (2, 8, 8, 64, 64)
@@ -76,6 +92,8 @@ class Case:
             flags.append("consecutive calls")
         elif self.kind == CONTRACT:
             flags.append("contract edges")
+        elif self.kind == POSITIONS:
+            flags.append(f"k = 0, v = 0 before key {POSITION_EXACT - POSITION_ZEROED_BEFORE}")
         elif self.kind != RANDOM:
             flags.append(f"{self.kind} {self.magnitude:.0e}")
         if self.scale is not None:
@@ -125,6 +143,10 @@ DEFAULT_CASES: tuple[Case, ...] = (
     # Head dims above 128 (kernels support up to 256): a kernel truncating D at 128 drops scores.
     _c("head-dim-256", 1, 2, 2, 17, 33, 256, True),
     _c("dropout-draws", *KEPT_SHAPE, 32, False, KEPT),
+    # Causal past 2048 queries and keys (positions): forward only, one head, a small head dim (the
+    # scores alone are 4.2 M; the float64 golden value costs ~0.8 CPU-s a dtype).
+    _c("causal-2056", 1, 1, 1, POSITION_EXACT + POSITION_PAST, POSITION_EXACT + POSITION_PAST, 16, True, POSITIONS,
+       forward_only=True),
 )
 
 # The contract's edges (kernels.harness.contract): empty dimensions, refused inputs, NaN, partial
@@ -199,6 +221,10 @@ def make_inputs(case: Case, dtype: torch.dtype, device, seed: int):
     dout = _randn(gen, b, hq, nq, dv)
     if case.kind in (EXTREME, MIXED, NEGATIVE):
         q, k = _robust_logits(case, dtype, gen, q, k)
+    if case.kind == POSITIONS:
+        k.zero_()
+        v[:, :, :POSITION_EXACT - POSITION_ZEROED_BEFORE] = 0.0
+        v *= POSITION_VALUE_SCALE
     return tuple(t.to(device=device, dtype=dtype) for t in (q, k, v, dout))
 
 

@@ -82,9 +82,6 @@ def load_target(target: str):
         obj = getattr(obj, part)
     if not callable(obj):
         raise TypeError(f"{target} is a {type(obj).__name__}, not a callable attention function")
-    from kernels.harness.features import check_signature
-
-    check_signature(obj)
     return obj
 
 

@@ -34,8 +34,10 @@ ITEMS: tuple[Item, ...] = (
     Item("scale", "scale=None means 1/√D; an explicit scale (0, negative, tiny) is used as given",
          f"{DOC}: 'scale: Scaling factor applied prior to softmax. If None, the default value is set to 1/√E'",
          ("default-scale", "explicit-scale", "zero-scale")),
-    Item("causal", "is_causal: top-left aligned lower-triangular mask (query i sees keys j ≤ i), also for Nq ≠ Nk",
-         f"{DOC}: 'attn_mask = torch.ones(L, S).tril(diagonal=0)'", ("causality", "causal-alignment")),
+    Item("causal", "is_causal: top-left aligned lower-triangular mask (query i sees keys j ≤ i), also for Nq ≠ Nk "
+                   "and past 2048 queries and keys (positions exact where float16's are not)",
+         f"{DOC}: 'attn_mask = torch.ones(L, S).tril(diagonal=0)'",
+         ("causality", "causal-alignment", "long-causal-positions")),
     Item("gqa", "enable_gqa: query head h reads KV head h // (Hq/Hkv); Hkv must divide Hq; without enable_gqa heads "
                 "broadcast as matmul does (1 < Hkv < Hq raises)",
          f"{DOC}: 'enable_gqa: If set to True, Grouped Query Attention (GQA) is enabled'; {MEASURED}: 'Number of "
@@ -43,6 +45,11 @@ ITEMS: tuple[Item, ...] = (
          ("gqa-equals-repeated-mha", "mismatched-heads-refused", "refused-inputs")),
     Item("refused", "q, k, v of different dtypes and k with another head dim than q are refused",
          f"{MEASURED}: 'Expected query, key, and value to have the same dtype'", ("refused-inputs",)),
+    Item("kv-lengths", "k and v of different lengths are refused (key and value share the length S; no answer is "
+                       "right)",
+         f"{DOC}: 'key: (N, ..., S, E)', 'value: (N, ..., S, Ev)'; {MEASURED}: 'Expected size for first two "
+         "dimensions of batch2 tensor to be: [B·H, Nk] but got: [B·H, Nv]' (the default CPU dispatch's flash "
+         "backend answers instead: kernels/ecosystem/FINDINGS.md)", ("kv-lengths-refused",)),
     Item("empty", "any of B, H, Nq, Nk, D, Dv = 0 is accepted: shape (B, Hq, Nq, Dv), zeros for Nk = 0, the mean "
                   "of v for D = 0, gradients of the inputs' shapes (a kernel may refuse instead)",
          f"{MEASURED}: Nk = 0 output 0, D = 0 output the mean of v, empty gradients", ("empty-dims",)),

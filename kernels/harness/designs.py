@@ -16,8 +16,7 @@ from kernels.harness import reference as ref
 
 def split_k_lse(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, splits: int = 4):
     """Split-K attention merged by log-sum-exp normalisation, float32 inside (forward only)."""
-    if not q.dtype == k.dtype == v.dtype:
-        raise ValueError(f"q, k and v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    ref.require_sdpa_inputs(q, k, v)
     dtype = q.dtype
     if enable_gqa:
         k, v = ref.repeat_kv(k, q.shape[1]), ref.repeat_kv(v, q.shape[1])

@@ -18,7 +18,8 @@ from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import CONTRACT, Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, DROPOUT, GQA, Invariant, register
-from kernels.harness.subject import Outcome, Subject, checked_output, gradients_against, measured, worst
+from kernels.harness.subject import (Outcome, Subject, checked_output, gradients_against, measured,
+                                     subset_gradients, worst)
 
 
 def _contract(c: Case) -> bool:
@@ -95,7 +96,7 @@ def refused_inputs(s: Subject) -> Outcome:
         f"Hkv = {odd_kv} with Hq = {hq}": ((s.q, _randn(s, "odd kv k", b, odd_kv, nk, d),
                                              _randn(s, "odd kv v", b, odd_kv, nk, dv)), {"enable_gqa": True}),
         "k's head dim differs from q's": ((s.q, _randn(s, "wide k", b, s.k.shape[1], nk, d + 1), s.v), {}),
-    }  # (k and v of different lengths: the math backend raises, torch 2.13's CPU flash backend does not)
+    }  # (k and v of different lengths: kv-lengths-refused)
     accepted = []
     for name, (args, kw) in attempts.items():
         try:
@@ -105,6 +106,25 @@ def refused_inputs(s: Subject) -> Outcome:
         accepted.append(name)
     return Outcome(math.inf if accepted else 0.0, 0.0,
                    f"accepted: {', '.join(accepted)}" if accepted else f"all {len(attempts)} refused")
+
+
+def kv_lengths_refused(s: Subject) -> Outcome:
+    """k and v of different lengths (Nv = Nk + 1 and Nk - 1, Dv = D: the path most kernels take).
+    SDPA's documented shapes give key and value one length S; the math backend raises ("Expected
+    size for first two dimensions of batch2 tensor to be: [B·H, Nk] but got: [B·H, Nv]", measured).
+    There is no right answer to give: returning anything is the failure (torch 2.13's default CPU
+    dispatch, its flash backend, answers with attention over the first min(Nk, Nv) keys:
+    kernels/ecosystem/FINDINGS.md)."""
+    b, hkv, nk, d = s.k.shape
+    accepted = []
+    for nv in (nk + 1, nk - 1):
+        v = _randn(s, f"v of length {nv}", b, hkv, nv, d)
+        try:
+            s._call(s.q, s.k, v)
+        except Exception:  # refusing is the contract
+            continue
+        accepted.append(f"Nv = {nv} with Nk = {nk}")
+    return Outcome(math.inf if accepted else 0.0, 0.0, f"accepted: {', '.join(accepted)}" if accepted else "refused")
 
 
 def dropout_p_one(s: Subject) -> Outcome:
@@ -167,27 +187,13 @@ SUBSETS = {"q only": (True, False, False), "k and v only": (False, True, True), 
 def gradient_subsets(s: Subject) -> Outcome:
     """Only some of q, k, v require grad (frozen K/V: only dq; a frozen query: dk, dv): each asked
     gradient as float64 autograd's, by the low-precision rule."""
-    got_all, gold, plain = s.gradients
+    _, gold, plain = s.gradients
     outcomes, details = [], []
     for name, wants in SUBSETS.items():
         tensors = [ref.copy(t).requires_grad_(w) for t, w in zip((s.q, s.k, s.v), wants)]
-        out = s.impl(*tensors, **s.kwargs())
-        checked_output(out, s.q, s.v)
-        asked = [t for t, w in zip(tensors, wants) if w]
-        got = torch.autograd.grad(out, asked, ref.copy(s.dout), allow_unused=True)
-        it = iter(got)
-        for i, (w, label) in enumerate(zip(wants, ("dq", "dk", "dv"))):
-            if not w:
-                continue
-            g = next(it)
-            if g is None:
-                outcomes.append(Outcome(math.inf, 0.0))
-                details.append(f"{name}: {label} missing")
-                continue
-            o = measured(s, g.detach(), gold[i], tol.max_abs_error(plain[i], gold[i]), s.gradient_sizes.sizes[i],
-                         s.gradient_sizes.sensitivities[i])
-            outcomes.append(o)
-            details.append(f"{name}: {label} {o.discrepancy:.3g}/{o.bound:.3g}")
+        got, said = subset_gradients(s, tensors, s.kwargs(), gold, plain, s.gradient_sizes)
+        outcomes += got
+        details += [f"{name}: {d}" for d in said]
     return worst(outcomes, details)
 
 
@@ -396,8 +402,11 @@ for _inv in (
               bug_classes="an empty dimension (B, H, Nq, Nk, D or Dv = 0) answered with NaN, garbage or a "
                           "wrong shape instead of SDPA's result or a refusal"),
     Invariant("refused-inputs", None, refused_inputs, _contract, frozenset({GQA}),
-              bug_classes="mixed q/k/v dtypes, Hkv not dividing Hq under enable_gqa, mismatched head dims or "
-                          "lengths accepted where SDPA raises"),
+              bug_classes="mixed q/k/v dtypes, Hkv not dividing Hq under enable_gqa, mismatched head dims "
+                          "accepted where SDPA raises"),
+    Invariant("kv-lengths-refused", None, kv_lengths_refused, _contract,
+              bug_classes="k and v of different lengths accepted (v read over k's length: silently truncated, "
+                          "or read past its end)"),
     Invariant("dropout-p-one", "dropout-kept-fraction", dropout_p_one, _contract, frozenset({DROPOUT}),
               bug_classes="dropout_p = 1 dividing by 1 - p = 0 (NaN/inf) or keeping weights; p > 1 accepted"),
     Invariant("nan-propagation", None, nan_propagation, _contract,

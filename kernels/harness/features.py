@@ -73,6 +73,6 @@ def check_signature(impl) -> None:
     problems = signature_problems(impl)
     if problems:
         name = getattr(impl, "__qualname__", None) or getattr(impl, "__name__", None) or type(impl).__name__
-        raise TypeError(f"{name}{inspect.signature(impl)} is not SDPA-compatible: {'; '.join(problems)}. "
+        raise TypeError(f"impl {name}{inspect.signature(impl)} is not SDPA-compatible: {'; '.join(problems)}. "
                         f"SDPA's signature is ({SDPA_SIGNATURE}); attn_mask and dropout_p may be left out "
                         "(their checks are then not applicable)")

@@ -38,10 +38,9 @@ from dataclasses import asdict, dataclass, fields, replace
 import torch
 
 from kernels.harness import reference as ref
-from kernels.harness import tolerance as tol
 from kernels.harness.cases import Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
-from kernels.harness.subject import BadOutput, Subject, against, checked_output, measured, relation, strided, worst
+from kernels.harness.subject import BadOutput, Subject, against, relation, strided, subset_gradients, worst
 
 AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC = ("generated-agreement", "generated-gradients",
                                                  "generated-dropout", "generated-metamorphic")
@@ -203,28 +202,9 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
 
 
 def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
-    wants = [n in p.grads for n in "qkv"]
-    tensors = [ref.copy(_view(x, p.layout, r)).requires_grad_(w) for x, w in zip((s.q, s.k, s.v), wants)]
-    out = s.impl(*tensors, **_kwargs(s, p, m))
-    checked_output(out, s.q, s.v)
-    asked = [t for t, w in zip(tensors, wants) if w]
-    got = torch.autograd.grad(out, asked, ref.copy(s.dout), allow_unused=True)
+    tensors = [ref.copy(_view(x, p.layout, r)).requires_grad_(n in p.grads) for x, n in zip((s.q, s.k, s.v), "qkv")]
     g = s.backward(attn_mask=m) if m is not None else s.base_backward
-    sizes = s.gradient_sizes_for(attn_mask=m)
-    outcomes, details, it = [], [], iter(got)
-    for i, (w, name) in enumerate(zip(wants, ("dq", "dk", "dv"))):
-        if not w:
-            continue
-        mine = next(it)
-        if mine is None:
-            outcomes.append(Outcome(math.inf, 0.0))
-            details.append(f"{name} missing")
-            continue
-        o = measured(s, mine.detach().cpu(), g.gold[i], tol.max_abs_error(g.plain[i], g.gold[i]), sizes.sizes[i],
-                     sizes.sensitivities[i])
-        outcomes.append(o)
-        details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
-    return worst(outcomes, details)
+    return worst(*subset_gradients(s, tensors, _kwargs(s, p, m), g.gold, g.plain, s.gradient_sizes_for(attn_mask=m)))
 
 
 def _dropout(s: Subject, p: Problem, m, r) -> Outcome:

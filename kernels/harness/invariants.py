@@ -21,7 +21,8 @@ import torch
 
 from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
-from kernels.harness.cases import EXTREME, MIXED, NEGATIVE, RANDOM, SWEEP, SWEEP_LENGTHS, SYNTHETIC, Case
+from kernels.harness.cases import (EXTREME, MIXED, NEGATIVE, POSITION_EXACT, POSITIONS, RANDOM, SWEEP, SWEEP_LENGTHS,
+                                   SYNTHETIC, Case)
 from kernels.harness.subject import (Gradients, Outcome, Subject, against, checked_output, gradients_against,
                                      head_dim_strided, packed, ratio, relation, strided, worst)
 
@@ -155,6 +156,13 @@ def causality(s: Subject) -> Outcome:
     rows = slice(0, cut)
     return relation(s, s.run(k=k2, v=v2)[:, :, rows], s.reference(k=k2, v=v2).rows(rows),
                     s.output()[:, :, rows], s.base.rows(rows))
+
+
+def long_causal_positions(s: Subject) -> Outcome:
+    """Causal attention with queries and keys past POSITION_EXACT (float16's last exact odd integer is
+    2047): against float64 by the low-precision rule, on inputs where one key wrongly seen or hidden
+    by a last row moves it by a large fraction of its size (cases.POSITIONS)."""
+    return against(s, s.output(), s.base)
 
 
 def causal_alignment(s: Subject) -> Outcome:
@@ -447,6 +455,9 @@ _CORE: tuple[Invariant, ...] = (
               bug_classes="global instead of per-row max"),
     Invariant("hugely-negative-rows", "causal-mask-top-left", hugely_negative_rows, lambda c: c.kind == NEGATIVE,
               bug_classes="finite mask sentinel (-1e4)"),
+    Invariant("long-causal-positions", None, long_causal_positions, lambda c: c.kind == POSITIONS,
+              _needs(CAUSAL), bug_classes=f"positions or indices computed in low precision (a causal mask from "
+                                          f"float16 positions, wrong past {POSITION_EXACT}; bfloat16 past 256)"),
     Invariant("backward-agreement", None, backward_agreement, _random, _needs(BACKWARD),
               bug_classes="any gradient error beyond the low-precision rule (GQA gradients not summed)"),
     Invariant("backward-key-gradient-sum", "attention-backward", backward_key_gradient_sum, _random,

@@ -6,8 +6,8 @@ torch's SDPA forced onto each CPU backend (math; flash, which on the CPU has no 
 kernels do not support non-zero dropout", so its wrapper's signature leaves dropout_p out and the
 dropout invariants are not applicable — and no Dv ≠ D, so its cases run with Dv = D), FlexAttention in
 eager mode (forward; attn_mask as its documentation expresses each kind, no dropout; the survey's
-peer leaves attn_mask out, see flex_eager_without_mask), the float64 reference, and the blocked
-online-softmax reference.
+peer leaves attn_mask out, see flex_eager_without_mask), the float64 reference, the blocked
+online-softmax reference, and the other correct designs (``_designs``).
 """
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def flex_eager(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=
     causal mask_mod, joining either."""
     from torch.nn.attention.flex_attention import and_masks, create_block_mask, flex_attention
 
-    ref.require_one_dtype(q, k, v)  # flex_attention itself computes mixed dtypes; SDPA's contract refuses them
+    ref.require_sdpa_inputs(q, k, v)  # flex_attention itself computes mixed dtypes; SDPA's contract refuses them
     if q.shape[1] != k.shape[1] and not enable_gqa:
         raise ValueError(f"q has {q.shape[1]} heads and k {k.shape[1]}: pass enable_gqa=True for GQA")
     n_q, n_k = q.shape[-2], k.shape[-2]
@@ -110,6 +110,22 @@ def blocked(q, k, v, is_causal=False, scale=None, enable_gqa=False):
     return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
 
 
+def _designs() -> dict:
+    """The correct loops of kernels.harness.references and designs (a hand-written backward, SDPA's
+    whole signature, unblocked float32, split-KV decoding, split-K merged by log-sum-exp)."""
+    from kernels.harness import references as r
+    from kernels.harness.designs import split_k_lse
+
+    return {
+        "manual-backward-reference": (r.manual_backward_attention, {}),
+        "full-signature-reference": (r.full_attention, {}),
+        # forward-only designs: their backward is autograd through PyTorch ops, not theirs to get wrong
+        "plain-reference": (r.PlainAttention(), {"backward": False}),
+        "split-kv-decode": (r.SplitKVAttention(), {"backward": False}),
+        "split-k-lse": (split_k_lse, {"backward": False}),
+    }
+
+
 # name -> (impl, verify_attention options)
 PEERS = {
     "sdpa-default": (sdpa, {}),
@@ -118,4 +134,5 @@ PEERS = {
     "flex-eager": (flex_eager_without_mask, {"backward": False}),
     "float64-reference": (ref.float64_reference, {}),
     "blocked-reference": (blocked, {"backward": False}),
+    **_designs(),
 }

@@ -10,11 +10,14 @@ import math
 import torch
 
 
-def require_one_dtype(q, k, v) -> None:
-    """SDPA's refusal of mixed dtypes (kernels.harness.contract, item "refused"): q, k and v of
-    different dtypes raise rather than being cast to one of them."""
+def require_sdpa_inputs(q, k, v) -> None:
+    """SDPA's refusals (kernels.harness.contract, items "refused" and "kv-lengths"): q, k and v of
+    different dtypes raise rather than being cast to one of them, and k and v of different lengths
+    rather than one being read over the other's."""
     if not q.dtype == k.dtype == v.dtype:
         raise ValueError(f"q, k and v must have one dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k and v must have one length, got k {k.shape[-2]} and v {v.shape[-2]} (dim -2)")
 
 
 def default_scale(head_dim: int) -> float:
@@ -114,7 +117,7 @@ def golden_and_sensitivity(q, k, v, *, is_causal=False, scale=None, enable_gqa=F
 def float64_reference(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False) -> torch.Tensor:
     """An SDPA-compatible implementation (no dropout) that computes in float64 and returns q's dtype;
     it refuses mixed dtypes as SDPA does, though the upcast would hide them."""
-    require_one_dtype(q, k, v)
+    require_sdpa_inputs(q, k, v)
     return attention64(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
                        attn_mask=attn_mask).to(q.dtype)
 

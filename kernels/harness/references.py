@@ -22,7 +22,7 @@ import math
 
 import torch
 
-from kernels.harness.reference import require_one_dtype
+from kernels.harness.reference import require_sdpa_inputs
 from kernels.harness.rounding_bound import declare_recipe
 
 BLOCK = 16  # small, so the harness's lengths (37, 53, 127) span several blocks and a partial one
@@ -62,7 +62,7 @@ class Attention(Options):
 
     def kv_for_query_heads(self, q, k, v, enable_gqa: bool):
         """k, v with one head per query head."""
-        require_one_dtype(q, k, v)
+        require_sdpa_inputs(q, k, v)
         hq, hkv = q.shape[1], k.shape[1]
         if hq == hkv:
             return k, v
@@ -70,6 +70,13 @@ class Attention(Options):
             raise ValueError(f"q has {hq} heads but k and v have {hkv}; pass enable_gqa=True")
         index = self.head_index(hq, hkv, q.device)
         return k[:, index], v[:, index]  # (B, Hq, Nk, D)
+
+    def working_scores(self, q, k, v, scale, enable_gqa):
+        """(q, k, v in the work dtype with one KV head per query head, the scale used, the scores)."""
+        k, v = self.kv_for_query_heads(q, k, v, enable_gqa)
+        q, k, v = (t.to(work_dtype_for(q.dtype)) for t in (q, k, v))
+        scale = self.resolved_scale(scale, q.shape[-1])
+        return q, k, v, scale, (q * scale) @ k.transpose(-2, -1)  # (B, H, Nq, Nk)
 
     def visible(self, n_q: int, n_k: int, device) -> torch.Tensor:
         """Causal, top-left aligned as SDPA: query i sees key j iff j <= i."""
@@ -161,10 +168,7 @@ class PlainAttention(Attention):
 
     def __call__(self, q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
         dtype = q.dtype
-        k, v = self.kv_for_query_heads(q, k, v, enable_gqa)
-        q, k, v = (t.to(work_dtype_for(dtype)) for t in (q, k, v))
-        scale = self.resolved_scale(scale, q.shape[-1])
-        s = (q * scale) @ k.transpose(-2, -1)  # (B, H, Nq, Nk)
+        q, k, v, _, s = self.working_scores(q, k, v, scale, enable_gqa)  # s: (B, H, Nq, Nk)
         visible = self.visible(q.shape[-2], k.shape[-2], q.device) if is_causal else None
         return (self.weights(s, visible) @ v).to(dtype)  # (B, H, Nq, Dv)
 
@@ -227,12 +231,8 @@ class ManualBackwardAttention(Attention):
         return _ManualFunction.apply(self, q, k, v, is_causal, scale, enable_gqa)
 
     def forward(self, ctx, q, k, v, is_causal, scale, enable_gqa):
-        dtype, work = q.dtype, work_dtype_for(q.dtype)
-        hq, hkv = q.shape[1], k.shape[1]
-        kr, vr = self.kv_for_query_heads(q, k, v, enable_gqa)
-        q32, k32, v32 = (t.to(work) for t in (q, kr, vr))
-        scale = self.resolved_scale(scale, q.shape[-1])
-        s = (q32 * scale) @ k32.transpose(-2, -1)  # (B, H, Nq, Nk)
+        dtype, hq, hkv = q.dtype, q.shape[1], k.shape[1]
+        q32, k32, v32, scale, s = self.working_scores(q, k, v, scale, enable_gqa)  # s: (B, H, Nq, Nk)
         if is_causal:
             s = s.masked_fill(~self.visible(q.shape[-2], k.shape[-2], q.device), float("-inf"))
         p = torch.softmax(s, dim=-1)  # (B, H, Nq, Nk)
@@ -334,12 +334,8 @@ class FullAttention(Attention):
         return _FullFunction.apply(self, q, k, v, attn_mask, float(dropout_p), is_causal, scale, enable_gqa)
 
     def forward(self, ctx, q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa):
-        dtype, work = q.dtype, work_dtype_for(q.dtype)
-        hq, hkv = q.shape[1], k.shape[1]
-        kr, vr = self.kv_for_query_heads(q, k, v, enable_gqa)
-        q32, k32, v32 = (t.to(work) for t in (q, kr, vr))
-        scale = self.resolved_scale(scale, q.shape[-1])
-        s = (q32 * scale) @ k32.transpose(-2, -1)  # (B, H, Nq, Nk)
+        dtype, hq, hkv = q.dtype, q.shape[1], k.shape[1]
+        q32, k32, v32, scale, s = self.working_scores(q, k, v, scale, enable_gqa)  # s: (B, H, Nq, Nk)
         bias = self.mask_bias(attn_mask, s, dtype)
         unmasked = s  # the scores without attn_mask (causal still applied below)
         if bias is not None:

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from kernels.harness import reference as ref
+from kernels.harness.cases import POSITIONS
 from kernels.harness.invariants import Invariant, Outcome, register
 from proofs.theorems import rounding as R
 
@@ -100,6 +101,8 @@ def check(s):
     return Outcome(e, b, detail)
 
 
-register(Invariant("rounding-attention-forward", "rounding-attention-forward", check, lambda c: True,
+# Not on the long positions case: the derived bound over its 4.2 M scores costs 1.4-4.7 CPU-s a dtype
+# (measured), and what the case is for (positions) the low-precision rule there judges.
+register(Invariant("rounding-attention-forward", "rounding-attention-forward", check, lambda c: c.kind != POSITIONS,
                    bug_classes="computing in lower precision than declared (float16 accumulators in a float32 "
                                "kernel), and any error larger than rounding can explain"))

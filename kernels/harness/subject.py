@@ -209,6 +209,30 @@ def gradients_against(s: Subject, got, golden, plain, scales: GradientScales) ->
     return worst(outcomes, details)
 
 
+def subset_gradients(s: Subject, tensors, kwargs: dict, golden, plain, scales: GradientScales):
+    """impl called on ``tensors`` (q, k, v as leaves, some requiring grad), differentiated for those
+    alone with s.dout: each gradient against its golden value by the low-precision rule, one asked
+    for and missing (None) a failure. (outcomes, details) of the asked gradients, in q, k, v order."""
+    out = s.impl(*tensors, **kwargs)
+    checked_output(out, s.q, s.v)
+    got = iter(torch.autograd.grad(out, [t for t in tensors if t.requires_grad], ref.copy(s.dout),
+                                   allow_unused=True))
+    outcomes, details = [], []
+    for i, (t, name) in enumerate(zip(tensors, ("dq", "dk", "dv"))):
+        if not t.requires_grad:
+            continue
+        g = next(got)
+        if g is None:
+            outcomes.append(Outcome(math.inf, 0.0))
+            details.append(f"{name} missing")
+            continue
+        o = measured(s, g.detach().cpu(), golden[i], tol.max_abs_error(plain[i], golden[i]), scales.sizes[i],
+                     scales.sensitivities[i])
+        outcomes.append(o)
+        details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
+    return outcomes, details
+
+
 def worst(outcomes: list[Outcome], details: list[str]) -> Outcome:
     """The outcome closest to (or furthest past) its bound, with every part's figures as detail."""
     w = max(outcomes, key=ratio)

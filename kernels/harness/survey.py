@@ -6,6 +6,11 @@ statistical invariants, |z| / z_crit) and the time per run.
     python -m kernels.harness.survey 20 sdpa-math flex-eager
     python -m kernels.harness.survey 20 torch.nn.functional:scaled_dot_product_attention
     python -m kernels.harness.survey 5 sdpa-math --only rounding-bias --only dropout-variance
+    python -m kernels.harness.survey 20 peers --cases contract --generate 1   # the contract's cases and
+                                                  # 1 s of drawn problems a seed: a survey in minutes
+
+Ends with one line per design: alarms, seeds with an alarm, the false-alarm rate (seeds with an
+alarm / seeds) and CPU seconds per seed.
 """
 from __future__ import annotations
 
@@ -20,11 +25,12 @@ from kernels.harness.verify import verify_attention
 
 
 def survey(impl, seeds: int, progress=None, **options) -> tuple[list, dict, float]:
-    """(failed checks, worst ratio per (invariant, dtype), mean seconds per run) over seeds 0..seeds-1.
+    """(failed checks, worst ratio per (invariant, dtype), mean CPU seconds per run) over seeds 0..seeds-1.
 
-    ``progress(seed, failures, worst)`` is called after each seed (a long survey can be read as it goes)."""
+    ``progress(seed, failures, worst)`` is called after each seed (a long survey can be read as it goes).
+    CPU seconds, not wall: the machine the survey runs on is shared."""
     failures, worst = [], defaultdict(float)
-    start = time.perf_counter()
+    start = time.process_time()
     for seed in range(seeds):
         report = verify_attention(impl, seed=seed, **options)
         failures += [(seed, f) for f in report.failures]
@@ -32,7 +38,7 @@ def survey(impl, seeds: int, progress=None, **options) -> tuple[list, dict, floa
             worst[(c.invariant, c.dtype)] = max(worst[(c.invariant, c.dtype)], ratio(c))
         if progress is not None:
             progress(seed, failures, worst)
-    return failures, dict(worst), (time.perf_counter() - start) / seeds
+    return failures, dict(worst), (time.process_time() - start) / seeds
 
 
 def _progress(seed, failures, worst):
@@ -59,20 +65,43 @@ def _targets(names):
         yield (name, *PEERS[name]) if name in PEERS else (name, load_target(name), {})
 
 
+def _options(argv) -> tuple[list, dict]:
+    """(the names, verify_attention options) from the arguments after the seed count."""
+    valued = {"--only", "--cases", "--generate"}
+    names = [a for i, a in enumerate(argv) if a not in valued and (i == 0 or argv[i - 1] not in valued)]
+    given = defaultdict(list)
+    for i, a in enumerate(argv[:-1]):
+        if a in valued:
+            given[a].append(argv[i + 1])
+    options: dict = {}
+    if given["--only"]:
+        options["invariants"] = given["--only"]
+    if given["--cases"]:
+        from kernels.harness.cases import CONTRACT_CASES
+        from kernels.harness.cli import cases_named
+
+        chosen = [n for item in given["--cases"] for n in item.split(",")]
+        options["cases"] = [c for n in chosen for c in (CONTRACT_CASES if n == "contract" else cases_named([n]))]
+    if given["--generate"]:
+        options["generate_seconds"] = float(given["--generate"][-1])
+    return names, options
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or not argv[0].isdigit():
         print(__doc__, file=sys.stderr)
         return 2
-    only = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--only"]
-    names = [a for i, a in enumerate(argv[1:], 1) if a != "--only" and argv[i - 1] != "--only"]
-    seeds, names = int(argv[0]), names or ["torch.nn.functional:scaled_dot_product_attention"]
-    any_failed = False
+    seeds = int(argv[0])
+    names, chosen = _options(argv[1:])
+    names = names or ["torch.nn.functional:scaled_dot_product_attention"]
+    any_failed, rows = False, []
     for name, impl, options in _targets(names):
-        failures, worst, per_run = survey(impl, seeds, progress=_progress, **options,
-                                          **({"invariants": only} if only else {}))
+        failures, worst, per_run = survey(impl, seeds, progress=_progress, **options, **chosen)
         any_failed |= bool(failures)
-        print(f"{name}: {len(failures)} alarms over {seeds} seeds, {per_run:.2f} s per default run", flush=True)
+        alarmed = len({seed for seed, _ in failures})
+        rows.append((name, len(failures), alarmed, per_run))
+        print(f"{name}: {len(failures)} alarms over {seeds} seeds, {per_run:.2f} CPU-s per run", flush=True)
         told = defaultdict(int)
         for seed, f in failures:
             key = (f.invariant, f.case_name, f.dtype)
@@ -82,6 +111,9 @@ def main(argv=None) -> int:
         for invariant, (r, dtype) in sorted(closest_per_invariant(worst).items(), key=lambda kv: -kv[1][0]):
             shown = "inf" if math.isinf(r) else f"{r:.3f}"
             print(f"  closest: {invariant:32s} {shown:>7s} ({dtype})")
+    print(f"\n{'design':28s} {'alarms':>6s} {'seeds alarmed':>13s} {'rate':>6s} {'CPU-s/seed':>10s}")
+    for name, alarms, alarmed, per_run in rows:
+        print(f"{name:28s} {alarms:6d} {f'{alarmed}/{seeds}':>13s} {alarmed / seeds:6.2f} {per_run:10.2f}")
     return 1 if any_failed else 0
 
 

@@ -10,7 +10,7 @@ from kernels.harness import edges
 from kernels.harness import generate as gen
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import Case, narrowed, standard_cases
-from kernels.harness.features import offered
+from kernels.harness.features import check_signature, offered
 from kernels.harness.invariants import INVARIANTS, Subject
 from kernels.harness.report import NOT_APPLICABLE, Check, ConformanceReport
 from kernels.threads import one_thread
@@ -67,8 +67,12 @@ def _name(impl) -> str:
 
 
 def _validated(impl, device, dtypes) -> tuple[str, list[torch.dtype]]:
+    """(device, dtypes) parsed, after ``impl`` is checked callable as the harness calls SDPA: the one
+    place a wrong impl, device or dtype is refused (verify_attention, error_vs_length, the CLI and
+    the pytest plugin all come through here), each with one message naming the argument."""
     if not callable(impl):
         raise TypeError(f"impl must be callable like scaled_dot_product_attention, got {type(impl).__name__}")
+    check_signature(impl)
     device = parse_device(device)
     if dtypes is None:
         return device, default_dtypes(device)

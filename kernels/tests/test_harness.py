@@ -28,7 +28,8 @@ def sdpa_report() -> ConformanceReport:
 def test_sdpa_passes_except_for_its_zero_scale_causal_bug(sdpa_report):
     """torch 2.13's CPU SDPA (the default dispatch picks its flash backend here) returns NaN for
     scale=0.0 with is_causal=True in every row with a masked key: 0 · (-inf). The math backend gets
-    it right (the mean of the visible values). That is a true alarm, and the only one."""
+    it right (the mean of the visible values). That is a true alarm; the other is k and v of
+    different lengths accepted."""
     generated = [c for c in sdpa_report.failures if c.invariant in gen.RELATIONS]
     # the drawn problems meet the same bug: causal with a negative or zero scale, an infinite discrepancy
     assert all(" causal " in c.case and ("scale=-" in c.case or "scale=0 " in c.case) and c.discrepancy == math.inf
@@ -38,14 +39,22 @@ def test_sdpa_passes_except_for_its_zero_scale_causal_bug(sdpa_report):
     # (not on one-key, which masks nothing, nor on Dv ≠ D, which torch dispatches to the math backend)
     # A negative scale breaks it the same way (explicit-scale uses one): NaN in every row with a
     # masked key, where the math backend is right (kernels/ecosystem/FINDINGS.md).
+    # And it answers for k and v of different lengths (attention over the first min(Nk, Nv) keys) where
+    # the math backend raises (FINDINGS.md): the contract's kv-lengths item, a true alarm in every dtype.
+    lengths = {c for c in sdpa_report.failures if c.invariant == "kv-lengths-refused"}
+    assert {c.dtype for c in lengths} == set(sdpa_report.dtypes)
+    assert all(c.case_name == "contract" and "accepted: Nv = 14 with Nk = 13, Nv = 12 with Nk = 13" in c.detail
+               for c in lengths)
+    failed -= {("kv-lengths-refused", "contract")}
     assert failed and failed <= {(inv, name) for inv in ("zero-scale", "explicit-scale") for name in causal}, \
         str(sdpa_report)
-    assert all("non-finite" in c.detail for c in sdpa_report.failures if c not in generated)
+    assert all("non-finite" in c.detail for c in sdpa_report.failures if c not in generated and c not in lengths)
     assert {c.invariant for c in sdpa_report.checks} == {i.name for i in INVARIANTS}
     assert set(sdpa_report.dtypes) == {"float32", "float16", "bfloat16"}
     assert not sdpa_report.not_applicable  # SDPA offers every feature
     exact = {"output-dtype-shape", "inputs-untouched", "inputs-untouched-backward", "determinism",
-             "backward-determinism", "dropout-same-seed", "refused-inputs", "dropout-p-one", "attn-mask-untouched",
+             "backward-determinism", "dropout-same-seed", "refused-inputs", "kv-lengths-refused", "dropout-p-one",
+             "attn-mask-untouched",
              "global-state-unchanged"}  # yes/no checks; every other one has a bound
     # refusing attn_mask with is_causal is allowed, and is what SDPA does when it dispatches Dv ≠ D to math
     assert all(c.bound > 0 or c.invariant in exact or c.detail.startswith("refused") for c in sdpa_report.checks)
@@ -170,6 +179,26 @@ def test_bad_input(kwargs, error, words):
     impl = kwargs.pop("impl", SDPA)
     with pytest.raises(error, match=words):
         verify_attention(impl, **kwargs)
+
+
+def test_a_wrong_signature_is_refused_up_front_naming_impl_and_its_fault():
+    """verify_attention (and error_vs_length, the plugin's attention_checks, hence the CLI) refuse an
+    impl they cannot call as SDPA before calling it, with one TypeError: not a table of identical
+    failures."""
+    from kernels.pytest_plugin import attention_checks
+
+    calls = []
+
+    def no_scale(q, k, v, is_causal=False):
+        calls.append(1)
+        return SDPA(q, k, v, is_causal=is_causal)
+
+    for judge in (lambda: verify_attention(no_scale), lambda: error_vs_length(no_scale, [5], ["float32"]),
+                  lambda: attention_checks(no_scale)):
+        with pytest.raises(TypeError, match=r"^impl \S*no_scale\(q, k, v, is_causal=False\) is not SDPA-compatible: "
+                                            r"it does not accept scale, enable_gqa by keyword"):
+            judge()
+    assert calls == []
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA, so 'cuda' is a valid device")

@@ -9,7 +9,7 @@ from kernels import mutants, verify_attention
 from kernels.flash import flash_attention
 from kernels import rounding_confirmation as rc
 from kernels.harness import rounding_bound as rb
-from kernels.harness.cases import DEFAULT_CASES, standard_cases
+from kernels.harness.cases import DEFAULT_CASES, POSITIONS, standard_cases
 from numeric.rounding import forward_bound, summary, tightness_table
 
 INVARIANT = "rounding-attention-forward"
@@ -27,7 +27,8 @@ def _checks(report):
 def test_correct_implementations_stay_within_the_proved_bound(impl):
     report = verify_attention(impl, backward=False)
     checks = _checks(report)
-    assert len(checks) == len(standard_cases()) * 3  # every case a default run judges, in three dtypes
+    # every case a default run judges but the long positions one, in three dtypes
+    assert len(checks) == len([c for c in standard_cases() if c.kind != POSITIONS]) * 3
     assert all(c.passed for c in checks), [c.describe() for c in checks if not c.passed]
 
 
