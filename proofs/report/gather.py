@@ -19,15 +19,18 @@ Triton's interpreter is the kernel layer's choice (``kernels.interpreter``), mad
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import os
 import platform
+import subprocess
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Callable
 
 from proofs.report.model import (
-    FAILED, LAYERS, NOT_CHECKED, PASSED, AuditEvidence, ClaimEvidence, FigureData, KernelEvidence, KernelSummary,
+    FAILED, LAYERS, NOT_A_CHECKOUT, NOT_CHECKED, PASSED, AuditEvidence, ClaimEvidence, FigureData, KernelEvidence, KernelSummary,
     NumericEvidence, ProofEvidence, Report, StepEvidence, plain,
 )
 
@@ -86,18 +89,38 @@ PLANS = {
 }
 
 
-def describe(plan: Plan) -> str:
-    """What a plan runs, in words, from its own fields (the report's "run" sentence)."""
-    sizes = ("each claim's registered quick sample size" if plan.quick_confirmations
-             else "the numeric layer's default sample sizes")
-    dtypes = ", ".join(plan.kernel_dtypes) if plan.kernel_dtypes else "every dtype the device supports"
-    direction = "forward and backward" if plan.kernel_backward else "forward only (the backward invariants are left out)"
-    cases = (f"the harness's cases {', '.join(plan.kernel_cases)}" if plan.kernel_cases is not None
-             else f"the harness's {'thorough' if plan.kernel_thorough else 'default'} cases")
-    return (f"Monte Carlo confirmations at {sizes}; a passing one reads \"confirmed\" only where its power against "
-            f"the stated effect is at least the numeric layer's threshold, else \"consistent\". The Triton kernel "
-            f"checked in {dtypes}, {direction}, on {cases}; its error measured against N = "
-            f"{', '.join(map(str, plan.kernel_lengths))} in {', '.join(plan.kernel_length_dtypes)}.")
+def describe(plan: Plan, layers: tuple[str, ...] = LAYERS) -> str:
+    """What a run does, in words, from the plan's own fields and the layers it runs (the report's "run" sentence)."""
+    out = ["Every claim derived symbolically and its proof replayed by the checker." if "proofs" in layers
+           else "The symbolic derivations not run (--layers)."]
+    if "numeric" in layers:
+        sizes = ("each claim's registered quick sample size" if plan.quick_confirmations
+                 else "the numeric layer's default sample sizes")
+        out.append(f"Monte Carlo confirmations at {sizes}; a passing one reads \"confirmed\" only where its power "
+                   f"against the stated effect is at least the numeric layer's threshold ({_power_rule()}), else "
+                   "\"consistent\".")
+    else:
+        out.append("The Monte Carlo layer not run (--layers).")
+    if "kernels" in layers:
+        dtypes = ", ".join(plan.kernel_dtypes) if plan.kernel_dtypes else "every dtype the device supports"
+        direction = ("forward and backward" if plan.kernel_backward
+                     else "forward only (the backward invariants are left out)")
+        cases = (f"the harness's cases {', '.join(plan.kernel_cases)}" if plan.kernel_cases is not None
+                 else f"the harness's {'thorough' if plan.kernel_thorough else 'default'} cases")
+        out.append(f"The Triton kernel checked in {dtypes}, {direction}, on {cases}; its error measured against "
+                   f"N = {', '.join(map(str, plan.kernel_lengths))} in {', '.join(plan.kernel_length_dtypes)}.")
+    else:
+        out.append("The kernel layer not run (--layers).")
+    return " ".join(out)
+
+
+def _power_rule() -> str:
+    """numeric's rule for "confirmed", in numbers (read from the layer, which may be missing)."""
+    try:
+        from numeric import CONFIRMING_POWER, STATED_EFFECT
+    except ImportError:
+        return "the numeric layer is not installed"
+    return f"power ≥ {CONFIRMING_POWER:g} against a {STATED_EFFECT:.0%} error"
 
 
 @dataclass(frozen=True)
@@ -165,15 +188,58 @@ def prove(claim_id: str) -> tuple[ProofEvidence, float]:
         d = derive(claim_id)
     except Exception as exc:  # a theorem that crashes has not proved its claim
         return ProofEvidence(FAILED, reason=f"derivation raised {_why(exc)}"), time.perf_counter() - start
-    steps = [StepEvidence(n, s.rule, s.description, _safe(step_latex, s),
-                          "premise" if s.is_premise else (PASSED if s.passed else FAILED), s.detail or "")
+    steps = [StepEvidence(number=n, rule=s.rule, description=s.description, latex=_safe(step_latex, s),
+                          status="premise" if s.is_premise else (PASSED if s.passed else FAILED), detail=s.detail or "")
              for n, s in enumerate(d.steps, 1)]
     result = d.result.items() if isinstance(d.result, dict) else [("result", d.result)]
     results = [[str(name), _safe(sp.latex, value)] for name, value in result]
-    reason = "; ".join(d.reasons)
-    return ProofEvidence(PASSED if d.verified else FAILED, reason, _safe(sp.latex, d.statement), steps, results,
-                         len(d.checked_steps), len(d.steps) - len(d.checked_steps), d.verdict_line,
-                         trust_lines(d), getattr(d, "certificate", None)), time.perf_counter() - start
+    reason, trusted = "; ".join(d.reasons), trust_lines(d)
+    certificate = getattr(d, "certificate", None)
+    lines = [reason, d.verdict_line, *trusted, *(s.detail for s in steps), *(s.description for s in steps)]
+    return ProofEvidence(status=PASSED if d.verified else FAILED, reason=reason,
+                         statement_latex=_safe(sp.latex, d.statement),
+                         conjuncts_latex=[_safe(sp.latex, c) for c in (sp.And.make_args(d.statement)
+                                                                        if isinstance(d.statement, sp.Basic) else [])],
+                         steps=steps, results=results,
+                         checked_steps=len(d.checked_steps), premises=len(d.steps) - len(d.checked_steps),
+                         verdict_line=d.verdict_line, trusted=trusted, certificate=certificate,
+                         formulas=formulas_in(lines, certificate)), time.perf_counter() - start
+
+
+# How much of a formula's SymPy text the checker (trust lines) and the engine (a citation's description) keep.
+_TEXT_CUTS = (160, 200)
+
+
+def formulas_in(lines: list[str], certificate: dict | None) -> dict[str, str]:
+    """Every expression of ``certificate`` (its statement, premises and step conclusions, and those of the
+    certificates its citations carry) whose SymPy text, whole or cut as the checker cuts it, occurs in
+    ``lines``: that text -> the expression's LaTeX."""
+    import sympy as sp
+
+    from proofs.checker import read_in
+
+    found: dict[str, str] = {}
+    text = "\n".join(x for x in lines if x)
+
+    def visit(cert: dict) -> None:
+        exprs = [cert.get("statement")] + [p.get("statement") for p in cert.get("premises", [])]
+        exprs += [s.get("conclusion") for s in cert.get("steps", [])]
+        for e in filter(None, exprs):
+            try:
+                expr = read_in(cert, e)
+                whole = sp.sstr(expr)
+            except Exception:  # an expression the reader refuses is shown as the checker wrote it
+                continue
+            for cut in {whole, *(whole[:n] for n in _TEXT_CUTS)}:
+                if len(cut) > 2 and cut in text and cut not in found:
+                    found[cut] = _safe(sp.latex, expr)
+        for s in cert.get("steps", []):
+            if isinstance(s.get("certificate"), dict):
+                visit(s["certificate"])
+
+    if certificate:
+        visit(certificate)
+    return found
 
 
 def _safe(to_latex, x) -> str:
@@ -515,6 +581,49 @@ def _why_not_run(claim_id: str, plan: Plan) -> str:
     return f"its invariants ({names}) applied to none of the harness's cases in this run"
 
 
+# --------------------------------------------------------------------------- sources
+
+
+REPO = Path(__file__).resolve().parents[2]  # the checkout (or installed tree) the proofs package sits in
+
+
+def seed_passage(s) -> dict:
+    """A seed quote with its file and the seed's own title (the file names are hashes)."""
+    from proofs.report.fmt import seed_title
+
+    return {"file": s.file, "title": seed_title(s.file), "quote": s.quote}
+
+
+def theorem_source(theorem: str) -> str:
+    """A claim's theorem ("module:function") as the file that holds it and the function: "path.py:function",
+    the path relative to the checkout (found without importing the theorem's module)."""
+    module, function = theorem.split(":")
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin:
+        return f"{module} (not found):{function}"
+    path = Path(spec.origin).resolve()
+    return f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path}:{function}"
+
+
+def source_commit(root: Path = REPO) -> str:
+    """The git commit the report's code was run from ("<sha>", "<sha> with uncommitted changes"), or
+    NOT_A_CHECKOUT when ``root`` is not the top of a git work tree (an installed package, a tarball)."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
+        if done.returncode:
+            raise OSError(done.stderr.strip())
+        return done.stdout.strip()
+
+    try:
+        if Path(git("rev-parse", "--show-toplevel")).resolve() != root.resolve():
+            return NOT_A_CHECKOUT  # inside some other repository (e.g. a virtualenv in a project)
+        commit = git("rev-parse", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):  # no git, or no repository here
+        return NOT_A_CHECKOUT
+    return commit + (" with uncommitted changes" if changed else "")
+
+
 # --------------------------------------------------------------------------- environment
 
 
@@ -533,6 +642,7 @@ def environment(options: Options, kernels: KernelSummary) -> dict:
         except importlib.metadata.PackageNotFoundError:
             versions[name] = "not installed"
     return {
+        "commit": source_commit(),
         "python": platform.python_version(),
         "platform": f"{platform.system()} {platform.machine()}",
         "cpus": os.cpu_count(),
@@ -701,11 +811,12 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
     # With --only, the failures of other claims' invariants are not this run's business.
     kernels.failures = [f for f in kernels.failures if f.claim_id is None or f.claim_id in selected]
 
-    evidence = [ClaimEvidence(c.id, c.title, c.prose, list(c.assumptions),
-                              [{"file": s.file, "quote": s.quote} for s in c.seeds], c.topic,
-                              proof_ev[c.id], numeric_ev[c.id], kernel_ev[c.id], list(c.references)) for c in claims]
+    evidence = [ClaimEvidence(id=c.id, title=c.title, statement=c.prose, assumptions=list(c.assumptions),
+                              seeds=[seed_passage(s) for s in c.seeds], topic=c.topic, proofs=proof_ev[c.id],
+                              numeric=numeric_ev[c.id], kernels=kernel_ev[c.id], references=list(c.references),
+                              theorem=theorem_source(c.theorem)) for c in claims]
     seconds["total"] = time.perf_counter() - started
-    run = {"mode": plan.mode, "summary": describe(plan), "seed": seed, "only": list(options.only) if options.only else None,
+    run = {"mode": plan.mode, "summary": describe(plan, options.layers), "seed": seed, "only": list(options.only) if options.only else None,
            "layers": list(options.layers), "plan": plain(plan)}
     timings = {"generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "proofs_in_parallel": pending is not None,
