@@ -1,4 +1,4 @@
-"""The report says per claim what its verdict takes on trust (issue: a stated trust base)."""
+"""The report says per claim what its verdict takes on trust (a stated trust base)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -31,9 +31,9 @@ def test_a_cited_theorem_shows_in_the_verdict_line_and_the_trust_list():
 def test_the_checkers_sympy_text_is_shown_as_the_formula_it_names():
     evidence, _ = prove("softmax-jacobian-spectrum")
     texts = [t for t in evidence.formulas if t in evidence.verdict_line]
-    assert texts and all(t.startswith(("Eq(", "lambda", "J[")) or "<=" in t for t in texts), texts
+    assert any(t.startswith("Eq(") for t in texts) and any("<=" in t for t in texts), texts
     page = html.prose(evidence.verdict_line, evidence.formulas)
-    assert "Eq(" not in page and page.count("<math") >= len(texts)
+    assert "Eq(" not in page and "<=" not in page and page.count("<math") >= 4
     # Without the formulas the same line shows SymPy's text: the mapping is what removes it.
     assert "Eq(" in html.prose(evidence.verdict_line)
 

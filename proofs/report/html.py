@@ -49,12 +49,15 @@ table.steps { table-layout: fixed; }
 .steps th:nth-child(4) { width: 15rem; }
 .steps div.math { overflow-x: auto; max-width: 100%; padding: .2rem 0; }
 .steps td, .detail { overflow-wrap: anywhere; }
+.claim p.detail, .claim ul.detail li, .claim p.statement, div.scroll { overflow-x: auto; max-width: 100%; }
+table.audit td { overflow-wrap: anywhere; }
 /* A formula wider than its column scrolls in its own box, with a scroll bar that shows (not an overlay one). */
-.math-block, .steps div.math, ul.results li { scrollbar-width: thin; scrollbar-color: #8c959f var(--soft); }
-.math-block::-webkit-scrollbar, .steps div.math::-webkit-scrollbar, ul.results li::-webkit-scrollbar { height: 8px; }
-.math-block::-webkit-scrollbar-thumb, .steps div.math::-webkit-scrollbar-thumb,
-ul.results li::-webkit-scrollbar-thumb { background: #8c959f; border-radius: 4px; }
-@media print { .math-block, .steps div.math, ul.results li { overflow: visible; } }
+.math-block, .steps div.math, ul.results li, .claim .detail { scrollbar-width: thin; scrollbar-color: #8c959f var(--soft); }
+.math-block::-webkit-scrollbar, .steps div.math::-webkit-scrollbar, ul.results li::-webkit-scrollbar,
+.claim .detail::-webkit-scrollbar { height: 8px; }
+.math-block::-webkit-scrollbar-thumb, .steps div.math::-webkit-scrollbar-thumb, ul.results li::-webkit-scrollbar-thumb,
+.claim .detail::-webkit-scrollbar-thumb { background: #8c959f; border-radius: 4px; }
+@media print { .math-block, .steps div.math, ul.results li, .claim .detail { overflow: visible; } }
 table.audit td:first-child code, table.parts td:last-child { white-space: nowrap; }
 .steps tr.premise td { background: #fbfbfc; color: #444; }
 .steps tr.failed td { background: #ffebe9; }
@@ -97,7 +100,7 @@ def prose(text: str, formulas: dict[str, str] | None = None) -> str:
     """Prose as HTML: index and power groups (``S_{N+1}``, ``e^{−t}``) as sub- and superscripts, the seeds' TeX
     and the checker's SymPy text (``formulas``) as MathML, so neither raw TeX nor SymPy's text reaches the page."""
     tags = {TEXT: "{}", SUB: "<sub>{}</sub>", SUP: "<sup>{}</sup>"}
-    return "".join(tags[kind].format(escape(t)) if kind in tags else to_mathml(t)
+    return "".join(tags[kind].format(escape(t)) if kind in tags else _math(t)
                    for kind, t in prose_parts(text, formulas))
 
 
@@ -129,7 +132,7 @@ def _proof(c) -> str:
     rows = []
     for s in p.steps:
         check = "premise" if s.status == "premise" else ("✓ checked" if s.status == PASSED else "✗ FAILED")
-        rows.append(f'<tr class="{s.status}"><td class="num">{s.number}</td><td>{escape(s.rule)}</td>'
+        rows.append(f'<tr class="{s.status}"><td class="num">{s.number}</td><td>{prose(s.rule)}</td>'
                     f'<td>{prose(s.description, p.formulas)}<div class="math">{_math(s.latex)}</div></td>'
                     f'<td>{escape(check)}<div class="detail">{prose(s.detail if s.status != "premise" else "", p.formulas)}'
                     "</div></td></tr>")
@@ -141,7 +144,8 @@ def _proof(c) -> str:
     trusted = "".join(f"<li>{prose(t, p.formulas)}</li>" for t in p.trusted) or "<li>nothing</li>"
     out.append(f'<p class="detail">Trusted, not checked:</p><ul class="detail">{trusted}</ul>')
     if p.results:
-        res = "".join(f"<li><code>{escape(name)}</code> = {_math(tex)}</li>" for name, tex in p.results)
+        res = "".join(f"<li><code>{escape(name)}</code> = {_math(tex) if tex else prose(''.join(text))}</li>"
+                      for name, tex, *text in p.results)
         out.append(f'<p>Result:</p><ul class="results">{res}</ul>')
     return "".join(out)
 
@@ -157,7 +161,8 @@ def _numeric(c) -> str:
     if n.parts:
         head = "".join(f"<th>{escape(h)}</th>" for h in fmt.PART_HEADERS)
         rows = "".join("<tr>" + "".join(f"<td>{prose(x)}</td>" for x in fmt.part_row(p)) + "</tr>" for p in n.parts)
-        out.append(f'<table class="parts"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
+        out.append(f'<div class="scroll"><table class="parts"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
+                   "</table></div>")
     return "".join(out)
 
 
@@ -226,9 +231,9 @@ def kernels_section(report: Report) -> str:
             f'<td class="num">{r.get("not_applicable", 0)}</td>'
             f"<td>{escape(fmt.check_line(r['worst'], invariant=False) if r['worst'] else '—')}</td></tr>"
             for r in s.per_invariant)
-        out.append("<table><thead><tr><th>invariant</th><th>claim</th><th>checks run</th><th>failed</th>"
+        out.append("<div class='scroll'><table><thead><tr><th>invariant</th><th>claim</th><th>checks run</th><th>failed</th>"
                    "<th>not applicable</th>"
-                   f"<th>worst case: discrepancy against bound</th></tr></thead><tbody>{rows}</tbody></table>")
+                   f"<th>worst case: discrepancy against bound</th></tr></thead><tbody>{rows}</tbody></table></div>")
     if s.error_vs_length:
         rows = "".join(f'<tr><td>{escape(r["dtype"])}</td><td class="num">{r["n"]}</td>'
                        f'<td class="num">{escape(fmt.number(r["error"]))}</td>'
@@ -251,8 +256,8 @@ def audit_section(report: Report) -> str:
         f"<td>{_badge(_AUDIT_CLASS.get(r.verdict, NOT_CHECKED), r.verdict)}</td><td>{prose(r.value)}</td></tr>"
         for r in a.records)
     return (f"<p>{len(a.records)} numbers and statements in the seeds: {escape(counts)}.</p>"
-            "<table class='audit'><thead><tr><th>id</th><th>the seed says</th><th>checked</th><th>verdict</th>"
-            f"<th>true value or reason</th></tr></thead><tbody>{rows}</tbody></table>")
+            "<div class='scroll'><table class='audit'><thead><tr><th>id</th><th>the seed says</th><th>checked</th><th>verdict</th>"
+            f"<th>true value or reason</th></tr></thead><tbody>{rows}</tbody></table></div>")
 
 
 def environment_section(report: Report) -> str:

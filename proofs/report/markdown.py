@@ -67,7 +67,7 @@ def _proof(c) -> list[str]:
         for s in p.steps:
             check = ("premise" if s.status == "premise"
                      else ("✓ " if s.status == PASSED else "✗ **FAILED** ") + prose(s.detail, p.formulas))
-            out.append(f"| {s.number} | {_cell(s.rule)} | {_cell(prose(s.description, p.formulas))}: {_math(s.latex)} | "
+            out.append(f"| {s.number} | {_cell(prose(s.rule))} | {_cell(prose(s.description, p.formulas))}: {_math(s.latex)} | "
                        f"{_cell(check)} |")
         out.append("")
     out += [f"{p.checked_steps} checked steps, {p.premises} premises. "
@@ -75,7 +75,8 @@ def _proof(c) -> list[str]:
     out += ["Trusted, not checked:", ""] + ([f"- {_cell(prose(t, p.formulas))}" for t in p.trusted] or ["- nothing"])
     out += [""]
     if p.results:
-        out += ["Result: " + "; ".join(f"`{name}` = {_math(tex)}" for name, tex in p.results), ""]
+        out += ["Result: " + "; ".join(f"`{name}` = {_math(tex) if tex else prose(''.join(text))}"
+                                       for name, tex, *text in p.results), ""]
     return out
 
 

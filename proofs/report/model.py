@@ -50,7 +50,7 @@ class ProofEvidence:
     statement_latex: str = ""
     conjuncts_latex: list[str] = field(default_factory=list)  # the statement's conjuncts, one formula each
     steps: list[StepEvidence] = field(default_factory=list)
-    results: list[list[str]] = field(default_factory=list)  # [name, latex] pairs
+    results: list[list[str]] = field(default_factory=list)  # [name, latex], or [name, "", text] for words
     checked_steps: int = 0
     premises: int = 0
     verdict_line: str = ""  # "proved", "proved, given Chebyshev's inequality", "failed: ..."
