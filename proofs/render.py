@@ -175,9 +175,12 @@ def _script_parts(text: str) -> list[tuple[str, str]]:
                 parts += [(TEXT, "".join(plain)), (kind, text[i + 2:end - 1])]
                 plain, i = [], end
                 continue
-            if ch == "^" and not plain and parts and parts[-1][0] in (SUB, SUP) and text[i + 1].isalnum():
-                parts.append((SUP, text[i + 1]))
-                i += 2
+            # a one-character power (e^H, (1 + u)^n, K^T): after a group, or not followed by more of a word
+            if ch == "^" and text[i + 1].isalnum() and (
+                    (not plain and parts and parts[-1][0] in (SUB, SUP))
+                    or (i > 0 and not text[i - 1].isspace() and not (i + 2 < len(text) and text[i + 2].isalnum()))):
+                parts += [(TEXT, "".join(plain)), (SUP, text[i + 1])]
+                plain, i = [], i + 2
                 continue
         plain.append(ch)
         i += 1
@@ -190,7 +193,9 @@ def prose_parts(text: str, formulas: dict[str, str] | None = None) -> list[tuple
     written without dollars). ``formulas`` maps SymPy's text of an expression (``Eq(a[x], …)``) to its LaTeX:
     each occurrence becomes that TEX part."""
     if formulas:
-        known = re.compile("|".join(re.escape(k) for k in sorted(formulas, key=len, reverse=True)))
+        # whole tokens only: "2*T" is a part of some expression, but not of "2*Theta"
+        known = re.compile(r"(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(k) for k in sorted(formulas, key=len, reverse=True))
+                           + r")(?![A-Za-z0-9_])")
         parts, i = [], 0
         for m in known.finditer(text):
             parts += prose_parts(text[i:m.start()]) + [(TEX, formulas[m.group()])]

@@ -30,6 +30,10 @@ def test_prose_parts_split_index_groups_seed_tex_and_sympy_text():
     formulas = {"Eq(a[x], 1)": "{a}_{x} = 1"}
     assert prose_parts("given definition Eq(a[x], 1); done", formulas) == [
         (TEXT, "given definition "), (TEX, "{a}_{x} = 1"), (TEXT, "; done")]
+    assert prose_parts("e^H(1 + Θ) and (1 + u)^n, not a^bc or x ^ y") == [
+        (TEXT, "e"), (SUP, "H"), (TEXT, "(1 + Θ) and (1 + u)"), (SUP, "n"), (TEXT, ", not a^bc or x ^ y")]
+    # a formula's text is replaced where it stands as a whole, not inside a longer name
+    assert prose_parts("2*Theta and 2*T", {"2*T": "2 T"}) == [(TEXT, "2*Theta and "), (TEX, "2 T")]
     assert plain_prose("e^{−t}, S_{N+1}") == "e⁻ᵗ, S_(N+1)"
     assert markdown_prose("S_{N+1} by $G$") == "S<sub>N+1</sub> by $`G`$"
 

@@ -165,6 +165,9 @@ def test_quick_leaves_the_backward_out_and_says_so_instead_of_calling_it_not_app
     backward = by_id["attention-backward"]
     assert backward.status == NOT_CHECKED
     assert backward.reason.startswith("not run in --quick") and "not applicable" not in backward.reason
+    from proofs.report import fmt
+
+    assert fmt.evidence_word("kernels", backward) == "not run in --quick"  # the summary's badge says it
     assert by_id["softmax-normalisation"].status == PASSED
 
 
@@ -173,6 +176,9 @@ def test_a_claim_whose_checks_were_all_not_applicable_does_not_conform(monkeypat
     report = gather(Options(only=("softmax-normalisation",), layers=("kernels",)))
     ev = report.claims[0].kernels
     assert ev.status == NOT_CHECKED and ev.reason == "not applicable: impl lacks attn_mask"
+    from proofs.report import fmt
+
+    assert fmt.evidence_word("kernels", ev) == "not applicable"
     row = next(r for r in report.kernels.per_invariant if r["invariant"] == "rows-sum-to-one")
     assert (row["checks"], row["not_applicable"]) == (0, 1)
 

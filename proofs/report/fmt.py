@@ -1,6 +1,8 @@
 """Words and number formats shared by the HTML and Markdown renderers (formatting only)."""
 from __future__ import annotations
 
+import re
+
 from proofs.report.model import FAILED, NOT_A_CHECKOUT, NOT_CHECKED, NOT_CHECKED_TEXT, PASSED, VERDICT_WORDS
 
 
@@ -61,9 +63,12 @@ def word(layer: str, status: str) -> str:
 
 def evidence_word(layer: str, ev) -> str:
     """A claim's layer verdict in words: the evidence's own where it states one (numeric's power-aware
-    "confirmed" / "consistent (power p against e)"), else the layer's word for its status."""
-    own = getattr(ev, "word", "")
-    return own if own and ev.status != NOT_CHECKED else word(layer, ev.status)
+    "confirmed" / "consistent (power p against e)"), else the layer's word for its status; a layer with no
+    evidence says why in short where its reason starts with the why ("not run in --quick", "not applicable")."""
+    if ev.status == NOT_CHECKED:
+        short = re.match(r"(not run in --\w+|not applicable)\b", ev.reason or "")
+        return short.group(1) if short else NOT_CHECKED
+    return getattr(ev, "word", "") or word(layer, ev.status)
 
 
 def overall(status: str) -> str:

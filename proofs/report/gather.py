@@ -177,8 +177,10 @@ def prove(claim_id: str) -> tuple[ProofEvidence, float]:
     lines = [reason, d.verdict_line, *trusted, *(s.detail for s in steps), *(s.description for s in steps)]
     return ProofEvidence(status=PASSED if d.verified else FAILED, reason=reason,
                          statement_latex=_safe(sp.latex, d.statement),
-                         conjuncts_latex=[_safe(sp.latex, c) for c in (sp.And.make_args(d.statement)
-                                                                        if isinstance(d.statement, sp.Basic) else [])],
+                         # in SymPy's order for an And (its args are a set, whose order changes between runs)
+                         conjuncts_latex=[_safe(sp.latex, c) for c in (
+                             sorted(sp.And.make_args(d.statement), key=sp.default_sort_key)
+                             if isinstance(d.statement, sp.Basic) else [])],
                          steps=steps, results=results,
                          checked_steps=len(d.checked_steps), premises=len(d.steps) - len(d.checked_steps),
                          verdict_line=d.verdict_line, trusted=trusted, certificate=certificate,
