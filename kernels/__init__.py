@@ -6,9 +6,9 @@ plugin, before any conftest runs) must not import triton, which reads TRITON_INT
 import importlib
 
 _EXPORTS = {
-    "flash_attention": "kernels.flash",  # issue 6
-    "flash_decode": "kernels.decode",  # issue 8
-    "ConformanceReport": "kernels.harness",  # issue 5
+    "flash_attention": "kernels.flash",
+    "flash_decode": "kernels.decode",
+    "ConformanceReport": "kernels.harness",
     "error_vs_length": "kernels.harness",
     "verify_attention": "kernels.harness",
 }

@@ -59,10 +59,11 @@ def from_test(claim_id, description, test, alpha, *, power_alpha=None, point=Non
     """One test's verdict. With ``power_alpha`` (the level the test is finally judged at, e.g. Holm's
     strictest threshold) it also reports its power against a claim off by POWER_ERROR."""
     power = None if power_alpha is None else variance_power(test.std_error, POWER_ERROR, power_alpha)
-    return Confirmation(claim_id, description, test.estimate, test.ci, test.p_value, not test.rejects(alpha),
-                        test.n, 0.0, alpha, test.claimed, power, None if power is None else POWER_ERROR,
-                        point=dict(point or {}), std_error=None if power_alpha is None else float(test.std_error),
-                        power_alpha=power_alpha)
+    return Confirmation(claim_id=claim_id, description=description, estimate=test.estimate, ci=test.ci,
+                        p_value=test.p_value, confirmed=not test.rejects(alpha), n_samples=test.n, seconds=0.0,
+                        alpha=alpha, claimed=test.claimed, power=power,
+                        power_error=None if power is None else POWER_ERROR, point=dict(point or {}),
+                        std_error=None if power_alpha is None else float(test.std_error), power_alpha=power_alpha)
 
 
 def power_against(c: Confirmation, effect: float = STATED_EFFECT) -> float | None:
@@ -78,8 +79,9 @@ def power_against(c: Confirmation, effect: float = STATED_EFFECT) -> float | Non
 def exact(claim_id, description, error: float, tolerance: float, n: int, alpha: float) -> Confirmation:
     arguments.alpha(alpha)
     ok = bool(np.isfinite(error) and error <= tolerance)
-    return Confirmation(claim_id, description, float(error), (float(error), float(error)), None, ok, n, 0.0, alpha,
-                        0.0, tolerance=float(tolerance))
+    return Confirmation(claim_id=claim_id, description=description, estimate=float(error),
+                        ci=(float(error), float(error)), p_value=None, confirmed=ok, n_samples=n, seconds=0.0,
+                        alpha=alpha, claimed=0.0, tolerance=float(tolerance))
 
 
 def worst_case(claim_id: str, description: str, checks, alpha: float, started: float) -> Confirmation:
@@ -109,10 +111,12 @@ def sweep(claim_id, description, details: list[Confirmation], alpha, started, n_
     else:
         worst, p_value = max(exact, key=lambda d: d.estimate / d.tolerance if d.tolerance else d.estimate), None
     powers = [d.power for d in details if d.power is not None]
-    out = Confirmation(claim_id, description, worst.estimate, worst.ci, p_value, bool(ok),
-                       n_samples if n_samples is not None else max(d.n_samples for d in details),
-                       time.perf_counter() - started, alpha, worst.claimed, min(powers) if powers else None,
-                       POWER_ERROR if powers else None, tolerance=worst.tolerance, details=details)
+    out = Confirmation(claim_id=claim_id, description=description, estimate=worst.estimate, ci=worst.ci,
+                       p_value=p_value, confirmed=bool(ok),
+                       n_samples=n_samples if n_samples is not None else max(d.n_samples for d in details),
+                       seconds=time.perf_counter() - started, alpha=alpha, claimed=worst.claimed,
+                       power=min(powers) if powers else None, power_error=POWER_ERROR if powers else None,
+                       tolerance=worst.tolerance, details=details)
     return out
 
 

@@ -251,7 +251,7 @@ CLAIMS: tuple[Claim, ...] = (
           (_seed(SEED_SELF_ATTENTION, "computing softmax normalization on-the-fly"),),
           f"{_ONLINE}:logsumexp_merge", "online-softmax",
           _formal(lambda sp, n: sp.And(*_online().logsumexp_conjuncts()))),
-    # ---- extended derivations (issue 3) ----------------------------------------------------------------
+    # ---- extended derivations ---------------------------------------------------------------------------
     Claim("attention-backward", "Backward pass of attention",
           "For any sizes N_q, N_k, d, d_v (index form, 1-based): dV_ab = Σ_i P_ia dO_ib (Pᵀ dO), dP_ab = Σ_c dO_ac V_bc "
           "(dO Vᵀ), the pullback through row a's softmax ∂/∂S_ab Σ_k dP_ak P_ak = dS_ab = P_ab (dP_ab − D_a) with "

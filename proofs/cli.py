@@ -72,9 +72,11 @@ def _table(report) -> str:
     from proofs.report.model import LAYERS
 
     width = max([len(c.id) for c in report.claims] + [5])
-    head = f"{'claim':<{width}}  " + "".join(f"{x:<13}" for x in LAYERS) + "verdict"
-    rows = [f"{c.id:<{width}}  " + "".join(f"{fmt.evidence_word(x, c.layer(x)).split(' (')[0]:<13}" for x in LAYERS)
-            + fmt.overall(c.verdict) for c in report.claims]
+    words = [[fmt.evidence_word(x, c.layer(x)).split(" (")[0] for x in LAYERS] for c in report.claims]
+    column = max([len(w) for row in words for w in row] + [len(x) for x in LAYERS]) + 2
+    head = f"{'claim':<{width}}  " + "".join(f"{x:<{column}}" for x in LAYERS) + "verdict"
+    rows = [f"{c.id:<{width}}  " + "".join(f"{w:<{column}}" for w in row) + fmt.overall(c.verdict)
+            for c, row in zip(report.claims, words)]
     return "\n".join([head, *rows])
 
 

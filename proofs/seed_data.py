@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import sympy as sp
 
-SEED_SELF_ATTENTION = "000_6dc9c20305ca48b8.txt"  # "Self-Attention by Hand"
-SEED_WITH_WEIGHTS = "002_84043d61bb2cf99b.txt"  # "Self Attention With Weights"
+SEED_SELF_ATTENTION = "000_6dc9c20305ca48b8.txt"
+SEED_WITH_WEIGHTS = "002_84043d61bb2cf99b.txt"
+# Each seed's own title (its first line), for people: the file names are hashes.
+SEED_TITLES = {SEED_SELF_ATTENTION: "Self-Attention by Hand: Mathematical Mechanics of Scaled Dot-Product Attention",
+               SEED_WITH_WEIGHTS: "Self Attention With Weights"}
 
 # The N = 2 example (in SEED_SELF_ATTENTION): X (2×4), W_Q, W_K, W_V (4×2), d_k = 2, and the matrices it prints.
 SEED_X = sp.Matrix([[1, 0, 1, 0], [0, 2, 0, 2]])

@@ -1,29 +1,23 @@
-"""Stand-ins for the numeric and kernels layers' entry points, returning the layers' own records.
+"""Stand-ins for what the numeric and kernels layers' entry points call, returning the layers' own records.
 
 They let the report's tests drive every branch (a confirmation that rejects, a kernel check that
-fails, a layer that raises) in milliseconds. The records are the real ones
+fails, a layer that raises) in milliseconds, through the layers' real entry points
+(``numeric.report_evidence``, ``kernels.evidence``). The records are the real ones
 (``numeric.Confirmation``, ``kernels.harness.Check`` and ``ConformanceReport``): only the numbers
 in them are made up, and the report's real evidence always comes from the real layers.
 """
 from __future__ import annotations
 
-import sys
 import types
 
-from kernels.harness.invariants import INVARIANTS
 from kernels.harness.report import Check, ConformanceReport  # also puts the real kernels.* in sys.modules
 from numeric.evidence import Confirmation
 
-# The registry imports its family modules (kernels.harness.edges, ...) on first use; with the stand-in
-# kernels.harness (a module, not a package) in sys.modules that import would fail, so whether a test
-# passed would depend on whether an earlier one had used the registry. Load them all now, while the
-# real package is the one in sys.modules.
-len(INVARIANTS)
-
 
 def _confirmation(claim_id, estimate, p_value, confirmed, n, **kw) -> Confirmation:
-    return Confirmation(claim_id, kw.pop("description", "fake confirmation"), estimate, kw.pop("ci", (0.9, 1.1)),
-                        p_value, confirmed, n, kw.pop("seconds", 0.123), 0.001, kw.pop("claimed", 1.0), **kw)
+    return Confirmation(claim_id=claim_id, description=kw.pop("description", "fake confirmation"), estimate=estimate,
+                        ci=kw.pop("ci", (0.9, 1.1)), p_value=p_value, confirmed=confirmed, n_samples=n,
+                        seconds=kw.pop("seconds", 0.123), alpha=0.001, claimed=kw.pop("claimed", 1.0), **kw)
 
 
 def numeric_module(*, rejects: tuple[str, ...] = (), raises: tuple[str, ...] = (), std_errors=None,
@@ -35,9 +29,6 @@ def numeric_module(*, rejects: tuple[str, ...] = (), raises: tuple[str, ...] = (
 
     m = types.ModuleType("numeric")
     m.CONFIRMABLE = tuple(confirmable)
-    # how the report words a verdict: the real layer's rule, applied to the fake numbers
-    m.power_against, m.STATED_EFFECT, m.CONFIRMING_POWER = \
-        numeric.power_against, numeric.STATED_EFFECT, numeric.CONFIRMING_POWER
 
     def confirm(claim_id, *, quick=False, seed=0):
         if claim_id in raises:
@@ -69,7 +60,8 @@ def numeric_module(*, rejects: tuple[str, ...] = (), raises: tuple[str, ...] = (
 
 
 def kernel_modules(*, failing_invariant: str | None = None, lacking: str | None = None) -> dict[str, types.ModuleType]:
-    """``kernels`` and ``kernels.harness`` as sys.modules entries (the harness's cases stay real)."""
+    """Stand-ins for the functions of ``kernels``, ``kernels.harness``, ``kernels.flash.runtime`` and
+    ``kernels.rounding_confirmation`` that the kernel layer's entry point calls (the harness's cases stay real)."""
     kernels = types.ModuleType("kernels")
     harness = types.ModuleType("kernels.harness")
 
@@ -82,9 +74,10 @@ def kernel_modules(*, failing_invariant: str | None = None, lacking: str | None 
         rows = [("rows-sum-to-one", "softmax-normalisation"), ("key-shift-invariance", "softmax-shift-invariance"),
                 ("output-dtype-shape", None)]
         # ``lacking``: the impl lacks the feature this invariant needs (the harness's "not applicable")
-        return ConformanceReport("fake", device, ("float32",), [
-            Check(inv, claim, "square: B=1 N=53", "square", "float32", device,
-                  2e-7 if inv != failing_invariant else 5e-3, 1e-6, inv != failing_invariant,
+        return ConformanceReport(impl="fake", device=device, dtypes=("float32",), checks=[
+            Check(invariant=inv, claim_id=claim, case="square: B=1 N=53", case_name="square", dtype="float32",
+                  device=device, discrepancy=2e-7 if inv != failing_invariant else 5e-3, bound=1e-6,
+                  passed=inv != failing_invariant,
                   **({"status": "not applicable", "detail": "impl lacks attn_mask"} if inv == lacking else {}))
             for inv, claim in rows])
 
@@ -93,15 +86,9 @@ def kernel_modules(*, failing_invariant: str | None = None, lacking: str | None 
         return [{"dtype": d, "n": n, "error": bounds[d] * 0.3, "bound": bounds[d], "passed": True,
                  "reference_error": bounds[d] * 0.2} for d in dtypes for n in lengths]
 
-    # the report asks kernels.flash.runtime whether the kernel runs interpreted: without a stand-in the
-    # import would find the real module only when an earlier test in the process had loaded it
-    flash = types.ModuleType("kernels.flash")
     runtime = types.ModuleType("kernels.flash.runtime")
     runtime.interpreting = lambda: True
-    flash.runtime = runtime
     kernels.flash_attention = flash_attention
-    kernels.harness = harness
-    kernels.flash = flash
     harness.verify_attention = verify_attention
     harness.error_vs_length = error_vs_length
     # the rounding-bounds figure's data (kernels.rounding_confirmation.error_curve's shape), made up
@@ -111,14 +98,20 @@ def kernel_modules(*, failing_invariant: str | None = None, lacking: str | None 
                       empirical=2e-6 * f, violations=0)
                  for d, f in (("float32", 1.0), ("float16", 8e3), ("bfloat16", 6e4)) for n in (1, 16, 256)],
         impl="fake", samples=samples, failure=1e-3)
-    kernels.rounding_confirmation = rounding
-    return {"kernels": kernels, "kernels.harness": harness, "kernels.flash": flash, "kernels.flash.runtime": runtime,
+    return {"kernels": kernels, "kernels.harness": harness, "kernels.flash.runtime": runtime,
             "kernels.rounding_confirmation": rounding}
 
 
 def install(monkeypatch, numeric=None, kernels=None) -> None:
-    """Put the stand-ins in sys.modules for one test (monkeypatch undoes it)."""
-    if numeric is not None:
-        monkeypatch.setitem(sys.modules, "numeric", numeric)
-    for name, module in (kernels or {}).items():
-        monkeypatch.setitem(sys.modules, name, module)
+    """Put the stand-ins' functions in place of the real modules' own for one test (monkeypatch undoes it).
+
+    The layers' entry points (numeric.report_evidence, kernels.evidence) stay real and call them."""
+    import importlib
+
+    for name, fake in [("numeric", numeric)] + list((kernels or {}).items()):
+        if fake is None:
+            continue
+        real = importlib.import_module(name)
+        for attr, value in vars(fake).items():
+            if not attr.startswith("__"):
+                monkeypatch.setattr(real, attr, value)

@@ -1,6 +1,7 @@
 """The HTML report in a real browser: headless Chromium, driven over its DevTools protocol."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -26,6 +27,30 @@ _LAYOUT = r"""(() => {
 })()"""
 
 
+# What a reader sees must be typeset: no TeX source or SymPy text in the page's rendered text (innerText leaves
+# out MathML's <annotation>, which carries each formula's TeX for copying). Every in-page link (the table of
+# contents, the summary) must land on an element, and a formula wider than its column must sit in a box that
+# scrolls, neither cut off by one that clips nor running off the page.
+RAW = ("$", "\\frac", "\\", "Eq(", "Sum(", "_{", "^{")
+_TEXT = r"""((raw) => {
+  const text = document.body.innerText;
+  const found = raw.map(p => [p, text.indexOf(p)]).filter(([p, i]) => i >= 0)
+                   .map(([p, i]) => p + ' in ' + JSON.stringify(text.slice(Math.max(0, i - 60), i + 60)));
+  const links = [...document.querySelectorAll('a[href^="#"]')].map(a => decodeURIComponent(a.getAttribute('href').slice(1)));
+  const width = document.documentElement.clientWidth;
+  const holder = m => { for (let p = m.parentElement; p; p = p.parentElement) { const o = getComputedStyle(p).overflowX;
+      if (o === 'auto' || o === 'scroll') return 'scrolls'; if (o === 'hidden' || o === 'clip') return 'clips'; }
+    return 'page'; };
+  const cut = [...document.querySelectorAll('math')].filter(m => {
+      const where = holder(m);
+      return where === 'clips' || (where === 'page' && m.getBoundingClientRect().right > width + 1); })
+    .map(m => m.textContent.slice(0, 80));
+  return {raw: found, links: links.length, dangling: links.filter(id => !document.getElementById(id)),
+          contents: document.querySelectorAll('nav#contents a').length, cut,
+          page_overflow: document.documentElement.scrollWidth - width};
+})(%s)""" % json.dumps(RAW)
+
+
 @pytest.fixture(scope="module")
 def chromium():
     path = _chromium.find()
@@ -40,10 +65,19 @@ def chromium():
 def _render(chromium, report_dir, shots):
     with _chromium.Browser(chromium) as browser:
         browser.open((report_dir / "index.html").resolve().as_uri())
-        layout = browser.evaluate(_LAYOUT)
+        layout = dict(browser.evaluate(_LAYOUT), text=browser.evaluate(_TEXT))
         browser.screenshot(str(shots / "top.png"))
         browser.screenshot(str(shots / "page.png"), full_page=True)
         return layout, browser.console_errors(), browser.requested_urls()
+
+
+def _check_text(text: dict, claims: int, figures: set[str]):
+    assert text["raw"] == [], "raw TeX or SymPy text on the page"
+    assert text["dangling"] == [], "links to nothing"
+    # the contents link every section (at least six), every figure and every claim
+    assert text["contents"] >= 6 + claims + len(figures) and text["links"] >= text["contents"]
+    assert text["cut"] == [], "formulas clipped or off the page"
+    assert text["page_overflow"] <= 0, "the page scrolls sideways"
 
 
 def _check(layout, errors, urls, report_dir, claims: int, figures: set[str]):
@@ -58,6 +92,7 @@ def _check(layout, errors, urls, report_dir, claims: int, figures: set[str]):
         assert img["complete"] and min(img["natural"]) > 0 and min(img["size"]) > 0, img
     assert layout["mathml_supported"], "this Chromium does not lay out MathML"
     assert layout["maths"] > 10 and layout["empty_maths"] == []
+    _check_text(layout["text"], claims, figures)
 
 
 def test_fake_layer_report_renders_in_chromium(chromium, fake_report, tmp_path):
@@ -104,3 +139,24 @@ def test_the_browser_checks_catch_a_broken_page(chromium, tmp_path):
         _check(quiet, [], urls[:1], tmp_path, 1, {"x"})
     with pytest.raises(AssertionError, match="<math><mrow></mrow></math>"):  # the formula laid out with no size
         _check({**quiet, "imgs": [], "maths": 11}, [], urls[:1], tmp_path, 1, {"x"})
+
+
+def test_the_text_checks_catch_raw_tex_sympy_text_dangling_links_and_cut_formulas(chromium, tmp_path):
+    wide = "<math><mi>x</mi>" + "<mo>+</mo><mi>x</mi>" * 400 + "</math>"
+    page = tmp_path / "index.html"
+    page.write_text('<!DOCTYPE html><html><body><nav id="contents"><a href="#nowhere">x</a></nav>'
+                    "<p>Dividing by $\\sqrt{d_k}$ gives \\frac{1}{2}; verdict: Eq(S, Sum(k[i], (i, 1, n))), "
+                    "S_{N+1} e^{-t}</p>"
+                    f'<div style="overflow-x: hidden; width: 300px">{wide}</div><div>{wide}</div></body></html>')
+    with _chromium.Browser(chromium) as browser:
+        browser.open(page.resolve().as_uri())
+        text = browser.evaluate(_TEXT)
+    assert {r.split(" in ")[0] for r in text["raw"]} == set(RAW)
+    assert text["dangling"] == ["nowhere"]
+    assert len(text["cut"]) == 2 and text["page_overflow"] > 0  # one clipped, one off the page
+    for broken in ({"raw": text["raw"]}, {"dangling": text["dangling"]}, {"cut": text["cut"]},
+                   {"page_overflow": text["page_overflow"]}, {"contents": 1}):
+        good = {"raw": [], "dangling": [], "contents": 20, "links": 20, "cut": [], "page_overflow": 0}
+        _check_text(good, 2, {"x"})  # the good page passes; each fault alone fails it
+        with pytest.raises(AssertionError):
+            _check_text({**good, **broken}, 2, {"x"})

@@ -97,3 +97,50 @@ def test_plots_draw_from_finished_data_and_report_what_they_cannot(fake_report):
     doc = load_json(fake_report)
     svg = plots.variance(doc["figures"]["variance"]["data"], prefix="x")
     assert svg.startswith("<svg") and 'id="x-' in svg and "Date" not in svg
+
+
+def _outside_math_and_code(md: str) -> str:
+    """The Markdown a reader sees as text: math ($`…`$, $$ blocks) and code (`…`) taken out, HTML tags too."""
+    md = re.sub(r"\n\$\$\n.*?\n\$\$\n", "\n", md, flags=re.S)
+    md = re.sub(r"\$`.*?`\$", "", md)
+    md = re.sub(r"`[^`\n]*`", "", md)
+    return re.sub(r"<[^>\n]+>", "", md).replace("\\|", "|")  # \| is a table cell's escaped |, not TeX
+
+
+RAW = ("$", "\\", "Eq(", "Sum(", "_{", "^{")
+
+
+def test_markdown_shows_no_raw_tex_or_sympy_text_and_its_contents_links_land(fake_report):
+    md = (fake_report / "report.md").read_text(encoding="utf-8")
+    text = _outside_math_and_code(md)
+    found = {raw: text[max(0, text.find(raw) - 60):text.find(raw) + 60] for raw in RAW if raw in text}
+    assert found == {}
+    anchors = set(re.findall(r'<a id="([^"]+)"></a>', md))
+    links = re.findall(r"\]\(#([^)]+)\)", md)
+    assert "## Contents" in md and len(links) >= 6 + len(FIGURE_CLAIMS) + len(FIGURES)
+    assert set(links) <= anchors, set(links) - anchors
+    # The seeds' TeX is typeset as math, with the seed's title beside its file name.
+    assert r"$`\sqrt{d_k}`$" in md and "Self-Attention by Hand" in md
+
+
+def test_the_markdown_text_check_sees_raw_tex_and_sympy_text():
+    text = _outside_math_and_code("Dividing by $\\sqrt{d_k}$, $`\\frac{1}{2}`$ and `Eq(x)` and Eq(S, Sum(k[i])) S_{N} e^{t}")
+    assert [raw for raw in RAW if raw in text] == list(RAW)
+    assert "frac" not in text and "Eq(x)" not in text  # typeset math and code are not text
+
+
+def test_html_names_each_claims_theorem_source_the_commit_and_the_seeds_titles(fake_report):
+    html = (fake_report / "index.html").read_text(encoding="utf-8")
+    doc = load_json(fake_report)
+    from proofs import CLAIMS
+
+    for c in doc["claims"]:
+        module, function = CLAIMS[c["id"]].theorem.split(":")
+        assert c["theorem"] == f"{module.replace('.', '/')}.py:{function}"
+        assert f"Theorem: <code>{c['theorem']}</code>" in html
+        for seed in c["seeds"]:
+            assert seed["title"] and seed["title"] != "untitled seed" and seed["title"] in html
+    commit = doc["environment"]["commit"]
+    assert re.fullmatch(r"[0-9a-f]{40}( with uncommitted changes)?", commit), commit
+    assert f"git commit {commit}" in html
+    assert 'id="contents"' in html

@@ -10,7 +10,7 @@ import sympy as sp
 import _fake_layers
 from proofs import cli
 from proofs.engine import Proof
-from proofs.report import Options, gather, render_files
+from proofs.report import PLANS, Options, gather, render_files
 from proofs.report.model import FAILED, NOT_CHECKED, NOT_CHECKED_TEXT, PASSED
 
 TWO = ("dot-product-variance", "softmax-normalisation")
@@ -165,6 +165,9 @@ def test_quick_leaves_the_backward_out_and_says_so_instead_of_calling_it_not_app
     backward = by_id["attention-backward"]
     assert backward.status == NOT_CHECKED
     assert backward.reason.startswith("not run in --quick") and "not applicable" not in backward.reason
+    from proofs.report import fmt
+
+    assert fmt.evidence_word("kernels", backward) == "not run in --quick"  # the summary's badge says it
     assert by_id["softmax-normalisation"].status == PASSED
 
 
@@ -173,6 +176,9 @@ def test_a_claim_whose_checks_were_all_not_applicable_does_not_conform(monkeypat
     report = gather(Options(only=("softmax-normalisation",), layers=("kernels",)))
     ev = report.claims[0].kernels
     assert ev.status == NOT_CHECKED and ev.reason == "not applicable: impl lacks attn_mask"
+    from proofs.report import fmt
+
+    assert fmt.evidence_word("kernels", ev) == "not applicable"
     row = next(r for r in report.kernels.per_invariant if r["invariant"] == "rows-sum-to-one")
     assert (row["checks"], row["not_applicable"]) == (0, 1)
 
@@ -200,22 +206,30 @@ def test_a_layer_that_breaks_as_a_whole_fails_the_run_but_an_absent_one_does_not
     assert report.failing == ["kernels: verify_attention raised RuntimeError: harness bug"]
     assert all(c.kernels.status == NOT_CHECKED for c in report.claims)
 
-    monkeypatch.setitem(sys.modules, "kernels", None)  # not installed: the import fails, the layer is absent
-    report = gather(Options(only=TWO, layers=("kernels",)))
+    with monkeypatch.context() as absent:  # not installed: the import fails, the layer is absent
+        absent.setitem(sys.modules, "kernels", None)
+        absent.setitem(sys.modules, "kernels.evidence", None)
+        report = gather(Options(only=TWO, layers=("kernels",)))
     assert report.passed and report.kernels.status == NOT_CHECKED
     assert "not available" in report.kernels.reason
 
-    del broken["kernels"].flash_attention  # installed but missing what the report reads: that is a failure
-    monkeypatch.setitem(sys.modules, "kernels", broken["kernels"])
+    import kernels.evidence
+
+    def missing(claim_ids, plan):  # installed, but its entry point breaks as a whole: that is a failure
+        raise AttributeError("module 'kernels' has no attribute 'flash_attention'")
+
+    monkeypatch.setattr(kernels.evidence, "evidence_for", missing)
     report = gather(Options(only=TWO, layers=("kernels",)))
     assert report.kernels.status == FAILED and "AttributeError" in report.kernels.reason
+    assert report.failing == [f"kernels: {report.kernels.reason}"]
 
 
 def test_the_worst_check_is_the_first_failure_else_the_closest_to_its_bound():
     from kernels.harness.report import Check, worst
 
     def check(discrepancy, bound, passed=True):
-        return Check("inv", None, "case", "case", "float32", "cpu", discrepancy, bound, passed)
+        return Check(invariant="inv", claim_id=None, case="case", case_name="case", dtype="float32", device="cpu",
+                     discrepancy=discrepancy, bound=bound, passed=passed)
 
     near, far, nan = check(0.9, 1.0), check(0.1, 1.0), check(float("nan"), 1.0)
     assert worst([far, nan, near]) is near and near.ratio == 0.9
@@ -256,20 +270,48 @@ def test_the_reports_probe_seeding_sentence_is_what_the_engine_does(monkeypatch)
 
 
 def test_each_figures_resample_flag_is_what_its_function_does(monkeypatch):
-    from proofs.report.gather import NUMERIC_FIGURES, PLANS, figure_source
+    import numeric
+    from numeric.report_evidence import FIGURES, Plan, figure_source
 
-    numeric = _fake_layers.numeric_module()
+    fake = _fake_layers.numeric_module()
+    _fake_layers.install(monkeypatch, numeric=fake)
     drawn = []
     for name in ("dot_product_samples", "saturation_curves", "online_softmax_trace"):
         original = getattr(numeric, name)
         monkeypatch.setattr(numeric, name, lambda *a, _f=original, _n=name, **k: drawn.append(_n) or _f(*a, **k))
-    _fake_layers.install(monkeypatch, numeric=numeric)
-    confirmations = {"dot-product-variance": numeric.confirm("dot-product-variance", quick=True, seed=0)}
-    for name, _title, _claim, fn, resamples in NUMERIC_FIGURES:
+    confirmations = {"dot-product-variance": fake.confirm("dot-product-variance", quick=True, seed=0)}
+    for name, _claim, fn, resamples in FIGURES:
         drawn.clear()
-        fn(numeric, PLANS["quick"], 0, confirmations)
+        fn(Plan(**PLANS["quick"].numeric), confirmations)
         assert bool(drawn) == resamples, name
     assert "seed 3" in figure_source(True, 3) and "not sampled again" in figure_source(False, 3)
+
+
+def test_the_reports_figure_table_agrees_with_the_numeric_layers():
+    from numeric.report_evidence import FIGURES
+    from proofs.report.gather import FIGURE_TITLES, KERNEL_ERROR_CLAIM
+
+    numeric_figures = {name: claim_id for name, claim_id, _fn, _resampled in FIGURES}
+    assert numeric_figures == {name: claim for name, (_title, claim) in FIGURE_TITLES.items()
+                               if name not in ("kernel-error", "rounding-bounds")}
+    from kernels.evidence import ERROR_CLAIM
+
+    assert ERROR_CLAIM == KERNEL_ERROR_CLAIM
+
+
+def test_each_layers_plan_refuses_bad_sampling_parameters_naming_them():
+    from kernels.evidence import Plan as KernelPlan
+    from numeric.report_evidence import Plan as NumericPlan
+
+    NumericPlan(**PLANS["quick"].numeric), KernelPlan(**PLANS["quick"].kernels)  # the plans are valid
+    for bad, name in (({"histogram_samples": 1}, "histogram_samples"), ({"saturation_dks": (4, 0)}, "saturation_dks"),
+                      ({"trace_block": 0}, "trace_block"), ({"seed": -1}, "seed"), ({"quick": "yes"}, "quick")):
+        with pytest.raises(ValueError, match=name):
+            NumericPlan(**{**PLANS["quick"].numeric, **bad})
+    for bad, name in (({"cases": ("square", "nope")}, "cases"), ({"dtypes": ("float8",)}, "dtypes"),
+                      ({"lengths": (0,)}, "lengths"), ({"rounding_samples": 0}, "rounding_samples")):
+        with pytest.raises(ValueError, match=name):
+            KernelPlan(**{**PLANS["quick"].kernels, **bad})
 
 
 def test_a_pass_without_power_against_the_stated_effect_is_consistent_not_confirmed(monkeypatch):

@@ -1,7 +1,6 @@
-"""The report says per claim what its verdict takes on trust (issue: a stated trust base)."""
+"""The report says per claim what its verdict takes on trust (a stated trust base)."""
 from __future__ import annotations
 
-from html import escape
 from types import SimpleNamespace
 
 from proofs.report import html, markdown
@@ -19,10 +18,24 @@ def test_a_cited_theorem_shows_in_the_verdict_line_and_the_trust_list():
     assert all(f"{ref}: " in given for ref in cited), (cited, line)
     assert any(line.startswith("cited") and "Gershgorin" in line for line in evidence.trusted), evidence.trusted
     claim = SimpleNamespace(proofs=evidence)
+    # The report shows the line with its formulas typeset (the checker writes them as SymPy's text).
     md = "\n".join(markdown._proof(claim))
-    assert f"Verdict: {line}" in md and "Gershgorin circle theorem" in md and "Trusted, not checked:" in md
+    assert f"Verdict: {markdown.prose(line, evidence.formulas)}" in md and "Trusted, not checked:" in md
     page = html._proof(claim)
-    assert f"Verdict: {escape(line)}" in page and "Trusted, not checked:" in page
+    assert f"Verdict: {html.prose(line, evidence.formulas)}" in page and "Trusted, not checked:" in page
+    for shown, prose in ((md, markdown.prose), (page, html.prose)):
+        assert all(prose(ref) in shown for ref in cited), cited
+        assert "Eq(" not in shown and "KroneckerDelta(" not in shown
+
+
+def test_the_checkers_sympy_text_is_shown_as_the_formula_it_names():
+    evidence, _ = prove("softmax-jacobian-spectrum")
+    texts = [t for t in evidence.formulas if t in evidence.verdict_line]
+    assert any(t.startswith("Eq(") for t in texts) and any("<=" in t for t in texts), texts
+    page = html.prose(evidence.verdict_line, evidence.formulas)
+    assert "Eq(" not in page and "<=" not in page and page.count("<math") >= 4
+    # Without the formulas the same line shows SymPy's text: the mapping is what removes it.
+    assert "Eq(" in html.prose(evidence.verdict_line)
 
 
 def test_a_claim_with_no_premise_says_it_trusts_nothing():

@@ -84,7 +84,7 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask
                                                         q_heads=q.shape[1], kv_heads=k.shape[1],
                                                         is_causal=is_causal, device=q.device):
         # Few queries, long keys, no backward, no mask or dropout: split-KV decoding merges
-        # partial states (issue 8).
+        # partial states.
         return decode.flash_decode(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, return_lse=return_lse)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     mask = None

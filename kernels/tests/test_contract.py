@@ -48,7 +48,7 @@ def test_python_m_prints_items_invariants_and_families():
 
 
 def test_state_left_changed_by_an_earlier_call_of_the_run_is_seen():
-    # The red team's global_ftz: an impl that turns flush-to-zero on at every call escaped, because the
+    # global_ftz: an impl that turns flush-to-zero on at every call once escaped, because the
     # global-state check's own before/after snapshots both came after earlier checks' calls had turned it on.
     import torch
 

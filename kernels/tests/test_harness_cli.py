@@ -66,7 +66,7 @@ def test_load_target_walks_attributes():
     assert callable(load_target("kernels.harness.reference:float64_reference"))
 
 
-# --------------------------------------------------------------------------- issue 22: reading the result
+# --------------------------------------------------------------------------- reading the result
 
 GOOD = '''import torch.nn.functional as F
 def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):

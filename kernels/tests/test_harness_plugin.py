@@ -96,7 +96,7 @@ def test_case_options_are_honoured(case, data):
     assert case.q_heads == case.kv_heads and case.value_dim is None and case.causal
 
 
-# --------------------------------------------------------------------------- issue 22: selecting items
+# --------------------------------------------------------------------------- selecting items
 
 MUTANT = "kernels.mutants:causal_bottom_right"
 

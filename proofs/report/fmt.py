@@ -1,7 +1,9 @@
 """Words and number formats shared by the HTML and Markdown renderers (formatting only)."""
 from __future__ import annotations
 
-from proofs.report.model import FAILED, NOT_CHECKED, NOT_CHECKED_TEXT, PASSED, VERDICT_WORDS
+import re
+
+from proofs.report.model import FAILED, NOT_A_CHECKOUT, NOT_CHECKED, NOT_CHECKED_TEXT, PASSED, VERDICT_WORDS
 
 
 def number(x, digits: int = 4) -> str:
@@ -61,9 +63,12 @@ def word(layer: str, status: str) -> str:
 
 def evidence_word(layer: str, ev) -> str:
     """A claim's layer verdict in words: the evidence's own where it states one (numeric's power-aware
-    "confirmed" / "consistent (power p against e)"), else the layer's word for its status."""
-    own = getattr(ev, "word", "")
-    return own if own and ev.status != NOT_CHECKED else word(layer, ev.status)
+    "confirmed" / "consistent (power p against e)"), else the layer's word for its status; a layer with no
+    evidence says why in short where its reason starts with the why ("not run in --quick", "not applicable")."""
+    if ev.status == NOT_CHECKED:
+        short = re.match(r"(not run in --\w+|not applicable)\b", ev.reason or "")
+        return short.group(1) if short else NOT_CHECKED
+    return getattr(ev, "word", "") or word(layer, ev.status)
 
 
 def overall(status: str) -> str:
@@ -122,3 +127,21 @@ def overview(report) -> list[str]:
     else:
         audit = f"Seed audit: {not_checked(a.reason) if a.status == NOT_CHECKED else a.reason}."
     return [kernel, audit]
+
+
+def seed_title(file: str) -> str:
+    """A seed document's own title, for people (its file name is a hash)."""
+    from proofs.seed_data import SEED_TITLES
+
+    return SEED_TITLES.get(file, "untitled seed")
+
+
+def seed_name(file: str) -> str:
+    """A seed as "title (file)"."""
+    return f"{seed_title(file)} ({file})"
+
+
+def source(environment: dict) -> str:
+    """Where the report's code came from: its git commit, or that it was not run from a git checkout."""
+    commit = environment.get("commit") or NOT_A_CHECKOUT
+    return commit if commit == NOT_A_CHECKOUT else f"git commit {commit}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
+from proofs.render import SUB, SUP, TEXT, prose_parts
 from proofs.report import fmt
 from proofs.report.mathml import to_mathml
 from proofs.report.model import FAILED, LAYER_TITLES, LAYERS, NOT_CHECKED, PASSED, Report
@@ -37,16 +38,30 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .statement { font-size: 1.05rem; }
 blockquote { margin: .5rem 0; padding: .25rem .9rem; border-left: 4px solid var(--line); color: #444; }
 blockquote cite { display: block; font-size: .85em; color: var(--none); }
-.math-block { overflow-x: auto; padding: .4rem 0; }
+.math-block { overflow-x: auto; max-width: 100%; padding: .4rem 0; }
+nav.contents { border: 1px solid var(--line); border-radius: 8px; padding: .5rem 1.25rem; margin: 1rem 0;
+               background: var(--soft); }
+nav.contents h2 { margin: .25rem 0; border: 0; } nav.contents ol { margin: .2rem 0; }
+nav.contents ol ol { columns: 2 22rem; font-size: .92em; } nav.contents li { break-inside: avoid; }
+nav.contents .topic { color: var(--none); font-style: italic; }
 table.steps { table-layout: fixed; }
 .steps th:nth-child(1) { width: 2.5rem; } .steps th:nth-child(2) { width: 11rem; }
 .steps th:nth-child(4) { width: 15rem; }
-.steps div.math { overflow-x: auto; padding: .2rem 0; }
+.steps div.math { overflow-x: auto; max-width: 100%; padding: .2rem 0; }
 .steps td, .detail { overflow-wrap: anywhere; }
+.claim p.detail, .claim ul.detail li, .claim p.statement, div.scroll { overflow-x: auto; max-width: 100%; }
+table.audit td { overflow-wrap: anywhere; }
+/* A formula wider than its column scrolls in its own box, with a scroll bar that shows (not an overlay one). */
+.math-block, .steps div.math, ul.results li, .claim .detail { scrollbar-width: thin; scrollbar-color: #8c959f var(--soft); }
+.math-block::-webkit-scrollbar, .steps div.math::-webkit-scrollbar, ul.results li::-webkit-scrollbar,
+.claim .detail::-webkit-scrollbar { height: 8px; }
+.math-block::-webkit-scrollbar-thumb, .steps div.math::-webkit-scrollbar-thumb, ul.results li::-webkit-scrollbar-thumb,
+.claim .detail::-webkit-scrollbar-thumb { background: #8c959f; border-radius: 4px; }
+@media print { .math-block, .steps div.math, ul.results li, .claim .detail { overflow: visible; } }
 table.audit td:first-child code, table.parts td:last-child { white-space: nowrap; }
 .steps tr.premise td { background: #fbfbfc; color: #444; }
 .steps tr.failed td { background: #ffebe9; }
-ul.results li { overflow-x: auto; padding: .15rem 0; }
+ul.results li { overflow-x: auto; max-width: 100%; padding: .15rem 0; }
 .detail { color: var(--none); font-size: .85em; }
 .none { color: var(--none); font-style: italic; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem; margin: .25rem 0; }
@@ -81,6 +96,14 @@ def _math(latex: str, display: bool = False) -> str:
     return f'<span class="detail">{escape(note)}</span>' if note else to_mathml(latex, display=display)
 
 
+def prose(text: str, formulas: dict[str, str] | None = None) -> str:
+    """Prose as HTML: index and power groups (``S_{N+1}``, ``e^{−t}``) as sub- and superscripts, the seeds' TeX
+    and the checker's SymPy text (``formulas``) as MathML, so neither raw TeX nor SymPy's text reaches the page."""
+    tags = {TEXT: "{}", SUB: "<sub>{}</sub>", SUP: "<sup>{}</sup>"}
+    return "".join(tags[kind].format(escape(t)) if kind in tags else _math(t)
+                   for kind, t in prose_parts(text, formulas))
+
+
 def _none(reason: str) -> str:
     return f'<p class="none">{escape(fmt.not_checked(reason))}</p>'
 
@@ -90,7 +113,7 @@ def summary_table(report: Report) -> str:
     rows = []
     for c in report.claims:
         cells = "".join(f"<td>{_layer_badge(x, c.layer(x))}</td>" for x in LAYERS)
-        rows.append(f'<tr><td><a href="#{escape(c.id)}"><code>{escape(c.id)}</code></a><br>{escape(c.title)}</td>'
+        rows.append(f'<tr><td><a href="#{escape(c.id)}"><code>{escape(c.id)}</code></a><br>{prose(c.title)}</td>'
                     f"{cells}<td>{_badge(c.verdict, fmt.overall(c.verdict))}</td></tr>")
     return (f'<table id="summary" class="summary"><thead><tr><th>Claim</th>{head}<th>Verdict</th></tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>")
@@ -102,25 +125,27 @@ def _proof(c) -> str:
     if p.status == NOT_CHECKED:
         return "".join(out) + _none(p.reason)
     if p.reason:
-        out.append(f'<p class="detail">{escape(p.reason)}</p>')
-    if p.statement_latex:
-        out.append(f'<div class="math-block">{_math(p.statement_latex, display=True)}</div>')
+        out.append(f'<p class="detail">{prose(p.reason, p.formulas)}</p>')
+    # A statement of several conjuncts shows one per line, so it wraps instead of running off the page.
+    for latex in p.conjuncts_latex or ([p.statement_latex] if p.statement_latex else []):
+        out.append(f'<div class="math-block">{_math(latex, display=True)}</div>')
     rows = []
     for s in p.steps:
         check = "premise" if s.status == "premise" else ("✓ checked" if s.status == PASSED else "✗ FAILED")
-        rows.append(f'<tr class="{s.status}"><td class="num">{s.number}</td><td>{escape(s.rule)}</td>'
-                    f'<td>{escape(s.description)}<div class="math">{_math(s.latex)}</div></td>'
-                    f'<td>{escape(check)}<div class="detail">{escape(s.detail if s.status != "premise" else "")}'
+        rows.append(f'<tr class="{s.status}"><td class="num">{s.number}</td><td>{prose(s.rule)}</td>'
+                    f'<td>{prose(s.description, p.formulas)}<div class="math">{_math(s.latex)}</div></td>'
+                    f'<td>{escape(check)}<div class="detail">{prose(s.detail if s.status != "premise" else "", p.formulas)}'
                     "</div></td></tr>")
     if rows:
         out.append('<table class="steps"><thead><tr><th>#</th><th>rule</th><th>step</th><th>check</th></tr>'
                    f"</thead><tbody>{''.join(rows)}</tbody></table>")
     out.append(f'<p class="detail">{p.checked_steps} checked steps, {p.premises} premises. '
-               f'Verdict: {escape(p.verdict_line or p.status)}.</p>')
-    trusted = "".join(f"<li>{escape(t)}</li>" for t in p.trusted) or "<li>nothing</li>"
+               f'Verdict: {prose(p.verdict_line or p.status, p.formulas)}.</p>')
+    trusted = "".join(f"<li>{prose(t, p.formulas)}</li>" for t in p.trusted) or "<li>nothing</li>"
     out.append(f'<p class="detail">Trusted, not checked:</p><ul class="detail">{trusted}</ul>')
     if p.results:
-        res = "".join(f"<li><code>{escape(name)}</code> = {_math(tex)}</li>" for name, tex in p.results)
+        res = "".join(f"<li><code>{escape(name)}</code> = {_math(tex) if tex else prose(''.join(text))}</li>"
+                      for name, tex, *text in p.results)
         out.append(f'<p>Result:</p><ul class="results">{res}</ul>')
     return "".join(out)
 
@@ -131,12 +156,13 @@ def _numeric(c) -> str:
     if n.status == NOT_CHECKED:
         return "".join(out) + _none(n.reason)
     if n.reason:
-        out.append(f'<p class="detail">{escape(n.reason)}</p>')
-    out.append(_facts([(k, escape(v)) for k, v in fmt.numeric_facts(n)]))
+        out.append(f'<p class="detail">{prose(n.reason)}</p>')
+    out.append(_facts([(k, prose(v)) for k, v in fmt.numeric_facts(n)]))
     if n.parts:
         head = "".join(f"<th>{escape(h)}</th>" for h in fmt.PART_HEADERS)
-        rows = "".join("<tr>" + "".join(f"<td>{escape(x)}</td>" for x in fmt.part_row(p)) + "</tr>" for p in n.parts)
-        out.append(f'<table class="parts"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
+        rows = "".join("<tr>" + "".join(f"<td>{prose(x)}</td>" for x in fmt.part_row(p)) + "</tr>" for p in n.parts)
+        out.append(f'<div class="scroll"><table class="parts"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
+                   "</table></div>")
     return "".join(out)
 
 
@@ -157,16 +183,22 @@ def _kernel(c, report: Report) -> str:
     return "".join(out)
 
 
+def seed_quote(seed: dict) -> str:
+    """A seed passage: the quote (its TeX as MathML), then the seed's title and its file."""
+    return (f"<blockquote>“{prose(seed['quote'])}”<cite>{escape(seed.get('title', ''))} "
+            f"(<code>{escape(seed['file'])}</code>)</cite></blockquote>")
+
+
 def claim_section(c, report: Report) -> str:
-    seeds = "".join(f"<blockquote>“{escape(s['quote'])}”<cite>{escape(s['file'])}</cite></blockquote>"
-                    for s in c.seeds)
-    assumptions = "".join(f"<li>{escape(a)}</li>" for a in c.assumptions)
+    seeds = "".join(seed_quote(s) for s in c.seeds)
+    assumptions = "".join(f"<li>{prose(a)}</li>" for a in c.assumptions)
+    theorem = f'<p class="detail">Theorem: <code>{escape(c.theorem)}</code></p>' if c.theorem else ""
     return (f'<section class="claim {c.verdict.replace(" ", "-")}" id="{escape(c.id)}">'
-            f"<h3>{escape(c.title)} <code>{escape(c.id)}</code> {_badge(c.verdict, fmt.overall(c.verdict))}</h3>"
-            f'<p class="statement">{escape(c.statement)}</p>'
+            f"<h3>{prose(c.title)} <code>{escape(c.id)}</code> {_badge(c.verdict, fmt.overall(c.verdict))}</h3>"
+            f'<p class="statement">{prose(c.statement)}</p>' + theorem
             + (f"<p>Assumptions:</p><ul>{assumptions}</ul>" if assumptions else "")
             + (f"<p>Seed passage:</p>{seeds}" if seeds else "")
-            + "".join(f"<p>Reference: <cite>{escape(r)}</cite></p>" for r in c.references)
+            + "".join(f"<p>Reference: <cite>{prose(r)}</cite></p>" for r in c.references)
             + _proof(c) + _numeric(c) + _kernel(c, report) + "</section>")
 
 
@@ -174,10 +206,10 @@ def figures_section(report: Report, svgs: dict, problems: dict) -> str:
     out = []
     for f in report.figures:
         if f.name in svgs:
-            out.append(f'<figure id="figure-{escape(f.name)}">{svgs[f.name]}<figcaption><b>{escape(f.title)}.</b> '
-                       f"{escape(f.caption)}</figcaption></figure>")
+            out.append(f'<figure id="figure-{escape(f.name)}">{svgs[f.name]}<figcaption><b>{prose(f.title)}.</b> '
+                       f"{prose(f.caption)}</figcaption></figure>")
         else:
-            out.append(f'<figure id="figure-{escape(f.name)}"><figcaption><b>{escape(f.title)}.</b></figcaption>'
+            out.append(f'<figure id="figure-{escape(f.name)}"><figcaption><b>{prose(f.title)}.</b></figcaption>'
                        f'<p class="none">not drawn: {escape(problems.get(f.name, f.reason))}</p></figure>')
     return "".join(out)
 
@@ -199,9 +231,9 @@ def kernels_section(report: Report) -> str:
             f'<td class="num">{r.get("not_applicable", 0)}</td>'
             f"<td>{escape(fmt.check_line(r['worst'], invariant=False) if r['worst'] else '—')}</td></tr>"
             for r in s.per_invariant)
-        out.append("<table><thead><tr><th>invariant</th><th>claim</th><th>checks run</th><th>failed</th>"
+        out.append("<div class='scroll'><table><thead><tr><th>invariant</th><th>claim</th><th>checks run</th><th>failed</th>"
                    "<th>not applicable</th>"
-                   f"<th>worst case: discrepancy against bound</th></tr></thead><tbody>{rows}</tbody></table>")
+                   f"<th>worst case: discrepancy against bound</th></tr></thead><tbody>{rows}</tbody></table></div>")
     if s.error_vs_length:
         rows = "".join(f'<tr><td>{escape(r["dtype"])}</td><td class="num">{r["n"]}</td>'
                        f'<td class="num">{escape(fmt.number(r["error"]))}</td>'
@@ -219,13 +251,13 @@ def audit_section(report: Report) -> str:
         return _none(a.reason) if a.status == NOT_CHECKED else f'<p class="detail">{escape(a.reason)}</p>'
     counts = ", ".join(f"{n} {verdict}" for verdict, n in a.counts.items())
     rows = "".join(
-        f"<tr><td><code>{escape(r.id)}</code></td><td>“{escape(r.quote)}”<div class='detail'>{escape(r.seed)}"
-        f"</div></td><td>{escape(r.checked)}</td>"
-        f"<td>{_badge(_AUDIT_CLASS.get(r.verdict, NOT_CHECKED), r.verdict)}</td><td>{escape(r.value)}</td></tr>"
+        f"<tr><td><code>{escape(r.id)}</code></td><td>“{prose(r.quote)}”<div class='detail'>{escape(fmt.seed_name(r.seed))}"
+        f"</div></td><td>{prose(r.checked)}</td>"
+        f"<td>{_badge(_AUDIT_CLASS.get(r.verdict, NOT_CHECKED), r.verdict)}</td><td>{prose(r.value)}</td></tr>"
         for r in a.records)
     return (f"<p>{len(a.records)} numbers and statements in the seeds: {escape(counts)}.</p>"
-            "<table class='audit'><thead><tr><th>id</th><th>the seed says</th><th>checked</th><th>verdict</th>"
-            f"<th>true value or reason</th></tr></thead><tbody>{rows}</tbody></table>")
+            "<div class='scroll'><table class='audit'><thead><tr><th>id</th><th>the seed says</th><th>checked</th><th>verdict</th>"
+            f"<th>true value or reason</th></tr></thead><tbody>{rows}</tbody></table></div>")
 
 
 def environment_section(report: Report) -> str:
@@ -235,10 +267,33 @@ def environment_section(report: Report) -> str:
     return _facts([
         ("mode", escape(f"--{report.run['mode']}: {report.run['summary']}")), ("settings", escape(plan)), ("seed", escape(str(report.run["seed"]))),
         ("seeds used", escape("; ".join(f"{k}: {v}" for k, v in env["seeds"].items() if k != "seed"))),
+        ("source", escape(fmt.source(env))),
         ("python", escape(f"{env['python']} on {env['platform']}, {env['cpus']} CPUs")),
         ("packages", escape(packages)), ("kernel device", escape(f"{env['kernel_device']}, {env['kernel_mode']}")),
         ("times", escape(fmt.seconds(t))), ("generated", escape(t.get("generated_at", ""))),
     ])
+
+
+def contents(report: Report) -> str:
+    """The table of contents: every section, every figure and every claim (grouped by topic), each a link."""
+    def link(target: str, text: str) -> str:
+        return f'<a href="#{escape(target)}">{text}</a>'
+
+    figures = "".join(f"<li>{link(f'figure-{f.name}', prose(f.title))}</li>" for f in report.figures)
+    topics: dict[str, list] = {}
+    for c in report.claims:
+        topics.setdefault(c.topic, []).append(c)
+    claims = "".join(
+        f'<li><span class="topic">{escape(topic)}</span><ol>'
+        + "".join(f"<li>{link(c.id, prose(c.title))} {_badge(c.verdict, fmt.overall(c.verdict))}</li>" for c in cs)
+        + "</ol></li>" for topic, cs in topics.items())
+    sections = [link("summary-heading", "Summary"), *( [link("failing", "Failing claims")] if report.failing else []),
+                link("figures", "Figures") + f"<ol>{figures}</ol>", link("claims", "Claims") + f"<ol>{claims}</ol>",
+                link("kernel", "Kernel conformance"), link("audit", "Audit of the seeds' numbers"),
+                *([link("ecosystem-survey", "Ecosystem conformance survey")] if report.survey.get("html") else []),
+                link("environment", "Environment")]
+    return ('<nav class="contents" id="contents"><h2>Contents</h2><ol>'
+            + "".join(f"<li>{x}</li>" for x in sections) + "</ol></nav>")
 
 
 def render(report: Report, svgs: dict, problems: dict) -> str:
@@ -264,6 +319,8 @@ checked on a real attention kernel (Triton). A layer that has nothing to say abo
 {escape(report.run['summary'])}</p>
 <div class="banner {verdict}">{escape(banner)}</div>
 {"".join(f"<p>{escape(line)}</p>" for line in fmt.overview(report))}
+<p class="detail">Source: {escape(fmt.source(report.environment))}.</p>
+{contents(report)}
 <h2 id="summary-heading">Summary</h2>
 {summary_table(report)}
 {failing_list}

@@ -5,6 +5,7 @@ inside a formula. Computes nothing.
 """
 from __future__ import annotations
 
+from proofs.render import markdown_prose
 from proofs.report import fmt
 from proofs.report.model import LAYER_TITLES, LAYERS, NOT_CHECKED, PASSED, Report
 
@@ -25,6 +26,12 @@ def _math(latex: str) -> str:
     return f"$`{tex}`$"
 
 
+def prose(text: str, formulas: dict[str, str] | None = None) -> str:
+    """Prose with its index groups as <sub>/<sup>, and the seeds' TeX and the checker's SymPy text (``formulas``)
+    as inline math, safe in a table cell."""
+    return markdown_prose(text, formulas, math=_math)
+
+
 def _display(latex: str) -> list[str]:
     if fmt.too_long(latex):
         return [f"_{fmt.too_long(latex)}_", ""]
@@ -42,7 +49,7 @@ def summary(report: Report) -> list[str]:
     for c in report.claims:
         cells = " | ".join(_layer(x, c.layer(x)) for x in LAYERS)
         verdict = fmt.overall(c.verdict)
-        out.append(f"| [`{c.id}`](#{c.id}) {_cell(c.title)} | {cells} | {'**' + verdict + '**' if c.verdict != PASSED else verdict} |")
+        out.append(f"| [`{c.id}`](#{c.id}) {_cell(prose(c.title))} | {cells} | {'**' + verdict + '**' if c.verdict != PASSED else verdict} |")
     return out + ["", f"_{fmt.not_checked('')}_ is written where a layer has no evidence for a claim.", ""]
 
 
@@ -52,18 +59,24 @@ def _proof(c) -> list[str]:
     if p.status == NOT_CHECKED:
         return out + [f"_{fmt.not_checked(p.reason)}_", ""]
     if p.reason:
-        out += [f"> {p.reason}", ""]
-    out += _display(p.statement_latex)
+        out += [f"> {prose(p.reason, p.formulas)}", ""]
+    for latex in p.conjuncts_latex or [p.statement_latex]:
+        out += _display(latex)
     if p.steps:
         out += ["| # | rule | step | check |", "|---|---|---|---|"]
         for s in p.steps:
-            check = "premise" if s.status == "premise" else ("✓ " if s.status == PASSED else "✗ **FAILED** ") + s.detail
-            out.append(f"| {s.number} | {_cell(s.rule)} | {_cell(s.description)}: {_math(s.latex)} | {_cell(check)} |")
+            check = ("premise" if s.status == "premise"
+                     else ("✓ " if s.status == PASSED else "✗ **FAILED** ") + prose(s.detail, p.formulas))
+            out.append(f"| {s.number} | {_cell(prose(s.rule))} | {_cell(prose(s.description, p.formulas))}: {_math(s.latex)} | "
+                       f"{_cell(check)} |")
         out.append("")
-    out += [f"{p.checked_steps} checked steps, {p.premises} premises. Verdict: {p.verdict_line or p.status}.", ""]
-    out += ["Trusted, not checked:", ""] + ([f"- {_cell(t)}" for t in p.trusted] or ["- nothing"]) + [""]
+    out += [f"{p.checked_steps} checked steps, {p.premises} premises. "
+            f"Verdict: {prose(p.verdict_line or p.status, p.formulas)}.", ""]
+    out += ["Trusted, not checked:", ""] + ([f"- {_cell(prose(t, p.formulas))}" for t in p.trusted] or ["- nothing"])
+    out += [""]
     if p.results:
-        out += ["Result: " + "; ".join(f"`{name}` = {_math(tex)}" for name, tex in p.results), ""]
+        out += ["Result: " + "; ".join(f"`{name}` = {_math(tex) if tex else prose(''.join(text))}"
+                                       for name, tex, *text in p.results), ""]
     return out
 
 
@@ -73,11 +86,11 @@ def _numeric(c) -> list[str]:
     if n.status == NOT_CHECKED:
         return out + [f"_{fmt.not_checked(n.reason)}_", ""]
     if n.reason:
-        out += [f"> {n.reason}", ""]
-    out += [f"- {k}: {_cell(v)}" for k, v in fmt.numeric_facts(n)] + [""]
+        out += [f"> {prose(n.reason)}", ""]
+    out += [f"- {k}: {_cell(prose(v))}" for k, v in fmt.numeric_facts(n)] + [""]
     if n.parts:
         out += ["| " + " | ".join(fmt.PART_HEADERS) + " |", "|---" * len(fmt.PART_HEADERS) + "|"]
-        out += ["| " + " | ".join(_cell(x) for x in fmt.part_row(p)) + " |" for p in n.parts] + [""]
+        out += ["| " + " | ".join(_cell(prose(x)) for x in fmt.part_row(p)) + " |" for p in n.parts] + [""]
     return out
 
 
@@ -96,13 +109,16 @@ def _kernel(c, report: Report) -> list[str]:
 
 
 def claim_section(c, report: Report) -> list[str]:
-    out = [f'<a id="{c.id}"></a>', "", f"### {c.title} (`{c.id}`): {fmt.overall(c.verdict)}", "", c.statement, ""]
+    out = [f'<a id="{c.id}"></a>', "", f"### {prose(c.title)} (`{c.id}`): {fmt.overall(c.verdict)}", "",
+           prose(c.statement), ""]
+    if c.theorem:
+        out += [f"Theorem: `{c.theorem}`", ""]
     if c.assumptions:
-        out += ["Assumptions: " + "; ".join(c.assumptions) + ".", ""]
+        out += ["Assumptions: " + "; ".join(prose(a) for a in c.assumptions) + ".", ""]
     for s in c.seeds:
-        out += [f"> “{s['quote']}”", ">", f"> — `{s['file']}`", ""]
+        out += [f"> “{prose(s['quote'])}”", ">", f"> — {s.get('title', '')} (`{s['file']}`)", ""]
     for r in c.references:
-        out += [f"Reference: {r}", ""]
+        out += [f"Reference: {prose(r)}", ""]
     return out + _proof(c) + _numeric(c) + _kernel(c, report)
 
 
@@ -138,8 +154,8 @@ def audit_section(report: Report) -> list[str]:
     counts = ", ".join(f"{n} {verdict}" for verdict, n in a.counts.items())
     out = [f"{len(a.records)} numbers and statements in the seeds: {counts}.", "",
            "| id | the seed says | checked | verdict | true value or reason |", "|---|---|---|---|---|"]
-    out += [f"| `{r.id}` | “{_cell(r.quote)}” ({r.seed}) | {_cell(r.checked)} | {_cell(r.verdict)} | "
-            f"{_cell(r.value)} |" for r in a.records]
+    out += [f"| `{r.id}` | “{_cell(prose(r.quote))}” ({fmt.seed_name(r.seed)}) | {_cell(prose(r.checked))} | "
+            f"{_cell(r.verdict)} | {_cell(prose(r.value))} |" for r in a.records]
     return out + [""]
 
 
@@ -147,7 +163,7 @@ def environment_section(report: Report) -> list[str]:
     env, t = report.environment, report.timings
     return [
         f"- mode: `--{report.run['mode']}`: {report.run['summary']}", f"- settings: {fmt.plan(report.run['plan'])}",
-        f"- seed: {report.run['seed']}",
+        f"- seed: {report.run['seed']}", f"- source: {fmt.source(env)}",
         *[f"- seed use, {k}: {v}" for k, v in env["seeds"].items() if k != "seed"],
         f"- python {env['python']} on {env['platform']}, {env['cpus']} CPUs",
         "- packages: " + ", ".join(f"{k} {v}" for k, v in env["packages"].items()),
@@ -155,6 +171,35 @@ def environment_section(report: Report) -> list[str]:
         f"- times: {fmt.seconds(t)}",
         f"- generated: {t.get('generated_at', '')}", "",
     ]
+
+
+# The report's sections: (anchor, heading); each heading carries its anchor, so a link does not depend on how a
+# Markdown viewer makes anchors of headings.
+SECTIONS = (("summary", "Summary"), ("figures", "Figures"), ("claims", "Claims"), ("kernel", "Kernel conformance"),
+            ("audit", "Audit of the seeds' numbers"), ("environment", "Environment"))
+
+
+def _heading(anchor: str, title: str) -> list[str]:
+    return [f'<a id="{anchor}"></a>', "", f"## {title}", ""]
+
+
+def contents(report: Report) -> list[str]:
+    """The table of contents: every section, figure and claim (grouped by topic) as a link to its anchor."""
+    topics: dict[str, list] = {}
+    for c in report.claims:
+        topics.setdefault(c.topic, []).append(c)
+    out = ["## Contents", ""]
+    for anchor, title in SECTIONS:
+        out.append(f"- [{title}](#{anchor})")
+        if anchor == "figures":
+            out += [f"  - [{_cell(f.title)}](#figure-{f.name})" for f in report.figures]
+        if anchor == "claims":
+            for topic, claims in topics.items():
+                out += [f"  - _{topic}_"] + [f"    - [{_cell(prose(c.title))}](#{c.id}): {fmt.overall(c.verdict)}"
+                                             for c in claims]
+    if report.summary()["failing"]:
+        out.append("- [Failing claims](#failing)")
+    return out + [""]
 
 
 def render(report: Report, figure_files: dict[str, str], problems: dict[str, str]) -> str:
@@ -166,20 +211,23 @@ def render(report: Report, figure_files: dict[str, str], problems: dict[str, str
            "Every claim is derived symbolically (SymPy), confirmed by Monte Carlo (NumPy) and, where it applies, "
            f"checked on a real attention kernel (Triton). Mode `--{report.run['mode']}`, seed {report.run['seed']}: "
            f"{report.run['summary']}",
-           "", banner, ""] + [x for line in fmt.overview(report) for x in (line, "")] + ["## Summary", ""] + summary(report)
-    out += ["## Figures", ""]
+           "", banner, ""] + [x for line in fmt.overview(report) for x in (line, "")]
+    out += [f"Source: {fmt.source(report.environment)}.", ""] + contents(report)
+    title = dict(SECTIONS)
+    out += _heading("summary", title["summary"]) + summary(report) + _heading("figures", title["figures"])
     for f in report.figures:
+        out += [f'<a id="figure-{f.name}"></a>', ""]
         if f.name in figure_files:
-            out += [f"![{f.title}]({figure_files[f.name]})", "", f"**{f.title}.** {f.caption}", ""]
+            out += [f"![{f.title}]({figure_files[f.name]})", "", f"**{prose(f.title)}.** {prose(f.caption)}", ""]
         else:
-            out += [f"**{f.title}.** _not drawn: {problems.get(f.name, f.reason)}_", ""]
-    out += ["## Claims", ""]
+            out += [f"**{prose(f.title)}.** _not drawn: {problems.get(f.name, f.reason)}_", ""]
+    out += _heading("claims", title["claims"])
     for c in report.claims:
         out += claim_section(c, report)
-    out += ["## Kernel conformance", ""] + kernels_section(report)
-    out += ["## Audit of the seeds' numbers", ""] + audit_section(report)
+    out += _heading("kernel", title["kernel"]) + kernels_section(report)
+    out += _heading("audit", title["audit"]) + audit_section(report)
     out += report.survey.get("markdown", [])  # "## Ecosystem conformance survey", when the survey was given
-    out += ["## Environment", ""] + environment_section(report)
+    out += _heading("environment", title["environment"]) + environment_section(report)
     if s["failing"]:
-        out += ["## Failing claims", ""] + [f"- **{f}**" for f in s["failing"]] + [""]
+        out += _heading("failing", "Failing claims") + [f"- **{f}**" for f in s["failing"]] + [""]
     return "\n".join(out)

@@ -21,6 +21,7 @@ PASSED = "passed"
 FAILED = "failed"
 NOT_CHECKED = "not checked"
 NOT_CHECKED_TEXT = "not checked by this layer"
+NOT_A_CHECKOUT = "not a git checkout"  # the environment's "commit" when the code was not run from one
 
 LAYERS = ("proofs", "numeric", "kernels")
 LAYER_TITLES = {"proofs": "Symbolic derivation", "numeric": "Monte Carlo", "kernels": "Kernel"}
@@ -47,13 +48,18 @@ class ProofEvidence:
     status: str
     reason: str = ""  # why it was not checked, or why it failed
     statement_latex: str = ""
+    conjuncts_latex: list[str] = field(default_factory=list)  # the statement's conjuncts, one formula each
     steps: list[StepEvidence] = field(default_factory=list)
-    results: list[list[str]] = field(default_factory=list)  # [name, latex] pairs
+    results: list[list[str]] = field(default_factory=list)  # [name, latex], or [name, "", text] for words
     checked_steps: int = 0
     premises: int = 0
     verdict_line: str = ""  # "proved", "proved, given Chebyshev's inequality", "failed: ..."
     trusted: list[str] = field(default_factory=list)  # what the verdict takes on trust, one line per kind
     certificate: dict | None = None  # the derivation's own certificate (JSON-able), where it offers one
+    # The checker writes the formulas in its lines (verdict, trust, step checks) as SymPy's text, e.g.
+    # "Eq(a[x], exp(z[x])/Sum(...))": each such text that occurs above, mapped to the LaTeX SymPy prints for the
+    # same expression, so a renderer shows the formula instead of SymPy's text.
+    formulas: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -112,12 +118,13 @@ class ClaimEvidence:
     title: str
     statement: str
     assumptions: list[str]
-    seeds: list[dict]  # {file, quote}
+    seeds: list[dict]  # {file, title, quote}
     topic: str
     proofs: ProofEvidence
     numeric: NumericEvidence
     kernels: KernelEvidence
     references: list[str] = field(default_factory=list)  # cited where no seed states the claim
+    theorem: str = ""  # the theorem's source, "path/to/module.py:function"
 
     def layer(self, name: str):
         return getattr(self, name)

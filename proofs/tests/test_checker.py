@@ -311,8 +311,8 @@ def test_cited_premises_need_a_reference():
         pf.premise("Chebyshev", "a tail bound", x, x, kind=CITED)
 
 
-# ------------------------------------------------------------------ the first red team's escapes, by family
-# Each was proved (or proved given something innocent-looking) by the checker the red team was shown.
+# ------------------------------------------------------------------ proofs an earlier checker accepted, by family
+# Each was proved (or proved given something innocent-looking) by an earlier version of the checker.
 
 def test_a_string_argument_is_never_parsed_as_code():
     for text in ['sin("__import__(\'os\').system(\'true\')")', "Symbol('x', real='1')", "Integer('12')"]:

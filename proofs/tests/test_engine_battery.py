@@ -31,7 +31,7 @@ def S(expr, lo=1, hi=n):
     return sp.Sum(expr, (i, lo, hi))
 
 
-# For the red team's cases (each was accepted by the engine before the fix that named it).
+# For cases an earlier engine accepted (each before the fix that names it).
 k, j = sp.symbols("k j", integer=True)  # integers of either sign
 ar = sp.Symbol("a", real=True)
 mneg = sp.Symbol("m", integer=True, negative=True)
