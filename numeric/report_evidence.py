@@ -20,6 +20,7 @@ import numpy as np
 
 import numeric
 from numeric import arguments, derived
+from numeric import training as experiment
 from numeric.dot_product import SWEEP_D_KS
 from numeric.evidence import CONFIRMING_POWER, STATED_EFFECT, Confirmation, power_against
 
@@ -38,11 +39,13 @@ class Plan:
     trace_dk: int = 64  # one row of unscaled scores at this d_k for the online-softmax figure
     trace_length: int = 512
     trace_block: int = 64
+    training: bool = False  # run the training experiment (quick: 1 seed, 10 steps; else 5 seeds, 300 steps)
 
     def __post_init__(self):
         arguments.seed(self.seed)
-        if not isinstance(self.quick, bool):
-            raise ValueError(f"quick must be True or False, got {self.quick!r}")
+        for name in ("quick", "training"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         for name in ("histogram_dk", "histogram_bins", "trace_dk", "trace_length", "trace_block"):
             arguments.positive_int(getattr(self, name), name)
         for name in ("histogram_samples", "saturation_samples"):
@@ -77,6 +80,10 @@ class Answer:
     claims: dict[str, ClaimAnswer] = field(default_factory=dict)  # the chosen claims the layer confirms
     figures: list[FigureAnswer] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)  # claim id -> seconds its confirmation took
+    # numeric.training.audit_evidence of the training experiment, for the seed audit (None: not run, or it
+    # raised: ``training_error`` says which)
+    training: dict | None = None
+    training_error: str = ""
 
 
 def _why(exc: BaseException) -> str:
@@ -125,6 +132,16 @@ def evidence_for(claim_ids, plan: Plan) -> Answer:
         except Exception as exc:
             figure.error = f"could not gather the data: {_why(exc)}"
         answer.figures.append(figure)
+    if plan.training:
+        start = time.perf_counter()
+        try:
+            result = experiment.quick_experiment() if plan.quick else experiment.experiment()
+            answer.training = experiment.audit_evidence(result)
+        except Exception as exc:  # the audit's record then says the experiment did not run, and why
+            answer.training_error = f"the training experiment raised {_why(exc)}"
+        answer.seconds["training"] = time.perf_counter() - start
+    else:
+        answer.training_error = "the plan did not ask for the training experiment"
     return answer
 
 

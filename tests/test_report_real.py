@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conftest import FIGURE_CLAIMS, load_json, run_cli
 from numeric.confirm import CONFIRMERS
 from proofs.report import Options, gather
@@ -75,3 +77,19 @@ def test_the_seed_audit_joins_the_report():
     assert all(r.id and r.seed and r.quote and r.value for r in audit.records)
     assert sum(audit.counts.values()) == len(audit.records)
     assert audit.status != FAILED
+
+
+def test_the_training_experiment_decides_the_audit_record_on_unscaled_training():
+    # The numeric layer runs the experiment when the report asks for the audit; its evidence, not the
+    # derivation, then decides the record (and without it the record says the experiment did not run).
+    from numeric.report_evidence import Plan, evidence_for
+    from proofs.report.gather import gather_audit
+
+    answer = evidence_for((), Plan(training=True))
+    assert answer.training and answer.training["runs"] and not answer.training_error
+    by_id = {r.id: r for r in gather_audit(answer.training).records}
+    assert by_id["s2-fail-to-train"].checked.startswith("measured: numeric.training")
+    without = {r.id: r for r in gather_audit().records}
+    assert "did not run" in without["s2-fail-to-train"].checked
+    with pytest.raises(ValueError, match="training"):
+        Plan(training="yes")

@@ -240,11 +240,13 @@ def _safe(to_latex, x) -> str:
         return str(x)
 
 
-def gather_audit() -> AuditEvidence:
+def gather_audit(training: dict | None = None) -> AuditEvidence:
+    """The seed audit; ``training`` (the numeric layer's training-experiment evidence) decides its record on
+    unscaled training, which otherwise says the experiment did not run."""
     from proofs.seed_audit import seed_audit
 
     try:
-        records = seed_audit()
+        records = seed_audit(training=training)
     except Exception as exc:
         return AuditEvidence(status=FAILED, reason=f"seed_audit() raised {_why(exc)}")
     return AuditEvidence(status=PASSED, records=records)
@@ -517,23 +519,22 @@ def _audit_skipped() -> AuditEvidence:
     return AuditEvidence(status=NOT_CHECKED, reason="the audit of the seeds runs with the whole catalogue, not with --only")
 
 
-def _start_proofs(claim_ids: list[str], jobs: int, audit: bool):
+def _start_proofs(claim_ids: list[str], jobs: int):
     """Derive in worker processes while this one runs the other layers (SymPy is single-threaded).
 
     Forked, so the workers start at once and share this process's state; None where forking is
-    not available or one process was asked for."""
+    not available or one process was asked for. The audit joins the pool once the numeric layer has answered."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     if jobs < 1 or "fork" not in multiprocessing.get_all_start_methods():
         return None
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"))
-    audit = pool.submit(gather_audit if audit else _audit_skipped)  # the longest task first
-    return pool, audit, {cid: pool.submit(prove, cid) for cid in claim_ids}
+    return pool, {cid: pool.submit(prove, cid) for cid in claim_ids}
 
 
-def _collect_proofs(pending, per_claim) -> tuple[dict, AuditEvidence]:
-    pool, audit_future, futures = pending
+def _collect_proofs(pending, per_claim, audit_future) -> tuple[dict, AuditEvidence]:
+    pool, futures = pending
     proof_ev = {}
     try:
         for cid, future in futures.items():
@@ -541,24 +542,23 @@ def _collect_proofs(pending, per_claim) -> tuple[dict, AuditEvidence]:
                 proof_ev[cid], per_claim.setdefault(cid, {})["proofs"] = future.result()
             except Exception as exc:  # a worker that died (e.g. out of memory) proves nothing
                 proof_ev[cid] = ProofEvidence(status=FAILED, reason=f"the derivation's worker failed: {_why(exc)}")
-        try:
-            audit = audit_future.result()
-        except Exception as exc:
-            audit = AuditEvidence(status=FAILED, reason=f"the audit's worker failed: {_why(exc)}")
+        audit = _audit_skipped()
+        if audit_future is not None:
+            try:
+                audit = audit_future.result()
+            except Exception as exc:
+                audit = AuditEvidence(status=FAILED, reason=f"the audit's worker failed: {_why(exc)}")
     finally:
         pool.shutdown(cancel_futures=True)
     return proof_ev, audit
 
 
-def _prove_inline(claim_ids: list[str], per_claim, progress: Progress, audit: bool) -> tuple[dict, AuditEvidence]:
+def _prove_inline(claim_ids: list[str], per_claim, progress: Progress) -> dict:
     proof_ev = {}
     for cid in claim_ids:
         progress(f"proofs: {cid}")
         proof_ev[cid], per_claim.setdefault(cid, {})["proofs"] = prove(cid)
-    if not audit:
-        return proof_ev, _audit_skipped()
-    progress("proofs: audit of the seeds")
-    return proof_ev, gather_audit()
+    return proof_ev
 
 
 def gather(options: Options, progress: Progress = _quiet) -> Report:
@@ -574,9 +574,9 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
 
     proofs_on = "proofs" in options.layers
     ids = [c.id for c in claims]
-    pending = _start_proofs(ids, _jobs(options), _audit_wanted(options)) if proofs_on else None
+    pending = _start_proofs(ids, _jobs(options)) if proofs_on else None
     if proofs_on and pending is None:  # one core: derive first, inline
-        proof_ev, audit = _prove_inline(ids, per_claim, progress, _audit_wanted(options))
+        proof_ev = _prove_inline(ids, per_claim, progress)
         seconds["proofs"] = time.perf_counter() - started
 
     # The layers above proofs, each asked once through its entry point, in turn.
@@ -587,7 +587,10 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
             asked[layer] = Asked(absent=_skipped(layer))
         else:
             progress(f"{layer}: {len(ids)} claims")
-            asked[layer] = ask(layer, module, what, tuple(ids), dict(getattr(plan, layer), seed=seed))
+            args = dict(getattr(plan, layer), seed=seed)
+            if layer == "numeric":  # the training experiment feeds the seed audit only
+                args["training"] = proofs_on and _audit_wanted(options)
+            asked[layer] = ask(layer, module, what, tuple(ids), args)
         seconds[layer] = time.perf_counter() - t
     for cid, took in getattr(asked["numeric"].answer, "seconds", {}).items():
         per_claim.setdefault(cid, {})["numeric"] = took
@@ -599,12 +602,20 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
     kernel_ev = {c.id: kernel_evidence(c.id, asked["kernels"], kernels) for c in claims}
     figures = numeric_figures(asked["numeric"], selected) + kernel_figures(asked["kernels"], kernels, options)
 
+    # The audit asks for the training experiment's evidence, so it starts once the numeric layer has answered.
+    training = getattr(asked["numeric"].answer, "training", None)
     if not proofs_on:
         proof_ev = {c.id: ProofEvidence(status=NOT_CHECKED, reason=_skipped("proofs")) for c in claims}
         audit = AuditEvidence(status=NOT_CHECKED, reason=_skipped("proofs"))
     elif pending is not None:  # the derivations ran beside the other layers; collect them
+        audit_future = pending[0].submit(gather_audit, training) if _audit_wanted(options) else None
         progress("proofs: collecting the derivations")
-        proof_ev, audit = _collect_proofs(pending, per_claim)
+        proof_ev, audit = _collect_proofs(pending, per_claim, audit_future)
+    elif _audit_wanted(options):
+        progress("proofs: audit of the seeds")
+        audit = gather_audit(training)
+    else:
+        audit = _audit_skipped()
     # Wall time from the start until the derivations were in: with workers, it overlaps the others.
     seconds["proofs"] = time.perf_counter() - started if pending is not None else seconds.get("proofs", 0.0)
 
