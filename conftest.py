@@ -22,9 +22,14 @@ LONG_OPTION = "--long"
 # The long tier by rule: its part's name -> node-id patterns (fnmatch, relative to the repository root).
 # Chosen by measuring (`pytest PKG --durations=0`); README's "Tests" section quotes both tiers' times.
 LONG_TIER: dict[str, tuple[str, ...]] = {
-    # The kernel run through the whole harness (≈ 430 CPU-s interpreted), and every half-precision
-    # parametrization of the kernels' own tests: float32 stays in the default tier.
+    # The kernels run through the harness (flash ≈ 430 CPU-s interpreted, decode 12 CPU-s), every
+    # half-precision parametrization of the kernels' own tests (float32 stays in the default tier),
+    # the GPU tile shapes run interpreted (11 CPU-s) and the drawn random shapes (6 CPU-s): the
+    # fixed float32 shapes of test_flash.py and test_decode.py stay.
     "interpreted kernel sweeps": ("kernels/tests/test_flash_conformance.py::*",
+                                  "kernels/tests/test_decode.py::test_passes_verify_attention_forward_invariants",
+                                  "kernels/tests/test_flash.py::test_gpu_tile_shapes_run_interpreted*",
+                                  "kernels/tests/test_flash.py::test_random_shapes*",
                                   "kernels/tests/test_flash*.py::*float16*",
                                   "kernels/tests/test_decode*.py::*float16*",
                                   "kernels/tests/test_rounding_bound.py::*float16*"),
