@@ -4,7 +4,7 @@ Triton's interpreter must be switched on before anything imports triton, so this
 first: when the machine has no NVIDIA GPU, kernels run interpreted on the CPU.
 
 Two tiers. The default run leaves out the *long tier*: interpreted kernel sweeps, the
-thorough harness, the mutant sweep and slow statistics. ``--long`` (or ``ATTENTION_PROOFS_LONG=1``) runs it too;
+thorough harness, the mutant sweep, slow statistics and fresh-process runs. ``--long`` (or ``ATTENTION_PROOFS_LONG=1``) runs it too;
 CI does. A test is in the long tier when it is marked ``@pytest.mark.long("<tier>")`` (or the
 older ``@pytest.mark.slow``), or when its node id matches a pattern of :data:`LONG_TIER` below:
 a new test goes there by name, a new file by its own marker. Left-out tests are deselected,
@@ -48,6 +48,17 @@ LONG_TIER: dict[str, tuple[str, ...]] = {
     "mutant sweep": ("kernels/tests/test_mutants.py::test_mutant_is_refused_by_the_invariant_it_targets_in_every_dtype*",
                      "kernels/tests/test_mutants.py::test_generated_problems_refuse_the_mutants_only_they_reach*"),
     "slow statistics": ("numeric/tests/test_power_and_false_alarms.py::*",),
+    # Tests that start fresh pytest or Python processes importing torch and the harness: ≈ 9 CPU-s
+    # per process here (measured: a plugin run that only refuses a bad signature took 9.3 CPU-s).
+    # The default tier keeps one plugin run end to end (test_each_check_is_an_item_*: items, a
+    # failure naming its law, a not-applicable skip) and the plugin's in-process API tests.
+    "fresh-process runs": ("kernels/tests/test_harness_plugin.py::test_a_correct_impl_passes_and_a_bad_target_is_a_usage_error",
+                           "kernels/tests/test_harness_plugin.py::test_a_copied_node_id_runs_that_check_alone*",
+                           "kernels/tests/test_harness_plugin.py::test_a_wrong_signature_is_a_usage_error",
+                           "kernels/tests/test_harness_plugin.py::test_the_case_filter_option",
+                           "kernels/tests/test_harness_plugin.py::test_k_selects_among_the_items",
+                           "kernels/tests/test_harness_plugin.py::test_without_the_option_the_plugin_adds_nothing",
+                           "kernels/tests/test_contract.py::test_the_registry_is_the_same_whatever_is_imported_first"),
 }
 MARKED = "marked long or slow"  # a test marked without naming its part of the tier
 
