@@ -51,8 +51,11 @@ LONG_TIER: dict[str, tuple[str, ...]] = {
     # Tests that start fresh pytest or Python processes importing torch and the harness: ≈ 9 CPU-s
     # per process here (measured: a plugin run that only refuses a bad signature took 9.3 CPU-s).
     # The default tier keeps one plugin run end to end (test_each_check_is_an_item_*: items, a
-    # failure naming its law, a not-applicable skip) and the plugin's in-process API tests.
-    "fresh-process runs": ("kernels/tests/test_harness_plugin.py::test_a_correct_impl_passes_and_a_bad_target_is_a_usage_error",
+    # failure naming its law, a not-applicable skip) and the plugin's in-process API tests; and
+    # test_checker's replay of a good, a bad and a junk certificate by `check` in a fresh process
+    # (4 CPU-s), where the whole catalogue's replay takes 14.
+    "fresh-process runs": ("proofs/tests/test_catalogue.py::test_every_certificate_replays_in_a_fresh_process",
+                           "kernels/tests/test_harness_plugin.py::test_a_correct_impl_passes_and_a_bad_target_is_a_usage_error",
                            "kernels/tests/test_harness_plugin.py::test_a_copied_node_id_runs_that_check_alone*",
                            "kernels/tests/test_harness_plugin.py::test_a_wrong_signature_is_a_usage_error",
                            "kernels/tests/test_harness_plugin.py::test_the_case_filter_option",
