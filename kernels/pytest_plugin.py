@@ -91,9 +91,9 @@ class AttentionItem(pytest.Item):
         self.check = check
 
     def runtest(self):
-        from kernels.harness.verify import _one_thread
+        from kernels.threads import one_thread
 
-        with _one_thread():
+        with one_thread():
             self.check.run()
 
     def repr_failure(self, excinfo):
