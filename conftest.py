@@ -4,7 +4,7 @@ Triton's interpreter must be switched on before anything imports triton, so this
 first: when the machine has no NVIDIA GPU, kernels run interpreted on the CPU.
 
 Two tiers. The default run leaves out the *long tier*: interpreted kernel sweeps, the
-thorough harness, the mutant sweep and slow statistics. ``--long`` (or ``ATTENTION_PROOFS_LONG=1``) runs it too;
+thorough harness, the mutant sweep, slow statistics and fresh-process runs. ``--long`` (or ``ATTENTION_PROOFS_LONG=1``) runs it too;
 CI does. A test is in the long tier when it is marked ``@pytest.mark.long("<tier>")`` (or the
 older ``@pytest.mark.slow``), or when its node id matches a pattern of :data:`LONG_TIER` below:
 a new test goes there by name, a new file by its own marker. Left-out tests are deselected,
@@ -22,9 +22,14 @@ LONG_OPTION = "--long"
 # The long tier by rule: its part's name -> node-id patterns (fnmatch, relative to the repository root).
 # Chosen by measuring (`pytest PKG --durations=0`); README's "Tests" section quotes both tiers' times.
 LONG_TIER: dict[str, tuple[str, ...]] = {
-    # The kernel run through the whole harness (≈ 430 CPU-s interpreted), and every half-precision
-    # parametrization of the kernels' own tests: float32 stays in the default tier.
+    # The kernels run through the harness (flash ≈ 430 CPU-s interpreted, decode 12 CPU-s), every
+    # half-precision parametrization of the kernels' own tests (float32 stays in the default tier),
+    # the GPU tile shapes run interpreted (11 CPU-s) and the drawn random shapes (6 CPU-s): the
+    # fixed float32 shapes of test_flash.py and test_decode.py stay.
     "interpreted kernel sweeps": ("kernels/tests/test_flash_conformance.py::*",
+                                  "kernels/tests/test_decode.py::test_passes_verify_attention_forward_invariants",
+                                  "kernels/tests/test_flash.py::test_gpu_tile_shapes_run_interpreted*",
+                                  "kernels/tests/test_flash.py::test_random_shapes*",
                                   "kernels/tests/test_flash*.py::*float16*",
                                   "kernels/tests/test_decode*.py::*float16*",
                                   "kernels/tests/test_rounding_bound.py::*float16*"),
@@ -42,7 +47,26 @@ LONG_TIER: dict[str, tuple[str, ...]] = {
     # keeps a drawn problem failing, shrinking and reproducing in the default tier.
     "mutant sweep": ("kernels/tests/test_mutants.py::test_mutant_is_refused_by_the_invariant_it_targets_in_every_dtype*",
                      "kernels/tests/test_mutants.py::test_generated_problems_refuse_the_mutants_only_they_reach*"),
-    "slow statistics": ("numeric/tests/test_power_and_false_alarms.py::*",),
+    # The power and false-alarm rates at the default sample sizes; the interpreted kernel's
+    # unbiasedness over 200 dropout seeds (one module fixture for both tests: 200 interpreted
+    # calls). The kernel's kept-fraction tests, and their rejection of a 1% bias, stay.
+    "slow statistics": ("numeric/tests/test_power_and_false_alarms.py::*",
+                        "kernels/tests/test_flash_dropout.py::test_dropout_is_unbiased",
+                        "kernels/tests/test_flash_dropout.py::test_unbiasedness_test_rejects_a_missing_rescale"),
+    # Tests that start fresh pytest or Python processes importing torch and the harness: ≈ 9 CPU-s
+    # per process here (measured: a plugin run that only refuses a bad signature took 9.3 CPU-s).
+    # The default tier keeps one plugin run end to end (test_each_check_is_an_item_*: items, a
+    # failure naming its law, a not-applicable skip) and the plugin's in-process API tests; and
+    # test_checker's replay of a good, a bad and a junk certificate by `check` in a fresh process
+    # (4 CPU-s), where the whole catalogue's replay takes 14.
+    "fresh-process runs": ("proofs/tests/test_catalogue.py::test_every_certificate_replays_in_a_fresh_process",
+                           "kernels/tests/test_harness_plugin.py::test_a_correct_impl_passes_and_a_bad_target_is_a_usage_error",
+                           "kernels/tests/test_harness_plugin.py::test_a_copied_node_id_runs_that_check_alone*",
+                           "kernels/tests/test_harness_plugin.py::test_a_wrong_signature_is_a_usage_error",
+                           "kernels/tests/test_harness_plugin.py::test_the_case_filter_option",
+                           "kernels/tests/test_harness_plugin.py::test_k_selects_among_the_items",
+                           "kernels/tests/test_harness_plugin.py::test_without_the_option_the_plugin_adds_nothing",
+                           "kernels/tests/test_contract.py::test_the_registry_is_the_same_whatever_is_imported_first"),
 }
 MARKED = "marked long or slow"  # a test marked without naming its part of the tier
 
