@@ -87,7 +87,7 @@ RULES = {
 MAX_ENUMERATION = 4096
 CHECK_BUDGET_S = 120.0  # wall clock for one certificate with everything it cites (the catalogue's largest: ~3 s)
 MAX_CITATION_DEPTH = 32
-CLAIM_ID = re.compile(r"[a-z0-9][a-z0-9._\[\]-]*")  # ASCII, nothing invisible, nothing that mimics another id
+CLAIM_ID = re.compile(r"[a-z0-9][a-z0-9._=\[\]-]*")  # ASCII, nothing invisible, nothing that mimics another id
 
 
 class _Refused(Exception):
