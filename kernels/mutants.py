@@ -1051,3 +1051,68 @@ MUTANTS = MUTANTS + (
     Mutant(key_positions_in_float16, "causal mask from float16 key positions (wrong past 2048)",
            "long-causal-positions"),
 )
+
+
+# the red team rt22b's escapes, as bug classes: process-wide SDPA switches, masks that do not broadcast,
+# the one-key case under a mask, the mask as the only input requiring grad, inputs written between
+# forward and backward
+
+
+def flash_sdp_switched_off(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """torch's flash SDPA backend switched off for the whole process 'to force the math fallback'."""
+    torch.backends.cuda.enable_flash_sdp(False)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def attn_mask_sliced_to_fit(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """A mask with more query rows or key columns than the scores (built for a KV cache's full length)
+    sliced to (Nq, Nk) instead of refused."""
+    if attn_mask is not None:
+        attn_mask = attn_mask[..., :q.shape[-2], :k.shape[-2]]
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def one_key_skips_mask(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """A one-key branch (the softmax of one score is 1) that leaves attn_mask out: a hidden key gives v, not 0."""
+    if k.shape[-2] == 1:
+        attn_mask = None
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def mask_gradient_needs_qkv_gradient(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                     enable_gqa=False):
+    """The no-grad inference path taken whenever q, k, v need no gradient, also when attn_mask does."""
+    if not (q.requires_grad or k.requires_grad or v.requires_grad):
+        with torch.no_grad():
+            return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+class _QueryByReference(ManualBackwardAttention):
+    """The (float32 working) query kept on ctx by reference, not save_for_backward: dk = scale · dSᵀ Q
+    reads whatever the caller wrote into q after the forward."""
+
+    def save(self, ctx, tensors, result):
+        ctx.save_for_backward(*tensors[1:])
+        ctx.query = tensors[0]  # the bug: out of reach of autograd's version check
+
+    def saved(self, ctx):
+        return (ctx.query, *ctx.saved_tensors)
+
+
+query_kept_by_reference = _mutant(_QueryByReference(), "query_kept_by_reference",
+    "q modified in place between forward and backward goes unnoticed: the backward reads it untracked.")
+
+
+MUTANTS = MUTANTS + (
+    Mutant(flash_sdp_switched_off, "SDPA flash backend switched off process-wide", "global-state-unchanged",
+           backward=True),
+    Mutant(attn_mask_sliced_to_fit, "attn_mask too long for the scores sliced instead of refused",
+           "attn-mask-shape-refused"),
+    Mutant(one_key_skips_mask, "one-key branch ignores attn_mask", "attn-mask-one-key"),
+    Mutant(mask_gradient_needs_qkv_gradient, "no mask gradient when q, k, v are frozen", "attn-mask-bias-gradient",
+           backward=True),
+    # in half precision the working float32 query is a copy of q, so the caller's write does not reach it
+    Mutant(query_kept_by_reference, "q modified in place before backward read untracked",
+           "input-inplace-before-backward", dtypes=(torch.float32,), backward=True),
+)

@@ -43,8 +43,11 @@ ITEMS: tuple[Item, ...] = (
          f"{DOC}: 'enable_gqa: If set to True, Grouped Query Attention (GQA) is enabled'; {MEASURED}: 'Number of "
          "heads in key and value must divide the number of heads in query'",
          ("gqa-equals-repeated-mha", "mismatched-heads-refused", "refused-inputs")),
-    Item("refused", "q, k, v of different dtypes and k with another head dim than q are refused",
-         f"{MEASURED}: 'Expected query, key, and value to have the same dtype'", ("refused-inputs",)),
+    Item("refused", "q, k, v of different dtypes, k with another head dim than q and an attn_mask that does not "
+                    "broadcast to (B, Hq, Nq, Nk) are refused",
+         f"{MEASURED}: 'Expected query, key, and value to have the same dtype'; 'The size of tensor a (Nk) must "
+         "match the size of tensor b (Nk + 3) at non-singleton dimension 3'", ("refused-inputs",
+                                                                              "attn-mask-shape-refused")),
     Item("kv-lengths", "k and v of different lengths are refused (key and value share the length S; no answer is "
                        "right)",
          f"{DOC}: 'key: (N, ..., S, E)', 'value: (N, ..., S, Ev)'; {MEASURED}: 'Expected size for first two "
@@ -56,11 +59,14 @@ ITEMS: tuple[Item, ...] = (
     Item("strides", "inputs of any strides and storage offsets (transposed, packed QKV, permuted, offset views)",
          f"{MEASURED}: same values for every layout", ("strided-inputs", "generated-agreement")),
     Item("mask", "attn_mask boolean (True = attend) or additive, broadcast to (B, Hq, Nq, Nk) from every form; rows "
-                 "with no visible key give 0; with is_causal applied together or refused",
+                 "with no visible key give 0, also with one key (Nk = 1); with is_causal applied together or refused; a mask "
+                 "that does not broadcast (more key columns or query rows, another batch or head size) refused",
          f"{DOC}: 'attn_mask: Attention mask; shape must be broadcastable'; {MEASURED}: empty rows 0, mask + "
-         "is_causal raises on math",
+         "is_causal raises on math; Nk = 1 with the key hidden (False or -inf) output 0; a mask of shape "
+         "(B, Hq, Nq, Nk + 3) raises 'The size of tensor a (Nk) must match the size of tensor b (Nk + 3) at "
+         "non-singleton dimension 3' (likewise Nq + 2, B + 1, Hq + 1: dimensions 2, 0, 1)",
          ("attn-mask", "attn-mask-with-causal", "attn-mask-empty-rows", "attn-mask-causal-equivalence",
-          "attn-mask-row-shift", "generated-metamorphic")),
+          "attn-mask-row-shift", "attn-mask-one-key", "attn-mask-shape-refused", "generated-metamorphic")),
     Item("robust", "no overflow or 0/0 at extreme logits, rows of mixed magnitude, hugely negative rows",
          f"{MEASURED}: finite output at |scores| up to 1e30 (float32)",
          ("extreme-logits", "mixed-magnitude-rows", "hugely-negative-rows")),
@@ -77,20 +83,26 @@ ITEMS: tuple[Item, ...] = (
           "backward-scale-strided", "gradient-subsets", "stride-zero-dout", "attn-mask-gradients",
           "mask-forms-backward", "generated-gradients")),
     Item("mask-gradient", "an additive attn_mask that requires grad gets dS summed over its broadcast dims (or is "
-                          "refused)", f"{MEASURED}: mask.grad of the mask's shape", ("attn-mask-bias-gradient",)),
+                          "refused), also when it is the only input requiring grad (q, k, v frozen)",
+         f"{MEASURED}: mask.grad of the mask's shape; with q, k, v frozen the output still has a grad_fn",
+         ("attn-mask-bias-gradient",)),
     Item("double-backward", "gradients of gradients are right, or refused",
          f"{MEASURED}: the math backend differentiates its backward", ("double-backward",)),
     Item("in-place", "the output modified in place before backward: autograd raises (version counter) or the "
-                     "gradients are those of the modified graph",
-         f"{MEASURED}: math right for out.mul_(3); the default dispatch raises 'modified by an inplace operation'",
-         ("output-inplace-before-backward",)),
+                     "gradients are those of the modified graph; likewise q, k, v (non-leaf) modified in place "
+                     "between forward and backward: raises, or the gradients of the graph recorded",
+         f"{MEASURED}: math right for out.mul_(3); the default dispatch raises 'modified by an inplace operation' "
+         "(for out.mul_(3) and for q.mul_(2) after the forward); math gives the recorded graph's gradients "
+         "after q, k or v .mul_(2)",
+         ("output-inplace-before-backward", "input-inplace-before-backward")),
     Item("aliasing", "inputs, attn_mask and dO are never written into; the output is not a view of an input",
          f"{MEASURED}: inputs bit-identical after forward and backward",
          ("inputs-untouched", "inputs-untouched-backward", "attn-mask-untouched", "output-dtype-shape")),
     Item("determinism", "the same call twice gives bit-identical outputs and gradients",
          f"{MEASURED}: bit-identical on CPU", ("determinism", "backward-determinism")),
     Item("state", "no state kept between calls: buffers written in place between calls are read anew; the process's "
-                  "global state (flush-to-zero, default dtype, threads, grad mode, RNG without dropout) unchanged",
+                  "global state (flush-to-zero, default dtype, threads, grad mode, SDPA backend switches and other "
+                  "torch.backends flags, RNG without dropout) unchanged",
          f"{MEASURED}: no global state changed by a call; RNG untouched at dropout_p = 0",
          ("buffers-mutated-between-calls", "global-state-unchanged", "dropout-rng-advances")),
     Item("dropout", "dropout_p: each weight kept with probability 1 - p, independently, kept ones scaled 1/(1-p); "

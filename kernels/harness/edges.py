@@ -127,6 +127,29 @@ def kv_lengths_refused(s: Subject) -> Outcome:
     return Outcome(math.inf if accepted else 0.0, 0.0, f"accepted: {', '.join(accepted)}" if accepted else "refused")
 
 
+def mask_shape_refused(s: Subject) -> Outcome:
+    """attn_masks that do not broadcast to (B, Hq, Nq, Nk): one key column too many (a mask built
+    for a KV cache's full length), one query row too many, a batch or head size of one more. The
+    math backend raises on each (measured: "The size of tensor a (Nk) must match the size of tensor
+    b (Nk + 3) at non-singleton dimension 3", likewise dimensions 2, 0, 1). Slicing the mask to fit
+    is a guess at what the caller meant; returning anything is the failure."""
+    b, hq, nq, nk = s.q.shape[0], s.q.shape[1], s.case.n_q, s.case.n_k
+    shapes = {"Nk + 1 key columns": (b, hq, nq, nk + 1), "Nq + 1 query rows": (b, hq, nq + 1, nk),
+              "2-D, Nk + 1 key columns": (nq, nk + 1), "batch B + 1": (b + 1, hq, nq, nk),
+              "heads Hq + 1": (b, hq + 1, nq, nk)}
+    accepted = []
+    for name, shape in shapes.items():
+        for kind, mask in (("bool", torch.ones(shape, dtype=torch.bool, device=s.device)),
+                           ("additive", s.cast(torch.zeros(shape, dtype=torch.float64)))):
+            try:
+                s._call(s.q, s.k, s.v, attn_mask=mask, is_causal=False)
+            except Exception:  # refusing is the contract
+                continue
+            accepted.append(f"{kind} {name} {shape}")
+    return Outcome(math.inf if accepted else 0.0, 0.0,
+                   f"accepted: {', '.join(accepted)}" if accepted else f"all {2 * len(shapes)} refused")
+
+
 def dropout_p_one(s: Subject) -> Outcome:
     """dropout_p = 1 drops every weight: output exactly 0 (measured: math and default dispatch);
     dropout_p = 1.5 is refused ("dropout probability has to be between 0 and 1")."""
@@ -260,6 +283,30 @@ def output_modified_before_backward(s: Subject) -> Outcome:
     return worst(outcomes, details)
 
 
+INPUT_FACTOR = 2.0
+
+
+def input_modified_before_backward(s: Subject) -> Outcome:
+    """q, k, v (each leaf·1, not a leaf) written into (mul_(2)) between the forward and the backward:
+    autograd's version counter must raise (torch's default CPU dispatch does, measured: "modified by
+    an inplace operation") or the gradients must be those of the graph recorded, the inputs as they
+    were at the forward (the math backend, which saves scaled copies, measured). A backward that
+    keeps the inputs outside save_for_backward reads the new values untracked and gives neither."""
+    leaves = ref.leaves((s.q, s.k, s.v))
+    qkv = [x * 1 for x in leaves]
+    out = s.impl(*qkv, **s.kwargs())
+    checked_output(out, s.q, s.v)
+    try:
+        with torch.no_grad():
+            for x in qkv:
+                x.mul_(INPUT_FACTOR)
+        got = torch.autograd.grad(out, leaves, ref.copy(s.dout))
+    except RuntimeError as exc:  # "modified by an inplace operation": the version counter did its job
+        return Outcome(0.0, 0.0, _refused(exc))
+    _, gold, plain = s.gradients
+    return gradients_against(s, tuple(g.detach().cpu() for g in got), gold, plain, s.gradient_sizes)
+
+
 def stride_zero_dout(s: Subject) -> Outcome:
     """out.sum().backward(): dO is ones expanded, every stride 0. Gradients as for a dense dO of ones."""
     qkv = ref.leaves((s.q, s.k, s.v))
@@ -344,7 +391,34 @@ def _global_state() -> dict:
             "deterministic algorithms": torch.are_deterministic_algorithms_enabled(),
             "anomaly mode": torch.is_anomaly_enabled(),
             "matmul precision": torch.get_float32_matmul_precision(),
-            "CPU RNG state": torch.get_rng_state()}
+            "CPU RNG state": torch.get_rng_state(),
+            **{name: read() for name, (read, _) in _BACKEND_SWITCHES.items()}}
+
+
+# torch.backends switches a call could flip for the whole process (SDPA's backend choice: on CPU the
+# flash switch decides whether the default dispatch takes the flash or the math path): (getter, setter).
+_BACKEND_SWITCHES = {
+    "SDPA flash backend": (torch.backends.cuda.flash_sdp_enabled, torch.backends.cuda.enable_flash_sdp),
+    "SDPA memory-efficient backend": (torch.backends.cuda.mem_efficient_sdp_enabled,
+                                      torch.backends.cuda.enable_mem_efficient_sdp),
+    "SDPA math backend": (torch.backends.cuda.math_sdp_enabled, torch.backends.cuda.enable_math_sdp),
+    "SDPA cuDNN backend": (torch.backends.cuda.cudnn_sdp_enabled, torch.backends.cuda.enable_cudnn_sdp),
+    "SDPA math half reduction": (torch.backends.cuda.fp16_bf16_reduction_math_sdp_allowed,
+                                 torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp),
+    **{f"torch.backends.{mod}.{flag}": (lambda m=mod, f=flag: getattr(_module(m), f),
+                                        lambda x, m=mod, f=flag: setattr(_module(m), f, x))
+       for mod, flag in (("cuda.matmul", "allow_tf32"), ("cuda.matmul", "allow_fp16_reduced_precision_reduction"),
+                         ("cuda.matmul", "allow_bf16_reduced_precision_reduction"), ("cudnn", "enabled"),
+                         ("cudnn", "benchmark"), ("cudnn", "deterministic"), ("cudnn", "allow_tf32"),
+                         ("mkldnn", "enabled"))},
+}
+
+
+def _module(dotted: str):
+    m = torch.backends
+    for part in dotted.split("."):
+        m = getattr(m, part)
+    return m
 
 
 def _restore(before: dict) -> None:
@@ -356,6 +430,8 @@ def _restore(before: dict) -> None:
     torch.set_anomaly_enabled(before["anomaly mode"])
     torch.set_float32_matmul_precision(before["matmul precision"])
     torch.set_rng_state(before["CPU RNG state"])
+    for name, (_, write) in _BACKEND_SWITCHES.items():
+        write(before[name])
 
 
 _BASELINE: dict = {}  # the process state when the current run began (verify_attention calls remember_baseline)
@@ -372,7 +448,8 @@ def global_state_unchanged(s: Subject) -> Outcome:
     """A forward and a backward (no dropout) leave the process as they found it: flush-to-zero
     (torch.set_flush_denormal; torch 2.13 has no getter, so a subnormal product is measured),
     default dtype, thread count, grad mode, deterministic and anomaly modes, float32 matmul
-    precision, and the CPU RNG state (a call without dropout draws nothing: SDPA, measured). What
+    precision, torch.backends' switches (SDPA's backend choice, TF32, cuDNN, oneDNN), and the CPU
+    RNG state (a call without dropout draws nothing: SDPA, measured). What
     changed is put back, so one bad impl does not poison the checks after it."""
     before = _global_state()
     try:
@@ -421,6 +498,12 @@ for _inv in (
     Invariant("output-inplace-before-backward", None, output_modified_before_backward, _contract, _BWD,
               bug_classes="output modified in place before backward and the backward reading it untracked "
                           "(the autograd version counter bypassed)"),
+    Invariant("input-inplace-before-backward", None, input_modified_before_backward, _contract, _BWD,
+              bug_classes="q, k or v modified in place between forward and backward and the backward reading "
+                          "the new values untracked (inputs kept outside save_for_backward)"),
+    Invariant("attn-mask-shape-refused", None, mask_shape_refused, _contract, frozenset({ATTN_MASK}),
+              bug_classes="an attn_mask that does not broadcast to (B, Hq, Nq, Nk) (more key columns or query "
+                          "rows, another batch or head size) sliced or read past instead of refused"),
     Invariant("stride-zero-dout", None, stride_zero_dout, _contract, _BWD,
               bug_classes="a dO with stride 0 (out.sum().backward()) read as dense (stride 0 taken as unset)"),
     Invariant("mask-forms-backward", "causal-mask-top-left", mask_forms_backward, _contract,
@@ -434,6 +517,7 @@ for _inv in (
                           "buffers are written in place"),
     Invariant("global-state-unchanged", None, global_state_unchanged, _contract, _BWD,
               bug_classes="a call changing the process: flush-to-zero, default dtype, threads, grad mode, "
-                          "deterministic mode, matmul precision, RNG drawn without dropout"),
+                          "deterministic mode, matmul precision, SDPA backend switches (flash/math/...) or other "
+                          "torch.backends flags, RNG drawn without dropout"),
 ):
     register(_inv)

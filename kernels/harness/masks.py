@@ -15,7 +15,7 @@ import torch
 
 from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
-from kernels.harness.cases import RANDOM, Case
+from kernels.harness.cases import CONTRACT, RANDOM, Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, Invariant, register
 from kernels.harness.subject import (Outcome, Subject, against, checked_output, gradients_against, measured, relation,
                                      worst)
@@ -138,6 +138,26 @@ def attn_mask_empty_rows(s: Subject) -> Outcome:
     return against(s, s.run(attn_mask=m, is_causal=False), s.reference(attn_mask=m, is_causal=False))
 
 
+def attn_mask_one_key(s: Subject) -> Outcome:
+    """One key (Nk = 1): the softmax of one score is 1 whatever the score, so a kernel may branch
+    to out = v there; the mask still decides. Boolean and additive (finite N(0, 2²) or -inf) masks
+    of shape (B, Hq, Nq, 1) hiding the key from every other row: hidden rows give 0 (the math
+    backend, measured: output 0, no NaN, for a boolean False and for -inf), the others v."""
+    k, v = s.k[..., :1, :], s.v[..., :1, :]  # (B, Hkv, 1, D), (B, Hkv, 1, Dv)
+    shape = (s.q.shape[0], s.q.shape[1], s.case.n_q, 1)
+    hidden = torch.zeros(shape, dtype=torch.bool)
+    hidden[..., ::2, :] = True
+    values = 2 * torch.randn(shape, generator=s.rng("one key additive"), dtype=torch.float64)
+    masks = {"bool": (~hidden).to(s.device), "additive": s.cast(values.masked_fill(hidden, float("-inf")))}
+    outcomes, details = [], []
+    for kind, m in masks.items():
+        o = against(s, s.run(k=k, v=v, attn_mask=m, is_causal=False),
+                    s.reference(k=k, v=v, attn_mask=m, is_causal=False))
+        outcomes.append(o)
+        details.append(f"{kind}, key hidden from every other row: {o.discrepancy:.3g}/{o.bound:.3g}")
+    return worst(outcomes, details)
+
+
 def attn_mask_causal_equivalence(s: Subject) -> Outcome:
     """A boolean mask equal to the top-left causal mask gives the is_causal result."""
     m = ref.causal_mask(s.case.n_q, s.case.n_k, s.device)  # (Nq, Nk)
@@ -188,17 +208,26 @@ def attn_mask_bias_gradient(s: Subject) -> Outcome:
     b, h, nq, nk = s.q.shape[0], s.q.shape[1], s.case.n_q, s.case.n_k
     bias = s.cast(2 * torch.randn((1, h, nq, nk), generator=s.rng("learned bias"), dtype=torch.float64))  # (1, Hq, Nq, Nk)
     kw = s.kwargs(is_causal=False)
-    q, k, v, m = ref.leaves((s.q, s.k, s.v, bias))
-    try:
-        out = s.impl(q, k, v, attn_mask=m, **kw)
-    except Exception as exc:  # a kernel without a mask gradient may say so
-        return Outcome(0.0, 0.0, f"refused: {type(exc).__name__}")
-    checked_output(out, s.q, s.v)
-    got = torch.autograd.grad(out, m, s.dout.clone(), allow_unused=True)[0]
-    if got is None:
-        return Outcome(math.inf, 0.0, "accepted a mask that requires grad but gave it no gradient (detached)")
-    if tuple(got.shape) != tuple(bias.shape):
-        raise ValueError(f"the mask's gradient has shape {tuple(got.shape)}, expected {tuple(bias.shape)}")
+    gots = []
+    # the mask alone requiring grad too (a bias learned over a frozen backbone): an impl that takes its
+    # no-grad path whenever q, k, v need no gradient gives an output without grad_fn there
+    for qkv in (ref.leaves((s.q, s.k, s.v)), (s.q, s.k, s.v)):
+        m = ref.leaves((bias,))[0]
+        try:
+            out = s.impl(*qkv, attn_mask=m, **kw)
+        except Exception as exc:  # a kernel without a mask gradient may say so
+            return Outcome(0.0, 0.0, f"refused: {type(exc).__name__}")
+        checked_output(out, s.q, s.v)
+        alone = "" if qkv[0].requires_grad else " (the mask alone requiring grad)"
+        if not out.requires_grad:
+            return Outcome(math.inf, 0.0, f"the output has no grad_fn{alone}")
+        got = torch.autograd.grad(out, m, s.dout.clone(), allow_unused=True)[0]
+        if got is None:
+            return Outcome(math.inf, 0.0, f"accepted a mask that requires grad but gave it no gradient{alone}")
+        gots.append(got)
+    for got in gots:
+        if tuple(got.shape) != tuple(bias.shape):
+            raise ValueError(f"the mask's gradient has shape {tuple(got.shape)}, expected {tuple(bias.shape)}")
     cpu = [t.cpu() for t in (s.q, s.k, s.v, bias, s.dout)]
     gold = _bias_gradient(ref.attention, *(t.double() for t in cpu), **kw)
     plain = _bias_gradient(ref.attention, s.q, s.k, s.v, bias, s.dout, **kw).cpu()
@@ -208,8 +237,9 @@ def attn_mask_bias_gradient(s: Subject) -> Outcome:
     v_rep = ref.repeat_kv(v64, h) if kw["enable_gqa"] else v64
     dp = do64.abs() @ v_rep.abs().transpose(-2, -1)  # (B, Hq, Nq, Nk)
     size = (p64 * (dp + (p64 * dp).sum(-1, keepdim=True))).sum(0, keepdim=True)  # (1, Hq, Nq, Nk)
-    o = measured(s, got.detach(), gold, tol.max_abs_error(plain, gold), size)
-    return Outcome(o.discrepancy, o.bound, f"dmask (summed over B = {b}): {o.discrepancy:.3g}/{o.bound:.3g}")
+    outcomes = [measured(s, got.detach(), gold, tol.max_abs_error(plain, gold), size) for got in gots]
+    return worst(outcomes, [f"dmask (summed over B = {b}){alone}: {o.discrepancy:.3g}/{o.bound:.3g}"
+                            for o, alone in zip(outcomes, ("", ", the mask alone requiring grad"))])
 
 
 # The mask checks make about twenty calls per case. Above this many (query, key) tile pairs of 64
@@ -240,6 +270,9 @@ register(Invariant("attn-mask-causal-equivalence", "causal-mask-top-left", attn_
                    bug_classes="attn_mask ignored"))
 register(Invariant("attn-mask-row-shift", "softmax-shift-invariance", attn_mask_row_shift, _maskable, _MASK,
                    bug_classes="additive mask clamped or rescaled (assumes masks ≤ 0)"))
+register(Invariant("attn-mask-one-key", None, attn_mask_one_key, lambda c: c.kind == CONTRACT, _MASK,
+                   bug_classes="a one-key (Nk = 1) fast path (softmax of one score is 1) that skips attn_mask: a "
+                               "hidden key gives v instead of 0"))
 register(Invariant("attn-mask-gradients", "causal-mask-top-left", attn_mask_gradients, _maskable,
                    _MASK | {BACKWARD}, bug_classes="backward ignores the mask"))
 register(Invariant("attn-mask-bias-gradient", None, attn_mask_bias_gradient, _maskable, _MASK | {BACKWARD},

@@ -54,7 +54,7 @@ def test_sdpa_passes_except_for_its_zero_scale_causal_bug(sdpa_report):
     assert not sdpa_report.not_applicable  # SDPA offers every feature
     exact = {"output-dtype-shape", "inputs-untouched", "inputs-untouched-backward", "determinism",
              "backward-determinism", "dropout-same-seed", "refused-inputs", "kv-lengths-refused", "dropout-p-one",
-             "attn-mask-untouched",
+             "attn-mask-untouched", "attn-mask-shape-refused",
              "global-state-unchanged"}  # yes/no checks; every other one has a bound
     # refusing attn_mask with is_causal is allowed, and is what SDPA does when it dispatches Dv ≠ D to math
     assert all(c.bound > 0 or c.invariant in exact or c.detail.startswith("refused") for c in sdpa_report.checks)
