@@ -532,7 +532,7 @@ def _printable(text: str) -> str:
 
 
 class _OverBudget(CertificateError):
-    pass
+    """The certificate's wall-clock budget ran out: a failed verdict, never a hang."""
 
 
 _VERDICTS: dict[str, Verdict] = {}
