@@ -28,6 +28,9 @@ DTYPES = ("float32", "float16", "bfloat16")
 # The claim the error-against-length sweep and the rounding figure illustrate (the forward's rounding error):
 # a run narrowed to some claims runs them only when it includes this one.
 ERROR_CLAIM = "rounding-attention-forward"
+# The claim the traffic and memory figures illustrate (measured on the kernel, beside its derived counts).
+TRAFFIC_CLAIM = "memory-traffic"
+TRAFFIC_GRIDS = ("quick", "full")
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,8 @@ class Plan:
     lengths: tuple[int, ...] = (1, 37, 64, 127, 256)
     length_dtypes: tuple[str, ...] = DTYPES
     rounding_samples: int = 8  # random inputs per (dtype, N) of the rounding figure
+    traffic_grid: str | None = None  # kernels.traffic.FIGURE_SERIES' "quick" or "full" N; None: no traffic figure
+    memory_ns: tuple[int, ...] = ()  # N of the peak-memory figure; empty: no memory figure
 
     def __post_init__(self):
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
@@ -58,6 +63,12 @@ class Plan:
         if isinstance(self.rounding_samples, bool) or not isinstance(self.rounding_samples, int) \
                 or self.rounding_samples < 1:
             raise ValueError(f"rounding_samples must be a positive integer, got {self.rounding_samples!r}")
+        if self.traffic_grid is not None and self.traffic_grid not in TRAFFIC_GRIDS:
+            raise ValueError(f"traffic_grid must be None or one of {TRAFFIC_GRIDS}, got {self.traffic_grid!r}")
+        if self.memory_ns and (len(self.memory_ns) < 2 or any(
+                isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in self.memory_ns)):
+            raise ValueError(f"memory_ns must be empty or at least two positive integers (a slope), "
+                             f"got {self.memory_ns!r}")
         if self.cases is not None:
             missing = sorted(set(self.cases) - {c.name for c in DEFAULT_CASES})
             if missing:
@@ -85,6 +96,16 @@ class ClaimChecks:
 
 
 @dataclass
+class FigureRecord:
+    """One figure's data measured on the kernel, with its caption (from the code that measured it), or why not."""
+
+    name: str
+    caption: str = ""
+    data: dict = field(default_factory=dict)
+    error: str = ""
+
+
+@dataclass
 class KernelEvidence:
     """What the kernel layer ran and found, as plain records."""
 
@@ -103,6 +124,7 @@ class KernelEvidence:
     rounding: dict | None = None  # kernels.rounding_confirmation.error_curve's data, when asked for
     rounding_error: str = ""
     swept: bool = False  # whether the error-against-length sweep was asked for
+    figures: list[FigureRecord] = field(default_factory=list)  # the traffic and memory figures, when asked for
 
 
 def _why(exc: BaseException) -> str:
@@ -147,7 +169,28 @@ def evidence_for(claim_ids: tuple[str, ...] | None, plan: Plan) -> KernelEvidenc
         answer.claims[cid] = ClaimChecks(mine, _why_none_ran(cid, mine, plan))
     if answer.swept:
         _sweep(answer, impl, device, plan)
+    if claim_ids is None or TRAFFIC_CLAIM in claim_ids:
+        answer.figures = traffic_figures(plan)
     return answer
+
+
+def traffic_figures(plan: Plan) -> list[FigureRecord]:
+    """The traffic figure (counted under Triton's interpreter) and the memory figure, as ``plan`` asks."""
+    from kernels import memory, traffic
+
+    out = []
+    for name, wanted, measure, caption in (
+            ("traffic", plan.traffic_grid is not None, lambda: traffic.figure_data(plan.traffic_grid == "quick"),
+             traffic.figure_caption),
+            ("memory", bool(plan.memory_ns), lambda: memory.memory_curves(plan.memory_ns), memory.figure_caption)):
+        if not wanted:
+            continue
+        try:
+            data = measure()
+            out.append(FigureRecord(name, caption(data), data))
+        except Exception as exc:  # e.g. compiled on a GPU, where the loads cannot be counted lane by lane
+            out.append(FigureRecord(name, error=f"could not gather the data: {_why(exc)}"))
+    return out
 
 
 def _sweep(answer: KernelEvidence, impl, device: str, plan: Plan) -> None:
