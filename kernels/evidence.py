@@ -30,7 +30,7 @@ DTYPES = ("float32", "float16", "bfloat16")
 ERROR_CLAIM = "rounding-attention-forward"
 # The claim the traffic and memory figures illustrate (measured on the kernel, beside its derived counts).
 TRAFFIC_CLAIM = "memory-traffic"
-TRAFFIC_GRIDS = ("quick", "full")
+FIGURE_GRIDS = ("quick", "full")  # kernels.traffic.FIGURE_SERIES' and kernels.memory's two sets of N
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,7 @@ class Plan:
     lengths: tuple[int, ...] = (1, 37, 64, 127, 256)
     length_dtypes: tuple[str, ...] = DTYPES
     rounding_samples: int = 8  # random inputs per (dtype, N) of the rounding figure
-    traffic_grid: str | None = None  # kernels.traffic.FIGURE_SERIES' "quick" or "full" N; None: no traffic figure
-    memory_ns: tuple[int, ...] = ()  # N of the peak-memory figure; empty: no memory figure
+    figure_grid: str | None = None  # the traffic and memory figures' "quick" or "full" N; None: neither figure
 
     def __post_init__(self):
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
@@ -63,12 +62,8 @@ class Plan:
         if isinstance(self.rounding_samples, bool) or not isinstance(self.rounding_samples, int) \
                 or self.rounding_samples < 1:
             raise ValueError(f"rounding_samples must be a positive integer, got {self.rounding_samples!r}")
-        if self.traffic_grid is not None and self.traffic_grid not in TRAFFIC_GRIDS:
-            raise ValueError(f"traffic_grid must be None or one of {TRAFFIC_GRIDS}, got {self.traffic_grid!r}")
-        if self.memory_ns and (len(self.memory_ns) < 2 or any(
-                isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in self.memory_ns)):
-            raise ValueError(f"memory_ns must be empty or at least two positive integers (a slope), "
-                             f"got {self.memory_ns!r}")
+        if self.figure_grid is not None and self.figure_grid not in FIGURE_GRIDS:
+            raise ValueError(f"figure_grid must be None or one of {FIGURE_GRIDS}, got {self.figure_grid!r}")
         if self.cases is not None:
             missing = sorted(set(self.cases) - {c.name for c in DEFAULT_CASES})
             if missing:
@@ -169,22 +164,19 @@ def evidence_for(claim_ids: tuple[str, ...] | None, plan: Plan) -> KernelEvidenc
         answer.claims[cid] = ClaimChecks(mine, _why_none_ran(cid, mine, plan))
     if answer.swept:
         _sweep(answer, impl, device, plan)
-    if claim_ids is None or TRAFFIC_CLAIM in claim_ids:
-        answer.figures = traffic_figures(plan)
+    if plan.figure_grid is not None and (claim_ids is None or TRAFFIC_CLAIM in claim_ids):
+        answer.figures = traffic_figures(plan.figure_grid == "quick")
     return answer
 
 
-def traffic_figures(plan: Plan) -> list[FigureRecord]:
-    """The traffic figure (counted under Triton's interpreter) and the memory figure, as ``plan`` asks."""
+def traffic_figures(quick: bool) -> list[FigureRecord]:
+    """The traffic figure (counted under Triton's interpreter) and the memory figure, on their quick or full N."""
     from kernels import memory, traffic
 
     out = []
-    for name, wanted, measure, caption in (
-            ("traffic", plan.traffic_grid is not None, lambda: traffic.figure_data(plan.traffic_grid == "quick"),
-             traffic.figure_caption),
-            ("memory", bool(plan.memory_ns), lambda: memory.memory_curves(plan.memory_ns), memory.figure_caption)):
-        if not wanted:
-            continue
+    for name, measure, caption in (
+            ("traffic", lambda: traffic.figure_data(quick), traffic.figure_caption),
+            ("memory", lambda: memory.memory_curves(memory.QUICK_NS if quick else memory.NS), memory.figure_caption)):
         try:
             data = measure()
             out.append(FigureRecord(name, caption(data), data))

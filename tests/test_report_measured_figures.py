@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+import kernels.memory as memory
 import kernels.traffic as traffic
 import numeric.training as training
 import proofs.traffic as derived
@@ -26,8 +27,8 @@ TINY_SERIES = {"forward": (dict(d=16, block_m=32, block_n=32), (40,), (40,)),
 
 def _kernel_figures(monkeypatch) -> list[FigureData]:
     monkeypatch.setattr(traffic, "FIGURE_SERIES", TINY_SERIES)
-    answer = kernel_evidence_for(("memory-traffic",), KernelPlan(mode="quick", traffic_grid="quick",
-                                                                  memory_ns=(16, 32)))
+    monkeypatch.setattr(memory, "QUICK_NS", (16, 32))
+    answer = kernel_evidence_for(("memory-traffic",), KernelPlan(mode="quick", figure_grid="quick"))
     return measured_figures(Asked(answer=answer), Options(only=("memory-traffic",)))
 
 
@@ -89,12 +90,12 @@ def test_the_traffic_plot_refuses_a_disagreement_labelled_as_agreement():
 
 
 def test_the_memory_and_training_plots_refuse_data_they_cannot_show_truthfully(monkeypatch):
-    memory = {"n": [64, 128], "d": 16, "flash_bytes": [10, 0], "math_bytes": [5, 20], "flash_slope": 1.0,
+    curves = {"n": [64, 128], "d": 16, "flash_bytes": [10, 0], "math_bytes": [5, 20], "flash_slope": 1.0,
               "math_slope": 2.0, "derived_flash_bytes": [4, 8], "derived_math_bytes": [4, 16]}
     with pytest.raises(ValueError, match="flash_bytes must hold one positive byte count per N"):
-        plots.memory(memory)  # zero bytes has no place on a log axis
+        plots.memory(curves)  # zero bytes has no place on a log axis
     with pytest.raises(ValueError, match="math_bytes"):
-        plots.memory(dict(memory, flash_bytes=[10, 20], math_bytes=[5]))
+        plots.memory(dict(curves, flash_bytes=[10, 20], math_bytes=[5]))
     data = _training_figure(monkeypatch).data
     assert plots.training(data).startswith("<svg")
     data["settings"][0]["solved_steps"][0] = 3  # the schedule evaluates at 0, 2, 4 only
@@ -116,10 +117,9 @@ def test_the_training_figure_data_is_each_seeds_curve_and_their_mean():
 
 
 def test_the_kernel_plan_checks_the_figure_arguments():
-    with pytest.raises(ValueError, match="traffic_grid"):
-        KernelPlan(mode="quick", traffic_grid="medium")
-    with pytest.raises(ValueError, match="memory_ns"):
-        KernelPlan(mode="quick", memory_ns=(64,))
+    with pytest.raises(ValueError, match="figure_grid must be None or one of"):
+        KernelPlan(mode="quick", figure_grid="medium")
+    assert kernel_evidence_for(("memory-traffic",), KernelPlan(mode="quick")).figures == []  # not asked for
 
 
 def test_without_the_kernel_layer_the_measured_figures_say_why():

@@ -58,7 +58,7 @@ PLANS = {
         kernels=dict(mode="quick", dtypes=("float32",), causal=True, gqa=True, backward=False, thorough=False,
                      cases=("square", "gqa-causal", "extreme", "negative-rows"),
                      lengths=(1, 37, 64, 127, 256), length_dtypes=("float32", "float16", "bfloat16"),
-                     rounding_samples=2, traffic_grid="quick", memory_ns=(64, 128, 256)),
+                     rounding_samples=2, figure_grid="quick"),
     ),
     # The layers' own default (large) sample sizes and the thorough kernel checks.
     "full": Plan(
@@ -68,7 +68,7 @@ PLANS = {
         kernels=dict(mode="full", dtypes=None, causal=True, gqa=True, backward=True, thorough=True, cases=None,
                      lengths=(1, 37, 64, 127, 256, 513, 1024, 2048),
                      length_dtypes=("float32", "float16", "bfloat16"), rounding_samples=8,
-                     traffic_grid="full", memory_ns=(64, 128, 256, 512, 1024)),
+                     figure_grid="full"),
     ),
 }
 
