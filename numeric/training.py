@@ -272,7 +272,7 @@ def figure_caption(data: dict) -> str:
     return (f"Eval loss (fixed eval set of {data['eval_size']} per seed) of a one-layer attention model on "
             f"associative recall ({t['pairs']} key–value pairs, {t['n_keys']} keys, {t['n_values']} values, "
             f"d_model {t['d_model']}; numeric.training), trained with Adam (lr {data['lr']:g}, batch {data['batch']}) "
-            f"for {data['steps']} steps, evaluated every {data['eval_every']}, over seeds "
+            f"for {data['steps']} steps, evaluated every {data['eval_every']}, over seed{'s' if len(seeds) > 1 else ''} "
             f"{', '.join(map(str, seeds))}: one panel per d_k, one colour per scaling ("
             + ", ".join(f"{k}: {v}" for k, v in SCALING_WORDS.items())
             + "); thick line the mean over seeds, thin lines each seed, dotted the chance loss ln "
