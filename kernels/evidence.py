@@ -28,6 +28,9 @@ DTYPES = ("float32", "float16", "bfloat16")
 # The claim the error-against-length sweep and the rounding figure illustrate (the forward's rounding error):
 # a run narrowed to some claims runs them only when it includes this one.
 ERROR_CLAIM = "rounding-attention-forward"
+# The claim the traffic and memory figures illustrate (measured on the kernel, beside its derived counts).
+TRAFFIC_CLAIM = "memory-traffic"
+FIGURE_GRIDS = ("quick", "full")  # kernels.traffic.FIGURE_SERIES' and kernels.memory's two sets of N
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class Plan:
     lengths: tuple[int, ...] = (1, 37, 64, 127, 256)
     length_dtypes: tuple[str, ...] = DTYPES
     rounding_samples: int = 8  # random inputs per (dtype, N) of the rounding figure
+    figure_grid: str | None = None  # the traffic and memory figures' "quick" or "full" N; None: neither figure
 
     def __post_init__(self):
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
@@ -58,6 +62,8 @@ class Plan:
         if isinstance(self.rounding_samples, bool) or not isinstance(self.rounding_samples, int) \
                 or self.rounding_samples < 1:
             raise ValueError(f"rounding_samples must be a positive integer, got {self.rounding_samples!r}")
+        if self.figure_grid is not None and self.figure_grid not in FIGURE_GRIDS:
+            raise ValueError(f"figure_grid must be None or one of {FIGURE_GRIDS}, got {self.figure_grid!r}")
         if self.cases is not None:
             missing = sorted(set(self.cases) - {c.name for c in DEFAULT_CASES})
             if missing:
@@ -85,6 +91,16 @@ class ClaimChecks:
 
 
 @dataclass
+class FigureRecord:
+    """One figure's data measured on the kernel, with its caption (from the code that measured it), or why not."""
+
+    name: str
+    caption: str = ""
+    data: dict = field(default_factory=dict)
+    error: str = ""
+
+
+@dataclass
 class KernelEvidence:
     """What the kernel layer ran and found, as plain records."""
 
@@ -103,6 +119,7 @@ class KernelEvidence:
     rounding: dict | None = None  # kernels.rounding_confirmation.error_curve's data, when asked for
     rounding_error: str = ""
     swept: bool = False  # whether the error-against-length sweep was asked for
+    figures: list[FigureRecord] = field(default_factory=list)  # the traffic and memory figures, when asked for
 
 
 def _why(exc: BaseException) -> str:
@@ -147,7 +164,25 @@ def evidence_for(claim_ids: tuple[str, ...] | None, plan: Plan) -> KernelEvidenc
         answer.claims[cid] = ClaimChecks(mine, _why_none_ran(cid, mine, plan))
     if answer.swept:
         _sweep(answer, impl, device, plan)
+    if plan.figure_grid is not None and (claim_ids is None or TRAFFIC_CLAIM in claim_ids):
+        answer.figures = traffic_figures(plan.figure_grid == "quick")
     return answer
+
+
+def traffic_figures(quick: bool) -> list[FigureRecord]:
+    """The traffic figure (counted under Triton's interpreter) and the memory figure, on their quick or full N."""
+    from kernels import memory, traffic
+
+    out = []
+    for name, measure, caption in (
+            ("traffic", lambda: traffic.figure_data(quick), traffic.figure_caption),
+            ("memory", lambda: memory.memory_curves(memory.QUICK_NS if quick else memory.NS), memory.figure_caption)):
+        try:
+            data = measure()
+            out.append(FigureRecord(name, caption(data), data))
+        except Exception as exc:  # e.g. compiled on a GPU, where the loads cannot be counted lane by lane
+            out.append(FigureRecord(name, error=f"could not gather the data: {_why(exc)}"))
+    return out
 
 
 def _sweep(answer: KernelEvidence, impl, device: str, plan: Plan) -> None:

@@ -134,11 +134,13 @@ def evidence_for(claim_ids, plan: Plan) -> Answer:
         answer.figures.append(figure)
     if plan.training:
         start = time.perf_counter()
+        result = None
         try:
             result = experiment.quick_experiment() if plan.quick else experiment.experiment()
             answer.training = experiment.audit_evidence(result)
         except Exception as exc:  # the audit's record then says the experiment did not run, and why
             answer.training_error = f"the training experiment raised {_why(exc)}"
+        answer.figures.append(training_figure(result, answer.training_error))
         answer.seconds["training"] = time.perf_counter() - start
     else:
         answer.training_error = "the plan did not ask for the training experiment"
@@ -202,6 +204,26 @@ def figure_trace(plan: Plan, confirmations: dict) -> tuple[str, dict]:
             {"block_size": plan.trace_block, "running_max": np.asarray(trace["running_max"]).tolist(),
              "running_sum": np.asarray(trace["running_sum"]).tolist(), "direct_max": m,
              "direct_sum": float(np.exp(scores - m).sum())})
+
+
+# The training figure illustrates the seed audit's record on unscaled training, not a claim: it is drawn from
+# the runs the audit decides on, whenever the plan runs the experiment.
+TRAINING_FIGURE = "training"
+
+
+def training_figure(result: dict | None, error: str) -> FigureAnswer:
+    """The training figure from the experiment's ``result`` (None when it raised: ``error`` says why)."""
+    figure = FigureAnswer(name=TRAINING_FIGURE, claim_id="", resampled=False)
+    if result is None:
+        figure.error = f"could not gather the data: {error}"
+        return figure
+    try:
+        figure.data = experiment.figure_data(result)
+        figure.caption = (f"{experiment.figure_caption(figure.data)} The runs the seed audit decides its record on "
+                          "unscaled training with, not run again.")
+    except Exception as exc:
+        figure.error, figure.data = f"could not gather the data: {_why(exc)}", {}
+    return figure
 
 
 # name, the claim it illustrates, the function that gathers its data, and whether that function draws fresh

@@ -236,14 +236,48 @@ def audit_evidence(result: dict) -> dict:
                       "final_accuracy": r["curve"][-1][2]} for r in runs]}
 
 
-def loss_curves(result: dict) -> dict:
-    """Figure data: per (d_k, scaling) the eval steps and the mean eval loss over seeds."""
-    out = {}
+def figure_data(result: dict) -> dict:
+    """The training figure's data: per (d_k, scaling) the eval steps, each seed's eval loss there and its
+    mean over seeds, and each seed's solving step (None: never), with the schedule and the chance loss."""
+    schedule, task = result["schedule"], result["task"]
+    by_setting: dict = {}
     for r in result["runs"]:
-        out.setdefault((r["d_k"], r["scaling"]), []).append(r["curve"])
-    return {f"d_k={dk} {sc}": {"steps": [c[0] for c in curves[0]],
-                               "loss": [float(np.mean([c[i][1] for c in curves])) for i in range(len(curves[0]))]}
-            for (dk, sc), curves in out.items()}
+        by_setting.setdefault((r["d_k"], r["scaling"]), []).append(r)
+    settings = []
+    for (dk, sc), runs in sorted(by_setting.items(), key=lambda kv: (kv[0][0], SCALINGS.index(kv[0][1]))):
+        steps = [c[0] for c in runs[0]["curve"]]
+        if any([c[0] for c in r["curve"]] != steps for r in runs):
+            raise ValueError(f"the runs of d_k = {dk}, {sc} were evaluated at different steps")
+        per_seed = [[c[1] for c in r["curve"]] for r in runs]
+        settings.append({"d_k": dk, "scaling": sc, "steps": steps, "seeds": [r["seed"] for r in runs],
+                         "loss": per_seed, "mean_loss": np.mean(per_seed, axis=0).tolist(),
+                         "solved_steps": [r["solved_step"] for r in runs]})
+    return {"settings": settings, "steps": schedule.steps, "batch": schedule.batch, "lr": schedule.lr,
+            "eval_every": schedule.eval_every, "eval_size": schedule.eval_size,
+            "solved_accuracy": schedule.solved_accuracy, "chance_loss": float(np.log(task.n_values)),
+            "task": {"pairs": task.pairs, "n_keys": task.n_keys, "n_values": task.n_values,
+                     "d_model": task.d_model}}
+
+
+SCALING_WORDS = {"sqrt": "scores · 1/√d_k", "none": "no scaling", "inverse": "scores · 1/d_k",
+                 "t5": "no scaling, T5's W_q initialisation"}
+
+
+def figure_caption(data: dict) -> str:
+    """The training figure's caption, from its data: task, schedule, seeds, what is drawn, who solved it."""
+    t, settings = data["task"], data["settings"]
+    seeds = sorted({s for x in settings for s in x["seeds"]})
+    solved = "; ".join(f"d_k = {x['d_k']} {x['scaling']}: {sum(s is not None for s in x['solved_steps'])}/"
+                       f"{len(x['solved_steps'])}" for x in settings)
+    return (f"Eval loss (fixed eval set of {data['eval_size']} per seed) of a one-layer attention model on "
+            f"associative recall ({t['pairs']} key–value pairs, {t['n_keys']} keys, {t['n_values']} values, "
+            f"d_model {t['d_model']}; numeric.training), trained with Adam (lr {data['lr']:g}, batch {data['batch']}) "
+            f"for {data['steps']} steps, evaluated every {data['eval_every']}, over seed{'s' if len(seeds) > 1 else ''} "
+            f"{', '.join(map(str, seeds))}: one panel per d_k, one colour per scaling ("
+            + ", ".join(f"{k}: {v}" for k, v in SCALING_WORDS.items())
+            + "); thick line the mean over seeds, thin lines each seed, dotted the chance loss ln "
+            f"{t['n_values']}. A circle marks the step each seed solved the task (eval accuracy ≥ "
+            f"{data['solved_accuracy']:g}). Seeds solved: {solved}.")
 
 
 def finite_difference_error(params, ctx, query, target, scale, *, h: float = 1e-6, entries: int = 6,

@@ -289,14 +289,17 @@ def test_each_figures_resample_flag_is_what_its_function_does(monkeypatch):
 
 def test_the_reports_figure_table_agrees_with_the_numeric_layers():
     from numeric.report_evidence import FIGURES
-    from proofs.report.gather import FIGURE_TITLES, KERNEL_ERROR_CLAIM
+    from numeric.report_evidence import TRAINING_FIGURE
+    from proofs.report.gather import FIGURE_TITLES, KERNEL_ERROR_CLAIM, KERNEL_FIGURES
 
     numeric_figures = {name: claim_id for name, claim_id, _fn, _resampled in FIGURES}
     assert numeric_figures == {name: claim for name, (_title, claim) in FIGURE_TITLES.items()
-                               if name not in ("kernel-error", "rounding-bounds")}
-    from kernels.evidence import ERROR_CLAIM
+                               if name not in (*KERNEL_FIGURES, TRAINING_FIGURE)}
+    assert TRAINING_FIGURE in FIGURE_TITLES
+    from kernels.evidence import ERROR_CLAIM, TRAFFIC_CLAIM
 
     assert ERROR_CLAIM == KERNEL_ERROR_CLAIM
+    assert all(FIGURE_TITLES[name][1] == TRAFFIC_CLAIM for name in ("traffic", "memory"))
 
 
 def test_each_layers_plan_refuses_bad_sampling_parameters_naming_them():

@@ -85,3 +85,15 @@ def test_the_theta_form_and_the_sp_traffic():
     assert derived.forward_theta_constant(False) == 10 and derived.forward_theta_constant(True) == 5
     sp_counts = derived.sp_traffic()
     assert sp_counts["flash_SP"] == 0 and sp.expand(sp_counts["standard_SP"] - 4 * derived.N**2) == 0
+
+
+@pytest.mark.parametrize("n, block", [(64, 32), (96, 16)])
+def test_the_measured_causal_forward_is_the_closed_form_when_the_block_divides_n(n, block):
+    # The causal closed form N²d/B + 3Nd + N (B_M = B_N = B dividing N) set straight against the kernel's lane
+    # count, not only against the loop sum it was checked on (the checker cannot prove the Min inside that sum).
+    c = traffic.compare_forward(n, n, 16, block, block, causal=True)
+    measured = sum(c.measured.reads.values()) + sum(c.measured.writes.values())
+    closed = derived.divisible_forward_closed_form(True).subs({derived.N: n, derived.B_M: block, derived.d: 16})
+    assert measured == closed == n * n * 16 // block + 3 * n * 16 + n
+    assert measured != derived.divisible_forward_closed_form(False).subs({derived.N: n, derived.B_M: block,
+                                                                           derived.d: 16})

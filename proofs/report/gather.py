@@ -58,7 +58,7 @@ PLANS = {
         kernels=dict(mode="quick", dtypes=("float32",), causal=True, gqa=True, backward=False, thorough=False,
                      cases=("square", "gqa-causal", "extreme", "negative-rows"),
                      lengths=(1, 37, 64, 127, 256), length_dtypes=("float32", "float16", "bfloat16"),
-                     rounding_samples=2),
+                     rounding_samples=2, figure_grid="quick"),
     ),
     # The layers' own default (large) sample sizes and the thorough kernel checks.
     "full": Plan(
@@ -67,7 +67,8 @@ PLANS = {
                      saturation_dks=None, saturation_samples=20_000, trace_dk=64, trace_length=1024, trace_block=64),
         kernels=dict(mode="full", dtypes=None, causal=True, gqa=True, backward=True, thorough=True, cases=None,
                      lengths=(1, 37, 64, 127, 256, 513, 1024, 2048),
-                     length_dtypes=("float32", "float16", "bfloat16"), rounding_samples=8),
+                     length_dtypes=("float32", "float16", "bfloat16"), rounding_samples=8,
+                     figure_grid="full"),
     ),
 }
 
@@ -263,9 +264,9 @@ ENTRY_POINTS = (("numeric", "numeric.report_evidence", "the Monte Carlo layer"),
 # runs that sweep only when it includes this claim (kernels.evidence.ERROR_CLAIM says the same to the layer).
 KERNEL_ERROR_CLAIM = "rounding-attention-forward"
 
-# Every figure a whole report draws, in order, with its title and the claim it illustrates: the numeric layer's
-# (numeric.report_evidence.FIGURES gathers their data; tests/test_report_gather.py checks the two agree), then the
-# kernel layer's two.
+# Every figure a whole report can draw, with its title and the claim it illustrates: the numeric layer's
+# (numeric.report_evidence.FIGURES gathers their data; tests/test_report_gather.py checks the two agree, and its
+# training figure), then the kernel layer's four (KERNEL_FIGURES).
 FIGURE_TITLES = {
     "variance": ("Var(q·k) against d_k", "dot-product-variance"),
     "histograms": ("Scores at d_k = 128, unscaled and scaled", "scaled-score-unit-variance"),
@@ -273,8 +274,13 @@ FIGURE_TITLES = {
     "online-softmax": ("Online softmax: one row's running max and running sum", "online-softmax-unnormalised"),
     "kernel-error": ("Kernel error against sequence length", KERNEL_ERROR_CLAIM),
     "rounding-bounds": ("Rounding error against N, with the proved bounds", KERNEL_ERROR_CLAIM),
+    "traffic": ("HBM traffic of the kernels against N, measured and derived", "memory-traffic"),
+    "memory": ("Peak extra memory against N, this kernel and SDPA's math backend", "memory-traffic"),
+    # the seed audit's training record, not a claim: drawn whenever the audit runs the experiment
+    "training": ("Training loss of one attention layer per d_k and scaling", ""),
 }
 FIGURES = tuple(FIGURE_TITLES)
+KERNEL_FIGURES = ("kernel-error", "rounding-bounds", "traffic", "memory")  # the kernel layer's; the rest numeric's
 
 
 @dataclass
@@ -339,7 +345,7 @@ def numeric_figures(asked: Asked, selected: set[str]) -> list[FigureData]:
     if asked.answer is None:
         return [FigureData(name=name, title=title, caption="", status=NOT_CHECKED, reason=asked.reason)
                 for name, (title, claim_id) in FIGURE_TITLES.items()
-                if claim_id in selected and claim_id != KERNEL_ERROR_CLAIM]
+                if claim_id in selected and name not in KERNEL_FIGURES]
     return [FigureData(name=f.name, title=FIGURE_TITLES[f.name][0], caption=f.caption,
                        status=NOT_CHECKED if f.error else PASSED, reason=f.error,
                        data={} if f.error else dict(f.data, resampled=f.resampled))
@@ -409,20 +415,36 @@ def kernel_figures(asked: Asked, summary: KernelSummary, options: Options) -> li
         reason="" if records else (f"the error-against-length sweep runs with claim {KERNEL_ERROR_CLAIM}, which --only "
                                    "left out" if left_out else summary.reason or "no error-against-length data"),
         data={"records": records})
+    measured = measured_figures(asked, options)
     if left_out or "kernels" not in options.layers:
-        return [error]
+        return [error, *measured]
     title = FIGURE_TITLES["rounding-bounds"][0]
     if a is None or a.rounding is None:
         why = (a.rounding_error if a is not None and a.rounding_error else summary.reason) or "not run"
         return [error, FigureData(name="rounding-bounds", title=title, caption="", status=NOT_CHECKED,
-                                  reason=f"could not gather the data: {why}")]
+                                  reason=f"could not gather the data: {why}"), *measured]
     data = a.rounding
     return [error, FigureData(
         name="rounding-bounds", title=title, status=PASSED, data=data,
         caption=(f"torch CPU SDPA against float64: per N, of {data['samples']} random inputs the error nearest its "
                  "proved bound, with the deterministic bound (claim rounding-attention-forward), the probabilistic "
                  f"bound failing with probability ≤ {data['failure']:g} (rounding-attention-probabilistic) and the "
-                 "empirical same-precision rule at that input."))]
+                 "empirical same-precision rule at that input.")), *measured]
+
+
+def measured_figures(asked: Asked, options: Options) -> list[FigureData]:
+    """The traffic and memory figures as the kernel layer measured and captioned them (kernels.evidence's
+    FigureRecord), with their claim; not checked, with the reason, when the layer did not answer."""
+    if options.only is not None and FIGURE_TITLES["traffic"][1] not in options.only:
+        return []
+    a = asked.answer
+    if a is None or a.error:
+        why = asked.reason if a is None else a.error
+        return [FigureData(name=name, title=FIGURE_TITLES[name][0], caption="", status=NOT_CHECKED, reason=why)
+                for name in ("traffic", "memory")]
+    return [FigureData(name=f.name, title=FIGURE_TITLES[f.name][0], caption=f.caption,
+                       status=NOT_CHECKED if f.error else PASSED, reason=f.error, data=f.data)
+            for f in getattr(a, "figures", [])]
 
 
 # --------------------------------------------------------------------------- sources

@@ -160,8 +160,102 @@ def rounding(data: dict, prefix: str = "rounding-bounds") -> str:
     return _svg(fig, prefix)
 
 
+def traffic(data: dict, prefix: str = "traffic") -> str:
+    """Measured (markers) against derived (lines) HBM elements per kernel. A point whose counts differ is drawn
+    as a cross and counted in its panel's title; a point that says it agrees while its totals differ is
+    refused (the figure would show a disagreement as agreement)."""
+    plt = _pyplot()
+    kernels = list(dict.fromkeys(s["kernel"] for s in data["series"]))
+    fig, axes = plt.subplots(1, len(kernels), figsize=(3.3 * len(kernels) + 1.4, 3.4))
+    axes = axes if len(kernels) > 1 else [axes]
+    for ax, kernel in zip(axes, kernels):
+        disagreements = 0
+        for s in (s for s in data["series"] if s["kernel"] == kernel):
+            pts = s["points"]
+            for p in pts:
+                if p["agrees"] and p["measured"] != p["derived"]:
+                    raise ValueError(f"{kernel} N = {p['n']} is marked as agreeing, but measured {p['measured']} "
+                                     f"!= derived {p['derived']}")
+            color, style = ("#ff7f0e", "--") if s["causal"] else ("#1f77b4", "-")
+            name = "causal" if s["causal"] else "non-causal"
+            ns = [p["n"] for p in pts]
+            ax.plot(ns, [p["derived"] for p in pts], style, color=color, lw=1, label=f"{name}, derived")
+            good = [p for p in pts if p["agrees"]]
+            ax.plot([p["n"] for p in good], [p["measured"] for p in good], "o", ms=4, mfc="none", color=color,
+                    label=f"{name}, measured")
+            bad = [p for p in pts if not p["agrees"]]
+            disagreements += len(bad)
+            if bad:
+                ax.plot([p["n"] for p in bad], [p["measured"] for p in bad], "x", ms=10, mew=2, color="black",
+                        label=f"{name}, measured ≠ derived")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("keys N" if kernel == "decode" else "N (queries = keys)")
+        ax.set_title(kernel + (f" — {disagreements} DISAGREE" if disagreements else ""),
+                     color="#b00" if disagreements else "black")
+    axes[0].set_ylabel("HBM elements read + written")
+    # one legend for all panels, so a disagreement in any panel is in it
+    entries = {label: handle for ax in axes for handle, label in zip(*ax.get_legend_handles_labels())}
+    axes[-1].legend(entries.values(), entries.keys(), fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                    frameon=False)
+    return _svg(fig, prefix)
+
+
+def memory(data: dict, prefix: str = "memory") -> str:
+    """Peak extra bytes against N, log–log, with the fitted slopes the data carries and the derived lines."""
+    plt = _pyplot()
+    n = data["n"]
+    for key in ("flash_bytes", "math_bytes", "derived_flash_bytes", "derived_math_bytes"):
+        if len(data[key]) != len(n) or min(data[key]) <= 0:
+            raise ValueError(f"{key} must hold one positive byte count per N ({len(n)}), got {data[key]!r}")
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    for impl, name, color in (("flash", "this kernel", "#1f77b4"), ("math", "SDPA math backend", "#d62728")):
+        ax.plot(n, data[f"{impl}_bytes"], "o-", ms=4, color=color,
+                label=f"{name}, measured (slope {data[f'{impl}_slope']:.2f})")
+        ax.plot(n, data[f"derived_{impl}_bytes"], ":", lw=1, color=color, label=f"{name}, derived")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("N (queries = keys)")
+    ax.set_ylabel("peak bytes beyond the output")
+    ax.legend(fontsize=7, loc="upper left")
+    return _svg(fig, prefix)
+
+
+_TRAINING_COLORS = {"sqrt": "#1f77b4", "none": "#d62728", "inverse": "#2ca02c", "t5": "#9467bd"}
+
+
+def training(data: dict, prefix: str = "training") -> str:
+    """Eval loss per step, one panel per d_k: each seed thin, the mean thick, a circle where a seed solved."""
+    plt = _pyplot()
+    settings = data["settings"]
+    d_ks = sorted({x["d_k"] for x in settings})
+    fig, axes = plt.subplots(1, len(d_ks), figsize=(3.3 * len(d_ks) + 1.6, 3.4), sharey=True)
+    axes = axes if len(d_ks) > 1 else [axes]
+    for ax, dk in zip(axes, d_ks):
+        for x in (x for x in settings if x["d_k"] == dk):
+            steps, color = x["steps"], _TRAINING_COLORS.get(x["scaling"], "#555")
+            if any(len(loss) != len(steps) for loss in x["loss"]) or len(x["mean_loss"]) != len(steps):
+                raise ValueError(f"d_k = {dk} {x['scaling']}: a loss curve is not one value per eval step")
+            for loss in x["loss"]:
+                ax.plot(steps, loss, "-", lw=0.6, alpha=0.35, color=color)
+            ax.plot(steps, x["mean_loss"], "-", lw=2, color=color, label=x["scaling"])
+            for loss, solved in zip(x["loss"], x["solved_steps"]):
+                if solved is None:
+                    continue
+                if solved not in steps:
+                    raise ValueError(f"d_k = {dk} {x['scaling']}: solved at step {solved}, which was not evaluated")
+                ax.plot([solved], [loss[steps.index(solved)]], "o", ms=6, mfc="none", mew=1.5, color=color)
+        ax.axhline(data["chance_loss"], ls=":", color="#444", lw=1)
+        ax.set_title(f"d_k = {dk}")
+        ax.set_xlabel("step")
+    axes[0].set_ylabel("eval cross-entropy (nats)")
+    axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    return _svg(fig, prefix)
+
+
 DRAW = {"variance": variance, "histograms": histograms, "saturation": saturation,
-        "kernel-error": kernel_error, "online-softmax": online_softmax, "rounding-bounds": rounding}
+        "kernel-error": kernel_error, "online-softmax": online_softmax, "rounding-bounds": rounding,
+        "traffic": traffic, "memory": memory, "training": training}
 
 
 def draw_all(figures) -> tuple[dict[str, str], dict[str, str]]:
