@@ -41,7 +41,8 @@ import sympy as sp
 #   2. random probes refute a false identity fast (probes where a side is undefined decide nothing);
 #   3. both sides are shown defined everywhere: every denominator and every other singularity the
 #      engine recognises (log at 0, gamma at 0, −1, …, a symbolic exponent that may be negative,
-#      atan2 at the origin, infinities, an infinite sum not shown convergent) is shown absent;
+#      atan2 at the origin, infinities and names declared to admit them (extended_*), an infinite sum
+#      not shown convergent) is shown absent;
 #   4. the difference reduces to 0 symbolically, within a budget of CPU time.
 # A pass needs all four. Stages 3 and 4 are the proof; the probes refute fast and guard against a
 # simplification that wrongly returns 0 (simplify is trusted only where probes decided: it has rewrites,
@@ -732,12 +733,27 @@ def _reserved_dummies(e: sp.Basic) -> str | None:
     return None
 
 
+def _may_be_infinite(e: sp.Basic) -> str | None:
+    """A name whose declared facts admit ±∞ (extended_*, infinite, finite=False). The engine refuses
+    infinities on entry and probes finite values only, so it cannot show a side defined at ∞: y/(y + 1) is
+    oo/oo there while 1 − 1/(y + 1) is 1. A name declared without such facts ranges over numbers."""
+    heads = [(h, h) for h in e.atoms(sp.Symbol)] + [(h, h.func) for h in e.atoms(sp.core.function.AppliedUndef)] + \
+        [(h, h.base) for h in e.atoms(sp.Indexed)]
+    for h, head in sorted(heads, key=lambda p: sp.default_sort_key(p[0])):
+        facts = dict(getattr(head, "_assumptions_orig", None) or getattr(head, "_kwargs", None)
+                     or getattr(getattr(head, "_assumptions", None), "_generator", None) or {})
+        if h.is_finite is not True and any(k.startswith("extended_") or k == "infinite" or (k == "finite" and v is False)
+                                           for k, v in facts.items()):
+            return f"{_name(h)} may be infinite (declared {', '.join(sorted(facts))}): not shown defined at ±∞"
+    return None
+
+
 def _undefined_somewhere(exprs: list[sp.Expr]) -> str | None:
     """A reason naming the first node or condition not shown, or None when both sides are defined
     (and differentiable where differentiated) everywhere; infinities were refused on entry."""
     out: list = []
     for e in exprs:
-        why = _declared_against_range(e)
+        why = _declared_against_range(e) or _may_be_infinite(e)
         if why:
             return why
         try:
@@ -1078,6 +1094,7 @@ class _Worker:
         self.forks = 0  # how many workers were started (a restart after a kill counts)
         self.cpu = 0.0  # the worker's CPU seconds up to its last answer
         self.last_cpu = 0.0  # the CPU seconds of the last call (answered or stopped), hand-over included
+        self.spent = 0.0  # CPU seconds of every call by every worker and forked child of this process
 
     def stop(self, kill: bool = True) -> tuple[int, float]:
         """End the worker; its exit status and the CPU seconds of its last call."""
@@ -1108,11 +1125,14 @@ class _Worker:
                 if self.conn.poll(_backstop(budget)):
                     answer, cpu = pickle.loads(self.conn.recv_bytes())
                     self.cpu, self.last_cpu = cpu, cpu - self.cpu
+                    self.spent += self.last_cpu
                     return answer
             except (EOFError, OSError):  # the worker ended: its CPU limit, a crash, a kill from outside
                 status, self.last_cpu = self.stop(kill=False)
+                self.spent += self.last_cpu
                 return False, _died(budget, status, self.last_cpu)
             _, self.last_cpu = self.stop()
+            self.spent += self.last_cpu
             return False, _late(budget, self.last_cpu)
 
 
@@ -1133,6 +1153,11 @@ def _serve(conn) -> None:
         except Exception:
             answer = None
         conn.send_bytes(pickle.dumps((answer, time.process_time())))
+
+
+def cpu_seconds() -> float:
+    """CPU seconds used by this process and by the identities it asked: a clock that load does not speed up."""
+    return time.process_time() + _WORKER.spent
 
 
 def _isolated(lhs: Any, rhs: Any, probes: int, budget: float) -> tuple[bool, str]:
@@ -1179,6 +1204,7 @@ def _forked(lhs: Any, rhs: Any, probes: int, budget: float) -> tuple[bool, str]:
         os.close(read)
         _, status, usage = os.wait4(pid, 0)
     cpu = usage.ru_utime + usage.ru_stime
+    _WORKER.spent += cpu
     if late:
         return False, _late(budget, cpu)
     try:

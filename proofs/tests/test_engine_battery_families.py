@@ -161,9 +161,23 @@ SPECIAL = [(f"{name}: (y + 1)F − yF − F = 0", *_cancelling(F)) for name, F i
     ("hyper([1], [x], 1), poles at x = 0, −1, …", sp.hyper([1], [x], 1)),
 ]]
 
+# Names whose declared facts admit ±∞: the engine probes finite values only, so it must not call a side
+# defined there. Each lhs is ∞/∞ (no value) at an infinite value of the name, its rhs has one.
+y_inf = sp.Symbol("y_inf", extended_positive=True)
+x_inf = sp.Symbol("x_inf", extended_real=True)
+f_inf = sp.Function("f_inf", extended_real=True)
+Q_inf = sp.IndexedBase("Q_inf", extended_real=True)
+INFINITE = [
+    ("y/(y + 1) = 1 − 1/(y + 1), y extended positive", y_inf / (y_inf + 1), 1 - 1 / (y_inf + 1)),
+    ("(y² + y)/y = y + 1, y extended positive", (y_inf**2 + y_inf) / y_inf, y_inf + 1),
+    ("(x² + 2)/(x² + 1) = 1 + 1/(x² + 1), x extended real", (x_inf**2 + 2) / (x_inf**2 + 1), 1 + 1 / (x_inf**2 + 1)),
+    ("f²/(f² + 1) = 1 − 1/(f² + 1), f extended real", f_inf(x)**2 / (f_inf(x)**2 + 1), 1 - 1 / (f_inf(x)**2 + 1)),
+    ("(Q_k⁴ + Q_k²)/(Q_k² + 1) = Q_k², Q extended real", (Q_inf[k]**4 + Q_inf[k]**2) / (Q_inf[k]**2 + 1), Q_inf[k]**2),
+]
+
 FAMILIES = {"nonsmooth derivatives": NONSMOOTH, "reversed ranges off simplify": REVERSED,
             "bound-variable capture": CAPTURE, "assumptions against the range": ASSUMPTIONS,
-            "special functions": SPECIAL}
+            "special functions": SPECIAL, "names that may be infinite": INFINITE}
 FALSE = [(family, *case) for family, cases in FAMILIES.items() for case in cases]
 
 TRUE = [
@@ -191,6 +205,7 @@ TRUE = [
     ("f(x) + f(x) = 2 f(x), f undefined", f(x) + f(x), 2 * f(x)),
     ("δ(j, m) δ(j, m) = δ(j, m)", sp.KroneckerDelta(j, m) ** 2, sp.KroneckerDelta(j, m)),
     ("√(x² + 1)² = x² + 1", sp.sqrt(x**2 + 1) ** 2, x**2 + 1),
+    ("p/(p + 1) = 1 − 1/(p + 1), p positive (finite)", p / (p + 1), 1 - 1 / (p + 1)),
 ]
 
 
