@@ -840,8 +840,9 @@ def _finite_sums(expr: sp.Expr) -> sp.Expr:
     return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), one)
 
 
-def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool) -> str:
-    """"exact" or "simplify" (which kind of reduction reached 0), or "" when none did."""
+def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool, exact_tried: bool = False) -> str:
+    """"exact" or "simplify" (which kind of reduction reached 0), or "" when none did. ``exact_tried``:
+    the exact reductions are known to fail, only simplify's are tried."""
     # Cheapest first: most identities here are polynomial or rational in exponentials.
     # Each reduction is valid wherever the expression is defined; the singularities are checked apart.
     # expand, together, cancel and powsimp rewrite by field axioms and power laws with their
@@ -873,6 +874,8 @@ def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool) -> str:
         if expr.has(sp.Piecewise, sp.Max, sp.Min, sp.Abs, sp.sign, sp.Heaviside):
             reductions.append(lambda e: sp.simplify(sp.piecewise_fold(e.rewrite(sp.Piecewise))))
     for k, reduce in enumerate(reductions):
+        if exact_tried and k < exact:
+            continue
         try:
             if reduce(expr) == 0:
                 return "exact" if k < exact else "simplify"
@@ -1240,8 +1243,20 @@ def _identity(lhs: Any, rhs: Any, probes: int) -> tuple[bool, str]:
         if why:
             return False, f"not shown defined: {why}"
     differ = [k for k, (x, y) in enumerate(zip(a, b)) if x != y]  # identical entries cannot be refuted
-    refuted, decided, probed = _probe([a[k] for k in differ], [b[k] for k in differ], probes) if differ \
-        else (None, 0, "sides identical, not probed")
+    # Exact reductions first: each is valid wherever both sides are defined, so with the domain check they
+    # are a proof, and probes (which refute fast, and are what lets simplify be trusted) add nothing to it.
+    # Probes run only when some entry does not reduce exactly; the exact reductions are not tried twice.
+    exact = set()
+    for k in differ:
+        if not _reduces_to_zero(a[k] - b[k], trust_simplify=False):
+            break
+        exact.add(k)
+    failed = differ[len(exact)] if len(exact) < len(differ) else None  # its exact reductions were tried
+    if failed is None:
+        refuted, decided, probed = None, 0, ("sides identical, not probed" if not differ
+                                             else "reduced exactly, so not probed")
+    else:
+        refuted, decided, probed = _probe([a[k] for k in differ], [b[k] for k in differ], probes)
     if refuted:
         return False, refuted
     why = _undefined_somewhere(a + b)
@@ -1249,7 +1264,8 @@ def _identity(lhs: Any, rhs: Any, probes: int) -> tuple[bool, str]:
         return False, f"not shown defined: {why} ({probed})"
     generic = False
     for k, (x, y) in enumerate(zip(a, b)):
-        how = _reduces_to_zero(x - y, trust_simplify=decided > 0) if x != y else "exact"
+        how = "exact" if x == y or k in exact else \
+            _reduces_to_zero(x - y, trust_simplify=decided > 0, exact_tried=k == failed)
         if not how:
             entry = f" (entry {k})" if len(a) > 1 else ""
             unprobed = "; simplify is not trusted without probes" if not decided else ""

@@ -257,7 +257,8 @@ class SlowGcd(sp.Function):
 
 
 def _slow(budget: float) -> tuple[bool, str]:
-    return identity(SlowGcd(x) * (x + 1), SlowGcd(x) * x + SlowGcd(x), budget=budget)
+    # Off by 1, so no exact reduction decides it and the probes, which evaluate SlowGcd at numbers, run.
+    return identity(SlowGcd(x) * (x + 1), SlowGcd(x) * x + SlowGcd(x) + 1, budget=budget)
 
 
 def _in(run_in_thread: bool, call):
