@@ -108,7 +108,7 @@ def _deadline(seconds: float):
     """Raise _OutOfTime in this thread once the process has used ``seconds`` more CPU time.
 
     Uses ITIMER_PROF, so it works only in the main thread and when no other profiling timer is armed
-    (in the worker both hold); elsewhere the identity runs unbudgeted here (RLIMIT_CPU still holds).
+    (in the worker both hold); elsewhere the identity runs unbudgeted here (_cpu_limit still holds).
     """
     usable = (seconds and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
               and signal.getitimer(signal.ITIMER_PROF)[0] == 0)
@@ -901,7 +901,7 @@ def identity(lhs: Any, rhs: Any, *, probes: int = 3, budget: float = BUDGET_S) -
 
 def _guarded(lhs: Any, rhs: Any, probes: int, budget: float) -> tuple[bool, str]:
     """The decision itself, in the process that runs it; SIGPROF stops Python-level overruns politely
-    (the worker survives), RLIMIT_CPU and the caller's backstop stop the rest."""
+    (the worker survives); _cpu_limit and the caller's backstop stop the rest."""
     try:
         try:
             with _deadline(budget):
@@ -919,9 +919,9 @@ def _guarded(lhs: Any, rhs: Any, probes: int, budget: float) -> tuple[bool, str]
 # The budget is CPU time, not wall-clock time, so a verdict does not depend on how loaded the machine is.
 # Each identity runs in a worker process, reused across calls (its SymPy cache stays warm). Inside it,
 # ITIMER_PROF raises _OutOfTime when the call has used its budget (a Python-level overrun: the worker
-# answers "undecided" and survives), and RLIMIT_CPU, set at the budget plus _HANDOVER_S, ends the worker
-# with SIGXCPU inside a C call that no Python handler can interrupt (math.gcd on huge integers, an exact
-# power). A worker that stops computing without answering (blocked, stopped, deadlocked) is killed by the
+# answers "undecided" and survives), and at the budget plus _HANDOVER_S ITIMER_VIRTUAL (and RLIMIT_CPU
+# behind it) ends the worker by a signal left to its default action, inside a C call that no Python handler
+# can interrupt (math.gcd on huge integers, an exact power). A worker that stops computing without answering (blocked, stopped, deadlocked) is killed by the
 # caller after a wall-clock backstop of _BACKSTOP_FACTOR times the budget: a computing worker meets its CPU
 # budget long before that unless it gets under 1/_BACKSTOP_FACTOR of a core. A killed worker is replaced
 # on the next call.
@@ -940,7 +940,7 @@ def _guarded(lhs: Any, rhs: Any, probes: int, budget: float) -> tuple[bool, str]
 # that one call, which inherits it as it is; that fork is the one not made by the zygote: its child runs
 # only SymPy, pickle and os.write, and one that deadlocks on an inherited lock meets the wall-clock
 # backstop and answers "undecided", never "True".
-_HANDOVER_S = 0.5  # CPU seconds past the budget before RLIMIT_CPU ends a worker stuck in a C call
+_HANDOVER_S = 0.5  # CPU seconds past the budget before a worker stuck in a C call is ended
 _BACKSTOP_FACTOR = 30  # the wall-clock backstop, in budgets
 
 
@@ -987,8 +987,9 @@ def _dumps(x: Any) -> bytes:
 
 @contextmanager
 def _cpu_limit(budget: float):
-    """End this process with SIGXCPU once it has used ``budget`` + _HANDOVER_S more CPU seconds (whole
-    seconds: the kernel's resolution), however it is occupied; no core file."""
+    """End this process once it has used ``budget`` + _HANDOVER_S more CPU seconds, however it is occupied:
+    SIGVTALRM, left to its default action (terminate), when its user time has (to a clock tick), and
+    SIGXCPU from RLIMIT_CPU (whole seconds, user and system time) as a second line; no core file."""
     if not budget:
         yield
         return
@@ -996,9 +997,13 @@ def _cpu_limit(budget: float):
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     limit = math.ceil(time.process_time() + budget + _HANDOVER_S)
     resource.setrlimit(resource.RLIMIT_CPU, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
+    previous = signal.signal(signal.SIGVTALRM, signal.SIG_DFL)
+    signal.setitimer(signal.ITIMER_VIRTUAL, budget + _HANDOVER_S)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
         resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
@@ -1009,7 +1014,7 @@ def _run(lhs: Any, rhs: Any, probes: int, budget: float) -> tuple[bool, str]:
 
 
 def _died(budget: float, status: int, cpu: float) -> str:
-    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGVTALRM, signal.SIGXCPU):
         return f"undecided within the budget of {budget:g} s of CPU time (its process was stopped after {cpu:.1f} s)"
     return f"the identity's process ended without an answer (status {status}, after {cpu:.1f} s of CPU time)"
 
