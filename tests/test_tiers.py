@@ -68,3 +68,38 @@ def test_the_rule_places_tests_by_marker_then_pattern():
         == "slow statistics"
     assert root.long_part(item("proofs/tests/test_a.py::test_b", pytest.mark.slow.mark)) == root.MARKED
     assert root.long_part(item("proofs/tests/test_a.py::test_b")) is None
+
+
+def _root_conftest():
+    import importlib.util
+
+    sys.path.insert(0, str(REPO))
+    try:
+        spec = importlib.util.spec_from_file_location("root_conftest_workers", REPO / "conftest.py")
+        root = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(root)
+    finally:
+        sys.path.pop(0)
+    return root
+
+
+def test_a_run_a_person_starts_uses_every_core_unless_told_otherwise(monkeypatch):
+    import types
+
+    root = _root_conftest()
+
+    def config(collectonly=False, **option):
+        return types.SimpleNamespace(option=types.SimpleNamespace(collectonly=collectonly, **option))
+
+    for name in ("PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER"):
+        monkeypatch.delenv(name, raising=False)
+    assert root.default_workers(config(numprocesses=None))  # xdist installed, no -n: -n auto
+    assert not root.default_workers(config(numprocesses=0))  # -n 0: one process, as asked
+    assert not root.default_workers(config(numprocesses=3))
+    assert not root.default_workers(config())  # -p no:xdist, or xdist not installed: no -n option at all
+    assert not root.default_workers(config(collectonly=True, numprocesses=None))
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")  # a worker never starts workers of its own
+    assert not root.default_workers(config(numprocesses=None))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "a/test.py::t (call)")  # a pytest that a test started
+    assert not root.default_workers(config(numprocesses=None))
