@@ -68,6 +68,18 @@ def test_the_rule_places_tests_by_marker_then_pattern():
         == "slow statistics"
     assert root.long_part(item("proofs/tests/test_a.py::test_b", pytest.mark.slow.mark)) == root.MARKED
     assert root.long_part(item("proofs/tests/test_a.py::test_b")) is None
+    # the upstream ports: the FA2 pairs and the tutorial's larger batch and head counts go, the small cases stay
+    fa = "kernels/tests/test_peer_flash_attn.py::test_flash_attn_output"
+    for moved in ("113x203-bottom-right-d64-dv256-bfloat16-gqa-dropout0.17", "128x217-none-d256-dv256-float16-mqa",
+                  "108x256-none-d128-dv128-float16-gqa", "113x128-top-left-d192-dv128-float16-gqa"):
+        assert root.long_part(item(f"{fa}[{moved}]")) == "interpreted kernel sweeps", moved
+    for kept in ("1x1-none-d64-dv256-float16-mqa", "128x192-none-d192-dv192-float16-gqa",
+                 "239x1-top-left-d64-dv64-float16-mqa", "64x128-top-left-d128-dv128-float16-mha"):
+        assert root.long_part(item(f"{fa}[{kept}]")) is None, kept
+    tutorial = "kernels/tests/test_peer_triton_tutorial.py::test_op"
+    assert root.long_part(item(f"{tutorial}[Z4-H2-N128-D64-full]")) == "interpreted kernel sweeps"
+    assert root.long_part(item(f"{tutorial}[Z1-H48-N128-D64-causal]")) == "interpreted kernel sweeps"
+    assert root.long_part(item(f"{tutorial}[Z1-H2-N128-D128-causal]")) is None
 
 
 def _root_conftest():
