@@ -9,6 +9,9 @@ CI does. A test is in the long tier when it is marked ``@pytest.mark.long("<tier
 older ``@pytest.mark.slow``), or when its node id matches a pattern of :data:`LONG_TIER` below:
 a new test goes there by name, a new file by its own marker. Left-out tests are deselected,
 never skipped silently: the header names the tiers and the summary counts them.
+
+A run a person starts uses every core (pytest-xdist's ``-n auto``, the ``test`` extra's) unless it is given
+``-n`` itself (``-n 0``: one process); the header says how many workers ran.
 """
 import fnmatch
 import importlib.util
@@ -32,7 +35,16 @@ LONG_TIER: dict[str, tuple[str, ...]] = {
                                   "kernels/tests/test_flash.py::test_random_shapes*",
                                   "kernels/tests/test_flash*.py::*float16*",
                                   "kernels/tests/test_decode*.py::*float16*",
-                                  "kernels/tests/test_rounding_bound.py::*float16*"),
+                                  "kernels/tests/test_rounding_bound.py::*float16*",
+                                  # The ports of upstream tests: FlashAttention's on its FA2 pairs (113–128 ×
+                                  # 203–256, with dropout: 6–10 CPU-s each, interpreted) and Triton's tutorial at
+                                  # batch 4 and 48 heads. Their first eight cases (every dtype, head layout, head
+                                  # dim and causal kind, the empty rows of 239 × 1) and the tutorial at batch 1,
+                                  # 2 heads stay, with each port's rule tests.
+                                  "kernels/tests/test_peer_flash_attn.py::test_flash_attn_output[[]1[0-2][0-9]x2[0-9][0-9]-*",
+                                  "kernels/tests/test_peer_flash_attn.py::test_flash_attn_output[[]113x128-*",
+                                  "kernels/tests/test_peer_triton_tutorial.py::test_op[[]Z4-*",
+                                  "kernels/tests/test_peer_triton_tutorial.py::test_op[[]Z1-H48-*"),
     # The harness's larger cases, and every test that runs an implementation through the whole
     # harness (every invariant × case × dtype, with backward: ≈ 90 CPU-s each; SDPA's took 93.7 s in
     # CI). The default tier keeps narrowed runs that pass (test_harness_cli's float32 run of the
@@ -116,15 +128,42 @@ def long_part(item) -> str | None:
     return MARKED if item.get_closest_marker("slow") else None
 
 
+# Both cores by default: the default tier is ≈ 2× faster on this project's 2-core machine (README, Tests).
+# Only for a run a person started: a pytest that a test starts (PYTEST_CURRENT_TEST is inherited) or an
+# xdist worker keeps to one process, and an explicit -n (0: one process) or -p no:xdist wins.
+DEFAULT_WORKERS = "auto"
+
+
+def default_workers(config) -> bool:
+    """Whether this run gets ``-n auto`` because nothing asked otherwise."""
+    return (getattr(config.option, "numprocesses", False) is None and not config.option.collectonly
+            and "PYTEST_CURRENT_TEST" not in os.environ and "PYTEST_XDIST_WORKER" not in os.environ)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own (registered earlier), which turns "auto" into a count
+def pytest_cmdline_main(config):
+    if default_workers(config):
+        config.option.numprocesses = DEFAULT_WORKERS
+        config.stash[_DEFAULTED] = True
+
+
+_DEFAULTED = pytest.StashKey[bool]()
+
+
 def pytest_configure(config):
     long_tier_on(config)  # a bad ATTENTION_PROOFS_LONG is refused before anything runs
 
 
 def pytest_report_header(config):
+    lines = []
+    workers = getattr(config.option, "numprocesses", None)
+    if config.stash.get(_DEFAULTED, False):
+        lines.append(f"workers: {workers} (pytest-xdist's -n {DEFAULT_WORKERS}, the default here; -n 0 runs in "
+                     "one process)")
     if long_tier_on(config):
-        return [f"tiers: default and long ({', '.join(LONG_TIER)})"]
-    return [f"tiers: default only; the long tier ({', '.join(LONG_TIER)}) is left out: "
-            f"run it too with {LONG_OPTION} or {LONG_ENV}=1 (README, Tests)"]
+        return lines + [f"tiers: default and long ({', '.join(LONG_TIER)})"]
+    return lines + [f"tiers: default only; the long tier ({', '.join(LONG_TIER)}) is left out: "
+                    f"run it too with {LONG_OPTION} or {LONG_ENV}=1 (README, Tests)"]
 
 
 def _select_tier(config, items):

@@ -9,20 +9,19 @@ in the answer, never raised: the report shows it as a failure of the layer.
 
 Where the kernel runs (compiled on a GPU, else Triton's interpreter) is ``kernels.interpreter``'s
 choice, made before triton is imported.
+
+Importing this module is light (no torch, no triton, no harness): a report narrowed to claims the kernel
+does not test (``TESTED_CLAIMS``) gets its answer without them, and the harness, torch and triton are
+imported only when something is to run.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import torch
-
-import kernels
-from kernels import harness, rounding_confirmation
-from kernels.flash import runtime
-from kernels.harness.cases import DEFAULT_CASES
-from kernels.harness.invariants import INVARIANTS
-from kernels.harness.report import Check, worst
+if TYPE_CHECKING:
+    from kernels.harness.report import Check
 
 DTYPES = ("float32", "float16", "bfloat16")
 # The claim the error-against-length sweep and the rounding figure illustrate (the forward's rounding error):
@@ -31,6 +30,16 @@ ERROR_CLAIM = "rounding-attention-forward"
 # The claim the traffic and memory figures illustrate (measured on the kernel, beside its derived counts).
 TRAFFIC_CLAIM = "memory-traffic"
 FIGURE_GRIDS = ("quick", "full")  # kernels.traffic.FIGURE_SERIES' and kernels.memory's two sets of N
+# The claims an invariant of the harness is tied to (``Invariant.claim_id``), written out so that a report about
+# other claims need not import the harness (torch and triton: most of a one-claim report's time).
+# tests/test_report_gather.py checks it against the registry, so a new invariant's claim cannot be missed.
+TESTED_CLAIMS = frozenset({
+    "attention-backward", "causal-mask-top-left", "dropout-kept-fraction", "dropout-unbiased", "dropout-variance",
+    "gqa-equals-repeated-mha", "online-softmax-merge", "prescaled-query", "round-to-nearest-unbiased",
+    "rounding-attention-forward", "scaled-score-unit-variance", "softmax-jacobian", "softmax-normalisation",
+    "softmax-shift-invariance",
+})
+NO_INVARIANT = "no kernel invariant tests this claim"
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,8 @@ class Plan:
     figure_grid: str | None = None  # the traffic and memory figures' "quick" or "full" N; None: neither figure
 
     def __post_init__(self):
+        """Every field but the case names, which need the harness's cases (torch): ``check_cases``, called by
+        ``evidence_for`` before the harness runs."""
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
         for name in ("dtypes", "length_dtypes"):
@@ -64,6 +75,10 @@ class Plan:
             raise ValueError(f"rounding_samples must be a positive integer, got {self.rounding_samples!r}")
         if self.figure_grid is not None and self.figure_grid not in FIGURE_GRIDS:
             raise ValueError(f"figure_grid must be None or one of {FIGURE_GRIDS}, got {self.figure_grid!r}")
+
+    def check_cases(self) -> None:
+        from kernels.harness.cases import DEFAULT_CASES
+
         if self.cases is not None:
             missing = sorted(set(self.cases) - {c.name for c in DEFAULT_CASES})
             if missing:
@@ -87,6 +102,8 @@ class ClaimChecks:
 
     @property
     def worst(self) -> Check | None:
+        from kernels.harness.report import worst
+
         return worst(self.ran)
 
 
@@ -128,6 +145,21 @@ def _why(exc: BaseException) -> str:
 
 def evidence_for(claim_ids: tuple[str, ...] | None, plan: Plan) -> KernelEvidence:
     """Run what ``plan`` asks for the claims ``claim_ids`` (None: every claim) and answer with the records."""
+    figures = plan.figure_grid is not None and (claim_ids is None or TRAFFIC_CLAIM in claim_ids)
+    if claim_ids is not None and not TESTED_CLAIMS & set(claim_ids) and ERROR_CLAIM not in claim_ids \
+            and not figures:
+        # nothing to run: no harness, no torch (the implementation, device and mode stay unsaid)
+        return KernelEvidence(settings={"invariants": []}, claims={cid: ClaimChecks([], NO_INVARIANT)
+                                                                     for cid in claim_ids})
+    plan.check_cases()
+    import torch
+
+    import kernels
+    from kernels import harness
+    from kernels.flash import runtime
+    from kernels.harness.cases import DEFAULT_CASES
+    from kernels.harness.invariants import INVARIANTS
+
     impl = kernels.flash_attention
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtypes = list(plan.dtypes) if plan.dtypes else None
@@ -164,7 +196,7 @@ def evidence_for(claim_ids: tuple[str, ...] | None, plan: Plan) -> KernelEvidenc
         answer.claims[cid] = ClaimChecks(mine, _why_none_ran(cid, mine, plan))
     if answer.swept:
         _sweep(answer, impl, device, plan)
-    if plan.figure_grid is not None and (claim_ids is None or TRAFFIC_CLAIM in claim_ids):
+    if figures:
         answer.figures = traffic_figures(plan.figure_grid == "quick")
     return answer
 
@@ -187,6 +219,9 @@ def traffic_figures(quick: bool) -> list[FigureRecord]:
 
 def _sweep(answer: KernelEvidence, impl, device: str, plan: Plan) -> None:
     """The error against sequence length (an over-bound length is a failed check) and the rounding figure."""
+    from kernels import harness
+    from kernels.harness.report import Check
+
     nan = float("nan")
     try:
         records = harness.error_vs_length(impl, list(plan.lengths), list(plan.length_dtypes), device=device,
@@ -206,6 +241,10 @@ def _sweep(answer: KernelEvidence, impl, device: str, plan: Plan) -> None:
 
 def rounding_data(plan: Plan) -> tuple[dict | None, str]:
     """The rounding figure's data (torch's CPU SDPA against the proved bounds), or None and why not."""
+    import torch
+
+    from kernels import rounding_confirmation
+
     threads = torch.get_num_threads()
     try:
         return rounding_confirmation.error_curve(samples=plan.rounding_samples, seed=plan.seed), ""
@@ -218,6 +257,8 @@ def rounding_data(plan: Plan) -> tuple[dict | None, str]:
 def _grouped(checks: list[Check], key: str) -> list[dict]:
     """One row per dtype (or invariant): how many checks ran, how many were not applicable, how many failed,
     and the worst of them."""
+    from kernels.harness.report import worst
+
     rows = []
     for value in sorted({getattr(c, key) for c in checks}):
         group = [c for c in checks if getattr(c, key) == value]
@@ -238,9 +279,11 @@ def _why_none_ran(claim_id: str, mine: list[Check], plan: Plan) -> str:
         return ""
     if mine:  # every check tied to the claim was judged not applicable by the harness
         return f"not applicable: {'; '.join(sorted({c.detail for c in mine}))}"
+    from kernels.harness.invariants import INVARIANTS
+
     tied = [i for i in INVARIANTS if i.claim_id == claim_id]
     if not tied:
-        return "no kernel invariant tests this claim"
+        return NO_INVARIANT
     names = ", ".join(i.name for i in tied)
     if not plan.backward and all(i.backward for i in tied):
         return f"not run in --{plan.mode}: its invariants ({names}) check the backward, which --full runs"

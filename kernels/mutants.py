@@ -716,7 +716,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(backward_dq_unscaled, "backward dq missing the scale", "softmax-jacobian", backward=True),
     Mutant(backward_gqa_unsummed, "GQA gradients not summed over the group", "backward-agreement",
            backward=True),
-    # issue 12: realistic tiles, the training path, SDPA's whole contract, rounding bias
+    # realistic tiles, the training path, SDPA's whole contract, rounding bias
     Mutant(scale_or_default, "scale=0.0 read as None", "zero-scale"),
     Mutant(nondeterministic_block_order, "nondeterministic reduction order", "determinism"),
     Mutant(low_precision_running_state, "running state in half precision", "error-growth",
@@ -744,7 +744,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(dropout_fresh_mask_in_backward, "backward with a different dropout mask", "dropout-forward-backward",
            backward=True),
     Mutant(dropout_own_generator, "dropout RNG outside torch's generator", "dropout-same-seed"),
-    # the red team's escapes (issue 12, second round), one bug class each
+    # one bug class each, each reached by the invariant named beside it
     Mutant(dropout_backward_unscaled, "dropout backward without 1/(1-p) in dP", "dropout-forward-backward",
            backward=True),
     Mutant(additive_mask_backward_drops_values, "backward drops an additive mask's finite values",
@@ -759,7 +759,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(head_dim_truncated_at_128, "head dim truncated at 128", "reference-agreement"),
     Mutant(backward_assumes_contiguous_q, "backward assumes a contiguous q", "backward-scale-strided",
            backward=True),
-    # the third red team's escapes (issue 12), one bug class each
+    # one bug class each (further classes)
     Mutant(scale_magnitude_only, "negative scale made positive (√|scale| on q and k)", "explicit-scale"),
     Mutant(kv_heads_grouped_without_gqa, "Hq ≠ Hkv grouped without enable_gqa", "mismatched-heads-refused"),
     Mutant(even_length_drops_last_block, "last key block skipped when Nk % 64 == 0", "reference-agreement"),
@@ -771,13 +771,13 @@ MUTANTS: tuple[Mutant, ...] = (
     # finfo(float32/bfloat16).min is -3.4e38: as good as -inf there
     Mutant(bool_mask_as_dtype_min, "boolean mask as finfo(dtype).min (finite in float16)", "attn-mask",
            dtypes=(torch.float16,)),
-    # the fourth red team's escapes, as bug classes
+    # further bug classes
     Mutant(one_key_returns_view_of_v, "output is a view of v (one-key fast path)", "output-dtype-shape"),
     Mutant(last_stride_assumed_one, "head-dim stride assumed to be 1", "strided-inputs"),
     Mutant(rng_drawn_without_dropout, "RNG drawn at dropout_p = 0", "dropout-rng-advances"),
     Mutant(learned_bias_without_gradient, "learned additive mask gets no gradient", "attn-mask-bias-gradient",
            backward=True),
-    # the third red team's dropout escapes, as bug classes: masks correlated across tiles or slices,
+    # dropout bug classes: masks correlated across tiles or slices,
     # and a rescale biased below the 2× rule
     Mutant(dropout_mask_repeats_every_32_keys, "dropout mask repeats across key tiles", "dropout-independence"),
     Mutant(dropout_mask_repeats_every_16_queries, "dropout mask repeats across query tiles", "dropout-independence"),
@@ -1053,7 +1053,7 @@ MUTANTS = MUTANTS + (
 )
 
 
-# the red team rt22b's escapes, as bug classes: process-wide SDPA switches, masks that do not broadcast,
+# bug classes: process-wide SDPA switches, masks that do not broadcast,
 # the one-key case under a mask, the mask as the only input requiring grad, inputs written between
 # forward and backward
 

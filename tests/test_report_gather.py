@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import sympy as sp
@@ -12,6 +15,8 @@ from proofs import cli
 from proofs.engine import Proof
 from proofs.report import PLANS, Options, gather, render_files
 from proofs.report.model import FAILED, NOT_CHECKED, NOT_CHECKED_TEXT, PASSED
+
+REPO = Path(__file__).resolve().parents[1]
 
 TWO = ("dot-product-variance", "softmax-normalisation")
 
@@ -311,10 +316,38 @@ def test_each_layers_plan_refuses_bad_sampling_parameters_naming_them():
                       ({"trace_block": 0}, "trace_block"), ({"seed": -1}, "seed"), ({"quick": "yes"}, "quick")):
         with pytest.raises(ValueError, match=name):
             NumericPlan(**{**PLANS["quick"].numeric, **bad})
-    for bad, name in (({"cases": ("square", "nope")}, "cases"), ({"dtypes": ("float8",)}, "dtypes"),
-                      ({"lengths": (0,)}, "lengths"), ({"rounding_samples": 0}, "rounding_samples")):
+    for bad, name in (({"dtypes": ("float8",)}, "dtypes"), ({"lengths": (0,)}, "lengths"),
+                      ({"rounding_samples": 0}, "rounding_samples")):
         with pytest.raises(ValueError, match=name):
             KernelPlan(**{**PLANS["quick"].kernels, **bad})
+    # the case names need the harness (torch): checked by evidence_for before the harness runs
+    from kernels.evidence import evidence_for
+
+    KernelPlan(**PLANS["quick"].kernels).check_cases()
+    with pytest.raises(ValueError, match="cases"):
+        evidence_for(("softmax-normalisation",), KernelPlan(**{**PLANS["quick"].kernels, "cases": ("square", "nope")}))
+
+
+def test_the_kernel_layers_list_of_tested_claims_is_the_registrys():
+    import kernels.harness  # noqa: F401  (its families register their invariants on import)
+    from kernels.evidence import TESTED_CLAIMS
+    from kernels.harness.invariants import INVARIANTS
+
+    assert TESTED_CLAIMS == {i.claim_id for i in INVARIANTS if i.claim_id}
+
+
+def test_a_report_of_a_claim_no_kernel_invariant_tests_imports_neither_torch_nor_the_harness():
+    # In a fresh process: this one has torch already. The light answer is the one gather turns into
+    # "no kernel invariant tests the claims chosen with --only".
+    code = ("import sys; from kernels.evidence import Plan, evidence_for, NO_INVARIANT; "
+            "from proofs.report.gather import PLANS; "
+            "a = evidence_for(('dot-product-variance',), Plan(**PLANS['quick'].kernels, seed=0)); "
+            "assert not a.checks and not a.swept and a.claims['dot-product-variance'].why_none_ran == NO_INVARIANT; "
+            "heavy = sorted(m for m in ('torch', 'triton', 'kernels.harness') if m in sys.modules); "
+            "assert not heavy, heavy")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_a_pass_without_power_against_the_stated_effect_is_consistent_not_confirmed(monkeypatch):

@@ -42,3 +42,15 @@ def test_a_claim_with_no_premise_says_it_trusts_nothing():
     evidence, _ = prove("softmax-shift-invariance")
     assert evidence.verdict_line == "proved" and evidence.trusted == []
     assert "- nothing" in "\n".join(markdown._proof(SimpleNamespace(proofs=evidence)))
+
+
+def test_a_formula_the_checker_escaped_is_still_typeset_in_markdown():
+    # score-asymmetry's verdict names a Matrix, whose SymPy text holds a newline that the checker's line
+    # writes as \u000a: the Markdown must show the formula typeset, not SymPy's text around a fragment of it.
+    from test_report_formats import _outside_math_and_code
+
+    evidence, _ = prove("score-asymmetry")
+    assert "\\u000a" in evidence.verdict_line and "Eq(" in evidence.verdict_line
+    text = _outside_math_and_code(markdown.prose(evidence.verdict_line, evidence.formulas))
+    assert "Eq(" not in text and "\\u000a" not in text and "Matrix(" not in text, text[:300]
+    assert "Eq(" in _outside_math_and_code(markdown.prose(evidence.verdict_line))  # the check can see it

@@ -68,3 +68,50 @@ def test_the_rule_places_tests_by_marker_then_pattern():
         == "slow statistics"
     assert root.long_part(item("proofs/tests/test_a.py::test_b", pytest.mark.slow.mark)) == root.MARKED
     assert root.long_part(item("proofs/tests/test_a.py::test_b")) is None
+    # the upstream ports: the FA2 pairs and the tutorial's larger batch and head counts go, the small cases stay
+    fa = "kernels/tests/test_peer_flash_attn.py::test_flash_attn_output"
+    for moved in ("113x203-bottom-right-d64-dv256-bfloat16-gqa-dropout0.17", "128x217-none-d256-dv256-float16-mqa",
+                  "108x256-none-d128-dv128-float16-gqa", "113x128-top-left-d192-dv128-float16-gqa"):
+        assert root.long_part(item(f"{fa}[{moved}]")) == "interpreted kernel sweeps", moved
+    for kept in ("1x1-none-d64-dv256-float16-mqa", "128x192-none-d192-dv192-float16-gqa",
+                 "239x1-top-left-d64-dv64-float16-mqa", "64x128-top-left-d128-dv128-float16-mha"):
+        assert root.long_part(item(f"{fa}[{kept}]")) is None, kept
+    tutorial = "kernels/tests/test_peer_triton_tutorial.py::test_op"
+    assert root.long_part(item(f"{tutorial}[Z4-H2-N128-D64-full]")) == "interpreted kernel sweeps"
+    assert root.long_part(item(f"{tutorial}[Z1-H48-N128-D64-causal]")) == "interpreted kernel sweeps"
+    assert root.long_part(item(f"{tutorial}[Z1-H2-N128-D128-causal]")) is None
+
+
+def _root_conftest():
+    import importlib.util
+
+    sys.path.insert(0, str(REPO))
+    try:
+        spec = importlib.util.spec_from_file_location("root_conftest_workers", REPO / "conftest.py")
+        root = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(root)
+    finally:
+        sys.path.pop(0)
+    return root
+
+
+def test_a_run_a_person_starts_uses_every_core_unless_told_otherwise(monkeypatch):
+    import types
+
+    root = _root_conftest()
+
+    def config(collectonly=False, **option):
+        return types.SimpleNamespace(option=types.SimpleNamespace(collectonly=collectonly, **option))
+
+    for name in ("PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER"):
+        monkeypatch.delenv(name, raising=False)
+    assert root.default_workers(config(numprocesses=None))  # xdist installed, no -n: -n auto
+    assert not root.default_workers(config(numprocesses=0))  # -n 0: one process, as asked
+    assert not root.default_workers(config(numprocesses=3))
+    assert not root.default_workers(config())  # -p no:xdist, or xdist not installed: no -n option at all
+    assert not root.default_workers(config(collectonly=True, numprocesses=None))
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")  # a worker never starts workers of its own
+    assert not root.default_workers(config(numprocesses=None))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "a/test.py::t (call)")  # a pytest that a test started
+    assert not root.default_workers(config(numprocesses=None))

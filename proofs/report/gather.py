@@ -198,7 +198,7 @@ def formulas_in(lines: list[str], certificate: dict | None) -> dict[str, str]:
     ``lines``: that text -> the expression's LaTeX."""
     import sympy as sp
 
-    from proofs.checker import read_in
+    from proofs.checker import _printable, read_in
 
     found: dict[str, str] = {}
     text = "\n".join(x for x in lines if x)
@@ -222,6 +222,8 @@ def formulas_in(lines: list[str], certificate: dict | None) -> dict[str, str]:
                     part_text = sp.sstr(part)
                     if any(ch in part_text for ch in "([*") and part_text in text:
                         texts.setdefault(part_text, part)
+            # the checker's lines escape what does not print (a Matrix's newline as \u000a) after cutting
+            texts.update({_printable(t): v for t, v in list(texts.items())})
             for cut, value in texts.items():
                 if len(cut) > 2 and cut in text and cut not in found:
                     found[cut] = _safe(sp.latex, value)

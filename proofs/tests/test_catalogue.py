@@ -66,3 +66,15 @@ def test_seed_quotes_are_verbatim(claim):
     for passage in claim.seeds:
         text = norm((_seed_dir() / passage.file).read_text(encoding="utf-8"))
         assert norm(passage.quote) in text, f"{passage.file}: {passage.quote!r}"
+
+
+def test_a_claim_is_built_by_keyword_only():
+    import pytest
+
+    from proofs.claims import Claim
+
+    with pytest.raises(TypeError):
+        Claim("x", "A title", "Prose.", (), (), "proofs.theorems.dot_product:seed_variance")  # positional: refused
+    c = Claim(id="x", title="A title", prose="Prose.", assumptions=(), seeds=(),
+              theorem="proofs.theorems.dot_product:seed_variance")
+    assert (c.id, c.theorem, c.topic) == ("x", "proofs.theorems.dot_product:seed_variance", "core")
