@@ -265,12 +265,16 @@ def test_the_reports_probe_seeding_sentence_is_what_the_engine_does(monkeypatch)
     # decision (engine._guarded, what the worker runs) in this process instead.
     monkeypatch.setattr(engine, "_isolated", engine._guarded)
     x, y = sp.symbols("x y")
+    # false identities: the engine probes only what does not reduce exactly, and probes refute these
     for _ in range(2):
-        engine.identity((x + y) ** 2, x**2 + 2 * x * y + y**2)
-    engine.identity((x - y) ** 2, x**2 - 2 * x * y + y**2)
+        engine.identity((x + y) ** 2, x**2 + y**2)
+    engine.identity((x - y) ** 2, x**2 + y**2)
     assert seeds, "the engine drew no probe points"
     assert all(isinstance(s, bytes) and len(s) == hashlib.sha256().digest_size for s in seeds), "SHA-256 digests"
     assert seeds[0] == seeds[1] != seeds[-1], "the same identity, the same seed; another identity, another seed"
+    drawn = len(seeds)
+    engine.identity((x + y) ** 2, x**2 + 2 * x * y + y**2)  # reduces exactly: no probe drawn
+    assert len(seeds) == drawn and "run only where" in PROBE_SEEDING
     assert "SHA-256" in PROBE_SEEDING and "expression" in PROBE_SEEDING and "random.Random(0)" not in PROBE_SEEDING
 
 

@@ -496,8 +496,9 @@ def source_commit(root: Path = REPO) -> str:
 
 
 # How proofs.identity seeds its probes; tests/test_report_gather.py checks the engine does this.
-PROBE_SEEDING = ("identity probes draw their points from random.Random seeded with the SHA-256 of the identity's "
-                 "own expression (deterministic, independent of --seed)")
+PROBE_SEEDING = ("identity probes (run only where the two sides do not reduce to each other exactly) draw their "
+                 "points from random.Random seeded with the SHA-256 of the identity's own expression "
+                 "(deterministic, independent of --seed)")
 
 _PACKAGES = ("attention-proofs", "sympy", "numpy", "scipy", "torch", "triton", "matplotlib", "latex2mathml", "rich")
 
