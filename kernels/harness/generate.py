@@ -8,7 +8,10 @@ probability 0 or lengths past 2048 where float16 positions stop being exact); th
 k, v as contiguous tensors, (B, N, H, D) storage viewed transposed, a random permutation of the
 storage order, or views at a storage offset; no mask or a boolean or additive mask of every
 broadcast form; dropout p in (0, 1); every subset of q, k, v requiring grad; scales None, negative,
-tiny (1e-6), large. Each problem is judged by one of four relations, in turn:
+tiny (1e-6), large. Every run first draws one problem of each of REGIMES per dtype, whatever its
+budget (long decoding, both lengths past 2048, masks whose leading dim equals B, q near float16's
+top), then draws them at random among the rest. Each problem is judged by one of four relations,
+in turn:
 
 * generated-agreement: the forward against float64 (tolerance.py's rule, the plain same-precision
   reference's error setting the bound; a declared rounding recipe adds the derived bound);
@@ -136,16 +139,28 @@ def _rng(seed: int, *labels) -> random.Random:
     return random.Random(zlib.crc32(repr((seed,) + labels).encode()))
 
 
-def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: bool = True) -> Problem:
-    """Problem ``index`` of the run with ``seed``: a function of (seed, dtype, index) alone. The first
-    len(REGIMES) indices draw one problem of each regime (forward against float64), the rest rotate
-    through the relations."""
+def chosen_regimes(names=None) -> tuple[str, ...]:
+    """The regimes a run draws (all of REGIMES by default), in REGIMES' order; an unknown name is refused."""
+    if names is None:
+        return REGIMES
+    names = list(names)
+    unknown = [n for n in names if n not in REGIMES]
+    if unknown:
+        raise ValueError(f"regimes must be among {', '.join(REGIMES)}; got {', '.join(map(repr, unknown))}")
+    return tuple(n for n in REGIMES if n in names)
+
+
+def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: bool = True,
+         regimes: tuple[str, ...] = REGIMES) -> Problem:
+    """Problem ``index`` of the run with ``seed``: a function of (seed, dtype, index, regimes) alone.
+    The first len(regimes) indices draw one problem of each regime (forward against float64), the rest
+    rotate through the relations."""
     r = _rng(seed, dtype, index)
-    if index < len(REGIMES):
-        relation, regime = AGREEMENT, REGIMES[index]
+    if index < len(regimes):
+        relation, regime = AGREEMENT, regimes[index]
     else:
-        relation = RELATIONS[(index - len(REGIMES)) % len(RELATIONS)]
-        regime = r.choice(REGIMES) if r.random() < len(REGIMES) * REGIME_CHANCE else None
+        relation = RELATIONS[(index - len(regimes)) % len(RELATIONS)]
+        regime = r.choice(regimes) if regimes and r.random() < len(regimes) * REGIME_CHANCE else None
     if relation == GRADIENTS and BACKWARD not in features or relation == DROPOUT_LAW and DROPOUT not in features:
         relation = AGREEMENT
     if relation == DROPOUT_LAW:
@@ -423,7 +438,7 @@ def reproduction(impl, problem: Problem) -> str:
 
 def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: frozenset, *,
                      value_dim: bool = True, only=None, problems: int | None = None,
-                     shrink_seconds: float = SHRINK_SECONDS):
+                     shrink_seconds: float = SHRINK_SECONDS, regimes: tuple[str, ...] = REGIMES):
     """Yield (problem, outcome, refusal, repro or None) for problems drawn until ``seconds`` pass
     (spread over the dtypes), or, with ``problems``, for that many of the chosen relations per dtype
     whatever the time. A failure is shrunk and carries its reproduction."""
@@ -437,8 +452,8 @@ def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: 
         # (with a time budget, every regime and at least one problem of each relation per dtype, however
         # slow the machine)
         while (judged < problems) if problems else (time.perf_counter() < deadline
-                                                    or index < len(REGIMES) + len(RELATIONS)):
-            problem = draw(seed, index, name, features, value_dim=value_dim)
+                                                    or index < len(regimes) + len(RELATIONS)):
+            problem = draw(seed, index, name, features, value_dim=value_dim, regimes=regimes)
             index += 1
             if problem.relation not in relations:
                 continue
@@ -460,7 +475,9 @@ def _never(case) -> bool:  # run by the generator, never on the fixed cases
 for _name, _needs, _bugs in (
     (AGREEMENT, frozenset(), "whatever the fixed cases miss in the forward: a size, view, mask form or scale "
                              "nobody listed (head dims past support truncated, fast paths dropping the mask, "
-                             "positions in float16 past 2048)"),
+                             "positions in float16 past 2048 on both sides, split-K decoding past 16 splits, "
+                             "2-D/3-D masks read by the wrong leading dim when it equals B, q·scale "
+                             "overflowing float16)"),
     (GRADIENTS, frozenset({BACKWARD}), "gradients wrong for a drawn requires_grad subset, view, mask form or size"),
     (DROPOUT_LAW, frozenset({DROPOUT}), "dropout wrong at a drawn p (biased threshold, rescale) or shape"),
     (METAMORPHIC, frozenset(), "batch entries interfering, key order mattering, boolean and additive masks "

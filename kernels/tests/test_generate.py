@@ -111,3 +111,17 @@ def test_the_budget_bounds_the_time_and_zero_draws_nothing():
     start = time.perf_counter()
     drawn = list(gen.generated_checks(sdpa_math, [torch.float32], "cpu", 0, 2.0, ALL))
     assert drawn and time.perf_counter() - start < 2.0 + 30  # one problem may run past the deadline
+
+
+def test_a_run_may_leave_regimes_out_and_an_unknown_one_is_refused():
+    kept = gen.chosen_regimes(["magnitude", "mask-collision (Nq, Nk)"])
+    assert kept == ("mask-collision (Nq, Nk)", "magnitude")
+    problems = [gen.draw(0, i, "float32", ALL, regimes=kept) for i in range(300)]
+    assert problems[0].mask == "(Nq, Nk)" and problems[1].magnitude
+    assert not any(p.late_values or (p.n_k > 2 ** 14 and p.n_q <= 8) for p in problems)
+    try:
+        gen.chosen_regimes(["long decode"])
+    except ValueError as exc:
+        assert "regimes must be among" in str(exc) and "'long decode'" in str(exc)
+    else:
+        raise AssertionError("an unknown regime was accepted")
