@@ -5,7 +5,7 @@ path, determinism, error growth, rounding bias, causal past 2048 keys), the cont
 (cases.CONTRACT_CASES: empty dimensions, refused inputs, NaN, gradient subsets, double backward,
 the output written into before backward, dO of stride 0, broadcast masks in the backward, state
 across calls) and problems drawn from the whole input space (generate.py) for GENERATE_SECONDS an
-item, at least one of each of its four relations whatever the machine's speed. Budget: under 4
+item, at least one of each of its four relations and of KERNEL_REGIMES whatever the machine's speed. Budget: under 4
 minutes on CI's 2 cores (`pytest kernels/tests/test_flash_conformance.py -n 2`).
 
 What runs in float32 only, because it costs most under the interpreter and is one code path in
