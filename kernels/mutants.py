@@ -661,6 +661,55 @@ dropout_rescale_in_input_dtype = _full_mutant(_RescaleInInputDtype(), "dropout_r
     "The dropout rescale 1/(1-p) rounded to the input's dtype (+0.2% in bfloat16 at p = 1/4, -0.02% in float16).")
 
 
+# --------------------------------------------------------------------------- families the generator's
+# regimes (generate.REGIMES) reach: long decoding, both lengths past 2048, mask dims equal to B, q·scale
+# past float16's range
+
+
+class _SixteenSplitsOnly(SplitKVAttention):
+    def split_starts(self, n_k):
+        return super().split_starts(n_k)[:16]  # the bug: a partials buffer of 16 splits; keys past 16·1024 unread
+
+
+class _RectangularCausalPositionsInFloat16(BlockedAttention):
+    def visible(self, n_q, n_k, device):
+        if n_q == n_k:
+            return super().visible(n_q, n_k, device)
+        # the bug: the Nq ≠ Nk (chunked prefill) path holds positions in float16: 2049 -> 2048, 2051 -> 2052
+        i = torch.arange(n_q, device=device).to(torch.float16)[:, None]  # (Nq, 1)
+        j = torch.arange(n_k, device=device).to(torch.float16)[None, :]  # (1, Nk)
+        return j <= i
+
+
+class _TwoDimMaskAsKeyPadding(FullAttention):
+    def mask_bias(self, attn_mask, like, dtype):
+        if attn_mask is not None and attn_mask.dim() == 2 and attn_mask.shape[0] == like.shape[0]:
+            attn_mask = attn_mask[:, None, None, :]  # the bug: (B, Nk) key padding, where SDPA reads (Nq, Nk)
+        return super().mask_bias(attn_mask, like, dtype)
+
+
+class _QueryScaledInInputDtype(FullAttention):
+    def working_scores(self, q, k, v, scale, enable_gqa):
+        scale = self.resolved_scale(scale, q.shape[-1])
+        q32, k32, v32, _, _ = super().working_scores(q, k, v, 1.0, enable_gqa)
+        # the bug: q·scale in the input dtype, before the float32 upcast (float16 overflows past 65504)
+        return q32, k32, v32, scale, (q * scale).to(q32.dtype) @ k32.transpose(-2, -1)  # (B, H, Nq, Nk)
+
+
+split_kv_decode_16_splits = _mutant(_SixteenSplitsOnly(), "split_kv_decode_16_splits",
+    "Split-KV decoding with room for 16 splits of SPLIT keys: past 16 384 keys the rest are never read.")
+rectangular_causal_positions_in_float16 = _mutant(_RectangularCausalPositionsInFloat16(block=1024),
+    "rectangular_causal_positions_in_float16",
+    "Causal with Nq ≠ Nk (a chunked-prefill path) compares query and key positions held in float16: wrong "
+    "once both pass 2048 (the square path is right).")
+two_dim_mask_as_key_padding = _full_mutant(_TwoDimMaskAsKeyPadding(), "two_dim_mask_as_key_padding",
+    "A 2-D attn_mask whose first dim equals B is read as (B, Nk) key padding; SDPA reads every 2-D mask as "
+    "(Nq, Nk).")
+query_scaled_in_input_dtype = _full_mutant(_QueryScaledInInputDtype(), "query_scaled_in_input_dtype",
+    "q multiplied by the scale in the input dtype before the float32 upcast: float16 q near its top "
+    "overflows at |scale| ≥ 2 where SDPA (scaling in float32) does not.")
+
+
 # --------------------------------------------------------------------------- the register
 
 
@@ -1115,4 +1164,16 @@ MUTANTS = MUTANTS + (
     # in half precision the working float32 query is a copy of q, so the caller's write does not reach it
     Mutant(query_kept_by_reference, "q modified in place before backward read untracked",
            "input-inplace-before-backward", dtypes=(torch.float32,), backward=True),
+)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(split_kv_decode_16_splits, "split-K decoding drops keys past 16 splits", "generated-agreement"),
+    Mutant(rectangular_causal_positions_in_float16, "causal positions in float16 when Nq != Nk (both past 2048)",
+           "generated-agreement"),
+    Mutant(two_dim_mask_as_key_padding, "2-D attn_mask read as (B, Nk) when its first dim is B",
+           "generated-agreement"),
+    # in float32 and bfloat16 q·scale overflows where float32 does: only float16's range is narrower
+    Mutant(query_scaled_in_input_dtype, "q scaled in the input dtype (float16 overflow)", "generated-agreement",
+           dtypes=(torch.float16,)),
 )

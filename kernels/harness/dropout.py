@@ -97,7 +97,8 @@ def _mask_law(s: Subject, w: torch.Tensor, attn_mask=None, p: float = P_DROP, wi
     expected = torch.where(kept, p64 * c, torch.zeros_like(p64))
     plain = (ref.probabilities(s.q, s.k, **kw) * c).cpu().double()
     plain_err = tol.max_abs_error(torch.where(kept, plain, torch.zeros_like(plain)), expected)
-    scaled = Outcome(tol.max_abs_error(w, expected), tol.bound(s.dtype, plain_err, expected))
+    scaled = Outcome(tol.max_abs_error(w, expected), tol.bound(s.dtype, plain_err, expected,
+                                                               _kept_score_sensitivity(s, kw, kept, c)))
     outcomes = [fraction, scaled]
     details = [d1, f"rescale 1/(1-p) = {c:g}: {scaled.discrepancy:.3g}/{scaled.bound:.3g}"]
     # A rescale off by a fraction of an ulp (1/(1-p) rounded to bfloat16 is 0.2% high) stays inside
@@ -108,6 +109,19 @@ def _mask_law(s: Subject, w: torch.Tensor, attn_mask=None, p: float = P_DROP, wi
         outcomes.append(bias.bias_outcome(w, expected, s.dtype, where=kept & counted))
         details.append(f"kept entries' bias: {outcomes[-1].detail}")
     return worst(outcomes, details)
+
+
+def _kept_score_sensitivity(s: Subject, kw: dict, kept: torch.Tensor, c: float) -> torch.Tensor:
+    """W's sensitivity to rounding the scores, as tolerance.floor's score term takes it for any
+    forward output: W is the output for V = I, so its R is golden_and_sensitivity's with V = I,
+    times the rescale c, on the kept entries (a dropped one is exactly 0 whatever the scores).
+    R_ij = c·sqrt((P_ij S_ij (1 - P_ij))² + Σ_{l≠j} (P_il S_il P_ij)²); where scores reach 10
+    (drawn scales of 2 with head dims of 100) its 4 float32 roundings outweigh twice the plain
+    reference's error, which at p = 0.9 is a maximum over the tenth of the entries kept."""
+    q64, k64 = s.q.cpu().double(), s.k.cpu().double()
+    kw64 = {**kw, "attn_mask": None if kw.get("attn_mask") is None else kw["attn_mask"].cpu()}
+    _, r = ref.golden_and_sensitivity(q64, k64, one_hot_values(s).cpu().double(), **kw64)  # (B, Hq, Nq, Nk)
+    return torch.where(kept, r * c, torch.zeros_like(r))
 
 
 def _base_effective_matrix(s: Subject) -> torch.Tensor:

@@ -8,7 +8,10 @@ probability 0 or lengths past 2048 where float16 positions stop being exact); th
 k, v as contiguous tensors, (B, N, H, D) storage viewed transposed, a random permutation of the
 storage order, or views at a storage offset; no mask or a boolean or additive mask of every
 broadcast form; dropout p in (0, 1); every subset of q, k, v requiring grad; scales None, negative,
-tiny (1e-6), large. Each problem is judged by one of four relations, in turn:
+tiny (1e-6), large. Every run first draws one problem of each of REGIMES per dtype, whatever its
+budget (long decoding, both lengths past 2048, masks whose leading dim equals B, q near float16's
+top), then draws them at random among the rest. Each problem is judged by one of four relations,
+in turn:
 
 * generated-agreement: the forward against float64 (tolerance.py's rule, the plain same-precision
   reference's error setting the bound; a declared rounding recipe adds the derived bound);
@@ -50,6 +53,13 @@ DEFAULT_SECONDS = 6.0  # per run (all dtypes together) of the default verify_att
 THOROUGH_SECONDS = 120.0
 SHRINK_SECONDS = 10.0  # per failure (the default run stays within its budget with a failure or two)
 MAX_SCORES = 2 ** 18  # B·Hq·Nq·Nk of a drawn problem (the float64 golden values cost O(that · D))
+# The long regimes (REGIMES) pay for their length with everything else small: one batch entry, at
+# most two heads, head dims up to LONG_HEAD_DIM. Decoding is O(Nk·D) whatever Nk, so it reaches the
+# lengths where split-K kernels pass 16 splits of 1024 (2¹⁴ - 2¹⁷ keys); both lengths past
+# 2048 cost Nq·Nk scores (up to LONG_SCORES, ≈ 0.3 CPU-s of float64 golden values).
+DECODE_EXPONENTS = (15, 16, 17)
+LONG_HEAD_DIM = 64
+LONG_SCORES = 2100 * 4097
 
 LENGTHS = (1, 2, 3, 5, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 255, 256, 257, 383)
 LONG_LENGTHS = (2047, 2049, 2100, 4097)  # float16 holds integers exactly only up to 2048
@@ -60,6 +70,19 @@ LAYOUTS = ("contiguous", "transposed", "permuted", "offset")
 MASK_FORMS = ("(Nq, Nk)", "(Hq, Nq, Nk)", "(B, 1, Nq, Nk)", "(1, Hq, Nq, Nk)", "(B, Hq, Nq, Nk)",
               "(B, 1, 1, Nk)", "(1, 1, 1, Nk)")
 SCALES = (None, None, None, 0.3, 2.0, 1e-6, -0.25, -1.5)
+OVERFLOWING_SCALES = (2.0, 3.0, 4.0, -2.0)  # |scale| ≥ 2 takes q at half the range past it
+# Mask forms whose leading dims a kernel can mistake for others: a 2-D (Nq, Nk) mask read as a
+# (B, Nk) key-padding mask when B == Nq, a 3-D (Hq, Nq, Nk) one read as (B, Nq, Nk) when B == Hq.
+AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
+# The regimes every run draws first, once each per dtype whatever its budget (then at random, with
+# REGIME_CHANCE each): what random shapes reach too rarely to be judged in a default run.
+#   long-decode: Nq ≤ 8 (mostly 1) over 2¹⁴-2¹⁷ keys (split-K decoding past 16 splits of 1024);
+#   long-both: both lengths past 2048, Nq ≠ Nk, causal or masked (positions a half type no longer holds);
+#   mask-collision (one per ambiguous form): B equal to the dim the form's leading dim could be taken for;
+#   magnitude: q near the top of a float16 range and k scaled down by the same power of two, so the
+#     scores are of size 1 but q·scale overflows the input dtype (kernels scale in float32).
+REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude")
+REGIME_CHANCE = 0.03
 GRAD_SUBSETS = ("qkv", "q", "kv", "v", "qk", "k")
 
 
@@ -83,6 +106,8 @@ class Problem:
     scale: float | None = None
     relation: str = AGREEMENT
     seed: int = 0
+    magnitude: bool = False  # q scaled up towards the dtype's largest value, k down (see REGIMES)
+    late_values: bool = False  # v zero before the last keys below 2048, large after (see _late_values)
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -95,6 +120,10 @@ class Problem:
             parts.append(f"grad {self.grads}")
         if self.scale is not None:
             parts.append(f"scale={self.scale:g}")
+        if self.magnitude:
+            parts.append("q near the range's top")
+        if self.late_values:
+            parts.append("v only past 2016")
         return f"generated: {' '.join(parts)} seed={self.seed}"
 
     @property
@@ -110,12 +139,34 @@ def _rng(seed: int, *labels) -> random.Random:
     return random.Random(zlib.crc32(repr((seed,) + labels).encode()))
 
 
-def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: bool = True) -> Problem:
-    """Problem ``index`` of the run with ``seed``: a function of (seed, dtype, index) alone."""
+def chosen_regimes(names=None) -> tuple[str, ...]:
+    """The regimes a run draws (all of REGIMES by default), in REGIMES' order; an unknown name is refused."""
+    if names is None:
+        return REGIMES
+    names = list(names)
+    unknown = [n for n in names if n not in REGIMES]
+    if unknown:
+        raise ValueError(f"regimes must be among {', '.join(REGIMES)}; got {', '.join(map(repr, unknown))}")
+    return tuple(n for n in REGIMES if n in names)
+
+
+def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: bool = True,
+         regimes: tuple[str, ...] = REGIMES) -> Problem:
+    """Problem ``index`` of the run with ``seed``: a function of (seed, dtype, index, regimes) alone.
+    The first len(regimes) indices draw one problem of each regime (forward against float64), the rest
+    rotate through the relations."""
     r = _rng(seed, dtype, index)
-    relation = RELATIONS[index % len(RELATIONS)]
+    if index < len(regimes):
+        relation, regime = AGREEMENT, regimes[index]
+    else:
+        relation = RELATIONS[(index - len(regimes)) % len(RELATIONS)]
+        regime = r.choice(regimes) if regimes and r.random() < len(regimes) * REGIME_CHANCE else None
     if relation == GRADIENTS and BACKWARD not in features or relation == DROPOUT_LAW and DROPOUT not in features:
         relation = AGREEMENT
+    if relation == DROPOUT_LAW or relation == GRADIENTS and regime in ("long-decode", "long-both", "magnitude"):
+        # V = I: Dv = Nk, no long regime; a backward over 2¹⁷ keys costs float64 autograd seconds, and
+        # dk = scale·dSᵀ Q of a q near float16's top overflows in every implementation
+        regime = None
     hq, hkv = r.choice(HEADS if GQA in features else [h for h in HEADS if h[0] == h[1]])
     n_q, n_k = r.choice(LENGTHS), r.choice(LENGTHS)
     batch = r.choice((1, 1, 2, 3))
@@ -123,7 +174,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         n_q, n_k, batch, hq, hkv = r.choice((1, r.choice(LENGTHS), r.choice(LONG_LENGTHS))), r.choice(LONG_LENGTHS), 1, 1, 1
     d = r.choice(HEAD_DIMS)
     dv = r.choice(HEAD_DIMS) if value_dim and r.random() < 0.3 else d
-    if r.random() < 0.03:  # an empty dimension now and then (empty-dims checks each one)
+    if r.random() < 0.03 and regime is None:  # an empty dimension now and then (empty-dims checks each one)
         which = r.choice(("batch", "n_q", "n_k", "head_dim"))
         batch, n_q, n_k, d = [0 if which == w else x for w, x in zip(("batch", "n_q", "n_k", "head_dim"),
                                                                       (batch, n_q, n_k, d))]
@@ -132,14 +183,45 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     mask = None
     if ATTN_MASK in features and not causal and n_k > 0 and r.random() < 0.5:
         mask = r.choice(MASK_FORMS)
+    if regime in ("long-decode", "long-both"):
+        batch, (hq, hkv) = 1, r.choice(((1, 1), (2, 1), (2, 2)) if GQA in features else ((1, 1), (2, 2)))
+        d, dv = min(d, LONG_HEAD_DIM), min(dv, LONG_HEAD_DIM)
+        if regime == "long-decode":
+            e = r.choice(DECODE_EXPONENTS)
+            n_q = 1 if r.random() < 0.8 else r.choice((2, 3, 4, 5, 8))
+            n_k = r.choice((2 ** e - 1, 2 ** e, 2 ** e + 1, r.randint(2 ** (e - 1) + 2, 2 ** e - 2)))
+            causal = causal and n_q > 1
+        else:
+            # rectangular: the fixed long-causal-positions case is square
+            n_q = r.choice(LONG_LENGTHS[1:-1])
+            n_k = r.choice([n for n in LONG_LENGTHS[1:] if n != n_q])
+            hq, hkv = 1, 1
+            causal = CAUSAL in features and (mask is None or r.random() < 0.5)
+        mask = mask if not causal else None
+    elif regime is not None and regime.startswith("mask-collision"):
+        form = regime.removeprefix("mask-collision ")
+        if ATTN_MASK in features:
+            causal, mask = False, form
+            batch = r.choice((2, 3))
+            if AMBIGUOUS_MASKS[form] == "n_q":
+                n_q = batch
+            else:
+                hq, hkv = batch, r.choice((1, batch) if GQA in features else (batch,))
+    elif mask in AMBIGUOUS_MASKS and r.random() < 0.5:  # the same collisions, now and then
+        if AMBIGUOUS_MASKS[mask] == "n_q":
+            batch = n_q = r.choice((2, 3))
+        else:
+            batch = max(batch, 2)
+            hq, hkv = batch, (batch if GQA not in features else r.choice((1, batch)))
     dropout_p, least = 0.0, 1
     if relation == DROPOUT_LAW:
         dropout_p = r.choice((0.1, 0.25, 0.5, 0.7, 0.9, r.uniform(0.01, 0.99)))
         least = 8  # V = I: Dv = Nk, and enough weights for the kept fraction
         n_q, n_k = max(n_q, least), max(n_k, least)
-    if relation == METAMORPHIC and r.random() < 0.5:
+    if relation == METAMORPHIC and r.random() < 0.5 and regime is None:
         batch = max(batch, 2)
-    while batch * hq * n_q * n_k * (n_k if relation == DROPOUT_LAW else 1) > MAX_SCORES * (8 if relation == DROPOUT_LAW else 1):
+    cap = LONG_SCORES if regime in ("long-decode", "long-both") else MAX_SCORES
+    while batch * hq * n_q * n_k * (n_k if relation == DROPOUT_LAW else 1) > cap * (8 if relation == DROPOUT_LAW else 1):
         if n_q >= n_k and n_q > least:
             n_q = max(least, n_q // 2)
         elif n_k > least:
@@ -148,11 +230,47 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             batch, hq, hkv = 1, 1, 1
     if relation == DROPOUT_LAW:
         dv = n_k
+    scale = r.choice(SCALES)
+    magnitude = regime == "magnitude"
+    late_values = regime == "long-both"
+    if magnitude:
+        scale = r.choice(OVERFLOWING_SCALES)
+    if late_values:  # scores of size 1 or less: the weight of one key past 2048 is ~1/N, not exp(-100)
+        scale = r.choice((None, 1e-6, -1e-6))
     return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal, dtype,
                    layout=r.choice(LAYOUTS) if relation != DROPOUT_LAW else "contiguous",
                    mask=mask, mask_kind=r.choice(("bool", "additive")), dropout_p=round(dropout_p, 4),
-                   grads=r.choice(GRAD_SUBSETS), scale=r.choice(SCALES), relation=relation,
-                   seed=zlib.crc32(repr((seed, dtype, index)).encode()))
+                   grads=r.choice(GRAD_SUBSETS), scale=scale, relation=relation,
+                   seed=zlib.crc32(repr((seed, dtype, index)).encode()), magnitude=magnitude,
+                   late_values=late_values)
+
+
+def _late_values(s: Subject) -> None:
+    """The fixed long-causal-positions case's values (cases.POSITION_*): v zero before key
+    POSITION_EXACT - POSITION_ZEROED_BEFORE and POSITION_VALUE_SCALE times larger after, so one key
+    seen or hidden wrongly by a row past 2048 moves it far beyond a half type's rounding (with
+    random values it moves the row by ~1/N of a value, inside float16's bound)."""
+    from kernels.harness.cases import POSITION_EXACT, POSITION_VALUE_SCALE, POSITION_ZEROED_BEFORE
+
+    v = s.v.clone()
+    v[:, :, :POSITION_EXACT - POSITION_ZEROED_BEFORE] = 0.0
+    s.v = v * POSITION_VALUE_SCALE
+
+
+def _near_the_top(s: Subject) -> None:
+    """q times 2^e with max|q| in (max/2, max] of a range narrower than float32's (kernels scale in
+    float32, where q·scale fits), k times 2^-e: every product q_i·k_i, so every score, is the one of the unscaled inputs
+    (exact powers of two; a k entry pushed below the smallest normal loses bits, which the golden
+    values, computed from the inputs as given, take in)."""
+    top = torch.finfo(s.dtype).max
+    # bfloat16's range is float32's: there q·scale overflows float32 as well, as it would in SDPA
+    if top * max(abs(x) for x in OVERFLOWING_SCALES) >= torch.finfo(torch.float32).max or s.q.numel() == 0:
+        return
+    largest = float(s.q.abs().max())
+    if not 0 < largest < math.inf:
+        return
+    e = math.floor(math.log2(top / largest))
+    s.q, s.k = s.q * 2.0 ** e, s.k * 2.0 ** -e
 
 
 # ===================================================================== judging one problem
@@ -245,6 +363,10 @@ _JUDGES = {AGREEMENT: _agreement, GRADIENTS: _gradients, DROPOUT_LAW: _dropout, 
 def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome, str | None]:
     """(outcome, None) or, when impl raised, (a passing outcome, the refusal's text)."""
     s = Subject(impl, problem.case(), getattr(torch, problem.dtype), device, problem.seed)
+    if problem.magnitude:
+        _near_the_top(s)
+    if problem.late_values:
+        _late_values(s)
     r = _rng(problem.seed, "layout")
     try:
         m = _mask(s, problem)
@@ -267,7 +389,9 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("layout", ("contiguous",)), ("scale", (None,)), ("causal", (False,)),
+    for field, values in (("mask", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
+                          ("scale", (None,)),
+                          ("causal", (False,)),
                           ("grads", ("qkv",)), ("batch", (1, p.batch // 2)),
                           ("n_q", (1, p.n_q // 2, p.n_q - 1)), ("n_k", (1, p.n_k // 2, p.n_k - 1)),
                           ("head_dim", (16, p.head_dim // 2, p.head_dim - 1)),
@@ -316,7 +440,7 @@ def reproduction(impl, problem: Problem) -> str:
 
 def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: frozenset, *,
                      value_dim: bool = True, only=None, problems: int | None = None,
-                     shrink_seconds: float = SHRINK_SECONDS):
+                     shrink_seconds: float = SHRINK_SECONDS, regimes: tuple[str, ...] = REGIMES):
     """Yield (problem, outcome, refusal, repro or None) for problems drawn until ``seconds`` pass
     (spread over the dtypes), or, with ``problems``, for that many of the chosen relations per dtype
     whatever the time. A failure is shrunk and carries its reproduction."""
@@ -327,9 +451,11 @@ def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: 
         name = str(dtype).removeprefix("torch.")
         deadline = time.perf_counter() + seconds / len(dtypes)
         index = judged = 0
-        # (with a time budget, at least one problem of each relation per dtype, however slow the machine)
-        while (judged < problems) if problems else (time.perf_counter() < deadline or judged < len(relations)):
-            problem = draw(seed, index, name, features, value_dim=value_dim)
+        # (with a time budget, every regime and at least one problem of each relation per dtype, however
+        # slow the machine)
+        while (judged < problems) if problems else (time.perf_counter() < deadline
+                                                    or index < len(regimes) + len(RELATIONS)):
+            problem = draw(seed, index, name, features, value_dim=value_dim, regimes=regimes)
             index += 1
             if problem.relation not in relations:
                 continue
@@ -351,7 +477,9 @@ def _never(case) -> bool:  # run by the generator, never on the fixed cases
 for _name, _needs, _bugs in (
     (AGREEMENT, frozenset(), "whatever the fixed cases miss in the forward: a size, view, mask form or scale "
                              "nobody listed (head dims past support truncated, fast paths dropping the mask, "
-                             "positions in float16 past 2048)"),
+                             "positions in float16 past 2048 on both sides, split-K decoding past 16 splits, "
+                             "2-D/3-D masks read by the wrong leading dim when it equals B, q·scale "
+                             "overflowing float16)"),
     (GRADIENTS, frozenset({BACKWARD}), "gradients wrong for a drawn requires_grad subset, view, mask form or size"),
     (DROPOUT_LAW, frozenset({DROPOUT}), "dropout wrong at a drawn p (biased threshold, rescale) or shape"),
     (METAMORPHIC, frozenset(), "batch entries interfering, key order mattering, boolean and additive masks "

@@ -50,8 +50,15 @@ def scores(q, k, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=Non
     if enable_gqa:
         k = repeat_kv(k, q.shape[1])
     # The query is pre-scaled ((sQ)Kᵀ = s(QKᵀ), claim prescaled-query): in float16 the unscaled
-    # scores of large inputs could overflow where the scaled ones do not.
-    s = (q * scale) @ k.transpose(-2, -1)  # (B, Hq, Nq, Nk)
+    # scores of large inputs could overflow where the scaled ones do not. Where the scale itself
+    # takes q past the dtype's range (q near float16's top, |scale| > 1) the key is scaled instead,
+    # as s(QKᵀ) = Q(sK)ᵀ: the same roundings, and no overflow SDPA does not make (it scales in float32
+    # on the CPU). A reference that overflowed would make its own error, so the bound, infinite.
+    scaled_q = q * scale
+    if torch.isfinite(q).all() and not torch.isfinite(scaled_q).all():
+        s = q @ (k * scale).transpose(-2, -1)  # (B, Hq, Nq, Nk)
+    else:
+        s = scaled_q @ k.transpose(-2, -1)  # (B, Hq, Nq, Nk)
     if attn_mask is not None:
         s = s + additive(attn_mask.to(q.device), s.dtype)
     if is_causal:

@@ -182,29 +182,33 @@ def masked(s, visible):
 
 
 class SplitKVAttention(Attention):
-    """Split-KV decoding: one query, not causal, more than ``split`` keys: each split's softmax output
-    o_c with its max m_c and sum l_c, merged as Σ w_c o_c / Σ w_c with w_c = l_c·exp(m_c - m), m the
-    largest m_c. Every other shape takes the blocked loop."""
+    """Split-KV decoding (at most ``decode_queries`` queries, not causal, more than ``split`` keys):
+    each split's softmax output o_c with its max m_c and sum l_c per query row, merged as
+    Σ w_c o_c / Σ w_c with w_c = l_c·exp(m_c - m), m the largest m_c. Every other shape takes the blocked loop."""
 
     split = SPLIT
+    decode_queries = 8  # FlashDecoding's split path serves a few queries (speculative decoding) too
 
     def __call__(self, q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
-        if q.shape[-2] != 1 or is_causal or k.shape[-2] <= self.split:
+        if q.shape[-2] > self.decode_queries or is_causal or k.shape[-2] <= self.split:
             return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
         dtype = q.dtype
         k, v = self.kv_for_query_heads(q, k, v, enable_gqa)
         q, k, v = (t.to(work_dtype_for(dtype)) for t in (q, k, v))
         scale = self.resolved_scale(scale, q.shape[-1])
         outs, maxima, sums = [], [], []
-        for j0 in range(0, k.shape[-2], self.split):
-            s = (q * scale) @ k[:, :, j0:j0 + self.split].transpose(-2, -1)  # (B, H, 1, n)
-            maxima.append(s.amax(dim=-1, keepdim=True))  # (B, H, 1, 1)
+        for j0 in self.split_starts(k.shape[-2]):
+            s = (q * scale) @ k[:, :, j0:j0 + self.split].transpose(-2, -1)  # (B, H, Nq, n)
+            maxima.append(s.amax(dim=-1, keepdim=True))  # (B, H, Nq, 1)
             e = torch.exp(s - maxima[-1])
-            sums.append(e.sum(dim=-1, keepdim=True))  # (B, H, 1, 1)
-            outs.append(e @ v[:, :, j0:j0 + self.split] / sums[-1])  # (B, H, 1, Dv)
-        m = torch.stack(maxima).amax(dim=0)  # (B, H, 1, 1)
+            sums.append(e.sum(dim=-1, keepdim=True))  # (B, H, Nq, 1)
+            outs.append(e @ v[:, :, j0:j0 + self.split] / sums[-1])  # (B, H, Nq, Dv)
+        m = torch.stack(maxima).amax(dim=0)  # (B, H, Nq, 1)
         weights = [self.merge_weight(l_c, m_c, m) for l_c, m_c in zip(sums, maxima)]
         return (sum(w * o for w, o in zip(weights, outs)) / sum(weights)).to(dtype)
+
+    def split_starts(self, n_k: int) -> list[int]:
+        return list(range(0, n_k, self.split))
 
     def merge_weight(self, l_c, m_c, m):
         """A split's weight in the merge: its sum, brought from its own max m_c to the common m."""

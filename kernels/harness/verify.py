@@ -92,7 +92,7 @@ def _short(exc: BaseException) -> str:
 def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool = True, gqa: bool = True,
                      backward: bool = True, value_dim: bool = True, seed: int = 0, thorough: bool = False,
                      cases: Iterable[Case] | None = None, invariants: Iterable[str] | None = None,
-                     generate_seconds: float | None = None) -> ConformanceReport:
+                     generate_seconds: float | None = None, regimes: Iterable[str] | None = None) -> ConformanceReport:
     """Judge an SDPA-compatible ``impl(q, k, v, attn_mask=, dropout_p=, is_causal=, scale=, enable_gqa=)``.
 
     ``value_dim=False`` runs the Dv ≠ D cases with Dv = D (for an impl that has only one head dim).
@@ -105,7 +105,9 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     Beside the fixed cases (and the contract's, ``cases.CONTRACT_CASES``), problems drawn from the
     whole input space are judged for ``generate_seconds`` (``generate.py``); by default
     generate.DEFAULT_SECONDS, or THOROUGH_SECONDS with ``thorough``, and none when ``cases`` is
-    given (the caller chose what to run)."""
+    given (the caller chose what to run). ``regimes`` (names of generate.REGIMES, all by default)
+    are the regimes drawn first and at random: an impl whose long paths cost minutes (interpreted
+    kernels over 2¹⁷ keys) and are judged by fixed cases may leave some out."""
     device, dtypes = _validated(impl, device, dtypes)
     only = _invariant_names(invariants)
     start = time.perf_counter()
@@ -115,6 +117,7 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     if not (isinstance(generate_seconds, (int, float)) and generate_seconds >= 0):
         raise ValueError(f"generate_seconds must be a number of seconds >= 0, got {generate_seconds!r}")
     features = offered(impl, causal=causal, gqa=gqa, backward=backward)
+    regimes = gen.chosen_regimes(regimes)
     report = ConformanceReport(_name(impl), device, tuple(str(d).removeprefix("torch.") for d in dtypes))
     subjects: dict = {}
     with one_thread():
@@ -126,7 +129,8 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
                 report.checks.append(run_item(item, impl, dtype, device, seed, subjects))
         subjects.clear()
         for problem, outcome, refused, repro in gen.generated_checks(
-                impl, dtypes, device, seed, generate_seconds, features, value_dim=value_dim, only=only):
+                impl, dtypes, device, seed, generate_seconds, features, value_dim=value_dim, only=only,
+                regimes=regimes):
             detail = outcome.detail if repro is None else f"{outcome.detail}\n{repro}"
             report.checks.append(Check(invariant=problem.relation, claim_id=None, case=problem.describe(),
                                        case_name=f"generated-{problem.seed}", dtype=problem.dtype, device=device,

@@ -228,3 +228,29 @@ def test_unbiasedness_test_rejects_a_missing_rescale(outputs_over_seeds):
     q, k, v, outs = outputs_over_seeds
     z = unbiasedness_z(q, k, v, outs * (1 - P_MEAN), P_MEAN)
     assert z.abs().max() > bonferroni_limit(z.numel())
+
+
+# The first drawn problem the kernel failed: scores up to 26 (scale 2, D = 100) at p = 0.9.
+HIGH_P_PROBLEM = dict(batch=1, q_heads=4, kv_heads=2, n_q=17, n_k=16, head_dim=100, value_dim=16, causal=False,
+                      dtype="float32", mask_kind="additive", dropout_p=0.9, scale=2.0,
+                      relation="generated-dropout", seed=1054966612)
+
+
+def test_mask_law_bound_counts_score_rounding_at_high_p():
+    """The kernel's W = P∘M/(1-p) on large scores is within the rule once the rule has its score
+    term (tolerance.floor: 4 float32 roundings of the scores at W's sensitivity): without it the
+    bound was 2.59e-05 against the kernel's 2.63e-05 (the reference's 2× term is a maximum over the
+    tenth of the entries kept). The same W with its kept entries 0.05 % high (a rescale rounded at
+    a tenth of bfloat16's step) is refused all the same."""
+    from kernels.harness import dropout as drop
+    from kernels.harness.generate import Problem, check_problem
+    from kernels.harness.subject import Subject
+
+    problem = Problem(**HIGH_P_PROBLEM)
+    outcome, refused = check_problem(flash_attention, problem)
+    assert refused is None and outcome.discrepancy <= outcome.bound, outcome
+    s = Subject(flash_attention, problem.case(), torch.float32, "cpu", problem.seed)
+    with drop.seeded(s, 0):
+        w = s.run(v=drop.one_hot_values(s), dropout_p=0.9).double()  # (B, Hq, Nq, Nk)
+    high = drop._mask_law(s, w * 1.0005, p=0.9, with_bias=False)
+    assert high.discrepancy > high.bound, high

@@ -27,7 +27,39 @@ def test_draws_depend_on_seed_dtype_and_index_only_and_cover_the_space():
     assert {p.grads for p in problems if p.relation == gen.GRADIENTS} == set(gen.GRAD_SUBSETS)
     dropout = [p.dropout_p for p in problems if p.relation == gen.DROPOUT_LAW]
     assert dropout and all(0 < p < 1 for p in dropout) and max(dropout) > 0.5
-    assert all(p.batch * p.q_heads * p.n_q * p.n_k <= gen.MAX_SCORES for p in problems)
+    long = lambda p: p.batch == 1 and max(p.n_q, p.n_k) > 2048 and p.head_dim <= gen.LONG_HEAD_DIM
+    assert all(p.batch * p.q_heads * p.n_q * p.n_k <= (gen.LONG_SCORES if long(p) else gen.MAX_SCORES)
+               for p in problems)
+
+
+def test_every_run_draws_each_regime_first():
+    """Whatever the seed and dtype: a decode over more than 16 384 keys, both lengths past 2048
+    (Nq ≠ Nk, causal or masked), 2-D and 3-D masks whose leading dim equals B, and q near the top of
+    the range with |scale| ≥ 2; all judged by any run, however short its budget."""
+    for seed in range(20):
+        for dtype in ("float32", "float16", "bfloat16"):
+            decode, both, mask2, mask3, top = (gen.draw(seed, i, dtype, ALL) for i in range(len(gen.REGIMES)))
+            assert decode.n_q <= 8 and decode.n_k > 2 ** 14 and decode.relation == gen.AGREEMENT, decode
+            assert min(both.n_q, both.n_k) > 2048 and both.n_q != both.n_k and both.late_values, both
+            assert both.causal or both.mask, both
+            assert mask2.mask == "(Nq, Nk)" and mask2.batch == mask2.n_q >= 2, mask2
+            assert mask3.mask == "(Hq, Nq, Nk)" and mask3.batch == mask3.q_heads >= 2, mask3
+            assert top.magnitude and abs(top.scale) >= 2, top
+    judged = list(gen.generated_checks(sdpa_math, [torch.float16], "cpu", 0, 1e-9, ALL, only={gen.AGREEMENT}))
+    assert [p for p, *_ in judged][:len(gen.REGIMES)] == [
+        gen.draw(0, i, "float16", ALL) for i in range(len(gen.REGIMES))]
+    assert not any(gen.failed(o) for _, o, _, _ in judged)  # SDPA passes each regime
+
+
+def test_q_near_the_top_overflows_a_float16_query_scaled_in_float16_not_the_reference():
+    """The plain reference scales k where q·scale would overflow (as SDPA, scaling in float32, does
+    not overflow): its error stays finite and the bound meaningful."""
+    problem = gen.draw(0, gen.REGIMES.index("magnitude"), "float16", ALL)
+    s = gen.Subject(sdpa_math, problem.case(), torch.float16, "cpu", problem.seed)
+    gen._near_the_top(s)
+    assert not torch.isfinite(s.q * problem.scale).all() and torch.isfinite(s.q).all()
+    golden = s.reference()
+    assert math.isfinite(golden.error) and torch.isfinite(golden.value).all()
 
 
 def test_draws_respect_the_features_an_impl_lacks():
@@ -79,3 +111,17 @@ def test_the_budget_bounds_the_time_and_zero_draws_nothing():
     start = time.perf_counter()
     drawn = list(gen.generated_checks(sdpa_math, [torch.float32], "cpu", 0, 2.0, ALL))
     assert drawn and time.perf_counter() - start < 2.0 + 30  # one problem may run past the deadline
+
+
+def test_a_run_may_leave_regimes_out_and_an_unknown_one_is_refused():
+    kept = gen.chosen_regimes(["magnitude", "mask-collision (Nq, Nk)"])
+    assert kept == ("mask-collision (Nq, Nk)", "magnitude")
+    problems = [gen.draw(0, i, "float32", ALL, regimes=kept) for i in range(300)]
+    assert problems[0].mask == "(Nq, Nk)" and problems[1].magnitude
+    assert not any(p.late_values or (p.n_k > 2 ** 14 and p.n_q <= 8) for p in problems)
+    try:
+        gen.chosen_regimes(["long decode"])
+    except ValueError as exc:
+        assert "regimes must be among" in str(exc) and "'long decode'" in str(exc)
+    else:
+        raise AssertionError("an unknown regime was accepted")

@@ -1,0 +1,22 @@
+"""The families the generator's regimes target (generate.REGIMES), each shown caught by the default
+run: a mutant of kernels.mutants per family, judged by verify_attention's default draws (seed 0)
+with generated-agreement, the relation that names it. The regimes come first in every run, whatever
+its budget, so the problems judged here (the budget spent after the first draw) are judged by the
+default run too, and the catch does not depend on the machine's speed."""
+import pytest
+
+from kernels import mutants
+from kernels.harness import generate as gen
+from kernels.harness import verify_attention
+
+FAMILIES = [mutants.split_kv_decode_16_splits, mutants.rectangular_causal_positions_in_float16,
+            mutants.two_dim_mask_as_key_padding, mutants.query_scaled_in_input_dtype]
+BY_FN = {m.fn: m for m in mutants.MUTANTS}
+
+
+@pytest.mark.parametrize("fn", FAMILIES, ids=[f.__name__ for f in FAMILIES])
+def test_the_default_run_catches_the_family(fn):
+    m = BY_FN[fn]
+    report = verify_attention(fn, backward=False, invariants=[gen.AGREEMENT], generate_seconds=1e-9)
+    caught = {c.dtype for c in report.failures if c.invariant == gen.AGREEMENT}
+    assert caught >= {str(d).removeprefix("torch.") for d in m.dtypes}, (fn.__name__, caught, report.failure_lines())
