@@ -550,8 +550,8 @@ def check(cert: Any) -> Verdict:
     if isinstance(cert, str):
         try:
             cert = json.loads(cert)
-        except json.JSONDecodeError as exc:
-            return Verdict("?", None, False, (f"not JSON: {exc}",), (), ())
+        except (json.JSONDecodeError, RecursionError) as exc:
+            return Verdict("?", None, False, (f"not JSON (or nested too deep): {type(exc).__name__}: {exc}"[:300],), (), ())
     if not isinstance(cert, dict):
         return Verdict("?", None, False, (f"a certificate is a JSON object, got {type(cert).__name__}",), (), ())
     claim = _printable(str(cert.get("claim", "?")))

@@ -74,10 +74,12 @@ def _bits(q: Any) -> int:
 def _bounded(name: str, f: type, args: list, kwargs: dict) -> None:
     """Refuse what would build a name that impersonates a number or hides characters, or an integer
     over MAX_BITS (SymPy evaluates 3**30000000 or factorial(300000) as it builds them)."""
-    if name in ("Symbol", "Dummy", "Function") and args and isinstance(args[0], str):
+    if name in ("Symbol", "Dummy", "Function", "Str") and args and isinstance(args[0], str):
         if any(unicodedata.category(c)[0] in "CZ" and c != " " for c in args[0]) or \
-                (name != "Function" and _numberlike(args[0])):
+                (name not in ("Function", "Str") and _numberlike(args[0])):
             raise CertificateError(f"the name {args[0]!r} reads as a number or holds a control/invisible character")
+        if _confusable(args[0]):
+            raise CertificateError(f"the name {args[0]!r} may print like another name: {_confusable(args[0])}")
     rationals = [a for a in args if isinstance(a, sp.Rational)]
     if any(_bits(q) > MAX_BITS for q in rationals):
         raise CertificateError(f"an integer of more than {MAX_BITS} bits in {name}")
@@ -86,6 +88,27 @@ def _bounded(name: str, f: type, args: list, kwargs: dict) -> None:
         raise CertificateError(f"{name} would build an integer of more than {MAX_BITS} bits")
     if issubclass(f, sp.Function) and any(abs(q) > 1 << 16 for q in rationals):  # factorial, binomial, gamma, …
         raise CertificateError(f"{name} of an argument over 2^16 would be evaluated as it is read")
+
+
+# Greek letters that print like Latin ones (Α, ο, ν, …): a name may mix Greek and Latin, but not through these.
+_GREEK_LIKE_LATIN = set("ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοϲϳνιυ")
+
+
+def _confusable(name: str) -> str:
+    """Why ``name`` could print like a different name ("" if it cannot): space at either end, a letter of a script
+    other than Latin and Greek (Cyrillic х is Latin x), a Greek letter that looks Latin, or a letter that NFKC
+    folds to an ASCII one (fullwidth ｘ, bold 𝐱; modifier letters and sub/superscripts such as ᵀ stay allowed)."""
+    if name != name.strip():
+        return "space at an end"
+    for c in name:
+        if c.isascii() or not unicodedata.category(c).startswith("L"):
+            continue
+        uname = unicodedata.name(c, "")
+        if unicodedata.category(c) != "Lm" and unicodedata.normalize("NFKC", c).isascii():
+            return f"{uname} folds to {unicodedata.normalize('NFKC', c)!r}"
+        if not uname.startswith(("LATIN", "GREEK", "MODIFIER LETTER")) or c in _GREEK_LIKE_LATIN:
+            return f"{uname} looks like a letter of another script"
+    return ""
 
 
 def _node(n: ast.AST) -> Any:
