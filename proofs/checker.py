@@ -50,7 +50,7 @@ from typing import Any
 import sympy as sp
 
 from proofs.identity import _canonical as _engine_canonical
-from proofs.identity import identity
+from proofs.identity import identity, infinite_names
 from proofs.srepr import UNEVALUATED, RESERVED, CertificateError, _declared, read, read_in, text, write  # noqa: F401
 
 FORMAT = "attention-proofs/certificate"
@@ -149,10 +149,8 @@ def _possibly_infinite(e: Any) -> bool:
     (extended_*, infinite, finite=False). A name declared without them ranges over numbers (the engine's rule)."""
     if not isinstance(e, sp.Basic):
         return False
-    return e.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or e.is_finite is False or any(
-        h.is_finite is not True and any(k.startswith("extended_") or k == "infinite" or (k == "finite" and v is False)
-                                        for k, v in _declared(getattr(h, "func", h) if h.is_Function else h).items())
-        for h in e.atoms(sp.Symbol, sp.IndexedBase, sp.core.function.AppliedUndef))
+    return e.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or e.is_finite is False or bool(infinite_names(e)) or any(
+        infinite_names(h) for h in e.atoms(sp.Symbol))  # bound symbols too: a Σ over an extended index
 
 
 def _admissible(x: Any, v: Any) -> bool:
@@ -389,8 +387,11 @@ def _linear(expr: Any, randoms: set, operator: Any) -> Any:
             return node if out is None else out
         if is_e(node) and len(node.args) == 1:
             body = sp.expand(node.args[0])
+            # A range that is random (Wald: E Σ_{k≤N} X_k is not Σ_{k≤N} E X_k) is refused: its bounds must be free
+            # of the declared random names and of E itself.
             if isinstance(body, sp.Sum) and all((hi - lo + 1).is_nonnegative and not (lo.has(sp.oo, -sp.oo) or
-                                                hi.has(sp.oo, -sp.oo)) for _, lo, hi in body.limits):
+                                                hi.has(sp.oo, -sp.oo) or random(lo) or random(hi))
+                                                for _, lo, hi in body.limits):
                 return split(sp.Sum(operator(body.function), *body.limits))  # E of a finite sum: the sum of the E's
             out = pull(body, operator, random)
             return node if out is None else out
@@ -471,6 +472,27 @@ def _random_names(cert: dict) -> set:
         if st.get("rule") == "citation":
             out |= _random_names(st["certificate"])
     return out
+
+
+def _context_names(cert: dict, seen: dict | None = None) -> set:
+    """Every name that has a meaning beside this certificate's own definitions: all names of each certificate it
+    cites (statement, premises, steps, recursively), what its computations conclude, and its linearity operators and
+    random names. Each cited certificate is read once (citations may share one)."""
+    seen = {} if seen is None else seen
+    out: set = set()
+    for st in cert.get("steps", []):
+        _budget()
+        if st.get("rule") == "citation" and isinstance(st.get("certificate"), dict):
+            inner = st["certificate"]
+            if id(inner) not in seen:
+                names = set().union(*[_heads(read(x)) for x in [inner.get("statement")] +
+                                      [p.get("statement") for p in inner.get("premises", [])] +
+                                      [s.get("conclusion") for s in inner.get("steps", [])] if isinstance(x, str)])
+                seen[id(inner)] = names | _context_names(inner, seen)
+            out |= seen[id(inner)]
+        elif st.get("rule") == "computation" and isinstance(st.get("conclusion"), str):
+            out |= _heads(read(st["conclusion"]))
+    return out | _random_names(cert)
 
 
 def _premise_symbols(cert: dict) -> set:
@@ -607,8 +629,10 @@ class _Replay:
 
     def _premises(self) -> None:
         entries = self.cert.get("premises", [])
+        # A definition is conservative only if its name is fresh: absent from the statement, the other premises,
+        # every expression of each cited certificate (a cited c = 0 gives c a meaning) and what computations state.
         used = _heads(self.statement).union(*[_heads(read(p["statement"])) for p in entries
-                                             if p.get("kind") != "definition"])
+                                             if p.get("kind") != "definition"], _context_names(self.cert))
         uses = {_definition_head(read(p["statement"]), (), str(p.get("id")), check=False)[0]:  # head -> names it uses
                 _heads(read(p["statement"]).rhs) for p in entries if p.get("kind") == "definition"}
         try:  # a definition may not define a name through itself (c := d + 1, d := c)
