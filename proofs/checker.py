@@ -43,7 +43,6 @@ import math
 import re
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import permutations
 from typing import Any
 
@@ -253,7 +252,26 @@ def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | 
 
 # --------------------------------------------------------------------------- rewriting
 
-@lru_cache(maxsize=None)  # deterministic; the same premises and sides are renamed again by many steps
+def _memo(f):
+    """Memoise ``f`` on the exact text of its arguments, every assumption written (SymPy's equality, which lru_cache
+    uses, ignores the assumptions of a bound variable it compares up to renaming: Subs, Lambda)."""
+    table: dict = {}
+
+    def key(a):
+        return text(a) if isinstance(a, sp.Basic) else tuple(map(key, a)) if isinstance(a, tuple) else \
+            tuple(sorted(map(str, a))) if isinstance(a, frozenset) else repr(a)
+
+    def memoised(*args):
+        k = tuple(map(key, args))
+        if k not in table:
+            table[k] = f(*args)
+        return table[k]
+
+    memoised.cache_clear = table.clear
+    return memoised
+
+
+@_memo  # deterministic; the same premises and sides are renamed again by many steps
 def _canonical(expr: Any) -> Any:
     """Bound indices renamed by nesting height and position (alpha-renaming, with the facts each range
     implies), as the engine renames them, but to the checker's own Dummies: the engine refuses its own
@@ -261,7 +279,7 @@ def _canonical(expr: Any) -> Any:
     return _engine_canonical(expr, base=RESERVED.start) if isinstance(expr, sp.Basic) else expr
 
 
-@lru_cache(maxsize=None)  # one premise's pattern serves every rewrite that uses it
+@_memo  # one premise's pattern serves every rewrite that uses it
 def _pattern(eq: Any, forall: tuple, avoid: frozenset = frozenset()) -> tuple[Any, Any]:
     """An equation's sides with bound indices named as ``_canonical`` names an expression's (a premise's Σ_k meets
     the expression's Σ_k), the right side's made fresh (what it inserts cannot capture a renamed index around it),
