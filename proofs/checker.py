@@ -231,8 +231,22 @@ def _shown_sign(e: Any, facts: list) -> str | None:
     return None if sign < 0 else ">" if strict else "≥"
 
 
+def _real(e: Any) -> bool:
+    """Shown a real number (finite): what an order relation may compare. SymPy calls Mod, Max, Min and Heaviside
+    real whatever their arguments (Mod(1 + 3i, 2) is not real): their arguments must be shown real too."""
+    return isinstance(e, sp.Expr) and e.is_real is True and all(
+        a.is_real is True for f in e.atoms(sp.Mod, sp.Max, sp.Min, sp.Heaviside) for a in f.args)
+
+
+def _orders_real(p: Any) -> bool:
+    """Every order relation (<, ≤, >, ≥) in ``p`` compares two expressions shown real."""
+    return not isinstance(p, sp.Basic) or all(_real(r.lhs) and _real(r.rhs) for r in p.atoms(sp.Le, sp.Lt, sp.Ge, sp.Gt))
+
+
 def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | None = None) -> str:
     """Why small ≤ big (< when rel is "<") from the sign of big − small under the premises' facts; else _Refused."""
+    _need(_real(small) and _real(big), lambda: f"{sp.sstr(small)[:60]} or {sp.sstr(big)[:60]} is not shown real: "
+          "an order relation is between reals")
     facts = _facts(premises)
     # Bound indices carry what their ranges imply, not what they were declared (a "positive" index over −5..−1).
     diff = _canonical(big - small)
@@ -905,6 +919,8 @@ class _Replay:
             if isinstance(p, sp.Eq):
                 ok, why = decide_identity(p.lhs, p.rhs)
             else:
+                _need(_orders_real(p), lambda: f"instance {sp.sstr(p)[:120]}: an order relation between "
+                      "expressions not shown real")
                 with sp.evaluate(True):
                     value = sp.simplify(p.doit()) if isinstance(p, sp.Basic) else p
                 ok, why = value is sp.true, f"evaluates to {value}"

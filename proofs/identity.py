@@ -352,6 +352,8 @@ def _probe(lhs: list[sp.Expr], rhs: list[sp.Expr], probes: int, salt: bytes = b"
         lean = (-1, 1)[tried] if tried < 2 and not salt else 0
         tried += 1
         point = {s: _sample_value(sp.Dummy(integer=True) if s in bare else s, rng, lean, wide=bool(salt)) for s in syms}
+        if any(getattr(v, f"is_{k}", None) is (not t) for s, v in point.items() for k, t in s.assumptions0.items()):
+            continue  # a point the assumptions exclude (18 for a non-integer x) can refute nothing
         skipped = _too_large(lhs + rhs, point) or ""
         if skipped:
             continue
