@@ -49,7 +49,7 @@ from typing import Any
 import sympy as sp
 
 from proofs.identity import _canonical as _engine_canonical
-from proofs.identity import identity, infinite_names
+from proofs.identity import identity
 from proofs.srepr import UNEVALUATED, RESERVED, CertificateError, _declared, read, read_in, text, write  # noqa: F401
 
 FORMAT = "attention-proofs/certificate"
@@ -232,9 +232,10 @@ def _shown_sign(e: Any, facts: list) -> str | None:
 
 
 def _real(e: Any) -> bool:
-    """Shown a real number (finite): what an order relation may compare. SymPy calls Mod, Max, Min and Heaviside
+    """Shown a real number (finite, or a quotient of such): what an order relation may compare. SymPy calls Mod, Max, Min and Heaviside
     real whatever their arguments (Mod(1 + 3i, 2) is not real): their arguments must be shown real too."""
-    return isinstance(e, sp.Expr) and e.is_real is True and all(
+    return isinstance(e, sp.Expr) and (e.is_real is True or all(  # a quotient: where its denominator is not 0
+        part.is_real is True for part in sp.fraction(sp.together(e)))) and all(
         a.is_real is True for f in e.atoms(sp.Mod, sp.Max, sp.Min, sp.Heaviside) for a in f.args)
 
 

@@ -727,27 +727,6 @@ def _reserved_dummies(e: sp.Basic) -> str | None:
     return None
 
 
-def infinite_names(e: Any) -> list[str]:
-    """The free symbols, indexed bases and undefined functions of ``e`` whose declared facts admit an infinite
-    value (extended_*, infinite, finite=False) and do not say finite: one admissibility rule, shared with the
-    checker's instances. The probes and the rewrites work on finite values, so nothing is decided about these."""
-    if not isinstance(e, sp.Basic):
-        return []
-    heads = e.free_symbols | {f.func for f in e.atoms(sp.core.function.AppliedUndef)} | \
-        {i.base.label for i in e.atoms(sp.Indexed)}
-    def declared(h):
-        return dict(getattr(h, "_kwargs", {})) if isinstance(h, sp.core.function.UndefinedFunction) else \
-            dict(getattr(h, "_assumptions_orig", {}))
-    return sorted(str(h) for h in heads if getattr(h, "is_finite", None) is not True and
-                  any(k.startswith("extended_") or k == "infinite" or (k == "finite" and v is False)
-                      for k, v in declared(h).items()))
-
-
-def _may_be_infinite(e: sp.Basic) -> str | None:
-    names = infinite_names(e)
-    return f"{', '.join(names)} may be infinite (declared extended or infinite, not finite)" if names else None
-
-
 def _undefined_somewhere(exprs: list[sp.Expr]) -> str | None:
     """A reason naming the first node or condition not shown, or None when both sides are defined
     (and differentiable where differentiated) everywhere; infinities were refused on entry."""
@@ -1081,7 +1060,7 @@ def _identity(lhs: Any, rhs: Any, probes: int) -> tuple[bool, str]:
     except ValueError as exc:
         return False, _message(exc)
     for e in a + b:
-        why = _reserved_dummies(e) or _may_be_infinite(e)
+        why = _reserved_dummies(e)
         if why:
             return False, f"not shown defined: {why}"
     differ = [k for k, (x, y) in enumerate(zip(a, b)) if x != y]  # identical entries cannot be refuted
