@@ -41,7 +41,6 @@ import hashlib
 import json
 import math
 import re
-import time
 from dataclasses import dataclass
 from itertools import permutations
 from typing import Any
@@ -49,7 +48,7 @@ from typing import Any
 import sympy as sp
 
 from proofs.identity import _canonical as _engine_canonical
-from proofs.identity import identity
+from proofs.identity import cpu_seconds, identity
 from proofs.srepr import UNEVALUATED, RESERVED, CertificateError, _declared, read, read_in, text, write  # noqa: F401
 
 FORMAT = "attention-proofs/certificate"
@@ -84,7 +83,7 @@ RULES = {
     "computation": "a named computation no rule covers (file:function): taken as recorded, and listed",
 }
 MAX_ENUMERATION = 4096
-CHECK_BUDGET_S = 120.0  # wall clock for one certificate with everything it cites (the catalogue's largest: ~3 s)
+CHECK_BUDGET_S = 120.0  # CPU seconds for one certificate with everything it cites (the catalogue's largest: ~3 s)
 MAX_CITATION_DEPTH = 32
 CLAIM_ID = re.compile(r"[a-z0-9][a-z0-9._=\[\]-]*")  # ASCII, nothing invisible, nothing that mimics another id
 
@@ -587,7 +586,7 @@ def _printable(text: str) -> str:
 
 
 class _OverBudget(CertificateError):
-    """The certificate's wall-clock budget ran out: a failed verdict, never a hang."""
+    """The certificate's CPU budget ran out: a failed verdict, never a hang."""
 
 
 _VERDICTS: dict[str, Verdict] = {}
@@ -595,8 +594,8 @@ _CLOCK = {"deadline": None, "depth": 0}  # the budget and citation depth of the 
 
 
 def _budget() -> None:
-    if _CLOCK["deadline"] is not None and time.monotonic() > _CLOCK["deadline"]:
-        raise _OverBudget(f"over the time budget of {CHECK_BUDGET_S:g} s per certificate (citations included)")
+    if _CLOCK["deadline"] is not None and cpu_seconds() > _CLOCK["deadline"]:
+        raise _OverBudget(f"over the budget of {CHECK_BUDGET_S:g} s of CPU time per certificate (citations included)")
 
 
 def check(cert: Any) -> Verdict:
@@ -617,7 +616,7 @@ def check(cert: Any) -> Verdict:
     if key in _VERDICTS:
         return _VERDICTS[key]
     top = _CLOCK["deadline"] is None
-    _CLOCK["deadline"] = time.monotonic() + CHECK_BUDGET_S if top else _CLOCK["deadline"]
+    _CLOCK["deadline"] = cpu_seconds() + CHECK_BUDGET_S if top else _CLOCK["deadline"]
     _CLOCK["depth"] += 1
     try:
         if _CLOCK["depth"] > MAX_CITATION_DEPTH:

@@ -24,8 +24,8 @@ Trust base. A "True" from :func:`identity` is as sound as:
     Derivative: an identity containing them is claimed for every such function;
   * evalf at 40 digits for the probes, which can only refute (a refutation is at a stated point);
   * the worker process: the arguments travel pickled and are compared by hash with what the caller
-    built (a mismatch runs in a process forked for the call instead); a worker past its budget is
-    killed, so "False, undecided" is the answer, never a late "True".
+    built (a mismatch runs in a process forked for the call instead); a worker past its CPU budget
+    (or its wall-clock backstop) is stopped, so "False, undecided" is the answer, never a late "True".
 """
 from __future__ import annotations
 
@@ -41,8 +41,9 @@ import sympy as sp
 #   2. random probes refute a false identity fast (probes where a side is undefined decide nothing);
 #   3. both sides are shown defined everywhere: every denominator and every other singularity the
 #      engine recognises (log at 0, gamma at 0, −1, …, a symbolic exponent that may be negative,
-#      atan2 at the origin, infinities, an infinite sum not shown convergent) is shown absent;
-#   4. the difference reduces to 0 symbolically, within a wall-clock budget.
+#      atan2 at the origin, infinities and names declared to admit them (extended_*), an infinite sum
+#      not shown convergent) is shown absent;
+#   4. the difference reduces to 0 symbolically, within a budget of CPU time.
 # A pass needs all four. Stages 3 and 4 are the proof; the probes refute fast and guard against a
 # simplification that wrongly returns 0 (simplify is trusted only where probes decided: it has rewrites,
 # binomial(n, m) = binomial(n, n − m) among them, that are false for some values).
@@ -53,13 +54,19 @@ import sympy as sp
 # because at x = 0 neither side has a value. State the assumption that excludes it (x positive).
 import fractions  # noqa: E402
 import hashlib  # noqa: E402
+import io  # noqa: E402
 import itertools  # noqa: E402
+import math  # noqa: E402
 import multiprocessing  # noqa: E402
+import multiprocessing.connection  # noqa: E402
 import numbers  # noqa: E402
 import os  # noqa: E402
 import pickle  # noqa: E402
+import resource  # noqa: E402
 import select  # noqa: E402
 import signal  # noqa: E402
+import socket  # noqa: E402
+import struct  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
@@ -77,8 +84,8 @@ _PROBE_TRIES = 4  # probe points tried per wanted probe before the probes give u
 _CONFIRM_PROBES = 12  # fresh probes a 0 reached by simplify must survive
 _MAX_TERMS = 10**4
 _MAX_EXACT = 10**4
-# Wall-clock seconds one identity may take; past it the identity fails as undecided. Every claim
-# in the catalogue needs well under a second, so this only stops a runaway simplification.
+# CPU seconds one identity may take; past it the identity fails as undecided. Every claim in the
+# catalogue needs well under a second, so this only stops a runaway simplification.
 BUDGET_S = 10.0
 
 _MatrixElement = sp.matrices.expressions.matexpr.MatrixElement  # A[i, j] of a MatrixSymbol A
@@ -98,13 +105,13 @@ class _OutOfTime(BaseException):
 
 @contextmanager
 def _deadline(seconds: float):
-    """Raise _OutOfTime in this thread after ``seconds``.
+    """Raise _OutOfTime in this thread once the process has used ``seconds`` more CPU time.
 
-    Uses SIGALRM, so it works only in the main thread and when no other timer is armed; elsewhere
-    the identity runs unbudgeted (the instantiation limits still hold).
+    Uses ITIMER_PROF, so it works only in the main thread and when no other profiling timer is armed
+    (in the worker both hold); elsewhere the identity runs unbudgeted here (_cpu_limit still holds).
     """
     usable = (seconds and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-              and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
+              and signal.getitimer(signal.ITIMER_PROF)[0] == 0)
     if not usable:
         yield
         return
@@ -114,14 +121,14 @@ def _deadline(seconds: float):
         if armed[0]:
             raise _OutOfTime()
 
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = signal.signal(signal.SIGPROF, on_alarm)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
     try:
         yield
     finally:
         armed[0] = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
 
 
 def _message(exc: BaseException) -> str:
@@ -727,12 +734,27 @@ def _reserved_dummies(e: sp.Basic) -> str | None:
     return None
 
 
+def _may_be_infinite(e: sp.Basic) -> str | None:
+    """A name whose declared facts admit ±∞ (extended_*, infinite, finite=False). The engine refuses
+    infinities on entry and probes finite values only, so it cannot show a side defined at ∞: y/(y + 1) is
+    oo/oo there while 1 − 1/(y + 1) is 1. A name declared without such facts ranges over numbers."""
+    heads = [(h, h) for h in e.atoms(sp.Symbol)] + [(h, h.func) for h in e.atoms(sp.core.function.AppliedUndef)] + \
+        [(h, h.base) for h in e.atoms(sp.Indexed)]
+    for h, head in sorted(heads, key=lambda p: sp.default_sort_key(p[0])):
+        facts = dict(getattr(head, "_assumptions_orig", None) or getattr(head, "_kwargs", None)
+                     or getattr(getattr(head, "_assumptions", None), "_generator", None) or {})
+        if h.is_finite is not True and any(k.startswith("extended_") or k == "infinite" or (k == "finite" and v is False)
+                                           for k, v in facts.items()):
+            return f"{_name(h)} may be infinite (declared {', '.join(sorted(facts))}): not shown defined at ±∞"
+    return None
+
+
 def _undefined_somewhere(exprs: list[sp.Expr]) -> str | None:
     """A reason naming the first node or condition not shown, or None when both sides are defined
     (and differentiable where differentiated) everywhere; infinities were refused on entry."""
     out: list = []
     for e in exprs:
-        why = _declared_against_range(e)
+        why = _declared_against_range(e) or _may_be_infinite(e)
         if why:
             return why
         try:
@@ -819,8 +841,9 @@ def _finite_sums(expr: sp.Expr) -> sp.Expr:
     return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), one)
 
 
-def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool) -> str:
-    """"exact" or "simplify" (which kind of reduction reached 0), or "" when none did."""
+def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool, exact_tried: bool = False) -> str:
+    """"exact" or "simplify" (which kind of reduction reached 0), or "" when none did. ``exact_tried``:
+    the exact reductions are known to fail, only simplify's are tried."""
     # Cheapest first: most identities here are polynomial or rational in exponentials.
     # Each reduction is valid wherever the expression is defined; the singularities are checked apart.
     # expand, together, cancel and powsimp rewrite by field axioms and power laws with their
@@ -852,6 +875,8 @@ def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool) -> str:
         if expr.has(sp.Piecewise, sp.Max, sp.Min, sp.Abs, sp.sign, sp.Heaviside):
             reductions.append(lambda e: sp.simplify(sp.piecewise_fold(e.rewrite(sp.Piecewise))))
     for k, reduce in enumerate(reductions):
+        if exact_tried and k < exact:
+            continue
         try:
             if reduce(expr) == 0:
                 return "exact" if k < exact else "simplify"
@@ -861,9 +886,9 @@ def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool) -> str:
 
 
 def identity(lhs: Any, rhs: Any, *, probes: int = 3, budget: float = BUDGET_S) -> tuple[bool, str]:
-    """Decide ``lhs == rhs`` for all values of the free symbols; never raises, never runs past
-    ``budget`` seconds (plus the worker's hand-over, at most 0.5 s), in any thread. Calls from several
-    threads are served one at a time; a call's budget starts when its turn comes.
+    """Decide ``lhs == rhs`` for all values of the free symbols; never raises, never uses more than
+    ``budget`` seconds of CPU time (plus _HANDOVER_S for a C call), in any thread, whatever the machine's
+    load. Calls from several threads are served one at a time; a call's budget starts when its turn comes.
 
     True only when the shapes match, no probe refutes it, both sides are shown defined everywhere
     and the difference reduces to zero. The detail says which stage decided. The work runs in a
@@ -876,31 +901,52 @@ def identity(lhs: Any, rhs: Any, *, probes: int = 3, budget: float = BUDGET_S) -
 
 
 def _guarded(lhs: Any, rhs: Any, probes: int, budget: float) -> tuple[bool, str]:
-    """The decision itself, in the process that runs it; SIGALRM stops Python-level overruns politely
-    (the worker survives), the parent's kill stops the rest."""
+    """The decision itself, in the process that runs it; SIGPROF stops Python-level overruns politely
+    (the worker survives); _cpu_limit and the caller's backstop stop the rest."""
     try:
         try:
             with _deadline(budget):
                 return _identity(lhs, rhs, probes)
         except _OutOfTime:
-            return False, f"undecided within the budget of {budget:g} s"
+            return False, f"undecided within the budget of {budget:g} s of CPU time"
     except _OutOfTime:  # the alarm landed while the deadline was being disarmed
-        return False, f"undecided within the budget of {budget:g} s"
+        return False, f"undecided within the budget of {budget:g} s of CPU time"
     except Exception as exc:
         return False, f"check raised {type(exc).__name__}: {_message(exc)}"
 
 
 # --------------------------------------------------------------------------- the worker process
 #
-# Each identity runs in a forked worker process, reused across calls (its SymPy cache stays warm) and
-# killed, then re-forked on the next call, when an answer does not come within the budget: a C call
-# (math.gcd on huge integers, an exact power) that no signal interrupts cannot overrun it, and the
-# budget holds off the main thread too. The arguments travel pickled; unpickling rebuilds SymPy
-# objects through their constructors, which evaluate (an unevaluated x·x⁻¹ would arrive as 1), so the
-# worker compares a fingerprint (the objects' hashes, which a fork shares) with the one the caller took
-# and refuses a mismatch. Inputs that cannot travel faithfully (an unevaluated product, a list subclass,
-# an array) run in a process forked for that one call, which inherits them as they are.
-_HANDOVER_S = 0.5  # past the budget, how long the parent waits for the worker's own "undecided" answer
+# The budget is CPU time, not wall-clock time, so a verdict does not depend on how loaded the machine is.
+# Each identity runs in a worker process, reused across calls (its SymPy cache stays warm). Inside it,
+# ITIMER_PROF raises _OutOfTime when the call has used its budget (a Python-level overrun: the worker
+# answers "undecided" and survives), and at the budget plus _HANDOVER_S ITIMER_VIRTUAL (and RLIMIT_CPU
+# behind it) ends the worker by a signal left to its default action, inside a C call that no Python handler
+# can interrupt (math.gcd on huge integers, an exact power). A worker that stops computing without answering (blocked, stopped, deadlocked) is killed by the
+# caller after a wall-clock backstop of _BACKSTOP_FACTOR times the budget: a computing worker meets its CPU
+# budget long before that unless it gets under 1/_BACKSTOP_FACTOR of a core. A killed worker is replaced
+# on the next call.
+#
+# Forking. Workers are forked by a zygote: a process forked when this module is imported, which then only
+# ever forks, so it stays single-threaded and a worker never inherits a lock that another thread held at
+# the fork (the deadlock os.fork warns of in a process running JAX or torch thread pools). The zygote is
+# as safe as the importer was at import time: import proofs before starting threads. A process that is
+# itself a fork of the importer gets a zygote of its own, forked from it on its first identity.
+#
+# Transport. The arguments travel pickled; unpickling rebuilds SymPy objects through their constructors,
+# which evaluate (an unevaluated x·x⁻¹ would arrive as 1), so each SymPy object with arguments is sent as
+# its class and arguments and rebuilt unevaluated, and the worker compares a fingerprint (the objects'
+# hashes, which a fork shares) with the one the caller took, refusing a mismatch. An input that still
+# cannot travel faithfully (a list subclass, a mutable array) runs in a process forked from the caller for
+# that one call, which inherits it as it is; that fork is the one not made by the zygote: its child runs
+# only SymPy, pickle and os.write, and one that deadlocks on an inherited lock meets the wall-clock
+# backstop and answers "undecided", never "True".
+_HANDOVER_S = 0.5  # CPU seconds past the budget before a worker stuck in a C call is ended
+_BACKSTOP_FACTOR = 30  # the wall-clock backstop, in budgets
+
+
+def _backstop(budget: float) -> float | None:
+    return _BACKSTOP_FACTOR * budget + _HANDOVER_S if budget else None
 
 
 class _Opaque(Exception):
@@ -919,39 +965,159 @@ def _fingerprint(x: Any) -> Any:
     raise _Opaque(type(x).__name__)
 
 
+def _unevaluated(cls: type, args: tuple) -> sp.Basic:
+    with sp.evaluate(False):
+        return cls(*args)
+
+
+class _AsBuilt(pickle.Pickler):
+    """Pickles a SymPy object with arguments as its class and arguments, rebuilt unevaluated."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, sp.Basic) and not isinstance(obj, type) and obj.args and \
+                not isinstance(obj, sp.MatrixBase):
+            return _unevaluated, (type(obj), obj.args)
+        return NotImplemented
+
+
+def _dumps(x: Any) -> bytes:
+    out = io.BytesIO()
+    _AsBuilt(out, protocol=pickle.HIGHEST_PROTOCOL).dump(x)
+    return out.getvalue()
+
+
+@contextmanager
+def _cpu_limit(budget: float):
+    """End this process once it has used ``budget`` + _HANDOVER_S more CPU seconds, however it is occupied:
+    SIGVTALRM, left to its default action (terminate), when its user time has (to a clock tick), and
+    SIGXCPU from RLIMIT_CPU (whole seconds, user and system time) as a second line; no core file."""
+    if not budget:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    limit = math.ceil(time.process_time() + budget + _HANDOVER_S)
+    resource.setrlimit(resource.RLIMIT_CPU, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
+    previous = signal.signal(signal.SIGVTALRM, signal.SIG_DFL)
+    signal.setitimer(signal.ITIMER_VIRTUAL, budget + _HANDOVER_S)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+def _run(lhs: Any, rhs: Any, probes: int, budget: float) -> tuple[bool, str]:
+    """The decision inside a worker or a forked child."""
+    with _cpu_limit(budget):
+        return _guarded(lhs, rhs, probes, budget)
+
+
+def _died(budget: float, status: int, cpu: float) -> str:
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGVTALRM, signal.SIGXCPU):
+        return f"undecided within the budget of {budget:g} s of CPU time (its process was stopped after {cpu:.1f} s)"
+    return f"the identity's process ended without an answer (status {status}, after {cpu:.1f} s of CPU time)"
+
+
+def _late(budget: float, cpu: float) -> str:
+    return (f"undecided: no answer within the wall-clock backstop of {_backstop(budget):g} s "
+            f"(its process was stopped after {cpu:.1f} s of its budget of {budget:g} s of CPU time)")
+
+
+class _Zygote:
+    """The single-threaded process that forks the workers and reaps them (see above)."""
+
+    def __init__(self):
+        self.pid, self.sock, self.owner = 0, None, 0
+
+    def _start(self) -> None:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                mine.close()
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
+                _zygote(theirs)
+                code = 0
+            finally:
+                os._exit(code)
+        theirs.close()
+        self.pid, self.sock, self.owner = pid, mine, os.getpid()
+
+    def fork(self) -> tuple[int, multiprocessing.connection.Connection]:
+        """A new worker: its pid and the caller's end of its pipe."""
+        if self.owner != os.getpid():  # inherited from the process this one is a fork of: not ours
+            if self.sock is not None:
+                self.sock.close()
+            self._start()
+        self.sock.send(b"F")
+        msg, fds, _, _ = socket.recv_fds(self.sock, 16, 1)
+        if len(msg) != 8 or len(fds) != 1:
+            raise OSError("the zygote did not hand over a worker")
+        return struct.unpack("<q", msg)[0], multiprocessing.connection.Connection(fds[0])
+
+    def reap(self, pid: int) -> tuple[int, float]:
+        """A worker's exit status and CPU seconds, once it has ended (the zygote waits for it)."""
+        self.sock.send(b"R" + struct.pack("<q", pid))
+        return struct.unpack("<qd", self.sock.recv(16))
+
+
+def _zygote(sock: socket.socket) -> None:
+    """The zygote's loop: fork a worker ("F") or reap one ("R" + pid) until the caller's end closes."""
+    while True:
+        req = sock.recv(9)
+        if not req:
+            return
+        if req[:1] == b"F":
+            ours, theirs = socket.socketpair()
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    sock.close()
+                    ours.close()
+                    _serve(multiprocessing.connection.Connection(theirs.detach()))
+                    code = 0
+                finally:
+                    os._exit(code)
+            theirs.close()
+            socket.send_fds(sock, [struct.pack("<q", pid)], [ours.fileno()])
+            ours.close()
+        elif req[:1] == b"R":
+            try:
+                _, status, usage = os.wait4(struct.unpack("<q", req[1:9])[0], 0)
+                cpu = usage.ru_utime + usage.ru_stime
+            except ChildProcessError:
+                status, cpu = -1, 0.0
+            sock.send(struct.pack("<qd", status, cpu))
+
+
 class _Worker:
     def __init__(self):
         self.lock = threading.Lock()
         self.pid = 0
         self.conn = None
-        self.owner = 0  # the process that forked the worker
+        self.owner = 0  # the process the worker answers to
         self.forks = 0  # how many workers were started (a restart after a kill counts)
+        self.cpu = 0.0  # the worker's CPU seconds up to its last answer
+        self.last_cpu = 0.0  # the CPU seconds of the last call (answered or stopped), hand-over included
+        self.spent = 0.0  # CPU seconds of every call by every worker and forked child of this process
 
-    def _start(self) -> None:
-        parent, child = multiprocessing.Pipe()
-        pid = os.fork()
-        if pid == 0:  # the worker
-            code = 1
+    def stop(self, kill: bool = True) -> tuple[int, float]:
+        """End the worker; its exit status and the CPU seconds of its last call."""
+        status, cpu = -1, 0.0
+        if self.pid and self.owner == os.getpid():
             try:
-                parent.close()
-                signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
-                _serve(child)
-                code = 0
-            finally:
-                os._exit(code)
-        child.close()
-        self.pid, self.conn, self.owner = pid, parent, os.getpid()
-        self.forks += 1
-
-    def stop(self) -> None:
-        if self.pid:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-                os.waitpid(self.pid, 0)
-            except (ProcessLookupError, ChildProcessError):
+                if kill:
+                    os.kill(self.pid, signal.SIGKILL)
+                status, cpu = _ZYGOTE.reap(self.pid)
+            except OSError:
                 pass
             self.conn.close()
-            self.pid, self.conn = 0, None
+        self.pid, self.conn = 0, None
+        return status, max(cpu - self.cpu, 0.0)
 
     def ask(self, payload: bytes, budget: float) -> tuple[bool, str] | None:
         """The worker's answer, None when the inputs did not arrive faithfully."""
@@ -960,18 +1126,26 @@ class _Worker:
                 self.conn.close()
                 self.pid, self.conn = 0, None
             if not self.pid:
-                self._start()
+                self.pid, self.conn = _ZYGOTE.fork()
+                self.owner, self.cpu = os.getpid(), 0.0
+                self.forks += 1
             try:
                 self.conn.send_bytes(payload)
-                if self.conn.poll(budget + _HANDOVER_S if budget else None):
-                    return pickle.loads(self.conn.recv_bytes())
-            except (EOFError, OSError) as exc:  # the worker died (a crash, a kill from outside)
-                self.stop()
-                return False, f"the identity's worker process ended without an answer ({type(exc).__name__})"
-            self.stop()
-            return False, f"undecided within the budget of {budget:g} s (its worker process was stopped)"
+                if self.conn.poll(_backstop(budget)):
+                    answer, cpu = pickle.loads(self.conn.recv_bytes())
+                    self.cpu, self.last_cpu = cpu, cpu - self.cpu
+                    self.spent += self.last_cpu
+                    return answer
+            except (EOFError, OSError):  # the worker ended: its CPU limit, a crash, a kill from outside
+                status, self.last_cpu = self.stop(kill=False)
+                self.spent += self.last_cpu
+                return False, _died(budget, status, self.last_cpu)
+            _, self.last_cpu = self.stop()
+            self.spent += self.last_cpu
+            return False, _late(budget, self.last_cpu)
 
 
+_ZYGOTE = _Zygote()
 _WORKER = _Worker()
 
 
@@ -984,15 +1158,20 @@ def _serve(conn) -> None:
             return
         try:
             lhs, rhs, probes, budget, want = pickle.loads(data)
-            answer = _guarded(lhs, rhs, probes, budget) if _fingerprint((lhs, rhs)) == want else None
+            answer = _run(lhs, rhs, probes, budget) if _fingerprint((lhs, rhs)) == want else None
         except Exception:
             answer = None
-        conn.send_bytes(pickle.dumps(answer))
+        conn.send_bytes(pickle.dumps((answer, time.process_time())))
+
+
+def cpu_seconds() -> float:
+    """CPU seconds used by this process and by the identities it asked: a clock that load does not speed up."""
+    return time.process_time() + _WORKER.spent
 
 
 def _isolated(lhs: Any, rhs: Any, probes: int, budget: float) -> tuple[bool, str]:
     try:
-        payload = pickle.dumps((lhs, rhs, probes, budget, _fingerprint((lhs, rhs))), protocol=pickle.HIGHEST_PROTOCOL)
+        payload = _dumps((lhs, rhs, probes, budget, _fingerprint((lhs, rhs))))
     except Exception:  # _Opaque, or an object pickle refuses
         payload = None
     if payload is not None:
@@ -1003,38 +1182,44 @@ def _isolated(lhs: Any, rhs: Any, probes: int, budget: float) -> tuple[bool, str
 
 
 def _forked(lhs: Any, rhs: Any, probes: int, budget: float) -> tuple[bool, str]:
-    """The identity in a process forked for this call alone, killed at the budget."""
+    """The identity in a process forked from the caller for this call alone (see above)."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             os.close(read)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
-            data = pickle.dumps(_guarded(lhs, rhs, probes, budget))
+            data = pickle.dumps(_run(lhs, rhs, probes, budget))
             while data:
                 data = data[os.write(write, data):]
         finally:
             os._exit(0)
     os.close(write)
-    deadline = time.monotonic() + budget + _HANDOVER_S if budget else None
-    chunks = []
+    backstop = _backstop(budget)
+    deadline = None if backstop is None else time.monotonic() + backstop
+    chunks, late = [], False
     try:
         while True:
             wait = None if deadline is None else deadline - time.monotonic()
             if wait is not None and wait <= 0 or not select.select([read], [], [], wait)[0]:
                 os.kill(pid, signal.SIGKILL)
-                return False, f"undecided within the budget of {budget:g} s (its process was stopped)"
+                late = True
+                break
             chunk = os.read(read, 1 << 16)
             if not chunk:
                 break
             chunks.append(chunk)
     finally:
         os.close(read)
-        os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
+    cpu = usage.ru_utime + usage.ru_stime
+    _WORKER.spent += cpu
+    if late:
+        return False, _late(budget, cpu)
     try:
         return pickle.loads(b"".join(chunks))
-    except Exception as exc:
-        return False, f"the identity's process ended without an answer ({type(exc).__name__})"
+    except Exception:
+        return False, _died(budget, status, cpu)
 
 
 def _plain(x: Any) -> Any:
@@ -1064,8 +1249,20 @@ def _identity(lhs: Any, rhs: Any, probes: int) -> tuple[bool, str]:
         if why:
             return False, f"not shown defined: {why}"
     differ = [k for k, (x, y) in enumerate(zip(a, b)) if x != y]  # identical entries cannot be refuted
-    refuted, decided, probed = _probe([a[k] for k in differ], [b[k] for k in differ], probes) if differ \
-        else (None, 0, "sides identical, not probed")
+    # Exact reductions first: each is valid wherever both sides are defined, so with the domain check they
+    # are a proof, and probes (which refute fast, and are what lets simplify be trusted) add nothing to it.
+    # Probes run only when some entry does not reduce exactly; the exact reductions are not tried twice.
+    exact = set()
+    for k in differ:
+        if not _reduces_to_zero(a[k] - b[k], trust_simplify=False):
+            break
+        exact.add(k)
+    failed = differ[len(exact)] if len(exact) < len(differ) else None  # its exact reductions were tried
+    if failed is None:
+        refuted, decided, probed = None, 0, ("sides identical, not probed" if not differ
+                                             else "reduced exactly, so not probed")
+    else:
+        refuted, decided, probed = _probe([a[k] for k in differ], [b[k] for k in differ], probes)
     if refuted:
         return False, refuted
     why = _undefined_somewhere(a + b)
@@ -1073,7 +1270,8 @@ def _identity(lhs: Any, rhs: Any, probes: int) -> tuple[bool, str]:
         return False, f"not shown defined: {why} ({probed})"
     generic = False
     for k, (x, y) in enumerate(zip(a, b)):
-        how = _reduces_to_zero(x - y, trust_simplify=decided > 0) if x != y else "exact"
+        how = "exact" if x == y or k in exact else \
+            _reduces_to_zero(x - y, trust_simplify=decided > 0, exact_tried=k == failed)
         if not how:
             entry = f" (entry {k})" if len(a) > 1 else ""
             unprobed = "; simplify is not trusted without probes" if not decided else ""
@@ -1088,3 +1286,6 @@ def _identity(lhs: Any, rhs: Any, probes: int) -> tuple[bool, str]:
         probed += f"; simplify's 0 confirmed: {more}"
     return True, (f"identity ({len(a)} entr{'y' if len(a) == 1 else 'ies'}; {probed}; "
                   "defined everywhere; difference simplified to 0)")
+
+
+_ZYGOTE._start()  # now, while the importer is (ideally) still single-threaded

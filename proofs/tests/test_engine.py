@@ -2,6 +2,7 @@ import pytest
 import sympy as sp
 
 from proofs.engine import Proof, identity
+from proofs.identity import _probe
 
 x, y = sp.symbols("x y", real=True)
 n = sp.Symbol("n", integer=True, positive=True)
@@ -93,10 +94,12 @@ def test_probes_where_a_side_is_undefined_are_undecided_not_agreement():
     # x/x-like forms aside, (x^2 - 1)/(x - 1) = x + 1 fails: x = 1 is in the domain of x and not of the lhs.
     ok, detail = identity((x**2 - 1) / (x - 1), x + 1)
     assert not ok and "x - 1" in detail
-    # With the denominator provably non-zero the identity holds, and the detail counts the decided probes.
+    # With the denominator provably non-zero the identity holds (reduced exactly: no probe needed), and
+    # probes of it, where both sides have values, decide and agree.
     p = sp.Symbol("p", positive=True)
     ok, detail = identity((p**2 - 1) / (p + 1), p - 1)
-    assert ok and "3 of 3 probes decided" in detail
+    assert ok and "reduced exactly, so not probed" in detail, detail
+    assert _probe([(p**2 - 1) / (p + 1)], [p - 1], 3) == (None, 3, "3 of 3 probes decided")
 
 
 def test_a_side_undefined_everywhere_decides_no_probe():
@@ -136,8 +139,10 @@ def test_a_false_index_form_step_fails_and_does_not_raise():
 
 
 def test_index_forms_are_probed_by_instantiating_the_range():
-    ok, detail = identity(sp.Sum(_q[_i] + _k[_i], (_i, 1, n)), sp.Sum(_q[_i], (_i, 1, n)) + sp.Sum(_k[_i], (_i, 1, n)))
-    assert ok and "3 of 3 probes decided" in detail, detail
+    lhs, rhs = sp.Sum(_q[_i] + _k[_i], (_i, 1, n)), sp.Sum(_q[_i], (_i, 1, n)) + sp.Sum(_k[_i], (_i, 1, n))
+    ok, detail = identity(lhs, rhs)
+    assert ok, detail
+    assert _probe([lhs], [rhs], 3) == (None, 3, "3 of 3 probes decided")
     # The same step with one term changed is refuted at an instantiated range.
     ok, detail = identity(sp.Sum(_q[_i] + _k[_i], (_i, 1, n)), sp.Sum(_q[_i], (_i, 1, n)) + sp.Sum(_k[_i], (_i, 2, n)))
     assert not ok and "refuted" in detail
