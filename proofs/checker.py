@@ -48,7 +48,7 @@ from typing import Any
 import sympy as sp
 
 from proofs.identity import _canonical as _engine_canonical
-from proofs.identity import cpu_seconds, identity
+from proofs.identity import _may_be_infinite, cpu_seconds, identity  # one rule for what may be ∞
 from proofs.srepr import UNEVALUATED, RESERVED, CertificateError, _declared, read, read_in, text, write  # noqa: F401
 
 FORMAT = "attention-proofs/certificate"
@@ -147,8 +147,7 @@ def _possibly_infinite(e: Any) -> bool:
     (extended_*, infinite, finite=False). A name declared without them ranges over numbers (the engine's rule)."""
     if not isinstance(e, sp.Basic):
         return False
-    return e.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or e.is_finite is False or bool(infinite_names(e)) or any(
-        infinite_names(h) for h in e.atoms(sp.Symbol))  # bound symbols too: a Σ over an extended index
+    return e.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or e.is_finite is False or _may_be_infinite(e) is not None
 
 
 def _admissible(x: Any, v: Any) -> bool:
