@@ -597,9 +597,59 @@ def _budget() -> None:
         raise _OverBudget(f"over the budget of {CHECK_BUDGET_S:g} s of CPU time per certificate (citations included)")
 
 
+class _OutOfCpu(BaseException):
+    """The CPU timer of a top-level check fired. A BaseException: no ``except Exception`` in SymPy swallows it."""
+
+
+def _expanded_size(doc: Any, memo: dict, limit: int) -> int:
+    """How many JSON nodes ``doc`` has written out (a part shared by several citations counts each time), up to
+    ``limit``: what json.dumps would write, found in time linear in the distinct parts."""
+    if id(doc) in memo:
+        return memo[id(doc)]
+    children = doc.values() if isinstance(doc, dict) else doc if isinstance(doc, list) else ()
+    size = 1
+    for c in children:
+        size += _expanded_size(c, memo, limit)
+        if size > limit:
+            break
+    memo[id(doc)] = size
+    return size
+
+
+MAX_NODES = 2_000_000  # JSON nodes of a certificate written out (the catalogue's largest: see proofs.timing)
+
+
 def check(cert: Any) -> Verdict:
     """Replay ``cert`` (a dict, or its JSON text) and return the verdict. Never raises on a bad proof;
-    a malformed certificate gives a failed verdict that says why."""
+    a malformed certificate gives a failed verdict that says why. A top-level check on the main thread runs under
+    a timer of CHECK_BUDGET_S seconds of this process's CPU time (ITIMER_VIRTUAL), so no rule, expansion or
+    definition check can run past it; the identities' worker keeps its own budget, and both count in _budget()."""
+    import signal
+    import threading
+    if _CLOCK["deadline"] is not None or not hasattr(signal, "setitimer") or \
+            threading.current_thread() is not threading.main_thread() or signal.getitimer(signal.ITIMER_VIRTUAL)[0]:
+        return _check(cert)
+
+    def on_tick(signum, frame):
+        raise _OutOfCpu()
+
+    previous = signal.signal(signal.SIGVTALRM, on_tick)
+    signal.setitimer(signal.ITIMER_VIRTUAL, CHECK_BUDGET_S, 0.25)  # fires again if something swallowed it
+    try:
+        return _check(cert)
+    except _OutOfCpu:
+        from proofs import identity as engine
+        engine._WORKER.stop()  # it may have been stopped between a question and its answer
+        _CLOCK["depth"], _CLOCK["deadline"] = 0, None
+        claim = _printable(str(cert.get("claim", "?"))) if isinstance(cert, dict) else "?"
+        return Verdict(claim, None, False, (f"over the budget of {CHECK_BUDGET_S:g} s of CPU time per certificate "
+                                            "(citations included)",), (), ())
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
+
+
+def _check(cert: Any) -> Verdict:
     if isinstance(cert, str):
         try:
             cert = json.loads(cert)
@@ -609,6 +659,8 @@ def check(cert: Any) -> Verdict:
         return Verdict("?", None, False, (f"a certificate is a JSON object, got {type(cert).__name__}",), (), ())
     claim = _printable(str(cert.get("claim", "?")))
     try:
+        if _expanded_size(cert, {}, MAX_NODES) > MAX_NODES:  # json.dumps would write every shared part again
+            return Verdict(claim, None, False, (f"cert written out has over {MAX_NODES} JSON nodes",), (), ())
         key = hashlib.sha256(json.dumps(cert, sort_keys=True).encode()).hexdigest()
     except (TypeError, ValueError, RecursionError) as exc:
         return Verdict(claim, None, False, (f"cert is not a JSON document (or nested too deep): {exc}",), (), ())
@@ -908,6 +960,7 @@ class _Replay:
         variables = [(read(v), int(lo), int(hi)) for v, lo, hi in step["ranges"]]
         total = math.prod(max(0, hi - lo + 1) for _, lo, hi in variables)
         _need(total <= MAX_ENUMERATION, f"{total} instances, more than {MAX_ENUMERATION}")
+        _need(total > 0, "an empty range: no instance")  # before any range is written out (0 × 10^8 is 0)
         instances = [read(step["predicate"])]
         for v, lo, hi in variables:
             instances = [substitute(p, {v: sp.Integer(x)}) for p in instances for x in range(lo, hi + 1)]

@@ -134,6 +134,14 @@ def _node(n: ast.AST) -> Any:
             raise CertificateError(f"a string is only a name or a Float's digits, not an argument of {n.func.id}")
         _bounded(n.func.id, f, args, kwargs)
         if f is sp.Float:  # exact: the Rational the Float stands for (SymPy would round arithmetic on it)
+            digits = re.fullmatch(r"\s*[+-]?[\d_]*\.?[\d_]*(?:[eE]([+-]?\d+))?\s*", str(args[0])) if args else None
+            if args and isinstance(args[0], str) and (not digits or len(args[0]) > 10_000 or
+                                                      abs(int(digits.group(1) or 0)) > MAX_BITS // 3):
+                raise CertificateError(f"a Float's digits must be a decimal of at most 10^4 characters and exponent "
+                                       f"±{MAX_BITS // 3}, before SymPy builds it: {args[0][:40]!r}")
+            if any(isinstance(a, int) and abs(a) > 10_000 for a in args[1:]) or \
+                    any(isinstance(a, int) and abs(a) > 10_000 for a in kwargs.values()):
+                raise CertificateError("a Float's precision must be at most 10^4")
             value = sp.Float(*args, **kwargs)
             if not value.is_finite or abs(value._mpf_[2]) + value._mpf_[3] > MAX_BITS:
                 raise CertificateError(f"a Float outside ±2^{MAX_BITS} or not finite: {value}")

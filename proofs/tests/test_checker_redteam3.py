@@ -153,3 +153,53 @@ def test_refutation_only_at_admissible_points():
     x = sp.Symbol("x", real=True, integer=False)
     ok, why = identity(sp.ceiling(x) - sp.floor(x), sp.Integer(1))
     assert "refuted" not in why, why
+
+
+# H1-H5: every check runs under one CPU budget; what the budget cannot stop (C calls) is bounded before it runs.
+def test_h1_h5_sign_expansion_stops_at_the_cpu_budget(monkeypatch):
+    import time
+    monkeypatch.setattr(checker, "CHECK_BUDGET_S", 2.0)
+    v = sp.symbols("v0:4", positive=True)
+    big = (sum(v) + 1) ** 60
+    rel = sp.Le(sp.Integer(0), big, evaluate=False)
+    start = time.monotonic()
+    verdict = check(_cert(rel, steps=[_step("S", "sign", rel)], claim="t-h1"))
+    assert not verdict.proved and "budget" in verdict.line, verdict.line
+    assert time.monotonic() - start < 60
+
+
+def test_h5_definition_facts_stop_at_the_cpu_budget(monkeypatch):
+    monkeypatch.setattr(checker, "CHECK_BUDGET_S", 2.0)
+    v = sp.symbols("u0:4", real=True)
+    c = sp.Symbol("c", positive=True)
+    one = _eq(sp.Integer(1), 1)
+    verdict = check(_cert(one, [_prem("D", "definition", _eq(c, (sum(v) - 1) ** 60))],
+                          [_step("S", "identity", one)], claim="t-h5"))
+    assert not verdict.proved and "budget" in verdict.line, verdict.line
+
+
+def test_h2_enumeration_with_an_empty_range_writes_nothing_out():
+    a, b = sp.symbols("a b", integer=True)
+    rel = _eq(a, a)
+    v = check(_cert(rel, steps=[_step("S", "enumeration", rel, predicate=write(rel),
+                                      ranges=[[write(a), 0, 10**8], [write(b), 5, 0]])], claim="t-h2"))
+    assert not v.proved
+
+
+def test_h3_shared_citations_are_refused_before_hashing():
+    one = _eq(sp.Integer(1), 1)
+    c = _cert(one, steps=[_step("S", "identity", one)], claim="t-h3")
+    for _ in range(30):  # 2^30 copies written out
+        c = _cert(one, steps=[_step("A", "citation", one, certificate=c), _step("B", "citation", one, certificate=c)],
+                  claim="t-h3")
+    v = check(c)
+    assert not v.proved and "nodes" in v.line, v.line
+
+
+@pytest.mark.parametrize("digits", ["1e100000000", "1e10000000", "1" * 200000])
+def test_h4_huge_floats_are_refused_before_sympy_builds_them(digits):
+    import time
+    start = time.process_time()
+    with pytest.raises(checker.CertificateError):
+        checker.read(f"Float({digits!r})")  # without a precision SymPy keeps every digit
+    assert time.process_time() - start < 1.0  # SymPy took over 20 s to build 1e10000000 (CPU, so load cannot fail it)
