@@ -23,14 +23,18 @@ Trust base (what a "proved" verdict still rests on):
      code-free parser; the tree read is the tree the theorem built), structural equality,
      ``xreplace``/``replace``, its assumptions system (``is_nonnegative`` and friends, used by the
      ``sign`` rule), and the identity engine's simplifications (``proofs/identity.py``);
-  3. the premises the verdict lists: definitions that are not conservative (their head occurs in the
-     statement or in another premise), assumptions, cited theorems, and named computations, which
+  3. the premises the verdict lists: definitions that are not conservative (their head is not fresh: it occurs
+     in the statement, another premise, any expression of a cited certificate, a computation's conclusion or a
+     linearity step's names), assumptions, cited theorems, and named computations, which
      no rule covers and which the checker takes as recorded;
   4. that construction-time evaluation by SymPy in the theorem (x/x built as 1) is sound: no checker
      can see an expression before it was built (the reader makes it exact: a Float is read as its Rational);
   4a. that a symbol ranges over finite values unless it is declared extended_*/infinite: the engine and the
-     rules decide for finite values, so such a symbol is never generalised over and ∞ is never an instance
-     of a finite one; that a linearity step's random symbols are exactly those it names (matched by name);
+     rules decide for finite values, so the engine proves nothing about such a symbol, it is never generalised
+     over and ∞ is never an instance of a finite one (one rule: identity._may_be_infinite); order relations
+     compare only operands shown real; no certificate holds Subs (the reader refuses it); that a linearity step's random symbols are exactly those it names (matched by name);
+  4b. the budget: a top-level check on the main thread runs under CHECK_BUDGET_S s of CPU time (a timer), the
+     identities in their worker under theirs; off the main thread only the checks between steps hold;
   5. in-process use (``Derivation.verified``) trusts that theorem code does not patch this module;
      ``attention-proofs check FILE`` replays in a fresh process.
 """
@@ -41,6 +45,8 @@ import hashlib
 import json
 import math
 import re
+import signal
+import threading
 from dataclasses import dataclass
 from itertools import permutations
 from typing import Any
@@ -48,7 +54,7 @@ from typing import Any
 import sympy as sp
 
 from proofs.identity import _canonical as _engine_canonical
-from proofs.identity import _may_be_infinite, cpu_seconds, identity  # one rule for what may be ∞
+from proofs.identity import _WORKER, _may_be_infinite, cpu_seconds, identity  # one rule for what may be ∞
 from proofs.srepr import UNEVALUATED, RESERVED, CertificateError, _declared, read, read_in, text, write  # noqa: F401
 
 FORMAT = "attention-proofs/certificate"
@@ -624,8 +630,6 @@ def check(cert: Any) -> Verdict:
     a malformed certificate gives a failed verdict that says why. A top-level check on the main thread runs under
     a timer of CHECK_BUDGET_S seconds of this process's CPU time (ITIMER_VIRTUAL), so no rule, expansion or
     definition check can run past it; the identities' worker keeps its own budget, and both count in _budget()."""
-    import signal
-    import threading
     if _CLOCK["deadline"] is not None or not hasattr(signal, "setitimer") or \
             threading.current_thread() is not threading.main_thread() or signal.getitimer(signal.ITIMER_VIRTUAL)[0]:
         return _check(cert)
@@ -638,8 +642,7 @@ def check(cert: Any) -> Verdict:
     try:
         return _check(cert)
     except _OutOfCpu:
-        from proofs import identity as engine
-        engine._WORKER.stop()  # it may have been stopped between a question and its answer
+        _WORKER.stop()  # it may have been stopped between a question and its answer
         _CLOCK["depth"], _CLOCK["deadline"] = 0, None
         claim = _printable(str(cert.get("claim", "?"))) if isinstance(cert, dict) else "?"
         return Verdict(claim, None, False, (f"over the budget of {CHECK_BUDGET_S:g} s of CPU time per certificate "
