@@ -272,13 +272,15 @@ def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | 
 # --------------------------------------------------------------------------- rewriting
 
 def _memo(f):
-    """Memoise ``f`` on the exact text of its arguments, every assumption written (SymPy's equality, which lru_cache
-    uses, ignores the assumptions of a bound variable it compares up to renaming: Subs, Lambda)."""
+    """Memoise ``f`` on its arguments and every symbol they hold, bound ones included, with its assumptions (SymPy's
+    equality, which lru_cache uses, ignores the assumptions of a bound variable it compares up to renaming: Subs,
+    Lambda). Printing the exact text would do too, at several times the cost."""
     table: dict = {}
 
     def key(a):
-        return text(a) if isinstance(a, sp.Basic) else tuple(map(key, a)) if isinstance(a, tuple) else \
-            tuple(sorted(map(str, a))) if isinstance(a, frozenset) else repr(a)
+        if isinstance(a, sp.Basic):
+            return a, frozenset((type(v), v.name, tuple(sorted(v.assumptions0.items()))) for v in a.atoms(sp.Symbol))
+        return tuple(map(key, a)) if isinstance(a, tuple) else a
 
     def memoised(*args):
         k = tuple(map(key, args))
