@@ -31,8 +31,10 @@ def judge(cert: dict) -> tuple[bool, str]:
 
     from proofs import checker, claims
 
+    if not isinstance(cert, dict):  # JSON text would be checked without the catalogue comparison below
+        return False, f"?: failed: a certificate is a JSON object, got {type(cert).__name__}"
     verdict = checker.check(cert)
-    entry = claims.catalogued(str(cert.get("claim", ""))) if isinstance(cert, dict) else None
+    entry = claims.catalogued(str(cert.get("claim", "")))
     # Both statements as the reader builds them (srepr's round trip), bound indices renamed canonically: SymPy
     # makes fresh Dummies for the indices of a matrix product's entry each time a statement is built.
     def canonical(statement):
@@ -54,7 +56,7 @@ def main(paths: Iterable[str]) -> int:
     for path in paths:
         try:
             certs = certificates(json.loads(Path(path).read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             print(f"check: {path}: {exc}", file=sys.stderr)
             return 2
         for cert in certs:

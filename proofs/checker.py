@@ -23,14 +23,18 @@ Trust base (what a "proved" verdict still rests on):
      code-free parser; the tree read is the tree the theorem built), structural equality,
      ``xreplace``/``replace``, its assumptions system (``is_nonnegative`` and friends, used by the
      ``sign`` rule), and the identity engine's simplifications (``proofs/identity.py``);
-  3. the premises the verdict lists: definitions that are not conservative (their head occurs in the
-     statement or in another premise), assumptions, cited theorems, and named computations, which
+  3. the premises the verdict lists: definitions that are not conservative (their head is not fresh: it occurs
+     in the statement, another premise, any expression of a cited certificate, a computation's conclusion or a
+     linearity step's names), assumptions, cited theorems, and named computations, which
      no rule covers and which the checker takes as recorded;
   4. that construction-time evaluation by SymPy in the theorem (x/x built as 1) is sound: no checker
      can see an expression before it was built (the reader makes it exact: a Float is read as its Rational);
   4a. that a symbol ranges over finite values unless it is declared extended_*/infinite: the engine and the
-     rules decide for finite values, so such a symbol is never generalised over and ∞ is never an instance
-     of a finite one; that a linearity step's random symbols are exactly those it names (matched by name);
+     rules decide for finite values, so the engine proves nothing about such a symbol, it is never generalised
+     over and ∞ is never an instance of a finite one (one rule: identity._may_be_infinite); order relations
+     compare only operands shown real; no certificate holds Subs (the reader refuses it); that a linearity step's random symbols are exactly those it names (matched by name);
+  4b. the budget: a top-level check on the main thread runs under CHECK_BUDGET_S s of CPU time (a timer), the
+     identities in their worker under theirs; off the main thread only the checks between steps hold;
   5. in-process use (``Derivation.verified``) trusts that theorem code does not patch this module;
      ``attention-proofs check FILE`` replays in a fresh process.
 """
@@ -41,15 +45,16 @@ import hashlib
 import json
 import math
 import re
+import signal
+import threading
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import permutations
 from typing import Any
 
 import sympy as sp
 
 from proofs.identity import _canonical as _engine_canonical
-from proofs.identity import cpu_seconds, identity
+from proofs.identity import _WORKER, _may_be_infinite, cpu_seconds, identity  # one rule for what may be ∞
 from proofs.srepr import UNEVALUATED, RESERVED, CertificateError, _declared, read, read_in, text, write  # noqa: F401
 
 FORMAT = "attention-proofs/certificate"
@@ -148,10 +153,7 @@ def _possibly_infinite(e: Any) -> bool:
     (extended_*, infinite, finite=False). A name declared without them ranges over numbers (the engine's rule)."""
     if not isinstance(e, sp.Basic):
         return False
-    return e.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or e.is_finite is False or any(
-        h.is_finite is not True and any(k.startswith("extended_") or k == "infinite" or (k == "finite" and v is False)
-                                        for k, v in _declared(getattr(h, "func", h) if h.is_Function else h).items())
-        for h in e.atoms(sp.Symbol, sp.IndexedBase, sp.core.function.AppliedUndef))
+    return e.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or e.is_finite is False or _may_be_infinite(e) is not None
 
 
 def _admissible(x: Any, v: Any) -> bool:
@@ -233,8 +235,23 @@ def _shown_sign(e: Any, facts: list) -> str | None:
     return None if sign < 0 else ">" if strict else "≥"
 
 
+def _real(e: Any) -> bool:
+    """Shown a real number (finite, or a quotient of such): what an order relation may compare. SymPy calls Mod, Max, Min and Heaviside
+    real whatever their arguments (Mod(1 + 3i, 2) is not real): their arguments must be shown real too."""
+    return isinstance(e, sp.Expr) and (e.is_real is True or all(  # a quotient: where its denominator is not 0
+        part.is_real is True for part in sp.fraction(sp.together(e)))) and all(
+        a.is_real is True for f in e.atoms(sp.Mod, sp.Max, sp.Min, sp.Heaviside) for a in f.args)
+
+
+def _orders_real(p: Any) -> bool:
+    """Every order relation (<, ≤, >, ≥) in ``p`` compares two expressions shown real."""
+    return not isinstance(p, sp.Basic) or all(_real(r.lhs) and _real(r.rhs) for r in p.atoms(sp.Le, sp.Lt, sp.Ge, sp.Gt))
+
+
 def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | None = None) -> str:
     """Why small ≤ big (< when rel is "<") from the sign of big − small under the premises' facts; else _Refused."""
+    _need(_real(small) and _real(big), lambda: f"{sp.sstr(small)[:60]} or {sp.sstr(big)[:60]} is not shown real: "
+          "an order relation is between reals")
     facts = _facts(premises)
     # Bound indices carry what their ranges imply, not what they were declared (a "positive" index over −5..−1).
     diff = _canonical(big - small)
@@ -254,7 +271,28 @@ def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | 
 
 # --------------------------------------------------------------------------- rewriting
 
-@lru_cache(maxsize=None)  # deterministic; the same premises and sides are renamed again by many steps
+def _memo(f):
+    """Memoise ``f`` on its arguments and every symbol they hold, bound ones included, with its assumptions (SymPy's
+    equality, which lru_cache uses, ignores the assumptions of a bound variable it compares up to renaming: Subs,
+    Lambda). Printing the exact text would do too, at several times the cost."""
+    table: dict = {}
+
+    def key(a):
+        if isinstance(a, sp.Basic):
+            return a, frozenset((type(v), v.name, tuple(sorted(v.assumptions0.items()))) for v in a.atoms(sp.Symbol))
+        return tuple(map(key, a)) if isinstance(a, tuple) else a
+
+    def memoised(*args):
+        k = tuple(map(key, args))
+        if k not in table:
+            table[k] = f(*args)
+        return table[k]
+
+    memoised.cache_clear = table.clear
+    return memoised
+
+
+@_memo  # deterministic; the same premises and sides are renamed again by many steps
 def _canonical(expr: Any) -> Any:
     """Bound indices renamed by nesting height and position (alpha-renaming, with the facts each range
     implies), as the engine renames them, but to the checker's own Dummies: the engine refuses its own
@@ -262,7 +300,7 @@ def _canonical(expr: Any) -> Any:
     return _engine_canonical(expr, base=RESERVED.start) if isinstance(expr, sp.Basic) else expr
 
 
-@lru_cache(maxsize=None)  # one premise's pattern serves every rewrite that uses it
+@_memo  # one premise's pattern serves every rewrite that uses it
 def _pattern(eq: Any, forall: tuple, avoid: frozenset = frozenset()) -> tuple[Any, Any]:
     """An equation's sides with bound indices named as ``_canonical`` names an expression's (a premise's Σ_k meets
     the expression's Σ_k), the right side's made fresh (what it inserts cannot capture a renamed index around it),
@@ -388,8 +426,11 @@ def _linear(expr: Any, randoms: set, operator: Any) -> Any:
             return node if out is None else out
         if is_e(node) and len(node.args) == 1:
             body = sp.expand(node.args[0])
+            # A range that is random (Wald: E Σ_{k≤N} X_k is not Σ_{k≤N} E X_k) is refused: its bounds must be free
+            # of the declared random names and of E itself.
             if isinstance(body, sp.Sum) and all((hi - lo + 1).is_nonnegative and not (lo.has(sp.oo, -sp.oo) or
-                                                hi.has(sp.oo, -sp.oo)) for _, lo, hi in body.limits):
+                                                hi.has(sp.oo, -sp.oo) or random(lo) or random(hi))
+                                                for _, lo, hi in body.limits):
                 return split(sp.Sum(operator(body.function), *body.limits))  # E of a finite sum: the sum of the E's
             out = pull(body, operator, random)
             return node if out is None else out
@@ -472,6 +513,27 @@ def _random_names(cert: dict) -> set:
     return out
 
 
+def _context_names(cert: dict, seen: dict | None = None) -> set:
+    """Every name that has a meaning beside this certificate's own definitions: all names of each certificate it
+    cites (statement, premises, steps, recursively), what its computations conclude, and its linearity operators and
+    random names. Each cited certificate is read once (citations may share one)."""
+    seen = {} if seen is None else seen
+    out: set = set()
+    for st in cert.get("steps", []):
+        _budget()
+        if st.get("rule") == "citation" and isinstance(st.get("certificate"), dict):
+            inner = st["certificate"]
+            if id(inner) not in seen:
+                names = set().union(*[_heads(read(x)) for x in [inner.get("statement")] +
+                                      [p.get("statement") for p in inner.get("premises", [])] +
+                                      [s.get("conclusion") for s in inner.get("steps", [])] if isinstance(x, str)])
+                seen[id(inner)] = names | _context_names(inner, seen)
+            out |= seen[id(inner)]
+        elif st.get("rule") == "computation" and isinstance(st.get("conclusion"), str):
+            out |= _heads(read(st["conclusion"]))
+    return out | _random_names(cert)
+
+
 def _premise_symbols(cert: dict) -> set:
     """The symbols a certificate's premises, and those of the certificates it cites, fix: their free symbols
     other than each premise's ∀-symbols."""
@@ -543,18 +605,67 @@ def _budget() -> None:
         raise _OverBudget(f"over the budget of {CHECK_BUDGET_S:g} s of CPU time per certificate (citations included)")
 
 
+class _OutOfCpu(BaseException):
+    """The CPU timer of a top-level check fired. A BaseException: no ``except Exception`` in SymPy swallows it."""
+
+
+def _expanded_size(doc: Any, memo: dict, limit: int) -> int:
+    """How many JSON nodes ``doc`` has written out (a part shared by several citations counts each time), up to
+    ``limit``: what json.dumps would write, found in time linear in the distinct parts."""
+    if id(doc) in memo:
+        return memo[id(doc)]
+    children = doc.values() if isinstance(doc, dict) else doc if isinstance(doc, list) else ()
+    size = 1
+    for c in children:
+        size += _expanded_size(c, memo, limit)
+        if size > limit:
+            break
+    memo[id(doc)] = size
+    return size
+
+
+MAX_NODES = 2_000_000  # JSON nodes of a certificate written out (the catalogue's largest: see proofs.timing)
+
+
 def check(cert: Any) -> Verdict:
     """Replay ``cert`` (a dict, or its JSON text) and return the verdict. Never raises on a bad proof;
-    a malformed certificate gives a failed verdict that says why."""
+    a malformed certificate gives a failed verdict that says why. A top-level check on the main thread runs under
+    a timer of CHECK_BUDGET_S seconds of this process's CPU time (ITIMER_VIRTUAL), so no rule, expansion or
+    definition check can run past it; the identities' worker keeps its own budget, and both count in _budget()."""
+    if _CLOCK["deadline"] is not None or not hasattr(signal, "setitimer") or \
+            threading.current_thread() is not threading.main_thread() or signal.getitimer(signal.ITIMER_VIRTUAL)[0]:
+        return _check(cert)
+
+    def on_tick(signum, frame):
+        raise _OutOfCpu()
+
+    previous = signal.signal(signal.SIGVTALRM, on_tick)
+    signal.setitimer(signal.ITIMER_VIRTUAL, CHECK_BUDGET_S, 0.25)  # fires again if something swallowed it
+    try:
+        return _check(cert)
+    except _OutOfCpu:
+        _WORKER.stop()  # it may have been stopped between a question and its answer
+        _CLOCK["depth"], _CLOCK["deadline"] = 0, None
+        claim = _printable(str(cert.get("claim", "?"))) if isinstance(cert, dict) else "?"
+        return Verdict(claim, None, False, (f"over the budget of {CHECK_BUDGET_S:g} s of CPU time per certificate "
+                                            "(citations included)",), (), ())
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
+
+
+def _check(cert: Any) -> Verdict:
     if isinstance(cert, str):
         try:
             cert = json.loads(cert)
-        except json.JSONDecodeError as exc:
-            return Verdict("?", None, False, (f"not JSON: {exc}",), (), ())
+        except (json.JSONDecodeError, RecursionError) as exc:
+            return Verdict("?", None, False, (f"not JSON (or nested too deep): {type(exc).__name__}: {exc}"[:300],), (), ())
     if not isinstance(cert, dict):
         return Verdict("?", None, False, (f"a certificate is a JSON object, got {type(cert).__name__}",), (), ())
     claim = _printable(str(cert.get("claim", "?")))
     try:
+        if _expanded_size(cert, {}, MAX_NODES) > MAX_NODES:  # json.dumps would write every shared part again
+            return Verdict(claim, None, False, (f"cert written out has over {MAX_NODES} JSON nodes",), (), ())
         key = hashlib.sha256(json.dumps(cert, sort_keys=True).encode()).hexdigest()
     except (TypeError, ValueError, RecursionError) as exc:
         return Verdict(claim, None, False, (f"cert is not a JSON document (or nested too deep): {exc}",), (), ())
@@ -606,8 +717,10 @@ class _Replay:
 
     def _premises(self) -> None:
         entries = self.cert.get("premises", [])
+        # A definition is conservative only if its name is fresh: absent from the statement, the other premises,
+        # every expression of each cited certificate (a cited c = 0 gives c a meaning) and what computations state.
         used = _heads(self.statement).union(*[_heads(read(p["statement"])) for p in entries
-                                             if p.get("kind") != "definition"])
+                                             if p.get("kind") != "definition"], _context_names(self.cert))
         uses = {_definition_head(read(p["statement"]), (), str(p.get("id")), check=False)[0]:  # head -> names it uses
                 _heads(read(p["statement"]).rhs) for p in entries if p.get("kind") == "definition"}
         try:  # a definition may not define a name through itself (c := d + 1, d := c)
@@ -852,6 +965,7 @@ class _Replay:
         variables = [(read(v), int(lo), int(hi)) for v, lo, hi in step["ranges"]]
         total = math.prod(max(0, hi - lo + 1) for _, lo, hi in variables)
         _need(total <= MAX_ENUMERATION, f"{total} instances, more than {MAX_ENUMERATION}")
+        _need(total > 0, "an empty range: no instance")  # before any range is written out (0 × 10^8 is 0)
         instances = [read(step["predicate"])]
         for v, lo, hi in variables:
             instances = [substitute(p, {v: sp.Integer(x)}) for p in instances for x in range(lo, hi + 1)]
@@ -862,6 +976,8 @@ class _Replay:
             if isinstance(p, sp.Eq):
                 ok, why = decide_identity(p.lhs, p.rhs)
             else:
+                _need(_orders_real(p), lambda: f"instance {sp.sstr(p)[:120]}: an order relation between "
+                      "expressions not shown real")
                 with sp.evaluate(True):
                     value = sp.simplify(p.doit()) if isinstance(p, sp.Basic) else p
                 ok, why = value is sp.true, f"evaluates to {value}"

@@ -54,7 +54,9 @@ def _classes() -> dict[str, type]:
     out = {k: v for k, v in seen.items() if k not in clash}
     out.update({k: v for k, v in vars(sp).items() if isinstance(v, type) and issubclass(v, (sp.Basic, sp.MatrixBase))})
     out.update({"Function": sp.Function, "Str": sp.core.symbol.Str})
-    return {k: v for k, v in out.items() if "Wild" not in k}  # a pattern variable is not an expression
+    # A pattern variable is not an expression; Subs evaluates at a point its variables' assumptions may exclude, and
+    # commutes mixed partials through its doit: no rule needs it, so no certificate holds it.
+    return {k: v for k, v in out.items() if "Wild" not in k and k != "Subs"}
 
 
 _CALLABLE = _classes()
@@ -74,10 +76,12 @@ def _bits(q: Any) -> int:
 def _bounded(name: str, f: type, args: list, kwargs: dict) -> None:
     """Refuse what would build a name that impersonates a number or hides characters, or an integer
     over MAX_BITS (SymPy evaluates 3**30000000 or factorial(300000) as it builds them)."""
-    if name in ("Symbol", "Dummy", "Function") and args and isinstance(args[0], str):
+    if name in ("Symbol", "Dummy", "Function", "Str") and args and isinstance(args[0], str):
         if any(unicodedata.category(c)[0] in "CZ" and c != " " for c in args[0]) or \
-                (name != "Function" and _numberlike(args[0])):
+                (name not in ("Function", "Str") and _numberlike(args[0])):
             raise CertificateError(f"the name {args[0]!r} reads as a number or holds a control/invisible character")
+        if _confusable(args[0]):
+            raise CertificateError(f"the name {args[0]!r} may print like another name: {_confusable(args[0])}")
     rationals = [a for a in args if isinstance(a, sp.Rational)]
     if any(_bits(q) > MAX_BITS for q in rationals):
         raise CertificateError(f"an integer of more than {MAX_BITS} bits in {name}")
@@ -86,6 +90,27 @@ def _bounded(name: str, f: type, args: list, kwargs: dict) -> None:
         raise CertificateError(f"{name} would build an integer of more than {MAX_BITS} bits")
     if issubclass(f, sp.Function) and any(abs(q) > 1 << 16 for q in rationals):  # factorial, binomial, gamma, …
         raise CertificateError(f"{name} of an argument over 2^16 would be evaluated as it is read")
+
+
+# Greek letters that print like Latin ones (Α, ο, ν, …): a name may mix Greek and Latin, but not through these.
+_GREEK_LIKE_LATIN = set("ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοϲϳνιυ")
+
+
+def _confusable(name: str) -> str:
+    """Why ``name`` could print like a different name ("" if it cannot): space at either end, a letter of a script
+    other than Latin and Greek (Cyrillic х is Latin x), a Greek letter that looks Latin, or a letter that NFKC
+    folds to an ASCII one (fullwidth ｘ, bold 𝐱; modifier letters and sub/superscripts such as ᵀ stay allowed)."""
+    if name != name.strip():
+        return "space at an end"
+    for c in name:
+        if c.isascii() or not unicodedata.category(c).startswith("L"):
+            continue
+        uname = unicodedata.name(c, "")
+        if unicodedata.category(c) != "Lm" and unicodedata.normalize("NFKC", c).isascii():
+            return f"{uname} folds to {unicodedata.normalize('NFKC', c)!r}"
+        if not uname.startswith(("LATIN", "GREEK", "MODIFIER LETTER")) or c in _GREEK_LIKE_LATIN:
+            return f"{uname} looks like a letter of another script"
+    return ""
 
 
 def _node(n: ast.AST) -> Any:
@@ -109,6 +134,14 @@ def _node(n: ast.AST) -> Any:
             raise CertificateError(f"a string is only a name or a Float's digits, not an argument of {n.func.id}")
         _bounded(n.func.id, f, args, kwargs)
         if f is sp.Float:  # exact: the Rational the Float stands for (SymPy would round arithmetic on it)
+            digits = re.fullmatch(r"\s*[+-]?[\d_]*\.?[\d_]*(?:[eE]([+-]?\d+))?\s*", str(args[0])) if args else None
+            if args and isinstance(args[0], str) and (not digits or len(args[0]) > 10_000 or
+                                                      abs(int(digits.group(1) or 0)) > MAX_BITS // 3):
+                raise CertificateError(f"a Float's digits must be a decimal of at most 10^4 characters and exponent "
+                                       f"±{MAX_BITS // 3}, before SymPy builds it: {args[0][:40]!r}")
+            if any(isinstance(a, int) and abs(a) > 10_000 for a in args[1:]) or \
+                    any(isinstance(a, int) and abs(a) > 10_000 for a in kwargs.values()):
+                raise CertificateError("a Float's precision must be at most 10^4")
             value = sp.Float(*args, **kwargs)
             if not value.is_finite or abs(value._mpf_[2]) + value._mpf_[3] > MAX_BITS:
                 raise CertificateError(f"a Float outside ±2^{MAX_BITS} or not finite: {value}")

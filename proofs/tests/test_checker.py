@@ -253,7 +253,7 @@ def test_the_checker_imports_only_sympy_the_identity_engine_and_the_expression_r
     from proofs import srepr
 
     stdlib = {"__future__", "ast", "graphlib", "hashlib", "json", "math", "dataclasses", "functools", "typing",
-              "itertools", "re", "time", "unicodedata"}
+              "itertools", "re", "time", "unicodedata", "signal", "threading"}
     assert _imports(checker) <= stdlib | {"proofs.identity", "proofs.srepr"}, _imports(checker)
     assert _imports(srepr) <= stdlib, _imports(srepr)
 
