@@ -61,3 +61,12 @@ def test_the_run_sentence_names_only_the_layers_that_ran():
     proofs_only = describe(PLANS["quick"], ("proofs",))
     assert "Triton" not in proofs_only and "Monte Carlo confirmations" not in proofs_only
     assert "kernel layer not run" in proofs_only and "Monte Carlo layer not run" in proofs_only
+    idle = describe(PLANS["quick"], kernel_ran=False)  # e.g. --only of a claim no kernel check concerns
+    assert "Triton kernel not run" in idle and "checked in" not in idle
+
+
+def test_the_run_sentence_says_the_kernel_did_not_run_for_a_claim_it_does_not_concern():
+    from proofs.report.gather import Options, gather
+
+    report = gather(Options(only=("dot-product-variance",), layers=("proofs", "kernels")))
+    assert "Triton kernel not run" in report.run["summary"], report.run["summary"]

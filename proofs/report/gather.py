@@ -73,8 +73,9 @@ PLANS = {
 }
 
 
-def describe(plan: Plan, layers: tuple[str, ...] = LAYERS) -> str:
-    """What a run does, in words, from the plan's own fields and the layers it runs (the report's "run" sentence)."""
+def describe(plan: Plan, layers: tuple[str, ...] = LAYERS, kernel_ran: bool = True) -> str:
+    """What a run does, in words, from the plan's own fields and the layers it runs (the report's "run" sentence);
+    ``kernel_ran`` False: the kernel layer answered without running anything (no chosen claim concerns it)."""
     n, k = plan.numeric, plan.kernels
     out = ["Every claim derived symbolically and its proof replayed by the checker." if "proofs" in layers
            else "The symbolic derivations not run (--layers)."]
@@ -85,7 +86,9 @@ def describe(plan: Plan, layers: tuple[str, ...] = LAYERS) -> str:
                    "\"consistent\".")
     else:
         out.append("The Monte Carlo layer not run (--layers).")
-    if "kernels" in layers:
+    if "kernels" in layers and not kernel_ran:
+        out.append("The Triton kernel not run: no kernel invariant, sweep or figure concerns the claims chosen.")
+    elif "kernels" in layers:
         dtypes = ", ".join(k["dtypes"]) if k["dtypes"] else "every dtype the device supports"
         direction = "forward and backward" if k["backward"] else "forward only (the backward invariants are left out)"
         cases = (f"the harness's cases {', '.join(k['cases'])}" if k["cases"] is not None
@@ -649,7 +652,9 @@ def gather(options: Options, progress: Progress = _quiet) -> Report:
                               numeric=numeric_ev[c.id], kernels=kernel_ev[c.id], references=list(c.references),
                               theorem=theorem_source(c.theorem)) for c in claims]
     seconds["total"] = time.perf_counter() - started
-    run = {"mode": plan.mode, "summary": describe(plan, options.layers), "seed": seed,
+    answer = asked["kernels"].answer
+    kernel_ran = answer is None or bool(answer.checks or answer.swept or answer.figures)
+    run = {"mode": plan.mode, "summary": describe(plan, options.layers, kernel_ran), "seed": seed,
            "only": list(options.only) if options.only else None, "layers": list(options.layers), "plan": plain(plan)}
     timings = {"generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "proofs_in_parallel": pending is not None,
