@@ -34,16 +34,6 @@ def test_the_same_draws_pass_a_correct_implementation():
     assert report.judged and not report.failures, report.failure_lines()
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-def test_the_regimes_draw_the_forms_they_name(dtype):
-    features = frozenset({"attn_mask"})
-    at = {name: gen.draw(0, i, dtype, features) for i, name in enumerate(gen.REGIMES)}
-    storage, poisoned = at["mask-storage"], at["mask-nonfinite"]
-    assert storage.mask_kind == "additive" and storage.mask_storage == "transposed" and storage.n_q >= 2
-    assert storage.mask_dtype == (None if dtype == "float32" else "float32")
-    assert poisoned.mask_kind == "additive" and poisoned.mask_nonfinite in gen.NONFINITE
-
-
 @pytest.mark.parametrize("storage", gen.MASK_STORAGES)
 def test_each_storage_holds_the_values_sdpa_reads(storage):
     """The stored mask is what torch's SDPA (math) accepts, and a transposed/expanded/offset one is
