@@ -364,7 +364,7 @@ def _kwargs(s: Subject, p: Problem, m) -> dict:
 def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
     q, k, v = (_view(x, p.layout, r) for x in (s.q, s.k, s.v))
     out = s.run_fresh(q, k, v, **({} if m is None else {"attn_mask": m}))
-    if p.mask_nonfinite:  # NaN exactly in the rows the entry reaches, as in float64 (nan-propagation's rule)
+    if p.mask_nonfinite and m is not None:  # NaN exactly in the rows the entry reaches, as in float64 (nan-propagation's rule)
         from kernels.harness.edges import nan_placement
 
         clean = s.reference(attn_mask=_mask(s, p, poisoned=False))
@@ -468,7 +468,8 @@ def _smaller(p: Problem):
                 continue
             if p.relation == DROPOUT_LAW and field in ("n_k", "value_dim"):
                 continue
-            yield replace(p, **{field: value})
+            plain_mask = {"mask_storage": "contiguous", "mask_dtype": None, "mask_nonfinite": None} if field == "mask" else {}
+            yield replace(p, **{field: value, **plain_mask})
     if p.q_heads != p.kv_heads or p.q_heads > 1:
         yield replace(p, q_heads=p.kv_heads)
         yield replace(p, q_heads=1, kv_heads=1)
