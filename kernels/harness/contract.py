@@ -59,7 +59,7 @@ ITEMS: tuple[Item, ...] = (
     Item("strides", "inputs of any strides and storage offsets (transposed, packed QKV, permuted, offset views)",
          f"{MEASURED}: same values for every layout", ("strided-inputs", "generated-agreement")),
     Item("mask", "attn_mask boolean (True = attend) or additive (q's dtype, or float32 with half q), of any "
-                 "storage, broadcast to (B, Hq, Nq, Nk) from every form; a non-finite additive entry NaN in its rows; rows "
+                 "storage, broadcast to (B, Hq, Nq, Nk) from every form; a NaN additive entry NaN in its rows; rows "
                  "with no visible key give 0, also with one key (Nk = 1); with is_causal applied together or refused; a mask "
                  "that does not broadcast (more key columns or query rows, another batch or head size) refused",
          f"{DOC}: 'attn_mask: Attention mask; shape must be broadcastable'; {MEASURED}: empty rows 0, mask + "
@@ -68,8 +68,8 @@ ITEMS: tuple[Item, ...] = (
          "non-singleton dimension 3' (likewise Nq + 2, B + 1, Hq + 1: dimensions 2, 0, 1); the mask of any strides "
          "(transposed, stride-0 expanded, at a storage offset) and, with half q, float32, kept in float32 (a "
          "bias near 300 with bfloat16 q errs 0.009, cast to bfloat16 first 0.88; a float16 mask with bfloat16 q "
-         "raises 'Expected attn_mask dtype to be bool or float or to match query dtype'); a NaN or +inf entry "
-         "makes NaN exactly the rows it reaches",
+         "raises 'Expected attn_mask dtype to be bool or float or to match query dtype'); a NaN entry makes NaN "
+         "exactly the rows it reaches (math and flash; +inf too on math, not on flash with Nq = 1: not contract)",
          ("attn-mask", "attn-mask-with-causal", "attn-mask-empty-rows", "attn-mask-causal-equivalence",
           "attn-mask-row-shift", "attn-mask-one-key", "attn-mask-shape-refused", "generated-metamorphic",
           "generated-agreement")),

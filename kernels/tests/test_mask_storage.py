@@ -1,5 +1,5 @@
-"""The attn_mask's storage, dtype and values (generate.MASK_STORAGES, float32 beside half q, a NaN or
-+inf entry): each bug of the family shown caught by the default run, through the regimes every run
+"""The attn_mask's storage, dtype and values (generate.MASK_STORAGES, float32 beside half q, a NaN
+entry): each bug of the family shown caught by the default run, through the regimes every run
 draws first (mask-storage, mask-nonfinite; see test_regime_mutants for why a near-zero budget), and
 the correct float32-inside reference not flagged on the same draws."""
 import pytest
