@@ -710,6 +710,44 @@ query_scaled_in_input_dtype = _full_mutant(_QueryScaledInInputDtype(), "query_sc
     "overflows at |scale| ≥ 2 where SDPA (scaling in float32) does not.")
 
 
+class _MaskStridesIgnored(FullAttention):
+    def mask_bias(self, attn_mask, like, dtype):
+        if attn_mask is not None:
+            attn_mask = as_if_contiguous(attn_mask)  # the bug: the mask's storage read as contiguous
+        return super().mask_bias(attn_mask, like, dtype)
+
+
+class _MaskNonFiniteSanitised(FullAttention):
+    def mask_bias(self, attn_mask, like, dtype):
+        if attn_mask is not None and attn_mask.is_floating_point():
+            attn_mask = torch.nan_to_num(attn_mask, nan=0.0)  # the bug: NaN to 0, +inf to the largest finite
+        return super().mask_bias(attn_mask, like, dtype)
+
+
+class _MaskCastToQueryDtype(FullAttention):
+    def mask_bias(self, attn_mask, like, dtype):
+        if attn_mask is not None and attn_mask.is_floating_point():
+            attn_mask = attn_mask.to(dtype)  # the bug: a float32 bias rounded to half q's dtype
+        return super().mask_bias(attn_mask, like, dtype)
+
+
+class _MaskMustBeContiguous(FullAttention):
+    def mask_bias(self, attn_mask, like, dtype):
+        if attn_mask is not None and not attn_mask.is_contiguous():
+            raise ValueError("attn_mask must be contiguous")  # the bug: SDPA accepts any strides
+        return super().mask_bias(attn_mask, like, dtype)
+
+
+mask_strides_ignored = _full_mutant(_MaskStridesIgnored(), "mask_strides_ignored",
+    "attn_mask's storage read with a contiguous tensor's strides: a transposed, expanded or sliced mask read wrong.")
+mask_nonfinite_sanitised = _full_mutant(_MaskNonFiniteSanitised(), "mask_nonfinite_sanitised",
+    "NaN entries of an additive attn_mask turned into 0 (nan_to_num) where SDPA makes their rows NaN.")
+mask_cast_to_query_dtype = _full_mutant(_MaskCastToQueryDtype(), "mask_cast_to_query_dtype",
+    "A float32 additive attn_mask beside half q cast to q's dtype before use; SDPA keeps it in float32.")
+mask_must_be_contiguous = _full_mutant(_MaskMustBeContiguous(), "mask_must_be_contiguous",
+    "A non-contiguous attn_mask refused, which SDPA accepts.")
+
+
 # --------------------------------------------------------------------------- the register
 
 
@@ -1176,4 +1214,10 @@ MUTANTS = MUTANTS + (
     # in float32 and bfloat16 q·scale overflows where float32 does: only float16's range is narrower
     Mutant(query_scaled_in_input_dtype, "q scaled in the input dtype (float16 overflow)", "generated-agreement",
            dtypes=(torch.float16,)),
+    Mutant(mask_strides_ignored, "attn_mask strides ignored", "generated-agreement"),
+    Mutant(mask_nonfinite_sanitised, "NaN in an additive attn_mask sanitised", "generated-agreement"),
+    # in float32 the cast is a no-op: only a half q takes a float32 mask of another dtype
+    Mutant(mask_cast_to_query_dtype, "float32 attn_mask cast to half q's dtype", "generated-agreement",
+           dtypes=(torch.float16, torch.bfloat16)),
+    Mutant(mask_must_be_contiguous, "non-contiguous attn_mask refused", "generated-agreement"),
 )

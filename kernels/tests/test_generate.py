@@ -35,16 +35,22 @@ def test_draws_depend_on_seed_dtype_and_index_only_and_cover_the_space():
 def test_every_run_draws_each_regime_first():
     """Whatever the seed and dtype: a decode over more than 16 384 keys, both lengths past 2048
     (Nq ≠ Nk, causal or masked), 2-D and 3-D masks whose leading dim equals B, and q near the top of
-    the range with |scale| ≥ 2; all judged by any run, however short its budget."""
+    the range with |scale| ≥ 2, an additive mask as a transposed view (float32 beside half q) and one
+    with a NaN or +inf entry; all judged by any run, however short its budget."""
     for seed in range(20):
         for dtype in ("float32", "float16", "bfloat16"):
-            decode, both, mask2, mask3, top = (gen.draw(seed, i, dtype, ALL) for i in range(len(gen.REGIMES)))
+            decode, both, mask2, mask3, top, stored, poisoned = (gen.draw(seed, i, dtype, ALL)
+                                                                 for i in range(len(gen.REGIMES)))
             assert decode.n_q <= 8 and decode.n_k > 2 ** 14 and decode.relation == gen.AGREEMENT, decode
             assert min(both.n_q, both.n_k) > 2048 and both.n_q != both.n_k and both.late_values, both
             assert both.causal or both.mask, both
             assert mask2.mask == "(Nq, Nk)" and mask2.batch == mask2.n_q >= 2, mask2
             assert mask3.mask == "(Hq, Nq, Nk)" and mask3.batch == mask3.q_heads >= 2, mask3
             assert top.magnitude and abs(top.scale) >= 2, top
+            assert stored.mask_kind == "additive" and stored.mask_storage == "transposed", stored
+            assert min(stored.n_q, stored.n_k) >= 2 and stored.relation == gen.AGREEMENT, stored
+            assert stored.mask_dtype == (None if dtype == "float32" else "float32"), stored
+            assert poisoned.mask_kind == "additive" and poisoned.mask_nonfinite in gen.NONFINITE, poisoned
     judged = list(gen.generated_checks(sdpa_math, [torch.float16], "cpu", 0, 1e-9, ALL, only={gen.AGREEMENT}))
     assert [p for p, *_ in judged][:len(gen.REGIMES)] == [
         gen.draw(0, i, "float16", ALL) for i in range(len(gen.REGIMES))]
