@@ -36,12 +36,13 @@ SAME_PATH = {"determinism", "backward-determinism", "default-scale", "zero-scale
 SAME_PATH_CONTRACT = {"gradient-subsets", "mask-forms-backward", "attn-mask-untouched", "global-state-unchanged",
                       "dropout-forward-backward-masked"}
 GENERATE_SECONDS = 2.0
-# The generator's regimes the kernel is drawn in: the masks whose leading dim equals B and q near
-# float16's top (≈ 1 CPU-s each interpreted). Not the long ones, measured interpreted in float32: a
+# The generator's regimes the kernel is drawn in: the masks whose leading dim equals B, q near
+# float16's top and the mask's storage and non-finite entries (≈ 1-2 CPU-s each interpreted). Not the long ones, measured interpreted in float32: a
 # decode over 131 071 keys 71 CPU-s, 2049 × 2100 causal 10.5 CPU-s; the kernel has one loop at any
 # length (no split-K path; positions are tl.arange's int32 in every dtype), judged long by the fixed
 # cases: decode-4097, the 8193-key error sweep and causal-2056 in float16.
-KERNEL_REGIMES = ("mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude")
+KERNEL_REGIMES = ("mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude", "mask-storage",
+                  "mask-nonfinite")
 LONG, REST = "long cases", "other cases"
 ITEMS = [(torch.float32, LONG), (torch.float32, REST), (torch.float16, REST), (torch.bfloat16, REST)]
 
