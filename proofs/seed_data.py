@@ -32,8 +32,9 @@ SEED_VALUES_3 = sp.Matrix([[1, 2], [3, 0], [0, 4]])  # rows v₁, v₂, v₃
 
 
 # ---- Cited facts the audit decides seed sentences against (numbers as the sources print them).
-# transformers is not installed here (the peers extra), so the configurations are cited from the
-# model cards' config.json files rather than read from transformers' configuration classes.
+# proofs never imports transformers, so the configurations are cited from the model cards' config.json
+# files; where the peers extra installs transformers, tests/test_model_facts.py checks them against its
+# configuration classes (GPT2Config's defaults; LlamaConfig built with the card's sizes).
 MODEL_CONFIGS = {
     "GPT-2 small": dict(d_model=768, heads=12, kv_heads=12, head_dim=None,
                         source="https://huggingface.co/openai-community/gpt2/blob/main/config.json "
