@@ -11,27 +11,16 @@ from proofs import checker
 from proofs.checker import check, substitute, write
 from proofs.engine import Proof
 from proofs.srepr import CertificateError, read
+from proofs.tests.certs import eq as _eq, prem as _prem, step as _step
+from proofs.tests.certs import cert as _forged
 
 
-def _eq(a, b):
-    return sp.Eq(a, b, evaluate=False)
+def _cert(statement, premises=(), steps=(), claim="t-rt2"):
+    return _forged(statement, premises, steps, claim)
 
 
 def _lt(a, b):
     return sp.Lt(a, b, evaluate=False)
-
-
-def _cert(statement, premises=(), steps=(), claim="t-rt2"):
-    return {"format": checker.FORMAT, "version": checker.VERSION, "claim": claim, "title": claim,
-            "statement": write(statement), "premises": list(premises), "steps": list(steps)}
-
-
-def _step(sid, rule, conclusion, premises=(), **kw):
-    return {"id": sid, "rule": rule, "conclusion": write(conclusion), "premises": list(premises), **kw}
-
-
-def _prem(pid, kind, rel, forall=(), **kw):
-    return {"id": pid, "kind": kind, "statement": write(rel), "forall": [write(s) for s in forall], **kw}
 
 
 n = sp.Symbol("n", integer=True, positive=True)

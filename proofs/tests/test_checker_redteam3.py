@@ -11,29 +11,19 @@ import sympy as sp
 
 from proofs import checker
 from proofs.checker import check, write
+from proofs.tests.certs import eq as _eq, prem as _prem, step as _step
+from proofs.tests.certs import cert as _forged
+
+
+def _cert(statement, premises=(), steps=(), claim="t-rt3"):
+    return _forged(statement, premises, steps, claim)
+
 
 HERE = Path(__file__).parent / "redteam3"
 
 
 def _load(name):
     return json.loads((HERE / f"{name}.json").read_text(encoding="utf-8"))
-
-
-def _eq(a, b):
-    return sp.Eq(a, b, evaluate=False)
-
-
-def _cert(statement, premises=(), steps=(), claim="t-rt3"):
-    return {"format": checker.FORMAT, "version": checker.VERSION, "claim": claim, "title": claim,
-            "statement": write(statement), "premises": list(premises), "steps": list(steps)}
-
-
-def _step(sid, rule, conclusion, premises=(), **kw):
-    return {"id": sid, "rule": rule, "conclusion": write(conclusion), "premises": list(premises), **kw}
-
-
-def _prem(pid, kind, rel, forall=(), **kw):
-    return {"id": pid, "kind": kind, "statement": write(rel), "forall": [write(s) for s in forall], **kw}
 
 
 # F1: a definition is conservative only if its name is fresh in the whole certificate (cited statements too).
