@@ -10,7 +10,10 @@ from kernels.harness import generate as gen
 from kernels.harness import verify_attention
 
 FAMILIES = [mutants.split_kv_decode_16_splits, mutants.rectangular_causal_positions_in_float16,
-            mutants.two_dim_mask_as_key_padding, mutants.query_scaled_in_input_dtype]
+            mutants.two_dim_mask_as_key_padding, mutants.query_scaled_in_input_dtype,
+            # the attn_mask's storage, dtype and values (mask-storage, mask-nonfinite)
+            mutants.mask_strides_ignored, mutants.mask_nonfinite_sanitised, mutants.mask_cast_to_query_dtype,
+            mutants.mask_must_be_contiguous]
 BY_FN = {m.fn: m for m in mutants.MUTANTS}
 
 
