@@ -308,7 +308,7 @@ def _pattern(eq: Any, forall: tuple, avoid: frozenset = frozenset()) -> tuple[An
     lhs = _canonical(eq.lhs)
     bound = [b for e in sp.preorder_traversal(lhs) for b in getattr(e, "bound_symbols", ())]  # a match may not use them
     wilds = {s: sp.Wild(f"{s.name}_w", exclude=bound, properties=[lambda v, s=s: _admissible(s, v) and
-                                                                  not _heads(v) & avoid]) for s in forall}
+                                                                  not (avoid and _heads(v) & avoid)]) for s in forall}
     return lhs.xreplace(wilds), _fresh(_canonical(eq.rhs)).xreplace(wilds)
 
 
@@ -321,16 +321,28 @@ def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
             raise CertificateError("a rewrite premise may not be a Lambda: state it over ∀-symbols")
         if isinstance(lhs, sp.core.function.UndefinedFunction):
             raise CertificateError("define a function by an equation over ∀-symbols, f(x) = …")
+    # A pattern applies only where its functions and indexed bases occur (a match is a subtree holding them):
+    # skipping it elsewhere saves a match attempt at every node, and a rewrite left out is never unsound.
+    needs = [_fixed_heads(lhs) for (lhs, _), _ in patterns]
     for _ in range(16):
-        before = out
-        for (lhs, rhs), forall in patterns:
+        before, present = out, _fixed_heads(out)
+        for ((lhs, rhs), forall), need in zip(patterns, needs):
+            if not need <= present:
+                continue
             # exact=False: a value 0 for one of several ∀-symbols is an instance too (Q_{p,0})
             new = out.replace(lhs, rhs, exact=False) if forall else out.xreplace({lhs: rhs}) if out.has(lhs) else out
             if new != out:  # renamed at once, so the next premise meets canonical sums (fresh first: no capture)
                 out = _canonical(_fresh(new))
+                present = _fixed_heads(out)
         if out == before:
             break
     return out
+
+
+def _fixed_heads(e: Any) -> set:
+    """The undefined functions and indexed bases ``e`` holds (a pattern's Wilds are neither)."""
+    return {f.func for f in e.atoms(sp.core.function.AppliedUndef)} | e.atoms(sp.IndexedBase) \
+        if isinstance(e, sp.Basic) else set()
 
 
 def _sums(expr: Any, cut: Any, kinds: tuple = (sp.Sum, sp.Product)) -> Any:
@@ -465,8 +477,11 @@ def _heads(e: Any) -> set[str]:
     """Names of the free symbols, undefined functions and indexed bases an expression uses."""
     if not isinstance(e, sp.Basic):
         return set()
-    return {str(s) for s in e.free_symbols} | {str(f.func) for f in e.atoms(sp.core.function.AppliedUndef)} | \
-        {str(i.base.label) for i in e.atoms(sp.Indexed)}
+    def name(x):  # str(x), without the printer for a plain Symbol (a Dummy prints as _name)
+        return x.name if type(x) is sp.Symbol else str(x)
+
+    return {name(s) for s in e.free_symbols} | {str(f.func) for f in e.atoms(sp.core.function.AppliedUndef)} | \
+        {name(i.base.label) for i in e.atoms(sp.Indexed)}
 
 
 def _definition_head(rel: Any, forall: tuple, pid: str, check: bool = True) -> tuple[str, list]:

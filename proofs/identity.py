@@ -53,6 +53,7 @@ import sympy as sp
 # wherever both are defined: (y + 1) log x − y log x − log x = 0 fails for real x, as x/x = 1 does,
 # because at x = 0 neither side has a value. State the assumption that excludes it (x positive).
 import fractions  # noqa: E402
+import functools  # noqa: E402
 import hashlib  # noqa: E402
 import io  # noqa: E402
 import itertools  # noqa: E402
@@ -461,7 +462,7 @@ def _canonical(expr: sp.Expr, base: int = _BOUND_BASE) -> sp.Expr:
         height = _sum_height(s.function)
         function, limits = s.function, [tuple(lim) for lim in s.limits]
         for k, (var, lo, hi) in enumerate(limits):
-            new = sp.Dummy(f"b{height}_{k}", dummy_index=base + 100 * height + k, **_index_facts(lo, hi))
+            new = _index_dummy(f"b{height}_{k}", base + 100 * height + k, tuple(sorted(_index_facts(lo, hi).items())))
             function = function.xreplace({var: new})
             limits = [(new, lo, hi) if j == k else
                       (lim[0],) + tuple(b.xreplace({var: new}) for b in lim[1:]) if j < k else lim
@@ -469,6 +470,13 @@ def _canonical(expr: sp.Expr, base: int = _BOUND_BASE) -> sp.Expr:
         return s.func(function, *limits)
 
     return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), rename)
+
+
+@functools.lru_cache(maxsize=4096)
+def _index_dummy(name: str, index: int, facts: tuple) -> sp.Dummy:
+    # A Dummy equals any other of its name, index and facts: one object serves them all, built (and its facts
+    # deduced, SymPy's costly part) once.
+    return sp.Dummy(name, dummy_index=index, **dict(facts))
 
 
 def _sum_height(e: sp.Basic) -> int:
@@ -970,12 +978,25 @@ def _unevaluated(cls: type, args: tuple) -> sp.Basic:
         return cls(*args)
 
 
+def _with_limits(cls: type, args: tuple) -> sp.Basic:
+    # Sum, Product and Integral built unevaluated would wrap their summand as Mul(1, f) (their orientation
+    # factor), and built evaluated would denest and fold Piecewise: either way not the object sent, and the
+    # fingerprint would send the call to a forked process. Their constructor, for arguments it already
+    # made, stores exactly these two attributes (sympy.concrete.expr_with_limits).
+    obj = sp.Expr.__new__(cls)
+    obj._args = args
+    obj.is_commutative = args[0].is_commutative
+    return obj
+
+
 class _AsBuilt(pickle.Pickler):
     """Pickles a SymPy object with arguments as its class and arguments, rebuilt unevaluated."""
 
     def reducer_override(self, obj):
         if isinstance(obj, sp.Basic) and not isinstance(obj, type) and obj.args and \
                 not isinstance(obj, sp.MatrixBase):
+            if isinstance(obj, sp.concrete.expr_with_limits.ExprWithLimits):
+                return _with_limits, (type(obj), obj.args)
             return _unevaluated, (type(obj), obj.args)
         return NotImplemented
 

@@ -392,3 +392,22 @@ def test_an_input_that_cannot_travel_as_built_is_checked_as_built():
     # Pickling rebuilds x·x⁻¹ as 1; the engine must see the 0/0-free-looking product as the caller built it.
     ok, detail = identity(sp.Mul(x, 1 / x, evaluate=False), 1)
     assert ok is False and "denominator x" in detail, detail
+
+
+def test_sums_products_and_integrals_travel_to_the_worker_as_built():
+    # Rebuilt unevaluated, a Sum arrives as Σ 1·f (its orientation factor); rebuilt evaluated, a nested Sum is
+    # denested: either way the fingerprint differs and the call falls back to a process forked for it.
+    import pickle
+
+    from proofs.identity import _dumps, _fingerprint
+
+    k, j = sp.symbols("k j", integer=True)
+    m = sp.Symbol("m", integer=True, positive=True)
+    q = sp.IndexedBase("q")
+    built = [sp.Sum(q[k], (k, 1, m)), sp.Sum(sp.Sum(q[k] * q[j], (j, 1, k)), (k, 1, m)),
+             sp.Product(sp.Piecewise((q[k], k > 2), (1, True)), (k, 1, m)), sp.Integral(sp.exp(x) * y, (x, 0, 1)),
+             sp.Sum(q[k], (k, m, 1)) + x]
+    for e in built:
+        back = pickle.loads(_dumps(e))
+        assert sp.srepr(back) == sp.srepr(e) and _fingerprint(back) == _fingerprint(e), e
+        assert back.is_commutative == e.is_commutative
