@@ -193,9 +193,17 @@ def _signature(e: Any) -> set:
     heads = e.atoms(sp.Symbol, sp.IndexedBase) | {f.func for f in e.atoms(sp.core.function.AppliedUndef)}
     def facts(h):  # what follows from the declaration (a re-read IndexedBase declares its label's facts too)
         return _declared(h) if isinstance(h, sp.core.function.UndefinedFunction) else h.assumptions0 if \
-            isinstance(h, sp.Symbol) else {k: v for k in _assume_defined if (v := getattr(h, f"is_{k}", None)) is not None}
+            isinstance(h, sp.Symbol) else _base_facts(type(h), str(h), tuple(sorted(_declared(h).items())))
 
     return {(type(h).__name__, str(h), tuple(sorted(facts(h).items()))) for h in heads}
+
+
+@lru_cache(maxsize=None)
+def _base_facts(cls: type, name: str, declared: tuple) -> dict:
+    """Every fact an indexed base of this class, name and declaration has (SymPy derives them from the declaration
+    alone: an IndexedBase has no fact handler of its own); asked of one such base once, not of each occurrence."""
+    h = cls(sp.Symbol(name), **dict(declared))
+    return {k: v for k in _assume_defined if (v := getattr(h, f"is_{k}", None)) is not None}
 
 
 class _Writer(ReprPrinter):
