@@ -709,7 +709,7 @@ def _check(cert: Any) -> Verdict:
 
 class _Replay:
     def __init__(self, cert: dict):
-        if cert.get("format") != FORMAT or cert.get("version") != VERSION:
+        if cert.get("format") != FORMAT or type(cert.get("version")) is not int or cert.get("version") != VERSION:
             raise CertificateError(f"format must be {FORMAT!r} version {VERSION}, got "
                                    f"{cert.get('format')!r} version {cert.get('version')!r}")
         self.cert = cert

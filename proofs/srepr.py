@@ -146,10 +146,27 @@ def _node(n: ast.AST) -> Any:
             if not value.is_finite or abs(value._mpf_[2]) + value._mpf_[3] > MAX_BITS:
                 raise CertificateError(f"a Float outside ±2^{MAX_BITS} or not finite: {value}")
             return sp.Rational(value)
+        if f in (sp.Symbol, sp.Dummy, sp.Function, sp.IndexedBase) and _only_zero(
+                {**(args[0].assumptions0 if f is sp.IndexedBase and args and isinstance(args[0], sp.Symbol) else {}),
+                 **kwargs}):
+            raise CertificateError(f"{n.func.id} {args[0] if args else ''} is declared hermitian (or real) and "
+                                   "antihermitian, which only 0 is, yet not zero: SymPy would take it as non-zero")
         return f(*args, **kwargs, evaluate=False) if issubclass(f, UNEVALUATED) else f(*args, **kwargs)
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Call):  # Function('f')(x): an applied function
         return _node(n.func)(*[_node(a) for a in n.args])
     raise CertificateError(f"expression holds something that is not a SymPy constructor: {ast.dump(n)[:120]}")
+
+
+def _only_zero(facts: dict) -> bool:
+    """Facts only 0 has (hermitian, or real, and antihermitian), without zero: SymPy does not see it, and deduces
+    real and non-zero from hermitian, antihermitian and nonzero: a statement about no number at all."""
+    if facts.get("antihermitian") is not True:
+        return False
+    try:
+        d = sp.Dummy(**facts)
+    except Exception:  # SymPy's own inconsistency: refused as it builds
+        return False
+    return d.is_hermitian is True and d.is_zero is not True
 
 
 @lru_cache(maxsize=None)

@@ -193,3 +193,29 @@ def test_h4_huge_floats_are_refused_before_sympy_builds_them(digits):
     with pytest.raises(checker.CertificateError):
         checker.read(f"Float({digits!r})")  # without a precision SymPy keeps every digit
     assert time.process_time() - start < 1.0  # SymPy took over 20 s to build 1e10000000 (CPU, so load cannot fail it)
+
+
+# M3: facts only 0 has (hermitian and antihermitian), declared with nonzero: SymPy deduces real and non-zero, and
+# 0 < x² came out proved with no premise listed. The reader refuses such a name; declared zero it reads.
+def test_m3_a_name_declared_hermitian_and_antihermitian_but_not_zero_is_refused():
+    assert not check(_load("a91_contradictory_assumptions")).proved
+    for facts in ("hermitian=True, antihermitian=True", "real=True, antihermitian=True, nonzero=True"):
+        with pytest.raises(checker.CertificateError, match="antihermitian"):
+            checker.read(f"Symbol('x', {facts})")
+    with pytest.raises(checker.CertificateError, match="antihermitian"):  # the label's facts merge into the base's
+        checker.read("IndexedBase(Symbol('a', real=True), antihermitian=True)")
+    assert checker.read("Symbol('x', hermitian=True, antihermitian=True, zero=True)").is_zero
+    assert checker.read("Symbol('x', antihermitian=True)").is_antihermitian
+
+
+# M4: "version": true is not version 1; an id next to a catalogued one is said to be outside the catalogue.
+def test_m4_version_must_be_the_integer_1():
+    c = _cert(_eq(sp.Integer(1), 1), steps=[_step("S", "identity", _eq(sp.Integer(1), 1))])
+    assert check(c).proved
+    assert not check(dict(c, version=True)).proved and "version" in check(dict(c, version=True)).line
+
+
+def test_m4_an_uncatalogued_id_is_named_so_by_the_cli():
+    from proofs.check_cli import judge
+    ok, line = judge(_load("a88_claim_id_spoof"))
+    assert ok and line.startswith("softmax-normalisation.v2 (not a catalogued claim): proved"), line
