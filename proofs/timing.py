@@ -14,7 +14,7 @@ import time
 
 import sympy as sp
 
-from proofs import CLAIMS, checker, identity
+from proofs import CLAIMS, checker, identity, srepr
 
 BUDGET_TOTAL_S, BUDGET_CLAIM_S = 20.0, 3.0
 
@@ -23,7 +23,7 @@ def fresh() -> None:
     """Forget everything the checker (and SymPy, and the engine's worker process) learnt while deriving."""
     checker._IDENTITIES.clear()
     checker._VERDICTS.clear()
-    for memo in (checker.read, checker._canonical, checker._pattern):
+    for memo in (checker.read, checker._canonical, checker._pattern, identity._index_dummy, srepr._base_facts):
         memo.cache_clear()
     sp.core.cache.clear_cache()
     identity._WORKER.stop()  # the next identity forks a new one, from this process with SymPy's cache cleared
