@@ -60,7 +60,7 @@ LONG_TIER: dict[str, tuple[str, ...]] = {
     # in the default tier.
     "mutant sweep": ("kernels/tests/test_mutants.py::test_mutant_is_refused_by_the_invariant_it_targets_in_every_dtype*",
                      "kernels/tests/test_mutants.py::test_generated_problems_refuse_the_mutants_only_they_reach*",
-                     # each family's mutant through a default run's regime draws (3-12 CPU-s each: long
+                     # each family's mutant through a default run's regime draws (the 7: 42.9 CPU-s in one process; long
                      # decodes and both lengths past 2048 in float64, then shrinking); one family stays
                      # (query_scaled_in_input_dtype), and test_generate.py keeps every regime drawn first
                      # in every run and passed by SDPA
