@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -67,6 +71,21 @@ def test_report_finds_the_survey_in_its_default_directory_unless_told_not_to(tmp
     assert cli._survey_dir(cli.build_parser().parse_args(["report", "--survey", "elsewhere"])) == "elsewhere"
     monkeypatch.chdir(tmp_path / "survey")  # no survey/survey.json below here
     assert cli._survey_dir(args) is None
+
+
+def test_only_leaves_the_default_survey_out_without_importing_the_kernel_layer(tmp_path):
+    """A one-claim report does no one's work but the claim's: torch (≈ 3.6 CPU-s) is not imported to find
+    the survey's default directory, which --only leaves out; --survey DIR still puts it in."""
+    _survey(tmp_path)
+    code = ("import sys; from proofs import cli; p = cli.build_parser(); "
+            "a = cli._survey_dir(p.parse_args(['report', '--only', 'softmax-normalisation'])); "
+            "b = cli._survey_dir(p.parse_args(['report', '--only', 'softmax-normalisation', '--survey', 'there'])); "
+            "torch = 'torch' in sys.modules; print(a, b, torch, cli._survey_dir(p.parse_args(['report'])))")
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["None", "there", "False", table.DEFAULT_OUT]
 
 
 def test_survey_subcommand_writes_markdown_and_json_and_prints_the_table(tmp_path, capsys):

@@ -56,7 +56,7 @@ RELATIONS = (AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC)
 
 DEFAULT_SECONDS = 6.0  # per run (all dtypes together) of the default verify_attention
 THOROUGH_SECONDS = 120.0
-SHRINK_SECONDS = 10.0  # per failure (the default run stays within its budget with a failure or two)
+SHRINK_SECONDS = 10.0  # per run, all failures together: an impl failing everything still ends in seconds
 MAX_SCORES = 2 ** 18  # B·Hq·Nq·Nk of a drawn problem (the float64 golden values cost O(that · D))
 # The long regimes (REGIMES) pay for their length with everything else small: one batch entry, at
 # most two heads, head dims up to LONG_HEAD_DIM. Decoding is O(Nk·D) whatever Nk, so it reaches the
@@ -467,14 +467,17 @@ def _smaller(p: Problem):
                           ("head_dim", (16, p.head_dim // 2, p.head_dim - 1)),
                           ("value_dim", (p.head_dim, 16, p.value_dim // 2))):
         for value in values:
-            if value == getattr(p, field) or isinstance(value, int) and value < 1:
+            current = getattr(p, field)
+            # strictly simpler only: a field that may grow cycles (head_dim 8 -> 16 -> 8) until the deadline
+            if value == current or isinstance(value, int) and not 1 <= value < current:
                 continue
             if p.relation == DROPOUT_LAW and field in ("n_k", "value_dim"):
                 continue
             plain_mask = {"mask_storage": "contiguous", "mask_dtype": None, "mask_nonfinite": None} if field == "mask" else {}
             yield replace(p, **{field: value, **plain_mask})
-    if p.q_heads != p.kv_heads or p.q_heads > 1:
+    if p.q_heads != p.kv_heads:
         yield replace(p, q_heads=p.kv_heads)
+    if p.q_heads > 1:
         yield replace(p, q_heads=1, kv_heads=1)
     if p.relation == DROPOUT_LAW and p.n_k > 8:
         yield replace(p, n_k=max(8, p.n_k // 2), value_dim=max(8, p.n_k // 2))
@@ -514,10 +517,12 @@ def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: 
                      shrink_seconds: float = SHRINK_SECONDS, regimes: tuple[str, ...] = REGIMES):
     """Yield (problem, outcome, refusal, repro or None) for problems drawn until ``seconds`` pass
     (spread over the dtypes), or, with ``problems``, for that many of the chosen relations per dtype
-    whatever the time. A failure is shrunk and carries its reproduction."""
+    whatever the time. A failure carries its reproduction; it is shrunk first while the run's
+    ``shrink_seconds`` (all failures together) last, and says so when they are spent."""
     relations = [rel for rel in RELATIONS if only is None or rel in only]
     if not relations or (seconds <= 0 and not problems):
         return
+    shrink_left = shrink_seconds
     for dtype in dtypes:
         name = str(dtype).removeprefix("torch.")
         deadline = time.perf_counter() + seconds / len(dtypes)
@@ -534,10 +539,16 @@ def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: 
             outcome, refused = check_problem(impl, problem, device)
             repro = None
             if refused is None and failed(outcome):
-                small, outcome = shrink(impl, problem, device, shrink_seconds)
-                repro = (f"shrunk from {problem.describe()} to {small.describe()}; reproduce with:\n"
-                         + reproduction(impl, small))
-                problem = small
+                if shrink_left > 0:
+                    started = time.perf_counter()
+                    small, outcome = shrink(impl, problem, device, shrink_left)
+                    shrink_left -= time.perf_counter() - started
+                    repro = (f"shrunk from {problem.describe()} to {small.describe()}; reproduce with:\n"
+                             + reproduction(impl, small))
+                    problem = small
+                else:
+                    repro = (f"not shrunk (the run's {shrink_seconds:g} s for shrinking are spent); "
+                             f"reproduce with:\n" + reproduction(impl, problem))
             yield problem, outcome, refused, repro
 
 

@@ -90,10 +90,39 @@ def test_a_failure_shrinks_and_its_reproduction_runs_and_fails_again():
     size = lambda p: p.batch * p.q_heads * p.n_q * p.n_k * p.head_dim
     assert size(small) < size(big) and small.mask is None and small.layout == "contiguous"
     assert small.head_dim % 8 or small.value_dim % 8  # the bug's condition survives shrinking
+    # a fixed point, not the deadline: nothing one step simpler still fails
+    assert not any(gen.failed(gen.check_problem(head_dim_tail_dropped, c)[0]) for c in gen._smaller(small))
     code = gen.reproduction(head_dim_tail_dropped, small)
     printed = []
     exec(code, {"print": printed.append})
     assert gen.failed(printed[0])
+
+
+def test_every_shrinking_step_is_strictly_simpler():
+    """No candidate repeats the problem or grows a field: greedy shrinking then ends at a fixed point
+    instead of cycling (head_dim 8 -> 16 -> 8) until its deadline."""
+    numbers = [f.name for f in gen.fields(gen.Problem) if f.type == "int" and f.name != "seed"]
+    problems = [gen.draw(seed, i, dtype, ALL) for seed in range(3) for i in range(60)
+                for dtype in ("float32", "float16")]
+    problems.append(gen.Problem(1, 4, 2, 1, 1, 8, 33, False, "float32"))  # 16 is larger than its head dim
+    for p in problems:
+        for c in gen._smaller(p):
+            assert c != p, p
+            grown = [n for n in numbers if getattr(c, n) > getattr(p, n)
+                     and not (p.relation == gen.DROPOUT_LAW and n == "value_dim" and c.n_k < p.n_k)]
+            assert not grown, (p, c, grown)
+
+
+def test_shrinking_is_bounded_by_the_runs_budget():
+    """An impl that fails every problem: with the run's shrink budget spent (here none), each failure is
+    reported as drawn, with its reproduction and a note that it was not shrunk."""
+    as_list = lambda q, k, v, **kw: q.tolist()
+    judged = list(gen.generated_checks(as_list, [torch.float32], "cpu", 0, 0, ALL, problems=4, shrink_seconds=0))
+    assert len(judged) == 4 and all(gen.failed(o) for _, o, _, _ in judged)
+    assert all(repro.startswith("not shrunk (the run's 0 s") for *_, repro in judged)
+    assert [p for p, *_ in judged] == [gen.draw(0, i, "float32", ALL) for i in range(4)]
+    shrunk = list(gen.generated_checks(as_list, [torch.float32], "cpu", 0, 0, ALL, problems=2))
+    assert all(repro.startswith("shrunk from") for *_, repro in shrunk)
 
 
 def test_refusals_are_reported_not_failed():
