@@ -22,7 +22,7 @@ LOG2E = math.log2(math.e)
 LN2 = math.log(2.0)
 
 
-@triton.jit
+@runtime.device_function
 def attend_key_blocks(acc, l_i, m_i, q, k_base, v_base, mask_base, stride_kn, stride_kd, stride_vn, stride_vd,
                       stride_mm, stride_mn, lo, hi, qk_scale, seed, bh, p_drop, keep_scale,
                       offs_m, offs_d, offs_dv, N_Q, N_K, HEAD_DIM, HEAD_DIM_V,
