@@ -135,8 +135,8 @@ def _dkdv_kernel(Q, K, V, DO, LSE2, DELTA, DK, DV, MASK, sm_scale, qk_scale, see
                     UPCAST)  # (BLOCK_D, BLOCK_N)
     v = load_tile(V + b * stride_vb + h_kv * stride_vh, offs_n, offs_dv, stride_vn, stride_vd, N_K, HEAD_DIM_V,
                   UPCAST)  # (BLOCK_N, BLOCK_DV)
-    dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
-    dv = tl.zeros([BLOCK_N, BLOCK_DV], dtype=tl.float32)
+    dk = tl.full([BLOCK_N, BLOCK_D], 0, dtype=tl.float32)
+    dv = tl.full([BLOCK_N, BLOCK_DV], 0, dtype=tl.float32)
 
     lo, full_lo, full_hi, hi = query_bounds(start_n, N_Q, N_K, IS_CAUSAL, BLOCK_M, BLOCK_N)
     for g in range(GROUP):  # the query heads that share this KV head: their gradients sum
@@ -226,7 +226,7 @@ def _dq_kernel(Q, K, V, DO, LSE2, DELTA, DQ, MASK, sm_scale, qk_scale, seed, p_d
     k_base = K + b * stride_kb + h_kv * stride_kh
     v_base = V + b * stride_vb + h_kv * stride_vh
     mask_base = MASK + b * stride_mb + h * stride_mh
-    dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+    dq = tl.full([BLOCK_M, BLOCK_D], 0, dtype=tl.float32)
 
     full_end, hi = key_bounds(start_m, N_Q, N_K, IS_CAUSAL, BLOCK_M, BLOCK_N)
     dq = _dq_key_blocks(dq, q, do, lse2, delta, k_base, v_base, mask_base, stride_kn, stride_kd, stride_vn,

@@ -105,7 +105,7 @@ def dropout_keep(seed, bh, offs_m, offs_n, p_drop):
     in [0, 1) from Philox (tl.rand's generator), keyed by the call's seed and counted by
     (key, query, batch·query heads + head), so each weight has its own number and the
     backward regenerates the forward's mask from the same coordinates. (BLOCK_M, BLOCK_N)"""
-    zeros = tl.zeros([offs_m.shape[0], offs_n.shape[0]], dtype=tl.int32)
+    zeros = tl.full([offs_m.shape[0], offs_n.shape[0]], 0, dtype=tl.int32)
     cols = (zeros + offs_n[None, :]).to(tl.uint32)
     rows = (zeros + offs_m[:, None]).to(tl.uint32)
     heads = (zeros + bh).to(tl.uint32)
