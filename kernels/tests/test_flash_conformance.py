@@ -74,7 +74,7 @@ FAR, REST = "long keys and draws", "other cases"  # with each long case's name: 
 FAR_CASES = {"decode-4097", "across-calls", "dropout-draws", "length-sweep", "mqa-decode", "causal-short-q",
              "causal-long-q"}
 # xdist (-n 2) hands each worker two consecutive items, then each further item to the worker that
-# finishes an item first. Measured CPU-s a item in this order (one process, load 2-5): 102, 101,
+# finishes an item first. Measured CPU-s an item in this order (one process, load 2-5): 102, 101,
 # 92, 75, 68, 18: the first worker runs float32's two (203), the second the half types (168) and,
 # finishing first, long-gqa (235); long-causal goes to the first (221).
 ITEMS = [(torch.float32, REST), (torch.float32, FAR), (torch.bfloat16, REST), (torch.float16, REST),
