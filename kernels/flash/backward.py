@@ -52,7 +52,7 @@ def _preprocess_kernel(O, DO, DLSE, DELTA,
     tl.store(DELTA + row, delta, mask=offs_m < N_Q)
 
 
-@triton.jit
+@runtime.device_function
 def _row_lse2(lse2_base, offs_m, stride_lm, N_Q):
     """The saved base-2 lse; a row with no visible key (−∞) maps to 0 so that
     exp2(−∞ − lse2) is 0, never −∞ − (−∞)."""
@@ -60,7 +60,7 @@ def _row_lse2(lse2_base, offs_m, stride_lm, N_Q):
     return tl.where(lse2 == float("-inf"), 0.0, lse2)
 
 
-@triton.jit
+@runtime.device_function
 def _probabilities(q, k_t, lse2, qk_scale, offs_m, offs_n, N_Q, N_K, mask_base, stride_mm, stride_mn,
                    IS_CAUSAL: tl.constexpr, MASKED: tl.constexpr, MASK_KIND: tl.constexpr,
                    DOT_PRECISION: tl.constexpr):
@@ -74,7 +74,7 @@ def _probabilities(q, k_t, lse2, qk_scale, offs_m, offs_n, N_Q, N_K, mask_base, 
     return tl.exp2(tl.minimum(s - lse2[:, None], 0.0))  # (BLOCK_M, BLOCK_N)
 
 
-@triton.jit
+@runtime.device_function
 def _dkdv_query_blocks(dk, dv, k_t, v, q_base, do_base, lse2_base, delta_base, mask_base,
                        stride_qm, stride_qd, stride_dom, stride_dod, stride_lm, stride_mm, stride_mn,
                        lo, hi, qk_scale, seed, bh, p_drop, keep_scale, offs_n, offs_d, offs_dv,
@@ -135,8 +135,8 @@ def _dkdv_kernel(Q, K, V, DO, LSE2, DELTA, DK, DV, MASK, sm_scale, qk_scale, see
                     UPCAST)  # (BLOCK_D, BLOCK_N)
     v = load_tile(V + b * stride_vb + h_kv * stride_vh, offs_n, offs_dv, stride_vn, stride_vd, N_K, HEAD_DIM_V,
                   UPCAST)  # (BLOCK_N, BLOCK_DV)
-    dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
-    dv = tl.zeros([BLOCK_N, BLOCK_DV], dtype=tl.float32)
+    dk = tl.full([BLOCK_N, BLOCK_D], 0, dtype=tl.float32)
+    dv = tl.full([BLOCK_N, BLOCK_DV], 0, dtype=tl.float32)
 
     lo, full_lo, full_hi, hi = query_bounds(start_n, N_Q, N_K, IS_CAUSAL, BLOCK_M, BLOCK_N)
     for g in range(GROUP):  # the query heads that share this KV head: their gradients sum
@@ -171,7 +171,7 @@ def _dkdv_kernel(Q, K, V, DO, LSE2, DELTA, DK, DV, MASK, sm_scale, qk_scale, see
                HEAD_DIM_V)
 
 
-@triton.jit
+@runtime.device_function
 def _dq_key_blocks(dq, q, do, lse2, delta, k_base, v_base, mask_base, stride_kn, stride_kd, stride_vn, stride_vd,
                    stride_mm, stride_mn, lo, hi, qk_scale, seed, bh, p_drop, keep_scale, offs_m, offs_d, offs_dv,
                    N_Q, N_K, HEAD_DIM, HEAD_DIM_V,
@@ -226,7 +226,7 @@ def _dq_kernel(Q, K, V, DO, LSE2, DELTA, DQ, MASK, sm_scale, qk_scale, seed, p_d
     k_base = K + b * stride_kb + h_kv * stride_kh
     v_base = V + b * stride_vb + h_kv * stride_vh
     mask_base = MASK + b * stride_mb + h * stride_mh
-    dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+    dq = tl.full([BLOCK_M, BLOCK_D], 0, dtype=tl.float32)
 
     full_end, hi = key_bounds(start_m, N_Q, N_K, IS_CAUSAL, BLOCK_M, BLOCK_N)
     dq = _dq_key_blocks(dq, q, do, lse2, delta, k_base, v_base, mask_base, stride_kn, stride_kd, stride_vn,

@@ -22,7 +22,7 @@ LOG2E = math.log2(math.e)
 LN2 = math.log(2.0)
 
 
-@triton.jit
+@runtime.device_function
 def attend_key_blocks(acc, l_i, m_i, q, k_base, v_base, mask_base, stride_kn, stride_kd, stride_vn, stride_vd,
                       stride_mm, stride_mn, lo, hi, qk_scale, seed, bh, p_drop, keep_scale,
                       offs_m, offs_d, offs_dv, N_Q, N_K, HEAD_DIM, HEAD_DIM_V,
@@ -88,8 +88,8 @@ def _forward_kernel(Q, K, V, O, LSE2, MASK, qk_scale, seed, p_drop, keep_scale,
 
     # The state starts at the merge identity (−∞, 0, 0) (claim online-softmax-monoid).
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, BLOCK_DV], dtype=tl.float32)
+    l_i = tl.full([BLOCK_M], 0, dtype=tl.float32)
+    acc = tl.full([BLOCK_M, BLOCK_DV], 0, dtype=tl.float32)
 
     full_end, hi = key_bounds(start_m, N_Q, N_K, IS_CAUSAL, BLOCK_M, BLOCK_N)
     acc, l_i, m_i = attend_key_blocks(acc, l_i, m_i, q, k_base, v_base, mask_base, stride_kn, stride_kd,

@@ -7,6 +7,7 @@ a real list on a GPU.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -34,6 +35,29 @@ _INTERPRETING = _interpret_flag()
 def interpreting() -> bool:
     """Whether the kernels were built for Triton's interpreter."""
     return _INTERPRETING
+
+
+class _InterpretedDeviceFunction:
+    """A device function under the interpreter, called without re-patching triton.language.
+
+    Triton's interpreter patches triton.language (inspect.getmembers over its modules) on every
+    call of a device function, once per program and loop iteration: measured, a quarter of an
+    interpreted conformance run. The launch (GridExecutor) has patched the same module object for
+    the whole grid before any program runs, and these functions see triton.language only as ``tl``,
+    as the kernels calling them do, so the call goes straight to the rewritten function."""
+
+    def __init__(self, jitted):
+        self.jitted = jitted
+        functools.update_wrapper(self, jitted.fn)
+
+    def __call__(self, *args, **kwargs):
+        return self.jitted.rewrite()(*args, **kwargs)
+
+
+def device_function(fn):
+    """triton.jit for a function called from kernels (not launched); see _InterpretedDeviceFunction."""
+    jitted = triton.jit(fn)
+    return _InterpretedDeviceFunction(jitted) if _INTERPRETING else jitted
 
 
 # Triton's interpreter before 3.7.1 fails every kernel with NumPy 2 ("only 0-dimensional arrays

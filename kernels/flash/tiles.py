@@ -14,11 +14,12 @@ Conventions every kernel here follows (and split-KV decoding reuses):
 - scores are built by ``scores`` and dropout decided by ``dropout_keep``, the forward's
   and the backward's alike, so the backward recomputes exactly the forward's values.
 """
-import triton
 import triton.language as tl
 
+from kernels.flash import runtime
 
-@triton.jit
+
+@runtime.device_function
 def load_tile(base, offs_rows, offs_cols, stride_row, stride_col, n_rows, n_cols, UPCAST: tl.constexpr):
     """A (rows, cols) tile; entries outside (n_rows, n_cols) read as 0.
 
@@ -31,7 +32,7 @@ def load_tile(base, offs_rows, offs_cols, stride_row, stride_col, n_rows, n_cols
     return tile
 
 
-@triton.jit
+@runtime.device_function
 def round_to(x, dtype: tl.constexpr):
     """x in ``dtype``, rounded to nearest, ties to even, on every backend.
 
@@ -49,20 +50,20 @@ def round_to(x, dtype: tl.constexpr):
     return x.to(dtype)
 
 
-@triton.jit
+@runtime.device_function
 def store_tile(base, tile, offs_rows, offs_cols, stride_row, stride_col, n_rows, n_cols):
     ptrs = base + offs_rows[:, None] * stride_row + offs_cols[None, :] * stride_col
     mask = (offs_rows[:, None] < n_rows) & (offs_cols[None, :] < n_cols)
     tl.store(ptrs, round_to(tile, base.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@runtime.device_function
 def load_row(base, offs, stride, n):
     """A per-query-row float32 vector (lse, delta); rows past n read as 0, a finite value."""
     return tl.load(base + offs * stride, mask=offs < n, other=0.0)
 
 
-@triton.jit
+@runtime.device_function
 def visible(offs_q, offs_k, N_Q, N_K, IS_CAUSAL: tl.constexpr):
     """Which (query, key) pairs take part. offs_q and offs_k come already broadcast,
     e.g. offs_m[:, None] and offs_n[None, :], or transposed for a key-major tile."""
@@ -79,7 +80,7 @@ ADDITIVE_MASK = tl.constexpr(2)
 _LOG2E = tl.constexpr(1.4426950408889634)
 
 
-@triton.jit
+@runtime.device_function
 def scores(q, k_t, qk_scale, offs_m, offs_n, N_Q, N_K, mask_base, stride_mm, stride_mn,
            IS_CAUSAL: tl.constexpr, MASKED: tl.constexpr, MASK_KIND: tl.constexpr, DOT_PRECISION: tl.constexpr):
     """Base-2 scores of a (query block, key block) tile: log2(e)·(scale·q·kᵀ + additive mask),
@@ -98,13 +99,13 @@ def scores(q, k_t, qk_scale, offs_m, offs_n, N_Q, N_K, mask_base, stride_mm, str
     return s
 
 
-@triton.jit
+@runtime.device_function
 def dropout_keep(seed, bh, offs_m, offs_n, p_drop):
     """Which weights of a (query block, key block) tile dropout keeps: u >= p for u uniform
     in [0, 1) from Philox (tl.rand's generator), keyed by the call's seed and counted by
     (key, query, batch·query heads + head), so each weight has its own number and the
     backward regenerates the forward's mask from the same coordinates. (BLOCK_M, BLOCK_N)"""
-    zeros = tl.zeros([offs_m.shape[0], offs_n.shape[0]], dtype=tl.int32)
+    zeros = tl.full([offs_m.shape[0], offs_n.shape[0]], 0, dtype=tl.int32)
     cols = (zeros + offs_n[None, :]).to(tl.uint32)
     rows = (zeros + offs_m[:, None]).to(tl.uint32)
     heads = (zeros + bh).to(tl.uint32)
@@ -112,7 +113,7 @@ def dropout_keep(seed, bh, offs_m, offs_n, p_drop):
     return tl.uint_to_uniform_float(r) >= p_drop
 
 
-@triton.jit
+@runtime.device_function
 def key_bounds(start_m, N_Q, N_K, IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Key-block loop bounds for the query block [start_m, start_m + BLOCK_M).
 
@@ -131,7 +132,7 @@ def key_bounds(start_m, N_Q, N_K, IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr
     return full_end, hi
 
 
-@triton.jit
+@runtime.device_function
 def query_bounds(start_n, N_Q, N_K, IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Query-block loop bounds for the key block [start_n, start_n + BLOCK_N).
 
