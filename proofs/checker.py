@@ -33,8 +33,8 @@ Trust base (what a "proved" verdict still rests on):
      rules decide for finite values, so the engine proves nothing about such a symbol, it is never generalised
      over and ∞ is never an instance of a finite one (one rule: identity._may_be_infinite); order relations
      compare only operands shown real; no certificate holds Subs (the reader refuses it); that a linearity step's random symbols are exactly those it names (matched by name);
-  4b. the budget: a top-level check on the main thread runs under CHECK_BUDGET_S s of CPU time (a timer), the
-     identities in their worker under theirs; off the main thread only the checks between steps hold;
+  4b. the budget: a top-level check runs under CHECK_BUDGET_S s of CPU time (a timer on the main thread), the
+     identities in their worker under theirs; where no such timer can run (off the main thread) nothing is checked;
   5. in-process use (``Derivation.verified``) trusts that theorem code does not patch this module;
      ``attention-proofs check FILE`` replays in a fresh process.
 """
@@ -75,8 +75,10 @@ RULES = {
     "linearity": "Σ (finite ranges) and a declared expectation E distribute over sums and pull out factors free of the "
                  "index (Σ) or of the declared random symbols (E, listed in the verdict as an assumption); indices of "
                  "one same range are taken in a canonical order (finite sums commute); then `identity`",
-    "enumeration": "P(v) for each v = lo..hi (at most 4096 instances), each decided as `identity` or by "
-                   "evaluation; the conclusion is the explicit conjunction, never a symbolic-size statement",
+    "enumeration": "P(v) for each v = lo..hi (at most 4096 instances; each v occurring in P), each instance decided "
+                   "by the rules only: an equation as `identity`, an order relation as `sign` (no premise), a "
+                   "conjunction conjunct by conjunct, anything else refused; the conclusion is the explicit "
+                   "conjunction, never a symbolic-size statement",
     "truncation": "substitute the premise equations as `rewrite` does, then Σ_{k=lo}^{hi} [k ≤ m]·f(k) = Σ_{k=lo}^{m} f(k) "
                   "wherever m is an integer with lo − 1 ≤ m ≤ hi shown under the symbols' assumptions, and a Σ or Π "
                   "whose upper limit is the step's `peel` gives its last term (hi − lo ≥ 0 shown), and a Σ (Π) over "
@@ -646,10 +648,18 @@ def check(cert: Any) -> Verdict:
     """Replay ``cert`` (a dict, or its JSON text) and return the verdict. Never raises on a bad proof;
     a malformed certificate gives a failed verdict that says why. A top-level check on the main thread runs under
     a timer of CHECK_BUDGET_S seconds of this process's CPU time (ITIMER_VIRTUAL), so no rule, expansion or
-    definition check can run past it; the identities' worker keeps its own budget, and both count in _budget()."""
-    if _CLOCK["deadline"] is not None or not hasattr(signal, "setitimer") or \
-            threading.current_thread() is not threading.main_thread() or signal.getitimer(signal.ITIMER_VIRTUAL)[0]:
+    definition check can run past it; the identities' worker keeps its own budget, and both count in _budget().
+    Where that timer cannot run (off the main thread: a signal reaches only the main thread; no setitimer; a
+    virtual timer of the caller's already running) nothing could stop one step's C calls, so the certificate is
+    not checked: a failed verdict that says so (check it from the main thread, or with ``attention-proofs check``)."""
+    if _CLOCK["deadline"] is not None:  # a citation inside a check: the caller's budget holds
         return _check(cert)
+    unbudgeted = "off the main thread" if threading.current_thread() is not threading.main_thread() else \
+        "without setitimer" if not hasattr(signal, "setitimer") else \
+        "under a virtual-time timer already running" if signal.getitimer(signal.ITIMER_VIRTUAL)[0] else None
+    if unbudgeted:
+        return Verdict(_claim_text(cert), None, False, (f"not checked: the CPU budget of {CHECK_BUDGET_S:g} s is a "
+                                                        f"signal timer, which cannot run {unbudgeted}",), (), ())
 
     def on_tick(signum, frame):
         raise _OutOfCpu()
@@ -661,12 +671,17 @@ def check(cert: Any) -> Verdict:
     except _OutOfCpu:
         _WORKER.stop()  # it may have been stopped between a question and its answer
         _CLOCK["depth"], _CLOCK["deadline"] = 0, None
-        claim = _printable(str(cert.get("claim", "?"))) if isinstance(cert, dict) else "?"
-        return Verdict(claim, None, False, (f"over the budget of {CHECK_BUDGET_S:g} s of CPU time per certificate "
+        return Verdict(_claim_text(cert), None, False, (f"over the budget of {CHECK_BUDGET_S:g} s of CPU time per certificate "
                                             "(citations included)",), (), ())
     finally:
         signal.setitimer(signal.ITIMER_VIRTUAL, 0)
         signal.signal(signal.SIGVTALRM, previous)
+
+
+def _claim_text(cert: Any) -> str:
+    """The claim id as a verdict may print it: only a string is one (str() of a huge int raises)."""
+    claim = cert.get("claim", "?") if isinstance(cert, dict) else "?"
+    return _printable(claim[:200]) if isinstance(claim, str) else f"?({type(claim).__name__})"
 
 
 def _check(cert: Any) -> Verdict:
@@ -677,7 +692,7 @@ def _check(cert: Any) -> Verdict:
             return Verdict("?", None, False, (f"not JSON (or nested too deep): {type(exc).__name__}: {exc}"[:300],), (), ())
     if not isinstance(cert, dict):
         return Verdict("?", None, False, (f"a certificate is a JSON object, got {type(cert).__name__}",), (), ())
-    claim = _printable(str(cert.get("claim", "?")))
+    claim = _claim_text(cert)
     try:
         if _expanded_size(cert, {}, MAX_NODES) > MAX_NODES:  # json.dumps would write every shared part again
             return Verdict(claim, None, False, (f"cert written out has over {MAX_NODES} JSON nodes",), (), ())
@@ -713,9 +728,9 @@ class _Replay:
             raise CertificateError(f"format must be {FORMAT!r} version {VERSION}, got "
                                    f"{cert.get('format')!r} version {cert.get('version')!r}")
         self.cert = cert
-        self.claim = str(cert.get("claim", ""))
-        if not CLAIM_ID.fullmatch(self.claim):
-            raise CertificateError(f"claim id {_printable(self.claim)!r} is not of the form {CLAIM_ID.pattern}")
+        self.claim = cert.get("claim", "")
+        if not isinstance(self.claim, str) or not CLAIM_ID.fullmatch(self.claim):
+            raise CertificateError(f"claim id {_claim_text(cert)!r} is not a string of the form {CLAIM_ID.pattern}")
         self.statement = read(cert["statement"])
         self.facts: dict[str, Any] = {}      # id -> relation
         self.forall: dict[str, tuple] = {}   # id -> ∀-symbols of a premise or generalised step
@@ -982,22 +997,38 @@ class _Replay:
         _need(total <= MAX_ENUMERATION, f"{total} instances, more than {MAX_ENUMERATION}")
         _need(total > 0, "an empty range: no instance")  # before any range is written out (0 × 10^8 is 0)
         instances = [read(step["predicate"])]
+        unused = [str(v) for v, _, _ in variables if v not in getattr(instances[0], "free_symbols", set())]
+        _need(not unused, f"the range variable(s) {', '.join(unused)} do not occur in the predicate: an enumeration is "
+              "over explicit instances of it")
         for v, lo, hi in variables:
             instances = [substitute(p, {v: sp.Integer(x)}) for p in instances for x in range(lo, hi + 1)]
         _need(_same_all(conclusion, sp.And(*instances, evaluate=False) if len(instances) > 1 else instances[0]),
               "the conclusion is not the conjunction of the enumerated instances")
         for p in instances:
             _budget()
-            if isinstance(p, sp.Eq):
-                ok, why = decide_identity(p.lhs, p.rhs)
-            else:
-                _need(_orders_real(p), lambda: f"instance {sp.sstr(p)[:120]}: an order relation between "
-                      "expressions not shown real")
-                with sp.evaluate(True):
-                    value = sp.simplify(p.doit()) if isinstance(p, sp.Basic) else p
-                ok, why = value is sp.true, f"evaluates to {value}"
-            _need(ok, lambda: f"instance {sp.sstr(p)[:120]}: {why}")
+            self._decide_instance(p)
         return f"{len(instances)} instances checked"
+
+    @staticmethod
+    def _decide_instance(p):
+        """One instance, decided by the rules only: an equation by the engine, an order relation by the sign of
+        its difference (under no premise), a conjunction conjunct by conjunct; anything else is refused."""
+        if isinstance(p, sp.And):
+            for part in p.args:
+                _Replay._decide_instance(part)
+            return None
+        if isinstance(p, sp.Eq):
+            ok, why = decide_identity(p.lhs, p.rhs)
+            _need(ok, lambda: f"instance {sp.sstr(p)[:120]}: {why}")
+            return None
+        _need(isinstance(p, (sp.Le, sp.Lt, sp.Ge, sp.Gt)), lambda: f"instance {sp.sstr(p)[:120]}: an enumeration "
+              "decides equations, order relations and their conjunctions only")
+        rel, small, big = _oriented(p)
+        try:
+            _decide_order(rel, small, big, [])
+        except _Refused as exc:
+            raise _Refused(f"instance {sp.sstr(p)[:120]}: {exc}") from None
+        return None
 
     def _generalisation(self, step, conclusion, ids):
         """An earlier step restated; run() then generalises it over its `forall` (see _fixes)."""

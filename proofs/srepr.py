@@ -4,11 +4,16 @@ Part of the checker's trust base (``proofs/checker.py`` reads every expression o
 :func:`read`): a whitelisted parser that builds only SymPy classes from literals; a string is only the name
 of a Symbol, Dummy, Function, Str or Wild, or the digits of a Float. Relations and connectives are kept
 unevaluated; everything else is built as SymPy builds it, so the tree read is the tree the theorem built.
+A Σ, Π or ∫ whose bound variable is declared anything its range does not imply is refused as it is read
+(:func:`_declared_against_range`, the engine's rule too): the writer reads back what it writes, so the builder
+refuses it as well.
 """
 from __future__ import annotations
 
 import ast
+import math
 import re
+import sys
 import unicodedata
 from functools import lru_cache
 from typing import Any
@@ -69,6 +74,18 @@ UNEVALUATED = (sp.core.relational.Relational, sp.And, sp.Or, sp.Not, sp.Equivale
 _NAMED = ("Symbol", "Dummy", "Function", "Str", "Float")  # constructors whose first argument is a string
 
 
+# Python refuses to write an integer of more than sys.get_int_max_str_digits() digits as text (a ValueError from any
+# str(), srepr or printer): the reader refuses such a number outright, so that no later message, verdict or written
+# certificate can stop on it.
+_STR_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+_STR_BITS = int(_STR_DIGITS * math.log2(10)) if _STR_DIGITS else MAX_BITS
+
+
+def _too_long() -> str:
+    return (f"an integer of more than {_STR_DIGITS} decimal digits (Python's int-to-text limit, "
+            "sys.get_int_max_str_digits): it cannot be written, printed or compared as text")
+
+
 def _bits(q: Any) -> int:
     return max(int(q.p).bit_length(), int(q.q).bit_length())
 
@@ -113,6 +130,12 @@ def _confusable(name: str) -> str:
     return ""
 
 
+# A binder whose index is declared something its range does not imply (k positive over −5..3) is refused as it is
+# read: SymPy trusts the declaration (Σ_{k=−5}^{3} k is "positive"; floor of such a sum is built as a wrong integer),
+# so every rule and the statement matching would too. Its index may carry only what the range implies.
+_BINDERS = (sp.Sum, sp.Product, sp.Integral)
+
+
 def _node(n: ast.AST) -> Any:
     if isinstance(n, ast.Constant) and isinstance(n.value, (int, float, str, bool, type(None))):
         if isinstance(n.value, int) and n.value.bit_length() > MAX_BITS:
@@ -151,10 +174,63 @@ def _node(n: ast.AST) -> Any:
                  **kwargs}):
             raise CertificateError(f"{n.func.id} {args[0] if args else ''} is declared hermitian (or real) and "
                                    "antihermitian, which only 0 is, yet not zero: SymPy would take it as non-zero")
-        return f(*args, **kwargs, evaluate=False) if issubclass(f, UNEVALUATED) else f(*args, **kwargs)
+        out = f(*args, **kwargs, evaluate=False) if issubclass(f, UNEVALUATED) else f(*args, **kwargs)
+        if isinstance(out, _BINDERS):  # before any enclosing node is built on SymPy's reading of its assumptions
+            why = _declared_against_range(out)
+            if why:
+                raise CertificateError(why)
+        return out
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Call):  # Function('f')(x): an applied function
         return _node(n.func)(*[_node(a) for a in n.args])
     raise CertificateError(f"expression holds something that is not a SymPy constructor: {ast.dump(n)[:120]}")
+
+
+def _index_facts(lo: sp.Expr, hi: sp.Expr) -> dict:
+    """What the range implies for its index. Under SymPy's (Karr's) convention a reversed range
+    Σ_{lo..hi} with hi < lo − 1 runs over hi + 1 .. lo − 1, so a bound holds only when the range
+    is shown not reversed; the index is an integer only when lo is."""
+    facts = {}
+    upward = hi == sp.oo  # k = lo, lo + 1, …: bounded below by lo only
+    if lo.is_integer and (hi.is_integer or upward):
+        facts["integer"] = True
+        if upward:
+            if lo.is_positive:
+                facts["positive"] = True
+            elif lo.is_nonnegative:
+                facts["nonnegative"] = True
+        elif (hi - lo + 1).is_nonnegative:
+            if lo.is_positive:
+                facts["positive"] = True
+            elif lo.is_nonnegative:
+                facts["nonnegative"] = True
+            elif hi.is_negative:
+                facts["negative"] = True
+            elif hi.is_nonpositive:
+                facts["nonpositive"] = True
+    return facts
+
+
+def _declared_against_range(e: sp.Basic) -> str | None:
+    """A bound variable whose declared assumptions its range does not imply, or None.
+
+    SymPy uses a symbol's assumptions when the summand is built (|k| becomes k for k declared
+    positive), so Σ_{k=−3..3} |k| over such a k is built as Σ k = 0: the declared assumptions must
+    follow from the range, or the expression states something other than it shows."""
+    for s in e.atoms(sp.Sum, sp.Product, sp.Integral):
+        for limit in s.limits:
+            var = limit[0]
+            if len(limit) != 3:
+                continue  # the domain whitelist refuses it
+            facts = _index_facts(*limit[1:]) if isinstance(s, (sp.Sum, sp.Product)) else \
+                ({"real": True} if all(b.is_extended_real for b in limit[1:]) else {})
+            implied = sp.Dummy(**facts).assumptions0
+            declared = var.assumptions0
+            if any(implied.get(key) != value for key, value in declared.items()):
+                stated = getattr(var, "_assumptions_orig", None) or declared
+                shown = ", ".join(f"{key}={value}" for key, value in sorted(stated.items()) if key != "commutative")
+                return (f"the bound variable {var} of {sp.sstr(s)[:80]} is declared {shown}, "
+                        f"which its range {sp.sstr(limit[1])}..{sp.sstr(limit[2])} does not imply")
+    return None
 
 
 def _only_zero(facts: dict) -> bool:
@@ -183,6 +259,8 @@ def read(text: str) -> Any:
         raise
     except Exception as exc:
         raise CertificateError(f"expression {text[:80]!r} does not build: {type(exc).__name__}: {exc}") from None
+    if isinstance(out, sp.Basic) and any(_bits(q) > _STR_BITS for q in out.atoms(sp.Rational)):
+        raise CertificateError(_too_long())
     if isinstance(out, sp.Basic) and any(d.dummy_index in RESERVED for d in out.atoms(sp.Dummy)):
         raise CertificateError("a Dummy in the checker's reserved index range (its bound-index renaming)")
     return out
@@ -248,7 +326,10 @@ def text(expr: Any) -> str:
 
 def write(expr: Any) -> str:
     """The srepr a certificate stores for ``expr``; raises when reading it back would lose an assumption."""
-    text = _Writer().doprint(expr)
+    try:
+        text = _Writer().doprint(expr)
+    except ValueError as exc:  # Python's int-to-text limit
+        raise CertificateError(_too_long()) from exc
     if isinstance(expr, sp.Basic) and _signature(read(text)) != _signature(expr):
         raise CertificateError(f"{text[:80]} does not read back with the assumptions it was built with")
     return text
