@@ -34,8 +34,6 @@ from typing import Any
 
 import sympy as sp
 
-from proofs.srepr import _declared_against_range, _index_facts  # one rule for reader and engine
-
 # --------------------------------------------------------------------------- checks
 #
 # identity() proves lhs = rhs for every value of the free symbols allowed by their assumptions:
@@ -426,6 +424,31 @@ _BOUND_BASE = 7_340_000_000
 _BOUND_SPAN = 10**6  # indices _BOUND_BASE .. + _BOUND_SPAN are the engine's; an input Dummy there is refused
 
 
+def _index_facts(lo: sp.Expr, hi: sp.Expr) -> dict:
+    """What the range implies for its index. Under SymPy's (Karr's) convention a reversed range
+    Σ_{lo..hi} with hi < lo − 1 runs over hi + 1 .. lo − 1, so a bound holds only when the range
+    is shown not reversed; the index is an integer only when lo is."""
+    facts = {}
+    upward = hi == sp.oo  # k = lo, lo + 1, …: bounded below by lo only
+    if lo.is_integer and (hi.is_integer or upward):
+        facts["integer"] = True
+        if upward:
+            if lo.is_positive:
+                facts["positive"] = True
+            elif lo.is_nonnegative:
+                facts["nonnegative"] = True
+        elif (hi - lo + 1).is_nonnegative:
+            if lo.is_positive:
+                facts["positive"] = True
+            elif lo.is_nonnegative:
+                facts["nonnegative"] = True
+            elif hi.is_negative:
+                facts["negative"] = True
+            elif hi.is_nonpositive:
+                facts["nonpositive"] = True
+    return facts
+
+
 def _canonical(expr: sp.Expr, base: int = _BOUND_BASE) -> sp.Expr:
     """Alpha-rename every bound index of a Sum or Product to a Dummy fixed by its nesting height and
     position, carrying what its range implies (k in 1..n, n ≥ 0, is a positive integer), so
@@ -686,6 +709,29 @@ def _convergent(s: sp.Expr) -> bool:
         return s.is_convergent() is sp.true
     except Exception:
         return False
+
+
+def _declared_against_range(e: sp.Basic) -> str | None:
+    """A bound variable whose declared assumptions its range does not imply, or None.
+
+    SymPy uses a symbol's assumptions when the summand is built (|k| becomes k for k declared
+    positive), so Σ_{k=−3..3} |k| over such a k is built as Σ k = 0: the declared assumptions must
+    follow from the range, or the expression states something other than it shows."""
+    for s in e.atoms(sp.Sum, sp.Product, sp.Integral):
+        for limit in s.limits:
+            var = limit[0]
+            if len(limit) != 3:
+                continue  # the domain whitelist refuses it
+            facts = _index_facts(*limit[1:]) if isinstance(s, (sp.Sum, sp.Product)) else \
+                ({"real": True} if all(b.is_extended_real for b in limit[1:]) else {})
+            implied = sp.Dummy(**facts).assumptions0
+            declared = var.assumptions0
+            if any(implied.get(key) != value for key, value in declared.items()):
+                stated = getattr(var, "_assumptions_orig", None) or declared
+                shown = ", ".join(f"{key}={value}" for key, value in sorted(stated.items()) if key != "commutative")
+                return (f"the bound variable {var} of {_name(s)} is declared {shown}, "
+                        f"which its range {sp.sstr(limit[1])}..{sp.sstr(limit[2])} does not imply")
+    return None
 
 
 def _reserved_dummies(e: sp.Basic) -> str | None:

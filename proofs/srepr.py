@@ -22,6 +22,8 @@ import sympy as sp
 from sympy.core.assumptions import _assume_defined
 from sympy.printing.repr import ReprPrinter
 
+from proofs.identity import _declared_against_range  # one rule for the reader, the writer and the engine
+
 # Dummy indices the checker renames bound indices to: a certificate may not hold one (read refuses it).
 RESERVED = range(5_210_000_000, 5_210_000_000 + 10**6)
 
@@ -183,54 +185,6 @@ def _node(n: ast.AST) -> Any:
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Call):  # Function('f')(x): an applied function
         return _node(n.func)(*[_node(a) for a in n.args])
     raise CertificateError(f"expression holds something that is not a SymPy constructor: {ast.dump(n)[:120]}")
-
-
-def _index_facts(lo: sp.Expr, hi: sp.Expr) -> dict:
-    """What the range implies for its index. Under SymPy's (Karr's) convention a reversed range
-    Σ_{lo..hi} with hi < lo − 1 runs over hi + 1 .. lo − 1, so a bound holds only when the range
-    is shown not reversed; the index is an integer only when lo is."""
-    facts = {}
-    upward = hi == sp.oo  # k = lo, lo + 1, …: bounded below by lo only
-    if lo.is_integer and (hi.is_integer or upward):
-        facts["integer"] = True
-        if upward:
-            if lo.is_positive:
-                facts["positive"] = True
-            elif lo.is_nonnegative:
-                facts["nonnegative"] = True
-        elif (hi - lo + 1).is_nonnegative:
-            if lo.is_positive:
-                facts["positive"] = True
-            elif lo.is_nonnegative:
-                facts["nonnegative"] = True
-            elif hi.is_negative:
-                facts["negative"] = True
-            elif hi.is_nonpositive:
-                facts["nonpositive"] = True
-    return facts
-
-
-def _declared_against_range(e: sp.Basic) -> str | None:
-    """A bound variable whose declared assumptions its range does not imply, or None.
-
-    SymPy uses a symbol's assumptions when the summand is built (|k| becomes k for k declared
-    positive), so Σ_{k=−3..3} |k| over such a k is built as Σ k = 0: the declared assumptions must
-    follow from the range, or the expression states something other than it shows."""
-    for s in e.atoms(sp.Sum, sp.Product, sp.Integral):
-        for limit in s.limits:
-            var = limit[0]
-            if len(limit) != 3:
-                continue  # the domain whitelist refuses it
-            facts = _index_facts(*limit[1:]) if isinstance(s, (sp.Sum, sp.Product)) else \
-                ({"real": True} if all(b.is_extended_real for b in limit[1:]) else {})
-            implied = sp.Dummy(**facts).assumptions0
-            declared = var.assumptions0
-            if any(implied.get(key) != value for key, value in declared.items()):
-                stated = getattr(var, "_assumptions_orig", None) or declared
-                shown = ", ".join(f"{key}={value}" for key, value in sorted(stated.items()) if key != "commutative")
-                return (f"the bound variable {var} of {sp.sstr(s)[:80]} is declared {shown}, "
-                        f"which its range {sp.sstr(limit[1])}..{sp.sstr(limit[2])} does not imply")
-    return None
 
 
 def _only_zero(facts: dict) -> bool:
