@@ -744,6 +744,7 @@ class _Replay:
         self.outcomes: list[StepOutcome] = []
         self.cited: list[Verdict] = []
         self.randoms: dict[str, frozenset] = {}  # id -> names a generalised step's ∀-symbols may not take (random)
+        self.unshown: dict[str, str] = {}  # definition id -> its head, declared something not shown of its body
 
     def _premises(self) -> None:
         entries = self.cert.get("premises", [])
@@ -779,6 +780,8 @@ class _Replay:
                 # Conservative: a new name (in an acyclic system of definitions) that the statement and the other
                 # premises do not use, declared nothing its body is not shown to be: it constrains nothing.
                 note = f" ({head} declared {', '.join(unshown)}: not shown of its body)" if unshown else ""
+                if unshown:
+                    self.unshown[pid] = head
                 self.text[pid] = None if head not in used and not unshown else lambda rel=rel, note=note: \
                     sp.sstr(rel)[:160] + note
             self.facts[pid], self.forall[pid], self.kind[pid] = rel, forall, kind
@@ -803,7 +806,35 @@ class _Replay:
                 return f"it rests on {d}, which mentions {', '.join(sorted(map(str, mentioned & symbols)))}"
         return ""
 
+    def _one_symbol_per_name(self) -> None:
+        """Refuse two different symbols (or undefined functions) of one name in one relation: the statement, a
+        premise with its ∀-symbols, a step's conclusion with its ∀-symbols (x positive and x negative make "x < x"
+        read as a false statement; a definition f(x) := 1/x with another x in its body reads as one it is not).
+        What a reader sees is a name, so within what is read as one formula a name stands for one thing. Across
+        relations a name may stand for two (an induction's n ≥ 0 and its step's n > 0). Dummies are the checker's."""
+        def one(texts):
+            seen: dict[str, Any] = {}
+            for t in texts:
+                e = read(t) if isinstance(t, str) else None
+                if not isinstance(e, sp.Basic):
+                    continue
+                for h in {a for a in e.atoms(sp.Symbol) if not isinstance(a, sp.Dummy)} | \
+                        {f.func for f in e.atoms(sp.core.function.AppliedUndef)}:
+                    name = getattr(h, "name", None) or str(h)
+                    if seen.setdefault(name, h) != h:
+                        facts = [", ".join(f"{k}={v}" for k, v in sorted(_declared(x).items()) if k != "commutative")
+                                 for x in (seen[name], h)]
+                        raise CertificateError(f"the name {_printable(name)!r} stands for two different symbols "
+                                               f"({facts[0] or 'no assumptions'}; {facts[1] or 'no assumptions'}) in "
+                                               "one relation: a name is one symbol in what reads as one formula")
+
+        one([self.cert.get("statement")])
+        for entry in self.cert.get("premises", []) + self.cert.get("steps", []):
+            forall = entry.get("forall")
+            one([entry.get("statement"), entry.get("conclusion")] + (forall if isinstance(forall, list) else []))
+
     def run(self) -> Verdict:
+        self._one_symbol_per_name()
         self._premises()
         for step in self.cert.get("steps", []):
             _budget()
@@ -865,6 +896,10 @@ class _Replay:
             used |= min((self.deps[i] for i in ways), key=len)
         if not self.outcomes:
             reasons.append("no step: premises alone prove nothing")
+        # A statement about a defined name is about the name as defined: a declaration not shown of the body (c := −1,
+        # c declared positive) is a premise of the verdict even when no step cites the definition.
+        stated = _heads(self.statement)
+        used |= {pid for pid, head in self.unshown.items() if head in stated}
         trust = []
         for i in sorted(used, key=list(self.kind).index):
             kind = self.kind[i] if self.kind[i] != "step" else \

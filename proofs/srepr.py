@@ -46,6 +46,19 @@ def _numberlike(name: str) -> bool:
             name.strip() in _CONSTANT_NAMES
 
 
+# Characters that print as a minus sign (U+2212 and the dashes), folded to "-" before a name is judged numeral-like.
+_MINUSES = dict.fromkeys(map(ord, "\u2212\u2010\u2011\u2012\u2013\u2014\u2015\ufe63\uff0d\u207b\u208b"), "-")
+_DIRECTIONS = {"+", "-", "+-"}  # srepr writes a Limit's direction as Symbol('+'), Symbol('-') or Symbol('+-')
+
+
+def _numeral(name: str) -> bool:
+    """A name a reader would take for a number or arithmetic on numbers: after NFKC (½ → 1⁄2, ² → 2) and folding
+    minus-like dashes, it reads as a number or a constant (−1, ∞, π), or holds no letter at all ("2 + 2 - 5")."""
+    folded = unicodedata.normalize("NFKC", name).translate(_MINUSES).replace("\u2044", "/")
+    return _numberlike(folded) or "∞" in folded or folded.strip() in ("π", "ℯ") or \
+        (folded.strip() not in _DIRECTIONS and not any(c.isalpha() for c in folded))
+
+
 def _classes() -> dict[str, type]:
     """Every SymPy class srepr may name, by name (a name two classes share is left out), and SymPy's
     exported matrix classes. A class defined outside SymPy (a theorem's own) is never constructed."""
@@ -97,7 +110,7 @@ def _bounded(name: str, f: type, args: list, kwargs: dict) -> None:
     over MAX_BITS (SymPy evaluates 3**30000000 or factorial(300000) as it builds them)."""
     if name in ("Symbol", "Dummy", "Function", "Str") and args and isinstance(args[0], str):
         if any(unicodedata.category(c)[0] in "CZ" and c != " " for c in args[0]) or \
-                (name not in ("Function", "Str") and _numberlike(args[0])):
+                (name not in ("Function", "Str") and (_numberlike(args[0]) or _numeral(args[0]))):
             raise CertificateError(f"the name {args[0]!r} reads as a number or holds a control/invisible character")
         if _confusable(args[0]):
             raise CertificateError(f"the name {args[0]!r} may print like another name: {_confusable(args[0])}")
