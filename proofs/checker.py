@@ -28,7 +28,10 @@ Trust base (what a "proved" verdict still rests on):
      linearity step's names), assumptions, cited theorems, and named computations, which
      no rule covers and which the checker takes as recorded;
   4. that construction-time evaluation by SymPy in the theorem (x/x built as 1) is sound: no checker
-     can see an expression before it was built (the reader makes it exact: a Float is read as its Rational);
+     can see an expression before it was built (the reader makes it exact: a Float is read as its Rational; it
+     refuses a Σ, Π or ∫ whose index is declared more than its range implies before anything is built on it, as
+     SymPy would evaluate on the declaration; a name that reads as a number; and, within one relation, two
+     different symbols of one name);
   4a. that a symbol ranges over finite values unless it is declared extended_*/infinite: the engine and the
      rules decide for finite values, so the engine proves nothing about such a symbol, it is never generalised
      over and ∞ is never an instance of a finite one (one rule: identity._may_be_infinite); order relations

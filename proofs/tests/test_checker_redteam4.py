@@ -140,7 +140,7 @@ def test_one_bad_certificate_does_not_stop_the_cli():
 # The budget: off the main thread no timer can run, so nothing is checked (a75 ran > 197 CPU-s there).
 def test_check_off_the_main_thread_is_not_checked_rather_than_unbudgeted():
     out: dict = {}
-    thread = threading.Thread(target=lambda: out.setdefault("v", check(_load("a16"))))
+    thread = threading.Thread(target=lambda: out.setdefault("v", check(_load("a16"))), daemon=True)
     thread.start()
     thread.join(60)
     assert not thread.is_alive() and not out["v"].proved and "off the main thread" in out["v"].line, out
