@@ -3,7 +3,8 @@
 A FILE is a report's ``report.json`` (its ``certificates`` key), one certificate, or a list of them.
 Each certificate is replayed by :func:`proofs.checker.check`. A certificate whose claim id is in the
 catalogue must state the catalogue's statement: a proof of something else under a catalogued id is
-refused. Exit status 0 when every certificate is proved, 1 otherwise, 2 for unreadable input.
+refused. Exit status 0 when every certificate is proved, 1 otherwise, 2 when a FILE is unreadable (the other
+FILEs are still checked: one file's trouble never stops the rest).
 """
 from __future__ import annotations
 
