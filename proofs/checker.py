@@ -899,6 +899,8 @@ class _Replay:
             used |= min((self.deps[i] for i in ways), key=len)
         if not self.outcomes:
             reasons.append("no step: premises alone prove nothing")
+        if not conjuncts(self.statement):  # `true`: a proof of it proves nothing, whatever its id suggests
+            reasons.append("the statement has no conjunct: it states nothing")
         # A statement about a defined name is about the name as defined: a declaration not shown of the body (c := −1,
         # c declared positive) is a premise of the verdict even when no step cites the definition.
         stated = _heads(self.statement)

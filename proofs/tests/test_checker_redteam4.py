@@ -174,3 +174,8 @@ def test_a_definition_declared_more_than_its_body_is_listed_when_the_statement_n
     v_ = check(_cert(rel, [_prem("D", "definition", sp.Eq(c, -1, evaluate=False))], [_step("S1", "sign", rel)],
                      claim="t-rt4-c"))
     assert "not shown of its body" in v_.line, v_.line
+
+
+def test_a_statement_that_states_nothing_is_not_proved():
+    v_ = check(_load("a47"))  # statement `true` under an id that mimics a catalogued one
+    assert not v_.proved and "states nothing" in v_.line, v_.line
