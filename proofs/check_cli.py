@@ -3,7 +3,8 @@
 A FILE is a report's ``report.json`` (its ``certificates`` key), one certificate, or a list of them.
 Each certificate is replayed by :func:`proofs.checker.check`. A certificate whose claim id is in the
 catalogue must state the catalogue's statement: a proof of something else under a catalogued id is
-refused. Exit status 0 when every certificate is proved, 1 otherwise, 2 for unreadable input.
+refused. Exit status 0 when every certificate is proved, 1 otherwise, 2 when a FILE is unreadable (the other
+FILEs are still checked: one file's trouble never stops the rest).
 """
 from __future__ import annotations
 
@@ -53,20 +54,24 @@ def main(paths: Iterable[str]) -> int:
     if not paths:
         print("check: give one or more FILEs (a report.json or certificate files)", file=sys.stderr)
         return 2
-    total = bad = 0
-    for path in paths:
+    total = bad = unreadable = 0
+    for path in paths:  # one file's trouble never stops the others: each is reported, the exit status says it
         try:
             certs = certificates(json.loads(Path(path).read_text(encoding="utf-8")))
         except (OSError, ValueError, RecursionError) as exc:
             print(f"check: {path}: {exc}", file=sys.stderr)
-            return 2
+            unreadable += 1
+            continue
         for cert in certs:
-            ok, line = judge(cert)
+            try:
+                ok, line = judge(cert)
+            except Exception as exc:  # the catalogue comparison on a statement Python cannot write, say
+                ok, line = False, f"{path}: failed: {type(exc).__name__}: {str(exc)[:300]}"
             total += 1
             bad += not ok
             print(("ok    " if ok else "FAIL  ") + line)
-    print(f"{total - bad} of {total} certificates proved")
-    return 0 if bad == 0 and total else 1
+    print(f"{total - bad} of {total} certificates proved" + (f"; {unreadable} file(s) unreadable" if unreadable else ""))
+    return 2 if unreadable else 0 if bad == 0 and total else 1
 
 
 if __name__ == "__main__":

@@ -28,13 +28,16 @@ Trust base (what a "proved" verdict still rests on):
      linearity step's names), assumptions, cited theorems, and named computations, which
      no rule covers and which the checker takes as recorded;
   4. that construction-time evaluation by SymPy in the theorem (x/x built as 1) is sound: no checker
-     can see an expression before it was built (the reader makes it exact: a Float is read as its Rational);
+     can see an expression before it was built (the reader makes it exact: a Float is read as its Rational; it
+     refuses a Σ, Π or ∫ whose index is declared more than its range implies before anything is built on it, as
+     SymPy would evaluate on the declaration; a name that reads as a number; and, within one relation, two
+     different symbols of one name);
   4a. that a symbol ranges over finite values unless it is declared extended_*/infinite: the engine and the
      rules decide for finite values, so the engine proves nothing about such a symbol, it is never generalised
      over and ∞ is never an instance of a finite one (one rule: identity._may_be_infinite); order relations
      compare only operands shown real; no certificate holds Subs (the reader refuses it); that a linearity step's random symbols are exactly those it names (matched by name);
-  4b. the budget: a top-level check on the main thread runs under CHECK_BUDGET_S s of CPU time (a timer), the
-     identities in their worker under theirs; off the main thread only the checks between steps hold;
+  4b. the budget: a top-level check runs under CHECK_BUDGET_S s of CPU time (a timer on the main thread), the
+     identities in their worker under theirs; where no such timer can run (off the main thread) nothing is checked;
   5. in-process use (``Derivation.verified``) trusts that theorem code does not patch this module;
      ``attention-proofs check FILE`` replays in a fresh process.
 """
@@ -75,8 +78,10 @@ RULES = {
     "linearity": "Σ (finite ranges) and a declared expectation E distribute over sums and pull out factors free of the "
                  "index (Σ) or of the declared random symbols (E, listed in the verdict as an assumption); indices of "
                  "one same range are taken in a canonical order (finite sums commute); then `identity`",
-    "enumeration": "P(v) for each v = lo..hi (at most 4096 instances), each decided as `identity` or by "
-                   "evaluation; the conclusion is the explicit conjunction, never a symbolic-size statement",
+    "enumeration": "P(v) for each v = lo..hi (at most 4096 instances; each v occurring in P), each instance decided "
+                   "by the rules only: an equation as `identity`, an order relation as `sign` (no premise), a "
+                   "conjunction conjunct by conjunct, anything else refused; the conclusion is the explicit "
+                   "conjunction, never a symbolic-size statement",
     "truncation": "substitute the premise equations as `rewrite` does, then Σ_{k=lo}^{hi} [k ≤ m]·f(k) = Σ_{k=lo}^{m} f(k) "
                   "wherever m is an integer with lo − 1 ≤ m ≤ hi shown under the symbols' assumptions, and a Σ or Π "
                   "whose upper limit is the step's `peel` gives its last term (hi − lo ≥ 0 shown), and a Σ (Π) over "
@@ -646,10 +651,18 @@ def check(cert: Any) -> Verdict:
     """Replay ``cert`` (a dict, or its JSON text) and return the verdict. Never raises on a bad proof;
     a malformed certificate gives a failed verdict that says why. A top-level check on the main thread runs under
     a timer of CHECK_BUDGET_S seconds of this process's CPU time (ITIMER_VIRTUAL), so no rule, expansion or
-    definition check can run past it; the identities' worker keeps its own budget, and both count in _budget()."""
-    if _CLOCK["deadline"] is not None or not hasattr(signal, "setitimer") or \
-            threading.current_thread() is not threading.main_thread() or signal.getitimer(signal.ITIMER_VIRTUAL)[0]:
+    definition check can run past it; the identities' worker keeps its own budget, and both count in _budget().
+    Where that timer cannot run (off the main thread: a signal reaches only the main thread; no setitimer; a
+    virtual timer of the caller's already running) nothing could stop one step's C calls, so the certificate is
+    not checked: a failed verdict that says so (check it from the main thread, or with ``attention-proofs check``)."""
+    if _CLOCK["deadline"] is not None:  # a citation inside a check: the caller's budget holds
         return _check(cert)
+    unbudgeted = "off the main thread" if threading.current_thread() is not threading.main_thread() else \
+        "without setitimer" if not hasattr(signal, "setitimer") else \
+        "under a virtual-time timer already running" if signal.getitimer(signal.ITIMER_VIRTUAL)[0] else None
+    if unbudgeted:
+        return Verdict(_claim_text(cert), None, False, (f"not checked: the CPU budget of {CHECK_BUDGET_S:g} s is a "
+                                                        f"signal timer, which cannot run {unbudgeted}",), (), ())
 
     def on_tick(signum, frame):
         raise _OutOfCpu()
@@ -661,12 +674,17 @@ def check(cert: Any) -> Verdict:
     except _OutOfCpu:
         _WORKER.stop()  # it may have been stopped between a question and its answer
         _CLOCK["depth"], _CLOCK["deadline"] = 0, None
-        claim = _printable(str(cert.get("claim", "?"))) if isinstance(cert, dict) else "?"
-        return Verdict(claim, None, False, (f"over the budget of {CHECK_BUDGET_S:g} s of CPU time per certificate "
+        return Verdict(_claim_text(cert), None, False, (f"over the budget of {CHECK_BUDGET_S:g} s of CPU time per certificate "
                                             "(citations included)",), (), ())
     finally:
         signal.setitimer(signal.ITIMER_VIRTUAL, 0)
         signal.signal(signal.SIGVTALRM, previous)
+
+
+def _claim_text(cert: Any) -> str:
+    """The claim id as a verdict may print it: only a string is one (str() of a huge int raises)."""
+    claim = cert.get("claim", "?") if isinstance(cert, dict) else "?"
+    return _printable(claim[:200]) if isinstance(claim, str) else f"?({type(claim).__name__})"
 
 
 def _check(cert: Any) -> Verdict:
@@ -677,7 +695,7 @@ def _check(cert: Any) -> Verdict:
             return Verdict("?", None, False, (f"not JSON (or nested too deep): {type(exc).__name__}: {exc}"[:300],), (), ())
     if not isinstance(cert, dict):
         return Verdict("?", None, False, (f"a certificate is a JSON object, got {type(cert).__name__}",), (), ())
-    claim = _printable(str(cert.get("claim", "?")))
+    claim = _claim_text(cert)
     try:
         if _expanded_size(cert, {}, MAX_NODES) > MAX_NODES:  # json.dumps would write every shared part again
             return Verdict(claim, None, False, (f"cert written out has over {MAX_NODES} JSON nodes",), (), ())
@@ -713,9 +731,9 @@ class _Replay:
             raise CertificateError(f"format must be {FORMAT!r} version {VERSION}, got "
                                    f"{cert.get('format')!r} version {cert.get('version')!r}")
         self.cert = cert
-        self.claim = str(cert.get("claim", ""))
-        if not CLAIM_ID.fullmatch(self.claim):
-            raise CertificateError(f"claim id {_printable(self.claim)!r} is not of the form {CLAIM_ID.pattern}")
+        self.claim = cert.get("claim", "")
+        if not isinstance(self.claim, str) or not CLAIM_ID.fullmatch(self.claim):
+            raise CertificateError(f"claim id {_claim_text(cert)!r} is not a string of the form {CLAIM_ID.pattern}")
         self.statement = read(cert["statement"])
         self.facts: dict[str, Any] = {}      # id -> relation
         self.forall: dict[str, tuple] = {}   # id -> ∀-symbols of a premise or generalised step
@@ -729,6 +747,7 @@ class _Replay:
         self.outcomes: list[StepOutcome] = []
         self.cited: list[Verdict] = []
         self.randoms: dict[str, frozenset] = {}  # id -> names a generalised step's ∀-symbols may not take (random)
+        self.unshown: dict[str, str] = {}  # definition id -> its head, declared something not shown of its body
 
     def _premises(self) -> None:
         entries = self.cert.get("premises", [])
@@ -764,6 +783,8 @@ class _Replay:
                 # Conservative: a new name (in an acyclic system of definitions) that the statement and the other
                 # premises do not use, declared nothing its body is not shown to be: it constrains nothing.
                 note = f" ({head} declared {', '.join(unshown)}: not shown of its body)" if unshown else ""
+                if unshown:
+                    self.unshown[pid] = head
                 self.text[pid] = None if head not in used and not unshown else lambda rel=rel, note=note: \
                     sp.sstr(rel)[:160] + note
             self.facts[pid], self.forall[pid], self.kind[pid] = rel, forall, kind
@@ -788,7 +809,35 @@ class _Replay:
                 return f"it rests on {d}, which mentions {', '.join(sorted(map(str, mentioned & symbols)))}"
         return ""
 
+    def _one_symbol_per_name(self) -> None:
+        """Refuse two different symbols (or undefined functions) of one name in one relation: the statement, a
+        premise with its ∀-symbols, a step's conclusion with its ∀-symbols (x positive and x negative make "x < x"
+        read as a false statement; a definition f(x) := 1/x with another x in its body reads as one it is not).
+        What a reader sees is a name, so within what is read as one formula a name stands for one thing. Across
+        relations a name may stand for two (an induction's n ≥ 0 and its step's n > 0). Dummies are the checker's."""
+        def one(texts):
+            seen: dict[str, Any] = {}
+            for t in texts:
+                e = read(t) if isinstance(t, str) else None
+                if not isinstance(e, sp.Basic):
+                    continue
+                for h in {a for a in e.atoms(sp.Symbol) if not isinstance(a, sp.Dummy)} | \
+                        {f.func for f in e.atoms(sp.core.function.AppliedUndef)}:
+                    name = getattr(h, "name", None) or str(h)
+                    if seen.setdefault(name, h) != h:
+                        facts = [", ".join(f"{k}={v}" for k, v in sorted(_declared(x).items()) if k != "commutative")
+                                 for x in (seen[name], h)]
+                        raise CertificateError(f"the name {_printable(name)!r} stands for two different symbols "
+                                               f"({facts[0] or 'no assumptions'}; {facts[1] or 'no assumptions'}) in "
+                                               "one relation: a name is one symbol in what reads as one formula")
+
+        one([self.cert.get("statement")])
+        for entry in self.cert.get("premises", []) + self.cert.get("steps", []):
+            forall = entry.get("forall")
+            one([entry.get("statement"), entry.get("conclusion")] + (forall if isinstance(forall, list) else []))
+
     def run(self) -> Verdict:
+        self._one_symbol_per_name()
         self._premises()
         for step in self.cert.get("steps", []):
             _budget()
@@ -850,6 +899,12 @@ class _Replay:
             used |= min((self.deps[i] for i in ways), key=len)
         if not self.outcomes:
             reasons.append("no step: premises alone prove nothing")
+        if not conjuncts(self.statement):  # `true`: a proof of it proves nothing, whatever its id suggests
+            reasons.append("the statement has no conjunct: it states nothing")
+        # A statement about a defined name is about the name as defined: a declaration not shown of the body (c := −1,
+        # c declared positive) is a premise of the verdict even when no step cites the definition.
+        stated = _heads(self.statement)
+        used |= {pid for pid, head in self.unshown.items() if head in stated}
         trust = []
         for i in sorted(used, key=list(self.kind).index):
             kind = self.kind[i] if self.kind[i] != "step" else \
@@ -982,22 +1037,38 @@ class _Replay:
         _need(total <= MAX_ENUMERATION, f"{total} instances, more than {MAX_ENUMERATION}")
         _need(total > 0, "an empty range: no instance")  # before any range is written out (0 × 10^8 is 0)
         instances = [read(step["predicate"])]
+        unused = [str(v) for v, _, _ in variables if v not in getattr(instances[0], "free_symbols", set())]
+        _need(not unused, f"the range variable(s) {', '.join(unused)} do not occur in the predicate: an enumeration is "
+              "over explicit instances of it")
         for v, lo, hi in variables:
             instances = [substitute(p, {v: sp.Integer(x)}) for p in instances for x in range(lo, hi + 1)]
         _need(_same_all(conclusion, sp.And(*instances, evaluate=False) if len(instances) > 1 else instances[0]),
               "the conclusion is not the conjunction of the enumerated instances")
         for p in instances:
             _budget()
-            if isinstance(p, sp.Eq):
-                ok, why = decide_identity(p.lhs, p.rhs)
-            else:
-                _need(_orders_real(p), lambda: f"instance {sp.sstr(p)[:120]}: an order relation between "
-                      "expressions not shown real")
-                with sp.evaluate(True):
-                    value = sp.simplify(p.doit()) if isinstance(p, sp.Basic) else p
-                ok, why = value is sp.true, f"evaluates to {value}"
-            _need(ok, lambda: f"instance {sp.sstr(p)[:120]}: {why}")
+            self._decide_instance(p)
         return f"{len(instances)} instances checked"
+
+    @staticmethod
+    def _decide_instance(p):
+        """One instance, decided by the rules only: an equation by the engine, an order relation by the sign of
+        its difference (under no premise), a conjunction conjunct by conjunct; anything else is refused."""
+        if isinstance(p, sp.And):
+            for part in p.args:
+                _Replay._decide_instance(part)
+            return None
+        if isinstance(p, sp.Eq):
+            ok, why = decide_identity(p.lhs, p.rhs)
+            _need(ok, lambda: f"instance {sp.sstr(p)[:120]}: {why}")
+            return None
+        _need(isinstance(p, (sp.Le, sp.Lt, sp.Ge, sp.Gt)), lambda: f"instance {sp.sstr(p)[:120]}: an enumeration "
+              "decides equations, order relations and their conjunctions only")
+        rel, small, big = _oriented(p)
+        try:
+            _decide_order(rel, small, big, [])
+        except _Refused as exc:
+            raise _Refused(f"instance {sp.sstr(p)[:120]}: {exc}") from None
+        return None
 
     def _generalisation(self, step, conclusion, ids):
         """An earlier step restated; run() then generalises it over its `forall` (see _fixes)."""

@@ -539,7 +539,9 @@ def _causal_statement(sp, n, last):
     """visible(i, j) = tril(i, j) (the implemented mask is PyTorch's documented form), and
     a_ij = exp(s_ij) / Σ_{k ≤ L_i} exp(s_ik) for L_i − j ≥ 0, else 0 (symbols of proofs.theorems.masking)."""
     m = importlib.import_module(_MASK)
-    i, j, k, s = n.I0, n.J0, n.K0, m.SCORES
+    # k is only an integer: 0..L_i may be a reversed range (N_k < N_q − i − 1), so it does not imply k ≥ 0, and a
+    # bound index may carry only what its range implies (the reader refuses more).
+    i, j, k, s = n.I0, n.J0, sp.Symbol(n.K0.name, integer=True), m.SCORES
     return sp.And(_eq(m.visible(i, j), m.tril(i, j)), _eq(n.WEIGHTS[i, j], sp.Piecewise(
         (sp.exp(s[i, j]) / sp.Sum(sp.exp(s[i, k]), (k, 0, last)), sp.Ge(last - j, 0)), (0, True))))
 

@@ -4,11 +4,16 @@ Part of the checker's trust base (``proofs/checker.py`` reads every expression o
 :func:`read`): a whitelisted parser that builds only SymPy classes from literals; a string is only the name
 of a Symbol, Dummy, Function, Str or Wild, or the digits of a Float. Relations and connectives are kept
 unevaluated; everything else is built as SymPy builds it, so the tree read is the tree the theorem built.
+A Σ, Π or ∫ whose bound variable is declared anything its range does not imply is refused as it is read
+(:func:`_declared_against_range`, the engine's rule too): the writer reads back what it writes, so the builder
+refuses it as well.
 """
 from __future__ import annotations
 
 import ast
+import math
 import re
+import sys
 import unicodedata
 from functools import lru_cache
 from typing import Any
@@ -16,6 +21,8 @@ from typing import Any
 import sympy as sp
 from sympy.core.assumptions import _assume_defined
 from sympy.printing.repr import ReprPrinter
+
+from proofs.identity import _declared_against_range  # one rule for the reader, the writer and the engine
 
 # Dummy indices the checker renames bound indices to: a certificate may not hold one (read refuses it).
 RESERVED = range(5_210_000_000, 5_210_000_000 + 10**6)
@@ -37,6 +44,19 @@ def _numberlike(name: str) -> bool:
     except ValueError:
         return bool(re.fullmatch(r"\s*[+-]?(\d[\d_]*\.?\d*|\.\d+)([eE][+-]?\d+)?\s*", name)) or \
             name.strip() in _CONSTANT_NAMES
+
+
+# Characters that print as a minus sign (U+2212 and the dashes), folded to "-" before a name is judged numeral-like.
+_MINUSES = dict.fromkeys(map(ord, "\u2212\u2010\u2011\u2012\u2013\u2014\u2015\ufe63\uff0d\u207b\u208b"), "-")
+_DIRECTIONS = {"+", "-", "+-"}  # srepr writes a Limit's direction as Symbol('+'), Symbol('-') or Symbol('+-')
+
+
+def _numeral(name: str) -> bool:
+    """A name a reader would take for a number or arithmetic on numbers: after NFKC (½ → 1⁄2, ² → 2) and folding
+    minus-like dashes, it reads as a number or a constant (−1, ∞, π), or holds no letter at all ("2 + 2 - 5")."""
+    folded = unicodedata.normalize("NFKC", name).translate(_MINUSES).replace("\u2044", "/")
+    return _numberlike(folded) or "∞" in folded or folded.strip() in ("π", "ℯ") or \
+        (folded.strip() not in _DIRECTIONS and not any(c.isalpha() for c in folded))
 
 
 def _classes() -> dict[str, type]:
@@ -69,6 +89,18 @@ UNEVALUATED = (sp.core.relational.Relational, sp.And, sp.Or, sp.Not, sp.Equivale
 _NAMED = ("Symbol", "Dummy", "Function", "Str", "Float")  # constructors whose first argument is a string
 
 
+# Python refuses to write an integer of more than sys.get_int_max_str_digits() digits as text (a ValueError from any
+# str(), srepr or printer): the reader refuses such a number outright, so that no later message, verdict or written
+# certificate can stop on it.
+_STR_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+_STR_BITS = int(_STR_DIGITS * math.log2(10)) if _STR_DIGITS else MAX_BITS
+
+
+def _too_long() -> str:
+    return (f"an integer of more than {_STR_DIGITS} decimal digits (Python's int-to-text limit, "
+            "sys.get_int_max_str_digits): it cannot be written, printed or compared as text")
+
+
 def _bits(q: Any) -> int:
     return max(int(q.p).bit_length(), int(q.q).bit_length())
 
@@ -78,7 +110,7 @@ def _bounded(name: str, f: type, args: list, kwargs: dict) -> None:
     over MAX_BITS (SymPy evaluates 3**30000000 or factorial(300000) as it builds them)."""
     if name in ("Symbol", "Dummy", "Function", "Str") and args and isinstance(args[0], str):
         if any(unicodedata.category(c)[0] in "CZ" and c != " " for c in args[0]) or \
-                (name not in ("Function", "Str") and _numberlike(args[0])):
+                (name not in ("Function", "Str") and (_numberlike(args[0]) or _numeral(args[0]))):
             raise CertificateError(f"the name {args[0]!r} reads as a number or holds a control/invisible character")
         if _confusable(args[0]):
             raise CertificateError(f"the name {args[0]!r} may print like another name: {_confusable(args[0])}")
@@ -111,6 +143,12 @@ def _confusable(name: str) -> str:
         if not uname.startswith(("LATIN", "GREEK", "MODIFIER LETTER")) or c in _GREEK_LIKE_LATIN:
             return f"{uname} looks like a letter of another script"
     return ""
+
+
+# A binder whose index is declared something its range does not imply (k positive over −5..3) is refused as it is
+# read: SymPy trusts the declaration (Σ_{k=−5}^{3} k is "positive"; floor of such a sum is built as a wrong integer),
+# so every rule and the statement matching would too. Its index may carry only what the range implies.
+_BINDERS = (sp.Sum, sp.Product, sp.Integral)
 
 
 def _node(n: ast.AST) -> Any:
@@ -151,7 +189,12 @@ def _node(n: ast.AST) -> Any:
                  **kwargs}):
             raise CertificateError(f"{n.func.id} {args[0] if args else ''} is declared hermitian (or real) and "
                                    "antihermitian, which only 0 is, yet not zero: SymPy would take it as non-zero")
-        return f(*args, **kwargs, evaluate=False) if issubclass(f, UNEVALUATED) else f(*args, **kwargs)
+        out = f(*args, **kwargs, evaluate=False) if issubclass(f, UNEVALUATED) else f(*args, **kwargs)
+        if isinstance(out, _BINDERS):  # before any enclosing node is built on SymPy's reading of its assumptions
+            why = _declared_against_range(out)
+            if why:
+                raise CertificateError(why)
+        return out
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Call):  # Function('f')(x): an applied function
         return _node(n.func)(*[_node(a) for a in n.args])
     raise CertificateError(f"expression holds something that is not a SymPy constructor: {ast.dump(n)[:120]}")
@@ -183,6 +226,8 @@ def read(text: str) -> Any:
         raise
     except Exception as exc:
         raise CertificateError(f"expression {text[:80]!r} does not build: {type(exc).__name__}: {exc}") from None
+    if isinstance(out, sp.Basic) and any(_bits(q) > _STR_BITS for q in out.atoms(sp.Rational)):
+        raise CertificateError(_too_long())
     if isinstance(out, sp.Basic) and any(d.dummy_index in RESERVED for d in out.atoms(sp.Dummy)):
         raise CertificateError("a Dummy in the checker's reserved index range (its bound-index renaming)")
     return out
@@ -248,7 +293,10 @@ def text(expr: Any) -> str:
 
 def write(expr: Any) -> str:
     """The srepr a certificate stores for ``expr``; raises when reading it back would lose an assumption."""
-    text = _Writer().doprint(expr)
+    try:
+        text = _Writer().doprint(expr)
+    except ValueError as exc:  # Python's int-to-text limit
+        raise CertificateError(_too_long()) from exc
     if isinstance(expr, sp.Basic) and _signature(read(text)) != _signature(expr):
         raise CertificateError(f"{text[:80]} does not read back with the assumptions it was built with")
     return text

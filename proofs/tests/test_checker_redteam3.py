@@ -95,7 +95,15 @@ def test_w1_order_on_complex_operands_is_refused(name):
 
 
 def test_w1_real_enumeration_still_proves():
-    assert check(_load("a64b_enum_or_real")).proved
+    # Or is no longer decided by an enumeration (rt21d F1), so a64b's Or instance is refused; an order relation
+    # between reals, with the range variable in it, is still decided (by the sign rule).
+    assert not check(_load("a64b_enum_or_real")).proved
+    y, v = sp.Symbol("y", real=True), sp.Symbol("v", integer=True)
+    predicate = sp.Ge(y**2 + v, 0, evaluate=False)
+    conclusion = sp.And(*[checker.substitute(predicate, {v: sp.Integer(n)}) for n in range(3)], evaluate=False)
+    c = _cert(conclusion, steps=[_step("S1", "enumeration", conclusion, ranges=[[write(v), 0, 2]],
+                                       predicate=write(predicate))])
+    assert check(c).proved, check(c).line
 
 
 # M2: confusable names.

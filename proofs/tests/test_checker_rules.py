@@ -124,7 +124,7 @@ def test_instance_takes_admissible_values_only():
 
 
 def test_peeling_the_last_factor_of_a_product():
-    k_ = sp.Symbol("k", integer=True, positive=True)
+    k_ = sp.Symbol("K", integer=True, positive=True)  # not "k": one name is one symbol in a relation
     f_ = sp.IndexedBase("f", real=True)
     good = (sp.Product(f_[k], (k, 1, k_)), sp.Product(f_[k], (k, 1, k_ - 1)) * f_[k_])
     bad = (sp.Product(f_[k], (k, 1, k_)), sp.Product(f_[k], (k, 1, k_ - 1)) * f_[k_ - 1])

@@ -25,7 +25,8 @@ def test_a_sum_a_definition_inserts_matches_the_same_sum_over_another_index_stru
 
 def test_rewriting_into_a_sum_still_refuses_another_range_or_summand():
     j = sp.Symbol("j", integer=True, positive=True)
-    for wrong in (sp.Sum(_a[j], (j, 1, _n - 1)), sp.Sum(_a[j], (j, 0, _n)), sp.Sum(2 * _a[j], (j, 1, _n)),
+    j0 = sp.Symbol("j", integer=True, nonnegative=True)  # over 0..n an index may be declared only what 0..n implies
+    for wrong in (sp.Sum(_a[j], (j, 1, _n - 1)), sp.Sum(_a[j0], (j0, 0, _n)), sp.Sum(2 * _a[j], (j, 1, _n)),
                   sp.Sum(_a[j + 1], (j, 1, _n))):
         assert not _rewrite_sum(wrong).verified, wrong
 

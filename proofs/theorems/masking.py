@@ -100,12 +100,13 @@ def _indicator(condition) -> sp.Expr:
 
 def _causal(claim_id: str, align: str, rule: Rule | None) -> Derivation:
     rule = rule or visibility_rule(align)
-    i, j, k, s, a = nt.I0, nt.J0, nt.K0, SCORES, nt.WEIGHTS
+    i, j, s, a = nt.I0, nt.J0, SCORES, nt.WEIGHTS
     pf = Proof(claim_id)
     weights = pf.stated(a[i, j])
     same_rule = pf.stated(visible(i, j))
     piece, _ = weights.rhs.args  # (exp(s_ij)/Σ_{k ≤ L} exp(s_ik), j ≤ L), (0, True)
     kept_sum = next(iter(piece.expr.atoms(sp.Sum)))  # Σ_{k=0}^{L} exp(s_ik), as stated
+    k = kept_sum.variables[0]  # the statement's index (one name, one symbol)
     full_sum = sp.Sum(sp.exp(s[i, k]) * visible(i, k), (k, 0, nt.N_K - 1))
     softmax = pf.define(a[i, j], sp.exp(s[i, j]) * visible(i, j) / full_sum,
                         "the masked softmax softmax(S + M)_ij over the N_k keys, exp(s + M) = exp(s)·exp(M)",
