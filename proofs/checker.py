@@ -317,8 +317,38 @@ def _pattern(eq: Any, forall: tuple, avoid: frozenset = frozenset()) -> tuple[An
     return lhs.xreplace(wilds), _fresh(_canonical(eq.rhs)).xreplace(wilds)
 
 
+def _binders(e: Any) -> set:
+    """The variables an expression binds outside Σ and Π (whose indices ``_canonical`` renames to the checker's
+    own Dummies): those of ∫, λ, limits, Subs and derivatives, which ``xreplace``/``replace`` do not rename."""
+    if not isinstance(e, sp.Basic):
+        return set()
+    out = set()
+    for node in sp.preorder_traversal(e):
+        if isinstance(node, (sp.Sum, sp.Product)) or node.is_Atom:
+            continue
+        out |= set().union(*[a.free_symbols for a in node.args if isinstance(a, sp.Basic)]) - node.free_symbols
+        if isinstance(node, sp.Derivative):
+            out |= {v for v in node.variables if isinstance(v, sp.Symbol)}
+    return out
+
+
+def _no_capture(expr: Any, equations: list) -> None:
+    """Refuse a rewrite whose premises could be put under a binder of their own free variable: a premise
+    d = t put into ∫ d dt would be captured (∫ t dt). Sound and simple: no free symbol of the expression or
+    of a premise may be a variable bound (outside Σ/Π) in the expression or a premise."""
+    sides = [expr] + [side for eq, forall, *_ in equations for side in (eq.lhs, eq.rhs)]
+    bound = set().union(*map(_binders, sides))
+    free = (expr.free_symbols if isinstance(expr, sp.Basic) else set()).union(
+        *[(eq.lhs.free_symbols | eq.rhs.free_symbols) - set(forall) for eq, forall, *_ in equations])
+    clash = bound & free
+    _need(not clash, lambda: f"{', '.join(sorted(map(str, clash)))} is both free and bound (by ∫, λ, a limit or a "
+          "derivative) in the expression or a premise: a rewrite could capture it; rename the bound variable")
+
+
 def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
     """Every premise equation applied left to right until nothing changes (at most 16 rounds)."""
+    if equations:
+        _no_capture(expr, equations)
     out = _canonical(expr)
     patterns = [(_pattern(eq, forall, *avoid), forall) for eq, forall, *avoid in equations]
     for (lhs, rhs), _ in patterns:
