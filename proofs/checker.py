@@ -141,16 +141,59 @@ def _same_all(a: Any, b: Any) -> bool:
 
 def substitute(statement: Any, mapping: dict) -> Any:
     """``statement`` with ``mapping`` put in; relations and connectives stay unevaluated (P(1) of
-    Σ_{i≤n} i = n(n + 1)/2 is the relation Σ_{i≤1} i = 1, not True). Capture-avoiding: a binder (Σ, Π, ∫, λ)
-    whose variable is substituted for or occurs in a value is renamed to a fresh Dummy first."""
+    Σ_{i≤n} i = n(n + 1)/2 is the relation Σ_{i≤1} i = 1, not True). Capture-avoiding: a variable of Σ, Π, ∫
+    or λ that is substituted for or occurs in a value is renamed first, in its bound occurrences only (its own
+    limits are outside it), to a Dummy absent from the statement and the values; another binder (a limit, a
+    derivative) of such a variable is refused."""
     if isinstance(statement, UNEVALUATED):
         return statement.func(*[substitute(a, mapping) for a in statement.args], evaluate=False)
-    clash = set(mapping).union(*[sp.sympify(v).free_symbols for v in mapping.values()])
-    if isinstance(statement, sp.Basic) and any(set(getattr(e, "bound_symbols", ())) & clash
-                                               for e in sp.preorder_traversal(statement)):
-        statement = statement.replace(lambda e: bool(set(getattr(e, "bound_symbols", ())) & clash), lambda e: e.xreplace(
-            {v: sp.Dummy(v.name, **_declared(v)) for v in e.bound_symbols if v in clash}))
+    values = [sp.sympify(v) for v in mapping.values()]
+    clash = set(mapping).union(*[v.free_symbols for v in values])
+    def binds(e):
+        return isinstance(e, sp.Basic) and not e.is_Atom and bool(_own(e) & clash)
+
+    if isinstance(statement, sp.Basic) and any(binds(e) for e in sp.preorder_traversal(statement)):
+        taken = statement.atoms(sp.Dummy).union(*[v.atoms(sp.Dummy) for v in values])
+
+        def fresh(v):
+            d = sp.Dummy(v.name, **_declared(v))
+            while d in taken:
+                d = sp.Dummy(v.name, **_declared(v))
+            taken.add(d)
+            return d
+
+        def rename(e):
+            if isinstance(e, sp.Lambda):
+                new = {v: fresh(v) for v in e.variables if v in clash}
+                return sp.Lambda(tuple(new.get(v, v) for v in e.variables), e.expr.xreplace(new))
+            if not isinstance(e, sp.concrete.expr_with_limits.ExprWithLimits):
+                raise CertificateError(f"{sp.sstr(e)[:80]}: its bound variable is substituted for or occurs in a "
+                                       "value, and only a Σ, Π, ∫ or λ variable is renamed")
+            function, limits = e.function, [tuple(lim) for lim in e.limits]
+            for k, (var, *bounds) in enumerate(limits):
+                if var not in clash:
+                    continue
+                new = fresh(var)
+                function = function.xreplace({var: new})
+                limits = [(new, *bounds) if j == k else
+                          (lim[0],) + tuple(b.xreplace({var: new}) for b in lim[1:]) if j < k else lim
+                          for j, lim in enumerate(limits)]
+            return e.func(function, *limits)
+
+        statement = statement.replace(binds, rename)
     return statement.xreplace(mapping)
+
+
+def _own(e: Any) -> set:
+    """The variables ``e`` itself binds (not those of binders inside it)."""
+    if isinstance(e, sp.concrete.expr_with_limits.ExprWithLimits):
+        return {lim[0] for lim in e.limits}
+    if isinstance(e, sp.Lambda):
+        return set(e.variables)
+    own = set().union(*[a.free_symbols for a in e.args if isinstance(a, sp.Basic)]) - e.free_symbols
+    if isinstance(e, sp.Derivative):
+        own |= {v for v in e.variables if isinstance(v, sp.Symbol)}
+    return own
 
 
 def _possibly_infinite(e: Any) -> bool:
@@ -436,11 +479,22 @@ def _truncate(expr: Any) -> Any:
     return _sums(expr, cut, (sp.Sum,))
 
 
+_FRESH = iter(range(RESERVED.start + 10**6, RESERVED.stop))  # past _canonical's; a certificate cannot hold one
+
+
 def _fresh(expr: Any) -> Any:
-    """``expr`` with the bound index of every Sum and Product renamed to a new Dummy of the same assumptions."""
+    """``expr`` with the bound index of every Sum and Product renamed to a new Dummy of the same assumptions,
+    one from the checker's reserved range that nothing else holds (a predictable automatic index could be forged)."""
     def rename(s):
-        return s.xreplace({lim[0]: sp.Dummy(str(lim[0]), **{k: v for k, v in lim[0].assumptions0.items()
-                                                             if v is not None}) for lim in s.limits})
+        function, limits = s.function, [tuple(lim) for lim in s.limits]
+        for k, (var, *bounds) in enumerate(limits):
+            facts = {a: v for a, v in var.assumptions0.items() if v is not None}
+            new = sp.Dummy(str(var), dummy_index=next(_FRESH), **facts)
+            function = function.xreplace({var: new})
+            limits = [(new, *bounds) if j == k else
+                      (lim[0],) + tuple(b.xreplace({var: new}) for b in lim[1:]) if j < k else lim
+                      for j, lim in enumerate(limits)]
+        return s.func(function, *limits)
 
     return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), rename) if expr.has(sp.Sum, sp.Product) else expr
 
@@ -512,11 +566,14 @@ def _heads(e: Any) -> set[str]:
     """Names of the free symbols, undefined functions and indexed bases an expression uses."""
     if not isinstance(e, sp.Basic):
         return set()
-    def name(x):  # str(x), without the printer for a plain Symbol (a Dummy prints as _name)
-        return x.name if type(x) is sp.Symbol else str(x)
+    return {_name(s) for s in e.free_symbols} | {str(f.func) for f in e.atoms(sp.core.function.AppliedUndef)} | \
+        {_name(i.base.label) for i in e.atoms(sp.Indexed)}
 
-    return {name(s) for s in e.free_symbols} | {str(f.func) for f in e.atoms(sp.core.function.AppliedUndef)} | \
-        {name(i.base.label) for i in e.atoms(sp.Indexed)}
+
+def _name(x: Any) -> str:
+    """A symbol's name as definitions and heads compare it: str(x), without the printer for a plain Symbol (a
+    Dummy prints as _name)."""
+    return x.name if type(x) is sp.Symbol else str(x)
 
 
 def _definition_head(rel: Any, forall: tuple, pid: str, check: bool = True) -> tuple[str, list]:
@@ -528,11 +585,11 @@ def _definition_head(rel: Any, forall: tuple, pid: str, check: bool = True) -> t
         raise CertificateError(f"premise {pid}: a definition is an equation head = body")
     head, body = rel.lhs, rel.rhs
     if isinstance(head, (sp.Symbol, sp.MatrixSymbol)):
-        name, declared, args = str(head.name), head, []
+        name, declared, args = _name(head), head, []
     elif isinstance(head, sp.core.function.AppliedUndef):
         name, declared, args = str(head.func), head.func, list(head.args)
     elif isinstance(head, sp.Indexed):
-        name, declared, args = str(head.base.label), head.base.label, list(head.indices)
+        name, declared, args = _name(head.base.label), head.base.label, list(head.indices)
     else:
         raise CertificateError(f"premise {pid}: a definition's head must be a symbol, f(x) or a[i], "
                                f"got {sp.sstr(head)[:80]}")

@@ -24,8 +24,9 @@ from sympy.printing.repr import ReprPrinter
 
 from proofs.identity import _declared_against_range  # one rule for the reader, the writer and the engine
 
-# Dummy indices the checker renames bound indices to: a certificate may not hold one (read refuses it).
-RESERVED = range(5_210_000_000, 5_210_000_000 + 10**6)
+# Dummy indices the checker renames bound indices to (the first 10**6 canonical, the rest its fresh Dummies, one
+# each): a certificate may not hold one (read refuses it).
+RESERVED = range(5_210_000_000, 5_210_000_000 + 10**8)
 
 
 class CertificateError(ValueError):
@@ -230,6 +231,10 @@ def read(text: str) -> Any:
         raise CertificateError(_too_long())
     if isinstance(out, sp.Basic) and any(d.dummy_index in RESERVED for d in out.atoms(sp.Dummy)):
         raise CertificateError("a Dummy in the checker's reserved index range (its bound-index renaming)")
+    if isinstance(out, sp.Basic) and any(isinstance(s, sp.Dummy) for s in out.free_symbols):
+        # A free Dummy prints as _name, like the Symbol _name, and may equal a Dummy the checker makes: a
+        # certificate names its free variables by Symbols (a Dummy may only be bound).
+        raise CertificateError("a free Dummy: a certificate's free variables are Symbols")
     return out
 
 

@@ -36,3 +36,37 @@ def test_f1_capture_through_a_forall_definition_is_refused():
 def test_f1_a_rewrite_under_an_integral_without_a_clash_still_applies():
     s, t, y = sp.symbols("s t y", real=True)
     assert checker._rewrite(sp.Integral(y, (t, 0, 1)), [(sp.Eq(y, s), ())]) == sp.Integral(s, (t, 0, 1))
+
+
+# F2: a Dummy head was named "x" by the definition check and "_x" by the heads it is compared with; F3: a certificate
+# could name a free Dummy with the index the checker's next fresh Dummy takes. A certificate holds no free Dummy.
+@pytest.mark.parametrize("name", ["a17", "a21", "a22"])
+def test_f2_f3_a_free_dummy_in_a_certificate_is_refused(name):
+    verdict = check(_load(name))
+    assert not verdict.proved, verdict.line
+    assert "free Dummy" in verdict.line
+
+
+def test_f2_a_definition_head_is_named_as_its_body_names_it():
+    d = sp.Dummy("x")
+    with pytest.raises(checker.CertificateError, match="its own definition"):
+        checker._definition_head(sp.Eq(d, d + 1, evaluate=False), (), "P1")
+
+
+def test_f3_the_checkers_fresh_dummies_are_reserved():
+    k = sp.Symbol("k", integer=True)
+    renamed = checker._fresh(sp.Sum(k, (k, 1, 3)))
+    assert renamed.limits[0][0].dummy_index in checker.RESERVED
+
+
+def test_f3_substitute_renames_only_the_bound_occurrences():
+    t = sp.Symbol("t", real=True)
+    k = sp.Symbol("k", integer=True)
+    assert substitute_free(sp.Eq(sp.Integral(t, (t, 0, t)), t**2 / 2), {t: sp.Integer(2)}) == set()
+    assert substitute_free(sp.Eq(sp.Sum(k, (k, 1, k)), k), {k: sp.Integer(3)}) == set()
+    inst = checker.substitute(sp.Eq(sp.Integral(t, (t, 0, t)), t**2 / 2), {t: sp.Integer(2)})
+    assert inst.lhs.doit() == inst.rhs == 2
+
+
+def substitute_free(statement, mapping):
+    return checker.substitute(statement, mapping).free_symbols
