@@ -57,7 +57,7 @@ from typing import Any
 import sympy as sp
 
 from proofs.identity import _canonical as _engine_canonical
-from proofs.identity import _WORKER, _may_be_infinite, cpu_seconds, identity  # one rule for what may be ∞
+from proofs.identity import _WORKER, _may_be_infinite, _undefined_somewhere, cpu_seconds, identity  # one rule for what may be ∞
 from proofs.srepr import UNEVALUATED, RESERVED, CertificateError, _declared, read, read_in, text, write  # noqa: F401
 
 FORMAT = "attention-proofs/certificate"
@@ -300,6 +300,10 @@ def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | 
     """Why small ≤ big (< when rel is "<") from the sign of big − small under the premises' facts; else _Refused."""
     _need(_real(small) and _real(big), lambda: f"{sp.sstr(small)[:60]} or {sp.sstr(big)[:60]} is not shown real: "
           "an order relation is between reals")
+    # SymPy calls polygamma(1, r) positive for every real r, its poles too: both sides must be shown defined, by
+    # the identity engine's whitelist, before a sign decides anything.
+    undefined = _undefined_somewhere([small, big])
+    _need(not undefined, lambda: f"not shown defined: {undefined}")
     facts = _facts(premises)
     # Bound indices carry what their ranges imply, not what they were declared (a "positive" index over −5..−1).
     diff = _canonical(big - small)

@@ -70,3 +70,15 @@ def test_f3_substitute_renames_only_the_bound_occurrences():
 
 def substitute_free(statement, mapping):
     return checker.substitute(statement, mapping).free_symbols
+
+
+# F4: the sign rule took SymPy's word that polygamma(1, r) is positive for every real r (its poles included).
+def test_f4_sign_refuses_a_side_not_shown_defined():
+    verdict = check(_load("a43c"))
+    assert not verdict.proved, verdict.line
+    assert "not shown defined" in verdict.line
+
+
+def test_f4_sign_still_decides_a_defined_side():
+    r = sp.Symbol("r", positive=True)
+    assert "b − a" in checker._decide_order("<", sp.Integer(0), sp.polygamma(1, r), [])
