@@ -190,10 +190,9 @@ def _own(e: Any) -> set:
         return {lim[0] for lim in e.limits}
     if isinstance(e, sp.Lambda):
         return set(e.variables)
-    own = set().union(*[a.free_symbols for a in e.args if isinstance(a, sp.Basic)]) - e.free_symbols
-    if isinstance(e, sp.Derivative):
-        own |= {v for v in e.variables if isinstance(v, sp.Symbol)}
-    return own
+    if isinstance(e, sp.Derivative):  # ∂/∂x holds the other symbols fixed: x = y put in would change it
+        return {v for v in e.variables if isinstance(v, sp.Symbol)}  # (an entry S[a, b] binds nothing)
+    return set().union(*[a.free_symbols for a in e.args if isinstance(a, sp.Basic)]) - e.free_symbols
 
 
 def _possibly_infinite(e: Any) -> bool:
@@ -371,11 +370,8 @@ def _binders(e: Any) -> set:
         return set()
     out = set()
     for node in sp.preorder_traversal(e):
-        if isinstance(node, (sp.Sum, sp.Product)) or node.is_Atom:
-            continue
-        out |= set().union(*[a.free_symbols for a in node.args if isinstance(a, sp.Basic)]) - node.free_symbols
-        if isinstance(node, sp.Derivative):
-            out |= {v for v in node.variables if isinstance(v, sp.Symbol)}
+        if not isinstance(node, (sp.Sum, sp.Product)) and not node.is_Atom:
+            out |= _own(node)
     return out
 
 
