@@ -757,9 +757,10 @@ def _may_be_infinite(e: sp.Basic) -> str | None:
     return None
 
 
-def _undefined_somewhere(exprs: list[sp.Expr]) -> str | None:
+def _undefined_somewhere(exprs: list[sp.Expr], skip: frozenset = frozenset()) -> str | None:
     """A reason naming the first node or condition not shown, or None when both sides are defined
-    (and differentiable where differentiated) everywhere; infinities were refused on entry."""
+    (and differentiable where differentiated) everywhere; infinities were refused on entry. ``skip``: kinds of
+    condition the caller shows itself (the checker's sign rule shows a denominator non-zero under premises)."""
     out: list = []
     for e in exprs:
         why = _declared_against_range(e) or _may_be_infinite(e)
@@ -772,7 +773,7 @@ def _undefined_somewhere(exprs: list[sp.Expr]) -> str | None:
     seen = set()
     for kind, d, what in sorted(out, key=lambda c: (c[0] != "convergent", sp.default_sort_key(c[1]))):
         key = (kind, d)
-        if key in seen:
+        if key in seen or kind in skip:
             continue
         seen.add(key)
         if kind == "convergent":
