@@ -82,3 +82,9 @@ def test_f4_sign_refuses_a_side_not_shown_defined():
 def test_f4_sign_still_decides_a_defined_side():
     r = sp.Symbol("r", positive=True)
     assert "b − a" in checker._decide_order("<", sp.Integer(0), sp.polygamma(1, r), [])
+
+
+def test_f1_capture_by_a_derivative_variable_is_refused():
+    d, t = sp.symbols("d t", real=True)
+    with pytest.raises(checker._Refused, match="free and bound"):
+        checker._rewrite(sp.Derivative(d * t, t), [(sp.Eq(d, t), ())])
