@@ -9,6 +9,7 @@ FILEs are still checked: one file's trouble never stops the rest).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Iterable
@@ -49,27 +50,47 @@ def judge(cert: dict) -> tuple[bool, str]:
     return verdict.proved, f"{verdict.claim}{'' if entry else ' (not a catalogued claim)'}: {verdict.line}"
 
 
+def _judge_one(job: tuple[str, Any]) -> tuple[bool, str]:
+    path, cert = job
+    try:
+        return judge(cert)
+    except Exception as exc:  # the catalogue comparison on a statement Python cannot write, say
+        return False, f"{path}: failed: {type(exc).__name__}: {str(exc)[:300]}"
+
+
+def _judge_all(jobs: list[tuple[str, Any]]) -> Iterable[tuple[bool, str]]:
+    """Each certificate's verdict, in order. Certificates are independent, so several are replayed at once, one
+    per core, in processes forked after the checker and the catalogue are imported (a report's 41 took 12 CPU-s
+    in one process). Each verdict is still the checker's alone: a process only runs :func:`judge`."""
+    workers = min(len(jobs), os.cpu_count() or 1)
+    if workers < 2:
+        return map(_judge_one, jobs)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from proofs import checker, claims  # noqa: F401  imported once, before forking
+
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        return list(pool.map(_judge_one, jobs))
+
+
 def main(paths: Iterable[str]) -> int:
     paths = list(paths)
     if not paths:
         print("check: give one or more FILEs (a report.json or certificate files)", file=sys.stderr)
         return 2
     total = bad = unreadable = 0
+    jobs: list[tuple[str, Any]] = []
     for path in paths:  # one file's trouble never stops the others: each is reported, the exit status says it
         try:
-            certs = certificates(json.loads(Path(path).read_text(encoding="utf-8")))
+            jobs += [(path, cert) for cert in certificates(json.loads(Path(path).read_text(encoding="utf-8")))]
         except (OSError, ValueError, RecursionError) as exc:
             print(f"check: {path}: {exc}", file=sys.stderr)
             unreadable += 1
-            continue
-        for cert in certs:
-            try:
-                ok, line = judge(cert)
-            except Exception as exc:  # the catalogue comparison on a statement Python cannot write, say
-                ok, line = False, f"{path}: failed: {type(exc).__name__}: {str(exc)[:300]}"
-            total += 1
-            bad += not ok
-            print(("ok    " if ok else "FAIL  ") + line)
+    for ok, line in _judge_all(jobs):
+        total += 1
+        bad += not ok
+        print(("ok    " if ok else "FAIL  ") + line)
     print(f"{total - bad} of {total} certificates proved" + (f"; {unreadable} file(s) unreadable" if unreadable else ""))
     return 2 if unreadable else 0 if bad == 0 and total else 1
 

@@ -99,3 +99,10 @@ score_rope = sp.Function("s_RoPE")  # s(m, n) = ⟨R_m q, R_n k⟩
 P_TERM = sp.Symbol("P")
 # μ₂(P) > 0: the kurtosis claim assumes a non-degenerate product P (its assumptions say so).
 mu_2, mu_4, kappa = sp.Function("mu_2", positive=True), sp.Function("mu_4"), sp.Function("kappa")
+
+
+def inline(expr) -> str:
+    """``expr`` inside a sentence (a step's description, a check's detail, an audit value): inline TeX made by
+    SymPy, which every renderer typesets (HTML and Markdown as math, the terminal as written), so no sentence
+    carries SymPy's program text (``4*N**2``)."""
+    return f"${sp.latex(sp.sympify(expr))}$"

@@ -26,6 +26,7 @@ from typing import Callable, Mapping
 
 import sympy as sp
 
+from proofs.notation import inline
 from proofs.seed_data import (A100, CITED, DEFAULT_SCALE_EXPONENT, GPT2_INIT_STD, MODEL_CONFIGS, PRINTED_K, PRINTED_Q, PRINTED_S,
                               PRINTED_V, SEED_DK_3, SEED_SCORES_3, SEED_SELF_ATTENTION, SEED_VALUES_3, SEED_W_K,
                               SEED_W_Q, SEED_WITH_WEIGHTS, SEED_X)
@@ -605,12 +606,12 @@ def _flash_io_records(decide: Decide) -> list[AuditRecord]:
     return [
         AuditRecord("s0-flash-io", S0, quote + " (of the N × N matrix S, as the sentence's subject says)",
                     _TRAFFIC_BASIS + "; S and P traffic of each", HOLDS if sp_quadratic else FAILS,
-                    f"{unproved}standard attention moves S and P through HBM: {sp.sstr(standard_sp)} elements per head (derived "
+                    f"{unproved}standard attention moves S and P through HBM: {inline(standard_sp)} elements per head (derived "
                     "in claim memory-traffic); the tiled kernel's loop reads and writes no N × N matrix", claim),
         AuditRecord("s0-flash-io-total", S0, quote + " (read as: all HBM reads/writes become sub-quadratic)",
                     _TRAFFIC_BASIS + "; the kernel's total forward traffic",
                     FAILS if not ok or sp.degree(sp.expand(tiled), proved.N) == 2 else HOLDS,
-                    f"{unproved}the kernel's forward still moves {sp.sstr(tiled)} elements per head (B × B tiles, B dividing N; "
+                    f"{unproved}the kernel's forward still moves {inline(tiled)} elements per head (B × B tiles, B dividing N; "
                     f"derived in claim memory-traffic): quadratic in N for fixed d and B, since every query block "
                     f"re-reads K and V; with B = M/(5d) it is Θ(N²d²/M) ({theta}·N²d²/M + O(Nd)), FlashAttention's "
                     f"Theorem 2, and no exact algorithm does better for all M ({traffic.LOWER_BOUND_PREMISE})", claim),
@@ -627,9 +628,9 @@ def _flash_memory_record() -> AuditRecord:
                        "derivation: proofs.traffic.extra_memory (HBM beyond inputs and output); measured by "
                        "kernels.memory (torch.profiler allocation events, log-log slope against N)",
                        HOLDS if ok else FAILS,
-                       f"extra HBM per head: the kernel's forward keeps lse ({extra['flash_forward']} floats), its backward "
-                       f"lse and Delta ({extra['flash_backward']}); standard attention keeps S and P "
-                       f"({extra['standard_forward']})")
+                       f"extra HBM per head: the kernel's forward keeps lse ({inline(extra['flash_forward'])} floats), its backward "
+                       f"lse and Delta ({inline(extra['flash_backward'])}); standard attention keeps S and P "
+                       f"({inline(extra['standard_forward'])})")
 
 
 def _prescale_record() -> AuditRecord:
@@ -643,10 +644,10 @@ def _prescale_record() -> AuditRecord:
         _TRAFFIC_BASIS + "; traffic with S scaled in its own pass, with Q scaled instead, and inside a fused kernel",
         HOLDS if saving["saving_in_fused_kernel"] != 0 else FAILS,
         f"in a fused kernel S never reaches HBM, so scaling it costs no HBM pass: the saving there is "
-        f"{saving['saving_in_fused_kernel']} (this kernel folds the scale into the scores' multiply in registers; a "
-        f"separate pass over Q would instead add {sp.sstr(saving['scale_Q_pass'])}); for standard attention, which "
-        f"materialises S, scaling S in its own pass costs {sp.sstr(saving['scale_S_pass'])} elements, so pre-scaling "
-        f"Q saves {sp.sstr(saving['saving_vs_Q_pass'])} (own pass over Q) or {sp.sstr(saving['saving_folded'])} "
+        f"{inline(saving['saving_in_fused_kernel'])} (this kernel folds the scale into the scores' multiply in registers; a "
+        f"separate pass over Q would instead add {inline(saving['scale_Q_pass'])}); for standard attention, which "
+        f"materialises S, scaling S in its own pass costs {inline(saving['scale_S_pass'])} elements, so pre-scaling "
+        f"Q saves {inline(saving['saving_vs_Q_pass'])} (own pass over Q) or {inline(saving['saving_folded'])} "
         "(folded into the GEMM)")
 
 
@@ -813,7 +814,7 @@ def _growth_record() -> AuditRecord:
         "s0-growth", S0, "standard dot products between high-dimensional embedding vectors grow proportionally "
         "with dimensionality", "the typical size Std(q·k) against d_k under the seeds' zero-mean, unit-variance model",
         HOLDS if grows_linearly else FAILS,
-        f"Std(q·k) = {sp.sstr(r.std)}: the size grows as √d_k, only the variance grows ∝ d_k (with non-zero means "
+        f"Std(q·k) = {inline(r.std)}: the size grows as √d_k, only the variance grows ∝ d_k (with non-zero means "
         "E[q·k] = d_k μ_q μ_k does grow ∝ d_k, dot-product-moments)", "dot-product-moments")
 
 

@@ -32,10 +32,15 @@ _LAYOUT = r"""(() => {
 # contents, the summary) must land on an element, and a formula wider than its column must sit in a box that
 # scrolls, neither cut off by one that clips nor running off the page.
 RAW = ("$", "\\frac", "\\", "Eq(", "Sum(", "_{", "^{")
-_TEXT = r"""((raw) => {
+# SymPy's program text of a product or a power (``4*N**2``, ``(w*y + z)*e``), which its printer writes and no
+# typeset formula or sentence does
+SYMPY_TEXT = r"[\w)\]]\*{1,2}[\w(]"
+_TEXT = r"""((raw, sympy) => {
   const text = document.body.innerText;
-  const found = raw.map(p => [p, text.indexOf(p)]).filter(([p, i]) => i >= 0)
-                   .map(([p, i]) => p + ' in ' + JSON.stringify(text.slice(Math.max(0, i - 60), i + 60)));
+  const at = (p, i) => p + ' in ' + JSON.stringify(text.slice(Math.max(0, i - 60), i + 60));
+  const product = text.search(new RegExp(sympy, 'u'));
+  const found = raw.map(p => [p, text.indexOf(p)]).filter(([p, i]) => i >= 0).map(([p, i]) => at(p, i))
+                   .concat(product >= 0 ? [at(sympy, product)] : []);
   const links = [...document.querySelectorAll('a[href^="#"]')].map(a => decodeURIComponent(a.getAttribute('href').slice(1)));
   const width = document.documentElement.clientWidth;
   const holder = m => { for (let p = m.parentElement; p; p = p.parentElement) { const o = getComputedStyle(p).overflowX;
@@ -48,7 +53,7 @@ _TEXT = r"""((raw) => {
   return {raw: found, links: links.length, dangling: links.filter(id => !document.getElementById(id)),
           contents: document.querySelectorAll('nav#contents a').length, cut,
           page_overflow: document.documentElement.scrollWidth - width};
-})(%s)""" % json.dumps(RAW)
+})(%s, %s)""" % (json.dumps(RAW), json.dumps(SYMPY_TEXT))
 
 
 @pytest.fixture(scope="module")
@@ -146,12 +151,12 @@ def test_the_text_checks_catch_raw_tex_sympy_text_dangling_links_and_cut_formula
     page = tmp_path / "index.html"
     page.write_text('<!DOCTYPE html><html><body><nav id="contents"><a href="#nowhere">x</a></nav>'
                     "<p>Dividing by $\\sqrt{d_k}$ gives \\frac{1}{2}; verdict: Eq(S, Sum(k[i], (i, 1, n))), "
-                    "S_{N+1} e^{-t}</p>"
+                    "S_{N+1} e^{-t}; weight nonnegative: (w*y + z)*e**2</p>"
                     f'<div style="overflow-x: hidden; width: 300px">{wide}</div><div>{wide}</div></body></html>')
     with _chromium.Browser(chromium) as browser:
         browser.open(page.resolve().as_uri())
         text = browser.evaluate(_TEXT)
-    assert {r.split(" in ")[0] for r in text["raw"]} == set(RAW)
+    assert {r.split(" in ")[0] for r in text["raw"]} == {*RAW, SYMPY_TEXT}
     assert text["dangling"] == ["nowhere"]
     assert len(text["cut"]) == 2 and text["page_overflow"] > 0  # one clipped, one off the page
     for broken in ({"raw": text["raw"]}, {"dangling": text["dangling"]}, {"cut": text["cut"]},

@@ -453,3 +453,17 @@ def test_the_engine_assumes_no_regularity_of_an_undefined_function():
     ok, why = identity(sp.Integral(f(x) + f(x) ** 2, (x, 0, 1)), sp.Integral(f(x), (x, 0, 1)) +
                        sp.Integral(f(x) ** 2, (x, 0, 1)))
     assert not ok and "integrable" in why
+
+
+def test_check_command_replays_in_parallel_with_the_same_verdicts_in_order():
+    from proofs.check_cli import _judge_all, _judge_one
+
+    good = _proof(sp.Eq((x + 1) ** 2, x**2 + 2 * x + 1, evaluate=False))
+    good.identity((x + 1) ** 2, x**2 + 2 * x + 1)
+    bad = _proof(FALSE)
+    bad.holds("x", "x", x, x + 1, lambda: (False, "no"))
+    jobs = [("a", good.finish().certificate), ("b", bad.finish().certificate), ("c", "not a certificate"),
+            ("d", good.finish().certificate)]
+    parallel = list(_judge_all(jobs))
+    assert parallel == [_judge_one(j) for j in jobs]
+    assert [ok for ok, _ in parallel] == [True, False, False, True]

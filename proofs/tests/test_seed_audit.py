@@ -5,7 +5,8 @@ import inspect
 import pytest
 import sympy as sp
 
-from proofs import CLAIMS, seed_audit
+from proofs import CLAIMS, seed_audit, traffic
+from proofs.notation import inline
 from proofs.claims import SEED_SELF_ATTENTION, SEED_WITH_WEIGHTS
 from proofs.seed_audit import (FAILS, FLOAT_MAX, HOLDS, HOLDS_PRINTED, OUT_OF_SCOPE, PENDING_GPU, ROUNDING_CARRIED,
                                SLIP, VERDICTS, AuditRecord, compare, overflows, printed_comparisons, printed_value, summary)
@@ -76,14 +77,15 @@ def test_attention_is_not_intrinsically_asymmetric(records):
 
 
 def test_memory_claims_are_decided_by_the_traffic_model(records):
+    N = traffic.N
     # The N × N traffic is eliminated; the total is still quadratic in N (Θ(N²d²/M)).
-    assert records["s0-flash-io"].verdict == HOLDS and "4*N**2" in records["s0-flash-io"].value
+    assert records["s0-flash-io"].verdict == HOLDS and inline(4 * N**2) in records["s0-flash-io"].value
     total = records["s0-flash-io-total"]
     assert total.verdict == FAILS and "N²d²/M" in total.value and "Proposition 3" in total.value
-    assert records["s2-flash-memory"].verdict == HOLDS and "2*N**2" in records["s2-flash-memory"].value
+    assert records["s2-flash-memory"].verdict == HOLDS and inline(2 * N**2) in records["s2-flash-memory"].value
     # Pre-scaling Q saves nothing inside a fused kernel (S never reaches HBM), 2N² − 2Nd in standard attention.
     prescale = records["s2-prescale-hbm"]
-    assert prescale.verdict == FAILS and "2*N**2 - 2*N*d" in prescale.value
+    assert prescale.verdict == FAILS and inline(2 * N**2 - 2 * N * traffic.d) in prescale.value
     assert records["s2-flash-traffic-5-10x"].verdict == FAILS
 
 

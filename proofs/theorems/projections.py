@@ -151,7 +151,7 @@ def fused_qkv_projection(split: Split | None = None) -> Derivation:
             stated = pf.stated(split_parts[name](ROW, COL))
             using = [parts[block + 3 * bias], product, hstack] + ([biased, bstack] if bias else []) + \
                 ([within] if block < 2 else [])
-            pf.rewrite(stated.lhs, stated.rhs, using, f"{name}(t, c) = {sp.sstr(stated.rhs)[:60]}: the slice reads "
+            pf.rewrite(stated.lhs, stated.rhs, using, f"{name}(t, c) = {nt.inline(stated.rhs)}: the slice reads "
                        f"block {block} of the hstack", label="block matrix product")
     return pf.finish(Result(weights=FUSED_W, biases=FUSED_B))
 
@@ -182,7 +182,7 @@ def projection_parameter_count() -> Derivation:
     counted = pf.rewrite(entries(_m, _n), _m * _n, [count], "Σ_{r ≤ m} Σ_{c ≤ n} 1 = mn", forall=[_m, _n],
                          label="counting entries")
     for c in conjuncts(pf.statement):
-        pf.rewrite(c.lhs, c.rhs, [kind, counted], f"{sp.sstr(c.lhs)} = {sp.sstr(c.rhs)}", label="counting entries")
+        pf.rewrite(c.lhs, c.rhs, [kind, counted], nt.inline(c), label="counting entries")
     for formula, args in ((parameter_count(D_MODEL, D_K), (1, D_MODEL, D_K, 0)),
                           (parameter_count(D_MODEL, D_K, bias=True), (1, D_MODEL, D_K, 1)),
                           (parameter_count(D_MODEL, D_K, matrices=3), (3, D_MODEL, D_K, 0)),

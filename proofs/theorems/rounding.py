@@ -29,6 +29,7 @@ import sympy as sp
 
 from proofs.checker import conjuncts, substitute
 from proofs.engine import Derivation, Proof, Result
+from proofs.notation import inline
 
 HIGHAM_BOOK = "N. J. Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., SIAM 2002"
 STANDARD_MODEL = (f"standard model of floating-point arithmetic, with gradual underflow "
@@ -213,7 +214,7 @@ def _nonnegative(expr: sp.Expr, substitution: dict | None = None) -> tuple[bool,
     hypothesis into symbols whose assumptions say it, e.g. u = (1 − a)/(n + 1) with a > 0)."""
     e = sp.factor(sp.together(expr.subs(substitution or {})))
     ok = e.is_nonnegative is True
-    return ok, f"{'nonnegative' if ok else 'sign not established'}: {sp.sstr(e)[:160]}"
+    return ok, f"{'nonnegative' if ok else 'sign not established'}: {inline(e)}"
 
 
 def _all_checked(pf: Proof) -> tuple[bool, str]:
@@ -555,7 +556,7 @@ def online_rescale(per_block: int = 2) -> Derivation:
     pf.chain([unfold, parts, total, closes], DRIFT, "≤", stated.rhs, label="exponent drift")
     for count, definition, what in ((COUNT_L, count_l, "n_l(T)"), (COUNT_A, count_a, "n_a(T)"),
                                     (COUNT_EXP, exps, "exps(T)")):
-        pf.rewrite(count, pf.claimed(count), [definition], f"{what} = {sp.sstr(pf.claimed(count))}",
+        pf.rewrite(count, pf.claimed(count), [definition], f"{what} = {inline(pf.claimed(count))}",
                    label="count (step)")
     return pf.finish(Result(n_l=n_l, n_a=n_a, exps=BLOCKS))
 
