@@ -97,6 +97,8 @@ MAX_ENUMERATION = 4096
 CHECK_BUDGET_S = 120.0  # CPU seconds for one certificate with everything it cites (the catalogue's largest: ~3 s)
 MAX_CITATION_DEPTH = 32
 CLAIM_ID = re.compile(r"[a-z0-9][a-z0-9._=\[\]-]*")  # ASCII, nothing invisible, nothing that mimics another id
+_COMPUTATION_NAME = re.compile(r"<lambda>|[A-Za-z_][A-Za-z0-9_]*(\([a-z_]+\))?")  # equal(subject): the engine method
+_COMPUTATION_SOURCE = re.compile(r"[A-Za-z0-9_./-]+\.py:[A-Za-z0-9_.<>]+( \(line [0-9]+\))?")
 
 
 class _Refused(Exception):
@@ -862,7 +864,7 @@ class _Replay:
             ref = str(p.get("reference") or "").strip()
             if kind == "cited" and not ref:
                 raise CertificateError(f"premise {pid}: a cited theorem needs a reference")
-            self.text[pid] = lambda rel=rel, ref=ref: (f"{ref}: " if ref else "") + sp.sstr(rel)[:160]  # printed if used
+            self.text[pid] = lambda rel=rel, ref=ref: (f"{ref}: " if ref else "") + sp.sstr(rel)  # printed if used, whole
             if kind == "definition":
                 head, unshown = _definition_head(rel, forall, pid)
                 if head in defined:
@@ -874,7 +876,7 @@ class _Replay:
                 if unshown:
                     self.unshown[pid] = head
                 self.text[pid] = None if head not in used and not unshown else lambda rel=rel, note=note: \
-                    sp.sstr(rel)[:160] + note
+                    sp.sstr(rel) + note
             self.facts[pid], self.forall[pid], self.kind[pid] = rel, forall, kind
             self.hyps[pid] = frozenset({pid}) if kind == "hypothesis" else frozenset()
             self.deps[pid], self.cites[pid] = frozenset({pid}), frozenset()
@@ -1178,6 +1180,10 @@ class _Replay:
         return f"{verdict.claim}: {verdict.line}"
 
     def _computation(self, step, conclusion, ids):
-        _need(step.get("name") and step.get("source"), "a computation needs a name and a source (file:function)")
-        _need(step.get("outcome"), str(step.get("detail", ""))[:300])
+        # The verdict prints the name and source as the trust base's entry: they must read as a function and where it
+        # is, not as prose ("identity (checked by the identity engine)") or invisible characters.
+        _need(_COMPUTATION_NAME.fullmatch(str(step.get("name", ""))) and _COMPUTATION_SOURCE.fullmatch(
+            str(step.get("source", ""))), "a computation needs a name (a Python identifier) and a source "
+            "(file.py:function)")
+        _need(step.get("outcome") is True, str(step.get("detail", ""))[:300])  # JSON true: "False" is a truthy string
         return str(step.get("detail", ""))[:300]

@@ -88,3 +88,37 @@ def test_f1_capture_by_a_derivative_variable_is_refused():
     d, t = sp.symbols("d t", real=True)
     with pytest.raises(checker._Refused, match="free and bound"):
         checker._rewrite(sp.Derivative(d * t, t), [(sp.Eq(d, t), ())])
+
+
+# Misleading verdicts: what the verdict prints is what the certificate trusts.
+def _computation_certificate(statement, **step):
+    return {"format": "attention-proofs/certificate", "version": 1, "claim": "rt.comp",
+            "statement": checker.write(statement), "premises": [],
+            "steps": [{"id": "S1", "rule": "computation", "conclusion": checker.write(statement), "premises": [],
+                       "name": "check_it", "source": "x.py:f", "outcome": True, "detail": "holds", **step}]}
+
+
+def test_a_computations_recorded_outcome_must_be_json_true():
+    false = sp.Eq(sp.Integer(1), 2, evaluate=False)
+    assert check(_computation_certificate(false)).proved  # trusted as recorded, and listed
+    for outcome in ("False", "true", 1, None):
+        verdict = check(_computation_certificate(false, outcome=outcome, detail="does not hold"))
+        assert not verdict.proved and "does not hold" in verdict.line, outcome
+
+
+@pytest.mark.parametrize("name, source", [("identity", "checked by the identity engine"), ("\u200b", "\u200b"),
+                                          ("check it", "x.py:f"), ("check_it", "x.py")])
+def test_a_computation_is_named_as_a_function_and_where_it_is(name, source):
+    verdict = check(_computation_certificate(sp.Eq(sp.Integer(4), 5, evaluate=False), name=name, source=source))
+    assert not verdict.proved and "a computation needs a name" in verdict.line
+
+
+def test_the_verdict_prints_a_premise_whole():
+    from proofs.engine import Proof
+
+    xs, y, z = sp.symbols("x0:25"), sp.Symbol("y"), sp.Symbol("z")
+    total = sp.Add(*xs)
+    pf = Proof("rt.trunc", statement=sp.Eq(z * (total + y), z * (total + 1), evaluate=False))
+    pf.rewrite(z * (total + y), z * (total + 1), [pf.assume(sp.Eq(total + y, total + 1, evaluate=False))])
+    verdict = pf.finish().check
+    assert verdict.proved and sp.sstr(sp.Eq(total + y, total + 1, evaluate=False)) in verdict.line
