@@ -418,36 +418,219 @@ def _termwise(pf: Proof, what: str, bound_term, abs_term, subs) -> None:
            lambda: _nonnegative(bound_term - abs_term, subs))
 
 
-def softmax_shifted() -> Derivation:
-    """p̂_j = fl(e_j / fl(Σ e_k)), e_k = fl(exp(fl(s_k − m))), m = max s: a relative error bound."""
-    x, mu, u = SOFTMAX_GAP, MU, U
-    a_j = sp.exp(u * x) * (1 + mu) - 1  # the numerator's weight factor
-    sb = SOFTMAX_PB
+# ----------------------------------------------------------------------------- shared lemmas (rule applications)
+
+_I = sp.Symbol("i", integer=True, positive=True)  # a key index, bound by Σ and ∀
+_TT = sp.Symbol("t", real=True)
+
+
+def _abs_facts(pf: Proof) -> dict:
+    """The cited facts about |·| and exp every bound below uses (each a theorem of real analysis)."""
+    return dict(
+        triangle=pf.cite_external(sp.Le(sp.Abs(_TA + _TB), sp.Abs(_TA) + sp.Abs(_TB), evaluate=False),
+                                  "triangle inequality", "|a + b| ≤ |a| + |b| for real a, b", forall=[_TA, _TB]),
+        series=pf.cite_external(sp.Le(sp.Abs(sp.exp(_TT) - 1), sp.exp(sp.Abs(_TT)) - 1, evaluate=False),
+                                "exp series", "|e^t − 1| ≤ e^{|t|} − 1 for real t: e^t − 1 = Σ_{i≥1} t^i/i!, and the "
+                                "triangle inequality termwise", forall=[_TT]),
+        tangent=pf.cite_external(sp.Le(sp.exp(_TA) * (1 + _TB - _TA), sp.exp(_TB), evaluate=False),
+                                 "convexity of exp", "e^a(1 + b − a) ≤ e^b for real a, b: exp lies above its tangent at a",
+                                 forall=[_TA, _TB]),
+        product=pf.identity(sp.Abs(_TA * _TB), sp.Abs(_TA) * sp.Abs(_TB), "|ab| = |a||b|", forall=[_TA, _TB],
+                            label="algebra"))
+
+
+def _factor_lemma(pf: Proof, facts: dict, a, small_a, t, small_t, label: str):
+    """|(1 + a)(1 + t) − 1| ≤ A(1 + T) + T from ``small_a``: |a| ≤ A and ``small_t``: |t| ≤ T (triangle inequality)."""
+    big_a, big_t = small_a.rhs, small_t.rhs
+    lhs = sp.Abs((1 + a) * (1 + t) - 1)
+    spread = pf.identity(lhs, sp.Abs(a * (1 + t) + t), "(1 + a)(1 + t) − 1 = a(1 + t) + t", label=label)
+    split = pf.instance(facts["triangle"], {_TA: a * (1 + t), _TB: t}, label="triangle inequality")
+    apart = pf.rewrite(split.rhs, sp.Abs(a) * sp.Abs(1 + t) + sp.Abs(t), [facts["product"]], "|a(1 + t)| = |a||1 + t|",
+                       label=label)
+    one = pf.instance(facts["triangle"], {_TA: 1, _TB: t}, label="triangle inequality")
+    up = pf.sign(one.rhs, "≤", 1 + big_t, "1 + |t| ≤ 1 + T", using=[small_t], label=label)
+    factor = pf.chain([one, up], sp.Abs(1 + t), "≤", 1 + big_t, label=label)
+    times = pf.bound([small_a, factor], "mul", sp.Abs(a) * sp.Abs(1 + t), "≤", big_a * (1 + big_t),
+                     "|a||1 + t| ≤ A(1 + T), both factors ≥ 0", label=label)
+    plus = pf.bound([times, small_t], "add", apart.rhs, "≤", times.rhs + big_t, label=label)
+    return pf.chain([spread, split, apart, plus], lhs, "≤", plus.rhs,
+                    "|(1 + a)(1 + t) − 1| ≤ A(1 + T) + T", label=label)
+
+
+def _exp_monotone(pf: Proof, facts: dict, small, big, below, label: str):
+    """e^small ≤ e^big from ``below``: small ≤ big (the tangent of exp at ``small`` lies below it)."""
+    tangent = pf.instance(facts["tangent"], {_TA: small, _TB: big}, label="convexity of exp")
+    lift = pf.sign(sp.exp(small), "≤", tangent.lhs, "e^a ≤ e^a(1 + b − a) since b − a ≥ 0", using=[below], label=label)
+    return pf.chain([lift, tangent], sp.exp(small), "≤", sp.exp(big), label=label)
+
+
+def _exp_factor(pf: Proof, facts: dict, eta, small_eta, label: str):
+    """|e^η − 1| ≤ e^H − 1 from ``small_eta``: |η| ≤ H."""
+    h = small_eta.rhs
+    series = pf.instance(facts["series"], {_TT: eta}, label="exp series")
+    grow = _exp_monotone(pf, facts, sp.Abs(eta), h, small_eta, label)
+    less = pf.sign(series.rhs, "≤", sp.exp(h) - 1, using=[grow], label=label)
+    return pf.chain([series, less], sp.Abs(sp.exp(eta) - 1), "≤", sp.exp(h) - 1, label=label)
+
+
+def _sum_bound(pf: Proof, weight, term, big, each, n, label: str):
+    """|Σ_{i≤n} w_i b_i| ≤ Σ_{i≤n} w_i B_i for weights w_i > 0, from ``each``: |b_i| ≤ B_i for every i (∀ i),
+    by induction on the number of terms (the triangle inequality one term at a time)."""
+    facts_triangle = each["triangle"]
+    fact = each["fact"]
+    p, k = _P, sp.Symbol("k", integer=True, positive=True)
+    Q = sp.Le(sp.Abs(sp.Sum(weight(_I) * term(_I), (_I, 1, p))), sp.Sum(weight(_I) * big(_I), (_I, 1, p)),
+              evaluate=False)
+    at = lambda v: substitute(Q, {p: v})  # noqa: E731
+    empty = pf.truncation(at(0).lhs, at(0).rhs, [], "no term: both sums are empty", label="base case")
+    base = pf.chain([empty, pf.sign(at(0).rhs, "≤", at(0).rhs)], at(0).lhs, "≤", at(0).rhs, label="base case")
+    hyp = pf.hypothesis(at(k - 1))
+    head = sp.Sum(weight(_I) * term(_I), (_I, 1, k - 1))
+    peel = pf.truncation(at(k).lhs, sp.Abs(head + weight(k) * term(k)), [], "the last term taken out",
+                         label="one more term", peel=k)
+    split = pf.instance(facts_triangle, {_TA: head, _TB: weight(k) * term(k)}, label="triangle inequality")
+    times = pf.bound([pf.sign(weight(k), "≤", weight(k)), pf.instance(fact, {_I: k})], "mul",
+                     weight(k) * sp.Abs(term(k)), "≤", weight(k) * big(k), "w_k|b_k| ≤ w_k B_k", label=label)
+    plus = pf.bound([hyp, times], "add", split.rhs, "≤", at(k - 1).rhs + times.rhs, label="monotonicity")
+    whole = pf.truncation(plus.rhs, at(k).rhs, [], label="one more term", peel=k)
+    step = pf.chain([peel, split, plus, whole], at(k).lhs, "≤", at(k).rhs, label="induction step")
+    summed = pf.induction(Q, p, 0, base, step, hyp, "by induction on the number of terms", step_var=k,
+                          label="induction", forall=[p])
+    return pf.instance(summed, {p: n}, label=label)
+
+
+# The softmax model: key i's exact weight w_i = e^{x_i}, x_i = s_i − m; its computed weight
+# ê_i = fl(exp(fl(x_i))) = e^{x_i(1 + δx_i)}(1 + ε_i); the computed sum D̂ = Σ ê_i(1 + θ_i); p̂_j = fl(ê_j / D̂).
+_XS = sp.Function("x", real=True)  # x_i = s_i − m
+_DX = sp.Function("delta_x", real=True)  # the subtraction's rounding
+_EPF = sp.Function("epsilon", real=True)  # the exp's error
+_THS = sp.Function("theta_s", real=True)  # what the sum's additions do to term i
+_WS = sp.Function("w", positive=True)  # exact weights e^{x_i}
+_EH = sp.Function("e_hat", real=True)  # computed weights
+_AW, _BW = sp.Function("a_w", real=True), sp.Function("b_w", real=True)  # their relative errors, alone and summed
+_DH = sp.Symbol("D_hat", positive=True)  # fl(Σ ê_i): a sum of positive floats, rounded, is positive
+_OH = sp.Symbol("o_hat", real=True)  # ê_j / D̂ before its rounding
+_PH = sp.Symbol("p_hat", real=True)  # p̂_j
+_PJ = sp.Symbol("p_j", positive=True)
+_SW = sp.Symbol("S", positive=True)  # Σ w_i
+_BETA = sp.Symbol("beta", real=True)  # Σ p_i b_i: the sum's relative error
+
+
+def _softmax_terms():
+    """A_i and B_i of the claim as functions of the key index (|x_i| = |s_i − m|)."""
+    a_of = lambda i: sp.exp(U * sp.Abs(_XS(i))) * (1 + MU) - 1  # noqa: E731
+    theta = (1 + U)**(N - 1) - 1
+    b_of = lambda i: (1 + a_of(i)) * (1 + theta) - 1  # noqa: E731
+    return a_of, theta, b_of
+
+
+def softmax_shifted(sum_roundings=None) -> Derivation:
+    """p̂_j = fl(e_j / fl(Σ e_k)), e_k = fl(exp(fl(s_k − m))), m = max s: a relative error bound, by rule
+    applications from the standard model. ``sum_roundings`` replaces the n − 1 roundings the sum puts on a
+    term, to have a candidate judged: one too few is refused."""
+    x, mu, u, j, i, n = SOFTMAX_GAP, MU, U, _J, _I, N
+    a_of, theta, b_of = _softmax_terms()
+    if sum_roundings is not None:
+        theta = (1 + U)**sum_roundings - 1
     rel = softmax_relative_bound()
     pf = Proof("rounding-softmax-shifted")
-    _premise(pf, "standard model", "each +, −, ×, / rounds with |δ| ≤ u", sp.Symbol("fl(a op b)"),
-             sp.Symbol("(a op b)(1 + delta)"), kind="cited", reference=STANDARD_MODEL)
-    _premise(pf, "exp accuracy", "fl(exp(x)) = exp(x)(1 + ε), |ε| ≤ μ", sp.Symbol("fl(exp(x))"),
-             sp.Symbol("exp(x)(1 + epsilon)"), kind="cited", reference=EXP_ACCURACY)
-    xs, dl = sp.Symbol("x", real=True), sp.Symbol("delta", real=True)
-    pf.equal("exp of a rounded argument", "exp(x(1 + δ)) = exp(x)·exp(xδ): the subtraction's rounding "
-             "becomes a factor e^{xδ}, |xδ| ≤ u|x|", sp.exp(xs * (1 + dl)), sp.exp(xs) * sp.exp(xs * dl))
-    _weight_factor_steps(pf)
-    _ratio_steps(pf)
-    # softmax is the ratio lemma with v = e_j and no underflow terms: num = w_j(1 + a_j)
-    pj, aj = sp.symbols("p_j |a_j|", nonnegative=True)
-    slack = sp.Symbol("s", nonnegative=True)
-    _termwise(pf, "termwise: w_j|a_j| ≤ w_j A_j, and |o|Σ w|b| ≤ p_j Σ w B since o = p_j for v = e_j",
-              pj * a_j, pj * aj, {aj: a_j - slack})
-    _holds(pf, "denominator", "Σ w_k(1 + b_k) ≥ Σ w_k (1 − B_k) = Σw (1 − Σ p_k B_k) > 0", 1 - sb, 0,
-           lambda: (True, "Σ p_k B_k < 1 is the claim's assumption"), relation=">")
-    e = sp.Symbol("E", nonnegative=True)
-    pf.equal("final division", "fl(ô) − p = (ô − p)(1 + δ) + pδ, so |fl(ô) − p| ≤ (1 + u)E + u p",
-             sp.Symbol("o") * (1 + DELTA) - pj, (sp.Symbol("o") - pj) * (1 + DELTA) + pj * DELTA)
-    _conclude(pf, "|p̂_j − p_j| ≤ p_j[(1 + u)(A_j + Σ p_k B_k)/(1 − Σ p_k B_k) + u], A_j = e^{u|s_j − m|}(1 + μ) − 1, "
-              "B_k = e^{u|s_k − m|}(1 + μ)(1 + u)^{n−1} − 1 (cf. Blanchard, Higham & Higham 2021)",
-              SOFTMAX_ERROR, "≤", (1 + u) * (a_j + sb) / (1 - sb) + u)
-    return pf.finish(Result(relative=rel, A=a_j, B=sp.exp(u * x) * (1 + mu) * (1 + u)**(N - 1) - 1,
+    facts = _abs_facts(pf)
+    weight = pf.define(_WS(i), sp.exp(_XS(i)), "w_i = e^{s_i − m}, x_i = s_i − m", forall=[i])
+    computed = pf.cite_external(sp.Eq(_EH(i), sp.exp(_XS(i) * (1 + _DX(i))) * (1 + _EPF(i)), evaluate=False),
+                                STANDARD_MODEL + "; " + EXP_ACCURACY,
+                                "ê_i = fl(exp(fl(s_i − m))) = e^{x_i(1 + δx_i)}(1 + ε_i)", forall=[i])
+    sub_small = pf.cite_external(sp.Le(sp.Abs(_DX(i)), u, evaluate=False), STANDARD_MODEL, "|δx_i| ≤ u", forall=[i])
+    exp_small = pf.cite_external(sp.Le(sp.Abs(_EPF(i)), mu, evaluate=False), EXP_ACCURACY, "|ε_i| ≤ μ", forall=[i])
+    summed = pf.cite_external(sp.Eq(_DH, sp.Sum(_EH(i) * (1 + _THS(i)), (i, 1, n)), evaluate=False),
+                              STANDARD_MODEL + "; Higham 2002, eqs. (3.2)–(3.4)",
+                              "D̂ = fl(Σ ê_i): in any order, term i passes through at most n − 1 additions, "
+                              "D̂ = Σ ê_i(1 + θ_i), and D̂ > 0 (positive terms, rounded)")
+    sum_small = pf.cite_external(sp.Le(sp.Abs(_THS(i)), theta, evaluate=False),
+                                 STANDARD_MODEL + "; " + HIGHAM_BOOK + ", Lemma 3.1 (claim rounding-gamma-lemma)",
+                                 "|θ_i| ≤ (1 + u)^{n−1} − 1: at most n − 1 roundings", forall=[i])
+    quotient = pf.define(_OH, _EH(j) / _DH, "ô = ê_j / D̂")
+    rounded = pf.cite_external(sp.Eq(_PH, _OH * (1 + DELTA), evaluate=False), STANDARD_MODEL, "p̂_j = fl(ô) = ô(1 + δ)")
+    div_small = pf.cite_external(sp.Le(sp.Abs(DELTA), u, evaluate=False), STANDARD_MODEL, "|δ| ≤ u")
+    total = pf.define(_SW, sp.Sum(_WS(i), (i, 1, n)), "S = Σ_i w_i")
+    exact = pf.define(_PJ, _WS(j) / _SW, "p_j = w_j / S")
+    error = pf.define(SOFTMAX_ERROR, sp.Abs(_PH - _PJ) / _PJ, "the relative error of p̂_j")
+    gap = pf.define(x, sp.Abs(_XS(j)), "|s_j − m|")
+    a_w = pf.define(_AW(i), sp.exp(_XS(i) * _DX(i)) * (1 + _EPF(i)) - 1, "ê_i = w_i(1 + a_i)", forall=[i])
+    b_w = pf.define(_BW(i), (1 + _AW(i)) * (1 + _THS(i)) - 1, "ê_i(1 + θ_i) = w_i(1 + b_i)", forall=[i])
+    beta = pf.define(_BETA, sp.Sum(_WS(i) * _BW(i), (i, 1, n)) / _SW, "β = Σ p_i b_i")
+    pb = pf.define(SOFTMAX_PB, sp.Sum(_WS(i) * b_of(i), (i, 1, n)) / _SW,
+                   "Σ p_i B_i, B_i = e^{u|s_i − m|}(1 + μ)(1 + u)^{n−1} − 1")
+    below_one = pf.assume(sp.Lt(SOFTMAX_PB, 1, evaluate=False), "Σ p_k B_k < 1: the bound's denominator is positive")
+
+    # |a_i| ≤ A_i and |b_i| ≤ B_i for every key i.
+    eta = _XS(i) * _DX(i)
+    eta_apart = pf.rewrite(sp.Abs(eta), sp.Abs(_XS(i)) * sp.Abs(_DX(i)), [facts["product"]], "|x δ| = |x||δ|",
+                           label="algebra")
+    eta_times = pf.bound([pf.sign(sp.Abs(_XS(i)), "≤", sp.Abs(_XS(i))), pf.instance(sub_small, {i: i})], "mul",
+                         eta_apart.rhs, "≤", sp.Abs(_XS(i)) * u, label="argument rounding")
+    eta_small = pf.chain([eta_apart, eta_times], sp.Abs(eta), "≤", u * sp.Abs(_XS(i)), "|x_i δx_i| ≤ u|x_i|",
+                         label="argument rounding")
+    exp_part = _exp_factor(pf, facts, eta, eta_small, "weight factor")
+    eps_i = pf.instance(exp_small, {i: i}, label="exp accuracy")
+    a_lemma = _factor_lemma(pf, facts, sp.exp(eta) - 1, exp_part, _EPF(i), eps_i, "weight factor")
+    a_unfold = pf.rewrite(sp.Abs(_AW(i)), a_lemma.lhs, [a_w], label="weight factor")
+    a_close = pf.identity(a_lemma.rhs, a_of(i), "(e^{u|x|} − 1)(1 + μ) + μ = e^{u|x|}(1 + μ) − 1", label="weight factor")
+    a_bound = pf.chain([a_unfold, a_lemma, a_close], sp.Abs(_AW(i)), "≤", a_of(i), "|a_i| ≤ A_i",
+                       label="weight factor", forall=[i])
+    th_i = pf.instance(sum_small, {i: i}, label="summation")
+    b_lemma = _factor_lemma(pf, facts, _AW(i), pf.instance(a_bound, {i: i}), _THS(i), th_i, "weight factor")
+    b_unfold = pf.rewrite(sp.Abs(_BW(i)), b_lemma.lhs, [b_w], label="weight factor")
+    b_close = pf.identity(b_lemma.rhs, b_of(i), "A(1 + Θ) + Θ = (1 + A)(1 + Θ) − 1", label="weight factor")
+    b_bound = pf.chain([b_unfold, b_lemma, b_close], sp.Abs(_BW(i)), "≤", b_of(i), "|b_i| ≤ B_i",
+                       label="weight factor", forall=[i])
+
+    # |β| ≤ Σ p_i B_i: the triangle inequality over the sum.
+    over = _sum_bound(pf, _WS, _BW, b_of, dict(triangle=facts["triangle"], fact=b_bound), n, "sum of weights")
+    beta_unfold = pf.rewrite(sp.Abs(_BETA), over.lhs * (1 / _SW), [beta], label="ratio")
+    beta_scaled = pf.bound([over, pf.sign(1 / _SW, "≤", 1 / _SW)], "mul", beta_unfold.rhs, "≤", over.rhs * (1 / _SW),
+                           label="ratio")
+    beta_fold = pf.rewrite(beta_scaled.rhs, SOFTMAX_PB, [pb], label="ratio")
+    beta_small = pf.chain([beta_unfold, beta_scaled, beta_fold], sp.Abs(_BETA), "≤", SOFTMAX_PB, "|β| ≤ Σ p_i B_i",
+                          label="ratio")
+
+    # The computed quotient: ô/p_j = (1 + a_j)/(1 + β), with 1 + β = D̂/S.
+    den = pf.rewrite(_DH, sp.Sum(_WS(i) * (1 + _BW(i)), (i, 1, n)), [summed, computed, weight, b_w, a_w],
+                     "D̂ = Σ w_i(1 + b_i)", label="ratio")
+    den_split = pf.linearity(den.rhs, sp.Sum(_WS(i), (i, 1, n)) + sp.Sum(_WS(i) * _BW(i), (i, 1, n)),
+                             "Σ w(1 + b) = Σ w + Σ w b", label="ratio")
+    den_sum = pf.chain([den, den_split], _DH, "=", den_split.rhs, label="ratio")
+    beta_is = pf.rewrite(_BETA, _DH / _SW - 1, [beta, den_sum, total], "β = D̂/S − 1", label="ratio")
+    num = pf.rewrite(_EH(j), _WS(j) * (1 + _AW(j)), [computed, weight, a_w], "ê_j = w_j(1 + a_j)", label="ratio")
+    r = (_AW(j) - _BETA) * _SW / _DH
+    relative = pf.rewrite(_PH, _PJ * (1 + r) * (1 + DELTA), [rounded, quotient, num, exact, beta_is],
+                          "p̂_j = p_j(1 + r)(1 + δ), r = (a_j − β)S/D̂", label="ratio")
+    unfold = pf.rewrite(SOFTMAX_ERROR, sp.Abs((1 + r) * (1 + DELTA) - 1), [error, relative],
+                        "|p̂_j − p_j|/p_j = |(1 + r)(1 + δ) − 1|", label="ratio")
+
+    # |r| ≤ (A_j + Σ p B)/(1 − Σ p B).
+    apart = pf.instance(facts["triangle"], {_TA: _AW(j), _TB: -_BETA}, label="triangle inequality")
+    top = pf.chain([apart, pf.bound([pf.instance(a_bound, {i: j}), beta_small], "add", apart.rhs, "≤",
+                                    a_of(j) + SOFTMAX_PB, label="ratio")],
+                   apart.lhs, "≤", a_of(j) + SOFTMAX_PB, "|a_j − β| ≤ A_j + Σ p B", label="ratio")
+    q = _DH / _SW
+    reverse = pf.instance(facts["triangle"], {_TA: q, _TB: 1 - q}, label="triangle inequality")
+    beta_abs = pf.rewrite(sp.Abs(_BETA), sp.Abs(1 - q), [beta_is], label="ratio")
+    near = pf.chain([beta_abs, beta_small], sp.Abs(1 - q), "≤", SOFTMAX_PB, label="ratio")
+    low = pf.sign(1 - SOFTMAX_PB, "≤", q, "1 − Σ p B ≤ D̂/S: 1 ≤ D̂/S + |1 − D̂/S|", using=[reverse, near],
+                  terms=[reverse.rhs - reverse.lhs, SOFTMAX_PB - near.lhs], label="denominator")
+    positive = pf.sign(0, "<", 1 - SOFTMAX_PB, using=[below_one], label="denominator")
+    low_scaled = pf.bound([pf.sign(_SW, "≤", _SW), low], "mul", _SW * (1 - SOFTMAX_PB), "≤", _DH,
+                          nonnegative=[positive], label="denominator")
+    inverse = pf.sign(_SW / _DH, "≤", 1 / (1 - SOFTMAX_PB), "S/D̂ ≤ 1/(1 − Σ p B)", using=[low_scaled, positive],
+                      label="denominator")
+    r_small = pf.bound([top, inverse], "mul", sp.Abs(r), "≤", top.rhs * inverse.rhs, label="ratio")
+
+    # The final rounding, and the claim's bound.
+    lemma = _factor_lemma(pf, facts, r, r_small, DELTA, div_small, "final division")
+    close = pf.rewrite(lemma.rhs, rel, [gap, below_one], relation_="≤", label="conclusion")
+    pf.chain([unfold, lemma, close], SOFTMAX_ERROR, "≤", rel,
+             "|p̂_j − p_j|/p_j ≤ (1 + u)(A_j + Σ p_k B_k)/(1 − Σ p_k B_k) + u", label="conclusion")
+    return pf.finish(Result(relative=rel, A=sp.exp(u * x) * (1 + mu) - 1, B=sp.exp(u * x) * (1 + mu) * (1 + u)**(N - 1) - 1,
                             reference=BLANCHARD))
 
 

@@ -1,0 +1,67 @@
+"""The rounding bounds as rule applications: no computation step, and a broken step is refused.
+
+A broken step is made by editing the certificate (as a forger would, past every Proof-API check) or by
+building the theorem with a wrong ingredient; either way the checker must refuse the step itself."""
+import json
+
+import pytest
+import sympy as sp
+
+from proofs import checker
+from proofs.checker import read_in, write
+from proofs.theorems import rounding as r
+
+
+@pytest.fixture(scope="module")
+def softmax():
+    return r.softmax_shifted()
+
+
+def _tampered(d, pick, change):
+    """The certificate of ``d`` with the conclusion of the first step ``pick(step, relation)`` accepts replaced by
+    ``change(relation)``; returns (verdict, id of the edited step)."""
+    cert = d.certificate
+    for s in cert["steps"]:
+        rel = read_in(cert, s["conclusion"])
+        if pick(s, rel):
+            s["conclusion"] = write(change(rel))
+            return checker.check(json.dumps(cert)), s["id"]
+    raise AssertionError("no step to tamper with")
+
+
+def _failed(verdict, sid):
+    return any(o.id == sid and not o.passed for o in verdict.outcomes)
+
+
+def test_softmax_bound_is_rule_applications_only(softmax):
+    assert softmax.verified, softmax.reasons
+    assert softmax.computations == []
+    rules = {s["rule"] for s in softmax.certificate["steps"]}
+    assert "computation" not in rules and {"sign", "bound", "chain", "induction", "rewrite"} <= rules
+    assert "computation" not in softmax.verdict_line
+    last = softmax.certificate["steps"][-1]
+    assert last["rule"] == "chain" and checker._same(read_in(softmax.certificate, last["conclusion"]),
+                                                    softmax.statement)
+
+
+def test_softmax_sign_step_turned_around_is_refused(softmax):
+    """S/D̂ ≤ 1/(1 − Σ p B) (the denominator) stated the other way round."""
+    wanted = sp.Le(r._SW / r._DH, 1 / (1 - r.SOFTMAX_PB), evaluate=False)
+    verdict, sid = _tampered(softmax, lambda s, rel: s["rule"] == "sign" and checker._same(rel, wanted),
+                             lambda rel: sp.Le(rel.rhs, rel.lhs, evaluate=False))
+    assert not verdict.proved and _failed(verdict, sid)
+
+
+def test_softmax_bound_without_its_last_rounding_is_refused(softmax):
+    """The chain's closing link made to end at the bound without the final division's + u."""
+    target = r.softmax_relative_bound()
+    verdict, sid = _tampered(softmax, lambda s, rel: s["rule"] == "rewrite" and getattr(rel, "rhs", None) == target,
+                             lambda rel: sp.Le(rel.lhs, target - r.U, evaluate=False))
+    assert not verdict.proved and _failed(verdict, sid)
+
+
+def test_softmax_with_a_sum_rounding_too_few_is_refused():
+    """Term i of the sum given n − 2 roundings: B_i's (1 + u)^{n−1} no longer follows."""
+    d = r.softmax_shifted(sum_roundings=r.N - 2)
+    assert not d.verified
+    assert any(s.rule == "weight factor" for s in d.failed_steps)
