@@ -65,3 +65,34 @@ def test_softmax_with_a_sum_rounding_too_few_is_refused():
     d = r.softmax_shifted(sum_roundings=r.N - 2)
     assert not d.verified
     assert any(s.rule == "weight factor" for s in d.failed_steps)
+
+
+@pytest.fixture(scope="module")
+def probabilistic():
+    return r.attention_probabilistic_bound()
+
+
+def test_probabilistic_bound_is_rule_applications_only(probabilistic):
+    d = probabilistic
+    assert d.verified, d.reasons
+    assert d.computations == [] and "computation" not in d.verdict_line
+    assert sum(s.rule == "induction" and s.passed for s in d.steps) == 2  # the union bound over both event families
+    cited = " ".join(d.trust_base["cited"])
+    assert "Higham" in cited and "Hoeffding" in cited and "Boole" in cited
+
+
+def test_probabilistic_exponent_comparison_turned_around_is_refused(probabilistic):
+    """−λ²/2 ≤ −λ²(1 − u)²/2 (Hoeffding's events fit the chains' probability) stated the other way round."""
+    wanted = sp.Le(-r.LAM**2 / 2, -r.LAM**2 * (1 - r.U_A)**2 / 2, evaluate=False)
+    verdict, sid = _tampered(probabilistic, lambda s, rel: s["rule"] == "sign" and checker._same(rel, wanted),
+                             lambda rel: sp.Le(rel.rhs, rel.lhs, evaluate=False))
+    assert not verdict.proved and _failed(verdict, sid)
+
+
+def test_probabilistic_union_bound_that_drops_the_sums_is_refused(probabilistic):
+    """The count rewrite made to end at C₁·q (the P·V sums' events forgotten)."""
+    per_chain = probabilistic.result["per_chain"]
+    verdict, sid = _tampered(probabilistic, lambda s, rel: s["rule"] == "rewrite" and
+                             getattr(rel, "rhs", None) == r.CHAINS * per_chain,
+                             lambda rel: sp.Le(rel.lhs, r._C1 * per_chain, evaluate=False))
+    assert not verdict.proved and _failed(verdict, sid)

@@ -424,19 +424,20 @@ _I = sp.Symbol("i", integer=True, positive=True)  # a key index, bound by Σ and
 _TT = sp.Symbol("t", real=True)
 
 
-def _abs_facts(pf: Proof) -> dict:
-    """The cited facts about |·| and exp every bound below uses (each a theorem of real analysis)."""
-    return dict(
-        triangle=pf.cite_external(sp.Le(sp.Abs(_TA + _TB), sp.Abs(_TA) + sp.Abs(_TB), evaluate=False),
-                                  "triangle inequality", "|a + b| ≤ |a| + |b| for real a, b", forall=[_TA, _TB]),
-        series=pf.cite_external(sp.Le(sp.Abs(sp.exp(_TT) - 1), sp.exp(sp.Abs(_TT)) - 1, evaluate=False),
-                                "exp series", "|e^t − 1| ≤ e^{|t|} − 1 for real t: e^t − 1 = Σ_{i≥1} t^i/i!, and the "
-                                "triangle inequality termwise", forall=[_TT]),
-        tangent=pf.cite_external(sp.Le(sp.exp(_TA) * (1 + _TB - _TA), sp.exp(_TB), evaluate=False),
-                                 "convexity of exp", "e^a(1 + b − a) ≤ e^b for real a, b: exp lies above its tangent at a",
-                                 forall=[_TA, _TB]),
-        product=pf.identity(sp.Abs(_TA * _TB), sp.Abs(_TA) * sp.Abs(_TB), "|ab| = |a||b|", forall=[_TA, _TB],
-                            label="algebra"))
+def _abs_facts(pf: Proof, which=("triangle", "series", "tangent", "product")) -> dict:
+    """The facts about |·| and exp the bounds below use: cited theorems of real analysis, and |ab| = |a||b| checked."""
+    make = dict(
+        triangle=lambda: pf.cite_external(sp.Le(sp.Abs(_TA + _TB), sp.Abs(_TA) + sp.Abs(_TB), evaluate=False),
+                                          "triangle inequality", "|a + b| ≤ |a| + |b| for real a, b", forall=[_TA, _TB]),
+        series=lambda: pf.cite_external(sp.Le(sp.Abs(sp.exp(_TT) - 1), sp.exp(sp.Abs(_TT)) - 1, evaluate=False),
+                                        "exp series", "|e^t − 1| ≤ e^{|t|} − 1 for real t: e^t − 1 = Σ_{i≥1} t^i/i!, and "
+                                        "the triangle inequality termwise", forall=[_TT]),
+        tangent=lambda: pf.cite_external(sp.Le(sp.exp(_TA) * (1 + _TB - _TA), sp.exp(_TB), evaluate=False),
+                                         "convexity of exp", "e^a(1 + b − a) ≤ e^b for real a, b: exp lies above its "
+                                         "tangent at a", forall=[_TA, _TB]),
+        product=lambda: pf.identity(sp.Abs(_TA * _TB), sp.Abs(_TA) * sp.Abs(_TB), "|ab| = |a||b|", forall=[_TA, _TB],
+                                    label="algebra"))
+    return {name: make[name]() for name in which}
 
 
 def _factor_lemma(pf: Proof, facts: dict, a, small_a, t, small_t, label: str):
@@ -457,10 +458,12 @@ def _factor_lemma(pf: Proof, facts: dict, a, small_a, t, small_t, label: str):
                     "|(1 + a)(1 + t) − 1| ≤ A(1 + T) + T", label=label)
 
 
-def _exp_monotone(pf: Proof, facts: dict, small, big, below, label: str):
-    """e^small ≤ e^big from ``below``: small ≤ big (the tangent of exp at ``small`` lies below it)."""
+def _exp_monotone(pf: Proof, facts: dict, small, big, below, label: str, signs=()):
+    """e^small ≤ e^big from ``below``: small ≤ big (the tangent of exp at ``small`` lies below it); ``signs``: the
+    facts that sign the factors of big − small."""
     tangent = pf.instance(facts["tangent"], {_TA: small, _TB: big}, label="convexity of exp")
-    lift = pf.sign(sp.exp(small), "≤", tangent.lhs, "e^a ≤ e^a(1 + b − a) since b − a ≥ 0", using=[below], label=label)
+    lift = pf.sign(sp.exp(small), "≤", tangent.lhs, "e^a ≤ e^a(1 + b − a) since b − a ≥ 0", using=[below, *signs],
+                   label=label)
     return pf.chain([lift, tangent], sp.exp(small), "≤", sp.exp(big), label=label)
 
 
@@ -836,18 +839,38 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
     return pf.finish(Result(ex, symbols=symbols))
 
 
-def _min_is_below_first() -> tuple[bool, str]:
-    """min(a, b) ≤ a, by the two cases b = a + e and a = b + e (e ≥ 0)."""
-    a, b, e = sp.symbols("a b e", nonnegative=True)
-    cases = [(sp.Min(a, a + e) - a), (sp.Min(b + e, b) - (b + e))]
-    ok = all(c.is_nonpositive for c in cases)  # Min decides a ≤ a + e itself
-    return ok, "both cases of min(a, b) − a ≤ 0" if ok else "a case of min(a, b) ≤ a not established"
+def _sum_below(pf: Proof, small, big, each, top, label: str):
+    """Σ_{i≤top} f(i) ≤ Σ_{i≤top} g(i) from ``each``: f(i) ≤ g(i) for every i (∀ i), by induction on the terms."""
+    p, k = _P, sp.Symbol("k", integer=True, positive=True)
+    Q = sp.Le(sp.Sum(small(_I), (_I, 1, p)), sp.Sum(big(_I), (_I, 1, p)), evaluate=False)
+    at = lambda v: substitute(Q, {p: v})  # noqa: E731
+    empty = pf.truncation(at(0).lhs, at(0).rhs, [], "no term: both sums are empty", label="base case")
+    base = pf.chain([empty, pf.sign(at(0).rhs, "≤", at(0).rhs)], at(0).lhs, "≤", at(0).rhs, label="base case")
+    hyp = pf.hypothesis(at(k - 1))
+    peel = pf.truncation(at(k).lhs, sp.Sum(small(_I), (_I, 1, k - 1)) + small(k), [], "the last term taken out",
+                         label="one more term", peel=k)
+    plus = pf.bound([hyp, pf.instance(each, {_I: k})], "add", peel.rhs, "≤", at(k - 1).rhs + big(k), label=label)
+    whole = pf.truncation(plus.rhs, at(k).rhs, [], label="one more term", peel=k)
+    step = pf.chain([peel, plus, whole], at(k).lhs, "≤", at(k).rhs, label="induction step")
+    summed = pf.induction(Q, p, 0, base, step, hyp, "by induction on the number of terms", step_var=k,
+                          label="induction", forall=[p])
+    return pf.instance(summed, {p: top}, label=label)
+
+
+_FAIL_CHAIN = sp.Function("P_F", nonnegative=True)  # P(rounding chain i's γ̃-bound fails)
+_FAIL_PV = sp.Function("P_G", nonnegative=True)  # P(P·V sum i's Hoeffding bound fails)
+_UNION = sp.Symbol("P(some chain or sum fails)", nonnegative=True)
+_C1, _C2 = sp.symbols("C_1 C_2", integer=True, nonnegative=True)  # rounding chains; P·V sums
 
 
 def attention_probabilistic_bound() -> Derivation:
+    """With probability at least 1 − C·2exp(−λ²(1 − u)²/2) no rounding chain of the tensor's elements leaves its
+    Higham–Mary bound and no P·V sum its Hoeffding bound: Boole's inequality over the C = C₁ + C₂ events, the
+    Hoeffding events fitted to the same per-event probability by exp's monotonicity."""
     ex = _forward_expressions()
     chains, q_fail = CHAINS, Q_FAIL
     per_chain = 2 * sp.exp(-LAM**2 * (1 - U_A)**2 / 2)
+    hoeffding = 2 * sp.exp(-LAM**2 / 2)
     lam_of_q = sp.sqrt(2 * sp.log(2 * chains / q_fail)) / (1 - U_A)
     prob = dict(
         score=sp.Min(gamma(HEAD_DIM + 2, U_A), gamma_tilde(HEAD_DIM + 2, LAM, U_A)),
@@ -855,27 +878,40 @@ def attention_probabilistic_bound() -> Derivation:
         chain_l=(1 + MU)**BLOCKS * (1 + sp.Min((1 + U_A)**ex["n_l"] - 1, gamma_tilde(ex["n_l"], LAM, U_A))) - 1,
         T_P=LAM * U_P * sp.Symbol("(1 + R_max)||p∘v||_2", nonnegative=True),
     )
+    i = _I
     pf = Proof("rounding-attention-probabilistic")
-    _premise(pf, "probabilistic model", "each δ_k is a random variable, independent of the earlier ones, mean zero, "
-             "|δ_k| ≤ u", sp.Symbol("E[delta_k | delta_1..delta_{k-1}]"), 0, kind="assumption")
-    _premise(pf, "Higham–Mary", "a chain Π_{k≤n}(1 + δ_k) = 1 + θ_n has |θ_n| ≤ γ̃_n(λ) = exp(λ√n u + nu²/(1 − u)) − 1 "
-             "with probability at least 1 − 2exp(−λ²(1 − u)²/2)", sp.Abs(THETA(N)), gamma_tilde(N), "≤",
-             kind="cited", reference=HIGHAM_MARY)
-    _premise(pf, "Hoeffding", "Σ_j a_j δ_j with the a_j fixed before the independent, mean-zero |δ_j| ≤ u: "
-             "|Σ a_j δ_j| ≤ λu‖a‖₂ with probability at least 1 − 2exp(−λ²/2)", sp.Symbol("|Σ a_j delta_j|"),
-             LAM * U * sp.Symbol("||a||_2"), "≤", kind="cited", reference=HOEFFDING)
-    _holds(pf, "both bounds hold", "the deterministic γ-form holds always, so min(γ-form, γ̃-form) holds whenever "
-           "the γ̃-form does; the same min for every chain and for T_P",
-           prob["score"], gamma(HEAD_DIM + 2, U_A),
-           lambda: _min_is_below_first())
-    _holds(pf, "Hoeffding ≤ union", "2exp(−λ²/2) ≤ 2exp(−λ²(1 − u)²/2): the P·V events fit the same per-chain "
-           "probability", 2 * sp.exp(-LAM**2 / 2), per_chain,
-           lambda: _nonnegative(LAM**2 / 2 - LAM**2 * (1 - U_A)**2 / 2, {U_A: _a / (1 + _a)}))
-    k = sp.Symbol("k", integer=True, positive=True)
-    pf.equal("union bound", "P(∪ failures) ≤ Σ_k P(failure k) = C·2exp(−λ²(1 − u)²/2) when each is ≤ the per-chain "
-             "bound", sp.Sum(per_chain, (k, 1, chains)).doit(), chains * per_chain)
+    count = pf.assume(sp.Eq(chains, _C1 + _C2, evaluate=False), "the tensor's C events: C₁ rounding chains (the "
+                      "scores', the weights' in l and acc) and C₂ P·V sums")
+    small_u = pf.assume(sp.Lt(U_A, 1, evaluate=False), "u_a < 1: a unit roundoff")
+    inside = pf.assume(sp.Le(FAILURE_PROB, _UNION, evaluate=False),
+                       "an element exceeds the forward bound with γ → min(γ, γ̃) and T_P → min(u_p Σp(1 + R)|v|, "
+                       "λu_p(1 + R_max)‖p∘v‖₂) only if one of its chains leaves its γ̃-bound or its P·V sum its Hoeffding "
+                       "bound: the γ-forms hold always (claim rounding-attention-forward), so each min holds when its "
+                       "probabilistic form does")
+    boole = pf.cite_external(sp.Le(_UNION, sp.Sum(_FAIL_CHAIN(i), (i, 1, _C1)) + sp.Sum(_FAIL_PV(i), (i, 1, _C2)),
+                                   evaluate=False), "Boole's inequality", "P(∪ events) ≤ Σ P(event)")
+    chain_i = pf.cite_external(sp.Le(_FAIL_CHAIN(i), per_chain, evaluate=False), HIGHAM_MARY,
+                               "with independent, mean-zero |δ_k| ≤ u, a chain Π_{k≤n}(1 + δ_k) = 1 + θ_n leaves |θ_n| ≤ γ̃_n(λ) = exp(λ√n u + nu²/(1 − u)) − 1 "
+                               "with probability at most 2exp(−λ²(1 − u)²/2)", forall=[i])
+    sum_i = pf.cite_external(sp.Le(_FAIL_PV(i), hoeffding, evaluate=False), HOEFFDING,
+                             "Σ_j a_j δ_j with the a_j fixed before the independent, mean-zero |δ_j| ≤ u leaves "
+                             "|Σ a_j δ_j| ≤ λu‖a‖₂ with probability at most 2exp(−λ²/2)", forall=[i])
+    # Hoeffding's events fit the chains' per-event probability: −λ²/2 ≤ −λ²(1 − u)²/2.
+    exponent = pf.sign(-LAM**2 / 2, "≤", -LAM**2 * (1 - U_A)**2 / 2, "λ²/2 − λ²(1 − u)²/2 = λ²u(2 − u)/2 ≥ 0",
+                       using=[small_u], label="Hoeffding ≤ union")
+    grow = _exp_monotone(pf, _abs_facts(pf, ["tangent"]), -LAM**2 / 2, -LAM**2 * (1 - U_A)**2 / 2, exponent,
+                         "Hoeffding ≤ union", signs=[small_u])
+    twice = pf.bound([grow, pf.sign(sp.Integer(2), "≤", 2)], "mul", hoeffding, "≤", per_chain, label="Hoeffding ≤ union")
+    sum_each = pf.chain([pf.instance(sum_i, {i: i}), twice], _FAIL_PV(i), "≤", per_chain, label="Hoeffding ≤ union",
+                        forall=[i])
+    chains_total = _sum_below(pf, _FAIL_CHAIN, lambda k: per_chain, chain_i, _C1, "union bound")
+    sums_total = _sum_below(pf, _FAIL_PV, lambda k: per_chain, sum_each, _C2, "union bound")
+    both = pf.bound([chains_total, sums_total], "add", boole.rhs, "≤", chains_total.rhs + sums_total.rhs,
+                    label="union bound")
+    counted = pf.rewrite(both.rhs, chains * per_chain, [count], "Σ_{i≤C₁} q + Σ_{i≤C₂} q = (C₁ + C₂)q = Cq",
+                         label="union bound")
+    pf.chain([inside, boole, both, counted], FAILURE_PROB, "≤", chains * per_chain,
+             "P(some element exceeds its bound) ≤ C·2exp(−λ²(1 − u)²/2)", label="conclusion")
     pf.equal("choosing λ", "λ = √(2 ln(2C/Q))/(1 − u) makes the failure probability exactly Q",
              sp.simplify(chains * per_chain.subs(LAM, lam_of_q)), q_fail)
-    _conclude(pf, "with probability ≥ 1 − Q, every element obeys the forward bound with γ → min(γ, γ̃) and "
-              "T_P → min(u_p Σp(1 + R)|v|, λu_p(1 + R_max)‖p∘v‖₂)", FAILURE_PROB, "≤", chains * per_chain)
     return pf.finish(Result(prob, per_chain=per_chain, lam_of_q=lam_of_q, chains=chains, q_fail=q_fail))
