@@ -96,3 +96,41 @@ def test_probabilistic_union_bound_that_drops_the_sums_is_refused(probabilistic)
                              getattr(rel, "rhs", None) == r.CHAINS * per_chain,
                              lambda rel: sp.Le(rel.lhs, r._C1 * per_chain, evaluate=False))
     assert not verdict.proved and _failed(verdict, sid)
+
+
+@pytest.fixture(scope="module")
+def forward():
+    return r.attention_forward_bound()
+
+
+def test_forward_bound_is_rule_applications_only(forward):
+    d = forward
+    assert d.verified, d.reasons
+    assert d.computations == [] and "computation" not in d.verdict_line
+    cert = d.certificate
+    cited = [s for s in cert["steps"] if s["rule"] == "citation"]
+    assert {s["certificate"]["claim"] for s in cited} == {"rounding-online-rescale"}  # the rounding counts
+    last = cert["steps"][-1]
+    assert last["rule"] == "chain" and checker._same(read_in(cert, last["conclusion"]), d.statement)
+    # |fl(o) − o| and the row quantities are names defined from the model, not labels
+    defined = {str(read_in(cert, p["statement"]).lhs) for p in cert["premises"] if p["kind"] == "definition"}
+    assert {str(x) for x in (r.ERR, r.PRV, r.PB, r.T_P, r.O_ABS, r.V_L1, r.ZETA)} <= defined
+
+
+def test_forward_denominator_sign_step_turned_around_is_refused(forward):
+    """1/l ≤ 1/(e^{m − m̂}S(1 − (P∘B)1 − N_k ζ)) stated the other way round."""
+    low = r._C0 * r._SF * (1 - r.PB - r.KEYS * r.ZETA)
+    wanted = sp.Le(1 / r._L, 1 / low, evaluate=False)
+    verdict, sid = _tampered(forward, lambda s, rel: s["rule"] == "sign" and checker._same(rel, wanted),
+                             lambda rel: sp.Le(rel.rhs, rel.lhs, evaluate=False))
+    assert not verdict.proved and _failed(verdict, sid)
+
+
+def test_forward_with_a_rounding_count_too_small_is_refused(forward):
+    """acc's chain given B_N + 2T − 2 roundings (l's count) where the online claim counts B_N + 2T − 1."""
+    n_l, n_a = r.rescale_counts()
+    right = (1 + r.MU)**r.BLOCKS * (1 + r.U_A)**n_a - 1
+    verdict, sid = _tampered(forward, lambda s, rel: s.get("label") == "rounding counts" and s["rule"] == "rewrite"
+                             and getattr(rel, "rhs", None) == right,
+                             lambda rel: sp.Eq(rel.lhs, (1 + r.MU)**r.BLOCKS * (1 + r.U_A)**n_l - 1, evaluate=False))
+    assert not verdict.proved and _failed(verdict, sid)

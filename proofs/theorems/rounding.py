@@ -7,7 +7,7 @@ The chain of claims, each a checked derivation:
   Numerical Algorithms*, Lemma 3.1).
 - ``rounding-dot-product``: |fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y| for any summation order.
 - ``rounding-softmax-shifted``: softmax with max subtraction (Blanchard, D. J. Higham & N. J.
-  Higham 2021), as an instance of the ratio lemma every bound below rests on.
+  Higham 2021): the weight factors, the sum's error and the quotient, the pattern the forward repeats.
 - ``rounding-online-rescale``: what one rescale by fl(exp(m_old − m_new)) adds, and the total over
   T = ⌈N_k / BLOCK_N⌉ key blocks (the exponent drifts telescope; the counts grow by 2 per block).
 - ``rounding-attention-forward``: a per-element a-posteriori bound for the whole forward of a
@@ -16,14 +16,13 @@ The chain of claims, each a checked derivation:
 - ``rounding-attention-probabilistic``: the same with the Higham–Mary λ√n·u chains and a
   Hoeffding bound for the rounding of P, holding with a stated failure probability.
 
-The standard model of floating-point arithmetic and the accuracy of exp are cited premises;
-everything else is checked. Numbers flow downstream as the SymPy expressions in ``result``.
+The standard model of floating-point arithmetic, the accuracy of exp and a few facts of real analysis
+(the triangle inequality, |e^t − 1| ≤ e^{|t|} − 1, exp's tangent line) are cited premises; every step
+is a rule application the checker replays, and each claim's inequality is the end of one chain. Numbers flow downstream as the SymPy expressions in ``result``.
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 import sympy as sp
 
@@ -114,7 +113,6 @@ def recipe(name: str, dtype: str, **changes) -> Recipe:
 U = sp.Symbol("u", positive=True)
 N = sp.Symbol("n", integer=True, positive=True)
 _J, _K = sp.symbols("j k", integer=True, positive=True)
-_a = sp.Symbol("b", positive=True)  # u = 1/(n + b), b > 0, carries the hypothesis nu < 1
 THETA = sp.Function("theta", real=True)
 DELTAS = sp.IndexedBase("delta", real=True)  # δ_{j,k}, the relative error of rounding k of product j
 FAMILY = sp.Symbol("j", integer=True, positive=True)  # which product: one per term of a sum, say
@@ -180,57 +178,6 @@ def gamma(n, u=U) -> sp.Expr:
 def gamma_tilde(n, lam=LAM, u=U) -> sp.Expr:
     """Higham–Mary's γ̃_n(λ) = exp(λ√n u + n u²/(1 − u)) − 1."""
     return sp.exp(lam * sp.sqrt(n) * u + n * u**2 / (1 - u)) - 1
-
-
-# ----------------------------------------------------------------------------- engine helpers
-
-
-def _premise(pf: Proof, rule, description, lhs, rhs=None, relation="=", *, kind, reference=None):
-    """A premise with its kind of trust; the engine API of branch proofs-core takes kind/reference,
-    today's engine only the text (the reference then goes into the description)."""
-    if "kind" in inspect.signature(pf.premise).parameters:
-        pf.premise(rule, description, lhs, rhs, relation, kind=kind, reference=reference)
-    else:
-        tag = f"[{kind}{': ' + reference if reference else ''}] "
-        pf.premise(rule, tag + description, lhs, rhs, relation)
-
-
-def _holds(pf: Proof, rule, description, lhs, rhs, check, relation="≤") -> bool:
-    return pf.holds(rule, description, lhs, rhs, check, relation=relation)
-
-
-def _conclude(pf: Proof, description, lhs, rel, rhs) -> bool:
-    """The claim's relation, built from this derivation's own expressions, holding because every
-    step before it checked (the steps are the proof; this step composes them)."""
-    from proofs.engine import relation
-
-    return pf.holds("conclusion", description, lhs, rhs, lambda: _all_checked(pf), relation=rel,
-                    establishes=relation(lhs, rel, rhs))
-
-
-def _nonnegative(expr: sp.Expr, substitution: dict | None = None) -> tuple[bool, str]:
-    """expr ≥ 0, decided by SymPy's sign rules after factoring (the substitution carries the
-    hypothesis into symbols whose assumptions say it, e.g. u = (1 − a)/(n + 1) with a > 0)."""
-    e = sp.factor(sp.together(expr.subs(substitution or {})))
-    ok = e.is_nonnegative is True
-    return ok, f"{'nonnegative' if ok else 'sign not established'}: {sp.sstr(e)[:160]}"
-
-
-def _all_checked(pf: Proof) -> tuple[bool, str]:
-    """A conclusion step: it holds when every step before it checked."""
-    failed = [s.rule for s in pf.steps if s.passed is False]
-    return (not failed, "every step above checked" if not failed else f"failed before: {', '.join(failed)}")
-
-
-def _is_identity(lhs, rhs) -> tuple[bool, str]:
-    from proofs.engine import identity
-
-    return identity(lhs, rhs)
-
-
-def _hypothesis_u(n, u=U) -> dict:
-    """nu < 1 (and u > 0) written as u = 1/(n + b) with b > 0."""
-    return {u: 1 / (n + _a)}
 
 
 # ============================================================================= claims
@@ -373,51 +320,6 @@ def dot_product_bound() -> Derivation:
     return pf.finish(Result(bound=bound, gamma=gamma(N)))
 
 
-# ----------------------------------------------------------------------------- the ratio lemma
-
-_w = sp.Function("w", positive=True)  # exact weights e^{s_j − m} > 0
-_av, _bv, _v = (sp.Function(s, real=True) for s in ("a", "b", "v"))
-_za, _zb = sp.Function("z_a", real=True), sp.Function("z_b", real=True)
-
-
-def _sum(f):
-    return sp.Sum(f, (_J, 1, KEYS))
-
-
-def _ratio_steps(pf: Proof) -> None:
-    """Numerator Σ w_j(1 + a_j)v_j + Σ z_a,j v_j and denominator Σ w_j(1 + b_j) + Σ z_b,j, against
-    o = Σ w v / Σ w: the checked identity behind every bound here (the ratio lemma). Written
-    multiplied out, so no step divides by a quantity not known to be non-zero."""
-    s1, sv = _sum(_w(_J)), _sum(_w(_J) * _v(_J))
-    num = _sum(_w(_J) * (1 + _av(_J)) * _v(_J) + _za(_J) * _v(_J))
-    den = _sum(_w(_J) * (1 + _bv(_J)) + _zb(_J))
-    rhs = s1 * (_sum(_w(_J) * _av(_J) * _v(_J)) + _sum(_za(_J) * _v(_J))) - sv * (_sum(_w(_J) * _bv(_J)) + _sum(_zb(_J)))
-    # The same identities serve several claims: checked once per process (engine.identity, cached).
-    pf.holds("ratio lemma (identity)", "Σw·num − Σwv·den = Σw(Σ w a v + Σ z_a v) − Σwv(Σ w b + Σ z_b): the exact "
-             "parts cancel", s1 * num - sv * den, rhs, lambda: _ratio_identity(0), relation="=")
-    oh, o, s1_, den_ = sp.symbols("ohat o S_1 den", real=True)
-    pf.holds("ratio lemma (division)", "with ô·den = num and o·Σw = Σwv: (ô − o)·Σw·den = Σw·num − Σwv·den, so "
-             "|ô − o| = |Σw·num − Σwv·den| / (Σw·den) where Σw > 0 and den > 0", (oh - o) * s1_ * den_,
-             s1_ * (oh * den_) - (o * s1_) * den_, lambda: _ratio_identity(1), relation="=")
-
-
-@lru_cache(maxsize=None)
-def _ratio_identity(which: int) -> tuple[bool, str]:
-    if which == 1:
-        oh, o, s1_, den_ = sp.symbols("ohat o S_1 den", real=True)
-        return _is_identity((oh - o) * s1_ * den_, s1_ * (oh * den_) - (o * s1_) * den_)
-    s1, sv = _sum(_w(_J)), _sum(_w(_J) * _v(_J))
-    num = _sum(_w(_J) * (1 + _av(_J)) * _v(_J) + _za(_J) * _v(_J))
-    den = _sum(_w(_J) * (1 + _bv(_J)) + _zb(_J))
-    return _is_identity(s1 * num - sv * den, s1 * (_sum(_w(_J) * _av(_J) * _v(_J)) + _sum(_za(_J) * _v(_J)))
-                        - sv * (_sum(_w(_J) * _bv(_J)) + _sum(_zb(_J))))
-
-
-def _termwise(pf: Proof, what: str, bound_term, abs_term, subs) -> None:
-    _holds(pf, "triangle inequality, termwise", what, abs_term, bound_term,
-           lambda: _nonnegative(bound_term - abs_term, subs))
-
-
 # ----------------------------------------------------------------------------- shared lemmas (rule applications)
 
 _I = sp.Symbol("i", integer=True, positive=True)  # a key index, bound by Σ and ∀
@@ -476,30 +378,54 @@ def _exp_factor(pf: Proof, facts: dict, eta, small_eta, label: str):
     return pf.chain([series, less], sp.Abs(sp.exp(eta) - 1), "≤", sp.exp(h) - 1, label=label)
 
 
-def _sum_bound(pf: Proof, weight, term, big, each, n, label: str):
-    """|Σ_{i≤n} w_i b_i| ≤ Σ_{i≤n} w_i B_i for weights w_i > 0, from ``each``: |b_i| ≤ B_i for every i (∀ i),
-    by induction on the number of terms (the triangle inequality one term at a time)."""
-    facts_triangle = each["triangle"]
-    fact = each["fact"]
+def _sum_abs(pf: Proof, triangle, f, g, each, top, label: str, const=0):
+    """|Σ_{i≤top} f(i)| ≤ Σ_{i≤top} g(i) + top·c from ``each``: |f(i)| ≤ g(i) + c for every i (∀ i), by induction on
+    the terms (a constant c stays out of the sum: Σ_i c = N c would ask the engine to split a sum)."""
     p, k = _P, sp.Symbol("k", integer=True, positive=True)
-    Q = sp.Le(sp.Abs(sp.Sum(weight(_I) * term(_I), (_I, 1, p))), sp.Sum(weight(_I) * big(_I), (_I, 1, p)),
-              evaluate=False)
+    Q = sp.Le(sp.Abs(sp.Sum(f(_I), (_I, 1, p))), sp.Sum(g(_I), (_I, 1, p)) + p * const, evaluate=False)
     at = lambda v: substitute(Q, {p: v})  # noqa: E731
     empty = pf.truncation(at(0).lhs, at(0).rhs, [], "no term: both sums are empty", label="base case")
     base = pf.chain([empty, pf.sign(at(0).rhs, "≤", at(0).rhs)], at(0).lhs, "≤", at(0).rhs, label="base case")
     hyp = pf.hypothesis(at(k - 1))
-    head = sp.Sum(weight(_I) * term(_I), (_I, 1, k - 1))
-    peel = pf.truncation(at(k).lhs, sp.Abs(head + weight(k) * term(k)), [], "the last term taken out",
-                         label="one more term", peel=k)
-    split = pf.instance(facts_triangle, {_TA: head, _TB: weight(k) * term(k)}, label="triangle inequality")
-    times = pf.bound([pf.sign(weight(k), "≤", weight(k)), pf.instance(fact, {_I: k})], "mul",
-                     weight(k) * sp.Abs(term(k)), "≤", weight(k) * big(k), "w_k|b_k| ≤ w_k B_k", label=label)
-    plus = pf.bound([hyp, times], "add", split.rhs, "≤", at(k - 1).rhs + times.rhs, label="monotonicity")
+    head = sp.Sum(f(_I), (_I, 1, k - 1))
+    peel = pf.truncation(at(k).lhs, sp.Abs(head + f(k)), [], "the last term taken out", label="one more term", peel=k)
+    split = pf.instance(triangle, {_TA: head, _TB: f(k)}, label="triangle inequality")
+    plus = pf.bound([hyp, pf.instance(each, {_I: k})], "add", split.rhs, "≤", at(k - 1).rhs + (g(k) + const),
+                    label=label)
     whole = pf.truncation(plus.rhs, at(k).rhs, [], label="one more term", peel=k)
     step = pf.chain([peel, split, plus, whole], at(k).lhs, "≤", at(k).rhs, label="induction step")
     summed = pf.induction(Q, p, 0, base, step, hyp, "by induction on the number of terms", step_var=k,
                           label="induction", forall=[p])
-    return pf.instance(summed, {p: n}, label=label)
+    return pf.instance(summed, {p: top}, label=label)
+
+
+def _abs_sum_of(pf: Proof, facts: dict, parts, bounds, label: str):
+    """|Σ parts| ≤ Σ bounds from |part| ≤ bound for each (the triangle inequality, one part at a time)."""
+    total, big, fact = parts[0], bounds[0].rhs, bounds[0]
+    for part, each in zip(parts[1:], bounds[1:]):
+        split = pf.instance(facts["triangle"], {_TA: total, _TB: part}, label="triangle inequality")
+        plus = pf.bound([fact, each], "add", split.rhs, "≤", big + each.rhs, label=label)
+        total, big = total + part, big + each.rhs
+        fact = pf.chain([split, plus], sp.Abs(total), "≤", big, label=label)
+    return fact
+
+
+def _sum_below(pf: Proof, small, big, each, top, label: str):
+    """Σ_{i≤top} f(i) ≤ Σ_{i≤top} g(i) from ``each``: f(i) ≤ g(i) for every i (∀ i), by induction on the terms."""
+    p, k = _P, sp.Symbol("k", integer=True, positive=True)
+    Q = sp.Le(sp.Sum(small(_I), (_I, 1, p)), sp.Sum(big(_I), (_I, 1, p)), evaluate=False)
+    at = lambda v: substitute(Q, {p: v})  # noqa: E731
+    empty = pf.truncation(at(0).lhs, at(0).rhs, [], "no term: both sums are empty", label="base case")
+    base = pf.chain([empty, pf.sign(at(0).rhs, "≤", at(0).rhs)], at(0).lhs, "≤", at(0).rhs, label="base case")
+    hyp = pf.hypothesis(at(k - 1))
+    peel = pf.truncation(at(k).lhs, sp.Sum(small(_I), (_I, 1, k - 1)) + small(k), [], "the last term taken out",
+                         label="one more term", peel=k)
+    plus = pf.bound([hyp, pf.instance(each, {_I: k})], "add", peel.rhs, "≤", at(k - 1).rhs + big(k), label=label)
+    whole = pf.truncation(plus.rhs, at(k).rhs, [], label="one more term", peel=k)
+    step = pf.chain([peel, plus, whole], at(k).lhs, "≤", at(k).rhs, label="induction step")
+    summed = pf.induction(Q, p, 0, base, step, hyp, "by induction on the number of terms", step_var=k,
+                          label="induction", forall=[p])
+    return pf.instance(summed, {p: top}, label=label)
 
 
 # The softmax model: key i's exact weight w_i = e^{x_i}, x_i = s_i − m; its computed weight
@@ -588,7 +514,12 @@ def softmax_shifted(sum_roundings=None) -> Derivation:
                        label="weight factor", forall=[i])
 
     # |β| ≤ Σ p_i B_i: the triangle inequality over the sum.
-    over = _sum_bound(pf, _WS, _BW, b_of, dict(triangle=facts["triangle"], fact=b_bound), n, "sum of weights")
+    weighted = pf.bound([pf.sign(_WS(i), "≤", _WS(i)), pf.instance(b_bound, {i: i})], "mul", _WS(i) * sp.Abs(_BW(i)),
+                        "≤", _WS(i) * b_of(i), label="sum of weights")
+    each = pf.chain([weighted, pf.sign(weighted.rhs, "≤", weighted.rhs)], sp.Abs(_WS(i) * _BW(i)), "≤", weighted.rhs,
+                    "w_i|b_i| ≤ w_i B_i", label="sum of weights", forall=[i])
+    over = _sum_abs(pf, facts["triangle"], lambda k: _WS(k) * _BW(k), lambda k: _WS(k) * b_of(k), each, n,
+                    "sum of weights")
     beta_unfold = pf.rewrite(sp.Abs(_BETA), over.lhs * (1 / _SW), [beta], label="ratio")
     beta_scaled = pf.bound([over, pf.sign(1 / _SW, "≤", 1 / _SW)], "mul", beta_unfold.rhs, "≤", over.rhs * (1 / _SW),
                            label="ratio")
@@ -635,24 +566,6 @@ def softmax_shifted(sum_roundings=None) -> Derivation:
              "|p̂_j − p_j|/p_j ≤ (1 + u)(A_j + Σ p_k B_k)/(1 − Σ p_k B_k) + u", label="conclusion")
     return pf.finish(Result(relative=rel, A=sp.exp(u * x) * (1 + mu) - 1, B=sp.exp(u * x) * (1 + mu) * (1 + u)**(N - 1) - 1,
                             reference=BLANCHARD))
-
-
-def _weight_factor_steps(pf: Proof) -> None:
-    """|e^η(1 + θ) − 1| ≤ e^H(1 + Θ) − 1 whenever |η| ≤ H and |θ| ≤ Θ."""
-    h, th = sp.symbols("H Theta", nonnegative=True)
-    # η ≤ H and θ ≤ Θ written with slacks: e^H = e^η(1 + y), 1 + Θ = (1 + θ) + z, y, z ≥ 0, 1 + θ = w ≥ 0
-    eta = sp.Symbol("eta", real=True)
-    w, y, z = sp.symbols("w y z", nonnegative=True)
-    small, large = sp.exp(eta) * w - 1, sp.exp(eta) * (1 + y) * (w + z) - 1
-    _holds(pf, "weight-factor lemma", "upper side: e^η(1 + θ) − 1 ≤ e^H(1 + Θ) − 1 when η ≤ H, θ ≤ Θ, 1 + θ ≥ 0",
-           small, large, lambda: _nonnegative(large - small))
-    lower_gap = (sp.exp(h) * (1 + th) - 1) - (1 - sp.exp(-h) * (1 - th))
-    pf.equal("weight-factor lemma", "lower side: (e^H(1 + Θ) − 1) − (1 − e^{−H}(1 − Θ)) = "
-             "(e^{H/2} − e^{−H/2})² + Θ(e^H − e^{−H})", lower_gap,
-             (sp.exp(h / 2) - sp.exp(-h / 2))**2 + th * (sp.exp(h) - sp.exp(-h)))
-    _holds(pf, "weight-factor lemma", "which is ≥ 0 for H, Θ ≥ 0: |e^η(1 + θ) − 1| ≤ e^H(1 + Θ) − 1",
-           lower_gap, 0, lambda: _nonnegative(lower_gap, {h: sp.log(1 + sp.Symbol("y", nonnegative=True))}),
-           relation="≥")
 
 
 # The online rescale's model: key j sits in block b; the running max grows by g_t ≥ 0 from block t to t + 1,
@@ -770,91 +683,299 @@ def _forward_expressions(score_roundings: int = 2):
                 T_P=U_P * sp.Symbol("Σ p(1+R)|v|", nonnegative=True))
 
 
+# The forward's model, per key i of one row and one column of V: exact scores s_i, x_i = s_i − m (m the exact row max),
+# weights w_i = e^{x_i}, o = Σ w v / Σ w. Computed: scores ŝ_i, the final running max m̂, and the weights as acc and l
+# hold them, e^{m − m̂} w_i(1 + a_i) + z_a,i and e^{m − m̂} w_i(1 + b_i) + z_l,i.
+_FS, _FSH, _FX = (sp.Function(n, real=True) for n in ("s", "s_hat", "x"))
+_FE = sp.Function("e_D", real=True)  # c times the dot product's error
+_FD1, _FD2 = sp.Function("delta_1", real=True), sp.Function("delta_2", real=True)  # fl(c), the product
+_FQ = sp.Function("c|q||k|", nonnegative=True)
+_FTAU, _FETA = sp.Function("tau", real=True), sp.Function("eta", real=True)
+_FTA, _FTL, _FDP = (sp.Function(n, real=True) for n in ("theta_a", "theta_l", "delta_p"))
+_FZA, _FZL, _FV = (sp.Function(n, real=True) for n in ("z_a", "z_l", "v"))
+_FW = sp.Function("w", positive=True)
+_FH, _FR, _FBB = (sp.Function(n, real=True) for n in ("H", "R", "B"))  # the bound's per-key exponent and factors
+_FA, _FB = sp.Function("a_f", real=True), sp.Function("b_f", real=True)
+_FNB, _FDB = sp.Function("N_b", real=True), sp.Function("D_b", real=True)  # termwise bounds' varying parts
+_FNT, _FDT = sp.Function("N_t", real=True), sp.Function("D_t", real=True)  # the error terms themselves
+_FEA, _FEL = sp.Function("e_a", real=True), sp.Function("e_l", real=True)  # the weights as acc and l hold them
+_MX, _MH = sp.symbols("m m_hat", real=True)
+_C0 = sp.Symbol("c_0", positive=True)  # e^{m − m̂}
+_ACC = sp.Symbol("acc", real=True)
+_L = sp.Symbol("l", positive=True)  # a sum of positive rounded weights, rounded
+_O, _OH, _FLO = sp.symbols("o o_hat fl(o)", real=True)
+_SF = sp.Symbol("S", positive=True)
+_DA, _DI, _ETA_O = sp.symbols("delta_a delta_in eta_o", real=True)
+
+
 def attention_forward_bound(score_roundings: int = 2) -> Derivation:
     """The per-element forward bound. ``score_roundings`` is what the bound allows beyond the dot product's
     D roundings (the scale's and the product's: 2); a bound that forgets them is refused."""
+    from proofs.claims import cited
+
     ex = _forward_expressions(score_roundings)
+    i, u, nk = _I, U_A, KEYS
+    n_l, n_a = rescale_counts()
     pf = Proof("rounding-attention-forward")
-    _premise(pf, "standard model", "fl(a op b) = (a op b)(1 + δ) + η, |δ| ≤ u, |η| ≤ λ (λ the smallest normal: "
-             "also covers flush-to-zero), exact when the result is representable",
-             sp.Symbol("fl(a op b)"), sp.Symbol("(a op b)(1 + delta) + eta"), kind="cited", reference=STANDARD_MODEL)
-    _premise(pf, "exp accuracy", "fl(exp x) = exp(x)(1 + ε), |ε| ≤ μ = 2·ulps·u_a (one ulp ≤ 2u relative)",
-             sp.Symbol("fl(exp(x))"), sp.Symbol("exp(x)(1 + epsilon)"), kind="cited", reference=EXP_ACCURACY)
-    _premise(pf, "recipe", "u_in: inputs and output; u_a: accumulators; u_p: P before P·V; B_N: key block",
-             sp.Symbol("recipe"), sp.Tuple(U_IN, U_A, U_P, MU, BLOCK_N), kind="assumption")
-    # 1. scores: ŝ = fl(fl(q·k)·fl(c)): a dot product of length D, the scale's own rounding and the product
-    qk, e_d, d1, d2 = sp.symbols("qk e_D delta_1 delta_2", real=True)
-    c = sp.Symbol("c", positive=True)
-    pf.equal("standard model", "ŝ − s = c[qk((1 + δ₁)(1 + δ₂) − 1) + e_D(1 + δ₁)(1 + δ₂)], |e_D| ≤ γ_D |q||k| "
-             "(claim rounding-dot-product)", (qk + e_d) * c * (1 + d1) * (1 + d2) - c * qk,
-             c * (qk * ((1 + d1) * (1 + d2) - 1) + e_d * (1 + d1) * (1 + d2)))
-    _holds(pf, "γ arithmetic", "so |ŝ − s| ≤ c|q||k|((1 + γ_D)(1 + u)² − 1) ≤ γ_{D+2} c|q||k| =: Δ",
-           (1 + gamma(HEAD_DIM, U_A)) * (1 + U_A)**2 - 1, ex["score"],
-           lambda: _nonnegative(ex["score"] - ((1 + gamma(HEAD_DIM, U_A)) * (1 + U_A)**2 - 1),
-                                _hypothesis_u(HEAD_DIM + 2, U_A)))
-    # 2. the exponent of key j's weight: exact s_j − m plus σ_j (score) plus τ_j (argument roundings)
-    mhat, m, sh, s = sp.symbols("mhat m shat s", real=True)
-    dj, dmax = sp.symbols("Delta_j Delta_max", nonnegative=True)
-    pf.equal("max is exact", "(m − s_j + Δ_j + Δ_max) − (m̂ − ŝ_j) = (m + Δ_max − m̂) + (ŝ_j − s_j + Δ_j): both "
-             "brackets ≥ 0 since |m̂ − m| ≤ Δ_max (a max of perturbed values) and |ŝ_j − s_j| ≤ Δ_j",
-             (m - s + dj + dmax) - (mhat - sh), (m + dmax - mhat) + (sh - s + dj))
-    _holds(pf, "exponent bound", "|η_j| ≤ |σ_j| + |τ_j| ≤ Δ_j + u_a(m̂ − ŝ_j) ≤ Δ_j + u_a(|s_j − m| + Δ_j + Δ_max) = H "
-           "(τ from claim rounding-online-rescale)", dj + U_A * (GAP + dj + dmax), ex["H"].subs(ex["delta"], dj),
-           lambda: _is_identity(dj + U_A * (GAP + dj + dmax), ex["H"].subs(ex["delta"], dj)), relation="=")
-    # 3. the weight factors of numerator (without P's rounding) and denominator
-    _weight_factor_steps(pf)
-    lemma = product_bound(N, U)  # (1 + u)ⁿ − 1 bounds |Π_{k≤n}(1 + δ_k) − 1| (claim rounding-gamma-lemma)
-    theta = lambda n: (1 + lemma.subs({N: BLOCKS, U: MU})) * (1 + lemma.subs({N: n, U: U_A})) - 1  # noqa: E731
-    pf.equal("γ lemma + rounding counts", "R = e^H(1 + Θ_a) − 1 and B = e^H(1 + Θ_l) − 1 with Θ the γ lemma's bound "
-             "(1 + μ)^T(1 + u_a)^n − 1 for T exp errors and n_a = B_N + 2T − 1, n_l = B_N + 2T − 2 roundings "
-             "(claims rounding-gamma-lemma, rounding-online-rescale)", (ex["R"], ex["B"]),
-             (sp.exp(ex["H"]) * (1 + theta(ex["n_a"])) - 1, sp.exp(ex["H"]) * (1 + theta(ex["n_l"])) - 1),
-             # 1/(1 − (D + 2)u_a) enters both sides alike: named (positive), so nothing divides by zero
-             where=lambda e: tuple(sp.sympify(x).xreplace({1 / (1 - (HEAD_DIM + 2) * U_A): sp.Symbol(
-                 "1/(1 - (D+2)u_a)", positive=True)}) for x in e))
-    # 4. P's rounding split off: (1 + r)(1 + δ_p) − 1 = r + δ_p(1 + r)
-    r_, dp = sp.symbols("r delta_p", real=True)
-    pf.equal("P rounded to u_p", "(1 + r)(1 + δ_p) − 1 = r + δ_p(1 + r): the numerator's error is "
-             "Σ w r v + Σ w δ_p(1 + r) v, the second at most u_p Σ w(1 + R)|v| =: T_P (deterministic)",
-             (1 + r_) * (1 + dp) - 1, r_ + dp * (1 + r_))
-    # 5. ratio lemma with underflow terms
-    _ratio_steps(pf)
-    w, av, rr, slack = sp.symbols("w |v| R_j s", nonnegative=True)
-    rj = sp.Symbol("|r_j|", nonnegative=True)
-    _termwise(pf, "|Σ w r v| ≤ Σ w R|v|: termwise w|r_j||v| ≤ w R_j|v|", w * rr * av, w * rj * av, {rj: rr - slack})
-    _holds(pf, "normalise by Σw ≥ 1", "dividing by Σw (≥ 1: the exact max key has weight e⁰ = 1) turns Σ w(·) into "
-           "P∘(·); underflow terms |z_j| ≤ ζ after normalising by the computed max, so |num − o·den| ≤ Σw[T_P + "
-           "(P∘R)|V| + |o|(P∘B)1 + ζ(‖v‖₁ + N_k|o|)] and den ≥ Σw[1 − (P∘B)1 − N_k ζ]",
-           ex["E"], ex["E"], lambda: _is_identity(ex["E"] * (1 - PB - KEYS * ZETA),
-                                                   T_P + PRV + O_ABS * PB + ZETA * (V_L1 + KEYS * O_ABS)),
-           relation="=")
-    # 6. the final division and the store
-    oh, o = sp.symbols("ohat o", real=True)
-    pf.equal("division and store", "fl_in(fl_a(ô)) − o = (ô − o)(1 + δ_a)(1 + δ_in) + o((1 + δ_a)(1 + δ_in) − 1)",
-             oh * (1 + d1) * (1 + d2) - o, (oh - o) * (1 + d1) * (1 + d2) + o * ((1 + d1) * (1 + d2) - 1))
-    _conclude(pf, "|fl(o) − o| ≤ (1 + u_a)(1 + u_in)E + ((1 + u_a)(1 + u_in) − 1)|o| + λ_a + λ_o u_in",
-              ERR, "≤", ex["bound"])
+    facts = _abs_facts(pf)
+    facts["below_abs"] = pf.cite_external(sp.Le(_TA, sp.Abs(_TA), evaluate=False), "absolute value", "a ≤ |a| for real a",
+                                          forall=[_TA])
+    # ---- what each key's bound is built from (the statement's row quantities are defined through these); γ by
+    # name, so no step divides by 1 − (D + 2)u_a before the hypothesis (D + 2)u_a < 1 is at hand
+    g_d, g_2 = sp.Symbol("gamma_D", real=True), sp.Symbol("gamma_{D+2}", real=True)
+    delta = lambda k: g_2 * _FQ(k)  # noqa: E731
+    theta_a, theta_l = (1 + MU)**BLOCKS * (1 + u)**n_a - 1, (1 + MU)**BLOCKS * (1 + u)**n_l - 1
+    a_of = lambda k: _FR(k) * (1 + U_P) + U_P  # noqa: E731
+    b_of = _FBB
+    # ---- premises: the model (cited), the exact quantities and the statement's names (defined)
+    fit = pf.assume(sp.Lt((HEAD_DIM + score_roundings) * u, 1, evaluate=False), "(D + 2)u_a < 1")
+    score = pf.cite_external(sp.Eq(_FSH(i), (_FS(i) + _FE(i)) * (1 + _FD1(i)) * (1 + _FD2(i)), evaluate=False),
+                             STANDARD_MODEL, "ŝ_i = fl(fl(q·k_i)·fl(c)), fl(q·k_i) = q·k_i + e (c e =: e_D)", forall=[i])
+    exact_small = pf.cite_external(sp.Le(sp.Abs(_FS(i)), _FQ(i), evaluate=False), "triangle inequality",
+                                   "|s_i| = c|q·k_i| ≤ c|q|ᵀ|k_i|", forall=[i])
+    dot_small = pf.cite_external(sp.Le(sp.Abs(_FE(i)), g_d * _FQ(i), evaluate=False),
+                                 HIGHAM_BOOK + ", eq. (3.5) (claim rounding-dot-product, n = D, u = u_a, times c > 0)",
+                                 "|e_D,i| ≤ γ_D c|q|ᵀ|k_i|", forall=[i])
+    d1_small = pf.cite_external(sp.Le(sp.Abs(_FD1(i)), u, evaluate=False), STANDARD_MODEL, "|δ₁| ≤ u_a", forall=[i])
+    d2_small = pf.cite_external(sp.Le(sp.Abs(_FD2(i)), u, evaluate=False), STANDARD_MODEL, "|δ₂| ≤ u_a", forall=[i])
+    max_near = pf.cite_external(sp.Le(sp.Abs(_MH - _MX), DELTA_MAX, evaluate=False), STANDARD_MODEL,
+                                "m̂ = max ŝ (a max is exact) is within Δ_max = max_i Δ_i of m = max s")
+    drift = pf.cite_external(sp.Le(sp.Abs(_FTAU(i)), u * (_MH - _FSH(i)), evaluate=False),
+                             STANDARD_MODEL + " (claim rounding-online-rescale, u = u_a, for key i)",
+                             "the argument roundings move key i's exponent by τ_i, |τ_i| ≤ u_a(m̂ − ŝ_i)", forall=[i])
+    counted_a = pf.cite_external(sp.Le(sp.Abs(_FTA(i)), (1 + MU)**COUNT_EXP * (1 + u)**COUNT_A - 1, evaluate=False),
+                                 HIGHAM_BOOK + ", Lemma 3.1 (claim rounding-gamma-lemma), twice; " + EXP_ACCURACY,
+                                 "acc's weight i carries exps(T) exp errors (≤ μ) and n_a(T) roundings (≤ u_a)", forall=[i])
+    counted_l = pf.cite_external(sp.Le(sp.Abs(_FTL(i)), (1 + MU)**COUNT_EXP * (1 + u)**COUNT_L - 1, evaluate=False),
+                                 HIGHAM_BOOK + ", Lemma 3.1 (claim rounding-gamma-lemma), twice; " + EXP_ACCURACY,
+                                 "l's weight i carries exps(T) exp errors and n_l(T) roundings", forall=[i])
+    p_small = pf.cite_external(sp.Le(sp.Abs(_FDP(i)), U_P, evaluate=False), STANDARD_MODEL, "P rounded to u_p: |δ_p| ≤ u_p",
+                               forall=[i])
+    weights_a = pf.cite_external(sp.Eq(_FEA(i), _C0 * _FW(i) * (1 + _FA(i)) + _FZA(i), evaluate=False), STANDARD_MODEL,
+                                 "acc's weight i: e^{m − m̂}w_i(1 + a_i) plus its underflow z_a,i", forall=[i])
+    weights_l = pf.cite_external(sp.Eq(_FEL(i), _C0 * _FW(i) * (1 + _FB(i)) + _FZL(i), evaluate=False), STANDARD_MODEL,
+                                 "l's weight i: e^{m − m̂}w_i(1 + b_i) plus its underflow z_l,i", forall=[i])
+    under_a = pf.cite_external(sp.Le(sp.Abs(_FZA(i)), _C0 * ZETA, evaluate=False), STANDARD_MODEL,
+                               "underflow (|η| ≤ λ per rounding, amplified at most 2×: (1 + u_p)(1 + Θ_a) ≤ 2) leaves "
+                               "|z_a,i| ≤ e^{m − m̂}ζ", forall=[i])
+    under_l = pf.cite_external(sp.Le(sp.Abs(_FZL(i)), _C0 * ZETA, evaluate=False), STANDARD_MODEL,
+                               "likewise |z_l,i| ≤ e^{m − m̂}ζ", forall=[i])
+    acc = pf.cite_external(sp.Eq(_ACC, sp.Sum(_FEA(i) * _FV(i), (i, 1, nk)), evaluate=False), STANDARD_MODEL,
+                           "acc = Σ_i (its weight i) v_i: the P·V and rescale roundings are in a_i")
+    ell = pf.cite_external(sp.Eq(_L, sp.Sum(_FEL(i), (i, 1, nk)), evaluate=False), STANDARD_MODEL,
+                           "l = Σ_i (its weight i) > 0: the row-sum and rescale roundings are in b_i")
+    store = pf.cite_external(sp.Eq(_FLO, _OH * (1 + _DA) * (1 + _DI) + _ETA_O, evaluate=False), STANDARD_MODEL,
+                             "fl_in(fl_a(acc/l)) = ô(1 + δ_a)(1 + δ_in) + η: an underflowing rounding has δ = 0, a "
+                             "subnormal accumulator value is stored exactly or as a subnormal of the output format")
+    da_small = pf.cite_external(sp.Le(sp.Abs(_DA), u, evaluate=False), STANDARD_MODEL, "|δ_a| ≤ u_a")
+    di_small = pf.cite_external(sp.Le(sp.Abs(_DI), U_IN, evaluate=False), STANDARD_MODEL, "|δ_in| ≤ u_in")
+    store_small = pf.cite_external(sp.Le(sp.Abs(_ETA_O), LAMBDA_A + LAMBDA_O * U_IN, evaluate=False), STANDARD_MODEL,
+                                 "|η| ≤ λ_a + λ_o u_in")
+    counts = cited("rounding-online-rescale")
+    count_a, count_l, count_e = (pf.cite(counts, sp.Eq(c, v, evaluate=False))
+                                 for c, v in ((COUNT_A, n_a), (COUNT_L, n_l), (COUNT_EXP, BLOCKS)))
+    named_d = pf.define(g_d, gamma(HEAD_DIM, u), "γ_D = Du_a/(1 − Du_a)")
+    named_2 = pf.define(g_2, gamma(HEAD_DIM + score_roundings, u), "γ_{D+2} = (D + 2)u_a/(1 − (D + 2)u_a)")
+    h_def = pf.define(_FH(i), delta(i) + u * (sp.Abs(_FX(i)) + delta(i) + DELTA_MAX),
+                      "H_i = Δ_i + u_a(|s_i − m| + Δ_i + Δ_max), Δ_i = γ_{D+2} c|q||k_i|", forall=[i])
+    r_def = pf.define(_FR(i), sp.exp(_FH(i)) * (1 + theta_a) - 1, "R_i = e^{H_i}(1 + μ)^T(1 + u_a)^{n_a} − 1", forall=[i])
+    bb_def = pf.define(_FBB(i), sp.exp(_FH(i)) * (1 + theta_l) - 1, "B_i = e^{H_i}(1 + μ)^T(1 + u_a)^{n_l} − 1",
+                       forall=[i])
+    # What w, e^{m − m̂} and ζ are (the bound holds for any weights w_i > 0, and ζ enters through the underflow premises).
+    pf.define(_FW(i), sp.exp(_FX(i)), "w_i = e^{s_i − m}", forall=[i])
+    gap = pf.define(_FX(i), _FS(i) - _MX, "x_i = s_i − m", forall=[i])
+    pf.define(_C0, sp.exp(_MX - _MH), "e^{m − m̂}: common to every weight")
+    eta = pf.define(_FETA(i), _FSH(i) - _FS(i) + _FTAU(i), "η_i: what the score and argument roundings do to "
+                    "the exponent, beyond the common m − m̂", forall=[i])
+    a_def = pf.define(_FA(i), sp.exp(_FETA(i)) * (1 + _FTA(i)) * (1 + _FDP(i)) - 1, "acc's weight factor", forall=[i])
+    b_def = pf.define(_FB(i), sp.exp(_FETA(i)) * (1 + _FTL(i)) - 1, "l's weight factor", forall=[i])
+    total = pf.define(_SF, sp.Sum(_FW(i), (i, 1, nk)), "S = Σ_i w_i")
+    out = pf.define(_O, sp.Sum(_FW(i) * _FV(i), (i, 1, nk)) / _SF, "o = Σ w v / Σ w")
+    quotient = pf.define(_OH, _ACC / _L, "ô = acc / l")
+    err = pf.define(ERR, sp.Abs(_FLO - _O), "the error of the stored output")
+    o_abs = pf.define(O_ABS, sp.Abs(_O), "|o|")
+    v_l1 = pf.define(V_L1, sp.Sum(sp.Abs(_FV(i)), (i, 1, nk)), "‖v‖₁")
+    prv = pf.define(PRV, sp.Sum(_FW(i) * _FR(i) * sp.Abs(_FV(i)), (i, 1, nk)) / _SF, "(P∘R)|V| = Σ p_i R_i |v_i|")
+    t_p = pf.define(T_P, U_P * sp.Sum(_FW(i) * (1 + _FR(i)) * sp.Abs(_FV(i)), (i, 1, nk)) / _SF,
+                    "T_P = u_p Σ p_i (1 + R_i)|v_i|")
+    pb = pf.define(PB, sp.Sum(_FW(i) * b_of(i), (i, 1, nk)) / _SF, "(P∘B)1 = Σ p_i B_i")
+    pf.define(ZETA, ex["zeta"], "ζ: the underflow bound per weight")
+    at_least = pf.assume(sp.Le(1, _SF, evaluate=False), "m = max s: the max key's weight is e⁰ = 1, so S ≥ 1")
+    room = pf.assume(sp.Lt(PB + nk * ZETA, 1, evaluate=False), "(P∘B)1 + N_k ζ < 1: the bound's denominator is positive")
+
+    _NS, _DS = sp.symbols("N_sum D_sum", real=True)
+    f = (1 + _FD1(i)) * (1 + _FD2(i))
+    one_plus = lambda t, small: pf.chain([pf.instance(facts["triangle"], {_TA: 1, _TB: t}),  # noqa: E731
+                                          pf.sign(1 + sp.Abs(t), "≤", 1 + small.rhs, using=[small])],
+                                         sp.Abs(1 + t), "≤", 1 + small.rhs, label="triangle inequality")
+    # ---- key i's score: |ŝ_i − s_i| ≤ Δ_i = γ_{D+2} c|q||k_i|
+    s_i, e_i, q_i = _FS(i), _FE(i), _FQ(i)
+    d1, d2 = pf.instance(d1_small, {i: i}), pf.instance(d2_small, {i: i})
+    sc_unfold = pf.rewrite(sp.Abs(_FSH(i) - s_i), sp.Abs(s_i * (f - 1) + e_i * f), [score], label="score")
+    sc_split = pf.instance(facts["triangle"], {_TA: s_i * (f - 1), _TB: e_i * f}, label="triangle inequality")
+    sc_apart = pf.rewrite(sc_split.rhs, sp.Abs(s_i) * sp.Abs(f - 1) + sp.Abs(e_i) * sp.Abs(1 + _FD1(i)) *
+                          sp.Abs(1 + _FD2(i)), [facts["product"]], label="algebra")
+    f_near = _factor_lemma(pf, facts, _FD1(i), d1, _FD2(i), d2, "score")
+    sc_exact = pf.bound([pf.instance(exact_small, {i: i}), f_near], "mul", sp.Abs(s_i) * sp.Abs(f - 1), "≤",
+                        q_i * f_near.rhs, label="score")
+    sc_dot = pf.bound([pf.instance(dot_small, {i: i}), one_plus(_FD1(i), d1), one_plus(_FD2(i), d2)], "mul",
+                      sp.Abs(e_i) * sp.Abs(1 + _FD1(i)) * sp.Abs(1 + _FD2(i)), "≤", g_d * q_i * (1 + u) * (1 + u),
+                      label="score")
+    sc_sum = pf.bound([sc_exact, sc_dot], "add", sc_apart.rhs, "≤", sc_exact.rhs + sc_dot.rhs, label="score")
+    sc_gamma = pf.rewrite(sc_sum.rhs, delta(i), [named_d, named_2, fit], "c|q||k|((1 + γ_D)(1 + u)² − 1) ≤ "
+                          "γ_{D+2} c|q||k|", relation_="≤", label="γ arithmetic")
+    score_near = pf.chain([sc_unfold, sc_split, sc_apart, sc_sum, sc_gamma], sc_unfold.lhs, "≤", delta(i),
+                          "|ŝ_i − s_i| ≤ Δ_i", label="score")
+    # ---- key i's exponent: |η_i| ≤ H_i
+    ex_unfold = pf.rewrite(sp.Abs(_FETA(i)), sp.Abs(_FSH(i) - s_i + _FTAU(i)), [eta], label="exponent")
+    ex_split = pf.instance(facts["triangle"], {_TA: _FSH(i) - s_i, _TB: _FTAU(i)}, label="triangle inequality")
+    parts = (_MH - _MX, -_FX(i), s_i - _FSH(i))
+    below = pf.rewrite(_MH - _FSH(i), sp.Add(*parts), [gap], "m̂ − ŝ_i = (m̂ − m) + (m − s_i) + (s_i − ŝ_i)",
+                       label="exponent")
+    up_max = pf.chain([pf.instance(facts["below_abs"], {_TA: parts[0]}), max_near], parts[0], "≤", DELTA_MAX,
+                      label="exponent")
+    up_gap = pf.instance(facts["below_abs"], {_TA: parts[1]}, label="absolute value")
+    up_score = pf.chain([pf.instance(facts["below_abs"], {_TA: parts[2]}), score_near], parts[2], "≤", delta(i),
+                        label="exponent")
+    up = pf.bound([up_max, up_gap, up_score], "add", below.rhs, "≤", DELTA_MAX + sp.Abs(_FX(i)) + delta(i),
+                  label="exponent")
+    reach = pf.chain([below, up], below.lhs, "≤", up.rhs, "m̂ − ŝ_i ≤ Δ_max + |s_i − m| + Δ_i", label="exponent")
+    scaled = pf.sign(u * reach.lhs, "≤", u * reach.rhs, using=[reach], label="exponent")
+    tau_small = pf.chain([pf.instance(drift, {i: i}), scaled], sp.Abs(_FTAU(i)), "≤", scaled.rhs,
+                         "|τ_i| ≤ u_a(|s_i − m| + Δ_i + Δ_max) (claim rounding-online-rescale's drift)", label="exponent")
+    ex_sum = pf.bound([score_near, tau_small], "add", ex_split.rhs, "≤", delta(i) + scaled.rhs, label="exponent")
+    ex_fold = pf.rewrite(ex_sum.rhs, _FH(i), [h_def], label="exponent")
+    eta_small = pf.chain([ex_unfold, ex_split, ex_sum, ex_fold], sp.Abs(_FETA(i)), "≤", _FH(i), "|η_i| ≤ H_i",
+                         label="exponent")
+    # ---- the weight factors: |a_i| ≤ R_i(1 + u_p) + u_p, |b_i| ≤ B_i, the rounding counts from the online claim
+    exp_part = _exp_factor(pf, facts, _FETA(i), eta_small, "weight factor")
+
+    def chain_bound(counted, count, theta):
+        explicit = pf.rewrite(counted.rhs, theta, [count, count_e], "the rounding counts of claim rounding-online-rescale",
+                              label="rounding counts")
+        return pf.chain([pf.instance(counted, {i: i}), explicit], counted.lhs, "≤", theta, label="rounding counts")
+
+    th_a, th_l = chain_bound(counted_a, count_a, theta_a), chain_bound(counted_l, count_l, theta_l)
+    r_lemma = _factor_lemma(pf, facts, sp.exp(_FETA(i)) - 1, exp_part, _FTA(i), th_a, "weight factor")
+    r_close = pf.rewrite(r_lemma.rhs, _FR(i), [r_def], label="weight factor")
+    r_small = pf.chain([r_lemma, r_close], r_lemma.lhs, "≤", r_close.rhs, "|e^η(1 + θ_a) − 1| ≤ R_i", label="weight factor")
+    a_lemma = _factor_lemma(pf, facts, r_small.lhs.args[0], r_small, _FDP(i), pf.instance(p_small, {i: i}), "weight factor")
+    a_unfold = pf.rewrite(sp.Abs(_FA(i)), a_lemma.lhs, [a_def], label="weight factor")
+    a_small = pf.chain([a_unfold, a_lemma, pf.sign(a_lemma.rhs, "≤", a_of(i))], sp.Abs(_FA(i)), "≤", a_of(i),
+                       "|a_i| ≤ R_i(1 + u_p) + u_p", label="weight factor", forall=[i])
+    b_lemma = _factor_lemma(pf, facts, sp.exp(_FETA(i)) - 1, exp_part, _FTL(i), th_l, "weight factor")
+    b_unfold = pf.rewrite(sp.Abs(_FB(i)), b_lemma.lhs, [b_def], label="weight factor")
+    b_close = pf.rewrite(b_lemma.rhs, b_of(i), [bb_def], label="weight factor")
+    b_small = pf.chain([b_unfold, b_lemma, b_close], sp.Abs(_FB(i)), "≤", b_of(i), "|b_i| ≤ B_i", label="weight factor",
+                       forall=[i])
+
+    # ---- termwise: the numerator's and the denominator's error terms
+    def product_bound(part, links, label):
+        apart = pf.rewrite(sp.Abs(part), sp.Mul(*[l.lhs for l in links]), [facts["product"]], label="algebra")
+        times = pf.bound(links, "mul", apart.rhs, "≤", sp.Mul(*[l.rhs for l in links]), label=label)
+        return pf.chain([apart, times], apart.lhs, "≤", times.rhs, label=label)
+
+    same = lambda e: pf.sign(e, "≤", e)  # noqa: E731
+    k = sp.Symbol("k", integer=True, positive=True)
+    cw = _C0 * _FW(i)
+    v_abs, o_abs_ = sp.Abs(_FV(i)), sp.Abs(_O)
+    num_parts = (cw * _FA(i) * _FV(i), -cw * _O * _FB(i), _FZA(i) * _FV(i), -_O * _FZL(i))
+    num_bounds = (product_bound(num_parts[0], [same(cw), pf.instance(a_small, {i: i}), same(v_abs)], "numerator"),
+                  product_bound(num_parts[1], [same(cw), same(o_abs_), pf.instance(b_small, {i: i})], "numerator"),
+                  product_bound(num_parts[2], [pf.instance(under_a, {i: i}), same(v_abs)], "numerator"),
+                  product_bound(num_parts[3], [same(o_abs_), pf.instance(under_l, {i: i})], "numerator"))
+    num_each = _abs_sum_of(pf, facts, num_parts, num_bounds, "numerator")
+    nt_def = pf.define(_FNT(i), sp.Add(*num_parts), "the numerator's error term of key i", forall=[i])
+    # The summands' parts that vary with i are named, so Σ_i c = N_k c is an identity on a small expression.
+    num_c = o_abs_ * _C0 * ZETA
+    nb_def = pf.define(_FNB(i), num_each.rhs - num_c, "the numerator's termwise bound, less its constant part", forall=[i])
+    num_all = pf.chain([pf.rewrite(sp.Abs(_FNT(i)), num_each.lhs, [nt_def], label="numerator"), num_each,
+                        pf.rewrite(num_each.rhs, _FNB(i) + num_c, [nb_def], label="numerator")], sp.Abs(_FNT(i)),
+                       "≤", _FNB(i) + num_c, label="numerator", forall=[i])
+    den_parts = (cw * _FB(i), _FZL(i))
+    den_bounds = (product_bound(den_parts[0], [same(cw), pf.instance(b_small, {i: i})], "denominator"),
+                  pf.instance(under_l, {i: i}))
+    den_each = _abs_sum_of(pf, facts, den_parts, den_bounds, "denominator")
+    dt_def = pf.define(_FDT(i), sp.Add(*den_parts), "the denominator's error term of key i", forall=[i])
+    den_c = _C0 * ZETA
+    db_def = pf.define(_FDB(i), den_each.rhs - den_c, "the denominator's termwise bound, less its constant part",
+                       forall=[i])
+    den_all = pf.chain([pf.rewrite(sp.Abs(_FDT(i)), den_each.lhs, [dt_def], label="denominator"), den_each,
+                        pf.rewrite(den_each.rhs, _FDB(i) + den_c, [db_def], label="denominator")], sp.Abs(_FDT(i)),
+                       "≤", _FDB(i) + den_c, label="denominator", forall=[i])
+    num_sum = pf.define(_NS, sp.Sum(_FNT(i), (i, 1, nk)), "the numerator's error, acc − o·l")
+    den_sum = pf.define(_DS, sp.Sum(_FDT(i), (i, 1, nk)), "the denominator's error, l − e^{m − m̂}S")
+
+    # ---- acc = N + o·l and l = e^{m − m̂}S + D: the ratio lemma, by linearity
+    acc_x = sp.Sum((cw * (1 + _FA(i)) + _FZA(i)) * _FV(i), (i, 1, nk))
+    ell_x = sp.Sum(cw * (1 + _FB(i)) + _FZL(i), (i, 1, nk))
+    acc_open = pf.rewrite(_ACC, acc_x, [acc, weights_a], label="ratio")
+    rest = _C0 * sp.Sum(_FW(i) * _FV(i), (i, 1, nk)) - _C0 * _O * sp.Sum(_FW(i), (i, 1, nk))
+    num_x = sp.Sum(sp.Add(*num_parts), (i, 1, nk))
+    acc_lin = pf.linearity(acc_x, num_x + _O * ell_x + rest, "Σ distributes", label="ratio")
+    acc_zero = pf.rewrite(acc_lin.rhs, num_x + _O * ell_x, [out, total], "Σ w v − o Σ w = 0", label="ratio")
+    acc_back = pf.rewrite(acc_zero.rhs, _NS + _O * _L, [num_sum, nt_def, ell, weights_l], label="ratio")
+    acc_is = pf.chain([acc_open, acc_lin, acc_zero, acc_back], _ACC, "=", _NS + _O * _L, "acc = N + o·l", label="ratio")
+    ell_open = pf.rewrite(_L, ell_x, [ell, weights_l], label="ratio")
+    ell_lin = pf.linearity(ell_x, _C0 * sp.Sum(_FW(i), (i, 1, nk)) + sp.Sum(sp.Add(*den_parts), (i, 1, nk)),
+                           label="ratio")
+    ell_fold = pf.rewrite(ell_lin.rhs, _C0 * _SF + _DS, [total, den_sum, dt_def], label="ratio")
+    ell_is = pf.chain([ell_open, ell_lin, ell_fold], _L, "=", ell_fold.rhs, "l = e^{m − m̂}S + D", label="ratio")
+
+    # ---- |N| ≤ e^{m − m̂}S[T_P + (P∘R)|V| + |o|(P∘B)1 + ζ(‖v‖₁ + N_k|o|)]
+    num_over = _sum_abs(pf, facts["triangle"], _FNT, _FNB, num_all, nk, "numerator", num_c)
+    num_open = pf.rewrite(sp.Abs(_NS), num_over.lhs, [num_sum], label="numerator")
+    sums = lambda e: sp.Sum(e, (i, 1, nk))  # noqa: E731
+    num_lin_rhs = (_C0 * sums(_FW(i) * _FR(i) * v_abs) + _C0 * U_P * sums(_FW(i) * (1 + _FR(i)) * v_abs)
+                   + _C0 * o_abs_ * sums(_FW(i) * b_of(i)) + _C0 * ZETA * sums(v_abs) + nk * num_c)
+    num_open2 = pf.rewrite(num_over.rhs, sums(num_each.rhs - num_c) + nk * num_c, [nb_def], label="numerator")
+    num_dist = pf.linearity(num_open2.rhs, num_lin_rhs, "Σ distributes", label="numerator")
+    num_lin = pf.chain([num_open2, num_dist], num_over.rhs, "=", num_lin_rhs, label="numerator")
+    enum = T_P + PRV + O_ABS * PB
+    num_fold = pf.rewrite(num_lin_rhs, _C0 * _SF * enum + _C0 * ZETA * (V_L1 + nk * O_ABS), [prv, t_p, pb, v_l1, o_abs],
+                          label="numerator")
+    e_num = enum + ZETA * (V_L1 + nk * O_ABS)
+    num_s = pf.sign(num_fold.rhs, "≤", _C0 * _SF * e_num, "S ≥ 1", using=[at_least], label="numerator")
+    num_small = pf.chain([num_open, num_over, num_lin, num_fold, num_s], sp.Abs(_NS), "≤", num_s.rhs, label="numerator")
+    # ---- l ≥ e^{m − m̂}S(1 − (P∘B)1 − N_k ζ)
+    den_over = _sum_abs(pf, facts["triangle"], _FDT, _FDB, den_all, nk, "denominator", den_c)
+    den_open = pf.rewrite(sp.Abs(_DS), den_over.lhs, [den_sum], label="denominator")
+    den_open2 = pf.rewrite(den_over.rhs, sums(den_each.rhs - den_c) + nk * den_c, [db_def], label="denominator")
+    den_dist = pf.linearity(den_open2.rhs, _C0 * sums(_FW(i) * b_of(i)) + nk * den_c, "Σ distributes",
+                            label="denominator")
+    den_lin = pf.chain([den_open2, den_dist], den_over.rhs, "=", den_dist.rhs, label="denominator")
+    den_fold = pf.rewrite(den_lin.rhs, _C0 * _SF * PB + _C0 * ZETA * nk, [pb], label="denominator")
+    den_small = pf.chain([den_open, den_over, den_lin, den_fold], sp.Abs(_DS), "≤", den_fold.rhs, label="denominator")
+    room_pos = pf.sign(0, "<", 1 - PB - nk * ZETA, using=[room], label="denominator")
+    low = _C0 * _SF * (1 - PB - nk * ZETA)
+    l1 = pf.sign(low, "≤", _C0 * _SF - den_small.rhs, "S ≥ 1", using=[at_least], label="denominator")
+    l2 = pf.sign(l1.rhs, "≤", _C0 * _SF - sp.Abs(_DS), using=[den_small], label="denominator")
+    l3 = pf.rewrite(l2.rhs, _L, [ell_is, pf.instance(facts["below_abs"], {_TA: -_DS})], relation_="≤",
+                    label="denominator")
+    ell_low = pf.chain([l1, l2, l3], low, "≤", _L, "l ≥ e^{m − m̂}S(1 − (P∘B)1 − N_k ζ)", label="denominator")
+    # ---- |ô − o| ≤ E
+    ratio = pf.rewrite(sp.Abs(_OH - _O), sp.Abs(_NS) * (1 / _L), [quotient, acc_is], "ô − o = N / l", label="ratio")
+    inverse = pf.sign(1 / _L, "≤", 1 / low, using=[ell_low, room_pos], label="denominator")
+    o_near = pf.bound([num_small, inverse], "mul", ratio.rhs, "≤", num_small.rhs * inverse.rhs, label="ratio")
+    o_close = pf.sign(o_near.rhs, "≤", ex["E"], label="ratio")
+    ohat_near = pf.chain([ratio, o_near, o_close], ratio.lhs, "≤", ex["E"], "|ô − o| ≤ E", label="ratio")
+    # ---- the division and the store
+    g = (1 + _DA) * (1 + _DI)
+    fin_parts = ((_OH - _O) * g, _O * (g - 1), _ETA_O)
+    fin_unfold = pf.rewrite(ERR, sp.Abs(sp.Add(*fin_parts)), [err, store], label="division and store")
+    g_near = _factor_lemma(pf, facts, _DA, da_small, _DI, di_small, "division and store")
+    fin_bounds = (product_bound(fin_parts[0], [ohat_near, one_plus(_DA, da_small), one_plus(_DI, di_small)],
+                                "division and store"),
+                  product_bound(fin_parts[1], [same(o_abs_), g_near], "division and store"),
+                  store_small)
+    fin_sum = _abs_sum_of(pf, facts, fin_parts, fin_bounds, "division and store")
+    bound = ex["bound"]
+    fin_close = pf.rewrite(fin_sum.rhs, bound, [o_abs], relation_="≤", label="conclusion")
+    pf.chain([fin_unfold, fin_sum, fin_close], ERR, "≤", bound, "|fl(o) − o| ≤ (1 + u_a)(1 + u_in)E + ((1 + u_a)(1 + u_in) "
+             "− 1)|o| + λ_a + λ_o u_in", label="conclusion")
     symbols = dict(recipe=(U_IN, U_A, U_P, MU, LAMBDA_A, LAMBDA_P, LAMBDA_O), shape=(HEAD_DIM, BLOCK_N, BLOCKS, KEYS),
                    key=(QK_ABS, GAP, DELTA_MAX), row=(T_P, PRV, PB, O_ABS, V_L1, ZETA))
     return pf.finish(Result(ex, symbols=symbols))
-
-
-def _sum_below(pf: Proof, small, big, each, top, label: str):
-    """Σ_{i≤top} f(i) ≤ Σ_{i≤top} g(i) from ``each``: f(i) ≤ g(i) for every i (∀ i), by induction on the terms."""
-    p, k = _P, sp.Symbol("k", integer=True, positive=True)
-    Q = sp.Le(sp.Sum(small(_I), (_I, 1, p)), sp.Sum(big(_I), (_I, 1, p)), evaluate=False)
-    at = lambda v: substitute(Q, {p: v})  # noqa: E731
-    empty = pf.truncation(at(0).lhs, at(0).rhs, [], "no term: both sums are empty", label="base case")
-    base = pf.chain([empty, pf.sign(at(0).rhs, "≤", at(0).rhs)], at(0).lhs, "≤", at(0).rhs, label="base case")
-    hyp = pf.hypothesis(at(k - 1))
-    peel = pf.truncation(at(k).lhs, sp.Sum(small(_I), (_I, 1, k - 1)) + small(k), [], "the last term taken out",
-                         label="one more term", peel=k)
-    plus = pf.bound([hyp, pf.instance(each, {_I: k})], "add", peel.rhs, "≤", at(k - 1).rhs + big(k), label=label)
-    whole = pf.truncation(plus.rhs, at(k).rhs, [], label="one more term", peel=k)
-    step = pf.chain([peel, plus, whole], at(k).lhs, "≤", at(k).rhs, label="induction step")
-    summed = pf.induction(Q, p, 0, base, step, hyp, "by induction on the number of terms", step_var=k,
-                          label="induction", forall=[p])
-    return pf.instance(summed, {p: top}, label=label)
 
 
 _FAIL_CHAIN = sp.Function("P_F", nonnegative=True)  # P(rounding chain i's γ̃-bound fails)
