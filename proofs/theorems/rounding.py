@@ -688,16 +688,16 @@ def _forward_expressions(score_roundings: int = 2):
 # hold them, e^{m − m̂} w_i(1 + a_i) + z_a,i and e^{m − m̂} w_i(1 + b_i) + z_l,i.
 _FS, _FSH, _FX = (sp.Function(n, real=True) for n in ("s", "s_hat", "x"))
 _FE = sp.Function("e_D", real=True)  # c times the dot product's error
-_FD1, _FD2 = sp.Function("delta_1", real=True), sp.Function("delta_2", real=True)  # fl(c), the product
+_FDS = sp.Function("delta_s", real=True)  # fl(c)'s and the product's roundings together
 _FQ = sp.Function("c|q||k|", nonnegative=True)
 _FTAU, _FETA = sp.Function("tau", real=True), sp.Function("eta", real=True)
-_FTA, _FTL, _FDP = (sp.Function(n, real=True) for n in ("theta_a", "theta_l", "delta_p"))
+_FTA, _FTL = sp.Function("theta_a", real=True), sp.Function("theta_l", real=True)  # the weights' rounding chains
 _FZA, _FZL, _FV = (sp.Function(n, real=True) for n in ("z_a", "z_l", "v"))
 _FW = sp.Function("w", positive=True)
 _FH, _FR, _FBB = (sp.Function(n, real=True) for n in ("H", "R", "B"))  # the bound's per-key exponent and factors
 _FA, _FB = sp.Function("a_f", real=True), sp.Function("b_f", real=True)
-_FNB, _FDB = sp.Function("N_b", real=True), sp.Function("D_b", real=True)  # termwise bounds' varying parts
-_FNT, _FDT = sp.Function("N_t", real=True), sp.Function("D_t", real=True)  # the error terms themselves
+_FDB = sp.Function("D_b", real=True)  # l's termwise bound, less its constant
+_FNT, _FDT = sp.Function("P_t", real=True), sp.Function("D_t", real=True)  # acc's and l's error terms
 _FEA, _FEL = sp.Function("e_a", real=True), sp.Function("e_l", real=True)  # the weights as acc and l hold them
 _MX, _MH = sp.symbols("m m_hat", real=True)
 _C0 = sp.Symbol("c_0", positive=True)  # e^{m − m̂}
@@ -705,7 +705,7 @@ _ACC = sp.Symbol("acc", real=True)
 _L = sp.Symbol("l", positive=True)  # a sum of positive rounded weights, rounded
 _O, _OH, _FLO = sp.symbols("o o_hat fl(o)", real=True)
 _SF = sp.Symbol("S", positive=True)
-_DA, _DI, _ETA_O = sp.symbols("delta_a delta_in eta_o", real=True)
+_DG, _ETA_O = sp.symbols("delta_g eta_o", real=True)  # the division's and the store's roundings together
 
 
 def attention_forward_bound(score_roundings: int = 2) -> Derivation:
@@ -725,32 +725,33 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
     g_d, g_2 = sp.Symbol("gamma_D", real=True), sp.Symbol("gamma_{D+2}", real=True)
     delta = lambda k: g_2 * _FQ(k)  # noqa: E731
     theta_a, theta_l = (1 + MU)**BLOCKS * (1 + u)**n_a - 1, (1 + MU)**BLOCKS * (1 + u)**n_l - 1
+    theta_ap = (1 + MU)**BLOCKS * (1 + u)**n_a * (1 + U_P) - 1  # acc's chain with P's rounding
     a_of = lambda k: _FR(k) * (1 + U_P) + U_P  # noqa: E731
     b_of = _FBB
     # ---- premises: the model (cited), the exact quantities and the statement's names (defined)
     fit = pf.assume(sp.Lt((HEAD_DIM + score_roundings) * u, 1, evaluate=False), "(D + 2)u_a < 1")
-    score = pf.cite_external(sp.Eq(_FSH(i), (_FS(i) + _FE(i)) * (1 + _FD1(i)) * (1 + _FD2(i)), evaluate=False),
-                             STANDARD_MODEL, "ŝ_i = fl(fl(q·k_i)·fl(c)), fl(q·k_i) = q·k_i + e (c e =: e_D)", forall=[i])
+    score = pf.cite_external(sp.Eq(_FSH(i), (_FS(i) + _FE(i)) * (1 + _FDS(i)), evaluate=False),
+                             STANDARD_MODEL, "ŝ_i = fl(fl(q·k_i)·fl(c)) = (s_i + e_D,i)(1 + δ_s,i), fl(q·k_i) = q·k_i + e "
+                             "(c e =: e_D), 1 + δ_s the two roundings of c and of the product", forall=[i])
     exact_small = pf.cite_external(sp.Le(sp.Abs(_FS(i)), _FQ(i), evaluate=False), "triangle inequality",
                                    "|s_i| = c|q·k_i| ≤ c|q|ᵀ|k_i|", forall=[i])
     dot_small = pf.cite_external(sp.Le(sp.Abs(_FE(i)), g_d * _FQ(i), evaluate=False),
                                  HIGHAM_BOOK + ", eq. (3.5) (claim rounding-dot-product, n = D, u = u_a, times c > 0)",
                                  "|e_D,i| ≤ γ_D c|q|ᵀ|k_i|", forall=[i])
-    d1_small = pf.cite_external(sp.Le(sp.Abs(_FD1(i)), u, evaluate=False), STANDARD_MODEL, "|δ₁| ≤ u_a", forall=[i])
-    d2_small = pf.cite_external(sp.Le(sp.Abs(_FD2(i)), u, evaluate=False), STANDARD_MODEL, "|δ₂| ≤ u_a", forall=[i])
+    ds_small = pf.cite_external(sp.Le(sp.Abs(_FDS(i)), (1 + u)**2 - 1, evaluate=False), HIGHAM_BOOK + ", Lemma 3.1 (its proof, with |δ_k| ≤ u_k): |Π(1 + δ_k) − 1| ≤ Π(1 + u_k) − 1 (claim rounding-gamma-lemma)",
+                                "two roundings of at most u_a", forall=[i])
     max_near = pf.cite_external(sp.Le(sp.Abs(_MH - _MX), DELTA_MAX, evaluate=False), STANDARD_MODEL,
                                 "m̂ = max ŝ (a max is exact) is within Δ_max = max_i Δ_i of m = max s")
     drift = pf.cite_external(sp.Le(sp.Abs(_FTAU(i)), u * (_MH - _FSH(i)), evaluate=False),
                              STANDARD_MODEL + " (claim rounding-online-rescale, u = u_a, for key i)",
                              "the argument roundings move key i's exponent by τ_i, |τ_i| ≤ u_a(m̂ − ŝ_i)", forall=[i])
-    counted_a = pf.cite_external(sp.Le(sp.Abs(_FTA(i)), (1 + MU)**COUNT_EXP * (1 + u)**COUNT_A - 1, evaluate=False),
-                                 HIGHAM_BOOK + ", Lemma 3.1 (claim rounding-gamma-lemma), twice; " + EXP_ACCURACY,
-                                 "acc's weight i carries exps(T) exp errors (≤ μ) and n_a(T) roundings (≤ u_a)", forall=[i])
+    counted_a = pf.cite_external(sp.Le(sp.Abs(_FTA(i)), (1 + MU)**COUNT_EXP * (1 + u)**COUNT_A * (1 + U_P) - 1,
+                                       evaluate=False), HIGHAM_BOOK + ", Lemma 3.1 (its proof, with |δ_k| ≤ u_k): |Π(1 + δ_k) − 1| ≤ Π(1 + u_k) − 1 (claim rounding-gamma-lemma)" + "; " + EXP_ACCURACY,
+                                 "acc's weight i carries exps(T) exp errors (≤ μ), n_a(T) roundings (≤ u_a) and P's "
+                                 "rounding to u_p", forall=[i])
     counted_l = pf.cite_external(sp.Le(sp.Abs(_FTL(i)), (1 + MU)**COUNT_EXP * (1 + u)**COUNT_L - 1, evaluate=False),
-                                 HIGHAM_BOOK + ", Lemma 3.1 (claim rounding-gamma-lemma), twice; " + EXP_ACCURACY,
+                                 HIGHAM_BOOK + ", Lemma 3.1 (its proof, with |δ_k| ≤ u_k): |Π(1 + δ_k) − 1| ≤ Π(1 + u_k) − 1 (claim rounding-gamma-lemma)" + "; " + EXP_ACCURACY,
                                  "l's weight i carries exps(T) exp errors and n_l(T) roundings", forall=[i])
-    p_small = pf.cite_external(sp.Le(sp.Abs(_FDP(i)), U_P, evaluate=False), STANDARD_MODEL, "P rounded to u_p: |δ_p| ≤ u_p",
-                               forall=[i])
     weights_a = pf.cite_external(sp.Eq(_FEA(i), _C0 * _FW(i) * (1 + _FA(i)) + _FZA(i), evaluate=False), STANDARD_MODEL,
                                  "acc's weight i: e^{m − m̂}w_i(1 + a_i) plus its underflow z_a,i", forall=[i])
     weights_l = pf.cite_external(sp.Eq(_FEL(i), _C0 * _FW(i) * (1 + _FB(i)) + _FZL(i), evaluate=False), STANDARD_MODEL,
@@ -764,11 +765,12 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
                            "acc = Σ_i (its weight i) v_i: the P·V and rescale roundings are in a_i")
     ell = pf.cite_external(sp.Eq(_L, sp.Sum(_FEL(i), (i, 1, nk)), evaluate=False), STANDARD_MODEL,
                            "l = Σ_i (its weight i) > 0: the row-sum and rescale roundings are in b_i")
-    store = pf.cite_external(sp.Eq(_FLO, _OH * (1 + _DA) * (1 + _DI) + _ETA_O, evaluate=False), STANDARD_MODEL,
-                             "fl_in(fl_a(acc/l)) = ô(1 + δ_a)(1 + δ_in) + η: an underflowing rounding has δ = 0, a "
-                             "subnormal accumulator value is stored exactly or as a subnormal of the output format")
-    da_small = pf.cite_external(sp.Le(sp.Abs(_DA), u, evaluate=False), STANDARD_MODEL, "|δ_a| ≤ u_a")
-    di_small = pf.cite_external(sp.Le(sp.Abs(_DI), U_IN, evaluate=False), STANDARD_MODEL, "|δ_in| ≤ u_in")
+    store = pf.cite_external(sp.Eq(_FLO, _OH * (1 + _DG) + _ETA_O, evaluate=False), STANDARD_MODEL,
+                             "fl_in(fl_a(acc/l)) = ô(1 + δ_a)(1 + δ_in) + η =: ô(1 + δ_g) + η: an underflowing rounding "
+                             "has δ = 0, a subnormal accumulator value is stored exactly or as a subnormal of the output "
+                             "format")
+    dg_small = pf.cite_external(sp.Le(sp.Abs(_DG), (1 + u) * (1 + U_IN) - 1, evaluate=False), HIGHAM_BOOK + ", Lemma 3.1 (its proof, with |δ_k| ≤ u_k): |Π(1 + δ_k) − 1| ≤ Π(1 + u_k) − 1 (claim rounding-gamma-lemma)",
+                                "a rounding of at most u_a and one of at most u_in")
     store_small = pf.cite_external(sp.Le(sp.Abs(_ETA_O), LAMBDA_A + LAMBDA_O * U_IN, evaluate=False), STANDARD_MODEL,
                                  "|η| ≤ λ_a + λ_o u_in")
     counts = cited("rounding-online-rescale")
@@ -787,7 +789,7 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
     pf.define(_C0, sp.exp(_MX - _MH), "e^{m − m̂}: common to every weight")
     eta = pf.define(_FETA(i), _FSH(i) - _FS(i) + _FTAU(i), "η_i: what the score and argument roundings do to "
                     "the exponent, beyond the common m − m̂", forall=[i])
-    a_def = pf.define(_FA(i), sp.exp(_FETA(i)) * (1 + _FTA(i)) * (1 + _FDP(i)) - 1, "acc's weight factor", forall=[i])
+    a_def = pf.define(_FA(i), sp.exp(_FETA(i)) * (1 + _FTA(i)) - 1, "acc's weight factor", forall=[i])
     b_def = pf.define(_FB(i), sp.exp(_FETA(i)) * (1 + _FTL(i)) - 1, "l's weight factor", forall=[i])
     total = pf.define(_SF, sp.Sum(_FW(i), (i, 1, nk)), "S = Σ_i w_i")
     out = pf.define(_O, sp.Sum(_FW(i) * _FV(i), (i, 1, nk)) / _SF, "o = Σ w v / Σ w")
@@ -803,24 +805,22 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
     at_least = pf.assume(sp.Le(1, _SF, evaluate=False), "m = max s: the max key's weight is e⁰ = 1, so S ≥ 1")
     room = pf.assume(sp.Lt(PB + nk * ZETA, 1, evaluate=False), "(P∘B)1 + N_k ζ < 1: the bound's denominator is positive")
 
-    _NS, _DS = sp.symbols("N_sum D_sum", real=True)
-    f = (1 + _FD1(i)) * (1 + _FD2(i))
+    _NS, _DS = sp.symbols("P_sum D_sum", real=True)
     one_plus = lambda t, small: pf.chain([pf.instance(facts["triangle"], {_TA: 1, _TB: t}),  # noqa: E731
                                           pf.sign(1 + sp.Abs(t), "≤", 1 + small.rhs, using=[small])],
                                          sp.Abs(1 + t), "≤", 1 + small.rhs, label="triangle inequality")
     # ---- key i's score: |ŝ_i − s_i| ≤ Δ_i = γ_{D+2} c|q||k_i|
     s_i, e_i, q_i = _FS(i), _FE(i), _FQ(i)
-    d1, d2 = pf.instance(d1_small, {i: i}), pf.instance(d2_small, {i: i})
-    sc_unfold = pf.rewrite(sp.Abs(_FSH(i) - s_i), sp.Abs(s_i * (f - 1) + e_i * f), [score], label="score")
-    sc_split = pf.instance(facts["triangle"], {_TA: s_i * (f - 1), _TB: e_i * f}, label="triangle inequality")
-    sc_apart = pf.rewrite(sc_split.rhs, sp.Abs(s_i) * sp.Abs(f - 1) + sp.Abs(e_i) * sp.Abs(1 + _FD1(i)) *
-                          sp.Abs(1 + _FD2(i)), [facts["product"]], label="algebra")
-    f_near = _factor_lemma(pf, facts, _FD1(i), d1, _FD2(i), d2, "score")
-    sc_exact = pf.bound([pf.instance(exact_small, {i: i}), f_near], "mul", sp.Abs(s_i) * sp.Abs(f - 1), "≤",
-                        q_i * f_near.rhs, label="score")
-    sc_dot = pf.bound([pf.instance(dot_small, {i: i}), one_plus(_FD1(i), d1), one_plus(_FD2(i), d2)], "mul",
-                      sp.Abs(e_i) * sp.Abs(1 + _FD1(i)) * sp.Abs(1 + _FD2(i)), "≤", g_d * q_i * (1 + u) * (1 + u),
-                      label="score")
+    d_s = _FDS(i)
+    ds = pf.instance(ds_small, {i: i}, label="score")
+    sc_unfold = pf.rewrite(sp.Abs(_FSH(i) - s_i), sp.Abs(s_i * d_s + e_i * (1 + d_s)), [score], label="score")
+    sc_split = pf.instance(facts["triangle"], {_TA: s_i * d_s, _TB: e_i * (1 + d_s)}, label="triangle inequality")
+    sc_apart = pf.rewrite(sc_split.rhs, sp.Abs(s_i) * sp.Abs(d_s) + sp.Abs(e_i) * sp.Abs(1 + d_s), [facts["product"]],
+                          label="algebra")
+    sc_exact = pf.bound([pf.instance(exact_small, {i: i}), ds], "mul", sp.Abs(s_i) * sp.Abs(d_s), "≤",
+                        q_i * ds.rhs, label="score")
+    sc_dot = pf.bound([pf.instance(dot_small, {i: i}), one_plus(d_s, ds)], "mul", sp.Abs(e_i) * sp.Abs(1 + d_s), "≤",
+                      g_d * q_i * (1 + u)**2, label="score")
     sc_sum = pf.bound([sc_exact, sc_dot], "add", sc_apart.rhs, "≤", sc_exact.rhs + sc_dot.rhs, label="score")
     sc_gamma = pf.rewrite(sc_sum.rhs, delta(i), [named_d, named_2, fit], "c|q||k|((1 + γ_D)(1 + u)² − 1) ≤ "
                           "γ_{D+2} c|q||k|", relation_="≤", label="γ arithmetic")
@@ -855,13 +855,11 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
                               label="rounding counts")
         return pf.chain([pf.instance(counted, {i: i}), explicit], counted.lhs, "≤", theta, label="rounding counts")
 
-    th_a, th_l = chain_bound(counted_a, count_a, theta_a), chain_bound(counted_l, count_l, theta_l)
-    r_lemma = _factor_lemma(pf, facts, sp.exp(_FETA(i)) - 1, exp_part, _FTA(i), th_a, "weight factor")
-    r_close = pf.rewrite(r_lemma.rhs, _FR(i), [r_def], label="weight factor")
-    r_small = pf.chain([r_lemma, r_close], r_lemma.lhs, "≤", r_close.rhs, "|e^η(1 + θ_a) − 1| ≤ R_i", label="weight factor")
-    a_lemma = _factor_lemma(pf, facts, r_small.lhs.args[0], r_small, _FDP(i), pf.instance(p_small, {i: i}), "weight factor")
+    th_a, th_l = chain_bound(counted_a, count_a, theta_ap), chain_bound(counted_l, count_l, theta_l)
+    a_lemma = _factor_lemma(pf, facts, sp.exp(_FETA(i)) - 1, exp_part, _FTA(i), th_a, "weight factor")
     a_unfold = pf.rewrite(sp.Abs(_FA(i)), a_lemma.lhs, [a_def], label="weight factor")
-    a_small = pf.chain([a_unfold, a_lemma, pf.sign(a_lemma.rhs, "≤", a_of(i))], sp.Abs(_FA(i)), "≤", a_of(i),
+    a_close = pf.rewrite(a_lemma.rhs, a_of(i), [r_def], label="weight factor")
+    a_small = pf.chain([a_unfold, a_lemma, a_close], sp.Abs(_FA(i)), "≤", a_of(i),
                        "|a_i| ≤ R_i(1 + u_p) + u_p", label="weight factor", forall=[i])
     b_lemma = _factor_lemma(pf, facts, sp.exp(_FETA(i)) - 1, exp_part, _FTL(i), th_l, "weight factor")
     b_unfold = pf.rewrite(sp.Abs(_FB(i)), b_lemma.lhs, [b_def], label="weight factor")
@@ -869,83 +867,68 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
     b_small = pf.chain([b_unfold, b_lemma, b_close], sp.Abs(_FB(i)), "≤", b_of(i), "|b_i| ≤ B_i", label="weight factor",
                        forall=[i])
 
-    # ---- termwise: the numerator's and the denominator's error terms
+    # ---- termwise: acc's error terms P_i = e^{m−m̂}w_i a_i v_i + z_a,i v_i and l's D_i = e^{m−m̂}w_i b_i + z_l,i
     def product_bound(part, links, label):
         apart = pf.rewrite(sp.Abs(part), sp.Mul(*[l.lhs for l in links]), [facts["product"]], label="algebra")
         times = pf.bound(links, "mul", apart.rhs, "≤", sp.Mul(*[l.rhs for l in links]), label=label)
         return pf.chain([apart, times], apart.lhs, "≤", times.rhs, label=label)
 
+    def termwise(term, parts, bounds, label):
+        """|term(i)| ≤ Σ bounds for every i, term(i) := Σ parts (defined)."""
+        each = _abs_sum_of(pf, facts, parts, bounds, label)
+        named = pf.define(term(i), sp.Add(*parts), f"the {label}'s error term of key i", forall=[i])
+        return named, pf.chain([pf.rewrite(sp.Abs(term(i)), each.lhs, [named], label=label), each], sp.Abs(term(i)),
+                               "≤", each.rhs, label=label, forall=[i])
+
     same = lambda e: pf.sign(e, "≤", e)  # noqa: E731
-    k = sp.Symbol("k", integer=True, positive=True)
+    sums = lambda e: sp.Sum(e, (i, 1, nk))  # noqa: E731
     cw = _C0 * _FW(i)
     v_abs, o_abs_ = sp.Abs(_FV(i)), sp.Abs(_O)
-    num_parts = (cw * _FA(i) * _FV(i), -cw * _O * _FB(i), _FZA(i) * _FV(i), -_O * _FZL(i))
-    num_bounds = (product_bound(num_parts[0], [same(cw), pf.instance(a_small, {i: i}), same(v_abs)], "numerator"),
-                  product_bound(num_parts[1], [same(cw), same(o_abs_), pf.instance(b_small, {i: i})], "numerator"),
-                  product_bound(num_parts[2], [pf.instance(under_a, {i: i}), same(v_abs)], "numerator"),
-                  product_bound(num_parts[3], [same(o_abs_), pf.instance(under_l, {i: i})], "numerator"))
-    num_each = _abs_sum_of(pf, facts, num_parts, num_bounds, "numerator")
-    nt_def = pf.define(_FNT(i), sp.Add(*num_parts), "the numerator's error term of key i", forall=[i])
-    # The summands' parts that vary with i are named, so Σ_i c = N_k c is an identity on a small expression.
-    num_c = o_abs_ * _C0 * ZETA
-    nb_def = pf.define(_FNB(i), num_each.rhs - num_c, "the numerator's termwise bound, less its constant part", forall=[i])
-    num_all = pf.chain([pf.rewrite(sp.Abs(_FNT(i)), num_each.lhs, [nt_def], label="numerator"), num_each,
-                        pf.rewrite(num_each.rhs, _FNB(i) + num_c, [nb_def], label="numerator")], sp.Abs(_FNT(i)),
-                       "≤", _FNB(i) + num_c, label="numerator", forall=[i])
+    num_parts = (cw * _FA(i) * _FV(i), _FZA(i) * _FV(i))
+    nt_def, num_all = termwise(_FNT, num_parts, (
+        product_bound(num_parts[0], [same(cw), pf.instance(a_small, {i: i}), same(v_abs)], "numerator"),
+        product_bound(num_parts[1], [pf.instance(under_a, {i: i}), same(v_abs)], "numerator")), "numerator")
     den_parts = (cw * _FB(i), _FZL(i))
-    den_bounds = (product_bound(den_parts[0], [same(cw), pf.instance(b_small, {i: i})], "denominator"),
-                  pf.instance(under_l, {i: i}))
-    den_each = _abs_sum_of(pf, facts, den_parts, den_bounds, "denominator")
-    dt_def = pf.define(_FDT(i), sp.Add(*den_parts), "the denominator's error term of key i", forall=[i])
+    dt_def, den_all = termwise(_FDT, den_parts, (
+        product_bound(den_parts[0], [same(cw), pf.instance(b_small, {i: i})], "denominator"),
+        pf.instance(under_l, {i: i})), "denominator")
+    # Σ_i c = N_k c stays out of the sums: l's termwise bound's constant e^{m−m̂}ζ is carried by _sum_abs
     den_c = _C0 * ZETA
-    db_def = pf.define(_FDB(i), den_each.rhs - den_c, "the denominator's termwise bound, less its constant part",
-                       forall=[i])
-    den_all = pf.chain([pf.rewrite(sp.Abs(_FDT(i)), den_each.lhs, [dt_def], label="denominator"), den_each,
-                        pf.rewrite(den_each.rhs, _FDB(i) + den_c, [db_def], label="denominator")], sp.Abs(_FDT(i)),
-                       "≤", _FDB(i) + den_c, label="denominator", forall=[i])
-    num_sum = pf.define(_NS, sp.Sum(_FNT(i), (i, 1, nk)), "the numerator's error, acc − o·l")
-    den_sum = pf.define(_DS, sp.Sum(_FDT(i), (i, 1, nk)), "the denominator's error, l − e^{m − m̂}S")
+    db_def = pf.define(_FDB(i), den_all.rhs - den_c, "l's termwise bound, less its constant part", forall=[i])
+    den_all = pf.chain([den_all, pf.rewrite(den_all.rhs, _FDB(i) + den_c, [db_def], label="denominator")],
+                       den_all.lhs, "≤", _FDB(i) + den_c, label="denominator", forall=[i])
+    num_sum = pf.define(_NS, sums(_FNT(i)), "acc's error, Σ P_i")
+    den_sum = pf.define(_DS, sums(_FDT(i)), "l's error, Σ D_i")
 
-    # ---- acc = N + o·l and l = e^{m − m̂}S + D: the ratio lemma, by linearity
-    acc_x = sp.Sum((cw * (1 + _FA(i)) + _FZA(i)) * _FV(i), (i, 1, nk))
-    ell_x = sp.Sum(cw * (1 + _FB(i)) + _FZL(i), (i, 1, nk))
+    # ---- acc = e^{m − m̂}S·o + P and l = e^{m − m̂}S + D, by linearity
+    acc_x = sums((cw * (1 + _FA(i)) + _FZA(i)) * _FV(i))
     acc_open = pf.rewrite(_ACC, acc_x, [acc, weights_a], label="ratio")
-    rest = _C0 * sp.Sum(_FW(i) * _FV(i), (i, 1, nk)) - _C0 * _O * sp.Sum(_FW(i), (i, 1, nk))
-    num_x = sp.Sum(sp.Add(*num_parts), (i, 1, nk))
-    acc_lin = pf.linearity(acc_x, num_x + _O * ell_x + rest, "Σ distributes", label="ratio")
-    acc_zero = pf.rewrite(acc_lin.rhs, num_x + _O * ell_x, [out, total], "Σ w v − o Σ w = 0", label="ratio")
-    acc_back = pf.rewrite(acc_zero.rhs, _NS + _O * _L, [num_sum, nt_def, ell, weights_l], label="ratio")
-    acc_is = pf.chain([acc_open, acc_lin, acc_zero, acc_back], _ACC, "=", _NS + _O * _L, "acc = N + o·l", label="ratio")
+    acc_lin = pf.linearity(acc_x, _C0 * sums(_FW(i) * _FV(i)) + sums(sp.Add(*num_parts)), "Σ distributes", label="ratio")
+    acc_fold = pf.rewrite(acc_lin.rhs, _C0 * _SF * _O + _NS, [out, total, num_sum, nt_def], "Σ w v = S·o", label="ratio")
+    acc_is = pf.chain([acc_open, acc_lin, acc_fold], _ACC, "=", acc_fold.rhs, "acc = e^{m − m̂}S·o + P", label="ratio")
+    ell_x = sums(cw * (1 + _FB(i)) + _FZL(i))
     ell_open = pf.rewrite(_L, ell_x, [ell, weights_l], label="ratio")
-    ell_lin = pf.linearity(ell_x, _C0 * sp.Sum(_FW(i), (i, 1, nk)) + sp.Sum(sp.Add(*den_parts), (i, 1, nk)),
-                           label="ratio")
+    ell_lin = pf.linearity(ell_x, _C0 * sums(_FW(i)) + sums(sp.Add(*den_parts)), "Σ distributes", label="ratio")
     ell_fold = pf.rewrite(ell_lin.rhs, _C0 * _SF + _DS, [total, den_sum, dt_def], label="ratio")
     ell_is = pf.chain([ell_open, ell_lin, ell_fold], _L, "=", ell_fold.rhs, "l = e^{m − m̂}S + D", label="ratio")
 
-    # ---- |N| ≤ e^{m − m̂}S[T_P + (P∘R)|V| + |o|(P∘B)1 + ζ(‖v‖₁ + N_k|o|)]
-    num_over = _sum_abs(pf, facts["triangle"], _FNT, _FNB, num_all, nk, "numerator", num_c)
-    num_open = pf.rewrite(sp.Abs(_NS), num_over.lhs, [num_sum], label="numerator")
-    sums = lambda e: sp.Sum(e, (i, 1, nk))  # noqa: E731
-    num_lin_rhs = (_C0 * sums(_FW(i) * _FR(i) * v_abs) + _C0 * U_P * sums(_FW(i) * (1 + _FR(i)) * v_abs)
-                   + _C0 * o_abs_ * sums(_FW(i) * b_of(i)) + _C0 * ZETA * sums(v_abs) + nk * num_c)
-    num_open2 = pf.rewrite(num_over.rhs, sums(num_each.rhs - num_c) + nk * num_c, [nb_def], label="numerator")
-    num_dist = pf.linearity(num_open2.rhs, num_lin_rhs, "Σ distributes", label="numerator")
-    num_lin = pf.chain([num_open2, num_dist], num_over.rhs, "=", num_lin_rhs, label="numerator")
-    enum = T_P + PRV + O_ABS * PB
-    num_fold = pf.rewrite(num_lin_rhs, _C0 * _SF * enum + _C0 * ZETA * (V_L1 + nk * O_ABS), [prv, t_p, pb, v_l1, o_abs],
-                          label="numerator")
-    e_num = enum + ZETA * (V_L1 + nk * O_ABS)
-    num_s = pf.sign(num_fold.rhs, "≤", _C0 * _SF * e_num, "S ≥ 1", using=[at_least], label="numerator")
-    num_small = pf.chain([num_open, num_over, num_lin, num_fold, num_s], sp.Abs(_NS), "≤", num_s.rhs, label="numerator")
-    # ---- l ≥ e^{m − m̂}S(1 − (P∘B)1 − N_k ζ)
+    # ---- |D| ≤ e^{m − m̂}(S(P∘B)1 + N_k ζ) and |P| ≤ e^{m − m̂}(S(T_P + (P∘R)|V|) + ζ‖v‖₁)
     den_over = _sum_abs(pf, facts["triangle"], _FDT, _FDB, den_all, nk, "denominator", den_c)
     den_open = pf.rewrite(sp.Abs(_DS), den_over.lhs, [den_sum], label="denominator")
-    den_open2 = pf.rewrite(den_over.rhs, sums(den_each.rhs - den_c) + nk * den_c, [db_def], label="denominator")
+    den_open2 = pf.rewrite(den_over.rhs, sums(_FDB(i)).xreplace({_FDB(i): db_def.rhs}) + nk * den_c, [db_def],
+                           label="denominator")
     den_dist = pf.linearity(den_open2.rhs, _C0 * sums(_FW(i) * b_of(i)) + nk * den_c, "Σ distributes",
                             label="denominator")
-    den_lin = pf.chain([den_open2, den_dist], den_over.rhs, "=", den_dist.rhs, label="denominator")
-    den_fold = pf.rewrite(den_lin.rhs, _C0 * _SF * PB + _C0 * ZETA * nk, [pb], label="denominator")
-    den_small = pf.chain([den_open, den_over, den_lin, den_fold], sp.Abs(_DS), "≤", den_fold.rhs, label="denominator")
+    den_fold = pf.rewrite(den_dist.rhs, _C0 * _SF * PB + _C0 * ZETA * nk, [pb], label="denominator")
+    den_small = pf.chain([den_open, den_over, den_open2, den_dist, den_fold], sp.Abs(_DS), "≤", den_fold.rhs,
+                         label="denominator")
+    num_over = _sum_abs(pf, facts["triangle"], _FNT, lambda k: num_all.rhs.xreplace({i: k}), num_all, nk, "numerator")
+    num_open = pf.rewrite(sp.Abs(_NS), num_over.lhs, [num_sum], label="numerator")
+    num_dist = pf.linearity(num_over.rhs, _C0 * sums(_FW(i) * _FR(i) * v_abs) + _C0 * U_P * sums(
+        _FW(i) * (1 + _FR(i)) * v_abs) + _C0 * ZETA * sums(v_abs), "Σ distributes", label="numerator")
+    num_fold = pf.rewrite(num_dist.rhs, _C0 * (_SF * (T_P + PRV) + ZETA * V_L1), [prv, t_p, v_l1], label="numerator")
+    num_small = pf.chain([num_open, num_over, num_dist, num_fold], sp.Abs(_NS), "≤", num_fold.rhs, label="numerator")
+    # ---- l ≥ e^{m − m̂}S(1 − (P∘B)1 − N_k ζ)
     room_pos = pf.sign(0, "<", 1 - PB - nk * ZETA, using=[room], label="denominator")
     low = _C0 * _SF * (1 - PB - nk * ZETA)
     l1 = pf.sign(low, "≤", _C0 * _SF - den_small.rhs, "S ≥ 1", using=[at_least], label="denominator")
@@ -953,20 +936,29 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
     l3 = pf.rewrite(l2.rhs, _L, [ell_is, pf.instance(facts["below_abs"], {_TA: -_DS})], relation_="≤",
                     label="denominator")
     ell_low = pf.chain([l1, l2, l3], low, "≤", _L, "l ≥ e^{m − m̂}S(1 − (P∘B)1 − N_k ζ)", label="denominator")
-    # ---- |ô − o| ≤ E
-    ratio = pf.rewrite(sp.Abs(_OH - _O), sp.Abs(_NS) * (1 / _L), [quotient, acc_is], "ô − o = N / l", label="ratio")
+    # ---- ô − o = (P + o(e^{m − m̂}S − l))/l = (P − oD)/l, and |ô − o| ≤ E
+    top = _NS + _O * (_C0 * _SF - _L)
+    inside = sp.Abs(_OH - _O).args[0]  # as SymPy keeps it (ô − o or o − ô): what the next rewrite must find
+    diff = pf.rewrite(inside, (1 if inside == _OH - _O else -1) * top * (1 / _L), [quotient, acc_is],
+                      "ô − o = (P − oD)/l", label="ratio")
+    ratio = pf.rewrite(sp.Abs(_OH - _O), sp.Abs(top) * (1 / _L), [diff], label="ratio")
+    split = pf.instance(facts["triangle"], {_TA: _NS, _TB: _O * (_C0 * _SF - _L)}, label="triangle inequality")
+    apart = pf.rewrite(split.rhs, sp.Abs(_NS) + o_abs_ * sp.Abs(_DS), [facts["product"], ell_is], label="ratio")
+    o_den = pf.bound([same(o_abs_), den_small], "mul", o_abs_ * sp.Abs(_DS), "≤", o_abs_ * den_small.rhs, label="ratio")
+    both = pf.bound([num_small, o_den], "add", apart.rhs, "≤", num_small.rhs + o_den.rhs, label="ratio")
+    e_num = T_P + PRV + O_ABS * PB + ZETA * (V_L1 + nk * O_ABS)
+    fold = pf.rewrite(both.rhs, _C0 * _SF * e_num, [o_abs, at_least], "S ≥ 1", relation_="≤", label="ratio")
+    top_small = pf.chain([split, apart, both, fold], sp.Abs(top), "≤", fold.rhs, "|P − oD| ≤ e^{m − m̂}S·(E's numerator)",
+                         label="ratio")
     inverse = pf.sign(1 / _L, "≤", 1 / low, using=[ell_low, room_pos], label="denominator")
-    o_near = pf.bound([num_small, inverse], "mul", ratio.rhs, "≤", num_small.rhs * inverse.rhs, label="ratio")
+    o_near = pf.bound([top_small, inverse], "mul", ratio.rhs, "≤", top_small.rhs * inverse.rhs, label="ratio")
     o_close = pf.sign(o_near.rhs, "≤", ex["E"], label="ratio")
     ohat_near = pf.chain([ratio, o_near, o_close], ratio.lhs, "≤", ex["E"], "|ô − o| ≤ E", label="ratio")
     # ---- the division and the store
-    g = (1 + _DA) * (1 + _DI)
-    fin_parts = ((_OH - _O) * g, _O * (g - 1), _ETA_O)
+    fin_parts = ((_OH - _O) * (1 + _DG), _O * _DG, _ETA_O)
     fin_unfold = pf.rewrite(ERR, sp.Abs(sp.Add(*fin_parts)), [err, store], label="division and store")
-    g_near = _factor_lemma(pf, facts, _DA, da_small, _DI, di_small, "division and store")
-    fin_bounds = (product_bound(fin_parts[0], [ohat_near, one_plus(_DA, da_small), one_plus(_DI, di_small)],
-                                "division and store"),
-                  product_bound(fin_parts[1], [same(o_abs_), g_near], "division and store"),
+    fin_bounds = (product_bound(fin_parts[0], [ohat_near, one_plus(_DG, dg_small)], "division and store"),
+                  product_bound(fin_parts[1], [same(o_abs_), dg_small], "division and store"),
                   store_small)
     fin_sum = _abs_sum_of(pf, facts, fin_parts, fin_bounds, "division and store")
     bound = ex["bound"]
