@@ -696,7 +696,7 @@ _FZA, _FZL, _FV = (sp.Function(n, real=True) for n in ("z_a", "z_l", "v"))
 _FW = sp.Function("w", positive=True)
 _FH, _FR, _FBB = (sp.Function(n, real=True) for n in ("H", "R", "B"))  # the bound's per-key exponent and factors
 _FA, _FB = sp.Function("a_f", real=True), sp.Function("b_f", real=True)
-_FDB = sp.Function("D_b", real=True)  # l's termwise bound, less its constant
+_FNB, _FDB = sp.Function("P_b", real=True), sp.Function("D_b", real=True)  # acc's, l's termwise bounds (l's less ζ)
 _FNT, _FDT = sp.Function("P_t", real=True), sp.Function("D_t", real=True)  # acc's and l's error terms
 _FEA, _FEL = sp.Function("e_a", real=True), sp.Function("e_l", real=True)  # the weights as acc and l hold them
 _MX, _MH = sp.symbols("m m_hat", real=True)
@@ -880,7 +880,8 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
         return named, pf.chain([pf.rewrite(sp.Abs(term(i)), each.lhs, [named], label=label), each], sp.Abs(term(i)),
                                "≤", each.rhs, label=label, forall=[i])
 
-    same = lambda e: pf.sign(e, "≤", e)  # noqa: E731
+    seen: dict = {}
+    same = lambda e: seen.get(e) or seen.setdefault(e, pf.sign(e, "≤", e))  # noqa: E731  (x ≤ x, once per x)
     sums = lambda e: sp.Sum(e, (i, 1, nk))  # noqa: E731
     cw = _C0 * _FW(i)
     v_abs, o_abs_ = sp.Abs(_FV(i)), sp.Abs(_O)
@@ -897,6 +898,9 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
     db_def = pf.define(_FDB(i), den_all.rhs - den_c, "l's termwise bound, less its constant part", forall=[i])
     den_all = pf.chain([den_all, pf.rewrite(den_all.rhs, _FDB(i) + den_c, [db_def], label="denominator")],
                        den_all.lhs, "≤", _FDB(i) + den_c, label="denominator", forall=[i])
+    nb_def = pf.define(_FNB(i), num_all.rhs, "acc's termwise bound", forall=[i])
+    num_all = pf.chain([num_all, pf.rewrite(num_all.rhs, _FNB(i), [nb_def], label="numerator")], num_all.lhs, "≤",
+                       _FNB(i), label="numerator", forall=[i])
     num_sum = pf.define(_NS, sums(_FNT(i)), "acc's error, Σ P_i")
     den_sum = pf.define(_DS, sums(_FDT(i)), "l's error, Σ D_i")
 
@@ -915,19 +919,20 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
     # ---- |D| ≤ e^{m − m̂}(S(P∘B)1 + N_k ζ) and |P| ≤ e^{m − m̂}(S(T_P + (P∘R)|V|) + ζ‖v‖₁)
     den_over = _sum_abs(pf, facts["triangle"], _FDT, _FDB, den_all, nk, "denominator", den_c)
     den_open = pf.rewrite(sp.Abs(_DS), den_over.lhs, [den_sum], label="denominator")
-    den_open2 = pf.rewrite(den_over.rhs, sums(_FDB(i)).xreplace({_FDB(i): db_def.rhs}) + nk * den_c, [db_def],
+    den_open2 = pf.rewrite(den_over.rhs, sums(db_def.rhs) + nk * den_c, [db_def],
                            label="denominator")
     den_dist = pf.linearity(den_open2.rhs, _C0 * sums(_FW(i) * b_of(i)) + nk * den_c, "Σ distributes",
                             label="denominator")
     den_fold = pf.rewrite(den_dist.rhs, _C0 * _SF * PB + _C0 * ZETA * nk, [pb], label="denominator")
     den_small = pf.chain([den_open, den_over, den_open2, den_dist, den_fold], sp.Abs(_DS), "≤", den_fold.rhs,
                          label="denominator")
-    num_over = _sum_abs(pf, facts["triangle"], _FNT, lambda k: num_all.rhs.xreplace({i: k}), num_all, nk, "numerator")
+    num_over = _sum_abs(pf, facts["triangle"], _FNT, _FNB, num_all, nk, "numerator")
     num_open = pf.rewrite(sp.Abs(_NS), num_over.lhs, [num_sum], label="numerator")
-    num_dist = pf.linearity(num_over.rhs, _C0 * sums(_FW(i) * _FR(i) * v_abs) + _C0 * U_P * sums(
+    num_open2 = pf.rewrite(num_over.rhs, sums(nb_def.rhs), [nb_def], label="numerator")
+    num_dist = pf.linearity(num_open2.rhs, _C0 * sums(_FW(i) * _FR(i) * v_abs) + _C0 * U_P * sums(
         _FW(i) * (1 + _FR(i)) * v_abs) + _C0 * ZETA * sums(v_abs), "Σ distributes", label="numerator")
     num_fold = pf.rewrite(num_dist.rhs, _C0 * (_SF * (T_P + PRV) + ZETA * V_L1), [prv, t_p, v_l1], label="numerator")
-    num_small = pf.chain([num_open, num_over, num_dist, num_fold], sp.Abs(_NS), "≤", num_fold.rhs, label="numerator")
+    num_small = pf.chain([num_open, num_over, num_open2, num_dist, num_fold], sp.Abs(_NS), "≤", num_fold.rhs, label="numerator")
     # ---- l ≥ e^{m − m̂}S(1 − (P∘B)1 − N_k ζ)
     room_pos = pf.sign(0, "<", 1 - PB - nk * ZETA, using=[room], label="denominator")
     low = _C0 * _SF * (1 - PB - nk * ZETA)
