@@ -38,6 +38,10 @@ EXP_ACCURACY = ("stated accuracy of the exp/exp2 implementation in ulps (CUDA C 
 HIGHAM_MARY = ("N. J. Higham & T. Mary, A new approach to probabilistic rounding error analysis, "
                "SIAM J. Sci. Comput. 41(5), 2019, Theorem 2.4")
 HOEFFDING = "W. Hoeffding, Probability inequalities for sums of bounded random variables, JASA 58, 1963, Thm 2"
+# Lemma 3.1's proof (claim rounding-gamma-lemma, for one u) with a bound u_k per factor: where several roundings of
+# different formats compose, and a citation of the claim cannot be instantiated at another n or u.
+MIXED_PRODUCTS = (f"{HIGHAM_BOOK}, Lemma 3.1 (its proof, with |δ_k| ≤ u_k): |Π(1 + δ_k) − 1| ≤ Π(1 + u_k) − 1 "
+                  "(claim rounding-gamma-lemma)")
 BLANCHARD = ("P. Blanchard, D. J. Higham & N. J. Higham, Accurate computation of the log-sum-exp and "
              "softmax functions, IMA J. Numer. Anal. 41(4), 2021")
 
@@ -738,7 +742,7 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
     dot_small = pf.cite_external(sp.Le(sp.Abs(_FE(i)), g_d * _FQ(i), evaluate=False),
                                  HIGHAM_BOOK + ", eq. (3.5) (claim rounding-dot-product, n = D, u = u_a, times c > 0)",
                                  "|e_D,i| ≤ γ_D c|q|ᵀ|k_i|", forall=[i])
-    ds_small = pf.cite_external(sp.Le(sp.Abs(_FDS(i)), (1 + u)**2 - 1, evaluate=False), HIGHAM_BOOK + ", Lemma 3.1 (its proof, with |δ_k| ≤ u_k): |Π(1 + δ_k) − 1| ≤ Π(1 + u_k) − 1 (claim rounding-gamma-lemma)",
+    ds_small = pf.cite_external(sp.Le(sp.Abs(_FDS(i)), (1 + u)**2 - 1, evaluate=False), MIXED_PRODUCTS,
                                 "two roundings of at most u_a", forall=[i])
     max_near = pf.cite_external(sp.Le(sp.Abs(_MH - _MX), DELTA_MAX, evaluate=False), STANDARD_MODEL,
                                 "m̂ = max ŝ (a max is exact) is within Δ_max = max_i Δ_i of m = max s")
@@ -746,11 +750,11 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
                              STANDARD_MODEL + " (claim rounding-online-rescale, u = u_a, for key i)",
                              "the argument roundings move key i's exponent by τ_i, |τ_i| ≤ u_a(m̂ − ŝ_i)", forall=[i])
     counted_a = pf.cite_external(sp.Le(sp.Abs(_FTA(i)), (1 + MU)**COUNT_EXP * (1 + u)**COUNT_A * (1 + U_P) - 1,
-                                       evaluate=False), HIGHAM_BOOK + ", Lemma 3.1 (its proof, with |δ_k| ≤ u_k): |Π(1 + δ_k) − 1| ≤ Π(1 + u_k) − 1 (claim rounding-gamma-lemma)" + "; " + EXP_ACCURACY,
+                                       evaluate=False), MIXED_PRODUCTS + "; " + EXP_ACCURACY,
                                  "acc's weight i carries exps(T) exp errors (≤ μ), n_a(T) roundings (≤ u_a) and P's "
                                  "rounding to u_p", forall=[i])
     counted_l = pf.cite_external(sp.Le(sp.Abs(_FTL(i)), (1 + MU)**COUNT_EXP * (1 + u)**COUNT_L - 1, evaluate=False),
-                                 HIGHAM_BOOK + ", Lemma 3.1 (its proof, with |δ_k| ≤ u_k): |Π(1 + δ_k) − 1| ≤ Π(1 + u_k) − 1 (claim rounding-gamma-lemma)" + "; " + EXP_ACCURACY,
+                                 MIXED_PRODUCTS + "; " + EXP_ACCURACY,
                                  "l's weight i carries exps(T) exp errors and n_l(T) roundings", forall=[i])
     weights_a = pf.cite_external(sp.Eq(_FEA(i), _C0 * _FW(i) * (1 + _FA(i)) + _FZA(i), evaluate=False), STANDARD_MODEL,
                                  "acc's weight i: e^{m − m̂}w_i(1 + a_i) plus its underflow z_a,i", forall=[i])
@@ -769,7 +773,7 @@ def attention_forward_bound(score_roundings: int = 2) -> Derivation:
                              "fl_in(fl_a(acc/l)) = ô(1 + δ_a)(1 + δ_in) + η =: ô(1 + δ_g) + η: an underflowing rounding "
                              "has δ = 0, a subnormal accumulator value is stored exactly or as a subnormal of the output "
                              "format")
-    dg_small = pf.cite_external(sp.Le(sp.Abs(_DG), (1 + u) * (1 + U_IN) - 1, evaluate=False), HIGHAM_BOOK + ", Lemma 3.1 (its proof, with |δ_k| ≤ u_k): |Π(1 + δ_k) − 1| ≤ Π(1 + u_k) − 1 (claim rounding-gamma-lemma)",
+    dg_small = pf.cite_external(sp.Le(sp.Abs(_DG), (1 + u) * (1 + U_IN) - 1, evaluate=False), MIXED_PRODUCTS,
                                 "a rounding of at most u_a and one of at most u_in")
     store_small = pf.cite_external(sp.Le(sp.Abs(_ETA_O), LAMBDA_A + LAMBDA_O * U_IN, evaluate=False), STANDARD_MODEL,
                                  "|η| ≤ λ_a + λ_o u_in")
@@ -1009,7 +1013,8 @@ def attention_probabilistic_bound() -> Derivation:
     boole = pf.cite_external(sp.Le(_UNION, sp.Sum(_FAIL_CHAIN(i), (i, 1, _C1)) + sp.Sum(_FAIL_PV(i), (i, 1, _C2)),
                                    evaluate=False), "Boole's inequality", "P(∪ events) ≤ Σ P(event)")
     chain_i = pf.cite_external(sp.Le(_FAIL_CHAIN(i), per_chain, evaluate=False), HIGHAM_MARY,
-                               "with independent, mean-zero |δ_k| ≤ u, a chain Π_{k≤n}(1 + δ_k) = 1 + θ_n leaves |θ_n| ≤ γ̃_n(λ) = exp(λ√n u + nu²/(1 − u)) − 1 "
+                               "with independent, mean-zero |δ_k| ≤ u, a chain Π_{k≤n}(1 + δ_k) = 1 + θ_n leaves "
+                               "|θ_n| ≤ γ̃_n(λ) = exp(λ√n u + nu²/(1 − u)) − 1 "
                                "with probability at most 2exp(−λ²(1 − u)²/2)", forall=[i])
     sum_i = pf.cite_external(sp.Le(_FAIL_PV(i), hoeffding, evaluate=False), HOEFFDING,
                              "Σ_j a_j δ_j with the a_j fixed before the independent, mean-zero |δ_j| ≤ u leaves "
