@@ -7,7 +7,7 @@ The chain of claims, each a checked derivation:
   Numerical Algorithms*, Lemma 3.1).
 - ``rounding-dot-product``: |fl(xᵀy) − xᵀy| ≤ γ_n |x|ᵀ|y| for any summation order.
 - ``rounding-softmax-shifted``: softmax with max subtraction (Blanchard, D. J. Higham & N. J.
-  Higham 2021), as an instance of the ratio lemma every bound below rests on.
+  Higham 2021): the weight factors, the sum's error and the quotient, the pattern the forward repeats.
 - ``rounding-online-rescale``: what one rescale by fl(exp(m_old − m_new)) adds, and the total over
   T = ⌈N_k / BLOCK_N⌉ key blocks (the exponent drifts telescope; the counts grow by 2 per block).
 - ``rounding-attention-forward``: a per-element a-posteriori bound for the whole forward of a
@@ -16,14 +16,13 @@ The chain of claims, each a checked derivation:
 - ``rounding-attention-probabilistic``: the same with the Higham–Mary λ√n·u chains and a
   Hoeffding bound for the rounding of P, holding with a stated failure probability.
 
-The standard model of floating-point arithmetic and the accuracy of exp are cited premises;
-everything else is checked. Numbers flow downstream as the SymPy expressions in ``result``.
+The standard model of floating-point arithmetic, the accuracy of exp and a few facts of real analysis
+(the triangle inequality, |e^t − 1| ≤ e^{|t|} − 1, exp's tangent line) are cited premises; every step
+is a rule application the checker replays, and each claim's inequality is the end of one chain. Numbers flow downstream as the SymPy expressions in ``result``.
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 import sympy as sp
 
@@ -40,6 +39,10 @@ EXP_ACCURACY = ("stated accuracy of the exp/exp2 implementation in ulps (CUDA C 
 HIGHAM_MARY = ("N. J. Higham & T. Mary, A new approach to probabilistic rounding error analysis, "
                "SIAM J. Sci. Comput. 41(5), 2019, Theorem 2.4")
 HOEFFDING = "W. Hoeffding, Probability inequalities for sums of bounded random variables, JASA 58, 1963, Thm 2"
+# Lemma 3.1's proof (claim rounding-gamma-lemma, for one u) with a bound u_k per factor: where several roundings of
+# different formats compose, and a citation of the claim cannot be instantiated at another n or u.
+MIXED_PRODUCTS = (f"{HIGHAM_BOOK}, Lemma 3.1 (its proof, with |δ_k| ≤ u_k): |Π(1 + δ_k) − 1| ≤ Π(1 + u_k) − 1 "
+                  "(claim rounding-gamma-lemma)")
 BLANCHARD = ("P. Blanchard, D. J. Higham & N. J. Higham, Accurate computation of the log-sum-exp and "
              "softmax functions, IMA J. Numer. Anal. 41(4), 2021")
 
@@ -115,7 +118,6 @@ def recipe(name: str, dtype: str, **changes) -> Recipe:
 U = sp.Symbol("u", positive=True)
 N = sp.Symbol("n", integer=True, positive=True)
 _J, _K = sp.symbols("j k", integer=True, positive=True)
-_a = sp.Symbol("b", positive=True)  # u = 1/(n + b), b > 0, carries the hypothesis nu < 1
 THETA = sp.Function("theta", real=True)
 DELTAS = sp.IndexedBase("delta", real=True)  # δ_{j,k}, the relative error of rounding k of product j
 FAMILY = sp.Symbol("j", integer=True, positive=True)  # which product: one per term of a sum, say
@@ -181,57 +183,6 @@ def gamma(n, u=U) -> sp.Expr:
 def gamma_tilde(n, lam=LAM, u=U) -> sp.Expr:
     """Higham–Mary's γ̃_n(λ) = exp(λ√n u + n u²/(1 − u)) − 1."""
     return sp.exp(lam * sp.sqrt(n) * u + n * u**2 / (1 - u)) - 1
-
-
-# ----------------------------------------------------------------------------- engine helpers
-
-
-def _premise(pf: Proof, rule, description, lhs, rhs=None, relation="=", *, kind, reference=None):
-    """A premise with its kind of trust; the engine API of branch proofs-core takes kind/reference,
-    today's engine only the text (the reference then goes into the description)."""
-    if "kind" in inspect.signature(pf.premise).parameters:
-        pf.premise(rule, description, lhs, rhs, relation, kind=kind, reference=reference)
-    else:
-        tag = f"[{kind}{': ' + reference if reference else ''}] "
-        pf.premise(rule, tag + description, lhs, rhs, relation)
-
-
-def _holds(pf: Proof, rule, description, lhs, rhs, check, relation="≤") -> bool:
-    return pf.holds(rule, description, lhs, rhs, check, relation=relation)
-
-
-def _conclude(pf: Proof, description, lhs, rel, rhs) -> bool:
-    """The claim's relation, built from this derivation's own expressions, holding because every
-    step before it checked (the steps are the proof; this step composes them)."""
-    from proofs.engine import relation
-
-    return pf.holds("conclusion", description, lhs, rhs, lambda: _all_checked(pf), relation=rel,
-                    establishes=relation(lhs, rel, rhs))
-
-
-def _nonnegative(expr: sp.Expr, substitution: dict | None = None) -> tuple[bool, str]:
-    """expr ≥ 0, decided by SymPy's sign rules after factoring (the substitution carries the
-    hypothesis into symbols whose assumptions say it, e.g. u = (1 − a)/(n + 1) with a > 0)."""
-    e = sp.factor(sp.together(expr.subs(substitution or {})))
-    ok = e.is_nonnegative is True
-    return ok, f"{'nonnegative' if ok else 'sign not established'}: {inline(e)}"
-
-
-def _all_checked(pf: Proof) -> tuple[bool, str]:
-    """A conclusion step: it holds when every step before it checked."""
-    failed = [s.rule for s in pf.steps if s.passed is False]
-    return (not failed, "every step above checked" if not failed else f"failed before: {', '.join(failed)}")
-
-
-def _is_identity(lhs, rhs) -> tuple[bool, str]:
-    from proofs.engine import identity
-
-    return identity(lhs, rhs)
-
-
-def _hypothesis_u(n, u=U) -> dict:
-    """nu < 1 (and u > 0) written as u = 1/(n + b) with b > 0."""
-    return {u: 1 / (n + _a)}
 
 
 # ============================================================================= claims
@@ -374,100 +325,252 @@ def dot_product_bound() -> Derivation:
     return pf.finish(Result(bound=bound, gamma=gamma(N)))
 
 
-# ----------------------------------------------------------------------------- the ratio lemma
+# ----------------------------------------------------------------------------- shared lemmas (rule applications)
 
-_w = sp.Function("w", positive=True)  # exact weights e^{s_j − m} > 0
-_av, _bv, _v = (sp.Function(s, real=True) for s in ("a", "b", "v"))
-_za, _zb = sp.Function("z_a", real=True), sp.Function("z_b", real=True)
-
-
-def _sum(f):
-    return sp.Sum(f, (_J, 1, KEYS))
+_I = sp.Symbol("i", integer=True, positive=True)  # a key index, bound by Σ and ∀
+_TT = sp.Symbol("t", real=True)
 
 
-def _ratio_steps(pf: Proof) -> None:
-    """Numerator Σ w_j(1 + a_j)v_j + Σ z_a,j v_j and denominator Σ w_j(1 + b_j) + Σ z_b,j, against
-    o = Σ w v / Σ w: the checked identity behind every bound here (the ratio lemma). Written
-    multiplied out, so no step divides by a quantity not known to be non-zero."""
-    s1, sv = _sum(_w(_J)), _sum(_w(_J) * _v(_J))
-    num = _sum(_w(_J) * (1 + _av(_J)) * _v(_J) + _za(_J) * _v(_J))
-    den = _sum(_w(_J) * (1 + _bv(_J)) + _zb(_J))
-    rhs = s1 * (_sum(_w(_J) * _av(_J) * _v(_J)) + _sum(_za(_J) * _v(_J))) - sv * (_sum(_w(_J) * _bv(_J)) + _sum(_zb(_J)))
-    # The same identities serve several claims: checked once per process (engine.identity, cached).
-    pf.holds("ratio lemma (identity)", "Σw·num − Σwv·den = Σw(Σ w a v + Σ z_a v) − Σwv(Σ w b + Σ z_b): the exact "
-             "parts cancel", s1 * num - sv * den, rhs, lambda: _ratio_identity(0), relation="=")
-    oh, o, s1_, den_ = sp.symbols("ohat o S_1 den", real=True)
-    pf.holds("ratio lemma (division)", "with ô·den = num and o·Σw = Σwv: (ô − o)·Σw·den = Σw·num − Σwv·den, so "
-             "|ô − o| = |Σw·num − Σwv·den| / (Σw·den) where Σw > 0 and den > 0", (oh - o) * s1_ * den_,
-             s1_ * (oh * den_) - (o * s1_) * den_, lambda: _ratio_identity(1), relation="=")
+def _abs_facts(pf: Proof, which=("triangle", "series", "tangent", "product")) -> dict:
+    """The facts about |·| and exp the bounds below use: cited theorems of real analysis, and |ab| = |a||b| checked."""
+    make = dict(
+        triangle=lambda: pf.cite_external(sp.Le(sp.Abs(_TA + _TB), sp.Abs(_TA) + sp.Abs(_TB), evaluate=False),
+                                          "triangle inequality", "|a + b| ≤ |a| + |b| for real a, b", forall=[_TA, _TB]),
+        series=lambda: pf.cite_external(sp.Le(sp.Abs(sp.exp(_TT) - 1), sp.exp(sp.Abs(_TT)) - 1, evaluate=False),
+                                        "exp series", "|e^t − 1| ≤ e^{|t|} − 1 for real t: e^t − 1 = Σ_{i≥1} t^i/i!, and "
+                                        "the triangle inequality termwise", forall=[_TT]),
+        tangent=lambda: pf.cite_external(sp.Le(sp.exp(_TA) * (1 + _TB - _TA), sp.exp(_TB), evaluate=False),
+                                         "convexity of exp", "e^a(1 + b − a) ≤ e^b for real a, b: exp lies above its "
+                                         "tangent at a", forall=[_TA, _TB]),
+        product=lambda: pf.identity(sp.Abs(_TA * _TB), sp.Abs(_TA) * sp.Abs(_TB), "|ab| = |a||b|", forall=[_TA, _TB],
+                                    label="algebra"))
+    return {name: make[name]() for name in which}
 
 
-@lru_cache(maxsize=None)
-def _ratio_identity(which: int) -> tuple[bool, str]:
-    if which == 1:
-        oh, o, s1_, den_ = sp.symbols("ohat o S_1 den", real=True)
-        return _is_identity((oh - o) * s1_ * den_, s1_ * (oh * den_) - (o * s1_) * den_)
-    s1, sv = _sum(_w(_J)), _sum(_w(_J) * _v(_J))
-    num = _sum(_w(_J) * (1 + _av(_J)) * _v(_J) + _za(_J) * _v(_J))
-    den = _sum(_w(_J) * (1 + _bv(_J)) + _zb(_J))
-    return _is_identity(s1 * num - sv * den, s1 * (_sum(_w(_J) * _av(_J) * _v(_J)) + _sum(_za(_J) * _v(_J)))
-                        - sv * (_sum(_w(_J) * _bv(_J)) + _sum(_zb(_J))))
+def _factor_lemma(pf: Proof, facts: dict, a, small_a, t, small_t, label: str):
+    """|(1 + a)(1 + t) − 1| ≤ A(1 + T) + T from ``small_a``: |a| ≤ A and ``small_t``: |t| ≤ T (triangle inequality)."""
+    big_a, big_t = small_a.rhs, small_t.rhs
+    lhs = sp.Abs((1 + a) * (1 + t) - 1)
+    spread = pf.identity(lhs, sp.Abs(a * (1 + t) + t), "(1 + a)(1 + t) − 1 = a(1 + t) + t", label=label)
+    split = pf.instance(facts["triangle"], {_TA: a * (1 + t), _TB: t}, label="triangle inequality")
+    apart = pf.rewrite(split.rhs, sp.Abs(a) * sp.Abs(1 + t) + sp.Abs(t), [facts["product"]], "|a(1 + t)| = |a||1 + t|",
+                       label=label)
+    one = pf.instance(facts["triangle"], {_TA: 1, _TB: t}, label="triangle inequality")
+    up = pf.sign(one.rhs, "≤", 1 + big_t, "1 + |t| ≤ 1 + T", using=[small_t], label=label)
+    factor = pf.chain([one, up], sp.Abs(1 + t), "≤", 1 + big_t, label=label)
+    times = pf.bound([small_a, factor], "mul", sp.Abs(a) * sp.Abs(1 + t), "≤", big_a * (1 + big_t),
+                     "|a||1 + t| ≤ A(1 + T), both factors ≥ 0", label=label)
+    plus = pf.bound([times, small_t], "add", apart.rhs, "≤", times.rhs + big_t, label=label)
+    return pf.chain([spread, split, apart, plus], lhs, "≤", plus.rhs,
+                    "|(1 + a)(1 + t) − 1| ≤ A(1 + T) + T", label=label)
 
 
-def _termwise(pf: Proof, what: str, bound_term, abs_term, subs) -> None:
-    _holds(pf, "triangle inequality, termwise", what, abs_term, bound_term,
-           lambda: _nonnegative(bound_term - abs_term, subs))
+def _exp_monotone(pf: Proof, facts: dict, small, big, below, label: str, signs=()):
+    """e^small ≤ e^big from ``below``: small ≤ big (the tangent of exp at ``small`` lies below it); ``signs``: the
+    facts that sign the factors of big − small."""
+    tangent = pf.instance(facts["tangent"], {_TA: small, _TB: big}, label="convexity of exp")
+    lift = pf.sign(sp.exp(small), "≤", tangent.lhs, "e^a ≤ e^a(1 + b − a) since b − a ≥ 0", using=[below, *signs],
+                   label=label)
+    return pf.chain([lift, tangent], sp.exp(small), "≤", sp.exp(big), label=label)
 
 
-def softmax_shifted() -> Derivation:
-    """p̂_j = fl(e_j / fl(Σ e_k)), e_k = fl(exp(fl(s_k − m))), m = max s: a relative error bound."""
-    x, mu, u = SOFTMAX_GAP, MU, U
-    a_j = sp.exp(u * x) * (1 + mu) - 1  # the numerator's weight factor
-    sb = SOFTMAX_PB
+def _exp_factor(pf: Proof, facts: dict, eta, small_eta, label: str):
+    """|e^η − 1| ≤ e^H − 1 from ``small_eta``: |η| ≤ H."""
+    h = small_eta.rhs
+    series = pf.instance(facts["series"], {_TT: eta}, label="exp series")
+    grow = _exp_monotone(pf, facts, sp.Abs(eta), h, small_eta, label)
+    less = pf.sign(series.rhs, "≤", sp.exp(h) - 1, using=[grow], label=label)
+    return pf.chain([series, less], sp.Abs(sp.exp(eta) - 1), "≤", sp.exp(h) - 1, label=label)
+
+
+def _sum_abs(pf: Proof, triangle, f, g, each, top, label: str, const=0):
+    """|Σ_{i≤top} f(i)| ≤ Σ_{i≤top} g(i) + top·c from ``each``: |f(i)| ≤ g(i) + c for every i (∀ i), by induction on
+    the terms (a constant c stays out of the sum: Σ_i c = N c would ask the engine to split a sum)."""
+    p, k = _P, sp.Symbol("k", integer=True, positive=True)
+    Q = sp.Le(sp.Abs(sp.Sum(f(_I), (_I, 1, p))), sp.Sum(g(_I), (_I, 1, p)) + p * const, evaluate=False)
+    at = lambda v: substitute(Q, {p: v})  # noqa: E731
+    empty = pf.truncation(at(0).lhs, at(0).rhs, [], "no term: both sums are empty", label="base case")
+    base = pf.chain([empty, pf.sign(at(0).rhs, "≤", at(0).rhs)], at(0).lhs, "≤", at(0).rhs, label="base case")
+    hyp = pf.hypothesis(at(k - 1))
+    head = sp.Sum(f(_I), (_I, 1, k - 1))
+    peel = pf.truncation(at(k).lhs, sp.Abs(head + f(k)), [], "the last term taken out", label="one more term", peel=k)
+    split = pf.instance(triangle, {_TA: head, _TB: f(k)}, label="triangle inequality")
+    plus = pf.bound([hyp, pf.instance(each, {_I: k})], "add", split.rhs, "≤", at(k - 1).rhs + (g(k) + const),
+                    label=label)
+    whole = pf.truncation(plus.rhs, at(k).rhs, [], label="one more term", peel=k)
+    step = pf.chain([peel, split, plus, whole], at(k).lhs, "≤", at(k).rhs, label="induction step")
+    summed = pf.induction(Q, p, 0, base, step, hyp, "by induction on the number of terms", step_var=k,
+                          label="induction", forall=[p])
+    return pf.instance(summed, {p: top}, label=label)
+
+
+def _abs_sum_of(pf: Proof, facts: dict, parts, bounds, label: str):
+    """|Σ parts| ≤ Σ bounds from |part| ≤ bound for each (the triangle inequality, one part at a time)."""
+    total, big, fact = parts[0], bounds[0].rhs, bounds[0]
+    for part, each in zip(parts[1:], bounds[1:]):
+        split = pf.instance(facts["triangle"], {_TA: total, _TB: part}, label="triangle inequality")
+        plus = pf.bound([fact, each], "add", split.rhs, "≤", big + each.rhs, label=label)
+        total, big = total + part, big + each.rhs
+        fact = pf.chain([split, plus], sp.Abs(total), "≤", big, label=label)
+    return fact
+
+
+def _sum_below(pf: Proof, small, big, each, top, label: str):
+    """Σ_{i≤top} f(i) ≤ Σ_{i≤top} g(i) from ``each``: f(i) ≤ g(i) for every i (∀ i), by induction on the terms."""
+    p, k = _P, sp.Symbol("k", integer=True, positive=True)
+    Q = sp.Le(sp.Sum(small(_I), (_I, 1, p)), sp.Sum(big(_I), (_I, 1, p)), evaluate=False)
+    at = lambda v: substitute(Q, {p: v})  # noqa: E731
+    empty = pf.truncation(at(0).lhs, at(0).rhs, [], "no term: both sums are empty", label="base case")
+    base = pf.chain([empty, pf.sign(at(0).rhs, "≤", at(0).rhs)], at(0).lhs, "≤", at(0).rhs, label="base case")
+    hyp = pf.hypothesis(at(k - 1))
+    peel = pf.truncation(at(k).lhs, sp.Sum(small(_I), (_I, 1, k - 1)) + small(k), [], "the last term taken out",
+                         label="one more term", peel=k)
+    plus = pf.bound([hyp, pf.instance(each, {_I: k})], "add", peel.rhs, "≤", at(k - 1).rhs + big(k), label=label)
+    whole = pf.truncation(plus.rhs, at(k).rhs, [], label="one more term", peel=k)
+    step = pf.chain([peel, plus, whole], at(k).lhs, "≤", at(k).rhs, label="induction step")
+    summed = pf.induction(Q, p, 0, base, step, hyp, "by induction on the number of terms", step_var=k,
+                          label="induction", forall=[p])
+    return pf.instance(summed, {p: top}, label=label)
+
+
+# The softmax model: key i's exact weight w_i = e^{x_i}, x_i = s_i − m; its computed weight
+# ê_i = fl(exp(fl(x_i))) = e^{x_i(1 + δx_i)}(1 + ε_i); the computed sum D̂ = Σ ê_i(1 + θ_i); p̂_j = fl(ê_j / D̂).
+_XS = sp.Function("x", real=True)  # x_i = s_i − m
+_DX = sp.Function("delta_x", real=True)  # the subtraction's rounding
+_EPF = sp.Function("epsilon", real=True)  # the exp's error
+_THS = sp.Function("theta_s", real=True)  # what the sum's additions do to term i
+_WS = sp.Function("w", positive=True)  # exact weights e^{x_i}
+_EH = sp.Function("e_hat", real=True)  # computed weights
+_AW, _BW = sp.Function("a_w", real=True), sp.Function("b_w", real=True)  # their relative errors, alone and summed
+_DH = sp.Symbol("D_hat", positive=True)  # fl(Σ ê_i): a sum of positive floats, rounded, is positive
+_OH = sp.Symbol("o_hat", real=True)  # ê_j / D̂ before its rounding
+_PH = sp.Symbol("p_hat", real=True)  # p̂_j
+_PJ = sp.Symbol("p_j", positive=True)
+_SW = sp.Symbol("S", positive=True)  # Σ w_i
+_BETA = sp.Symbol("beta", real=True)  # Σ p_i b_i: the sum's relative error
+
+
+def _softmax_terms():
+    """A_i and B_i of the claim as functions of the key index (|x_i| = |s_i − m|)."""
+    a_of = lambda i: sp.exp(U * sp.Abs(_XS(i))) * (1 + MU) - 1  # noqa: E731
+    theta = (1 + U)**(N - 1) - 1
+    b_of = lambda i: (1 + a_of(i)) * (1 + theta) - 1  # noqa: E731
+    return a_of, theta, b_of
+
+
+def softmax_shifted(sum_roundings=None) -> Derivation:
+    """p̂_j = fl(e_j / fl(Σ e_k)), e_k = fl(exp(fl(s_k − m))), m = max s: a relative error bound, by rule
+    applications from the standard model. ``sum_roundings`` replaces the n − 1 roundings the sum puts on a
+    term, to have a candidate judged: one too few is refused."""
+    x, mu, u, j, i, n = SOFTMAX_GAP, MU, U, _J, _I, N
+    a_of, theta, b_of = _softmax_terms()
+    if sum_roundings is not None:
+        theta = (1 + U)**sum_roundings - 1
     rel = softmax_relative_bound()
     pf = Proof("rounding-softmax-shifted")
-    _premise(pf, "standard model", "each +, −, ×, / rounds with |δ| ≤ u", sp.Symbol("fl(a op b)"),
-             sp.Symbol("(a op b)(1 + delta)"), kind="cited", reference=STANDARD_MODEL)
-    _premise(pf, "exp accuracy", "fl(exp(x)) = exp(x)(1 + ε), |ε| ≤ μ", sp.Symbol("fl(exp(x))"),
-             sp.Symbol("exp(x)(1 + epsilon)"), kind="cited", reference=EXP_ACCURACY)
-    xs, dl = sp.Symbol("x", real=True), sp.Symbol("delta", real=True)
-    pf.equal("exp of a rounded argument", "exp(x(1 + δ)) = exp(x)·exp(xδ): the subtraction's rounding "
-             "becomes a factor e^{xδ}, |xδ| ≤ u|x|", sp.exp(xs * (1 + dl)), sp.exp(xs) * sp.exp(xs * dl))
-    _weight_factor_steps(pf)
-    _ratio_steps(pf)
-    # softmax is the ratio lemma with v = e_j and no underflow terms: num = w_j(1 + a_j)
-    pj, aj = sp.symbols("p_j |a_j|", nonnegative=True)
-    slack = sp.Symbol("s", nonnegative=True)
-    _termwise(pf, "termwise: w_j|a_j| ≤ w_j A_j, and |o|Σ w|b| ≤ p_j Σ w B since o = p_j for v = e_j",
-              pj * a_j, pj * aj, {aj: a_j - slack})
-    _holds(pf, "denominator", "Σ w_k(1 + b_k) ≥ Σ w_k (1 − B_k) = Σw (1 − Σ p_k B_k) > 0", 1 - sb, 0,
-           lambda: (True, "Σ p_k B_k < 1 is the claim's assumption"), relation=">")
-    e = sp.Symbol("E", nonnegative=True)
-    pf.equal("final division", "fl(ô) − p = (ô − p)(1 + δ) + pδ, so |fl(ô) − p| ≤ (1 + u)E + u p",
-             sp.Symbol("o") * (1 + DELTA) - pj, (sp.Symbol("o") - pj) * (1 + DELTA) + pj * DELTA)
-    _conclude(pf, "|p̂_j − p_j| ≤ p_j[(1 + u)(A_j + Σ p_k B_k)/(1 − Σ p_k B_k) + u], A_j = e^{u|s_j − m|}(1 + μ) − 1, "
-              "B_k = e^{u|s_k − m|}(1 + μ)(1 + u)^{n−1} − 1 (cf. Blanchard, Higham & Higham 2021)",
-              SOFTMAX_ERROR, "≤", (1 + u) * (a_j + sb) / (1 - sb) + u)
-    return pf.finish(Result(relative=rel, A=a_j, B=sp.exp(u * x) * (1 + mu) * (1 + u)**(N - 1) - 1,
+    facts = _abs_facts(pf)
+    weight = pf.define(_WS(i), sp.exp(_XS(i)), "w_i = e^{s_i − m}, x_i = s_i − m", forall=[i])
+    computed = pf.cite_external(sp.Eq(_EH(i), sp.exp(_XS(i) * (1 + _DX(i))) * (1 + _EPF(i)), evaluate=False),
+                                STANDARD_MODEL + "; " + EXP_ACCURACY,
+                                "ê_i = fl(exp(fl(s_i − m))) = e^{x_i(1 + δx_i)}(1 + ε_i)", forall=[i])
+    sub_small = pf.cite_external(sp.Le(sp.Abs(_DX(i)), u, evaluate=False), STANDARD_MODEL, "|δx_i| ≤ u", forall=[i])
+    exp_small = pf.cite_external(sp.Le(sp.Abs(_EPF(i)), mu, evaluate=False), EXP_ACCURACY, "|ε_i| ≤ μ", forall=[i])
+    summed = pf.cite_external(sp.Eq(_DH, sp.Sum(_EH(i) * (1 + _THS(i)), (i, 1, n)), evaluate=False),
+                              STANDARD_MODEL + "; Higham 2002, eqs. (3.2)–(3.4)",
+                              "D̂ = fl(Σ ê_i): in any order, term i passes through at most n − 1 additions, "
+                              "D̂ = Σ ê_i(1 + θ_i), and D̂ > 0 (positive terms, rounded)")
+    sum_small = pf.cite_external(sp.Le(sp.Abs(_THS(i)), theta, evaluate=False),
+                                 STANDARD_MODEL + "; " + HIGHAM_BOOK + ", Lemma 3.1 (claim rounding-gamma-lemma)",
+                                 "|θ_i| ≤ (1 + u)^{n−1} − 1: at most n − 1 roundings", forall=[i])
+    quotient = pf.define(_OH, _EH(j) / _DH, "ô = ê_j / D̂")
+    rounded = pf.cite_external(sp.Eq(_PH, _OH * (1 + DELTA), evaluate=False), STANDARD_MODEL, "p̂_j = fl(ô) = ô(1 + δ)")
+    div_small = pf.cite_external(sp.Le(sp.Abs(DELTA), u, evaluate=False), STANDARD_MODEL, "|δ| ≤ u")
+    total = pf.define(_SW, sp.Sum(_WS(i), (i, 1, n)), "S = Σ_i w_i")
+    exact = pf.define(_PJ, _WS(j) / _SW, "p_j = w_j / S")
+    error = pf.define(SOFTMAX_ERROR, sp.Abs(_PH - _PJ) / _PJ, "the relative error of p̂_j")
+    gap = pf.define(x, sp.Abs(_XS(j)), "|s_j − m|")
+    a_w = pf.define(_AW(i), sp.exp(_XS(i) * _DX(i)) * (1 + _EPF(i)) - 1, "ê_i = w_i(1 + a_i)", forall=[i])
+    b_w = pf.define(_BW(i), (1 + _AW(i)) * (1 + _THS(i)) - 1, "ê_i(1 + θ_i) = w_i(1 + b_i)", forall=[i])
+    beta = pf.define(_BETA, sp.Sum(_WS(i) * _BW(i), (i, 1, n)) / _SW, "β = Σ p_i b_i")
+    pb = pf.define(SOFTMAX_PB, sp.Sum(_WS(i) * b_of(i), (i, 1, n)) / _SW,
+                   "Σ p_i B_i, B_i = e^{u|s_i − m|}(1 + μ)(1 + u)^{n−1} − 1")
+    below_one = pf.assume(sp.Lt(SOFTMAX_PB, 1, evaluate=False), "Σ p_k B_k < 1: the bound's denominator is positive")
+
+    # |a_i| ≤ A_i and |b_i| ≤ B_i for every key i.
+    eta = _XS(i) * _DX(i)
+    eta_apart = pf.rewrite(sp.Abs(eta), sp.Abs(_XS(i)) * sp.Abs(_DX(i)), [facts["product"]], "|x δ| = |x||δ|",
+                           label="algebra")
+    eta_times = pf.bound([pf.sign(sp.Abs(_XS(i)), "≤", sp.Abs(_XS(i))), pf.instance(sub_small, {i: i})], "mul",
+                         eta_apart.rhs, "≤", sp.Abs(_XS(i)) * u, label="argument rounding")
+    eta_small = pf.chain([eta_apart, eta_times], sp.Abs(eta), "≤", u * sp.Abs(_XS(i)), "|x_i δx_i| ≤ u|x_i|",
+                         label="argument rounding")
+    exp_part = _exp_factor(pf, facts, eta, eta_small, "weight factor")
+    eps_i = pf.instance(exp_small, {i: i}, label="exp accuracy")
+    a_lemma = _factor_lemma(pf, facts, sp.exp(eta) - 1, exp_part, _EPF(i), eps_i, "weight factor")
+    a_unfold = pf.rewrite(sp.Abs(_AW(i)), a_lemma.lhs, [a_w], label="weight factor")
+    a_close = pf.identity(a_lemma.rhs, a_of(i), "(e^{u|x|} − 1)(1 + μ) + μ = e^{u|x|}(1 + μ) − 1", label="weight factor")
+    a_bound = pf.chain([a_unfold, a_lemma, a_close], sp.Abs(_AW(i)), "≤", a_of(i), "|a_i| ≤ A_i",
+                       label="weight factor", forall=[i])
+    th_i = pf.instance(sum_small, {i: i}, label="summation")
+    b_lemma = _factor_lemma(pf, facts, _AW(i), pf.instance(a_bound, {i: i}), _THS(i), th_i, "weight factor")
+    b_unfold = pf.rewrite(sp.Abs(_BW(i)), b_lemma.lhs, [b_w], label="weight factor")
+    b_close = pf.identity(b_lemma.rhs, b_of(i), "A(1 + Θ) + Θ = (1 + A)(1 + Θ) − 1", label="weight factor")
+    b_bound = pf.chain([b_unfold, b_lemma, b_close], sp.Abs(_BW(i)), "≤", b_of(i), "|b_i| ≤ B_i",
+                       label="weight factor", forall=[i])
+
+    # |β| ≤ Σ p_i B_i: the triangle inequality over the sum.
+    weighted = pf.bound([pf.sign(_WS(i), "≤", _WS(i)), pf.instance(b_bound, {i: i})], "mul", _WS(i) * sp.Abs(_BW(i)),
+                        "≤", _WS(i) * b_of(i), label="sum of weights")
+    each = pf.chain([weighted, pf.sign(weighted.rhs, "≤", weighted.rhs)], sp.Abs(_WS(i) * _BW(i)), "≤", weighted.rhs,
+                    "w_i|b_i| ≤ w_i B_i", label="sum of weights", forall=[i])
+    over = _sum_abs(pf, facts["triangle"], lambda k: _WS(k) * _BW(k), lambda k: _WS(k) * b_of(k), each, n,
+                    "sum of weights")
+    beta_unfold = pf.rewrite(sp.Abs(_BETA), over.lhs * (1 / _SW), [beta], label="ratio")
+    beta_scaled = pf.bound([over, pf.sign(1 / _SW, "≤", 1 / _SW)], "mul", beta_unfold.rhs, "≤", over.rhs * (1 / _SW),
+                           label="ratio")
+    beta_fold = pf.rewrite(beta_scaled.rhs, SOFTMAX_PB, [pb], label="ratio")
+    beta_small = pf.chain([beta_unfold, beta_scaled, beta_fold], sp.Abs(_BETA), "≤", SOFTMAX_PB, "|β| ≤ Σ p_i B_i",
+                          label="ratio")
+
+    # The computed quotient: ô/p_j = (1 + a_j)/(1 + β), with 1 + β = D̂/S.
+    den = pf.rewrite(_DH, sp.Sum(_WS(i) * (1 + _BW(i)), (i, 1, n)), [summed, computed, weight, b_w, a_w],
+                     "D̂ = Σ w_i(1 + b_i)", label="ratio")
+    den_split = pf.linearity(den.rhs, sp.Sum(_WS(i), (i, 1, n)) + sp.Sum(_WS(i) * _BW(i), (i, 1, n)),
+                             "Σ w(1 + b) = Σ w + Σ w b", label="ratio")
+    den_sum = pf.chain([den, den_split], _DH, "=", den_split.rhs, label="ratio")
+    beta_is = pf.rewrite(_BETA, _DH / _SW - 1, [beta, den_sum, total], "β = D̂/S − 1", label="ratio")
+    num = pf.rewrite(_EH(j), _WS(j) * (1 + _AW(j)), [computed, weight, a_w], "ê_j = w_j(1 + a_j)", label="ratio")
+    r = (_AW(j) - _BETA) * _SW / _DH
+    relative = pf.rewrite(_PH, _PJ * (1 + r) * (1 + DELTA), [rounded, quotient, num, exact, beta_is],
+                          "p̂_j = p_j(1 + r)(1 + δ), r = (a_j − β)S/D̂", label="ratio")
+    unfold = pf.rewrite(SOFTMAX_ERROR, sp.Abs((1 + r) * (1 + DELTA) - 1), [error, relative],
+                        "|p̂_j − p_j|/p_j = |(1 + r)(1 + δ) − 1|", label="ratio")
+
+    # |r| ≤ (A_j + Σ p B)/(1 − Σ p B).
+    apart = pf.instance(facts["triangle"], {_TA: _AW(j), _TB: -_BETA}, label="triangle inequality")
+    top = pf.chain([apart, pf.bound([pf.instance(a_bound, {i: j}), beta_small], "add", apart.rhs, "≤",
+                                    a_of(j) + SOFTMAX_PB, label="ratio")],
+                   apart.lhs, "≤", a_of(j) + SOFTMAX_PB, "|a_j − β| ≤ A_j + Σ p B", label="ratio")
+    q = _DH / _SW
+    reverse = pf.instance(facts["triangle"], {_TA: q, _TB: 1 - q}, label="triangle inequality")
+    beta_abs = pf.rewrite(sp.Abs(_BETA), sp.Abs(1 - q), [beta_is], label="ratio")
+    near = pf.chain([beta_abs, beta_small], sp.Abs(1 - q), "≤", SOFTMAX_PB, label="ratio")
+    low = pf.sign(1 - SOFTMAX_PB, "≤", q, "1 − Σ p B ≤ D̂/S: 1 ≤ D̂/S + |1 − D̂/S|", using=[reverse, near],
+                  terms=[reverse.rhs - reverse.lhs, SOFTMAX_PB - near.lhs], label="denominator")
+    positive = pf.sign(0, "<", 1 - SOFTMAX_PB, using=[below_one], label="denominator")
+    low_scaled = pf.bound([pf.sign(_SW, "≤", _SW), low], "mul", _SW * (1 - SOFTMAX_PB), "≤", _DH,
+                          nonnegative=[positive], label="denominator")
+    inverse = pf.sign(_SW / _DH, "≤", 1 / (1 - SOFTMAX_PB), "S/D̂ ≤ 1/(1 − Σ p B)", using=[low_scaled, positive],
+                      label="denominator")
+    r_small = pf.bound([top, inverse], "mul", sp.Abs(r), "≤", top.rhs * inverse.rhs, label="ratio")
+
+    # The final rounding, and the claim's bound.
+    lemma = _factor_lemma(pf, facts, r, r_small, DELTA, div_small, "final division")
+    close = pf.rewrite(lemma.rhs, rel, [gap, below_one], relation_="≤", label="conclusion")
+    pf.chain([unfold, lemma, close], SOFTMAX_ERROR, "≤", rel,
+             "|p̂_j − p_j|/p_j ≤ (1 + u)(A_j + Σ p_k B_k)/(1 − Σ p_k B_k) + u", label="conclusion")
+    return pf.finish(Result(relative=rel, A=sp.exp(u * x) * (1 + mu) - 1, B=sp.exp(u * x) * (1 + mu) * (1 + u)**(N - 1) - 1,
                             reference=BLANCHARD))
-
-
-def _weight_factor_steps(pf: Proof) -> None:
-    """|e^η(1 + θ) − 1| ≤ e^H(1 + Θ) − 1 whenever |η| ≤ H and |θ| ≤ Θ."""
-    h, th = sp.symbols("H Theta", nonnegative=True)
-    # η ≤ H and θ ≤ Θ written with slacks: e^H = e^η(1 + y), 1 + Θ = (1 + θ) + z, y, z ≥ 0, 1 + θ = w ≥ 0
-    eta = sp.Symbol("eta", real=True)
-    w, y, z = sp.symbols("w y z", nonnegative=True)
-    small, large = sp.exp(eta) * w - 1, sp.exp(eta) * (1 + y) * (w + z) - 1
-    _holds(pf, "weight-factor lemma", "upper side: e^η(1 + θ) − 1 ≤ e^H(1 + Θ) − 1 when η ≤ H, θ ≤ Θ, 1 + θ ≥ 0",
-           small, large, lambda: _nonnegative(large - small))
-    lower_gap = (sp.exp(h) * (1 + th) - 1) - (1 - sp.exp(-h) * (1 - th))
-    pf.equal("weight-factor lemma", "lower side: (e^H(1 + Θ) − 1) − (1 − e^{−H}(1 − Θ)) = "
-             "(e^{H/2} − e^{−H/2})² + Θ(e^H − e^{−H})", lower_gap,
-             (sp.exp(h / 2) - sp.exp(-h / 2))**2 + th * (sp.exp(h) - sp.exp(-h)))
-    _holds(pf, "weight-factor lemma", "which is ≥ 0 for H, Θ ≥ 0: |e^η(1 + θ) − 1| ≤ e^H(1 + Θ) − 1",
-           lower_gap, 0, lambda: _nonnegative(lower_gap, {h: sp.log(1 + sp.Symbol("y", nonnegative=True))}),
-           relation="≥")
 
 
 # The online rescale's model: key j sits in block b; the running max grows by g_t ≥ 0 from block t to t + 1,
@@ -585,87 +688,312 @@ def _forward_expressions(score_roundings: int = 2):
                 T_P=U_P * sp.Symbol("Σ p(1+R)|v|", nonnegative=True))
 
 
+# The forward's model, per key i of one row and one column of V: exact scores s_i, x_i = s_i − m (m the exact row max),
+# weights w_i = e^{x_i}, o = Σ w v / Σ w. Computed: scores ŝ_i, the final running max m̂, and the weights as acc and l
+# hold them, e^{m − m̂} w_i(1 + a_i) + z_a,i and e^{m − m̂} w_i(1 + b_i) + z_l,i.
+_FS, _FSH, _FX = (sp.Function(n, real=True) for n in ("s", "s_hat", "x"))
+_FE = sp.Function("e_D", real=True)  # c times the dot product's error
+_FDS = sp.Function("delta_s", real=True)  # fl(c)'s and the product's roundings together
+_FQ = sp.Function("c|q||k|", nonnegative=True)
+_FTAU, _FETA = sp.Function("tau", real=True), sp.Function("eta", real=True)
+_FTA, _FTL = sp.Function("theta_a", real=True), sp.Function("theta_l", real=True)  # the weights' rounding chains
+_FZA, _FZL, _FV = (sp.Function(n, real=True) for n in ("z_a", "z_l", "v"))
+_FW = sp.Function("w", positive=True)
+_FH, _FR, _FBB = (sp.Function(n, real=True) for n in ("H", "R", "B"))  # the bound's per-key exponent and factors
+_FA, _FB = sp.Function("a_f", real=True), sp.Function("b_f", real=True)
+_FNB, _FDB = sp.Function("P_b", real=True), sp.Function("D_b", real=True)  # acc's, l's termwise bounds (l's less ζ)
+_FNT, _FDT = sp.Function("P_t", real=True), sp.Function("D_t", real=True)  # acc's and l's error terms
+_FEA, _FEL = sp.Function("e_a", real=True), sp.Function("e_l", real=True)  # the weights as acc and l hold them
+_MX, _MH = sp.symbols("m m_hat", real=True)
+_C0 = sp.Symbol("c_0", positive=True)  # e^{m − m̂}
+_ACC = sp.Symbol("acc", real=True)
+_L = sp.Symbol("l", positive=True)  # a sum of positive rounded weights, rounded
+_O, _OH, _FLO = sp.symbols("o o_hat fl(o)", real=True)
+_SF = sp.Symbol("S", positive=True)
+_DG, _ETA_O = sp.symbols("delta_g eta_o", real=True)  # the division's and the store's roundings together
+
+
 def attention_forward_bound(score_roundings: int = 2) -> Derivation:
     """The per-element forward bound. ``score_roundings`` is what the bound allows beyond the dot product's
     D roundings (the scale's and the product's: 2); a bound that forgets them is refused."""
+    from proofs.claims import cited
+
     ex = _forward_expressions(score_roundings)
+    i, u, nk = _I, U_A, KEYS
+    n_l, n_a = rescale_counts()
     pf = Proof("rounding-attention-forward")
-    _premise(pf, "standard model", "fl(a op b) = (a op b)(1 + δ) + η, |δ| ≤ u, |η| ≤ λ (λ the smallest normal: "
-             "also covers flush-to-zero), exact when the result is representable",
-             sp.Symbol("fl(a op b)"), sp.Symbol("(a op b)(1 + delta) + eta"), kind="cited", reference=STANDARD_MODEL)
-    _premise(pf, "exp accuracy", "fl(exp x) = exp(x)(1 + ε), |ε| ≤ μ = 2·ulps·u_a (one ulp ≤ 2u relative)",
-             sp.Symbol("fl(exp(x))"), sp.Symbol("exp(x)(1 + epsilon)"), kind="cited", reference=EXP_ACCURACY)
-    _premise(pf, "recipe", "u_in: inputs and output; u_a: accumulators; u_p: P before P·V; B_N: key block",
-             sp.Symbol("recipe"), sp.Tuple(U_IN, U_A, U_P, MU, BLOCK_N), kind="assumption")
-    # 1. scores: ŝ = fl(fl(q·k)·fl(c)): a dot product of length D, the scale's own rounding and the product
-    qk, e_d, d1, d2 = sp.symbols("qk e_D delta_1 delta_2", real=True)
-    c = sp.Symbol("c", positive=True)
-    pf.equal("standard model", "ŝ − s = c[qk((1 + δ₁)(1 + δ₂) − 1) + e_D(1 + δ₁)(1 + δ₂)], |e_D| ≤ γ_D |q||k| "
-             "(claim rounding-dot-product)", (qk + e_d) * c * (1 + d1) * (1 + d2) - c * qk,
-             c * (qk * ((1 + d1) * (1 + d2) - 1) + e_d * (1 + d1) * (1 + d2)))
-    _holds(pf, "γ arithmetic", "so |ŝ − s| ≤ c|q||k|((1 + γ_D)(1 + u)² − 1) ≤ γ_{D+2} c|q||k| =: Δ",
-           (1 + gamma(HEAD_DIM, U_A)) * (1 + U_A)**2 - 1, ex["score"],
-           lambda: _nonnegative(ex["score"] - ((1 + gamma(HEAD_DIM, U_A)) * (1 + U_A)**2 - 1),
-                                _hypothesis_u(HEAD_DIM + 2, U_A)))
-    # 2. the exponent of key j's weight: exact s_j − m plus σ_j (score) plus τ_j (argument roundings)
-    mhat, m, sh, s = sp.symbols("mhat m shat s", real=True)
-    dj, dmax = sp.symbols("Delta_j Delta_max", nonnegative=True)
-    pf.equal("max is exact", "(m − s_j + Δ_j + Δ_max) − (m̂ − ŝ_j) = (m + Δ_max − m̂) + (ŝ_j − s_j + Δ_j): both "
-             "brackets ≥ 0 since |m̂ − m| ≤ Δ_max (a max of perturbed values) and |ŝ_j − s_j| ≤ Δ_j",
-             (m - s + dj + dmax) - (mhat - sh), (m + dmax - mhat) + (sh - s + dj))
-    _holds(pf, "exponent bound", "|η_j| ≤ |σ_j| + |τ_j| ≤ Δ_j + u_a(m̂ − ŝ_j) ≤ Δ_j + u_a(|s_j − m| + Δ_j + Δ_max) = H "
-           "(τ from claim rounding-online-rescale)", dj + U_A * (GAP + dj + dmax), ex["H"].subs(ex["delta"], dj),
-           lambda: _is_identity(dj + U_A * (GAP + dj + dmax), ex["H"].subs(ex["delta"], dj)), relation="=")
-    # 3. the weight factors of numerator (without P's rounding) and denominator
-    _weight_factor_steps(pf)
-    lemma = product_bound(N, U)  # (1 + u)ⁿ − 1 bounds |Π_{k≤n}(1 + δ_k) − 1| (claim rounding-gamma-lemma)
-    theta = lambda n: (1 + lemma.subs({N: BLOCKS, U: MU})) * (1 + lemma.subs({N: n, U: U_A})) - 1  # noqa: E731
-    pf.equal("γ lemma + rounding counts", "R = e^H(1 + Θ_a) − 1 and B = e^H(1 + Θ_l) − 1 with Θ the γ lemma's bound "
-             "(1 + μ)^T(1 + u_a)^n − 1 for T exp errors and n_a = B_N + 2T − 1, n_l = B_N + 2T − 2 roundings "
-             "(claims rounding-gamma-lemma, rounding-online-rescale)", (ex["R"], ex["B"]),
-             (sp.exp(ex["H"]) * (1 + theta(ex["n_a"])) - 1, sp.exp(ex["H"]) * (1 + theta(ex["n_l"])) - 1),
-             # 1/(1 − (D + 2)u_a) enters both sides alike: named (positive), so nothing divides by zero
-             where=lambda e: tuple(sp.sympify(x).xreplace({1 / (1 - (HEAD_DIM + 2) * U_A): sp.Symbol(
-                 "1/(1 - (D+2)u_a)", positive=True)}) for x in e))
-    # 4. P's rounding split off: (1 + r)(1 + δ_p) − 1 = r + δ_p(1 + r)
-    r_, dp = sp.symbols("r delta_p", real=True)
-    pf.equal("P rounded to u_p", "(1 + r)(1 + δ_p) − 1 = r + δ_p(1 + r): the numerator's error is "
-             "Σ w r v + Σ w δ_p(1 + r) v, the second at most u_p Σ w(1 + R)|v| =: T_P (deterministic)",
-             (1 + r_) * (1 + dp) - 1, r_ + dp * (1 + r_))
-    # 5. ratio lemma with underflow terms
-    _ratio_steps(pf)
-    w, av, rr, slack = sp.symbols("w |v| R_j s", nonnegative=True)
-    rj = sp.Symbol("|r_j|", nonnegative=True)
-    _termwise(pf, "|Σ w r v| ≤ Σ w R|v|: termwise w|r_j||v| ≤ w R_j|v|", w * rr * av, w * rj * av, {rj: rr - slack})
-    _holds(pf, "normalise by Σw ≥ 1", "dividing by Σw (≥ 1: the exact max key has weight e⁰ = 1) turns Σ w(·) into "
-           "P∘(·); underflow terms |z_j| ≤ ζ after normalising by the computed max, so |num − o·den| ≤ Σw[T_P + "
-           "(P∘R)|V| + |o|(P∘B)1 + ζ(‖v‖₁ + N_k|o|)] and den ≥ Σw[1 − (P∘B)1 − N_k ζ]",
-           ex["E"], ex["E"], lambda: _is_identity(ex["E"] * (1 - PB - KEYS * ZETA),
-                                                   T_P + PRV + O_ABS * PB + ZETA * (V_L1 + KEYS * O_ABS)),
-           relation="=")
-    # 6. the final division and the store
-    oh, o = sp.symbols("ohat o", real=True)
-    pf.equal("division and store", "fl_in(fl_a(ô)) − o = (ô − o)(1 + δ_a)(1 + δ_in) + o((1 + δ_a)(1 + δ_in) − 1)",
-             oh * (1 + d1) * (1 + d2) - o, (oh - o) * (1 + d1) * (1 + d2) + o * ((1 + d1) * (1 + d2) - 1))
-    _conclude(pf, "|fl(o) − o| ≤ (1 + u_a)(1 + u_in)E + ((1 + u_a)(1 + u_in) − 1)|o| + λ_a + λ_o u_in",
-              ERR, "≤", ex["bound"])
+    facts = _abs_facts(pf)
+    facts["below_abs"] = pf.cite_external(sp.Le(_TA, sp.Abs(_TA), evaluate=False), "absolute value", "a ≤ |a| for real a",
+                                          forall=[_TA])
+    # ---- what each key's bound is built from (the statement's row quantities are defined through these); γ by
+    # name, so no step divides by 1 − (D + 2)u_a before the hypothesis (D + 2)u_a < 1 is at hand
+    g_d, g_2 = sp.Symbol("gamma_D", real=True), sp.Symbol("gamma_{D+2}", real=True)
+    delta = lambda k: g_2 * _FQ(k)  # noqa: E731
+    theta_a, theta_l = (1 + MU)**BLOCKS * (1 + u)**n_a - 1, (1 + MU)**BLOCKS * (1 + u)**n_l - 1
+    theta_ap = (1 + MU)**BLOCKS * (1 + u)**n_a * (1 + U_P) - 1  # acc's chain with P's rounding
+    a_of = lambda k: _FR(k) * (1 + U_P) + U_P  # noqa: E731
+    b_of = _FBB
+    # ---- premises: the model (cited), the exact quantities and the statement's names (defined)
+    fit = pf.assume(sp.Lt((HEAD_DIM + score_roundings) * u, 1, evaluate=False), "(D + 2)u_a < 1")
+    score = pf.cite_external(sp.Eq(_FSH(i), (_FS(i) + _FE(i)) * (1 + _FDS(i)), evaluate=False),
+                             STANDARD_MODEL, "ŝ_i = fl(fl(q·k_i)·fl(c)) = (s_i + e_D,i)(1 + δ_s,i), fl(q·k_i) = q·k_i + e "
+                             "(c e =: e_D), 1 + δ_s the two roundings of c and of the product", forall=[i])
+    exact_small = pf.cite_external(sp.Le(sp.Abs(_FS(i)), _FQ(i), evaluate=False), "triangle inequality",
+                                   "|s_i| = c|q·k_i| ≤ c|q|ᵀ|k_i|", forall=[i])
+    dot_small = pf.cite_external(sp.Le(sp.Abs(_FE(i)), g_d * _FQ(i), evaluate=False),
+                                 HIGHAM_BOOK + ", eq. (3.5) (claim rounding-dot-product, n = D, u = u_a, times c > 0)",
+                                 "|e_D,i| ≤ γ_D c|q|ᵀ|k_i|", forall=[i])
+    ds_small = pf.cite_external(sp.Le(sp.Abs(_FDS(i)), (1 + u)**2 - 1, evaluate=False), MIXED_PRODUCTS,
+                                "two roundings of at most u_a", forall=[i])
+    max_near = pf.cite_external(sp.Le(sp.Abs(_MH - _MX), DELTA_MAX, evaluate=False), STANDARD_MODEL,
+                                "m̂ = max ŝ (a max is exact) is within Δ_max = max_i Δ_i of m = max s")
+    drift = pf.cite_external(sp.Le(sp.Abs(_FTAU(i)), u * (_MH - _FSH(i)), evaluate=False),
+                             STANDARD_MODEL + " (claim rounding-online-rescale, u = u_a, for key i)",
+                             "the argument roundings move key i's exponent by τ_i, |τ_i| ≤ u_a(m̂ − ŝ_i)", forall=[i])
+    counted_a = pf.cite_external(sp.Le(sp.Abs(_FTA(i)), (1 + MU)**COUNT_EXP * (1 + u)**COUNT_A * (1 + U_P) - 1,
+                                       evaluate=False), MIXED_PRODUCTS + "; " + EXP_ACCURACY,
+                                 "acc's weight i carries exps(T) exp errors (≤ μ), n_a(T) roundings (≤ u_a) and P's "
+                                 "rounding to u_p", forall=[i])
+    counted_l = pf.cite_external(sp.Le(sp.Abs(_FTL(i)), (1 + MU)**COUNT_EXP * (1 + u)**COUNT_L - 1, evaluate=False),
+                                 MIXED_PRODUCTS + "; " + EXP_ACCURACY,
+                                 "l's weight i carries exps(T) exp errors and n_l(T) roundings", forall=[i])
+    weights_a = pf.cite_external(sp.Eq(_FEA(i), _C0 * _FW(i) * (1 + _FA(i)) + _FZA(i), evaluate=False), STANDARD_MODEL,
+                                 "acc's weight i: e^{m − m̂}w_i(1 + a_i) plus its underflow z_a,i", forall=[i])
+    weights_l = pf.cite_external(sp.Eq(_FEL(i), _C0 * _FW(i) * (1 + _FB(i)) + _FZL(i), evaluate=False), STANDARD_MODEL,
+                                 "l's weight i: e^{m − m̂}w_i(1 + b_i) plus its underflow z_l,i", forall=[i])
+    under_a = pf.cite_external(sp.Le(sp.Abs(_FZA(i)), _C0 * ZETA, evaluate=False), STANDARD_MODEL,
+                               "underflow (|η| ≤ λ per rounding, amplified at most 2×: (1 + u_p)(1 + Θ_a) ≤ 2) leaves "
+                               "|z_a,i| ≤ e^{m − m̂}ζ", forall=[i])
+    under_l = pf.cite_external(sp.Le(sp.Abs(_FZL(i)), _C0 * ZETA, evaluate=False), STANDARD_MODEL,
+                               "likewise |z_l,i| ≤ e^{m − m̂}ζ", forall=[i])
+    acc = pf.cite_external(sp.Eq(_ACC, sp.Sum(_FEA(i) * _FV(i), (i, 1, nk)), evaluate=False), STANDARD_MODEL,
+                           "acc = Σ_i (its weight i) v_i: the P·V and rescale roundings are in a_i")
+    ell = pf.cite_external(sp.Eq(_L, sp.Sum(_FEL(i), (i, 1, nk)), evaluate=False), STANDARD_MODEL,
+                           "l = Σ_i (its weight i) > 0: the row-sum and rescale roundings are in b_i")
+    store = pf.cite_external(sp.Eq(_FLO, _OH * (1 + _DG) + _ETA_O, evaluate=False), STANDARD_MODEL,
+                             "fl_in(fl_a(acc/l)) = ô(1 + δ_a)(1 + δ_in) + η =: ô(1 + δ_g) + η: an underflowing rounding "
+                             "has δ = 0, a subnormal accumulator value is stored exactly or as a subnormal of the output "
+                             "format")
+    dg_small = pf.cite_external(sp.Le(sp.Abs(_DG), (1 + u) * (1 + U_IN) - 1, evaluate=False), MIXED_PRODUCTS,
+                                "a rounding of at most u_a and one of at most u_in")
+    store_small = pf.cite_external(sp.Le(sp.Abs(_ETA_O), LAMBDA_A + LAMBDA_O * U_IN, evaluate=False), STANDARD_MODEL,
+                                 "|η| ≤ λ_a + λ_o u_in")
+    counts = cited("rounding-online-rescale")
+    count_a, count_l, count_e = (pf.cite(counts, sp.Eq(c, v, evaluate=False))
+                                 for c, v in ((COUNT_A, n_a), (COUNT_L, n_l), (COUNT_EXP, BLOCKS)))
+    named_d = pf.define(g_d, gamma(HEAD_DIM, u), "γ_D = Du_a/(1 − Du_a)")
+    named_2 = pf.define(g_2, gamma(HEAD_DIM + score_roundings, u), "γ_{D+2} = (D + 2)u_a/(1 − (D + 2)u_a)")
+    h_def = pf.define(_FH(i), delta(i) + u * (sp.Abs(_FX(i)) + delta(i) + DELTA_MAX),
+                      "H_i = Δ_i + u_a(|s_i − m| + Δ_i + Δ_max), Δ_i = γ_{D+2} c|q||k_i|", forall=[i])
+    r_def = pf.define(_FR(i), sp.exp(_FH(i)) * (1 + theta_a) - 1, "R_i = e^{H_i}(1 + μ)^T(1 + u_a)^{n_a} − 1", forall=[i])
+    bb_def = pf.define(_FBB(i), sp.exp(_FH(i)) * (1 + theta_l) - 1, "B_i = e^{H_i}(1 + μ)^T(1 + u_a)^{n_l} − 1",
+                       forall=[i])
+    # What w, e^{m − m̂} and ζ are (the bound holds for any weights w_i > 0, and ζ enters through the underflow premises).
+    pf.define(_FW(i), sp.exp(_FX(i)), "w_i = e^{s_i − m}", forall=[i])
+    gap = pf.define(_FX(i), _FS(i) - _MX, "x_i = s_i − m", forall=[i])
+    pf.define(_C0, sp.exp(_MX - _MH), "e^{m − m̂}: common to every weight")
+    eta = pf.define(_FETA(i), _FSH(i) - _FS(i) + _FTAU(i), "η_i: what the score and argument roundings do to "
+                    "the exponent, beyond the common m − m̂", forall=[i])
+    a_def = pf.define(_FA(i), sp.exp(_FETA(i)) * (1 + _FTA(i)) - 1, "acc's weight factor", forall=[i])
+    b_def = pf.define(_FB(i), sp.exp(_FETA(i)) * (1 + _FTL(i)) - 1, "l's weight factor", forall=[i])
+    total = pf.define(_SF, sp.Sum(_FW(i), (i, 1, nk)), "S = Σ_i w_i")
+    out = pf.define(_O, sp.Sum(_FW(i) * _FV(i), (i, 1, nk)) / _SF, "o = Σ w v / Σ w")
+    quotient = pf.define(_OH, _ACC / _L, "ô = acc / l")
+    err = pf.define(ERR, sp.Abs(_FLO - _O), "the error of the stored output")
+    o_abs = pf.define(O_ABS, sp.Abs(_O), "|o|")
+    v_l1 = pf.define(V_L1, sp.Sum(sp.Abs(_FV(i)), (i, 1, nk)), "‖v‖₁")
+    prv = pf.define(PRV, sp.Sum(_FW(i) * _FR(i) * sp.Abs(_FV(i)), (i, 1, nk)) / _SF, "(P∘R)|V| = Σ p_i R_i |v_i|")
+    t_p = pf.define(T_P, U_P * sp.Sum(_FW(i) * (1 + _FR(i)) * sp.Abs(_FV(i)), (i, 1, nk)) / _SF,
+                    "T_P = u_p Σ p_i (1 + R_i)|v_i|")
+    pb = pf.define(PB, sp.Sum(_FW(i) * b_of(i), (i, 1, nk)) / _SF, "(P∘B)1 = Σ p_i B_i")
+    pf.define(ZETA, ex["zeta"], "ζ: the underflow bound per weight")
+    at_least = pf.assume(sp.Le(1, _SF, evaluate=False), "m = max s: the max key's weight is e⁰ = 1, so S ≥ 1")
+    room = pf.assume(sp.Lt(PB + nk * ZETA, 1, evaluate=False), "(P∘B)1 + N_k ζ < 1: the bound's denominator is positive")
+
+    _NS, _DS = sp.symbols("P_sum D_sum", real=True)
+    one_plus = lambda t, small: pf.chain([pf.instance(facts["triangle"], {_TA: 1, _TB: t}),  # noqa: E731
+                                          pf.sign(1 + sp.Abs(t), "≤", 1 + small.rhs, using=[small])],
+                                         sp.Abs(1 + t), "≤", 1 + small.rhs, label="triangle inequality")
+    # ---- key i's score: |ŝ_i − s_i| ≤ Δ_i = γ_{D+2} c|q||k_i|
+    s_i, e_i, q_i = _FS(i), _FE(i), _FQ(i)
+    d_s = _FDS(i)
+    ds = pf.instance(ds_small, {i: i}, label="score")
+    sc_unfold = pf.rewrite(sp.Abs(_FSH(i) - s_i), sp.Abs(s_i * d_s + e_i * (1 + d_s)), [score], label="score")
+    sc_split = pf.instance(facts["triangle"], {_TA: s_i * d_s, _TB: e_i * (1 + d_s)}, label="triangle inequality")
+    sc_apart = pf.rewrite(sc_split.rhs, sp.Abs(s_i) * sp.Abs(d_s) + sp.Abs(e_i) * sp.Abs(1 + d_s), [facts["product"]],
+                          label="algebra")
+    sc_exact = pf.bound([pf.instance(exact_small, {i: i}), ds], "mul", sp.Abs(s_i) * sp.Abs(d_s), "≤",
+                        q_i * ds.rhs, label="score")
+    sc_dot = pf.bound([pf.instance(dot_small, {i: i}), one_plus(d_s, ds)], "mul", sp.Abs(e_i) * sp.Abs(1 + d_s), "≤",
+                      g_d * q_i * (1 + u)**2, label="score")
+    sc_sum = pf.bound([sc_exact, sc_dot], "add", sc_apart.rhs, "≤", sc_exact.rhs + sc_dot.rhs, label="score")
+    sc_gamma = pf.rewrite(sc_sum.rhs, delta(i), [named_d, named_2, fit], "c|q||k|((1 + γ_D)(1 + u)² − 1) ≤ "
+                          "γ_{D+2} c|q||k|", relation_="≤", label="γ arithmetic")
+    score_near = pf.chain([sc_unfold, sc_split, sc_apart, sc_sum, sc_gamma], sc_unfold.lhs, "≤", delta(i),
+                          "|ŝ_i − s_i| ≤ Δ_i", label="score")
+    # ---- key i's exponent: |η_i| ≤ H_i
+    ex_unfold = pf.rewrite(sp.Abs(_FETA(i)), sp.Abs(_FSH(i) - s_i + _FTAU(i)), [eta], label="exponent")
+    ex_split = pf.instance(facts["triangle"], {_TA: _FSH(i) - s_i, _TB: _FTAU(i)}, label="triangle inequality")
+    parts = (_MH - _MX, -_FX(i), s_i - _FSH(i))
+    below = pf.rewrite(_MH - _FSH(i), sp.Add(*parts), [gap], "m̂ − ŝ_i = (m̂ − m) + (m − s_i) + (s_i − ŝ_i)",
+                       label="exponent")
+    up_max = pf.chain([pf.instance(facts["below_abs"], {_TA: parts[0]}), max_near], parts[0], "≤", DELTA_MAX,
+                      label="exponent")
+    up_gap = pf.instance(facts["below_abs"], {_TA: parts[1]}, label="absolute value")
+    up_score = pf.chain([pf.instance(facts["below_abs"], {_TA: parts[2]}), score_near], parts[2], "≤", delta(i),
+                        label="exponent")
+    up = pf.bound([up_max, up_gap, up_score], "add", below.rhs, "≤", DELTA_MAX + sp.Abs(_FX(i)) + delta(i),
+                  label="exponent")
+    reach = pf.chain([below, up], below.lhs, "≤", up.rhs, "m̂ − ŝ_i ≤ Δ_max + |s_i − m| + Δ_i", label="exponent")
+    scaled = pf.sign(u * reach.lhs, "≤", u * reach.rhs, using=[reach], label="exponent")
+    tau_small = pf.chain([pf.instance(drift, {i: i}), scaled], sp.Abs(_FTAU(i)), "≤", scaled.rhs,
+                         "|τ_i| ≤ u_a(|s_i − m| + Δ_i + Δ_max) (claim rounding-online-rescale's drift)", label="exponent")
+    ex_sum = pf.bound([score_near, tau_small], "add", ex_split.rhs, "≤", delta(i) + scaled.rhs, label="exponent")
+    ex_fold = pf.rewrite(ex_sum.rhs, _FH(i), [h_def], label="exponent")
+    eta_small = pf.chain([ex_unfold, ex_split, ex_sum, ex_fold], sp.Abs(_FETA(i)), "≤", _FH(i), "|η_i| ≤ H_i",
+                         label="exponent")
+    # ---- the weight factors: |a_i| ≤ R_i(1 + u_p) + u_p, |b_i| ≤ B_i, the rounding counts from the online claim
+    exp_part = _exp_factor(pf, facts, _FETA(i), eta_small, "weight factor")
+
+    def chain_bound(counted, count, theta):
+        explicit = pf.rewrite(counted.rhs, theta, [count, count_e], "the rounding counts of claim rounding-online-rescale",
+                              label="rounding counts")
+        return pf.chain([pf.instance(counted, {i: i}), explicit], counted.lhs, "≤", theta, label="rounding counts")
+
+    th_a, th_l = chain_bound(counted_a, count_a, theta_ap), chain_bound(counted_l, count_l, theta_l)
+    a_lemma = _factor_lemma(pf, facts, sp.exp(_FETA(i)) - 1, exp_part, _FTA(i), th_a, "weight factor")
+    a_unfold = pf.rewrite(sp.Abs(_FA(i)), a_lemma.lhs, [a_def], label="weight factor")
+    a_close = pf.rewrite(a_lemma.rhs, a_of(i), [r_def], label="weight factor")
+    a_small = pf.chain([a_unfold, a_lemma, a_close], sp.Abs(_FA(i)), "≤", a_of(i),
+                       "|a_i| ≤ R_i(1 + u_p) + u_p", label="weight factor", forall=[i])
+    b_lemma = _factor_lemma(pf, facts, sp.exp(_FETA(i)) - 1, exp_part, _FTL(i), th_l, "weight factor")
+    b_unfold = pf.rewrite(sp.Abs(_FB(i)), b_lemma.lhs, [b_def], label="weight factor")
+    b_close = pf.rewrite(b_lemma.rhs, b_of(i), [bb_def], label="weight factor")
+    b_small = pf.chain([b_unfold, b_lemma, b_close], sp.Abs(_FB(i)), "≤", b_of(i), "|b_i| ≤ B_i", label="weight factor",
+                       forall=[i])
+
+    # ---- termwise: acc's error terms P_i = e^{m−m̂}w_i a_i v_i + z_a,i v_i and l's D_i = e^{m−m̂}w_i b_i + z_l,i
+    def product_bound(part, links, label):
+        apart = pf.rewrite(sp.Abs(part), sp.Mul(*[l.lhs for l in links]), [facts["product"]], label="algebra")
+        times = pf.bound(links, "mul", apart.rhs, "≤", sp.Mul(*[l.rhs for l in links]), label=label)
+        return pf.chain([apart, times], apart.lhs, "≤", times.rhs, label=label)
+
+    def termwise(term, parts, bounds, label):
+        """|term(i)| ≤ Σ bounds for every i, term(i) := Σ parts (defined)."""
+        each = _abs_sum_of(pf, facts, parts, bounds, label)
+        named = pf.define(term(i), sp.Add(*parts), f"the {label}'s error term of key i", forall=[i])
+        return named, pf.chain([pf.rewrite(sp.Abs(term(i)), each.lhs, [named], label=label), each], sp.Abs(term(i)),
+                               "≤", each.rhs, label=label, forall=[i])
+
+    seen: dict = {}
+    same = lambda e: seen.get(e) or seen.setdefault(e, pf.sign(e, "≤", e))  # noqa: E731  (x ≤ x, once per x)
+    sums = lambda e: sp.Sum(e, (i, 1, nk))  # noqa: E731
+    cw = _C0 * _FW(i)
+    v_abs, o_abs_ = sp.Abs(_FV(i)), sp.Abs(_O)
+    num_parts = (cw * _FA(i) * _FV(i), _FZA(i) * _FV(i))
+    nt_def, num_all = termwise(_FNT, num_parts, (
+        product_bound(num_parts[0], [same(cw), pf.instance(a_small, {i: i}), same(v_abs)], "numerator"),
+        product_bound(num_parts[1], [pf.instance(under_a, {i: i}), same(v_abs)], "numerator")), "numerator")
+    den_parts = (cw * _FB(i), _FZL(i))
+    dt_def, den_all = termwise(_FDT, den_parts, (
+        product_bound(den_parts[0], [same(cw), pf.instance(b_small, {i: i})], "denominator"),
+        pf.instance(under_l, {i: i})), "denominator")
+    # Σ_i c = N_k c stays out of the sums: l's termwise bound's constant e^{m−m̂}ζ is carried by _sum_abs
+    den_c = _C0 * ZETA
+    db_def = pf.define(_FDB(i), den_all.rhs - den_c, "l's termwise bound, less its constant part", forall=[i])
+    den_all = pf.chain([den_all, pf.rewrite(den_all.rhs, _FDB(i) + den_c, [db_def], label="denominator")],
+                       den_all.lhs, "≤", _FDB(i) + den_c, label="denominator", forall=[i])
+    nb_def = pf.define(_FNB(i), num_all.rhs, "acc's termwise bound", forall=[i])
+    num_all = pf.chain([num_all, pf.rewrite(num_all.rhs, _FNB(i), [nb_def], label="numerator")], num_all.lhs, "≤",
+                       _FNB(i), label="numerator", forall=[i])
+    num_sum = pf.define(_NS, sums(_FNT(i)), "acc's error, Σ P_i")
+    den_sum = pf.define(_DS, sums(_FDT(i)), "l's error, Σ D_i")
+
+    # ---- acc = e^{m − m̂}S·o + P and l = e^{m − m̂}S + D, by linearity
+    acc_x = sums((cw * (1 + _FA(i)) + _FZA(i)) * _FV(i))
+    acc_open = pf.rewrite(_ACC, acc_x, [acc, weights_a], label="ratio")
+    acc_lin = pf.linearity(acc_x, _C0 * sums(_FW(i) * _FV(i)) + sums(sp.Add(*num_parts)), "Σ distributes", label="ratio")
+    acc_fold = pf.rewrite(acc_lin.rhs, _C0 * _SF * _O + _NS, [out, total, num_sum, nt_def], "Σ w v = S·o", label="ratio")
+    acc_is = pf.chain([acc_open, acc_lin, acc_fold], _ACC, "=", acc_fold.rhs, "acc = e^{m − m̂}S·o + P", label="ratio")
+    ell_x = sums(cw * (1 + _FB(i)) + _FZL(i))
+    ell_open = pf.rewrite(_L, ell_x, [ell, weights_l], label="ratio")
+    ell_lin = pf.linearity(ell_x, _C0 * sums(_FW(i)) + sums(sp.Add(*den_parts)), "Σ distributes", label="ratio")
+    ell_fold = pf.rewrite(ell_lin.rhs, _C0 * _SF + _DS, [total, den_sum, dt_def], label="ratio")
+    ell_is = pf.chain([ell_open, ell_lin, ell_fold], _L, "=", ell_fold.rhs, "l = e^{m − m̂}S + D", label="ratio")
+
+    # ---- |D| ≤ e^{m − m̂}(S(P∘B)1 + N_k ζ) and |P| ≤ e^{m − m̂}(S(T_P + (P∘R)|V|) + ζ‖v‖₁)
+    den_over = _sum_abs(pf, facts["triangle"], _FDT, _FDB, den_all, nk, "denominator", den_c)
+    den_open = pf.rewrite(sp.Abs(_DS), den_over.lhs, [den_sum], label="denominator")
+    den_open2 = pf.rewrite(den_over.rhs, sums(db_def.rhs) + nk * den_c, [db_def],
+                           label="denominator")
+    den_dist = pf.linearity(den_open2.rhs, _C0 * sums(_FW(i) * b_of(i)) + nk * den_c, "Σ distributes",
+                            label="denominator")
+    den_fold = pf.rewrite(den_dist.rhs, _C0 * _SF * PB + _C0 * ZETA * nk, [pb], label="denominator")
+    den_small = pf.chain([den_open, den_over, den_open2, den_dist, den_fold], sp.Abs(_DS), "≤", den_fold.rhs,
+                         label="denominator")
+    num_over = _sum_abs(pf, facts["triangle"], _FNT, _FNB, num_all, nk, "numerator")
+    num_open = pf.rewrite(sp.Abs(_NS), num_over.lhs, [num_sum], label="numerator")
+    num_open2 = pf.rewrite(num_over.rhs, sums(nb_def.rhs), [nb_def], label="numerator")
+    num_dist = pf.linearity(num_open2.rhs, _C0 * sums(_FW(i) * _FR(i) * v_abs) + _C0 * U_P * sums(
+        _FW(i) * (1 + _FR(i)) * v_abs) + _C0 * ZETA * sums(v_abs), "Σ distributes", label="numerator")
+    num_fold = pf.rewrite(num_dist.rhs, _C0 * (_SF * (T_P + PRV) + ZETA * V_L1), [prv, t_p, v_l1], label="numerator")
+    num_small = pf.chain([num_open, num_over, num_open2, num_dist, num_fold], sp.Abs(_NS), "≤", num_fold.rhs, label="numerator")
+    # ---- l ≥ e^{m − m̂}S(1 − (P∘B)1 − N_k ζ)
+    room_pos = pf.sign(0, "<", 1 - PB - nk * ZETA, using=[room], label="denominator")
+    low = _C0 * _SF * (1 - PB - nk * ZETA)
+    l1 = pf.sign(low, "≤", _C0 * _SF - den_small.rhs, "S ≥ 1", using=[at_least], label="denominator")
+    l2 = pf.sign(l1.rhs, "≤", _C0 * _SF - sp.Abs(_DS), using=[den_small], label="denominator")
+    l3 = pf.rewrite(l2.rhs, _L, [ell_is, pf.instance(facts["below_abs"], {_TA: -_DS})], relation_="≤",
+                    label="denominator")
+    ell_low = pf.chain([l1, l2, l3], low, "≤", _L, "l ≥ e^{m − m̂}S(1 − (P∘B)1 − N_k ζ)", label="denominator")
+    # ---- ô − o = (P + o(e^{m − m̂}S − l))/l = (P − oD)/l, and |ô − o| ≤ E
+    top = _NS + _O * (_C0 * _SF - _L)
+    inside = sp.Abs(_OH - _O).args[0]  # as SymPy keeps it (ô − o or o − ô): what the next rewrite must find
+    diff = pf.rewrite(inside, (1 if inside == _OH - _O else -1) * top * (1 / _L), [quotient, acc_is],
+                      "ô − o = (P − oD)/l", label="ratio")
+    ratio = pf.rewrite(sp.Abs(_OH - _O), sp.Abs(top) * (1 / _L), [diff], label="ratio")
+    split = pf.instance(facts["triangle"], {_TA: _NS, _TB: _O * (_C0 * _SF - _L)}, label="triangle inequality")
+    apart = pf.rewrite(split.rhs, sp.Abs(_NS) + o_abs_ * sp.Abs(_DS), [facts["product"], ell_is], label="ratio")
+    o_den = pf.bound([same(o_abs_), den_small], "mul", o_abs_ * sp.Abs(_DS), "≤", o_abs_ * den_small.rhs, label="ratio")
+    both = pf.bound([num_small, o_den], "add", apart.rhs, "≤", num_small.rhs + o_den.rhs, label="ratio")
+    e_num = T_P + PRV + O_ABS * PB + ZETA * (V_L1 + nk * O_ABS)
+    fold = pf.rewrite(both.rhs, _C0 * _SF * e_num, [o_abs, at_least], "S ≥ 1", relation_="≤", label="ratio")
+    top_small = pf.chain([split, apart, both, fold], sp.Abs(top), "≤", fold.rhs, "|P − oD| ≤ e^{m − m̂}S·(E's numerator)",
+                         label="ratio")
+    inverse = pf.sign(1 / _L, "≤", 1 / low, using=[ell_low, room_pos], label="denominator")
+    o_near = pf.bound([top_small, inverse], "mul", ratio.rhs, "≤", top_small.rhs * inverse.rhs, label="ratio")
+    o_close = pf.sign(o_near.rhs, "≤", ex["E"], label="ratio")
+    ohat_near = pf.chain([ratio, o_near, o_close], ratio.lhs, "≤", ex["E"], "|ô − o| ≤ E", label="ratio")
+    # ---- the division and the store
+    fin_parts = ((_OH - _O) * (1 + _DG), _O * _DG, _ETA_O)
+    fin_unfold = pf.rewrite(ERR, sp.Abs(sp.Add(*fin_parts)), [err, store], label="division and store")
+    fin_bounds = (product_bound(fin_parts[0], [ohat_near, one_plus(_DG, dg_small)], "division and store"),
+                  product_bound(fin_parts[1], [same(o_abs_), dg_small], "division and store"),
+                  store_small)
+    fin_sum = _abs_sum_of(pf, facts, fin_parts, fin_bounds, "division and store")
+    bound = ex["bound"]
+    fin_close = pf.rewrite(fin_sum.rhs, bound, [o_abs], relation_="≤", label="conclusion")
+    pf.chain([fin_unfold, fin_sum, fin_close], ERR, "≤", bound, "|fl(o) − o| ≤ (1 + u_a)(1 + u_in)E + ((1 + u_a)(1 + u_in) "
+             "− 1)|o| + λ_a + λ_o u_in", label="conclusion")
     symbols = dict(recipe=(U_IN, U_A, U_P, MU, LAMBDA_A, LAMBDA_P, LAMBDA_O), shape=(HEAD_DIM, BLOCK_N, BLOCKS, KEYS),
                    key=(QK_ABS, GAP, DELTA_MAX), row=(T_P, PRV, PB, O_ABS, V_L1, ZETA))
     return pf.finish(Result(ex, symbols=symbols))
 
 
-def _min_is_below_first() -> tuple[bool, str]:
-    """min(a, b) ≤ a, by the two cases b = a + e and a = b + e (e ≥ 0)."""
-    a, b, e = sp.symbols("a b e", nonnegative=True)
-    cases = [(sp.Min(a, a + e) - a), (sp.Min(b + e, b) - (b + e))]
-    ok = all(c.is_nonpositive for c in cases)  # Min decides a ≤ a + e itself
-    return ok, "both cases of min(a, b) − a ≤ 0" if ok else "a case of min(a, b) ≤ a not established"
+_FAIL_CHAIN = sp.Function("P_F", nonnegative=True)  # P(rounding chain i's γ̃-bound fails)
+_FAIL_PV = sp.Function("P_G", nonnegative=True)  # P(P·V sum i's Hoeffding bound fails)
+_UNION = sp.Symbol("P(some chain or sum fails)", nonnegative=True)
+_C1, _C2 = sp.symbols("C_1 C_2", integer=True, nonnegative=True)  # rounding chains; P·V sums
 
 
 def attention_probabilistic_bound() -> Derivation:
+    """With probability at least 1 − C·2exp(−λ²(1 − u)²/2) no rounding chain of the tensor's elements leaves its
+    Higham–Mary bound and no P·V sum its Hoeffding bound: Boole's inequality over the C = C₁ + C₂ events, the
+    Hoeffding events fitted to the same per-event probability by exp's monotonicity."""
     ex = _forward_expressions()
     chains, q_fail = CHAINS, Q_FAIL
     per_chain = 2 * sp.exp(-LAM**2 * (1 - U_A)**2 / 2)
+    hoeffding = 2 * sp.exp(-LAM**2 / 2)
     lam_of_q = sp.sqrt(2 * sp.log(2 * chains / q_fail)) / (1 - U_A)
     prob = dict(
         score=sp.Min(gamma(HEAD_DIM + 2, U_A), gamma_tilde(HEAD_DIM + 2, LAM, U_A)),
@@ -673,27 +1001,41 @@ def attention_probabilistic_bound() -> Derivation:
         chain_l=(1 + MU)**BLOCKS * (1 + sp.Min((1 + U_A)**ex["n_l"] - 1, gamma_tilde(ex["n_l"], LAM, U_A))) - 1,
         T_P=LAM * U_P * sp.Symbol("(1 + R_max)||p∘v||_2", nonnegative=True),
     )
+    i = _I
     pf = Proof("rounding-attention-probabilistic")
-    _premise(pf, "probabilistic model", "each δ_k is a random variable, independent of the earlier ones, mean zero, "
-             "|δ_k| ≤ u", sp.Symbol("E[delta_k | delta_1..delta_{k-1}]"), 0, kind="assumption")
-    _premise(pf, "Higham–Mary", "a chain Π_{k≤n}(1 + δ_k) = 1 + θ_n has |θ_n| ≤ γ̃_n(λ) = exp(λ√n u + nu²/(1 − u)) − 1 "
-             "with probability at least 1 − 2exp(−λ²(1 − u)²/2)", sp.Abs(THETA(N)), gamma_tilde(N), "≤",
-             kind="cited", reference=HIGHAM_MARY)
-    _premise(pf, "Hoeffding", "Σ_j a_j δ_j with the a_j fixed before the independent, mean-zero |δ_j| ≤ u: "
-             "|Σ a_j δ_j| ≤ λu‖a‖₂ with probability at least 1 − 2exp(−λ²/2)", sp.Symbol("|Σ a_j delta_j|"),
-             LAM * U * sp.Symbol("||a||_2"), "≤", kind="cited", reference=HOEFFDING)
-    _holds(pf, "both bounds hold", "the deterministic γ-form holds always, so min(γ-form, γ̃-form) holds whenever "
-           "the γ̃-form does; the same min for every chain and for T_P",
-           prob["score"], gamma(HEAD_DIM + 2, U_A),
-           lambda: _min_is_below_first())
-    _holds(pf, "Hoeffding ≤ union", "2exp(−λ²/2) ≤ 2exp(−λ²(1 − u)²/2): the P·V events fit the same per-chain "
-           "probability", 2 * sp.exp(-LAM**2 / 2), per_chain,
-           lambda: _nonnegative(LAM**2 / 2 - LAM**2 * (1 - U_A)**2 / 2, {U_A: _a / (1 + _a)}))
-    k = sp.Symbol("k", integer=True, positive=True)
-    pf.equal("union bound", "P(∪ failures) ≤ Σ_k P(failure k) = C·2exp(−λ²(1 − u)²/2) when each is ≤ the per-chain "
-             "bound", sp.Sum(per_chain, (k, 1, chains)).doit(), chains * per_chain)
+    count = pf.assume(sp.Eq(chains, _C1 + _C2, evaluate=False), "the tensor's C events: C₁ rounding chains (the "
+                      "scores', the weights' in l and acc) and C₂ P·V sums")
+    small_u = pf.assume(sp.Lt(U_A, 1, evaluate=False), "u_a < 1: a unit roundoff")
+    inside = pf.assume(sp.Le(FAILURE_PROB, _UNION, evaluate=False),
+                       "an element exceeds the forward bound with γ → min(γ, γ̃) and T_P → min(u_p Σp(1 + R)|v|, "
+                       "λu_p(1 + R_max)‖p∘v‖₂) only if one of its chains leaves its γ̃-bound or its P·V sum its Hoeffding "
+                       "bound: the γ-forms hold always (claim rounding-attention-forward), so each min holds when its "
+                       "probabilistic form does")
+    boole = pf.cite_external(sp.Le(_UNION, sp.Sum(_FAIL_CHAIN(i), (i, 1, _C1)) + sp.Sum(_FAIL_PV(i), (i, 1, _C2)),
+                                   evaluate=False), "Boole's inequality", "P(∪ events) ≤ Σ P(event)")
+    chain_i = pf.cite_external(sp.Le(_FAIL_CHAIN(i), per_chain, evaluate=False), HIGHAM_MARY,
+                               "with independent, mean-zero |δ_k| ≤ u, a chain Π_{k≤n}(1 + δ_k) = 1 + θ_n leaves "
+                               "|θ_n| ≤ γ̃_n(λ) = exp(λ√n u + nu²/(1 − u)) − 1 "
+                               "with probability at most 2exp(−λ²(1 − u)²/2)", forall=[i])
+    sum_i = pf.cite_external(sp.Le(_FAIL_PV(i), hoeffding, evaluate=False), HOEFFDING,
+                             "Σ_j a_j δ_j with the a_j fixed before the independent, mean-zero |δ_j| ≤ u leaves "
+                             "|Σ a_j δ_j| ≤ λu‖a‖₂ with probability at most 2exp(−λ²/2)", forall=[i])
+    # Hoeffding's events fit the chains' per-event probability: −λ²/2 ≤ −λ²(1 − u)²/2.
+    exponent = pf.sign(-LAM**2 / 2, "≤", -LAM**2 * (1 - U_A)**2 / 2, "λ²/2 − λ²(1 − u)²/2 = λ²u(2 − u)/2 ≥ 0",
+                       using=[small_u], label="Hoeffding ≤ union")
+    grow = _exp_monotone(pf, _abs_facts(pf, ["tangent"]), -LAM**2 / 2, -LAM**2 * (1 - U_A)**2 / 2, exponent,
+                         "Hoeffding ≤ union", signs=[small_u])
+    twice = pf.bound([grow, pf.sign(sp.Integer(2), "≤", 2)], "mul", hoeffding, "≤", per_chain, label="Hoeffding ≤ union")
+    sum_each = pf.chain([pf.instance(sum_i, {i: i}), twice], _FAIL_PV(i), "≤", per_chain, label="Hoeffding ≤ union",
+                        forall=[i])
+    chains_total = _sum_below(pf, _FAIL_CHAIN, lambda k: per_chain, chain_i, _C1, "union bound")
+    sums_total = _sum_below(pf, _FAIL_PV, lambda k: per_chain, sum_each, _C2, "union bound")
+    both = pf.bound([chains_total, sums_total], "add", boole.rhs, "≤", chains_total.rhs + sums_total.rhs,
+                    label="union bound")
+    counted = pf.rewrite(both.rhs, chains * per_chain, [count], "Σ_{i≤C₁} q + Σ_{i≤C₂} q = (C₁ + C₂)q = Cq",
+                         label="union bound")
+    pf.chain([inside, boole, both, counted], FAILURE_PROB, "≤", chains * per_chain,
+             "P(some element exceeds its bound) ≤ C·2exp(−λ²(1 − u)²/2)", label="conclusion")
     pf.equal("choosing λ", "λ = √(2 ln(2C/Q))/(1 − u) makes the failure probability exactly Q",
              sp.simplify(chains * per_chain.subs(LAM, lam_of_q)), q_fail)
-    _conclude(pf, "with probability ≥ 1 − Q, every element obeys the forward bound with γ → min(γ, γ̃) and "
-              "T_P → min(u_p Σp(1 + R)|v|, λu_p(1 + R_max)‖p∘v‖₂)", FAILURE_PROB, "≤", chains * per_chain)
     return pf.finish(Result(prob, per_chain=per_chain, lam_of_q=lam_of_q, chains=chains, q_fail=q_fail))
