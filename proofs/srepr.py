@@ -110,7 +110,7 @@ def _bounded(name: str, f: type, args: list, kwargs: dict) -> None:
     """Refuse what would build a name that impersonates a number or hides characters, or an integer
     over MAX_BITS (SymPy evaluates 3**30000000 or factorial(300000) as it builds them)."""
     if name in ("Symbol", "Dummy", "Function", "Str") and args and isinstance(args[0], str):
-        if any(unicodedata.category(c)[0] in "CZ" and c != " " for c in args[0]) or \
+        if any(unicodedata.category(c)[0] in "CZ" and c != " " or _ignorable(c) for c in args[0]) or \
                 (name not in ("Function", "Str") and (_numberlike(args[0]) or _numeral(args[0]))):
             raise CertificateError(f"the name {args[0]!r} reads as a number or holds a control/invisible character")
         if _confusable(args[0]):
@@ -123,6 +123,16 @@ def _bounded(name: str, f: type, args: list, kwargs: dict) -> None:
         raise CertificateError(f"{name} would build an integer of more than {MAX_BITS} bits")
     if issubclass(f, sp.Function) and any(abs(q) > 1 << 16 for q in rationals):  # factorial, binomial, gamma, …
         raise CertificateError(f"{name} of an argument over 2^16 would be evaluated as it is read")
+
+
+# Unicode's Default_Ignorable_Code_Point ranges that are not format characters (Cf, refused above): they render as
+# nothing (U+034F COMBINING GRAPHEME JOINER, the Hangul fillers, variation selectors), so "a͏" would print as "a".
+_IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x3164, 0x3164),
+              (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
+
+
+def _ignorable(c: str) -> bool:
+    return any(lo <= ord(c) <= hi for lo, hi in _IGNORABLE)
 
 
 # Greek letters that print like Latin ones (Α, ο, ν, …): a name may mix Greek and Latin, but not through these.
@@ -231,6 +241,11 @@ def read(text: str) -> Any:
         raise CertificateError(_too_long())
     if isinstance(out, sp.Basic) and any(d.dummy_index in RESERVED for d in out.atoms(sp.Dummy)):
         raise CertificateError("a Dummy in the checker's reserved index range (its bound-index renaming)")
+    if isinstance(out, sp.Basic) and any(a.is_commutative is not True for a in
+                                         out.atoms(sp.Symbol, sp.IndexedBase, sp.core.function.AppliedUndef)):
+        # The checker's algebra is commutative (linearity pulls factors out of a Σ, E in any order): a symbol, indexed
+        # base or function declared noncommutative is refused (matrices are MatrixSymbols, ordered by MatMul).
+        raise CertificateError("a noncommutative symbol or function: the checker's algebra is commutative")
     if isinstance(out, sp.Basic) and any(isinstance(s, sp.Dummy) for s in out.free_symbols):
         # A free Dummy prints as _name, like the Symbol _name, and may equal a Dummy the checker makes: a
         # certificate names its free variables by Symbols (a Dummy may only be bound).
