@@ -34,6 +34,7 @@ class CertificateError(ValueError):
 
 
 MAX_BITS = 1 << 20  # the largest integer (in bits) the reader lets SymPy build: 2^(2^20) takes ~10 ms
+_CONSTANT_LETTERS = {"e": "Euler's number", "i": "the imaginary unit"}  # printed in TeX and prose as the constants
 _CONSTANT_NAMES = {"oo", "zoo", "nan", "pi", "E", "I", "EulerGamma", "GoldenRatio", "Catalan", "inf", "infinity"}
 
 
@@ -113,6 +114,9 @@ def _bounded(name: str, f: type, args: list, kwargs: dict) -> None:
         if any(unicodedata.category(c)[0] in "CZ" and c != " " or _ignorable(c) for c in args[0]) or \
                 (name not in ("Function", "Str") and (_numberlike(args[0]) or _numeral(args[0]))):
             raise CertificateError(f"the name {args[0]!r} reads as a number or holds a control/invisible character")
+        if name in ("Symbol", "Dummy") and args[0] in _CONSTANT_LETTERS and kwargs.get("integer") is not True:
+            raise CertificateError(f"the name {args[0]!r} reads as {_CONSTANT_LETTERS[args[0]]} unless it is declared "
+                                   "an integer (a count or an index, which that constant is not)")
         if _confusable(args[0]):
             raise CertificateError(f"the name {args[0]!r} may print like another name: {_confusable(args[0])}")
     rationals = [a for a in args if isinstance(a, sp.Rational)]
