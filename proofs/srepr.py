@@ -245,8 +245,8 @@ def read(text: str) -> Any:
         raise CertificateError(_too_long())
     if isinstance(out, sp.Basic) and any(d.dummy_index in RESERVED for d in out.atoms(sp.Dummy)):
         raise CertificateError("a Dummy in the checker's reserved index range (its bound-index renaming)")
-    if isinstance(out, sp.Basic) and any(a.is_commutative is not True for a in
-                                         out.atoms(sp.Symbol, sp.IndexedBase, sp.core.function.AppliedUndef)):
+    if isinstance(out, sp.Basic) and any(_declared(a).get("commutative", True) is not True for a in out.atoms(
+            sp.Symbol, sp.IndexedBase) | {f.func for f in out.atoms(sp.core.function.AppliedUndef)}):
         # The checker's algebra is commutative (linearity pulls factors out of a Σ, E in any order): a symbol, indexed
         # base or function declared noncommutative is refused (matrices are MatrixSymbols, ordered by MatMul).
         raise CertificateError("a noncommutative symbol or function: the checker's algebra is commutative")
