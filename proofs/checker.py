@@ -301,13 +301,13 @@ def _orders_real(p: Any) -> bool:
 
 def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | None = None) -> str:
     """Why small ≤ big (< when rel is "<") from the sign of big − small under the premises' facts; else _Refused."""
-    _need(_real(small) and _real(big), lambda: f"{sp.sstr(small)[:60]} or {sp.sstr(big)[:60]} is not shown real: "
-          "an order relation is between reals")
     # SymPy calls polygamma(1, r) positive for every real r, its poles too: both sides must be shown defined, by
     # the identity engine's whitelist, before a sign decides anything; a denominator is shown non-zero below,
     # under the premises (1 − nu with nu < 1), which the whitelist does not see.
     undefined = _undefined_somewhere([small, big], skip=frozenset({"nonzero"}))
     _need(not undefined, lambda: f"not shown defined: {undefined}")
+    _need(_real(small) and _real(big), lambda: f"{sp.sstr(small)[:60]} or {sp.sstr(big)[:60]} is not shown real: "
+          "an order relation is between reals")
     facts = _facts(premises)
     # Bound indices carry what their ranges imply, not what they were declared (a "positive" index over −5..−1).
     diff = _canonical(big - small)
