@@ -107,14 +107,15 @@ _MatrixElement = sp.matrices.expressions.matexpr.MatrixElement  # A[i, j] of a M
 #   Abs (non-negative, zero exactly where its argument is); Max, Min (a fact of all arguments);
 #   floor, ceiling (an integer for a real argument, the argument's sign where that decides it);
 #   KroneckerDelta (0 or 1); Sum, Product (facts of the summand over a range shown not reversed; an empty
-#   range is 0 or 1).
+#   range is 0 or 1); matrix expressions, their entries and names (Str): no scalar fact but "not a number".
 # What is left out is not shown by fact(): trigonometric and special functions, binomial, factorial, Mod,
 # Piecewise, Integral, Derivative. A rule that needs a fact of them states it as a premise instead.
 # Facts used only to refuse (a possibly infinite side) may still ask SymPy directly: a wrong answer there
 # refuses more, never less.
 _TRUSTED = (sp.Number, sp.NumberSymbol, sp.core.numbers.ImaginaryUnit, sp.Symbol, sp.core.function.AppliedUndef,
             sp.IndexedBase, sp.Indexed, sp.Idx, sp.Tuple, sp.Add, sp.Mul, sp.Pow, sp.exp, sp.log, sp.Abs, sp.Max,
-            sp.Min, sp.floor, sp.ceiling, sp.KroneckerDelta, sp.Sum, sp.Product)
+            sp.Min, sp.floor, sp.ceiling, sp.KroneckerDelta, sp.Sum, sp.Product, sp.MatrixExpr, _MatrixElement,
+            sp.core.symbol.Str)
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -22,7 +22,7 @@ import sympy as sp
 from sympy.core.assumptions import _assume_defined
 from sympy.printing.repr import ReprPrinter
 
-from proofs.identity import _declared_against_range  # one rule for the reader, the writer and the engine
+from proofs.identity import _TRUSTED, _declared_against_range, _trusted  # one rule for the reader, writer, engine
 
 # Dummy indices the checker renames bound indices to (the first 10**6 canonical, the rest its fresh Dummies, one
 # each): a certificate may not hold one (read refuses it).
@@ -205,6 +205,8 @@ def _node(n: ast.AST) -> Any:
             raise CertificateError(f"{n.func.id} {args[0] if args else ''} is declared hermitian (or real) and "
                                    "antihermitian, which only 0 is, yet not zero: SymPy would take it as non-zero")
         out = f(*args, **kwargs, evaluate=False) if issubclass(f, UNEVALUATED) else f(*args, **kwargs)
+        if not issubclass(f, UNEVALUATED) and any(isinstance(a, sp.Basic) and not _trusted(a) for a in args):
+            _not_evaluated_on_untrusted_facts(f, args, kwargs, out)
         if isinstance(out, _BINDERS):  # before any enclosing node is built on SymPy's reading of its assumptions
             why = _declared_against_range(out)
             if why:
@@ -213,6 +215,33 @@ def _node(n: ast.AST) -> Any:
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Call):  # Function('f')(x): an applied function
         return _node(n.func)(*[_node(a) for a in n.args])
     raise CertificateError(f"expression holds something that is not a SymPy constructor: {ast.dump(n)[:120]}")
+
+
+# SymPy evaluates as it builds, on its assumption facts: |C(n, 3)| is built as −C(n, 3), Piecewise((1, C(n, 3) < 0),
+# (0, True)) as 1, since binomial's handler calls C(n, 3) negative. Facts of functions outside the gate's whitelist
+# (identity.fact) are no evidence there either: a node is built again with each such subterm of its arguments put as
+# a bare symbol, and must come out the same (x·sin x·sin x is x·sin²x either way; |C(n, 3)| is not −C(n, 3)).
+_STRIPPED: dict = {}  # subterm -> what it is with each untrusted subterm a bare Dummy (one per subterm)
+
+
+def _strip(e: Any) -> Any:
+    if not isinstance(e, sp.Basic) or _trusted(e) or not e.args and not isinstance(e, sp.Expr):
+        return e
+    if e not in _STRIPPED:
+        _STRIPPED[e] = sp.Dummy() if isinstance(e, sp.Expr) and not isinstance(e, _TRUSTED) else \
+            e.func(*map(_strip, e.args), evaluate=False) if isinstance(e, UNEVALUATED) else e.func(*map(_strip, e.args))
+    return _STRIPPED[e]
+
+
+def _not_evaluated_on_untrusted_facts(f: type, args: list, kwargs: dict, out: Any) -> None:
+    try:  # the node itself is compared by its class and stripped arguments (a Piecewise stays a Piecewise)
+        bare = f(*map(_strip, args), **kwargs)
+        same = bare == (out.func(*map(_strip, out.args)) if isinstance(out, sp.Basic) and out.args else out)
+    except Exception:
+        same = False
+    if not same:
+        raise CertificateError(f"SymPy builds {f.__name__}({', '.join(map(sp.sstr, args))[:100]}) as {sp.sstr(out)[:60]} "
+                               "on a fact of a function whose assumption handlers are not trusted (identity.fact)")
 
 
 def _only_zero(facts: dict) -> bool:
@@ -234,6 +263,7 @@ def read(text: str) -> Any:
     if not isinstance(text, str):
         raise CertificateError(f"an expression must be an srepr string, got {type(text).__name__}")
     try:
+        _STRIPPED.clear()
         out = _node(ast.parse(text, mode="eval").body)
     except SyntaxError as exc:
         raise CertificateError(f"unreadable expression {text[:80]!r}: {exc.msg}") from None
