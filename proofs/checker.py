@@ -21,8 +21,14 @@ Trust base (what a "proved" verdict still rests on):
   1. this module's rules, as written here;
   2. SymPy: parsing of the certificate's ``srepr`` expressions (``proofs/srepr.py``: a whitelisted,
      code-free parser; the tree read is the tree the theorem built), structural equality,
-     ``xreplace``/``replace``, its assumptions system (``is_nonnegative`` and friends, used by the
-     ``sign`` rule), and the identity engine's simplifications (``proofs/identity.py``);
+     ``xreplace``/``replace``, and the identity engine's simplifications (``proofs/identity.py``); its assumption
+     handlers only through one gate, ``identity.fact``: every sign, zero, range or type fact a rule or the engine
+     takes as evidence is asked there, and answered only for an expression built wholly from whitelisted classes
+     (numbers, declared symbols, f(x), a[i], Add, Mul, Pow, exp, log, Abs, Max, Min, floor, ceiling, δ, Σ, Π,
+     matrices; SymPy's atan, asin, binomial, polygamma handlers are wrong), and the reader refuses a node SymPy
+     evaluates on a fact outside it; SymPy's integrate is not used (an ∫ is probed by quadrature);
+  2a. the algebra is commutative: a symbol, indexed base or function declared noncommutative is refused on read
+     (matrices are MatrixSymbols, kept in order by MatMul);
   3. the premises the verdict lists: definitions that are not conservative (their head is not fresh: it occurs
      in the statement, another premise, any expression of a cited certificate, a computation's conclusion or a
      linearity step's names), assumptions, cited theorems, and named computations, which

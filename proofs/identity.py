@@ -19,7 +19,10 @@ Trust base. A "True" from :func:`identity` is as sound as:
     (it applies rewrites that hold only generically), and never where a sum's range may be reversed
     or a binomial's first argument may be a negative integer;
   * the domain whitelist below (which functions are defined where, which are smooth where) and
-    SymPy's assumption system (is_positive, is_zero, is_integer, ...) that decides its conditions;
+    SymPy's assumption handlers (is_positive, is_zero, is_integer, ...) that decide its conditions, asked only
+    through :func:`fact`, which trusts a whitelist of classes (below) and answers "not shown" for the rest;
+  * never SymPy's integrate: an Integral is reduced only by the exact rewrites (never by doit or simplify), and
+    a probe evaluates it by evalf's quadrature (mpmath), independent of any antiderivative;
   * undefined functions f(x) stand for arbitrary total functions, differentiable under a
     Derivative: an identity containing them is claimed for every such function;
   * evalf at 40 digits for the probes, which can only refute (a refutation is at a stated point);
