@@ -446,8 +446,8 @@ def _positive(e: sp.Expr) -> bool:
         return all(_positive(a) for a in e.args)
     if isinstance(e, sp.Pow):
         return _positive(e.base) and shown(e.exp, "extended_real")
-    if isinstance(e, sp.exp):
-        return shown(e.args[0], "extended_real")
+    if isinstance(e, (sp.exp, sp.cosh)):  # e^x > 0 and cosh x ≥ 1 for real x (cosh's own handler is not trusted)
+        return shown(e.args[0], "real")
     if isinstance(e, sp.Sum):  # a non-empty sum of positive terms: every range has hi ≥ lo
         return _positive(e.function) and all(shown(hi - lo, "nonnegative") or (
             shown(hi - lo, "integer") and shown(hi - lo + 1, "positive")) for _, lo, hi in e.limits)

@@ -114,9 +114,6 @@ def _bounded(name: str, f: type, args: list, kwargs: dict) -> None:
         if any(unicodedata.category(c)[0] in "CZ" and c != " " or _ignorable(c) for c in args[0]) or \
                 (name not in ("Function", "Str") and (_numberlike(args[0]) or _numeral(args[0]))):
             raise CertificateError(f"the name {args[0]!r} reads as a number or holds a control/invisible character")
-        if name in ("Symbol", "Dummy") and args[0] in _CONSTANT_LETTERS and kwargs.get("integer") is not True:
-            raise CertificateError(f"the name {args[0]!r} reads as {_CONSTANT_LETTERS[args[0]]} unless it is declared "
-                                   "an integer (a count or an index, which that constant is not)")
         if _confusable(args[0]):
             raise CertificateError(f"the name {args[0]!r} may print like another name: {_confusable(args[0])}")
     rationals = [a for a in args if isinstance(a, sp.Rational)]
@@ -280,6 +277,11 @@ def read(text: str) -> Any:
         # The checker's algebra is commutative (linearity pulls factors out of a Σ, E in any order): a symbol, indexed
         # base or function declared noncommutative is refused (matrices are MatrixSymbols, ordered by MatMul).
         raise CertificateError("a noncommutative symbol or function: the checker's algebra is commutative")
+    labels = {b.label for b in out.atoms(sp.IndexedBase)} if isinstance(out, sp.Basic) else set()
+    for s in out.atoms(sp.Symbol) - labels if isinstance(out, sp.Basic) else ():  # e[k] is an entry, not e
+        if s.name in _CONSTANT_LETTERS and s.is_integer is not True:
+            raise CertificateError(f"the name {s.name!r} reads as {_CONSTANT_LETTERS[s.name]} unless it is declared "
+                                   "an integer (a count or an index, which that constant is not)")
     if isinstance(out, sp.Basic) and any(isinstance(s, sp.Dummy) for s in out.free_symbols):
         # A free Dummy prints as _name, like the Symbol _name, and may equal a Dummy the checker makes: a
         # certificate names its free variables by Symbols (a Dummy may only be bound).

@@ -71,6 +71,23 @@ def test_sign_still_signs_through_trusted_functions():
     assert checker._shown_sign(sp.atan(sp.Symbol("n", integer=True, nonnegative=True)), []) is None
 
 
+# The same wrong facts, used by SymPy as it builds an expression read from a certificate (two of our own, each
+# "proved" before: |C(n, 3)| read as −C(n, 3); [C(n, 3) < 0] read as 1).
+@pytest.mark.parametrize("name", ["c01_abs_binomial_construction", "c02_piecewise_binomial_construction"])
+def test_root1_the_reader_refuses_evaluation_on_an_untrusted_fact(name):
+    _refused(name, "on a fact of a function whose assumption handlers are not trusted")
+
+
+def test_root1_the_reader_keeps_what_is_built_the_same_without_the_facts():
+    x = "Symbol('x', real=True)"
+    assert read(f"Mul({x}, sin({x}), sin({x}))") == sp.Symbol("x", real=True) * sp.sin(sp.Symbol("x", real=True)) ** 2
+    assert isinstance(read(f"Piecewise(ExprCondPair(sin({x}), StrictLessThan({x}, Integer(1))), "
+                           "ExprCondPair(Integer(0), true))"), sp.Piecewise)
+    assert read(f"Abs(exp({x}))") == sp.exp(sp.Symbol("x", real=True))  # exp's facts are trusted
+    with pytest.raises(CertificateError, match="not trusted"):
+        read("Abs(sin(Integer(1)))")  # true, but decided by sin's handler: not shown
+
+
 # Root cause 2: an IndexedBase's own facts were not read (definition heads, the one-name rule).
 def test_root2_an_indexed_head_declared_by_its_base_is_listed():
     verdict = check(_load("a02_indexedbase_label"))  # F1: a[i] := −1 with a positive base; then 0 < −1
