@@ -179,19 +179,22 @@ def substitute(statement: Any, mapping: dict) -> Any:
             if not isinstance(e, sp.concrete.expr_with_limits.ExprWithLimits):
                 raise CertificateError(f"{sp.sstr(e)[:80]}: its bound variable is substituted for or occurs in a "
                                        "value, and only a Σ, Π, ∫ or λ variable is renamed")
-            function, limits = e.function, [tuple(lim) for lim in e.limits]
-            for k, (var, *bounds) in enumerate(limits):
-                if var not in clash:
-                    continue
-                new = fresh(var)
-                function = function.xreplace({var: new})
-                limits = [(new, *bounds) if j == k else
-                          (lim[0],) + tuple(b.xreplace({var: new}) for b in lim[1:]) if j < k else lim
-                          for j, lim in enumerate(limits)]
-            return e.func(function, *limits)
+            return _renamed(e, lambda v: fresh(v) if v in clash else None)
 
         statement = statement.replace(binds, rename)
     return statement.xreplace(mapping)
+
+
+def _renamed(e: Any, new: Any) -> Any:
+    """The Σ, Π or ∫ ``e`` with each variable v for which new(v) is a symbol renamed to it, in its bound occurrences
+    only: the summand and the limits listed before it (inner ones); its own limits and later ones are outside it."""
+    function, limits = e.function, [tuple(lim) for lim in e.limits]
+    for k, (var, *bounds) in enumerate(limits):
+        if (d := new(var)) is not None:
+            function = function.xreplace({var: d})
+            limits = [(d, *bounds) if j == k else (lim[0],) + tuple(b.xreplace({var: d}) for b in lim[1:]) if j < k
+                      else lim for j, lim in enumerate(limits)]
+    return e.func(function, *limits)
 
 
 def _own(e: Any) -> set:
@@ -497,15 +500,8 @@ def _fresh(expr: Any) -> Any:
     """``expr`` with the bound index of every Sum and Product renamed to a new Dummy of the same assumptions,
     one from the checker's reserved range that nothing else holds (a predictable automatic index could be forged)."""
     def rename(s):
-        function, limits = s.function, [tuple(lim) for lim in s.limits]
-        for k, (var, *bounds) in enumerate(limits):
-            facts = {a: v for a, v in var.assumptions0.items() if v is not None}
-            new = sp.Dummy(str(var), dummy_index=next(_FRESH), **facts)
-            function = function.xreplace({var: new})
-            limits = [(new, *bounds) if j == k else
-                      (lim[0],) + tuple(b.xreplace({var: new}) for b in lim[1:]) if j < k else lim
-                      for j, lim in enumerate(limits)]
-        return s.func(function, *limits)
+        return _renamed(s, lambda var: sp.Dummy(str(var), dummy_index=next(_FRESH),
+                                                **{a: v for a, v in var.assumptions0.items() if v is not None}))
 
     return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), rename) if expr.has(sp.Sum, sp.Product) else expr
 
