@@ -65,6 +65,15 @@ def test_the_engine_does_not_sift_or_divide_on_an_untrusted_fact():
     assert ok, why
 
 
+def test_index_facts_come_only_from_trusted_limits():
+    from proofs.identity import _index_facts
+
+    n, m = sp.Symbol("n", integer=True), sp.Symbol("m", integer=True, nonnegative=True)
+    assert (1 - sp.binomial(n, 3)).is_nonnegative is True  # SymPy's wrong fact (n = 5: −9) ...
+    assert _index_facts(sp.Integer(1), -sp.binomial(n, 3)) == {}  # ... gives the index nothing
+    assert _index_facts(sp.Integer(1), m) == {"integer": True, "positive": True}
+
+
 def test_sign_still_signs_through_trusted_functions():
     x = sp.Symbol("x", real=True)
     assert checker._shown_sign(sp.exp(x) + sp.Abs(x), []) == ">"
