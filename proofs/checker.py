@@ -21,14 +21,11 @@ Trust base (what a "proved" verdict still rests on):
   1. this module's rules, as written here;
   2. SymPy: parsing of the certificate's ``srepr`` expressions (``proofs/srepr.py``: a whitelisted,
      code-free parser; the tree read is the tree the theorem built), structural equality,
-     ``xreplace``/``replace``, and the identity engine's simplifications (``proofs/identity.py``); its assumption
-     handlers only through one gate, ``identity.fact``: every sign, zero, range or type fact a rule or the engine
-     takes as evidence is asked there, and answered only for an expression built wholly from whitelisted classes
-     (numbers, declared symbols, f(x), a[i], Add, Mul, Pow, exp, log, Abs, Max, Min, floor, ceiling, δ, Σ, Π,
-     matrices; SymPy's atan, asin, binomial, polygamma handlers are wrong), and the reader refuses a node SymPy
-     evaluates on a fact outside it; SymPy's integrate is not used (an ∫ is probed by quadrature);
-  2a. the algebra is commutative: a symbol, indexed base or function declared noncommutative is refused on read
-     (matrices are MatrixSymbols, kept in order by MatMul);
+     ``xreplace``/``replace``, the identity engine's simplifications (``proofs/identity.py``; never integrate), and
+     SymPy's assumption handlers only through one gate, ``identity.fact`` (every sign, zero, range or type fact a
+     rule or the engine takes as evidence; it answers only for an expression built wholly from whitelisted classes,
+     and the reader refuses a node SymPy builds on a fact outside them); the algebra is commutative (the reader
+     refuses a name declared noncommutative; matrices are MatrixSymbols, kept in order by MatMul);
   3. the premises the verdict lists: definitions that are not conservative (their head is not fresh: it occurs
      in the statement, another premise, any expression of a cited certificate, a computation's conclusion or a
      linearity step's names), assumptions, cited theorems, and named computations, which
@@ -105,7 +102,6 @@ CHECK_BUDGET_S = 120.0  # CPU seconds for one certificate with everything it cit
 MAX_CITATION_DEPTH = 32
 CLAIM_ID = re.compile(r"[a-z0-9][a-z0-9._=\[\]-]*")  # ASCII, nothing invisible, nothing that mimics another id
 _COMPUTATION_NAME = re.compile(r"<lambda>|[A-Za-z_][A-Za-z0-9_]*(\([a-z_]+\))?")  # equal(subject): the engine method
-_TRUST_FILES = {"proofs/checker.py", "proofs/identity.py", "proofs/srepr.py"}
 _COMPUTATION_SOURCE = re.compile(r"[A-Za-z0-9_./-]+\.py:[A-Za-z0-9_.<>]+( \(line [0-9]+\))?")
 
 
@@ -296,11 +292,10 @@ def _shown_sign(e: Any, facts: list) -> str | None:
 
 
 def _real(e: Any) -> bool:
-    """Shown a real number (finite, or a quotient of such): what an order relation may compare. SymPy calls Mod, Max, Min and Heaviside
-    real whatever their arguments (Mod(1 + 3i, 2) is not real): their arguments must be shown real too."""
+    """Shown a real number (finite, or a quotient of such): what an order relation may compare (the gate does not
+    take SymPy's word for Mod, Heaviside, or Max and Min of arguments not shown real, which it calls real)."""
     return isinstance(e, sp.Expr) and (shown(e, "real") or all(  # a quotient: where its denominator is not 0
-        shown(part, "real") for part in sp.fraction(sp.together(e)))) and all(
-        shown(a, "real") for f in e.atoms(sp.Mod, sp.Max, sp.Min, sp.Heaviside) for a in f.args)
+        shown(part, "real") for part in sp.fraction(sp.together(e))))
 
 
 def _orders_real(p: Any) -> bool:
@@ -1193,7 +1188,8 @@ class _Replay:
             str(step.get("source", ""))), "a computation needs a name (a Python identifier) and a source "
             "(file.py:function)")
         # Nor as the checker itself: a rule's name, or a source inside the trust base's own files.
-        _need(step["name"] not in RULES and step["source"].split(":")[0] not in _TRUST_FILES, "a computation is not "
-              "named as a rule, nor sourced in the checker's own files (proofs/checker.py, identity.py, srepr.py)")
+        _need(step["name"] not in RULES and step["source"].split(":")[0].rsplit("/", 1)[-1] not in (
+            "checker.py", "identity.py", "srepr.py"), "a computation is not named as a rule, nor sourced in the "
+              "checker's own files (checker.py, identity.py, srepr.py)")
         _need(step.get("outcome") is True, str(step.get("detail", ""))[:300])  # JSON true: "False" is a truthy string
         return str(step.get("detail", ""))[:300]

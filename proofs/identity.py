@@ -107,7 +107,7 @@ _MatrixElement = sp.matrices.expressions.matexpr.MatrixElement  # A[i, j] of a M
 #   value); Tuple (a range's limits);
 #   Add, Mul, Pow (SymPy's core: sums and products of signed terms, powers of signed bases);
 #   exp (positive for a real argument), log (real for a positive argument, its sign that of argument − 1);
-#   Abs (non-negative, zero exactly where its argument is); Max, Min (a fact of all arguments);
+#   Abs (non-negative, zero exactly where its argument is); Max, Min (of real arguments: a fact of all of them);
 #   floor, ceiling (an integer for a real argument, the argument's sign where that decides it);
 #   KroneckerDelta (0 or 1); Sum, Product (facts of the summand over a range shown not reversed; an empty
 #   range is 0 or 1); matrix expressions, their entries and names (Str): no scalar fact but "not a number".
@@ -123,7 +123,10 @@ _TRUSTED = (sp.Number, sp.NumberSymbol, sp.core.numbers.ImaginaryUnit, sp.Symbol
 
 @functools.lru_cache(maxsize=1 << 16)
 def _trusted(e: sp.Basic) -> bool:
-    return all(isinstance(n, _TRUSTED) for n in sp.preorder_traversal(e))
+    """Every node of ``e`` is of a whitelisted class; Max and Min only of arguments shown real (SymPy calls Max(z, 1)
+    real and positive for every z, a non-real one too)."""
+    return all(isinstance(n, _TRUSTED) and not (isinstance(n, (sp.Max, sp.Min)) and
+                                               not all(a.is_real for a in n.args)) for n in sp.preorder_traversal(e))
 
 
 def fact(e: Any, key: str) -> bool | None:

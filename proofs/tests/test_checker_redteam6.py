@@ -55,6 +55,9 @@ def test_the_gate_answers_only_through_trusted_classes():
     k = sp.Symbol("k", integer=True, positive=True)
     assert fact(sp.Sum(sp.exp(k), (k, 1, n + 1)), "positive") is True
     assert fact(sp.floor(x), "integer") is True and fact(sp.sin(x), "real") is None
+    z = sp.Symbol("z")
+    assert sp.Max(z, 1).is_positive is True and fact(sp.Max(z, 1), "positive") is None  # Max of a non-real z
+    assert fact(sp.Max(x, 1), "positive") is True
 
 
 def test_the_engine_does_not_sift_or_divide_on_an_untrusted_fact():
@@ -174,5 +177,7 @@ def test_a_computation_cannot_pose_as_the_checker():
     step = _load("a10_computation_name")
     step["steps"][0]["name"] = "my_count"
     assert "not named as a rule" in check(step).line  # still sourced in proofs/checker.py
+    step["steps"][0]["source"] = "proofs/./identity.py:_identity"
+    assert "not named as a rule" in check(step).line
     step["steps"][0]["source"] = "proofs/theorems/traffic.py:count"
     assert check(step).line.startswith("proved, given computation my_count")  # taken as recorded, and listed
