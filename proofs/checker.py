@@ -21,8 +21,11 @@ Trust base (what a "proved" verdict still rests on):
   1. this module's rules, as written here;
   2. SymPy: parsing of the certificate's ``srepr`` expressions (``proofs/srepr.py``: a whitelisted,
      code-free parser; the tree read is the tree the theorem built), structural equality,
-     ``xreplace``/``replace``, its assumptions system (``is_nonnegative`` and friends, used by the
-     ``sign`` rule), and the identity engine's simplifications (``proofs/identity.py``);
+     ``xreplace``/``replace``, the identity engine's simplifications (``proofs/identity.py``; never integrate), and
+     SymPy's assumption handlers only through one gate, ``identity.fact`` (every sign, zero, range or type fact a
+     rule or the engine takes as evidence; it answers only for an expression built wholly from whitelisted classes,
+     and the reader refuses a node SymPy builds on a fact outside them); the algebra is commutative (the reader
+     refuses a name declared noncommutative; matrices are MatrixSymbols, kept in order by MatMul);
   3. the premises the verdict lists: definitions that are not conservative (their head is not fresh: it occurs
      in the statement, another premise, any expression of a cited certificate, a computation's conclusion or a
      linearity step's names), assumptions, cited theorems, and named computations, which
@@ -58,6 +61,7 @@ import sympy as sp
 
 from proofs.identity import _canonical as _engine_canonical
 from proofs.identity import _WORKER, _may_be_infinite, _undefined_somewhere, cpu_seconds, identity  # one rule for what may be ∞
+from proofs.identity import fact, shown  # the one gate to SymPy's assumption facts
 from proofs.srepr import UNEVALUATED, RESERVED, CertificateError, _declared, read, read_in, text, write  # noqa: F401
 
 FORMAT = "attention-proofs/certificate"
@@ -171,19 +175,22 @@ def substitute(statement: Any, mapping: dict) -> Any:
             if not isinstance(e, sp.concrete.expr_with_limits.ExprWithLimits):
                 raise CertificateError(f"{sp.sstr(e)[:80]}: its bound variable is substituted for or occurs in a "
                                        "value, and only a Σ, Π, ∫ or λ variable is renamed")
-            function, limits = e.function, [tuple(lim) for lim in e.limits]
-            for k, (var, *bounds) in enumerate(limits):
-                if var not in clash:
-                    continue
-                new = fresh(var)
-                function = function.xreplace({var: new})
-                limits = [(new, *bounds) if j == k else
-                          (lim[0],) + tuple(b.xreplace({var: new}) for b in lim[1:]) if j < k else lim
-                          for j, lim in enumerate(limits)]
-            return e.func(function, *limits)
+            return _renamed(e, lambda v: fresh(v) if v in clash else None)
 
         statement = statement.replace(binds, rename)
     return statement.xreplace(mapping)
+
+
+def _renamed(e: Any, new: Any) -> Any:
+    """The Σ, Π or ∫ ``e`` with each variable v for which new(v) is a symbol renamed to it, in its bound occurrences
+    only: the summand and the limits listed before it (inner ones); its own limits and later ones are outside it."""
+    function, limits = e.function, [tuple(lim) for lim in e.limits]
+    for k, (var, *bounds) in enumerate(limits):
+        if (d := new(var)) is not None:
+            function = function.xreplace({var: d})
+            limits = [(d, *bounds) if j == k else (lim[0],) + tuple(b.xreplace({var: d}) for b in lim[1:]) if j < k
+                      else lim for j, lim in enumerate(limits)]
+    return e.func(function, *limits)
 
 
 def _own(e: Any) -> set:
@@ -208,7 +215,7 @@ def _possibly_infinite(e: Any) -> bool:
 def _admissible(x: Any, v: Any) -> bool:
     """``v`` may stand for the ∀-symbol ``x`` (an instance, a pattern's match): every fact x was declared with,
     True or False alike (zero=False: v shown non-zero), is shown of v; and v may be infinite only where x may."""
-    return all(getattr(v, f"is_{k}", None) is t for k, t in _declared(x).items()) and \
+    return all(fact(v, k) is t for k, t in _declared(x).items()) and \
         (_possibly_infinite(x) or not _possibly_infinite(v))
 
 
@@ -242,19 +249,19 @@ def _facts(premises: list) -> list[tuple[Any, bool]]:
 def _sign(f: Any, facts: list) -> str | None:
     """">" or "≥" when f is shown positive / non-negative, "<" or "≤" for −f; None when not shown.
     Shown: by SymPy's assumptions, or as f = X + (something ≥ 0) for a known X > 0 (≥ 0)."""
-    def shown(g):
-        if g.is_positive:
+    def signed(g):
+        if shown(g, "positive"):
             return ">"
-        found = "≥" if g.is_nonnegative else None
+        found = "≥" if shown(g, "nonnegative") else None
         for x, strict in facts:
             rest = sp.expand(g - x)
-            if rest.is_nonnegative:
-                if strict or rest.is_positive:
+            if shown(rest, "nonnegative"):
+                if strict or shown(rest, "positive"):
                     return ">"
                 found = "≥"
         return found
 
-    return shown(sp.expand(f)) or {">": "<", "≥": "≤", None: None}[shown(sp.expand(-f))]
+    return signed(sp.expand(f)) or {">": "<", "≥": "≤", None: None}[signed(sp.expand(-f))]
 
 
 def _shown_sign(e: Any, facts: list) -> str | None:
@@ -274,7 +281,7 @@ def _shown_sign(e: Any, facts: list) -> str | None:
         sign *= 1 if coeff > 0 else -1
         for f, mult in factors:
             s = _sign(f, facts)
-            if s is None and mult % 2 == 0 and not is_den and f.is_extended_real:
+            if s is None and mult % 2 == 0 and not is_den and shown(f, "extended_real"):
                 strict = False  # an even power of a real factor is ≥ 0
                 continue
             if s is None or (is_den and s in ("≥", "≤")):
@@ -285,11 +292,10 @@ def _shown_sign(e: Any, facts: list) -> str | None:
 
 
 def _real(e: Any) -> bool:
-    """Shown a real number (finite, or a quotient of such): what an order relation may compare. SymPy calls Mod, Max, Min and Heaviside
-    real whatever their arguments (Mod(1 + 3i, 2) is not real): their arguments must be shown real too."""
-    return isinstance(e, sp.Expr) and (e.is_real is True or all(  # a quotient: where its denominator is not 0
-        part.is_real is True for part in sp.fraction(sp.together(e)))) and all(
-        a.is_real is True for f in e.atoms(sp.Mod, sp.Max, sp.Min, sp.Heaviside) for a in f.args)
+    """Shown a real number (finite, or a quotient of such): what an order relation may compare (the gate does not
+    take SymPy's word for Mod, Heaviside, or Max and Min of arguments not shown real, which it calls real)."""
+    return isinstance(e, sp.Expr) and (shown(e, "real") or all(  # a quotient: where its denominator is not 0
+        shown(part, "real") for part in sp.fraction(sp.together(e))))
 
 
 def _orders_real(p: Any) -> bool:
@@ -299,13 +305,13 @@ def _orders_real(p: Any) -> bool:
 
 def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | None = None) -> str:
     """Why small ≤ big (< when rel is "<") from the sign of big − small under the premises' facts; else _Refused."""
-    _need(_real(small) and _real(big), lambda: f"{sp.sstr(small)[:60]} or {sp.sstr(big)[:60]} is not shown real: "
-          "an order relation is between reals")
     # SymPy calls polygamma(1, r) positive for every real r, its poles too: both sides must be shown defined, by
     # the identity engine's whitelist, before a sign decides anything; a denominator is shown non-zero below,
     # under the premises (1 − nu with nu < 1), which the whitelist does not see.
     undefined = _undefined_somewhere([small, big], skip=frozenset({"nonzero"}))
     _need(not undefined, lambda: f"not shown defined: {undefined}")
+    _need(_real(small) and _real(big), lambda: f"{sp.sstr(small)[:60]} or {sp.sstr(big)[:60]} is not shown real: "
+          "an order relation is between reals")
     facts = _facts(premises)
     # Bound indices carry what their ranges imply, not what they were declared (a "positive" index over −5..−1).
     diff = _canonical(big - small)
@@ -430,7 +436,7 @@ def _sums(expr: Any, cut: Any, kinds: tuple = (sp.Sum, sp.Product)) -> Any:
     """``expr`` with ``cut`` applied to each one-index Σ (and Π) whose limits are integers (others kept)."""
     def apply(s):
         k, lo, hi = s.limits[0] if len(s.limits) == 1 else (None, None, None)
-        return s if k is None or not (k.is_integer and lo.is_integer and hi.is_integer) else cut(s, k, lo, hi)
+        return s if k is None or not all(shown(v, "integer") for v in (k, lo, hi)) else cut(s, k, lo, hi)
 
     return expr.replace(lambda e: isinstance(e, kinds), apply)
 
@@ -439,7 +445,7 @@ def _peel(expr: Any, top: Any) -> Any:
     """Every Σ or Π whose upper limit is ``top`` and whose range is shown non-empty (hi − lo ≥ 0), with its last
     term taken out: Σ_{k=lo}^{hi} f(k) = Σ_{k=lo}^{hi−1} f(k) + f(hi) (Π alike)."""
     def cut(s, k, lo, hi):
-        if hi != top or not (hi - lo).is_nonnegative:
+        if hi != top or not shown(hi - lo, "nonnegative"):
             return s
         rest, last = s.func(s.function, (k, lo, hi - 1)), s.function.xreplace({k: hi})
         return rest + last if isinstance(s, sp.Sum) else rest * last
@@ -466,7 +472,7 @@ def _truncate(expr: Any) -> Any:
         if sp.expand(d.diff(k)) != -1 or d.diff(k, 2) != 0:
             return None
         m = sp.expand(d + k) - (1 if rel == "<" else 0)
-        return m if m.is_integer and not m.has(k) else None
+        return m if shown(m, "integer") and not m.has(k) else None
 
     def cut(s, k, lo, hi):
         factors = sp.Mul.make_args(s.function)
@@ -475,7 +481,7 @@ def _truncate(expr: Any) -> Any:
                     and f.args[1].cond is sp.true):
                 continue
             m = bound(f.args[0].cond, k)
-            if m is not None and (m - lo + 1).is_nonnegative and (hi - m).is_nonnegative:
+            if m is not None and shown(m - lo + 1, "nonnegative") and shown(hi - m, "nonnegative"):
                 return sp.Sum(sp.Mul(*(factors[:n] + factors[n + 1:])) * f.args[0].expr, (k, lo, m))
         return s
 
@@ -489,15 +495,8 @@ def _fresh(expr: Any) -> Any:
     """``expr`` with the bound index of every Sum and Product renamed to a new Dummy of the same assumptions,
     one from the checker's reserved range that nothing else holds (a predictable automatic index could be forged)."""
     def rename(s):
-        function, limits = s.function, [tuple(lim) for lim in s.limits]
-        for k, (var, *bounds) in enumerate(limits):
-            facts = {a: v for a, v in var.assumptions0.items() if v is not None}
-            new = sp.Dummy(str(var), dummy_index=next(_FRESH), **facts)
-            function = function.xreplace({var: new})
-            limits = [(new, *bounds) if j == k else
-                      (lim[0],) + tuple(b.xreplace({var: new}) for b in lim[1:]) if j < k else lim
-                      for j, lim in enumerate(limits)]
-        return s.func(function, *limits)
+        return _renamed(s, lambda var: sp.Dummy(str(var), dummy_index=next(_FRESH),
+                                                **{a: v for a, v in var.assumptions0.items() if v is not None}))
 
     return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), rename) if expr.has(sp.Sum, sp.Product) else expr
 
@@ -532,7 +531,7 @@ def _linear(expr: Any, randoms: set, operator: Any) -> Any:
             body = sp.expand(node.args[0])
             # A range that is random (Wald: E Σ_{k≤N} X_k is not Σ_{k≤N} E X_k) is refused: its bounds must be free
             # of the declared random names and of E itself.
-            if isinstance(body, sp.Sum) and all((hi - lo + 1).is_nonnegative and not (lo.has(sp.oo, -sp.oo) or
+            if isinstance(body, sp.Sum) and all(shown(hi - lo + 1, "nonnegative") and not (lo.has(sp.oo, -sp.oo) or
                                                 hi.has(sp.oo, -sp.oo) or random(lo) or random(hi))
                                                 for _, lo, hi in body.limits):
                 return split(sp.Sum(operator(body.function), *body.limits))  # E of a finite sum: the sum of the E's
@@ -588,11 +587,12 @@ def _definition_head(rel: Any, forall: tuple, pid: str, check: bool = True) -> t
         raise CertificateError(f"premise {pid}: a definition is an equation head = body")
     head, body = rel.lhs, rel.rhs
     if isinstance(head, (sp.Symbol, sp.MatrixSymbol)):
-        name, declared, args = _name(head), head, []
+        name, facts, args = _name(head), _declared(head), []
     elif isinstance(head, sp.core.function.AppliedUndef):
-        name, declared, args = str(head.func), head.func, list(head.args)
-    elif isinstance(head, sp.Indexed):
-        name, declared, args = _name(head.base.label), head.base.label, list(head.indices)
+        name, facts, args = str(head.func), _declared(head.func), list(head.args)
+    elif isinstance(head, sp.Indexed):  # an entry has its base's declared facts and its label's
+        name, facts, args = _name(head.base.label), {**_declared(head.base.label), **_declared(head.base)}, \
+            list(head.indices)
     else:
         raise CertificateError(f"premise {pid}: a definition's head must be a symbol, f(x) or a[i], "
                                f"got {sp.sstr(head)[:80]}")
@@ -606,10 +606,11 @@ def _definition_head(rel: Any, forall: tuple, pid: str, check: bool = True) -> t
         if len(set(args)) != len(args) or set(forall) != set(args) or not all(isinstance(a, sp.Symbol) for a in args):
             raise CertificateError(f"premise {pid}: a definition over ∀-symbols has them as its head's distinct "
                                    "arguments, and nothing else")
-    facts = getattr(declared, "_assumptions_orig", None) or getattr(declared, "_kwargs", None) or {}
     forms = (lambda e: e, sp.expand, sp.together) if isinstance(body, sp.Expr) else (lambda e: e,)  # lazily
-    return name, sorted(k for k, v in facts.items() if k != "commutative" and
-                        not any(getattr(f(body), f"is_{k}", None) is v for f in forms))
+    unshown = sorted((k, v) for k, v in facts.items() if k != "commutative" and
+                     not any(fact(f(body), k) is v for f in forms))
+    # Listed as declared: a True fact by its name, a False one (a function's deduced facts hold many) as "not …".
+    return name, [k for k, v in unshown if v] or [f"not {k}" for k, v in unshown]
 
 
 def _random_names(cert: dict) -> set:
@@ -911,12 +912,13 @@ class _Replay:
                 e = read(t) if isinstance(t, str) else None
                 if not isinstance(e, sp.Basic):
                     continue
-                for h in {a for a in e.atoms(sp.Symbol) if not isinstance(a, sp.Dummy)} | \
-                        {f.func for f in e.atoms(sp.core.function.AppliedUndef)}:
-                    name = getattr(h, "name", None) or str(h)
-                    if seen.setdefault(name, h) != h:
+                for h in {a for a in e.atoms(sp.Symbol) if not isinstance(a, sp.Dummy)} | e.atoms(sp.IndexedBase) | \
+                        {f.func for f in e.atoms(sp.core.function.AppliedUndef)}:  # an IndexedBase: its own facts
+                    name = str(h.label) if isinstance(h, sp.IndexedBase) else getattr(h, "name", None) or str(h)
+                    first = seen.setdefault((name, isinstance(h, sp.IndexedBase)), h)
+                    if first != h:
                         facts = [", ".join(f"{k}={v}" for k, v in sorted(_declared(x).items()) if k != "commutative")
-                                 for x in (seen[name], h)]
+                                 for x in (first, h)]
                         raise CertificateError(f"the name {_printable(name)!r} stands for two different symbols "
                                                f"({facts[0] or 'no assumptions'}; {facts[1] or 'no assumptions'}) in "
                                                "one relation: a name is one symbol in what reads as one formula")
@@ -1082,17 +1084,17 @@ class _Replay:
         _need(len(ids) == 3, "induction cites [base step, inductive step, hypothesis]")
         base, ind, hyp = ids
         _need(self.kind[hyp] == "hypothesis", f"{hyp} is not a hypothesis premise")
-        _need(n0.is_integer and n0.is_finite, f"the base value {n0} must be an integer")
+        _need(shown(n0, "integer") and shown(n0, "finite"), f"the base value {n0} must be an integer")
         bound = {v for b in conclusion.atoms(sp.Sum, sp.Product, sp.Integral, sp.Lambda) for v in b.variables}
         _need(not {n, k} & bound, f"{n} or {k} is bound inside P: substituting it would capture")
-        _need(n.is_Symbol and n.is_integer and (n - n0).is_nonnegative,
+        _need(n.is_Symbol and shown(n, "integer") and shown(n - n0, "nonnegative"),
               f"{n} must be an integer symbol whose assumptions give {n} ≥ {n0}")
         # The step must cover every integer ≥ n₀ + 1: k declared exactly an integer (≥ 0, > 0 at most) reaching down
         # to n₀ + 1 (an even k, or a positive k under a base below 0, skips values), and not a symbol of P or n₀.
         facts = {f: v for f, v in _declared(k).items() if f != "commutative"} if k.is_Symbol else {}
         low = {(): -sp.oo, ("nonnegative",): 0, ("positive",): 1}.get(tuple(sorted(set(facts) - {"integer"})))
         _need(facts.get("integer") is True and all(v is True for v in facts.values()) and low is not None and
-              (low == -sp.oo or (n0 + 1 - low).is_nonnegative), f"{k} must be declared an integer (≥ 0 or > 0 at most) "
+              (low == -sp.oo or shown(n0 + 1 - low, "nonnegative")), f"{k} must be declared an integer (≥ 0 or > 0 at most) "
               f"whose range reaches down to {n0} + 1")
         _need(k == n or not ({k} & (conclusion.free_symbols | n0.free_symbols)), f"{k} occurs in P or in {n0}")
         _need(_same_all(self.facts[base], substitute(conclusion, {n: n0})), f"the base step does not conclude P({n0})")
@@ -1185,5 +1187,9 @@ class _Replay:
         _need(_COMPUTATION_NAME.fullmatch(str(step.get("name", ""))) and _COMPUTATION_SOURCE.fullmatch(
             str(step.get("source", ""))), "a computation needs a name (a Python identifier) and a source "
             "(file.py:function)")
+        # Nor as the checker itself: a rule's name, or a source inside the trust base's own files.
+        _need(step["name"] not in RULES and step["source"].split(":")[0].rsplit("/", 1)[-1] not in (
+            "checker.py", "identity.py", "srepr.py"), "a computation is not named as a rule, nor sourced in the "
+              "checker's own files (checker.py, identity.py, srepr.py)")
         _need(step.get("outcome") is True, str(step.get("detail", ""))[:300])  # JSON true: "False" is a truthy string
         return str(step.get("detail", ""))[:300]

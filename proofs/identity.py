@@ -19,7 +19,10 @@ Trust base. A "True" from :func:`identity` is as sound as:
     (it applies rewrites that hold only generically), and never where a sum's range may be reversed
     or a binomial's first argument may be a negative integer;
   * the domain whitelist below (which functions are defined where, which are smooth where) and
-    SymPy's assumption system (is_positive, is_zero, is_integer, ...) that decides its conditions;
+    SymPy's assumption handlers (is_positive, is_zero, is_integer, ...) that decide its conditions, asked only
+    through :func:`fact`, which trusts a whitelist of classes (below) and answers "not shown" for the rest;
+  * never SymPy's integrate: an Integral is reduced only by the exact rewrites (never by doit or simplify), and
+    a probe evaluates it by evalf's quadrature (mpmath), independent of any antiderivative;
   * undefined functions f(x) stand for arbitrary total functions, differentiable under a
     Derivative: an identity containing them is claimed for every such function;
   * evalf at 40 digits for the probes, which can only refute (a refutation is at a stated point);
@@ -90,6 +93,52 @@ _MAX_EXACT = 10**4
 BUDGET_S = 10.0
 
 _MatrixElement = sp.matrices.expressions.matexpr.MatrixElement  # A[i, j] of a MatrixSymbol A
+
+
+# --------------------------------------------------------------------------- the one gate to SymPy's facts
+#
+# SymPy's assumption handlers are wrong for some functions (atan(n) "positive" for an integer n ≥ 0 although
+# atan 0 = 0; asin(n), atan(n) "non-zero"; binomial(n, k) "negative" for every odd literal k ≥ 3). Every sign,
+# zero, range or type fact the engine and the checker's rules take as evidence is asked through fact(), which
+# answers only for an expression built wholly from the classes below, and None ("not shown") otherwise. Each is
+# trusted because its handlers only combine its arguments' facts by a rule that holds for every value:
+#   numbers, π, e, i, ∞ (their facts are computed from their values); Symbol, Dummy, an undefined function f(x),
+#   an IndexedBase and its entries (their facts are what they were declared: the statement is about every such
+#   value); Tuple (a range's limits);
+#   Add, Mul, Pow (SymPy's core: sums and products of signed terms, powers of signed bases);
+#   exp (positive for a real argument), log (real for a positive argument, its sign that of argument − 1);
+#   Abs (non-negative, zero exactly where its argument is); Max, Min (of real arguments: a fact of all of them);
+#   floor, ceiling (an integer for a real argument, the argument's sign where that decides it);
+#   KroneckerDelta (0 or 1); Sum, Product (facts of the summand over a range shown not reversed; an empty
+#   range is 0 or 1); matrix expressions, their entries and names (Str): no scalar fact but "not a number".
+# What is left out is not shown by fact(): trigonometric and special functions, binomial, factorial, Mod,
+# Piecewise, Integral, Derivative. A rule that needs a fact of them states it as a premise instead.
+# Facts used only to refuse (a possibly infinite side) may still ask SymPy directly: a wrong answer there
+# refuses more, never less.
+_TRUSTED = (sp.Number, sp.NumberSymbol, sp.core.numbers.ImaginaryUnit, sp.Symbol, sp.core.function.AppliedUndef,
+            sp.IndexedBase, sp.Indexed, sp.Idx, sp.Tuple, sp.Add, sp.Mul, sp.Pow, sp.exp, sp.log, sp.Abs, sp.Max,
+            sp.Min, sp.floor, sp.ceiling, sp.KroneckerDelta, sp.Sum, sp.Product, sp.MatrixExpr, _MatrixElement,
+            sp.core.symbol.Str)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _trusted(e: sp.Basic) -> bool:
+    """Every node of ``e`` is of a whitelisted class; Max and Min only of arguments shown real (SymPy calls Max(z, 1)
+    real and positive for every z, a non-real one too)."""
+    return all(isinstance(n, _TRUSTED) and not (isinstance(n, (sp.Max, sp.Min)) and
+                                               not all(a.is_real for a in n.args)) for n in sp.preorder_traversal(e))
+
+
+def fact(e: Any, key: str) -> bool | None:
+    """SymPy's ``e.is_<key>`` where every node of ``e`` has trusted assumption handlers, else None (not shown)."""
+    if not isinstance(e, sp.Basic) or not _trusted(e):
+        return None
+    return getattr(e, f"is_{key}")
+
+
+def shown(e: Any, key: str) -> bool:
+    """``e`` is shown to have the fact ``key`` (through :func:`fact`)."""
+    return fact(e, key) is True
 
 
 class _Undefined(Exception):
@@ -305,7 +354,8 @@ def _instantiate(exprs: list[sp.Expr], point: dict, rng: random.Random, calls: d
     # 1..N[1] or 1..g(2) is numeric when its sum is evaluated: Sum.doit on a symbolic range ignores the
     # reversed-range convention. Entries and calls that expansion makes numeric get theirs after.
     values: dict = {}
-    out = [e.doit() for e in _give_values(out, rng, values, calls, final=False)]
+    # An ∫ is kept for evalf's quadrature: SymPy's antiderivatives are not trusted (∫₀^{2π} |sin ax| dx is wrong).
+    out = [e.doit(integrals=False) for e in _give_values(out, rng, values, calls, final=False)]
     return _give_values(out, rng, values, calls, final=True)
 
 
@@ -379,10 +429,10 @@ def _probe(lhs: list[sp.Expr], rhs: list[sp.Expr], probes: int, salt: bytes = b"
             except _Undefined:
                 undefined = True
                 continue
-            shown = ", ".join(f"{s}={v}" for s, v in list(point.items())[:6]) or "a constant"
-            shown += f" (random entries of {', '.join(indexed)})" if indexed else ""
+            where = ", ".join(f"{s}={v}" for s, v in list(point.items())[:6]) or "a constant"
+            where += f" (random entries of {', '.join(indexed)})" if indexed else ""
             entry = f", entry {k}" if len(lhs) > 1 else ""
-            return (f"refuted at {shown}{entry}: lhs {sp.N(a, 6)}, rhs {sp.N(b, 6)}", decided + 1,
+            return (f"refuted at {where}{entry}: lhs {sp.N(a, 6)}, rhs {sp.N(b, 6)}", decided + 1,
                     f"{decided + 1} of {tried} probes decided")
         decided += not undefined
     if decided == 0:
@@ -393,27 +443,27 @@ def _probe(lhs: list[sp.Expr], rhs: list[sp.Expr], probes: int, salt: bytes = b"
 
 def _positive(e: sp.Expr) -> bool:
     """e > 0 from the assumptions, including finite sums of positive terms."""
-    if e.is_positive:
+    if shown(e, "positive"):
         return True
     if isinstance(e, (sp.Add, sp.Mul)):
         return all(_positive(a) for a in e.args)
     if isinstance(e, sp.Pow):
-        return _positive(e.base) and bool(e.exp.is_extended_real)
-    if isinstance(e, sp.exp):
-        return bool(e.args[0].is_extended_real)
+        return _positive(e.base) and shown(e.exp, "extended_real")
+    if isinstance(e, (sp.exp, sp.cosh)):  # e^x > 0 and cosh x ≥ 1 for real x (cosh's own handler is not trusted)
+        return shown(e.args[0], "real")
     if isinstance(e, sp.Sum):  # a non-empty sum of positive terms: every range has hi ≥ lo
-        return _positive(e.function) and all(
-            (hi - lo).is_nonnegative or ((hi - lo).is_integer and (hi - lo + 1).is_positive) for _, lo, hi in e.limits)
+        return _positive(e.function) and all(shown(hi - lo, "nonnegative") or (
+            shown(hi - lo, "integer") and shown(hi - lo + 1, "positive")) for _, lo, hi in e.limits)
     return False
 
 
 def _nonzero(d: sp.Expr) -> bool:
-    if d.is_zero is False or _positive(d) or _positive(-d):
+    if fact(d, "zero") is False or _positive(d) or _positive(-d):
         return True
     if isinstance(d, sp.Mul):
         return all(_nonzero(f) for f in d.args)
-    if isinstance(d, sp.Pow) and d.exp.is_extended_real:
-        return _nonzero(d.base) and bool(d.base.is_finite)
+    if isinstance(d, sp.Pow) and shown(d.exp, "extended_real"):
+        return _nonzero(d.base) and shown(d.base, "finite")
     return False
 
 
@@ -430,21 +480,21 @@ def _index_facts(lo: sp.Expr, hi: sp.Expr) -> dict:
     is shown not reversed; the index is an integer only when lo is."""
     facts = {}
     upward = hi == sp.oo  # k = lo, lo + 1, …: bounded below by lo only
-    if lo.is_integer and (hi.is_integer or upward):
+    if shown(lo, "integer") and (shown(hi, "integer") or upward):
         facts["integer"] = True
         if upward:
-            if lo.is_positive:
+            if shown(lo, "positive"):
                 facts["positive"] = True
-            elif lo.is_nonnegative:
+            elif shown(lo, "nonnegative"):
                 facts["nonnegative"] = True
-        elif (hi - lo + 1).is_nonnegative:
-            if lo.is_positive:
+        elif shown(hi - lo + 1, "nonnegative"):
+            if shown(lo, "positive"):
                 facts["positive"] = True
-            elif lo.is_nonnegative:
+            elif shown(lo, "nonnegative"):
                 facts["nonnegative"] = True
-            elif hi.is_negative:
+            elif shown(hi, "negative"):
                 facts["negative"] = True
-            elif hi.is_nonpositive:
+            elif shown(hi, "nonpositive"):
                 facts["nonpositive"] = True
     return facts
 
@@ -578,11 +628,11 @@ def _conditions(e: sp.Basic, out: list, smooth_in: frozenset = frozenset()) -> N
         return walk(*e.args)
     if isinstance(e, sp.Pow):
         base, exponent = e.args
-        if not exponent.is_nonnegative:
+        if not shown(exponent, "nonnegative"):
             out.append(("nonzero", base, "denominator"))
         if vary & exponent.free_symbols:
             out.append(("positive", base, f"base of the power {_name(e)} with a varying exponent:"))
-        elif vary and not exponent.is_integer:
+        elif vary and not shown(exponent, "integer"):
             out.append(("real", base, f"base of the fractional power {_name(e)}"))
             out.append(("nonzero", base, f"branch point of {_name(e)}:"))
         return walk(base, exponent)
@@ -612,7 +662,7 @@ def _conditions(e: sp.Basic, out: list, smooth_in: frozenset = frozenset()) -> N
             if infinite:
                 rough("an infinite sum or product is not differentiated term by term")
                 out.append(("convergent", e, ""))
-            if isinstance(e, sp.Integral) and not all(b.is_extended_real for b in limit[1:]):
+            if isinstance(e, sp.Integral) and not all(shown(b, "extended_real") for b in limit[1:]):
                 raise _Unknown(f"{_name(e)} has a limit not shown real")
         return walk(e.function)
     if isinstance(e, sp.Piecewise):
@@ -677,7 +727,7 @@ def _conditions(e: sp.Basic, out: list, smooth_in: frozenset = frozenset()) -> N
         out.append(("atan2", sp.Tuple(*e.args), "atan2(y, x) needs y or x non-zero:"))
         return walk(*e.args)
     if type(e) in _GAMMA_POLES:
-        if isinstance(e, sp.polygamma) and not (e.args[0].is_integer and e.args[0].is_nonnegative):
+        if isinstance(e, sp.polygamma) and not (shown(e.args[0], "integer") and shown(e.args[0], "nonnegative")):
             raise _Unknown(f"{_name(e)}: polygamma's order is not shown a non-negative integer")
         if isinstance(e, sp.harmonic) and len(e.args) != 1:
             raise _Unknown(f"{_name(e)}: generalised harmonic numbers are not in the whitelist")
@@ -686,11 +736,11 @@ def _conditions(e: sp.Basic, out: list, smooth_in: frozenset = frozenset()) -> N
         out.append(("poles", _GAMMA_POLES[type(e)](e), f"{type(e).__name__} pole"))
         return walk(*e.args)
     if isinstance(e, sp.binomial):
-        if not e.args[1].is_integer:
+        if not shown(e.args[1], "integer"):
             raise _Unknown(f"{_name(e)}: binomial with a second argument not shown an integer has gamma poles")
         return walk(*e.args)
     if isinstance(e, (sp.RisingFactorial, sp.FallingFactorial)):
-        if not (e.args[1].is_integer and e.args[1].is_nonnegative):
+        if not (shown(e.args[1], "integer") and shown(e.args[1], "nonnegative")):
             raise _Unknown(f"{_name(e)}: a count not shown a non-negative integer makes it a gamma quotient")
         return walk(*e.args)
     raise _Unknown(f"{type(e).__name__} ({_name(e)}) has a domain the engine does not know")
@@ -698,7 +748,7 @@ def _conditions(e: sp.Basic, out: list, smooth_in: frozenset = frozenset()) -> N
 
 def _gamma_safe(z: sp.Expr) -> bool:
     """z is not 0, −1, −2, …"""
-    return bool(z.is_positive or z.is_integer is False or (z.is_extended_real is False))
+    return bool(shown(z, "positive") or fact(z, "integer") is False or fact(z, "extended_real") is False)
 
 
 def _convergent(s: sp.Expr) -> bool:
@@ -723,13 +773,13 @@ def _declared_against_range(e: sp.Basic) -> str | None:
             if len(limit) != 3:
                 continue  # the domain whitelist refuses it
             facts = _index_facts(*limit[1:]) if isinstance(s, (sp.Sum, sp.Product)) else \
-                ({"real": True} if all(b.is_extended_real for b in limit[1:]) else {})
+                ({"real": True} if all(shown(b, "extended_real") for b in limit[1:]) else {})
             implied = sp.Dummy(**facts).assumptions0
             declared = var.assumptions0
             if any(implied.get(key) != value for key, value in declared.items()):
                 stated = getattr(var, "_assumptions_orig", None) or declared
-                shown = ", ".join(f"{key}={value}" for key, value in sorted(stated.items()) if key != "commutative")
-                return (f"the bound variable {var} of {_name(s)} is declared {shown}, "
+                listed = ", ".join(f"{key}={value}" for key, value in sorted(stated.items()) if key != "commutative")
+                return (f"the bound variable {var} of {_name(s)} is declared {listed}, "
                         f"which its range {sp.sstr(limit[1])}..{sp.sstr(limit[2])} does not imply")
     return None
 
@@ -783,7 +833,7 @@ def _undefined_somewhere(exprs: list[sp.Expr], skip: frozenset = frozenset()) ->
             if not _gamma_safe(d):
                 return f"{what}: {_name(d)} not shown off 0, −1, −2, …"
         elif kind == "real":
-            if not d.is_extended_real:
+            if not shown(d, "extended_real"):
                 return f"{what} {_name(d)} is not shown real"
         elif kind == "positive":
             if not _positive(d):
@@ -803,7 +853,7 @@ def _forward_ranges(expr: sp.Expr) -> bool:
     """Every sum range in ``expr`` is shown not reversed (hi ≥ lo − 1), or sums a polynomial in its
     index (a closed form of a polynomial sum is a polynomial identity in hi, so it holds for reversed
     ranges too); every product range is shown not reversed."""
-    return all((hi - lo + 1).is_nonnegative or hi == sp.oo
+    return all(shown(hi - lo + 1, "nonnegative") or hi == sp.oo
                or isinstance(s, sp.Sum) and s.function.is_polynomial(var)
                for s in expr.atoms(sp.Sum, sp.Product) for var, lo, hi in s.limits)
 
@@ -812,7 +862,7 @@ def _gamma_rewrites_hold(expr: sp.Expr) -> bool:
     """simplify rewrites binomials and rising/falling factorials through gamma, which is exact only
     where no gamma pole is met: binomial(n, m) = binomial(n, n − m) is false for negative integer n.
     So simplify may see them only with a first argument shown non-negative (or not an integer)."""
-    return all(f.args[0].is_nonnegative or f.args[0].is_integer is False
+    return all(shown(f.args[0], "nonnegative") or fact(f.args[0], "integer") is False
                for f in expr.atoms(sp.binomial, sp.RisingFactorial, sp.FallingFactorial))
 
 
@@ -828,7 +878,7 @@ def _finite_sums(expr: sp.Expr) -> sp.Expr:
       Σ_{k=lo}^{hi} δ(k, j)·g(k) = g(j) for integer lo, hi, j, j free of k, lo ≤ j ≤ hi shown."""
     def one(s):
         indices = {lim[0] for lim in s.limits}
-        if not all(lo.is_integer and hi.is_integer and not (lo.has(*indices) or hi.has(*indices))
+        if not all(shown(lo, "integer") and shown(hi, "integer") and not (lo.has(*indices) or hi.has(*indices))
                    for _, lo, hi in s.limits):
             return s
         if isinstance(s, sp.Sum) and not s.function.has(*indices):
@@ -843,7 +893,7 @@ def _finite_sums(expr: sp.Expr) -> sp.Expr:
         for n, f in enumerate(factors):
             if isinstance(f, sp.KroneckerDelta) and k in f.args:
                 j = f.args[1] if f.args[0] == k else f.args[0]
-                if not j.has(k) and j.is_integer and (j - lo).is_nonnegative and (hi - j).is_nonnegative:
+                if not j.has(k) and shown(j, "integer") and shown(j - lo, "nonnegative") and shown(hi - j, "nonnegative"):
                     return sp.Mul(*(factors[:n] + factors[n + 1:])).xreplace({k: j})
         return s
 
@@ -877,7 +927,8 @@ def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool, exact_tried: bool = Fa
     if expr.has(sp.ceiling, sp.frac):
         reductions.append(lambda e: sp.expand(e.rewrite(sp.floor)))
     exact = len(reductions)
-    if trust_simplify and _forward_ranges(expr) and _gamma_rewrites_hold(expr):
+    # SymPy's integrate (through doit or simplify) is not trusted: an ∫ is reduced only by the exact rewrites above.
+    if trust_simplify and _forward_ranges(expr) and _gamma_rewrites_hold(expr) and not expr.has(sp.Integral):
         reductions.append(sp.simplify)
         if expr.has(sp.Sum, sp.Product):
             reductions.append(lambda e: sp.simplify(e.doit()))

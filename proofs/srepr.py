@@ -22,7 +22,7 @@ import sympy as sp
 from sympy.core.assumptions import _assume_defined
 from sympy.printing.repr import ReprPrinter
 
-from proofs.identity import _declared_against_range  # one rule for the reader, the writer and the engine
+from proofs.identity import _TRUSTED, _declared_against_range, _trusted  # one rule for the reader, writer, engine
 
 # Dummy indices the checker renames bound indices to (the first 10**6 canonical, the rest its fresh Dummies, one
 # each): a certificate may not hold one (read refuses it).
@@ -34,6 +34,7 @@ class CertificateError(ValueError):
 
 
 MAX_BITS = 1 << 20  # the largest integer (in bits) the reader lets SymPy build: 2^(2^20) takes ~10 ms
+_CONSTANT_LETTERS = {"e": "Euler's number", "i": "the imaginary unit"}  # printed in TeX and prose as the constants
 _CONSTANT_NAMES = {"oo", "zoo", "nan", "pi", "E", "I", "EulerGamma", "GoldenRatio", "Catalan", "inf", "infinity"}
 
 
@@ -110,7 +111,7 @@ def _bounded(name: str, f: type, args: list, kwargs: dict) -> None:
     """Refuse what would build a name that impersonates a number or hides characters, or an integer
     over MAX_BITS (SymPy evaluates 3**30000000 or factorial(300000) as it builds them)."""
     if name in ("Symbol", "Dummy", "Function", "Str") and args and isinstance(args[0], str):
-        if any(unicodedata.category(c)[0] in "CZ" and c != " " for c in args[0]) or \
+        if any(unicodedata.category(c)[0] in "CZ" and c != " " or _ignorable(c) for c in args[0]) or \
                 (name not in ("Function", "Str") and (_numberlike(args[0]) or _numeral(args[0]))):
             raise CertificateError(f"the name {args[0]!r} reads as a number or holds a control/invisible character")
         if _confusable(args[0]):
@@ -123,6 +124,16 @@ def _bounded(name: str, f: type, args: list, kwargs: dict) -> None:
         raise CertificateError(f"{name} would build an integer of more than {MAX_BITS} bits")
     if issubclass(f, sp.Function) and any(abs(q) > 1 << 16 for q in rationals):  # factorial, binomial, gamma, …
         raise CertificateError(f"{name} of an argument over 2^16 would be evaluated as it is read")
+
+
+# Unicode's Default_Ignorable_Code_Point ranges that are not format characters (Cf, refused above): they render as
+# nothing (U+034F COMBINING GRAPHEME JOINER, the Hangul fillers, variation selectors), so "a͏" would print as "a".
+_IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x3164, 0x3164),
+              (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
+
+
+def _ignorable(c: str) -> bool:
+    return any(lo <= ord(c) <= hi for lo, hi in _IGNORABLE)
 
 
 # Greek letters that print like Latin ones (Α, ο, ν, …): a name may mix Greek and Latin, but not through these.
@@ -191,6 +202,8 @@ def _node(n: ast.AST) -> Any:
             raise CertificateError(f"{n.func.id} {args[0] if args else ''} is declared hermitian (or real) and "
                                    "antihermitian, which only 0 is, yet not zero: SymPy would take it as non-zero")
         out = f(*args, **kwargs, evaluate=False) if issubclass(f, UNEVALUATED) else f(*args, **kwargs)
+        if not issubclass(f, UNEVALUATED) and any(isinstance(a, sp.Basic) and not _trusted(a) for a in args):
+            _not_evaluated_on_untrusted_facts(f, args, kwargs, out)
         if isinstance(out, _BINDERS):  # before any enclosing node is built on SymPy's reading of its assumptions
             why = _declared_against_range(out)
             if why:
@@ -199,6 +212,33 @@ def _node(n: ast.AST) -> Any:
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Call):  # Function('f')(x): an applied function
         return _node(n.func)(*[_node(a) for a in n.args])
     raise CertificateError(f"expression holds something that is not a SymPy constructor: {ast.dump(n)[:120]}")
+
+
+# SymPy evaluates as it builds, on its assumption facts: |C(n, 3)| is built as −C(n, 3), Piecewise((1, C(n, 3) < 0),
+# (0, True)) as 1, since binomial's handler calls C(n, 3) negative. Facts of functions outside the gate's whitelist
+# (identity.fact) are no evidence there either: a node is built again with each such subterm of its arguments put as
+# a bare symbol, and must come out the same (x·sin x·sin x is x·sin²x either way; |C(n, 3)| is not −C(n, 3)).
+_STRIPPED: dict = {}  # subterm -> what it is with each untrusted subterm a bare Dummy (one per subterm)
+
+
+def _strip(e: Any) -> Any:
+    if not isinstance(e, sp.Basic) or _trusted(e) or not e.args and not isinstance(e, sp.Expr):
+        return e
+    if e not in _STRIPPED:
+        _STRIPPED[e] = sp.Dummy() if isinstance(e, sp.Expr) and not isinstance(e, _TRUSTED) else \
+            e.func(*map(_strip, e.args), evaluate=False) if isinstance(e, UNEVALUATED) else e.func(*map(_strip, e.args))
+    return _STRIPPED[e]
+
+
+def _not_evaluated_on_untrusted_facts(f: type, args: list, kwargs: dict, out: Any) -> None:
+    try:  # the node itself is compared by its class and stripped arguments (a Piecewise stays a Piecewise)
+        bare = f(*map(_strip, args), **kwargs)
+        same = bare == (out.func(*map(_strip, out.args)) if isinstance(out, sp.Basic) and out.args else out)
+    except Exception:
+        same = False
+    if not same:
+        raise CertificateError(f"SymPy builds {f.__name__}({', '.join(map(sp.sstr, args))[:100]}) as {sp.sstr(out)[:60]} "
+                               "on a fact of a function whose assumption handlers are not trusted (identity.fact)")
 
 
 def _only_zero(facts: dict) -> bool:
@@ -220,6 +260,7 @@ def read(text: str) -> Any:
     if not isinstance(text, str):
         raise CertificateError(f"an expression must be an srepr string, got {type(text).__name__}")
     try:
+        _STRIPPED.clear()
         out = _node(ast.parse(text, mode="eval").body)
     except SyntaxError as exc:
         raise CertificateError(f"unreadable expression {text[:80]!r}: {exc.msg}") from None
@@ -231,6 +272,16 @@ def read(text: str) -> Any:
         raise CertificateError(_too_long())
     if isinstance(out, sp.Basic) and any(d.dummy_index in RESERVED for d in out.atoms(sp.Dummy)):
         raise CertificateError("a Dummy in the checker's reserved index range (its bound-index renaming)")
+    if isinstance(out, sp.Basic) and any(_declared(a).get("commutative", True) is not True for a in out.atoms(
+            sp.Symbol, sp.IndexedBase) | {f.func for f in out.atoms(sp.core.function.AppliedUndef)}):
+        # The checker's algebra is commutative (linearity pulls factors out of a Σ, E in any order): a symbol, indexed
+        # base or function declared noncommutative is refused (matrices are MatrixSymbols, ordered by MatMul).
+        raise CertificateError("a noncommutative symbol or function: the checker's algebra is commutative")
+    labels = {b.label for b in out.atoms(sp.IndexedBase)} if isinstance(out, sp.Basic) else set()
+    for s in out.atoms(sp.Symbol) - labels if isinstance(out, sp.Basic) else ():  # e[k] is an entry, not e
+        if s.name in _CONSTANT_LETTERS and s.is_integer is not True:
+            raise CertificateError(f"the name {s.name!r} reads as {_CONSTANT_LETTERS[s.name]} unless it is declared "
+                                   "an integer (a count or an index, which that constant is not)")
     if isinstance(out, sp.Basic) and any(isinstance(s, sp.Dummy) for s in out.free_symbols):
         # A free Dummy prints as _name, like the Symbol _name, and may equal a Dummy the checker makes: a
         # certificate names its free variables by Symbols (a Dummy may only be bound).
