@@ -71,6 +71,11 @@ LONG_TIER: dict[str, tuple[str, ...]] = {
     "slow statistics": ("numeric/tests/test_power_and_false_alarms.py::*",
                         "kernels/tests/test_flash_dropout.py::test_dropout_is_unbiased",
                         "kernels/tests/test_flash_dropout.py::test_unbiasedness_test_rejects_a_missing_rescale"),
+    # Parts whose tests join by their marker, @pytest.mark.long("<part>"), named here so the header lists them:
+    # every claim's derivation with each conjunct perturbed (test_statements.py keeps three claims) and the
+    # whole catalogue's report scanned for SymPy text, or derived for a README count (about 35 CPU-s each).
+    "perturbation sweep": (),
+    "whole-catalogue report": (),
     # Tests that start fresh pytest or Python processes importing torch and the harness: ≈ 9 CPU-s
     # per process here (measured: a plugin run that only refuses a bad signature took 9.3 CPU-s).
     # The default tier keeps one plugin run end to end (test_each_check_is_an_item_*: items, a
