@@ -204,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="formats to write (default: all three)")
     mode = rep.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
-                      help="small samples and a small float32 kernel check: about a minute on 2 CPU cores (default)")
+                      help="small samples and a small float32 kernel check: about 100 s on 2 CPU cores (default)")
     mode.add_argument("--full", dest="mode", action="store_const", const="full",
                       help="the layers' large sample sizes and the thorough kernel checks")
     rep.set_defaults(mode="quick")
