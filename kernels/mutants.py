@@ -748,6 +748,84 @@ mask_must_be_contiguous = _full_mutant(_MaskMustBeContiguous(), "mask_must_be_co
     "A non-contiguous attn_mask refused, which SDPA accepts.")
 
 
+# --------------------------------------------------------------------------- families of SDPA's contract
+# axes the later regimes reach (wide-head, many-heads, cache-slice, empty, far-masked-rows, long-decode
+# without a mask), each a path real kernels take only past a size or for one layout
+
+
+class _HeadDimFloorChunks(BlockedAttention):
+    def scores(self, q, kb, scale):
+        width = q.shape[-1] // 128 * 128 if q.shape[-1] > 128 else q.shape[-1]
+        # the bug: head dims past 128 in floor(D / 128) chunks of 128: D = 129..255 loses its tail (256 is right)
+        return (q[..., :width] * scale) @ kb[..., :width].transpose(-2, -1)  # (B, H, Nq, bn)
+
+
+class _GqaBigGroupsTiled(BlockedAttention):
+    def head_index(self, hq, hkv, device):
+        if hq // hkv > 8:  # the bug: the large-group path tiles the KV heads (h % Hkv), not h // group
+            return torch.arange(hq, device=device) % hkv
+        return super().head_index(hq, hkv, device)
+
+
+def batch_heads_tail_chunk_dropped(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """B·Hq processed in grid chunks of 256: the last partial chunk is never launched (its heads stay 0)."""
+    out = blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)  # (B, Hq, Nq, Dv)
+    flat = out.reshape(-1, *out.shape[2:])  # (B·Hq, Nq, Dv)
+    flat[flat.shape[0] // 256 * 256 if flat.shape[0] > 256 else flat.shape[0]:] = 0
+    return flat.reshape(out.shape)
+
+
+def kv_cache_batch_stride_from_shape(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """A (B, N, H, D)-strided view (seq stride H·D, head stride D) re-strided with batch stride N·H·D
+    from its shape: right for a whole (B, N, H, D) tensor, wrong for a slice of a longer KV cache."""
+    def fast(t):
+        b, h, n, d = t.shape
+        if not t.is_contiguous() and t.stride()[1:] == (d, h * d, 1):
+            return t.as_strided(t.shape, (n * h * d, d, h * d, 1), t.storage_offset())
+        return t
+    return blocked_attention(fast(q), fast(k), fast(v), is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
+def empty_keys_divided_by_zero(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Nk = 0 answered early with the empty sum's 0/0 (NaN), SDPA giving 0; the early return's shape from
+    broadcasting q's and k's leading dims raises for GQA heads, so only an MHA Nk = 0 shows it."""
+    if k.shape[-2] == 0:
+        shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], v.shape[-1])
+        return torch.full(shape, math.nan, dtype=q.dtype, device=q.device)
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
+class _FiniteMaxStart(FullAttention):
+    def softmax_rows(self, s):
+        # the bug: the running max starts at a finite "-infinity", -1e20: a row whose every score is
+        # below it gets exp(s - m) = 0 everywhere and the output 0, not the softmax of its scores
+        m = s.amax(dim=-1, keepdim=True).clamp(min=-1e20)  # (B, H, Nq, 1)
+        e = torch.exp(s - m)
+        total = e.sum(dim=-1, keepdim=True)
+        return torch.where(total == 0, 0.0, e / total)
+
+
+class _OverlappingSplits(SplitKVAttention):
+    def split_starts(self, n_k):
+        return list(range(0, n_k, self.split - 1))  # the bug: splits advance by split - 1, a key counted twice
+
+
+def split_kv_overlapping_without_mask(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                      enable_gqa=False):
+    """The mask-free, dropout-free decode path is split-K with overlapping splits; every other call is right."""
+    if attn_mask is None and dropout_p == 0:
+        return _OverlappingSplits()(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+head_dim_floor_chunks = _mutant(_HeadDimFloorChunks(), "head_dim_floor_chunks",
+    "Head dims past 128 taken in floor(D / 128) chunks of 128: the tail of D = 129..255 dropped from QKᵀ.")
+gqa_big_groups_tiled = _mutant(_GqaBigGroupsTiled(), "gqa_big_groups_tiled",
+    "GQA groups larger than 8 map query head h to KV head h % Hkv instead of h // group.")
+finite_max_start = _full_mutant(_FiniteMaxStart(), "finite_max_start",
+    "Softmax's max starts at -1e20: rows masked wholly below it (finite additive values) answer 0.")
+
+
 # --------------------------------------------------------------------------- the register
 
 
@@ -1220,4 +1298,14 @@ MUTANTS = MUTANTS + (
     Mutant(mask_cast_to_query_dtype, "float32 attn_mask cast to half q's dtype", "generated-agreement",
            dtypes=(torch.float16, torch.bfloat16)),
     Mutant(mask_must_be_contiguous, "non-contiguous attn_mask refused", "generated-agreement"),
+    Mutant(head_dim_floor_chunks, "head dims 129..255 in floor(D/128) chunks", "generated-agreement"),
+    Mutant(gqa_big_groups_tiled, "GQA groups > 8 tiled (h % Hkv)", "generated-agreement"),
+    Mutant(batch_heads_tail_chunk_dropped, "last partial chunk of 256 batch-heads never run", "generated-agreement"),
+    Mutant(kv_cache_batch_stride_from_shape, "KV-cache slice's batch stride taken from its shape",
+           "generated-agreement"),
+    Mutant(empty_keys_divided_by_zero, "Nk = 0 answered NaN (MHA only)", "empty-dims", backward=True),
+    Mutant(finite_max_start, "softmax max started at -1e20 (rows masked below it answer 0)", "generated-agreement"),
+    # in bfloat16 one key of 2¹⁵-2¹⁷ counted twice moves the output by ~1/Nk of a value, inside its rounding
+    Mutant(split_kv_overlapping_without_mask, "mask-free split-K decode counts split boundaries twice",
+           "generated-agreement", dtypes=(torch.float32, torch.float16)),
 )

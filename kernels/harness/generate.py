@@ -71,7 +71,10 @@ LONG_LENGTHS = (2047, 2049, 2100, 4097)  # float16 holds integers exactly only u
 HEAD_DIMS = (1, 2, 3, 7, 8, 15, 16, 17, 24, 31, 32, 33, 40, 63, 64, 65, 72, 80, 96, 100, 127, 128, 129,
              160, 192, 255, 256, 257, 320)
 HEADS = ((1, 1), (2, 2), (3, 3), (2, 1), (4, 2), (4, 1), (6, 2), (6, 3), (8, 2))
-LAYOUTS = ("contiguous", "transposed", "permuted", "offset")
+# "slice": a slice of a larger buffer along every dim (q), and k, v slices of a KV cache longer than Nk
+# (and with more batch rows than B): no stride is the product of the later sizes, as a kernel
+# re-deriving one from the shape assumes
+LAYOUTS = ("contiguous", "transposed", "permuted", "offset", "slice")
 MASK_FORMS = ("(Nq, Nk)", "(Hq, Nq, Nk)", "(B, 1, Nq, Nk)", "(1, Hq, Nq, Nk)", "(B, Hq, Nq, Nk)",
               "(B, 1, 1, Nk)", "(1, 1, 1, Nk)")
 # an attn_mask's storage (masks are views too): contiguous, (.., Nk, Nq) storage viewed transposed,
@@ -95,8 +98,19 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #   mask-collision (one per ambiguous form): B equal to the dim the form's leading dim could be taken for;
 #   magnitude: q near the top of a float16 range and k scaled down by the same power of two, so the
 #     scores are of size 1 but q·scale overflows the input dtype (kernels scale in float32).
+#   long-decode is drawn twice: without mask or causal (the split-K fast path) and with a mask.
+#   wide-head: D (and Dv) in 129..255, a head dim not a multiple of 128 (chunked head-dim loops).
+#   many-heads: GQA groups of 16-32 with Hkv > 1, and B·Hq in 257..320 (grid chunks of 256), tiny N, D.
+#   cache-slice: the "slice" layout (LAYOUTS).
+#   empty: one of B, Nq, Nk, D, Dv zero, in any head layout.
+#   far-masked-rows: an additive mask setting whole rows to one finite value at or below -1e20: SDPA
+#     gives those rows the softmax of the masked scores (uniform weights), not 0; a running max
+#     started at a finite "-infinity" above that value gives 0.
 REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude",
-           "mask-storage", "mask-nonfinite")
+           "mask-storage", "mask-nonfinite", "long-decode-masked", "wide-head", "many-heads", "cache-slice",
+           "empty", "far-masked-rows")
+LONG_DECODE = ("long-decode", "long-decode-masked")
+FAR_MASK_VALUES = (-1e20, -1e21, -1e25, -1e30, -1e38)  # float32 holds each; float16 none (a float32 mask then)
 REGIME_CHANCE = 0.03
 GRAD_SUBSETS = ("qkv", "q", "kv", "v", "qk", "k")
 
@@ -126,6 +140,7 @@ class Problem:
     mask_storage: str = "contiguous"  # one of MASK_STORAGES
     mask_dtype: str | None = None  # an additive mask's dtype when not q's ("float32")
     mask_nonfinite: str | None = None  # one of NONFINITE: one additive mask entry
+    mask_far: float | None = None  # whole mask rows set to this finite value (far-masked-rows)
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -134,6 +149,8 @@ class Problem:
             parts.append(f"{self.mask_kind} mask {self.mask}")
             if self.mask_storage != "contiguous" or self.mask_dtype or self.mask_nonfinite:
                 parts.append(f"({', '.join(x for x in (self.mask_storage, self.mask_dtype, self.mask_nonfinite) if x)})")
+            if self.mask_far is not None:
+                parts.append(f"rows at {self.mask_far:g}")
         if self.dropout_p:
             parts.append(f"dropout {self.dropout_p:g}")
         if self.relation == GRADIENTS:
@@ -183,7 +200,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         regime = r.choice(regimes) if regimes and r.random() < len(regimes) * REGIME_CHANCE else None
     if relation == GRADIENTS and BACKWARD not in features or relation == DROPOUT_LAW and DROPOUT not in features:
         relation = AGREEMENT
-    if relation == DROPOUT_LAW or relation == GRADIENTS and regime in ("long-decode", "long-both", "magnitude"):
+    if relation == DROPOUT_LAW or relation == GRADIENTS and regime in LONG_DECODE + ("long-both", "magnitude"):
         # V = I: Dv = Nk, no long regime; a backward over 2¹⁷ keys costs float64 autograd seconds, and
         # dk = scale·dSᵀ Q of a q near float16's top overflows in every implementation
         regime = None
@@ -194,23 +211,29 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         n_q, n_k, batch, hq, hkv = r.choice((1, r.choice(LENGTHS), r.choice(LONG_LENGTHS))), r.choice(LONG_LENGTHS), 1, 1, 1
     d = r.choice(HEAD_DIMS)
     dv = r.choice(HEAD_DIMS) if value_dim and r.random() < 0.3 else d
-    if r.random() < 0.03 and regime is None:  # an empty dimension now and then (empty-dims checks each one)
-        which = r.choice(("batch", "n_q", "n_k", "head_dim"))
-        batch, n_q, n_k, d = [0 if which == w else x for w, x in zip(("batch", "n_q", "n_k", "head_dim"),
-                                                                      (batch, n_q, n_k, d))]
+    if r.random() < 0.03 and regime is None or regime == "empty":  # (empty-dims checks each one on a fixed case)
+        which = r.choice(("batch", "n_q", "n_k", "head_dim") + (("value_dim",) if regime == "empty" and value_dim else ()))
+        batch, n_q, n_k, d, dv = [0 if which == w else x for w, x in zip(("batch", "n_q", "n_k", "head_dim", "value_dim"),
+                                                                          (batch, n_q, n_k, d, dv))]
         dv = d if not value_dim else dv
     causal = CAUSAL in features and r.random() < 0.4
     mask = None
     if ATTN_MASK in features and not causal and n_k > 0 and r.random() < 0.5:
         mask = r.choice(MASK_FORMS)
-    if regime in ("long-decode", "long-both"):
+    if regime == "empty":
+        mask = None  # the harness's mask maker has no mask for Nk = 0; the fixed mask cases judge the rest
+    if regime in LONG_DECODE + ("long-both",):
         batch, (hq, hkv) = 1, r.choice(((1, 1), (2, 1), (2, 2)) if GQA in features else ((1, 1), (2, 2)))
         d, dv = min(d, LONG_HEAD_DIM), min(dv, LONG_HEAD_DIM)
-        if regime == "long-decode":
+        if regime in LONG_DECODE:
             e = r.choice(DECODE_EXPONENTS)
             n_q = 1 if r.random() < 0.8 else r.choice((2, 3, 4, 5, 8))
             n_k = r.choice((2 ** e - 1, 2 ** e, 2 ** e + 1, r.randint(2 ** (e - 1) + 2, 2 ** e - 2)))
             causal = causal and n_q > 1
+            if regime == "long-decode":  # the mask-free, non-causal path a split-K decoder takes
+                causal, mask = False, None
+            elif ATTN_MASK in features:
+                causal, mask = False, r.choice(MASK_FORMS)
         else:
             # rectangular: the fixed long-causal-positions case is square
             n_q = r.choice(LONG_LENGTHS[1:-1])
@@ -227,6 +250,21 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                 n_q = batch
             else:
                 hq, hkv = batch, r.choice((1, batch) if GQA in features else (batch,))
+    elif regime == "wide-head":
+        d = r.randint(129, 255)
+        dv = r.choice((d, r.randint(129, 255))) if value_dim else d
+    elif regime == "many-heads":
+        if GQA in features:
+            hkv = r.choice((2, 3))
+            hq = hkv * r.choice((16, 17, 32))
+        else:
+            hq = hkv = r.randint(257, 300)
+        batch = r.randint(-(-257 // hq), -(-320 // hq))
+        batch = batch if batch * hq > 256 else batch + 1
+        n_q, n_k, d = r.choice((1, 2, 3, 5)), r.choice((1, 2, 3, 5)), r.choice((1, 2, 3, 8, 16))
+        dv = r.choice((d, 1, 5)) if value_dim else d
+    elif regime == "far-masked-rows" and ATTN_MASK in features:
+        causal, mask, n_q, n_k = False, r.choice(MASK_FORMS[:5]), max(n_q, 2), max(n_k, 2)
     elif regime in ("mask-storage", "mask-nonfinite") and ATTN_MASK in features:
         # two rows and two keys at least: a (1, Nk) mask's strides say nothing
         causal, mask, n_q, n_k = False, r.choice(MASK_FORMS[:5]), max(n_q, 2), max(n_k, 2)
@@ -243,7 +281,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         n_q, n_k = max(n_q, least), max(n_k, least)
     if relation == METAMORPHIC and r.random() < 0.5 and regime is None:
         batch = max(batch, 2)
-    cap = LONG_SCORES if regime in ("long-decode", "long-both") else MAX_SCORES
+    cap = LONG_SCORES if regime in LONG_DECODE + ("long-both",) else MAX_SCORES
     while batch * hq * n_q * n_k * (n_k if relation == DROPOUT_LAW else 1) > cap * (8 if relation == DROPOUT_LAW else 1):
         if n_q >= n_k and n_q > least:
             n_q = max(least, n_q // 2)
@@ -271,9 +309,14 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         mask_kind, storage, wide = "additive", "transposed", True
     if regime == "mask-nonfinite":
         mask_kind = "additive"
+    far = None
+    if regime == "far-masked-rows" and mask is not None:
+        mask_kind, wide, far = "additive", True, r.choice(FAR_MASK_VALUES)
+    if regime == "cache-slice":  # two batch entries at least: a batch stride is read only past the first
+        layout, batch = "slice", max(batch, 2)
     if relation == DROPOUT_LAW or mask_kind != "additive":
         wide = False
-    poisoned = (regime == "mask-nonfinite" or r.random() < NONFINITE_CHANCE) and relation == AGREEMENT
+    poisoned = (regime == "mask-nonfinite" or r.random() < NONFINITE_CHANCE) and relation == AGREEMENT and far is None
     return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal, dtype,
                    layout=layout,
                    mask=mask, mask_kind=mask_kind, dropout_p=round(dropout_p, 4),
@@ -281,7 +324,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    seed=zlib.crc32(repr((seed, dtype, index)).encode()), magnitude=magnitude,
                    late_values=late_values, mask_storage=storage,
                    mask_dtype="float32" if wide and half and mask is not None else None,
-                   mask_nonfinite=nonfinite if poisoned and mask is not None and mask_kind == "additive" else None)
+                   mask_nonfinite=nonfinite if poisoned and mask is not None and mask_kind == "additive" else None,
+                   mask_far=far)
 
 
 def _late_values(s: Subject) -> None:
@@ -314,8 +358,16 @@ def _near_the_top(s: Subject) -> None:
 
 # ===================================================================== judging one problem
 
-def _view(x: torch.Tensor, layout: str, r: random.Random) -> torch.Tensor:
-    """The same values in another memory layout."""
+def _view(x: torch.Tensor, layout: str, r: random.Random, cache: bool = False) -> torch.Tensor:
+    """The same values in another memory layout (``cache``: k or v, whose "slice" is a KV cache's)."""
+    if layout == "slice":
+        # (B, N, H, D) storage larger along B and N (a KV cache), and for q along every dim; taken at an offset
+        b, h, n, d = x.shape
+        pad = [r.randint(0, 2), r.randint(1, 5), 0 if cache else r.randint(1, 3), 0 if cache else r.randint(1, 3)]
+        start = [r.randint(0, extra) for extra in pad]
+        buf = torch.empty(b + pad[0], n + pad[1], h + pad[2], d + pad[3], dtype=x.dtype, device=x.device)
+        view = buf[start[0]:start[0] + b, start[1]:start[1] + n, start[2]:start[2] + h, start[3]:start[3] + d]
+        return view.transpose(1, 2).copy_(x)  # (B, H, N, D)
     if layout == "transposed":
         return strided(x)
     if layout == "permuted":
@@ -350,6 +402,9 @@ def _mask(s: Subject, p: Problem, poisoned: bool = True):
         if p.mask_storage == "expanded":
             pos[-2] = 0  # the row every query row reads
         m[tuple(pos)] = float(p.mask_nonfinite)
+    if p.mask_far is not None and m.shape[-2] > 1:
+        rows = r.sample(range(m.shape[-2]), r.randint(1, m.shape[-2] - 1))  # some rows, not every one
+        m[..., rows, :] = p.mask_far
     if p.mask_storage == "transposed":
         return m.transpose(-2, -1).contiguous().transpose(-2, -1)
     if p.mask_storage == "expanded":
@@ -365,7 +420,7 @@ def _kwargs(s: Subject, p: Problem, m) -> dict:
 
 
 def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
-    q, k, v = (_view(x, p.layout, r) for x in (s.q, s.k, s.v))
+    q, k, v = (_view(x, p.layout, r, cache=i > 0) for i, x in enumerate((s.q, s.k, s.v)))
     out = s.run_fresh(q, k, v, **({} if m is None else {"attn_mask": m}))
     if p.mask_nonfinite and m is not None:  # NaN exactly in the rows the entry reaches, as in float64 (nan-propagation's rule)
         from kernels.harness.edges import nan_placement
@@ -374,7 +429,13 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
         gold = ref.attention64(s.q.cpu(), s.k.cpu(), s.v.cpu(), **s.kwargs(attn_mask=m.cpu()))
         o, said = nan_placement(s, out.cpu().double(), gold, clean.error, clean.sensitivity)
         return Outcome(o.discrepancy, o.bound, f"{p.mask_nonfinite} in the mask: {said}")
-    o = against(s, out, s.reference(attn_mask=m))
+    golden = s.reference(attn_mask=m)
+    if p.mask_far is not None and m is not None:
+        # a far row's scores all round to its mask value, in float32 as in float64: its answer is the
+        # plain mean of v whatever the rounding, so the rounding of its 1e20-sized logits bounds nothing
+        far = (m.cpu() == torch.tensor(p.mask_far, dtype=m.dtype)).all(-1, keepdim=True)  # broadcasts over (B, Hq, Nq, Dv)
+        golden = golden._replace(sensitivity=torch.where(far, 0.0, golden.sensitivity))
+    o = against(s, out, golden)
     if m is None and p.layout == "contiguous" and not p.empty:
         from kernels.harness.rounding_bound import ATTRIBUTE, check
 
@@ -385,7 +446,8 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
 
 
 def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
-    tensors = [ref.copy(_view(x, p.layout, r)).requires_grad_(n in p.grads) for x, n in zip((s.q, s.k, s.v), "qkv")]
+    tensors = [ref.copy(_view(x, p.layout, r, cache=n != "q")).requires_grad_(n in p.grads)
+               for x, n in zip((s.q, s.k, s.v), "qkv")]
     g = s.backward(attn_mask=m) if m is not None else s.base_backward
     return worst(*subset_gradients(s, tensors, _kwargs(s, p, m), g.gold, g.plain, s.gradient_sizes_for(attn_mask=m)))
 
@@ -443,7 +505,7 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
         return Outcome(math.inf, 0.0, str(exc)), None
     except Exception as exc:  # a refusal: honest, not a failure, unless of a mask's form alone (docstring)
         text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
-        plain = replace(problem, mask_storage="contiguous", mask_dtype=None, mask_nonfinite=None)
+        plain = replace(problem, mask_storage="contiguous", mask_dtype=None, mask_nonfinite=None, mask_far=None)
         if plain != problem and check_problem(impl, plain, device)[1] is None:
             return Outcome(math.inf, 0.0, f"refused an input SDPA accepts ({text}): the mask "
                                           f"{plain.describe()} is accepted, {problem.describe()} not"), None
@@ -458,7 +520,7 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("mask_nonfinite", (None,)), ("mask_storage", ("contiguous",)),
+    for field, values in (("mask", (None,)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("mask_storage", ("contiguous",)),
                           ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
                           ("scale", (None,)),
                           ("causal", (False,)),
@@ -473,7 +535,8 @@ def _smaller(p: Problem):
                 continue
             if p.relation == DROPOUT_LAW and field in ("n_k", "value_dim"):
                 continue
-            plain_mask = {"mask_storage": "contiguous", "mask_dtype": None, "mask_nonfinite": None} if field == "mask" else {}
+            plain_mask = ({"mask_storage": "contiguous", "mask_dtype": None, "mask_nonfinite": None, "mask_far": None}
+                          if field == "mask" else {})
             yield replace(p, **{field: value, **plain_mask})
     if p.q_heads != p.kv_heads:
         yield replace(p, q_heads=p.kv_heads)
