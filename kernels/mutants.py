@@ -818,6 +818,15 @@ def split_kv_overlapping_without_mask(q, k, v, attn_mask=None, dropout_p=0.0, is
     return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
 
+class _SixteenBitSeed(FullAttention):
+    def generator(self, device):
+        # the bug: a per-call generator seeded with 16 bits of torch's: calls repeat masks after ~300
+        seed = int(torch.randint(0, 2 ** 16, (1,)))
+        return torch.Generator(device=device).manual_seed(seed)
+
+
+dropout_seed_16_bits = _full_mutant(_SixteenBitSeed(), "dropout_seed_16_bits",
+    "Each call's dropout seed drawn with 16 bits: masks fresh per call, but repeated across ~300 calls.")
 head_dim_floor_chunks = _mutant(_HeadDimFloorChunks(), "head_dim_floor_chunks",
     "Head dims past 128 taken in floor(D / 128) chunks of 128: the tail of D = 129..255 dropped from QKᵀ.")
 gqa_big_groups_tiled = _mutant(_GqaBigGroupsTiled(), "gqa_big_groups_tiled",
@@ -1298,6 +1307,8 @@ MUTANTS = MUTANTS + (
     Mutant(mask_cast_to_query_dtype, "float32 attn_mask cast to half q's dtype", "generated-agreement",
            dtypes=(torch.float16, torch.bfloat16)),
     Mutant(mask_must_be_contiguous, "non-contiguous attn_mask refused", "generated-agreement"),
+    Mutant(dropout_seed_16_bits, "dropout seed of 16 bits (masks repeat across calls)", "dropout-distinct-masks",
+           dtypes=(torch.float32,)),
     Mutant(head_dim_floor_chunks, "head dims 129..255 in floor(D/128) chunks", "generated-agreement"),
     Mutant(gqa_big_groups_tiled, "GQA groups > 8 tiled (h % Hkv)", "generated-agreement"),
     Mutant(batch_heads_tail_chunk_dropped, "last partial chunk of 256 batch-heads never run", "generated-agreement"),

@@ -119,9 +119,10 @@ ITEMS: tuple[Item, ...] = (
           "dropout-forward-backward-masked", "dropout-with-attn-mask", "dropout-independence", "dropout-kept-fraction",
           "dropout-keep-grid", "dropout-p-one", "generated-dropout")),
     Item("dropout-across-calls", "dropout draws from torch's generator: same seed same mask, consecutive calls "
-                                 "independent at every lag, the generator advanced",
+                                 "independent at every lag, the generator advanced, no mask repeated over "
+                                 "thousands of calls",
          f"{DOC}: dropout uses torch's RNG; {MEASURED}: consecutive masks uncorrelated at every lag",
-         ("dropout-same-seed", "dropout-rng-advances", "dropout-cross-call-correlation")),
+         ("dropout-same-seed", "dropout-rng-advances", "dropout-cross-call-correlation", "dropout-distinct-masks")),
 )
 
 
