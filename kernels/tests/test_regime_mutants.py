@@ -13,7 +13,12 @@ FAMILIES = [mutants.split_kv_decode_16_splits, mutants.rectangular_causal_positi
             mutants.two_dim_mask_as_key_padding, mutants.query_scaled_in_input_dtype,
             # the attn_mask's storage, dtype and values (mask-storage, mask-nonfinite)
             mutants.mask_strides_ignored, mutants.mask_nonfinite_sanitised, mutants.mask_cast_to_query_dtype,
-            mutants.mask_must_be_contiguous]
+            mutants.mask_must_be_contiguous,
+            # SDPA's contract axes: head dim 129..255, big GQA groups and B·Hq > 256, KV-cache slices, rows
+            # masked below -1e20, the mask-free decode path
+            mutants.head_dim_floor_chunks, mutants.gqa_big_groups_tiled, mutants.batch_heads_tail_chunk_dropped,
+            mutants.kv_cache_batch_stride_from_shape, mutants.finite_max_start,
+            mutants.split_kv_overlapping_without_mask]
 BY_FN = {m.fn: m for m in mutants.MUTANTS}
 
 
