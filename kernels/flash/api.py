@@ -53,7 +53,7 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask
     bfloat16 or float32; D, Dv <= 256; any strides. Default scale 1/√D.
 
     ``attn_mask``: bool (True = attend) or additive (float32 or q's dtype, added to the
-    scaled scores), of any shape that broadcasts to (B, Hq, Nq, Nk) from 2 to 4 dims, any
+    scaled scores), of any shape that broadcasts to (B, Hq, Nq, Nk) from 1 to 4 dims, any
     strides; read tile by tile, never expanded in memory. Not together with ``is_causal``
     (a ValueError: fold the causal mask into attn_mask). A row whose every key is hidden
     gets output 0, lse −∞ and zero gradients, as SDPA on CPU gives. No gradient flows to

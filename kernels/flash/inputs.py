@@ -76,7 +76,7 @@ def _check_dropout(dropout_p) -> None:
 
 def _check_mask(attn_mask, q, k, is_causal) -> None:
     """SDPA's rules: bool (True = attend), float32 or q's dtype (added to the scores), and
-    broadcastable to (B, Hq, Nq, Nk) from 2 to 4 dims."""
+    broadcastable to (B, Hq, Nq, Nk) from 1 to 4 dims (a 1-D (Nk,) mask too, as SDPA)."""
     if not isinstance(attn_mask, torch.Tensor):
         raise TypeError(f"attn_mask must be a torch.Tensor or None, got {type(attn_mask).__name__}")
     if is_causal:
@@ -89,10 +89,10 @@ def _check_mask(attn_mask, q, k, is_causal) -> None:
         raise ValueError(f"attn_mask is on {attn_mask.device} but q is on {q.device}")
     target = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])  # (B, Hq, Nq, Nk)
     shape = tuple(attn_mask.shape)
-    fits = 2 <= len(shape) <= 4 and all(n in (1, t) for n, t in zip(reversed(shape), reversed(target)))
+    fits = 1 <= len(shape) <= 4 and all(n in (1, t) for n, t in zip(reversed(shape), reversed(target)))
     if not fits:
         raise ValueError(f"attn_mask has shape {shape}; it must broadcast to (batch, q heads, q len, k len) = "
-                         f"{target} from 2 to 4 dims, e.g. {target[2:]} or (batch | 1, heads | 1, {target[2]}, "
+                         f"{target} from 1 to 4 dims, e.g. {target[2:]}, ({target[3]},) or (batch | 1, heads | 1, {target[2]}, "
                          f"{target[3]})")
     if attn_mask.requires_grad and torch.is_grad_enabled():
         raise ValueError("attn_mask requires grad; flash_attention gives no gradient for the mask (detach it)")

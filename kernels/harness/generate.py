@@ -76,7 +76,10 @@ HEADS = ((1, 1), (2, 2), (3, 3), (2, 1), (4, 2), (4, 1), (6, 2), (6, 3), (8, 2))
 # re-deriving one from the shape assumes
 LAYOUTS = ("contiguous", "transposed", "permuted", "offset", "slice")
 MASK_FORMS = ("(Nq, Nk)", "(Hq, Nq, Nk)", "(B, 1, Nq, Nk)", "(1, Hq, Nq, Nk)", "(B, Hq, Nq, Nk)",
-              "(B, 1, 1, Nk)", "(1, 1, 1, Nk)")
+              "(B, 1, 1, Nk)", "(1, 1, 1, Nk)", "(Nk,)")  # SDPA broadcasts a 1-D mask too (measured)
+ONE_DIM_MASK = "(Nk,)"
+# q, k, v of rank 3 ((B·H, N, D), no head dim) or 5 ((B, 1, H, N, D)): SDPA takes (..., L, E) of rank >= 3
+RANKS = (3, 5)
 # an attn_mask's storage (masks are views too): contiguous, (.., Nk, Nq) storage viewed transposed,
 # one query row expanded with stride 0, a slice of a larger buffer at a storage offset
 MASK_STORAGES = ("contiguous", "transposed", "expanded", "offset")
@@ -106,9 +109,10 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #   far-masked-rows: an additive mask setting whole rows to one finite value at or below -1e20: SDPA
 #     gives those rows the softmax of the masked scores (uniform weights), not 0; a running max
 #     started at a finite "-infinity" above that value gives 0.
+#   rank: q, k, v of rank 3 or 5 (RANKS), with a 1-D (Nk,) mask when the impl takes masks.
 REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude",
            "mask-storage", "mask-nonfinite", "long-decode-masked", "wide-head", "many-heads", "cache-slice",
-           "empty", "far-masked-rows")
+           "empty", "far-masked-rows", "rank")
 LONG_DECODE = ("long-decode", "long-decode-masked")
 FAR_MASK_VALUES = (-1e20, -1e21, -1e25, -1e30, -1e38)  # float32 holds each; float16 none (a float32 mask then)
 REGIME_CHANCE = 0.03
@@ -141,6 +145,7 @@ class Problem:
     mask_dtype: str | None = None  # an additive mask's dtype when not q's ("float32")
     mask_nonfinite: str | None = None  # one of NONFINITE: one additive mask entry
     mask_far: float | None = None  # whole mask rows set to this finite value (far-masked-rows)
+    rank: int = 4  # of q, k, v as the impl gets them (RANKS; generated-agreement only)
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -161,6 +166,8 @@ class Problem:
             parts.append("q near the range's top")
         if self.late_values:
             parts.append("v only past 2016")
+        if self.rank != 4:
+            parts.append(f"rank-{self.rank} inputs")
         return f"generated: {' '.join(parts)} seed={self.seed}"
 
     @property
@@ -263,6 +270,10 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         batch = batch if batch * hq > 256 else batch + 1
         n_q, n_k, d = r.choice((1, 2, 3, 5)), r.choice((1, 2, 3, 5)), r.choice((1, 2, 3, 8, 16))
         dv = r.choice((d, 1, 5)) if value_dim else d
+    elif regime == "rank":
+        hkv = hq  # rank 3 has no head dim to group
+        causal = False  # (no draw pairs a mask with is_causal)
+        mask = ONE_DIM_MASK if ATTN_MASK in features and n_k > 0 else None
     elif regime == "far-masked-rows" and ATTN_MASK in features:
         causal, mask, n_q, n_k = False, r.choice(MASK_FORMS[:5]), max(n_q, 2), max(n_k, 2)
     elif regime in ("mask-storage", "mask-nonfinite") and ATTN_MASK in features:
@@ -325,7 +336,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    late_values=late_values, mask_storage=storage,
                    mask_dtype="float32" if wide and half and mask is not None else None,
                    mask_nonfinite=nonfinite if poisoned and mask is not None and mask_kind == "additive" else None,
-                   mask_far=far)
+                   mask_far=far, rank=r.choice(RANKS) if regime == "rank" and relation == AGREEMENT else 4)
 
 
 def _late_values(s: Subject) -> None:
@@ -388,7 +399,8 @@ def _mask(s: Subject, p: Problem, poisoned: bool = True):
         return None
     from kernels.harness.masks import _shapes, additive_mask, bool_mask
 
-    shape = _shapes(s)[p.mask]
+    # a 1-D mask: the (1, Nk) one's row (the mask makers keep a visible key in every row)
+    shape = (1, p.n_k) if p.mask == ONE_DIM_MASK else _shapes(s)[p.mask]
     label = f"generated {p.mask}"
     if p.mask_kind == "bool":
         m = bool_mask(s, shape, label)
@@ -397,17 +409,19 @@ def _mask(s: Subject, p: Problem, poisoned: bool = True):
     else:
         m = additive_mask(s, shape, label, dtype=getattr(torch, p.mask_dtype), shift=MASK_SHIFT)
     r = _rng(p.seed, "mask storage")
+    if p.mask == ONE_DIM_MASK:
+        m = m.reshape(p.n_k)
     if p.mask_nonfinite and poisoned and m.numel():
         pos = [r.randrange(n) for n in m.shape]
         if p.mask_storage == "expanded":
-            pos[-2] = 0  # the row every query row reads
+            pos[0 if m.dim() < 2 else -2] = 0  # the row every query row reads
         m[tuple(pos)] = float(p.mask_nonfinite)
-    if p.mask_far is not None and m.shape[-2] > 1:
+    if p.mask_far is not None and m.dim() >= 2 and m.shape[-2] > 1:
         rows = r.sample(range(m.shape[-2]), r.randint(1, m.shape[-2] - 1))  # some rows, not every one
         m[..., rows, :] = p.mask_far
-    if p.mask_storage == "transposed":
+    if p.mask_storage == "transposed" and m.dim() >= 2:
         return m.transpose(-2, -1).contiguous().transpose(-2, -1)
-    if p.mask_storage == "expanded":
+    if p.mask_storage == "expanded" and m.dim() >= 2:
         return m[..., :1, :].expand(m.shape)
     if p.mask_storage == "offset":
         return _view(m, "offset", r)
@@ -421,7 +435,10 @@ def _kwargs(s: Subject, p: Problem, m) -> dict:
 
 def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
     q, k, v = (_view(x, p.layout, r, cache=i > 0) for i, x in enumerate((s.q, s.k, s.v)))
+    if p.rank != 4:
+        q, k, v = (x.flatten(0, 1) if p.rank == 3 else x.unsqueeze(1) for x in (q, k, v))
     out = s.run_fresh(q, k, v, **({} if m is None else {"attn_mask": m}))
+    out = out.reshape(p.batch, p.q_heads, p.n_q, p.value_dim)  # (B, Hq, Nq, Dv) whatever the rank
     if p.mask_nonfinite and m is not None:  # NaN exactly in the rows the entry reaches, as in float64 (nan-propagation's rule)
         from kernels.harness.edges import nan_placement
 
@@ -505,7 +522,10 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
         return Outcome(math.inf, 0.0, str(exc)), None
     except Exception as exc:  # a refusal: honest, not a failure, unless of a mask's form alone (docstring)
         text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
-        plain = replace(problem, mask_storage="contiguous", mask_dtype=None, mask_nonfinite=None, mask_far=None)
+        # the same problem with 4-D inputs and a 2-D-or-more mask of plain storage: accepted, it shows
+        # this refusal is of a form alone (SDPA takes each)
+        plain = replace(problem, mask_storage="contiguous", mask_dtype=None, mask_nonfinite=None, mask_far=None, rank=4,
+                        mask="(1, 1, 1, Nk)" if problem.mask == ONE_DIM_MASK else problem.mask)
         if plain != problem and check_problem(impl, plain, device)[1] is None:
             return Outcome(math.inf, 0.0, f"refused an input SDPA accepts ({text}): the mask "
                                           f"{plain.describe()} is accepted, {problem.describe()} not"), None
@@ -520,7 +540,7 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("mask_storage", ("contiguous",)),
+    for field, values in (("mask", (None,)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("mask_storage", ("contiguous",)),
                           ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
                           ("scale", (None,)),
                           ("causal", (False,)),
