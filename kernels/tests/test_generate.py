@@ -40,7 +40,8 @@ def test_every_run_draws_each_regime_first():
     for seed in range(20):
         for dtype in ("float32", "float16", "bfloat16"):
             (decode, both, mask2, mask3, top, stored, poisoned, decode_masked, wide, heads, sliced, empty,
-             far) = (gen.draw(seed, i, dtype, ALL) for i in range(len(gen.REGIMES)))
+             far, rank) = (gen.draw(seed, i, dtype, ALL) for i in range(len(gen.REGIMES)))
+            assert rank.rank in gen.RANKS and rank.mask == gen.ONE_DIM_MASK, rank
             assert decode.n_q <= 8 and decode.n_k > 2 ** 14 and decode.relation == gen.AGREEMENT, decode
             assert decode.mask is None and not decode.causal, decode  # the split-K fast path's problem
             assert decode_masked.n_k > 2 ** 14 and decode_masked.mask is not None, decode_masked

@@ -18,7 +18,9 @@ FAMILIES = [mutants.split_kv_decode_16_splits, mutants.rectangular_causal_positi
             # masked below -1e20, the mask-free decode path
             mutants.head_dim_floor_chunks, mutants.gqa_big_groups_tiled, mutants.batch_heads_tail_chunk_dropped,
             mutants.kv_cache_batch_stride_from_shape, mutants.finite_max_start,
-            mutants.split_kv_overlapping_without_mask]
+            mutants.split_kv_overlapping_without_mask,
+            # SDPA takes q, k, v of any rank >= 3 and a 1-D mask: refusing either is a failure
+            mutants.refuses_rank_other_than_4, mutants.one_dim_mask_refused]
 BY_FN = {m.fn: m for m in mutants.MUTANTS}
 
 
