@@ -22,8 +22,8 @@ FAMILIES = [mutants.split_kv_decode_16_splits, mutants.rectangular_causal_positi
             # SDPA takes q, k, v of any rank >= 3 and a 1-D mask: refusing either is a failure
             mutants.refuses_rank_other_than_4, mutants.one_dim_mask_refused]
 BY_FN = {m.fn: m for m in mutants.MUTANTS}
-# The default tier keeps one family; the others (long decodes and lengths past 2048 in float64, then
-# shrinking) are the long tier's mutant sweep.
+# The default tier keeps one family (≈ 7 CPU-s); the others (long decodes and lengths past 2048 in
+# float64, then shrinking) are the long tier's mutant sweep: all 16 took 194 CPU-s in one process.
 KEPT = mutants.query_scaled_in_input_dtype
 TIERED = [pytest.param(fn, marks=() if fn is KEPT else pytest.mark.long("mutant sweep"), id=fn.__name__)
           for fn in FAMILIES]
