@@ -1338,3 +1338,24 @@ MUTANTS = MUTANTS + (
     Mutant(split_kv_overlapping_without_mask, "mask-free split-K decode counts split boundaries twice",
            "generated-agreement", dtypes=(torch.float32, torch.float16)),
 )
+
+
+# --------------------------------------------------------------------------- combinations and call sequences
+# (axes each drawn before, now drawn together: a scale with a backward, a mask form with requires_grad, ...)
+
+
+class _BackwardScaleOrDefault(FullAttention):
+    def backward(self, ctx, dout):
+        dtype, scale, *rest = ctx.meta
+        ctx.meta = (dtype, scale or 1.0 / math.sqrt(ctx.saved_tensors[0].shape[-1]), *rest)  # the bug: 0.0 is falsy
+        return super().backward(ctx, dout)
+
+
+backward_zero_scale_as_default = _full_mutant(_BackwardScaleOrDefault(), "backward_zero_scale_as_default",
+    "The backward resolves the scale with `scale or 1/sqrt(D)`: an explicit 0 (forward right) differentiated "
+    "at 1/sqrt(D).")
+
+MUTANTS = MUTANTS + (
+    Mutant(backward_zero_scale_as_default, "backward reads scale 0 as the default", "generated-gradients",
+           backward=True),
+)

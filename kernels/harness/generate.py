@@ -9,7 +9,7 @@ k, v as contiguous tensors, (B, N, H, D) storage viewed transposed, a random per
 storage order, or views at a storage offset; no mask or a boolean or additive mask of every
 broadcast form, its storage contiguous, a transposed view, a stride-0 expand over the query rows or a
 slice at a storage offset, an additive one in q's dtype or (half q) float32 (what SDPA accepts beside
-bool), now and then with one NaN entry; dropout p in (0, 1); every subset of q, k, v requiring grad; scales None, negative,
+bool), now and then with one NaN entry; dropout p in (0, 1); every subset of q, k, v requiring grad; scales None, zero, negative,
 tiny (1e-6), large. Every run first draws one problem of each of REGIMES per dtype, whatever its
 budget (long decoding, both lengths past 2048, masks whose leading dim equals B, q near float16's
 top, an additive mask as a transposed float32 (half q) view, an additive mask with a NaN entry), then draws them at random among the rest. Each problem is judged by one of four relations,
@@ -89,7 +89,8 @@ MASK_SHIFT = 300.0  # added to a float32 additive mask beside half q (masks.addi
 # rows, so SDPA itself keeps no one rule for it.
 NONFINITE = ("nan",)
 NONFINITE_CHANCE = 0.1
-SCALES = (None, None, None, 0.3, 2.0, 1e-6, -0.25, -1.5)
+# 0.0 too: every weight equal (SDPA uses an explicit 0 as given), in the backward as in the forward
+SCALES = (None, None, None, 0.3, 2.0, 1e-6, -0.25, -1.5, 0.0)
 OVERFLOWING_SCALES = (2.0, 3.0, 4.0, -2.0)  # |scale| ≥ 2 takes q at half the range past it
 # Mask forms whose leading dims a kernel can mistake for others: a 2-D (Nq, Nk) mask read as a
 # (B, Nk) key-padding mask when B == Nq, a 3-D (Hq, Nq, Nk) one read as (B, Nq, Nk) when B == Hq.
@@ -181,6 +182,17 @@ class Problem:
 
 def _rng(seed: int, *labels) -> random.Random:
     return random.Random(zlib.crc32(repr((seed,) + labels).encode()))
+
+
+def _cycled(values, seed: int, dtype: str, index: int, axis: str, drawn):
+    """The value of a small axis for drawn problem ``index`` (past the regimes): each relation's
+    consecutive problems step through ``values`` from a point fixed by (seed, dtype, axis), so every
+    value meets every relation within its first len(values) problems (a random choice leaves a pair
+    out of a default run's few dozen problems one time in several); ``drawn`` in the regimes."""
+    if index < 0:
+        return drawn
+    start = _rng(seed, dtype, axis).randrange(len(values))
+    return values[(index // len(RELATIONS) + start) % len(values)]
 
 
 def chosen_regimes(names=None) -> tuple[str, ...]:
@@ -302,7 +314,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             batch, hq, hkv = 1, 1, 1
     if relation == DROPOUT_LAW:
         dv = n_k
-    scale = r.choice(SCALES)
+    scale = _cycled(SCALES, seed, dtype, index - len(regimes), "scale", r.choice(SCALES))
     magnitude = regime == "magnitude"
     late_values = regime == "long-both"
     if magnitude:
