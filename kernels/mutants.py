@@ -1359,3 +1359,18 @@ MUTANTS = MUTANTS + (
     Mutant(backward_zero_scale_as_default, "backward reads scale 0 as the default", "generated-gradients",
            backward=True),
 )
+
+
+class _OneKvHeadNeedsGqa(FullAttention):
+    def kv_for_query_heads(self, q, k, v, enable_gqa):
+        if q.shape[1] != k.shape[1] and not enable_gqa:  # the bug: SDPA broadcasts one KV head without the flag
+            raise ValueError("k and v have fewer heads than q; pass enable_gqa=True")
+        return super().kv_for_query_heads(q, k, v, enable_gqa)
+
+
+one_kv_head_refused_without_gqa = _full_mutant(_OneKvHeadNeedsGqa(), "one_kv_head_refused_without_gqa",
+    "Hkv = 1 < Hq without enable_gqa refused, where SDPA broadcasts the one KV head.")
+
+MUTANTS = MUTANTS + (
+    Mutant(one_kv_head_refused_without_gqa, "one KV head refused without enable_gqa", "generated-agreement"),
+)

@@ -2,7 +2,7 @@
 time budget, judged against float64 by the low-precision rule and by metamorphic relations; a
 failure is shrunk to a small problem and printed as a runnable reproduction.
 
-What a problem draws (``draw``): B in 1..3; (Hq, Hkv) MHA, GQA or MQA; Nq, Nk and D, Dv from
+What a problem draws (``draw``): B in 1..3; (Hq, Hkv) MHA, GQA or MQA (MQA half the time with enable_gqa=False: SDPA broadcasts one KV head); Nq, Nk and D, Dv from
 values that hit kernels' edges (1, odd, tile ± 1 at 16, 32, 64, 128, past 256, and with small
 probability 0 or lengths past 2048 where float16 positions stop being exact); the run's dtypes; q,
 k, v as contiguous tensors, (B, N, H, D) storage viewed transposed, a random permutation of the
@@ -25,7 +25,8 @@ in turn:
 
 An impl that raises on a problem refuses it: honest, reported in the detail, not a failure (the
 fixed cases judge what it must accept); except where only the mask's storage, dtype or non-finite
-entry is unusual and the impl accepts the same problem with a plain contiguous mask in q's dtype:
+entry is unusual (or the one KV head is broadcast without enable_gqa) and the impl accepts the same problem with a
+plain contiguous mask in q's dtype (and enable_gqa=True):
 that is "refused an input SDPA accepts" (torch 2.13's math SDPA accepts every such mask, measured),
 a failure.
 
@@ -147,6 +148,7 @@ class Problem:
     mask_nonfinite: str | None = None  # one of NONFINITE: one additive mask entry
     mask_far: float | None = None  # whole mask rows set to this finite value (far-masked-rows)
     rank: int = 4  # of q, k, v as the impl gets them (RANKS; generated-agreement only)
+    enable_gqa: bool = True  # False: one KV head (Hkv = 1 < Hq) broadcast as matmul does (contract item "gqa")
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -169,6 +171,8 @@ class Problem:
             parts.append("v only past 2016")
         if self.rank != 4:
             parts.append(f"rank-{self.rank} inputs")
+        if not self.enable_gqa:
+            parts.append("enable_gqa=False")
         return f"generated: {' '.join(parts)} seed={self.seed}"
 
     @property
@@ -348,7 +352,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    late_values=late_values, mask_storage=storage,
                    mask_dtype="float32" if wide and half and mask is not None else None,
                    mask_nonfinite=nonfinite if poisoned and mask is not None and mask_kind == "additive" else None,
-                   mask_far=far, rank=r.choice(RANKS) if regime == "rank" and relation == AGREEMENT else 4)
+                   mask_far=far, rank=r.choice(RANKS) if regime == "rank" and relation == AGREEMENT else 4,
+                   enable_gqa=not (hkv == 1 < hq and r.random() < 0.5))
 
 
 def _late_values(s: Subject) -> None:
@@ -518,7 +523,11 @@ _JUDGES = {AGREEMENT: _agreement, GRADIENTS: _gradients, DROPOUT_LAW: _dropout, 
 
 def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome, str | None]:
     """(outcome, None) or, when impl raised, (a passing outcome, the refusal's text)."""
-    s = Subject(impl, problem.case(), getattr(torch, problem.dtype), device, problem.seed)
+    called = impl
+    if not problem.enable_gqa:  # the impl is told enable_gqa=False; the golden values are GQA's, the same sums
+        def called(*args, **kwargs):
+            return impl(*args, **{**kwargs, "enable_gqa": False})
+    s = Subject(called, problem.case(), getattr(torch, problem.dtype), device, problem.seed)
     if problem.magnitude:
         _near_the_top(s)
     if problem.late_values:
@@ -537,9 +546,10 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
         # the same problem with 4-D inputs and a 2-D-or-more mask of plain storage: accepted, it shows
         # this refusal is of a form alone (SDPA takes each)
         plain = replace(problem, mask_storage="contiguous", mask_dtype=None, mask_nonfinite=None, mask_far=None, rank=4,
+                        enable_gqa=True,
                         mask="(1, 1, 1, Nk)" if problem.mask == ONE_DIM_MASK else problem.mask)
         if plain != problem and check_problem(impl, plain, device)[1] is None:
-            return Outcome(math.inf, 0.0, f"refused an input SDPA accepts ({text}): the mask "
+            return Outcome(math.inf, 0.0, f"refused an input SDPA accepts ({text}): "
                                           f"{plain.describe()} is accepted, {problem.describe()} not"), None
         return Outcome(0.0, 0.0, f"refused ({text})"), text
 
