@@ -1374,3 +1374,16 @@ one_kv_head_refused_without_gqa = _full_mutant(_OneKvHeadNeedsGqa(), "one_kv_hea
 MUTANTS = MUTANTS + (
     Mutant(one_kv_head_refused_without_gqa, "one KV head refused without enable_gqa", "generated-agreement"),
 )
+
+
+def one_key_returns_v_under_dropout(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                    enable_gqa=False):
+    """A one-key fast path (softmax of one score is 1: the output is v) taken with dropout_p > 0 too."""
+    if k.shape[-2] == 1 and attn_mask is None:
+        dropout_p = 0.0  # the bug: the fast path skips dropout
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(one_key_returns_v_under_dropout, "one-key fast path skips dropout", "generated-dropout"),
+)

@@ -9,7 +9,7 @@ k, v as contiguous tensors, (B, N, H, D) storage viewed transposed, a random per
 storage order, or views at a storage offset; no mask or a boolean or additive mask of every
 broadcast form, its storage contiguous, a transposed view, a stride-0 expand over the query rows or a
 slice at a storage offset, an additive one in q's dtype or (half q) float32 (what SDPA accepts beside
-bool), now and then with one NaN entry; dropout p in (0, 1); every subset of q, k, v requiring grad; scales None, zero, negative,
+bool), now and then with one NaN entry; dropout p in (0, 1) (now and then over one to three keys); every subset of q, k, v requiring grad; scales None, zero, negative,
 tiny (1e-6), large. Every run first draws one problem of each of REGIMES per dtype, whatever its
 budget (long decoding, both lengths past 2048, masks whose leading dim equals B, q near float16's
 top, an additive mask as a transposed float32 (half q) view, an additive mask with a NaN entry), then draws them at random among the rest. Each problem is judged by one of four relations,
@@ -118,6 +118,9 @@ REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collisio
 LONG_DECODE = ("long-decode", "long-decode-masked")
 FAR_MASK_VALUES = (-1e20, -1e21, -1e25, -1e30, -1e38)  # float32 holds each; float16 none (a float32 mask then)
 REGIME_CHANCE = 0.03
+# dropout problems (V = I) over one or two keys, two of every five (None: Nk as drawn, 8 at least): the kept
+# fraction is then counted over Nq rows of each head (8 at least), and each weight must still be 0 or P/(1-p)
+TINY_KEYS = (None, 1, None, 2, None)
 GRAD_SUBSETS = ("qkv", "q", "kv", "v", "qk", "k")
 
 
@@ -306,11 +309,13 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         dropout_p = r.choice((0.1, 0.25, 0.5, 0.7, 0.9, r.uniform(0.01, 0.99)))
         least = 8  # V = I: Dv = Nk, and enough weights for the kept fraction
         n_q, n_k = max(n_q, least), max(n_k, least)
+        # every few dropout problems one or two keys: the weights a one-key fast path returns as 1
+        n_k = _cycled(TINY_KEYS, seed, dtype, index - len(regimes), "tiny keys", None) or n_k
     if relation == METAMORPHIC and r.random() < 0.5 and regime is None:
         batch = max(batch, 2)
     cap = LONG_SCORES if regime in LONG_DECODE + ("long-both",) else MAX_SCORES
     while batch * hq * n_q * n_k * (n_k if relation == DROPOUT_LAW else 1) > cap * (8 if relation == DROPOUT_LAW else 1):
-        if n_q >= n_k and n_q > least:
+        if (n_q >= n_k or n_k <= least) and n_q > least:
             n_q = max(least, n_q // 2)
         elif n_k > least:
             n_k = max(least, n_k // 2)
