@@ -1387,3 +1387,47 @@ def one_key_returns_v_under_dropout(q, k, v, attn_mask=None, dropout_p=0.0, is_c
 MUTANTS = MUTANTS + (
     Mutant(one_key_returns_v_under_dropout, "one-key fast path skips dropout", "generated-dropout"),
 )
+
+
+class _QueryMaskReadAlongRows(FullAttention):
+    def mask_bias(self, attn_mask, like, dtype):
+        if attn_mask is not None and attn_mask.shape[-1] == 1 and like.shape[-1] > 1:
+            # the bug: the broadcast view's strides, but the key stride taken from the mask itself, as if its
+            # last dim were Nk wide: a (.., Nq, 1) query mask is read along its rows
+            base = attn_mask.contiguous()
+            strides = list(base.expand(like.shape).stride())
+            strides[-1] = base.stride(-1)
+            need = sum((n - 1) * st for n, st in zip(like.shape, strides)) + 1
+            flat = torch.cat([base.reshape(-1), base.new_zeros(max(0, need - base.numel()))])
+            attn_mask = flat.as_strided(like.shape, strides)
+        return super().mask_bias(attn_mask, like, dtype)
+
+
+class _MaskGradientOfHeadZero(FullAttention):
+    def mask_gradient(self, ds, shape, dtype):
+        if len(shape) >= 3 and shape[-3] == 1 and ds.shape[1] > 1:
+            ds = ds[:, :1]  # the bug: a mask broadcast over heads gets head 0's dS, not the sum over heads
+        return super().mask_gradient(ds, shape, dtype)
+
+
+class _BackwardDropsCausalWithMask(FullAttention):
+    def backward_causal(self, attn_mask):
+        return attn_mask is None  # the bug: the backward's mask path takes the mask as the whole story
+
+
+query_mask_read_along_rows = _full_mutant(_QueryMaskReadAlongRows(), "query_mask_read_along_rows",
+    "A mask of key dim 1 ((B, 1, Nq, 1), (Nq, 1)) read with its own key stride instead of the broadcast 0.")
+mask_gradient_of_head_zero = _full_mutant(_MaskGradientOfHeadZero(), "mask_gradient_of_head_zero",
+    "A learned mask broadcast over heads gets head 0's gradient instead of the sum over heads.")
+backward_drops_causal_with_mask = _full_mutant(_BackwardDropsCausalWithMask(), "backward_drops_causal_with_mask",
+    "With attn_mask and is_causal both, the backward drops is_causal (the forward applies both).")
+
+MUTANTS = MUTANTS + (
+    # (every dtype shows these; the listed ones are those whose 22 problems of seed 0 reach the form)
+    Mutant(query_mask_read_along_rows, "query mask (key dim 1) read along its rows", "generated-agreement",
+           dtypes=(torch.float16, torch.bfloat16)),
+    Mutant(mask_gradient_of_head_zero, "head-broadcast mask gets head 0's gradient", "generated-gradients",
+           dtypes=(torch.float32, torch.float16), backward=True),
+    Mutant(backward_drops_causal_with_mask, "backward drops is_causal beside attn_mask", "generated-gradients",
+           backward=True),
+)

@@ -49,7 +49,8 @@ import torch
 from kernels.harness import reference as ref
 from kernels.harness.cases import Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
-from kernels.harness.subject import BadOutput, Subject, against, relation, strided, subset_gradients, worst
+from kernels.harness.subject import (BadOutput, Subject, against, checked_output, relation, strided, subset_gradients,
+                                     worst)
 
 AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC = ("generated-agreement", "generated-gradients",
                                                  "generated-dropout", "generated-metamorphic")
@@ -77,7 +78,8 @@ HEADS = ((1, 1), (2, 2), (3, 3), (2, 1), (4, 2), (4, 1), (6, 2), (6, 3), (8, 2))
 # re-deriving one from the shape assumes
 LAYOUTS = ("contiguous", "transposed", "permuted", "offset", "slice")
 MASK_FORMS = ("(Nq, Nk)", "(Hq, Nq, Nk)", "(B, 1, Nq, Nk)", "(1, Hq, Nq, Nk)", "(B, Hq, Nq, Nk)",
-              "(B, 1, 1, Nk)", "(1, 1, 1, Nk)", "(Nk,)")  # SDPA broadcasts a 1-D mask too (measured)
+              "(B, 1, 1, Nk)", "(1, 1, 1, Nk)", "(Nk,)",  # SDPA broadcasts a 1-D mask too (measured)
+              "(B, 1, Nq, 1)", "(Nq, 1)")  # query masks, broadcast over the keys (masks.QUERY_MASKS)
 ONE_DIM_MASK = "(Nk,)"
 # q, k, v of rank 3 ((B·H, N, D), no head dim) or 5 ((B, 1, H, N, D)): SDPA takes (..., L, E) of rank >= 3
 RANKS = (3, 5)
@@ -151,6 +153,7 @@ class Problem:
     mask_nonfinite: str | None = None  # one of NONFINITE: one additive mask entry
     mask_far: float | None = None  # whole mask rows set to this finite value (far-masked-rows)
     rank: int = 4  # of q, k, v as the impl gets them (RANKS; generated-agreement only)
+    mask_grad: bool = False  # an additive mask requiring grad, its .grad judged too (generated-gradients)
     enable_gqa: bool = True  # False: one KV head (Hkv = 1 < Hq) broadcast as matmul does (contract item "gqa")
 
     def describe(self) -> str:
@@ -165,7 +168,7 @@ class Problem:
         if self.dropout_p:
             parts.append(f"dropout {self.dropout_p:g}")
         if self.relation == GRADIENTS:
-            parts.append(f"grad {self.grads}")
+            parts.append(f"grad {self.grads}" + (" and mask" if self.mask_grad else ""))
         if self.scale is not None:
             parts.append(f"scale={self.scale:g}")
         if self.magnitude:
@@ -244,8 +247,10 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         dv = d if not value_dim else dv
     causal = CAUSAL in features and r.random() < 0.4
     mask = None
-    if ATTN_MASK in features and not causal and n_k > 0 and r.random() < 0.5:
-        mask = r.choice(MASK_FORMS)
+    # a mask with is_causal in the backward (the forward's pairing is attn-mask-with-causal's); each form
+    # meets each relation (_cycled)
+    if ATTN_MASK in features and (not causal or relation == GRADIENTS) and n_k > 0 and r.random() < 0.5:
+        mask = _cycled(MASK_FORMS, seed, dtype, index - len(regimes), "mask form", r.choice(MASK_FORMS))
     if regime == "empty":
         mask = None  # the harness's mask maker has no mask for Nk = 0; the fixed mask cases judge the rest
     if regime in LONG_DECODE + ("long-both",):
@@ -358,7 +363,10 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    mask_dtype="float32" if wide and half and mask is not None else None,
                    mask_nonfinite=nonfinite if poisoned and mask is not None and mask_kind == "additive" else None,
                    mask_far=far, rank=r.choice(RANKS) if regime == "rank" and relation == AGREEMENT else 4,
-                   enable_gqa=not (hkv == 1 < hq and r.random() < 0.5))
+                   enable_gqa=not (hkv == 1 < hq and r.random() < 0.5),
+                   # (a learned mask is a parameter, never a stride-0 view: torch refuses the gradient of one)
+                   mask_grad=relation == GRADIENTS and mask is not None and mask_kind == "additive"
+                   and storage != "expanded")
 
 
 def _late_values(s: Subject) -> None:
@@ -419,12 +427,17 @@ def _mask(s: Subject, p: Problem, poisoned: bool = True):
     """The problem's attn_mask, in its storage and dtype (with its non-finite entry unless not poisoned)."""
     if p.mask is None:
         return None
-    from kernels.harness.masks import _shapes, additive_mask, bool_mask
+    from kernels.harness.masks import QUERY_MASKS, _shapes, additive_mask, bool_mask
 
     # a 1-D mask: the (1, Nk) one's row (the mask makers keep a visible key in every row)
-    shape = (1, p.n_k) if p.mask == ONE_DIM_MASK else _shapes(s)[p.mask]
+    if p.mask in QUERY_MASKS:
+        shape = QUERY_MASKS[p.mask](p.batch, p.q_heads, p.n_q, p.n_k)
+    else:
+        shape = (1, p.n_k) if p.mask == ONE_DIM_MASK else _shapes(s)[p.mask]
     label = f"generated {p.mask}"
-    if p.mask_kind == "bool":
+    if p.mask_kind == "bool" and p.mask in QUERY_MASKS:  # some rows hidden whole: their output 0
+        m = (torch.rand(shape, generator=s.rng(label)) < 0.6).to(s.device)
+    elif p.mask_kind == "bool":
         m = bool_mask(s, shape, label)
     elif p.mask_dtype is None:
         m = additive_mask(s, shape, label)
@@ -488,7 +501,23 @@ def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
     tensors = [ref.copy(_view(x, p.layout, r, cache=n != "q")).requires_grad_(n in p.grads)
                for x, n in zip((s.q, s.k, s.v), "qkv")]
     g = s.backward(attn_mask=m) if m is not None else s.base_backward
-    return worst(*subset_gradients(s, tensors, _kwargs(s, p, m), g.gold, g.plain, s.gradient_sizes_for(attn_mask=m)))
+    outcomes, details = subset_gradients(s, tensors, _kwargs(s, p, m), g.gold, g.plain, s.gradient_sizes_for(attn_mask=m))
+    if p.mask_grad and m is not None:
+        from kernels.harness.masks import mask_gradient_outcome
+
+        leaf = m.detach().requires_grad_()  # the mask's own storage form, a leaf
+        try:
+            out = s.impl(*tensors, **_kwargs(s, p, leaf))
+        except Exception as exc:  # a mask requiring grad may be refused (contract item mask-gradient)
+            details.append(f"mask gradient refused ({type(exc).__name__})")
+        else:
+            checked_output(out, s.q, s.v)
+            got = torch.autograd.grad(out, leaf, ref.copy(s.dout), allow_unused=True)[0] if out.requires_grad else None
+            o = (Outcome(math.inf, 0.0) if got is None
+                 else mask_gradient_outcome(s, got, leaf, s.kwargs()))
+            outcomes.append(o)
+            details.append("dmask missing" if got is None else f"dmask {o.discrepancy:.3g}/{o.bound:.3g}")
+    return worst(outcomes, details)
 
 
 def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
@@ -513,7 +542,8 @@ def _metamorphic(s: Subject, p: Problem, m, r) -> Outcome:
     if not p.causal and p.n_k > 1:
         perm = torch.randperm(p.n_k, generator=torch.Generator().manual_seed(p.seed))
         k, v = s.k[:, :, perm], s.v[:, :, perm]
-        mk = {} if m is None else {"attn_mask": m[..., perm.to(m.device)]}
+        # (a query mask, key dim 1, broadcasts over the permuted keys as it is)
+        mk = {} if m is None else {"attn_mask": m if m.shape[-1] == 1 else m[..., perm.to(m.device)]}
         o = relation(s, s.run(k=k, v=v, **mk), s.reference(k=k, v=v, **mk), *base)
         return Outcome(o.discrepancy, o.bound, f"keys permuted: {o.discrepancy:.3g}/{o.bound:.3g}")
     if m is not None and m.dtype == torch.bool:
@@ -567,7 +597,7 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("mask_storage", ("contiguous",)),
+    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("mask_storage", ("contiguous",)),
                           ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
                           ("scale", (None,)),
                           ("causal", (False,)),
@@ -578,11 +608,12 @@ def _smaller(p: Problem):
         for value in values:
             current = getattr(p, field)
             # strictly simpler only: a field that may grow cycles (head_dim 8 -> 16 -> 8) until the deadline
-            if value == current or isinstance(value, int) and not 1 <= value < current:
+            if value == current or isinstance(value, int) and not isinstance(value, bool) and not 1 <= value < current:
                 continue
             if p.relation == DROPOUT_LAW and field in ("n_k", "value_dim"):
                 continue
-            plain_mask = ({"mask_storage": "contiguous", "mask_dtype": None, "mask_nonfinite": None, "mask_far": None}
+            plain_mask = ({"mask_storage": "contiguous", "mask_dtype": None, "mask_nonfinite": None, "mask_far": None,
+                           "mask_grad": False}
                           if field == "mask" else {})
             yield replace(p, **{field: value, **plain_mask})
     if p.q_heads != p.kv_heads:

@@ -364,6 +364,7 @@ class FullAttention(Attention):
         unmasked = s  # the scores without attn_mask (causal still applied below)
         if bias is not None:
             s = s + bias
+        before_causal = s
         if is_causal and self.causal_applies(attn_mask):
             hidden = ~self.visible(q.shape[-2], k.shape[-2], q.device)
             s, unmasked = s.masked_fill(hidden, float("-inf")), unmasked.masked_fill(hidden, float("-inf"))
@@ -373,7 +374,10 @@ class FullAttention(Attention):
             drop = self.dropout_mask(p, dropout_p, hkv, dtype)
         w = p if drop is None else p * drop
         out = w @ v32  # (B, H, Nq, Dv)
-        ctx.save_for_backward(q32, k32, v32, self.backward_probabilities(p, s, unmasked, bias), drop)
+        backward_p = self.backward_probabilities(p, s, unmasked, bias)
+        if is_causal and not self.backward_causal(attn_mask):
+            backward_p = self.softmax_rows(before_causal)
+        ctx.save_for_backward(q32, k32, v32, backward_p, drop)
         mask_shape = None if attn_mask is None else (attn_mask.shape, attn_mask.dtype)
         ctx.impl, ctx.meta = self, (dtype, scale, hq, hkv, dropout_p, mask_shape)
         return out.to(dtype)
@@ -410,6 +414,9 @@ class FullAttention(Attention):
 
     def causal_applies(self, attn_mask) -> bool:
         return True  # is_causal joins attn_mask: both hide
+
+    def backward_causal(self, attn_mask) -> bool:
+        return True  # the backward's P hides what the forward's did
 
     def probabilities(self, s, attn_mask):
         return self.softmax_rows(s)
