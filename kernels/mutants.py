@@ -1431,3 +1431,35 @@ MUTANTS = MUTANTS + (
     Mutant(backward_drops_causal_with_mask, "backward drops is_causal beside attn_mask", "generated-gradients",
            backward=True),
 )
+
+
+class _ProbabilitiesInShapeWorkspace(FullAttention):
+    """P kept for the backward in one preallocated buffer per shape (a workspace), aliased through .data,
+    out of reach of autograd's version check."""
+    workspace: dict = {}
+
+    def backward_probabilities(self, p, s, unmasked, bias):
+        key = (tuple(p.shape), p.dtype, p.device)
+        buf = self.workspace.setdefault(key, torch.empty_like(p))
+        return buf.copy_(p).data  # the bug: the next forward of this shape overwrites it
+
+
+class _SavedProbabilitiesRescaledInPlace(FullAttention):
+    def backward(self, ctx, dout):
+        grads = super().backward(ctx, dout)
+        ctx.saved_tensors[3].data.mul_(1.4426950408889634)  # the bug: P converted in place, once per backward
+        return grads
+
+
+probabilities_in_shape_workspace = _full_mutant(_ProbabilitiesInShapeWorkspace(), "probabilities_in_shape_workspace",
+    "The backward's P kept in one workspace per shape: forward(A), forward(B), backward(A) uses B's.")
+saved_probabilities_rescaled_in_place = _full_mutant(_SavedProbabilitiesRescaledInPlace(),
+    "saved_probabilities_rescaled_in_place",
+    "The backward rescales the saved P in place: a second backward (retain_graph=True) reads it changed.")
+
+MUTANTS = MUTANTS + (
+    Mutant(probabilities_in_shape_workspace, "backward state in a per-shape workspace (two layers)",
+           "generated-gradients", backward=True),
+    Mutant(saved_probabilities_rescaled_in_place, "saved P changed by the first backward (retain_graph)",
+           "generated-gradients", backward=True),
+)

@@ -9,7 +9,8 @@ k, v as contiguous tensors, (B, N, H, D) storage viewed transposed, a random per
 storage order, or views at a storage offset; no mask or a boolean or additive mask of every
 broadcast form, its storage contiguous, a transposed view, a stride-0 expand over the query rows or a
 slice at a storage offset, an additive one in q's dtype or (half q) float32 (what SDPA accepts beside
-bool), now and then with one NaN entry; dropout p in (0, 1) (now and then over one to three keys); every subset of q, k, v requiring grad; scales None, zero, negative,
+bool), now and then with one NaN entry; dropout p in (0, 1) (now and then over one to three keys); every subset of q, k, v requiring grad (and an additive mask), after
+another forward of the same shape or as a second backward (retain_graph); scales None, zero, negative,
 tiny (1e-6), large. Every run first draws one problem of each of REGIMES per dtype, whatever its
 budget (long decoding, both lengths past 2048, masks whose leading dim equals B, q near float16's
 top, an additive mask as a transposed float32 (half q) view, an additive mask with a NaN entry), then draws them at random among the rest. Each problem is judged by one of four relations,
@@ -49,8 +50,8 @@ import torch
 from kernels.harness import reference as ref
 from kernels.harness.cases import Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
-from kernels.harness.subject import (BadOutput, Subject, against, checked_output, relation, strided, subset_gradients,
-                                     worst)
+from kernels.harness.subject import (SEQUENCES, BadOutput, Subject, against, checked_output, relation, strided,
+                                     subset_gradients, worst)
 
 AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC = ("generated-agreement", "generated-gradients",
                                                  "generated-dropout", "generated-metamorphic")
@@ -154,6 +155,7 @@ class Problem:
     mask_far: float | None = None  # whole mask rows set to this finite value (far-masked-rows)
     rank: int = 4  # of q, k, v as the impl gets them (RANKS; generated-agreement only)
     mask_grad: bool = False  # an additive mask requiring grad, its .grad judged too (generated-gradients)
+    sequence: str = "single"  # the calls around the judged backward (subject.SEQUENCES; generated-gradients)
     enable_gqa: bool = True  # False: one KV head (Hkv = 1 < Hq) broadcast as matmul does (contract item "gqa")
 
     def describe(self) -> str:
@@ -168,7 +170,8 @@ class Problem:
         if self.dropout_p:
             parts.append(f"dropout {self.dropout_p:g}")
         if self.relation == GRADIENTS:
-            parts.append(f"grad {self.grads}" + (" and mask" if self.mask_grad else ""))
+            parts.append(f"grad {self.grads}" + (" and mask" if self.mask_grad else "")
+                         + ("" if self.sequence == "single" else f" ({self.sequence})"))
         if self.scale is not None:
             parts.append(f"scale={self.scale:g}")
         if self.magnitude:
@@ -366,7 +369,9 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    enable_gqa=not (hkv == 1 < hq and r.random() < 0.5),
                    # (a learned mask is a parameter, never a stride-0 view: torch refuses the gradient of one)
                    mask_grad=relation == GRADIENTS and mask is not None and mask_kind == "additive"
-                   and storage != "expanded")
+                   and storage != "expanded",
+                   sequence=_cycled(SEQUENCES, seed, dtype, index - len(regimes), "sequence", "single")
+                   if relation == GRADIENTS else "single")
 
 
 def _late_values(s: Subject) -> None:
@@ -501,7 +506,8 @@ def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
     tensors = [ref.copy(_view(x, p.layout, r, cache=n != "q")).requires_grad_(n in p.grads)
                for x, n in zip((s.q, s.k, s.v), "qkv")]
     g = s.backward(attn_mask=m) if m is not None else s.base_backward
-    outcomes, details = subset_gradients(s, tensors, _kwargs(s, p, m), g.gold, g.plain, s.gradient_sizes_for(attn_mask=m))
+    outcomes, details = subset_gradients(s, tensors, _kwargs(s, p, m), g.gold, g.plain, s.gradient_sizes_for(attn_mask=m),
+                                         p.sequence)
     if p.mask_grad and m is not None:
         from kernels.harness.masks import mask_gradient_outcome
 
@@ -597,7 +603,7 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("mask_storage", ("contiguous",)),
+    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("mask_storage", ("contiguous",)),
                           ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
                           ("scale", (None,)),
                           ("causal", (False,)),

@@ -209,14 +209,29 @@ def gradients_against(s: Subject, got, golden, plain, scales: GradientScales) ->
     return worst(outcomes, details)
 
 
-def subset_gradients(s: Subject, tensors, kwargs: dict, golden, plain, scales: GradientScales):
+# How a backward is reached: right after its own forward; after a second forward of the same shape on
+# other values (two layers of one model); or as the second of two backwards through one graph
+# (retain_graph=True). Each must give the single call's gradients (state kept per shape or consumed in place
+# by the first backward does not).
+SEQUENCES = ("single", "two-layers", "retain-graph")
+
+
+def subset_gradients(s: Subject, tensors, kwargs: dict, golden, plain, scales: GradientScales,
+                     sequence: str = "single"):
     """impl called on ``tensors`` (q, k, v as leaves, some requiring grad), differentiated for those
-    alone with s.dout: each gradient against its golden value by the low-precision rule, one asked
-    for and missing (None) a failure. (outcomes, details) of the asked gradients, in q, k, v order."""
+    alone with s.dout, in the call ``sequence`` (SEQUENCES): each gradient against its golden value by
+    the low-precision rule, one asked for and missing (None) a failure. (outcomes, details) of the
+    asked gradients, in q, k, v order."""
     out = s.impl(*tensors, **kwargs)
     checked_output(out, s.q, s.v)
-    got = iter(torch.autograd.grad(out, [t for t in tensors if t.requires_grad], ref.copy(s.dout),
-                                   allow_unused=True))
+    wanted = [t for t in tensors if t.requires_grad]
+    if sequence == "two-layers":  # the same shape, other values (keys and queries reversed), before our backward
+        other = s.impl(*(t.detach().flip(-2).requires_grad_(t.requires_grad) for t in tensors), **kwargs)
+    if sequence == "retain-graph":
+        torch.autograd.grad(out, wanted, ref.copy(s.dout), allow_unused=True, retain_graph=True)
+    got = iter(torch.autograd.grad(out, wanted, ref.copy(s.dout), allow_unused=True))
+    if sequence == "two-layers":
+        del other  # kept alive until our backward ran, as a model's next layer is
     outcomes, details = [], []
     for i, (t, name) in enumerate(zip(tensors, ("dq", "dk", "dv"))):
         if not t.requires_grad:
