@@ -1463,3 +1463,29 @@ MUTANTS = MUTANTS + (
     Mutant(saved_probabilities_rescaled_in_place, "saved P changed by the first backward (retain_graph)",
            "generated-gradients", backward=True),
 )
+
+
+def inputs_made_contiguous_in_place(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                    enable_gqa=False):
+    """Non-contiguous inputs made contiguous on the caller's tensor objects (``t.data = ...``): values
+    unchanged, but a view of a packed QKV buffer no longer sees the buffer."""
+    for t in (q, k, v):
+        if not t.is_contiguous():
+            t.data = t.data.contiguous()  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def grad_path_output_in_float32(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                enable_gqa=False):
+    """The training path (inputs requiring grad) returns the float32 working output, not q's dtype."""
+    out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return out.float() if out.requires_grad else out  # the bug: no cast back on the grad path
+
+
+MUTANTS = MUTANTS + (
+    Mutant(inputs_made_contiguous_in_place, "caller's q, k, v made contiguous in place (.data)",
+           "generated-agreement"),
+    # in float32 the working dtype is q's
+    Mutant(grad_path_output_in_float32, "grad path returns float32 for half q", "generated-gradients",
+           dtypes=(torch.float16, torch.bfloat16), backward=True),
+)

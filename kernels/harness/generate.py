@@ -507,7 +507,7 @@ def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
                for x, n in zip((s.q, s.k, s.v), "qkv")]
     g = s.backward(attn_mask=m) if m is not None else s.base_backward
     outcomes, details = subset_gradients(s, tensors, _kwargs(s, p, m), g.gold, g.plain, s.gradient_sizes_for(attn_mask=m),
-                                         p.sequence)
+                                         p.sequence, s.reference(attn_mask=m) if m is not None else s.base)
     if p.mask_grad and m is not None:
         from kernels.harness.masks import mask_gradient_outcome
 
