@@ -1489,3 +1489,27 @@ MUTANTS = MUTANTS + (
     Mutant(grad_path_output_in_float32, "grad path returns float32 for half q", "generated-gradients",
            dtypes=(torch.float16, torch.bfloat16), backward=True),
 )
+
+
+def grid_past_65535_dropped(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """One program per (batch, head) on a grid axis capped at 65535: the heads past it are never run (left 0)."""
+    out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if out.numel() == 0:
+        return out
+    flat = out.reshape(-1, *out.shape[-2:]).clone()  # (B·Hq, Nq, Dv)
+    flat[65535:] = 0  # the bug
+    return flat.reshape(out.shape)
+
+
+def value_dim_past_256_dropped(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                               enable_gqa=False):
+    """The output computed in one 256-wide chunk of value columns: columns past 256 left 0."""
+    out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa).clone()
+    out[..., 256:] = 0  # the bug
+    return out
+
+
+MUTANTS = MUTANTS + (
+    Mutant(grid_past_65535_dropped, "(batch, head) programs past 65535 never run", "generated-agreement"),
+    Mutant(value_dim_past_256_dropped, "value columns past 256 never written", "generated-agreement"),
+)

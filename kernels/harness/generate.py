@@ -115,10 +115,13 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #     gives those rows the softmax of the masked scores (uniform weights), not 0; a running max
 #     started at a finite "-infinity" above that value gives 0.
 #   rank: q, k, v of rank 3 or 5 (RANKS), with a 1-D (Nk,) mask when the impl takes masks.
+#   huge-grid: B·H past 65535 (a CUDA grid's y and z limit) with N, D of 1-4: a problem of about 2 MB.
+#   wide-value: Dv in 257..320 (value dims past a 256-wide output chunk) beside a small D.
 REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude",
            "mask-storage", "mask-nonfinite", "long-decode-masked", "wide-head", "many-heads", "cache-slice",
-           "empty", "far-masked-rows", "rank")
+           "empty", "far-masked-rows", "rank", "huge-grid", "wide-value")
 LONG_DECODE = ("long-decode", "long-decode-masked")
+GRID_LIMIT = 65535  # CUDA's largest grid y and z
 FAR_MASK_VALUES = (-1e20, -1e21, -1e25, -1e30, -1e38)  # float32 holds each; float16 none (a float32 mask then)
 REGIME_CHANCE = 0.03
 # dropout problems (V = I) over one or two keys, two of every five (None: Nk as drawn, 8 at least): the kept
@@ -297,6 +300,14 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         batch = batch if batch * hq > 256 else batch + 1
         n_q, n_k, d = r.choice((1, 2, 3, 5)), r.choice((1, 2, 3, 5)), r.choice((1, 2, 3, 8, 16))
         dv = r.choice((d, 1, 5)) if value_dim else d
+    elif regime == "huge-grid":
+        batch = r.choice((1, 2))
+        hq = hkv = -(-(GRID_LIMIT + r.randint(1, 64)) // batch)
+        n_q, n_k, d = r.choice((1, 2)), r.choice((1, 2, 3)), r.choice((1, 2, 4))
+        dv = r.choice((d, 3)) if value_dim else d
+    elif regime == "wide-value":
+        dv = r.randint(257, 320)
+        d = r.choice((8, 16, 32)) if value_dim else dv
     elif regime == "rank":
         hkv = hq  # rank 3 has no head dim to group
         causal = False  # (no draw pairs a mask with is_causal)
