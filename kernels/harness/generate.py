@@ -82,6 +82,7 @@ MASK_FORMS = ("(Nq, Nk)", "(Hq, Nq, Nk)", "(B, 1, Nq, Nk)", "(1, Hq, Nq, Nk)", "
               "(B, 1, 1, Nk)", "(1, 1, 1, Nk)", "(Nk,)",  # SDPA broadcasts a 1-D mask too (measured)
               "(B, 1, Nq, 1)", "(Nq, 1)")  # query masks, broadcast over the keys (masks.QUERY_MASKS)
 ONE_DIM_MASK = "(Nk,)"
+NO_MASK = (None,) * 5  # beside MASK_FORMS in the cycle of drawn problems' masks: about a quarter without
 # q, k, v of rank 3 ((B·H, N, D), no head dim) or 5 ((B, 1, H, N, D)): SDPA takes (..., L, E) of rank >= 3
 RANKS = (3, 5)
 # an attn_mask's storage (masks are views too): contiguous, (.., Nk, Nq) storage viewed transposed,
@@ -202,12 +203,12 @@ def _rng(seed: int, *labels) -> random.Random:
 
 def _cycled(values, seed: int, dtype: str, index: int, axis: str, drawn):
     """The value of a small axis for drawn problem ``index`` (past the regimes): each relation's
-    consecutive problems step through ``values`` from a point fixed by (seed, dtype, axis), so every
+    consecutive problems step through ``values`` from a point fixed by (seed, dtype, axis, relation), so every
     value meets every relation within its first len(values) problems (a random choice leaves a pair
     out of a default run's few dozen problems one time in several); ``drawn`` in the regimes."""
     if index < 0:
         return drawn
-    start = _rng(seed, dtype, axis).randrange(len(values))
+    start = _rng(seed, dtype, axis, index % len(RELATIONS)).randrange(len(values))
     return values[(index // len(RELATIONS) + start) % len(values)]
 
 
@@ -255,8 +256,9 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     mask = None
     # a mask with is_causal in the backward (the forward's pairing is attn-mask-with-causal's); each form
     # meets each relation (_cycled)
-    if ATTN_MASK in features and (not causal or relation == GRADIENTS) and n_k > 0 and r.random() < 0.5:
-        mask = _cycled(MASK_FORMS, seed, dtype, index - len(regimes), "mask form", r.choice(MASK_FORMS))
+    if ATTN_MASK in features and (not causal or relation == GRADIENTS) and n_k > 0:
+        drawn = r.choice(MASK_FORMS) if r.random() < 0.5 else None
+        mask = _cycled(MASK_FORMS + NO_MASK, seed, dtype, index - len(regimes), "mask form", drawn)
     if regime == "empty":
         mask = None  # the harness's mask maker has no mask for Nk = 0; the fixed mask cases judge the rest
     if regime in LONG_DECODE + ("long-both",):
@@ -351,8 +353,12 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         scale = r.choice((None, 1e-6, -1e-6))
     layout = r.choice(LAYOUTS) if relation != DROPOUT_LAW else "contiguous"
     mask_kind, grads = r.choice(("bool", "additive")), r.choice(GRAD_SUBSETS)
+    if relation == GRADIENTS and r.random() < 0.5:  # three in four additive: a learned mask's gradient judged
+        mask_kind = "additive"
     # (drawn after every other field, so adding them moved no earlier problem)
     storage, wide, nonfinite = r.choice(MASK_STORAGES), r.random() < 0.5, r.choice(NONFINITE)
+    if relation == GRADIENTS and mask_kind == "additive" and storage == "expanded":
+        storage = "transposed"  # a learned mask is a parameter, never a stride-0 view (torch refuses its gradient)
     if mask is None or regime is not None and regime.startswith("mask-collision"):
         storage = "contiguous"
     half = dtype in ("float16", "bfloat16")
@@ -380,7 +386,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    enable_gqa=not (hkv == 1 < hq and r.random() < 0.5),
                    # (a learned mask is a parameter, never a stride-0 view: torch refuses the gradient of one)
                    mask_grad=relation == GRADIENTS and mask is not None and mask_kind == "additive"
-                   and storage != "expanded",
+                   and storage != "expanded" and 0 not in (batch, hq, n_q, n_k, d, dv),
                    sequence=_cycled(SEQUENCES, seed, dtype, index - len(regimes), "sequence", "single")
                    if relation == GRADIENTS else "single")
 
