@@ -40,8 +40,10 @@ def test_every_run_draws_each_regime_first():
     for seed in range(20):
         for dtype in ("float32", "float16", "bfloat16"):
             (decode, both, mask2, mask3, top, stored, poisoned, decode_masked, wide, heads, sliced, empty,
-             far, rank) = (gen.draw(seed, i, dtype, ALL) for i in range(len(gen.REGIMES)))
+             far, rank, grid, wide_value) = (gen.draw(seed, i, dtype, ALL) for i in range(len(gen.REGIMES)))
             assert rank.rank in gen.RANKS and rank.mask == gen.ONE_DIM_MASK, rank
+            assert grid.batch * grid.q_heads > gen.GRID_LIMIT and max(grid.n_q, grid.n_k, grid.head_dim) <= 4, grid
+            assert 257 <= wide_value.value_dim <= 320 and wide_value.head_dim <= 32, wide_value
             assert decode.n_q <= 8 and decode.n_k > 2 ** 14 and decode.relation == gen.AGREEMENT, decode
             assert decode.mask is None and not decode.causal, decode  # the split-K fast path's problem
             assert decode_masked.n_k > 2 ** 14 and decode_masked.mask is not None, decode_masked
