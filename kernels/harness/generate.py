@@ -118,11 +118,14 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #   rank: q, k, v of rank 3 or 5 (RANKS), with a 1-D (Nk,) mask when the impl takes masks.
 #   huge-grid: B·H past 65535 (a CUDA grid's y and z limit) with N, D of 1-4: a problem of about 2 MB.
 #   wide-value: Dv in 257..320 (value dims past a 256-wide output chunk) beside a small D.
+#   learned-mask: a gradient problem (the one regime not judged by generated-agreement) with an additive
+#     mask shared by two or more heads (HEAD_SHARED_MASKS) requiring grad: its gradient sums over the heads.
 REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude",
            "mask-storage", "mask-nonfinite", "long-decode-masked", "wide-head", "many-heads", "cache-slice",
-           "empty", "far-masked-rows", "rank", "huge-grid", "wide-value")
+           "empty", "far-masked-rows", "rank", "huge-grid", "wide-value", "learned-mask")
 LONG_DECODE = ("long-decode", "long-decode-masked")
 GRID_LIMIT = 65535  # CUDA's largest grid y and z
+HEAD_SHARED_MASKS = ("(B, 1, Nq, Nk)", "(B, 1, 1, Nk)", "(1, 1, 1, Nk)", "(B, 1, Nq, 1)")
 FAR_MASK_VALUES = (-1e20, -1e21, -1e25, -1e30, -1e38)  # float32 holds each; float16 none (a float32 mask then)
 REGIME_CHANCE = 0.03
 # dropout problems (V = I) over one or two keys, two of every five (None: Nk as drawn, 8 at least): the kept
@@ -226,11 +229,13 @@ def chosen_regimes(names=None) -> tuple[str, ...]:
 def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: bool = True,
          regimes: tuple[str, ...] = REGIMES) -> Problem:
     """Problem ``index`` of the run with ``seed``: a function of (seed, dtype, index, regimes) alone.
-    The first len(regimes) indices draw one problem of each regime (forward against float64), the rest
+    The first len(regimes) indices draw one problem of each regime (forward against float64; learned-mask's gradients), the rest
     rotate through the relations."""
     r = _rng(seed, dtype, index)
     if index < len(regimes):
         relation, regime = AGREEMENT, regimes[index]
+        if regime == "learned-mask" and ATTN_MASK in features:
+            relation = GRADIENTS
     else:
         relation = RELATIONS[(index - len(regimes)) % len(RELATIONS)]
         regime = r.choice(regimes) if regimes and r.random() < len(regimes) * REGIME_CHANCE else None
@@ -310,6 +315,10 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     elif regime == "wide-value":
         dv = r.randint(257, 320)
         d = r.choice((8, 16, 32)) if value_dim else dv
+    elif regime == "learned-mask" and relation == GRADIENTS:
+        hq, hkv = r.choice([h for h in HEADS if h[0] > 1 and (GQA in features or h[0] == h[1])])
+        mask, n_q, n_k, d = r.choice(HEAD_SHARED_MASKS), max(n_q, 1), max(n_k, 2), max(d, 1)
+        batch, dv = max(batch, 1), max(dv, 1)
     elif regime == "rank":
         hkv = hq  # rank 3 has no head dim to group
         causal = False  # (no draw pairs a mask with is_causal)
@@ -357,15 +366,15 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         mask_kind = "additive"
     # (drawn after every other field, so adding them moved no earlier problem)
     storage, wide, nonfinite = r.choice(MASK_STORAGES), r.random() < 0.5, r.choice(NONFINITE)
-    if relation == GRADIENTS and mask_kind == "additive" and storage == "expanded":
-        storage = "transposed"  # a learned mask is a parameter, never a stride-0 view (torch refuses its gradient)
     if mask is None or regime is not None and regime.startswith("mask-collision"):
         storage = "contiguous"
     half = dtype in ("float16", "bfloat16")
     if regime == "mask-storage":  # a stride-ignoring, dtype-casting or contiguity-demanding reader fails
         mask_kind, storage, wide = "additive", "transposed", True
-    if regime == "mask-nonfinite":
+    if regime in ("mask-nonfinite", "learned-mask"):
         mask_kind = "additive"
+    if relation == GRADIENTS and mask_kind == "additive" and storage == "expanded":
+        storage = "transposed"  # a learned mask is a parameter, never a stride-0 view (torch refuses its gradient)
     far = None
     if regime == "far-masked-rows" and mask is not None:
         mask_kind, wide, far = "additive", True, r.choice(FAR_MASK_VALUES)
