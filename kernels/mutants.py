@@ -748,6 +748,109 @@ mask_must_be_contiguous = _full_mutant(_MaskMustBeContiguous(), "mask_must_be_co
     "A non-contiguous attn_mask refused, which SDPA accepts.")
 
 
+# --------------------------------------------------------------------------- families of SDPA's contract
+# axes the later regimes reach (wide-head, many-heads, cache-slice, empty, far-masked-rows, long-decode
+# without a mask), each a path real kernels take only past a size or for one layout
+
+
+class _HeadDimFloorChunks(BlockedAttention):
+    def scores(self, q, kb, scale):
+        width = q.shape[-1] // 128 * 128 if q.shape[-1] > 128 else q.shape[-1]
+        # the bug: head dims past 128 in floor(D / 128) chunks of 128: D = 129..255 loses its tail (256 is right)
+        return (q[..., :width] * scale) @ kb[..., :width].transpose(-2, -1)  # (B, H, Nq, bn)
+
+
+class _GqaBigGroupsTiled(BlockedAttention):
+    def head_index(self, hq, hkv, device):
+        if hq // hkv > 8:  # the bug: the large-group path tiles the KV heads (h % Hkv), not h // group
+            return torch.arange(hq, device=device) % hkv
+        return super().head_index(hq, hkv, device)
+
+
+def batch_heads_tail_chunk_dropped(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """B·Hq processed in grid chunks of 256: the last partial chunk is never launched (its heads stay 0)."""
+    out = blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)  # (B, Hq, Nq, Dv)
+    flat = out.reshape(-1, *out.shape[2:])  # (B·Hq, Nq, Dv)
+    flat[flat.shape[0] // 256 * 256 if flat.shape[0] > 256 else flat.shape[0]:] = 0
+    return flat.reshape(out.shape)
+
+
+def kv_cache_batch_stride_from_shape(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """A (B, N, H, D)-strided view (seq stride H·D, head stride D) re-strided with batch stride N·H·D
+    from its shape: right for a whole (B, N, H, D) tensor, wrong for a slice of a longer KV cache."""
+    def fast(t):
+        b, h, n, d = t.shape
+        if not t.is_contiguous() and t.stride()[1:] == (d, h * d, 1):
+            return t.as_strided(t.shape, (n * h * d, d, h * d, 1), t.storage_offset())
+        return t
+    return blocked_attention(fast(q), fast(k), fast(v), is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
+def empty_keys_divided_by_zero(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Nk = 0 answered early with the empty sum's 0/0 (NaN), SDPA giving 0; the early return's shape from
+    broadcasting q's and k's leading dims raises for GQA heads, so only an MHA Nk = 0 shows it."""
+    if k.shape[-2] == 0:
+        shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], v.shape[-1])
+        return torch.full(shape, math.nan, dtype=q.dtype, device=q.device)
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
+class _FiniteMaxStart(FullAttention):
+    def softmax_rows(self, s):
+        # the bug: the running max starts at a finite "-infinity", -1e20: a row whose every score is
+        # below it gets exp(s - m) = 0 everywhere and the output 0, not the softmax of its scores
+        m = s.amax(dim=-1, keepdim=True).clamp(min=-1e20)  # (B, H, Nq, 1)
+        e = torch.exp(s - m)
+        total = e.sum(dim=-1, keepdim=True)
+        return torch.where(total == 0, 0.0, e / total)
+
+
+class _OverlappingSplits(SplitKVAttention):
+    def split_starts(self, n_k):
+        return list(range(0, n_k, self.split - 1))  # the bug: splits advance by split - 1, a key counted twice
+
+
+def split_kv_overlapping_without_mask(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                      enable_gqa=False):
+    """The mask-free, dropout-free decode path is split-K with overlapping splits; every other call is right."""
+    if attn_mask is None and dropout_p == 0:
+        return _OverlappingSplits()(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+class _SixteenBitSeed(FullAttention):
+    def generator(self, device):
+        # the bug: a per-call generator seeded with 16 bits of torch's: calls repeat masks after ~300
+        seed = int(torch.randint(0, 2 ** 16, (1,)))
+        return torch.Generator(device=device).manual_seed(seed)
+
+
+dropout_seed_16_bits = _full_mutant(_SixteenBitSeed(), "dropout_seed_16_bits",
+    "Each call's dropout seed drawn with 16 bits: masks fresh per call, but repeated across ~300 calls.")
+def refuses_rank_other_than_4(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """q, k, v other than 4-D refused; SDPA takes (..., L, E) of any rank >= 3 (and 3-D (N, L, E) is common)."""
+    if q.dim() != 4:
+        raise ValueError(f"expected 4-D (B, H, N, D) inputs, got {q.dim()}-D")
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
+class _OneDimMaskRefused(FullAttention):
+    def mask_bias(self, attn_mask, like, dtype):
+        if attn_mask is not None and attn_mask.dim() < 2:
+            raise ValueError("attn_mask must be 2-D, 3-D or 4-D")  # the bug: SDPA broadcasts a (Nk,) mask
+        return super().mask_bias(attn_mask, like, dtype)
+
+
+one_dim_mask_refused = _full_mutant(_OneDimMaskRefused(), "one_dim_mask_refused",
+    "A 1-D (Nk,) attn_mask refused, which SDPA broadcasts like (1, 1, 1, Nk).")
+head_dim_floor_chunks = _mutant(_HeadDimFloorChunks(), "head_dim_floor_chunks",
+    "Head dims past 128 taken in floor(D / 128) chunks of 128: the tail of D = 129..255 dropped from QKᵀ.")
+gqa_big_groups_tiled = _mutant(_GqaBigGroupsTiled(), "gqa_big_groups_tiled",
+    "GQA groups larger than 8 map query head h to KV head h % Hkv instead of h // group.")
+finite_max_start = _full_mutant(_FiniteMaxStart(), "finite_max_start",
+    "Softmax's max starts at -1e20: rows masked wholly below it (finite additive values) answer 0.")
+
+
 # --------------------------------------------------------------------------- the register
 
 
@@ -1220,4 +1323,194 @@ MUTANTS = MUTANTS + (
     Mutant(mask_cast_to_query_dtype, "float32 attn_mask cast to half q's dtype", "generated-agreement",
            dtypes=(torch.float16, torch.bfloat16)),
     Mutant(mask_must_be_contiguous, "non-contiguous attn_mask refused", "generated-agreement"),
+    Mutant(dropout_seed_16_bits, "dropout seed of 16 bits (masks repeat across calls)", "dropout-distinct-masks",
+           dtypes=(torch.float32,)),
+    Mutant(refuses_rank_other_than_4, "3-D and 5-D q, k, v refused", "generated-agreement"),
+    Mutant(one_dim_mask_refused, "1-D (Nk,) attn_mask refused", "generated-agreement"),
+    Mutant(head_dim_floor_chunks, "head dims 129..255 in floor(D/128) chunks", "generated-agreement"),
+    Mutant(gqa_big_groups_tiled, "GQA groups > 8 tiled (h % Hkv)", "generated-agreement"),
+    Mutant(batch_heads_tail_chunk_dropped, "last partial chunk of 256 batch-heads never run", "generated-agreement"),
+    Mutant(kv_cache_batch_stride_from_shape, "KV-cache slice's batch stride taken from its shape",
+           "generated-agreement"),
+    Mutant(empty_keys_divided_by_zero, "Nk = 0 answered NaN (MHA only)", "empty-dims", backward=True),
+    Mutant(finite_max_start, "softmax max started at -1e20 (rows masked below it answer 0)", "generated-agreement"),
+    # in bfloat16 one key of 2¹⁵-2¹⁷ counted twice moves the output by ~1/Nk of a value, inside its rounding
+    Mutant(split_kv_overlapping_without_mask, "mask-free split-K decode counts split boundaries twice",
+           "generated-agreement", dtypes=(torch.float32, torch.float16)),
+)
+
+
+# --------------------------------------------------------------------------- combinations and call sequences
+# (axes each drawn before, now drawn together: a scale with a backward, a mask form with requires_grad, ...)
+
+
+class _BackwardScaleOrDefault(FullAttention):
+    def backward(self, ctx, dout):
+        dtype, scale, *rest = ctx.meta
+        ctx.meta = (dtype, scale or 1.0 / math.sqrt(ctx.saved_tensors[0].shape[-1]), *rest)  # the bug: 0.0 is falsy
+        return super().backward(ctx, dout)
+
+
+backward_zero_scale_as_default = _full_mutant(_BackwardScaleOrDefault(), "backward_zero_scale_as_default",
+    "The backward resolves the scale with `scale or 1/sqrt(D)`: an explicit 0 (forward right) differentiated "
+    "at 1/sqrt(D).")
+
+MUTANTS = MUTANTS + (
+    Mutant(backward_zero_scale_as_default, "backward reads scale 0 as the default", "generated-gradients",
+           backward=True),
+)
+
+
+class _OneKvHeadNeedsGqa(FullAttention):
+    def kv_for_query_heads(self, q, k, v, enable_gqa):
+        if q.shape[1] != k.shape[1] and not enable_gqa:  # the bug: SDPA broadcasts one KV head without the flag
+            raise ValueError("k and v have fewer heads than q; pass enable_gqa=True")
+        return super().kv_for_query_heads(q, k, v, enable_gqa)
+
+
+one_kv_head_refused_without_gqa = _full_mutant(_OneKvHeadNeedsGqa(), "one_kv_head_refused_without_gqa",
+    "Hkv = 1 < Hq without enable_gqa refused, where SDPA broadcasts the one KV head.")
+
+MUTANTS = MUTANTS + (
+    Mutant(one_kv_head_refused_without_gqa, "one KV head refused without enable_gqa", "generated-agreement"),
+)
+
+
+def one_key_returns_v_under_dropout(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                    enable_gqa=False):
+    """A one-key fast path (softmax of one score is 1: the output is v) taken with dropout_p > 0 too."""
+    if k.shape[-2] == 1 and attn_mask is None:
+        dropout_p = 0.0  # the bug: the fast path skips dropout
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(one_key_returns_v_under_dropout, "one-key fast path skips dropout", "generated-dropout"),
+)
+
+
+class _QueryMaskReadAlongRows(FullAttention):
+    def mask_bias(self, attn_mask, like, dtype):
+        if attn_mask is not None and attn_mask.shape[-1] == 1 and like.shape[-1] > 1:
+            # the bug: the broadcast view's strides, but the key stride taken from the mask itself, as if its
+            # last dim were Nk wide: a (.., Nq, 1) query mask is read along its rows
+            base = attn_mask.contiguous()
+            strides = list(base.expand(like.shape).stride())
+            strides[-1] = base.stride(-1)
+            need = sum((n - 1) * st for n, st in zip(like.shape, strides)) + 1
+            flat = torch.cat([base.reshape(-1), base.new_zeros(max(0, need - base.numel()))])
+            attn_mask = flat.as_strided(like.shape, strides)
+        return super().mask_bias(attn_mask, like, dtype)
+
+
+class _MaskGradientOfHeadZero(FullAttention):
+    def mask_gradient(self, ds, shape, dtype):
+        if len(shape) >= 3 and shape[-3] == 1 and ds.shape[1] > 1:
+            ds = ds[:, :1]  # the bug: a mask broadcast over heads gets head 0's dS, not the sum over heads
+        return super().mask_gradient(ds, shape, dtype)
+
+
+class _BackwardDropsCausalWithMask(FullAttention):
+    def backward_causal(self, attn_mask):
+        return attn_mask is None  # the bug: the backward's mask path takes the mask as the whole story
+
+
+query_mask_read_along_rows = _full_mutant(_QueryMaskReadAlongRows(), "query_mask_read_along_rows",
+    "A mask of key dim 1 ((B, 1, Nq, 1), (Nq, 1)) read with its own key stride instead of the broadcast 0.")
+mask_gradient_of_head_zero = _full_mutant(_MaskGradientOfHeadZero(), "mask_gradient_of_head_zero",
+    "A learned mask broadcast over heads gets head 0's gradient instead of the sum over heads.")
+backward_drops_causal_with_mask = _full_mutant(_BackwardDropsCausalWithMask(), "backward_drops_causal_with_mask",
+    "With attn_mask and is_causal both, the backward drops is_causal (the forward applies both).")
+
+MUTANTS = MUTANTS + (
+    # every dtype shows it; float32's 22 agreement problems of seed 0 draw no query mask (its float32 catch is
+    # test_rt22e_families' and the default run's)
+    Mutant(query_mask_read_along_rows, "query mask (key dim 1) read along its rows", "generated-agreement",
+           dtypes=(torch.float16, torch.bfloat16)),
+    Mutant(mask_gradient_of_head_zero, "head-broadcast mask gets head 0's gradient", "generated-gradients",
+           backward=True),
+    Mutant(backward_drops_causal_with_mask, "backward drops is_causal beside attn_mask", "generated-gradients",
+           backward=True),
+)
+
+
+class _ProbabilitiesInShapeWorkspace(FullAttention):
+    """P kept for the backward in one preallocated buffer per shape (a workspace), aliased through .data,
+    out of reach of autograd's version check."""
+    workspace: dict = {}
+
+    def backward_probabilities(self, p, s, unmasked, bias):
+        key = (tuple(p.shape), p.dtype, p.device)
+        buf = self.workspace.setdefault(key, torch.empty_like(p))
+        return buf.copy_(p).data  # the bug: the next forward of this shape overwrites it
+
+
+class _SavedProbabilitiesRescaledInPlace(FullAttention):
+    def backward(self, ctx, dout):
+        grads = super().backward(ctx, dout)
+        ctx.saved_tensors[3].data.mul_(1.4426950408889634)  # the bug: P converted in place, once per backward
+        return grads
+
+
+probabilities_in_shape_workspace = _full_mutant(_ProbabilitiesInShapeWorkspace(), "probabilities_in_shape_workspace",
+    "The backward's P kept in one workspace per shape: forward(A), forward(B), backward(A) uses B's.")
+saved_probabilities_rescaled_in_place = _full_mutant(_SavedProbabilitiesRescaledInPlace(),
+    "saved_probabilities_rescaled_in_place",
+    "The backward rescales the saved P in place: a second backward (retain_graph=True) reads it changed.")
+
+MUTANTS = MUTANTS + (
+    Mutant(probabilities_in_shape_workspace, "backward state in a per-shape workspace (two layers)",
+           "generated-gradients", backward=True),
+    Mutant(saved_probabilities_rescaled_in_place, "saved P changed by the first backward (retain_graph)",
+           "generated-gradients", backward=True),
+)
+
+
+def inputs_made_contiguous_in_place(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                    enable_gqa=False):
+    """Non-contiguous inputs made contiguous on the caller's tensor objects (``t.data = ...``): values
+    unchanged, but a view of a packed QKV buffer no longer sees the buffer."""
+    for t in (q, k, v):
+        if not t.is_contiguous():
+            t.data = t.data.contiguous()  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def grad_path_output_in_float32(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                enable_gqa=False):
+    """The training path (inputs requiring grad) returns the float32 working output, not q's dtype."""
+    out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return out.float() if out.requires_grad else out  # the bug: no cast back on the grad path
+
+
+MUTANTS = MUTANTS + (
+    Mutant(inputs_made_contiguous_in_place, "caller's q, k, v made contiguous in place (.data)",
+           "generated-agreement"),
+    # in float32 the working dtype is q's
+    Mutant(grad_path_output_in_float32, "grad path returns float32 for half q", "generated-gradients",
+           dtypes=(torch.float16, torch.bfloat16), backward=True),
+)
+
+
+def grid_past_65535_dropped(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """One program per (batch, head) on a grid axis capped at 65535: the heads past it are never run (left 0)."""
+    out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if out.numel() == 0:
+        return out
+    flat = out.reshape(-1, *out.shape[-2:]).clone()  # (B·Hq, Nq, Dv)
+    flat[65535:] = 0  # the bug
+    return flat.reshape(out.shape)
+
+
+def value_dim_past_256_dropped(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                               enable_gqa=False):
+    """The output computed in one 256-wide chunk of value columns: columns past 256 left 0."""
+    out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa).clone()
+    out[..., 256:] = 0  # the bug
+    return out
+
+
+MUTANTS = MUTANTS + (
+    Mutant(grid_past_65535_dropped, "(batch, head) programs past 65535 never run", "generated-agreement"),
+    Mutant(value_dim_past_256_dropped, "value columns past 256 never written", "generated-agreement"),
 )

@@ -8,7 +8,7 @@ import torch
 from kernels import decode  # looked up per call: kernels.decode.should_split and flash_decode
 from kernels.flash.backward import attention_backward
 from kernels.flash.forward import LN2, Extras, attention_forward
-from kernels.flash.inputs import check_inputs
+from kernels.flash.inputs import check_inputs, check_ranks
 
 class FlashAttention(torch.autograd.Function):
     """Forward and backward both run Triton kernels; saved for backward: q, k, v, out, the
@@ -44,16 +44,36 @@ def draw_seed() -> int:
     return int(torch.randint(0, 2**62, (1,)).item())
 
 
+def as_four_dims(q, k, v, attn_mask):
+    """q, k, v of SDPA's any rank >= 3 as (B, H, N, D), and the mask to match: rank 3 (H, N, D) as one
+    batch entry (dim -3 stays the heads, which enable_gqa groups, as in SDPA), rank 5 and more with
+    the leading dims flattened into B (views where the strides allow). A mask of up to 3 dims
+    broadcasts as it is; a longer one gets q's leading dims (stride 0 where it broadcasts over them)
+    and is flattened with them (copied only when its leading strides cannot merge)."""
+    if q.dim() == 4:
+        return q, k, v, attn_mask
+    if q.dim() == 3:
+        return q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), attn_mask
+    lead = q.shape[:-3]
+    four = [t.reshape(-1, *t.shape[-3:]) for t in (q, k, v)]  # (B·…, H, N, D)
+    if isinstance(attn_mask, torch.Tensor) and attn_mask.dim() > 3:
+        m = attn_mask[(None,) * (q.dim() - attn_mask.dim())]  # as many dims as q
+        attn_mask = m.expand(*lead, *m.shape[-3:]).reshape(-1, *m.shape[-3:])
+    return (*four, attn_mask)
+
+
 def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None = None,
                     dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
                     enable_gqa: bool = False, *, return_lse: bool = False):
     """Scaled dot-product attention with torch SDPA's semantics, computed by Triton kernels.
 
     q (B, Hq, Nq, D); k (B, Hkv, Nk, D); v (B, Hkv, Nk, Dv), Dv may differ from D; float16,
-    bfloat16 or float32; D, Dv <= 256; any strides. Default scale 1/√D.
+    bfloat16 or float32; D, Dv <= 256; any strides. Default scale 1/√D. As SDPA, q, k and v may
+    also be of rank 3 ((Hq, Nq, D), no batch dim) or more than 4 (several batch dims, the same in
+    q, k and v); the output and lse then have q's leading dims.
 
     ``attn_mask``: bool (True = attend) or additive (float32 or q's dtype, added to the
-    scaled scores), of any shape that broadcasts to (B, Hq, Nq, Nk) from 2 to 4 dims, any
+    scaled scores), of any shape that broadcasts to (B, Hq, Nq, Nk) from 1 to 4 dims, any
     strides; read tile by tile, never expanded in memory. Not together with ``is_causal``
     (a ValueError: fold the causal mask into attn_mask). A row whose every key is hidden
     gets output 0, lse −∞ and zero gradients, as SDPA on CPU gives. No gradient flows to
@@ -74,6 +94,19 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask
     On CPU tensors the kernels need Triton's interpreter (TRITON_INTERPRET=1 before triton
     is imported); without it this raises a RuntimeError saying so.
     """
+    check_ranks(q, k, v, attn_mask)
+    rank, lead = q.dim(), q.shape[:-2]  # (..., Hq)
+    q, k, v, attn_mask = as_four_dims(q, k, v, attn_mask)
+    out = _flash_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, return_lse)
+    if rank == 4:
+        return out
+    if return_lse:
+        return out[0].reshape(*lead, *out[0].shape[-2:]), out[1].reshape(*lead, out[1].shape[-1])
+    return out.reshape(*lead, *out.shape[-2:])
+
+
+def _flash_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, return_lse):
+    """flash_attention on 4-D q, k, v."""
     check_inputs(q, k, v, is_causal, scale, enable_gqa, attn_mask, dropout_p)
     if not isinstance(return_lse, bool):
         raise TypeError(f"return_lse must be a bool, got {type(return_lse).__name__}")

@@ -16,6 +16,31 @@ SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_HEAD_DIM = 256
 
 
+def check_ranks(q, k, v, attn_mask=None) -> None:
+    """SDPA's q (..., Hq, Nq, D), k and v of one rank >= 3: rank 3 has no batch dim, rank 5 and more
+    several, which must be the same in q, k and v (flash_attention flattens them into one); a mask has
+    at most q's rank (it broadcasts to q's leading dims, Hq, Nq and Nk)."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() < 3:
+            raise ValueError(f"{name} has shape {tuple(t.shape)}; q, k and v must have rank >= 3 "
+                             "(..., heads, seq_len, head_dim)")
+    for name, t in (("k", k), ("v", v)):
+        if t.dim() != q.dim():
+            raise ValueError(f"{name} has rank {t.dim()} but q has rank {q.dim()}; q, k and v must share a rank")
+        if t.shape[:-3] != q.shape[:-3]:
+            raise ValueError(f"{name} has leading (batch) dims {tuple(t.shape[:-3])} but q has {tuple(q.shape[:-3])}")
+    if isinstance(attn_mask, torch.Tensor) and attn_mask.dim() > q.dim():
+        raise ValueError(f"attn_mask has {attn_mask.dim()} dims but q has rank {q.dim()}; the mask broadcasts to "
+                         "q's leading dims, heads, q len and k len")
+    if isinstance(attn_mask, torch.Tensor) and q.dim() > 4 and attn_mask.dim() > 3:
+        lead, target = attn_mask.shape[:-3], q.shape[:-3][-(attn_mask.dim() - 3):]
+        if any(n not in (1, t) for n, t in zip(lead, target)):
+            raise ValueError(f"attn_mask has shape {tuple(attn_mask.shape)}; its leading dims {tuple(lead)} must "
+                             f"broadcast to q's {tuple(target)}")
+
+
 def check_inputs(q, k, v, is_causal, scale, enable_gqa, attn_mask=None, dropout_p=0.0) -> None:
     """Raise a TypeError/ValueError naming the offending argument; never launch on bad input."""
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -76,7 +101,7 @@ def _check_dropout(dropout_p) -> None:
 
 def _check_mask(attn_mask, q, k, is_causal) -> None:
     """SDPA's rules: bool (True = attend), float32 or q's dtype (added to the scores), and
-    broadcastable to (B, Hq, Nq, Nk) from 2 to 4 dims."""
+    broadcastable to (B, Hq, Nq, Nk) from 1 to 4 dims (a 1-D (Nk,) mask too, as SDPA)."""
     if not isinstance(attn_mask, torch.Tensor):
         raise TypeError(f"attn_mask must be a torch.Tensor or None, got {type(attn_mask).__name__}")
     if is_causal:
@@ -89,10 +114,10 @@ def _check_mask(attn_mask, q, k, is_causal) -> None:
         raise ValueError(f"attn_mask is on {attn_mask.device} but q is on {q.device}")
     target = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])  # (B, Hq, Nq, Nk)
     shape = tuple(attn_mask.shape)
-    fits = 2 <= len(shape) <= 4 and all(n in (1, t) for n, t in zip(reversed(shape), reversed(target)))
+    fits = 1 <= len(shape) <= 4 and all(n in (1, t) for n, t in zip(reversed(shape), reversed(target)))
     if not fits:
         raise ValueError(f"attn_mask has shape {shape}; it must broadcast to (batch, q heads, q len, k len) = "
-                         f"{target} from 2 to 4 dims, e.g. {target[2:]} or (batch | 1, heads | 1, {target[2]}, "
+                         f"{target} from 1 to 4 dims, e.g. {target[2:]}, ({target[3]},) or (batch | 1, heads | 1, {target[2]}, "
                          f"{target[3]})")
     if attn_mask.requires_grad and torch.is_grad_enabled():
         raise ValueError("attn_mask requires grad; flash_attention gives no gradient for the mask (detach it)")

@@ -23,8 +23,9 @@ class Item:
 
 
 ITEMS: tuple[Item, ...] = (
-    Item("output", "returns a tensor of q's dtype and device, shape (..., Nq, Dv), sharing no memory with q, k, v",
-         f"{DOC}: 'Output: (N, ..., L, Ev)'", ("output-dtype-shape",)),
+    Item("output", "returns a tensor of q's dtype and device, shape (..., Nq, Dv), sharing no memory with q, k, v; "
+                   "the same dtype and values with inputs requiring grad",
+         f"{DOC}: 'Output: (N, ..., L, Ev)'", ("output-dtype-shape", "generated-gradients")),
     Item("value", "out = softmax(scale · q kᵀ + mask) v, within the low-precision rule of a float64 golden value and "
                   "the derived rounding bound; at every size, view, mask form and scale drawn",
          f"{DOC} (its reference implementation in the docstring)",
@@ -42,7 +43,7 @@ ITEMS: tuple[Item, ...] = (
                 "broadcast as matmul does (1 < Hkv < Hq raises)",
          f"{DOC}: 'enable_gqa: If set to True, Grouped Query Attention (GQA) is enabled'; {MEASURED}: 'Number of "
          "heads in key and value must divide the number of heads in query'",
-         ("gqa-equals-repeated-mha", "mismatched-heads-refused", "refused-inputs")),
+         ("gqa-equals-repeated-mha", "mismatched-heads-refused", "refused-inputs", "generated-agreement")),
     Item("refused", "q, k, v of different dtypes, k with another head dim than q and an attn_mask that does not "
                     "broadcast to (B, Hq, Nq, Nk) are refused",
          f"{MEASURED}: 'Expected query, key, and value to have the same dtype'; 'The size of tensor a (Nk) must "
@@ -83,7 +84,9 @@ ITEMS: tuple[Item, ...] = (
          f"{MEASURED}: math backend's error flat in Nk up to 8193", ("error-growth", "rounding-bias",
                                                                      "generated-agreement")),
     Item("gradients", "dq, dk, dv (GQA: summed over the group) as autograd of the reference, for every subset of "
-                      "q, k, v requiring grad, under every mask form, any scale, non-contiguous and stride-0 dO",
+                      "q, k, v requiring grad, under every mask form (with is_causal too), any scale (0 included), "
+                      "non-contiguous and stride-0 dO; also after a second forward of the same shape and as the "
+                      "second backward through one graph (retain_graph=True)",
          f"{MEASURED}: autograd through the math graph",
          ("backward-agreement", "backward-key-gradient-sum", "softmax-jacobian", "backward-high-variance",
           "backward-scale-strided", "gradient-subsets", "stride-zero-dout", "attn-mask-gradients",
@@ -91,7 +94,7 @@ ITEMS: tuple[Item, ...] = (
     Item("mask-gradient", "an additive attn_mask that requires grad gets dS summed over its broadcast dims (or is "
                           "refused), also when it is the only input requiring grad (q, k, v frozen)",
          f"{MEASURED}: mask.grad of the mask's shape; with q, k, v frozen the output still has a grad_fn",
-         ("attn-mask-bias-gradient",)),
+         ("attn-mask-bias-gradient", "generated-gradients")),
     Item("double-backward", "gradients of gradients are right, or refused",
          f"{MEASURED}: the math backend differentiates its backward", ("double-backward",)),
     Item("in-place", "the output modified in place before backward: autograd raises (version counter) or the "
@@ -101,9 +104,11 @@ ITEMS: tuple[Item, ...] = (
          "(for out.mul_(3) and for q.mul_(2) after the forward); math gives the recorded graph's gradients "
          "after q, k or v .mul_(2)",
          ("output-inplace-before-backward", "input-inplace-before-backward")),
-    Item("aliasing", "inputs, attn_mask and dO are never written into; the output is not a view of an input",
+    Item("aliasing", "inputs, attn_mask and dO are never written into, and q, k, v keep their storage, strides and "
+                     "offset (a view still aliases its base); the output is not a view of an input",
          f"{MEASURED}: inputs bit-identical after forward and backward",
-         ("inputs-untouched", "inputs-untouched-backward", "attn-mask-untouched", "output-dtype-shape")),
+         ("inputs-untouched", "inputs-untouched-backward", "attn-mask-untouched", "output-dtype-shape",
+          "generated-agreement")),
     Item("determinism", "the same call twice gives bit-identical outputs and gradients",
          f"{MEASURED}: bit-identical on CPU", ("determinism", "backward-determinism")),
     Item("state", "no state kept between calls: buffers written in place between calls are read anew; the process's "
@@ -119,9 +124,10 @@ ITEMS: tuple[Item, ...] = (
           "dropout-forward-backward-masked", "dropout-with-attn-mask", "dropout-independence", "dropout-kept-fraction",
           "dropout-keep-grid", "dropout-p-one", "generated-dropout")),
     Item("dropout-across-calls", "dropout draws from torch's generator: same seed same mask, consecutive calls "
-                                 "independent at every lag, the generator advanced",
+                                 "independent at every lag, the generator advanced, no mask repeated over "
+                                 "thousands of calls",
          f"{DOC}: dropout uses torch's RNG; {MEASURED}: consecutive masks uncorrelated at every lag",
-         ("dropout-same-seed", "dropout-rng-advances", "dropout-cross-call-correlation")),
+         ("dropout-same-seed", "dropout-rng-advances", "dropout-cross-call-correlation", "dropout-distinct-masks")),
 )
 
 

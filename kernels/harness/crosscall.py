@@ -17,6 +17,12 @@ B·H·Nq·Nk Bernoulli draws in the kernel's (b, h, i, j) order (KEPT_SHAPE: 65 
   at p = 0.25 or 0.5 and biased elsewhere: 0.17% at p = 0.1, 1.0% at p = 0.7, 2.3% at p = 0.9. The
   draws at each p are sized (dropout.draws_for_power) so that bias is rejected with power 0.99 at
   α / 3.
+* dropout-distinct-masks: DISTINCT_CALLS (1200) consecutive tiny calls (one head, 8 × 8 weights, p = 1/2)
+  after one manual_seed, and no two of their 64-entry keep masks the same. A per-call seed of b bits
+  repeats an earlier call's mask after about 2^(b/2) calls (16 bits: ~11 repeats expected in 1200 calls, 1 - e^-11
+  power) while each call alone looks fresh. False-alarm rate for honest independent masks: the chance
+  of any repeat among 1200 masks of 64 fair bits, C(1200, 2)·2⁻⁶⁴ ≈ 3.9e-14. Cost: 1200 calls (SDPA math
+  ~0.5 CPU-s; the Triton kernel under TRITON_INTERPRET ~25 ms a call, 30 s).
 * dropout-forward-backward-masked: with attn_mask given, the backward must reuse the forward's mask
   (a kernel whose masked path regenerates it).
 """
@@ -107,6 +113,29 @@ def dropout_keep_grid(s: Subject) -> Outcome:
     return worst(outcomes, details)
 
 
+DISTINCT_CALLS = 1200
+DISTINCT_SIZE = 8  # queries = keys: 64 keep bits a call
+
+
+def dropout_distinct_masks(s: Subject) -> Outcome:
+    """No two of DISTINCT_CALLS consecutive calls' keep masks equal (module docstring)."""
+    n = DISTINCT_SIZE
+    q = torch.zeros(1, 1, n, 4, dtype=s.dtype, device=s.device)  # (1, 1, N, 4): every weight 1/N
+    v = s.cast(torch.eye(n, dtype=torch.float64)[None, None])  # (1, 1, N, N)
+    seen, repeats, first = set(), 0, None
+    with drop.seeded(s, 11):
+        for call in range(DISTINCT_CALLS):
+            out = s.run(q=q, k=q, v=v, dropout_p=0.5, is_causal=False, enable_gqa=False, scale=None)
+            key = (out != 0).cpu().flatten().numpy().tobytes()
+            if key in seen:
+                repeats += 1
+                first = call if first is None else first
+            seen.add(key)
+    return Outcome(float(repeats), 0.0, f"{repeats} of {DISTINCT_CALLS} calls repeated an earlier call's {n * n}-entry "
+                                        f"keep mask" + (f" (first at call {first})" if first is not None else "")
+                   + f"; honest masks repeat with chance ≈ {DISTINCT_CALLS ** 2 / 2 * 2.0 ** -(n * n):.1g}")
+
+
 def dropout_forward_backward_masked(s: Subject) -> Outcome:
     """dropout-forward-backward with a (B, 1, Nq, Nk) boolean attn_mask: the backward reuses the
     forward's dropout mask on the masked path too."""
@@ -127,6 +156,10 @@ register(Invariant("dropout-cross-call-correlation", None, dropout_cross_call_co
 register(Invariant("dropout-keep-grid", "dropout-kept-fraction", dropout_keep_grid, _across, _DROP,
                    bug_classes="keep threshold exact at p = 0.25 but biased where (1-p)·256 is not whole "
                                "(uint8 threshold: 0.17% at p = 0.1) or at high p"))
+# float32 only: the keep mask is the generator's, not the dtype's, and the calls are the invariant's cost
+register(Invariant("dropout-distinct-masks", None, dropout_distinct_masks, _across, _DROP, dtypes=frozenset({torch.float32}),
+                   bug_classes="a per-call dropout seed of few bits (16: masks repeat after ~300 calls), each "
+                               "call's mask fresh on its own"))
 register(Invariant("dropout-forward-backward-masked", None, dropout_forward_backward_masked,
                    lambda c: c.kind == CONTRACT, _DROP | {ATTN_MASK, BACKWARD},
                    bug_classes="backward regenerating a different dropout mask when attn_mask is given"))

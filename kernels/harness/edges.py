@@ -42,6 +42,9 @@ def _empty_shapes(s: Subject) -> dict[str, tuple]:
                                  s.case.head_dim, s.case.dv)
     shapes = {"B=0": (0, hq, hkv, nq, nk, d, dv), "H=0": (b, 0, 0, nq, nk, d, dv), "Nq=0": (b, hq, hkv, 0, nk, d, dv),
               "Nk=0": (b, hq, hkv, nq, 0, d, dv), "D=0": (b, hq, hkv, nq, nk, 0, dv), "Dv=0": (b, hq, hkv, nq, nk, d, 0)}
+    if hq != hkv:  # every shape in MHA too: a refusal of the GQA one must not hide a wrong MHA answer
+        shapes.update({f"{name} MHA": (b_, hq_, hq_, *rest) for name, (b_, hq_, _, *rest) in list(shapes.items())
+                       if name != "H=0"})
     return {name: ((b, hq, nq, d), (b, hkv, nk, d), (b, hkv, nk, dv)) for name, (b, hq, hkv, nq, nk, d, dv) in shapes.items()}
 
 

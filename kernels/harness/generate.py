@@ -2,14 +2,15 @@
 time budget, judged against float64 by the low-precision rule and by metamorphic relations; a
 failure is shrunk to a small problem and printed as a runnable reproduction.
 
-What a problem draws (``draw``): B in 1..3; (Hq, Hkv) MHA, GQA or MQA; Nq, Nk and D, Dv from
+What a problem draws (``draw``): B in 1..3; (Hq, Hkv) MHA, GQA or MQA (MQA half the time with enable_gqa=False: SDPA broadcasts one KV head); Nq, Nk and D, Dv from
 values that hit kernels' edges (1, odd, tile ± 1 at 16, 32, 64, 128, past 256, and with small
 probability 0 or lengths past 2048 where float16 positions stop being exact); the run's dtypes; q,
 k, v as contiguous tensors, (B, N, H, D) storage viewed transposed, a random permutation of the
 storage order, or views at a storage offset; no mask or a boolean or additive mask of every
 broadcast form, its storage contiguous, a transposed view, a stride-0 expand over the query rows or a
 slice at a storage offset, an additive one in q's dtype or (half q) float32 (what SDPA accepts beside
-bool), now and then with one NaN entry; dropout p in (0, 1); every subset of q, k, v requiring grad; scales None, negative,
+bool), now and then with one NaN entry; dropout p in (0, 1) (now and then over one to three keys); every subset of q, k, v requiring grad (and an additive mask), after
+another forward of the same shape or as a second backward (retain_graph); scales None, zero, negative,
 tiny (1e-6), large. Every run first draws one problem of each of REGIMES per dtype, whatever its
 budget (long decoding, both lengths past 2048, masks whose leading dim equals B, q near float16's
 top, an additive mask as a transposed float32 (half q) view, an additive mask with a NaN entry), then draws them at random among the rest. Each problem is judged by one of four relations,
@@ -25,7 +26,8 @@ in turn:
 
 An impl that raises on a problem refuses it: honest, reported in the detail, not a failure (the
 fixed cases judge what it must accept); except where only the mask's storage, dtype or non-finite
-entry is unusual and the impl accepts the same problem with a plain contiguous mask in q's dtype:
+entry is unusual (or the one KV head is broadcast without enable_gqa) and the impl accepts the same problem with a
+plain contiguous mask in q's dtype (and enable_gqa=True):
 that is "refused an input SDPA accepts" (torch 2.13's math SDPA accepts every such mask, measured),
 a failure.
 
@@ -48,7 +50,8 @@ import torch
 from kernels.harness import reference as ref
 from kernels.harness.cases import Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
-from kernels.harness.subject import BadOutput, Subject, against, relation, strided, subset_gradients, worst
+from kernels.harness.subject import (SEQUENCES, BadOutput, Subject, against, checked_output, relation, strided,
+                                     subset_gradients, worst)
 
 AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC = ("generated-agreement", "generated-gradients",
                                                  "generated-dropout", "generated-metamorphic")
@@ -71,9 +74,17 @@ LONG_LENGTHS = (2047, 2049, 2100, 4097)  # float16 holds integers exactly only u
 HEAD_DIMS = (1, 2, 3, 7, 8, 15, 16, 17, 24, 31, 32, 33, 40, 63, 64, 65, 72, 80, 96, 100, 127, 128, 129,
              160, 192, 255, 256, 257, 320)
 HEADS = ((1, 1), (2, 2), (3, 3), (2, 1), (4, 2), (4, 1), (6, 2), (6, 3), (8, 2))
-LAYOUTS = ("contiguous", "transposed", "permuted", "offset")
+# "slice": a slice of a larger buffer along every dim (q), and k, v slices of a KV cache longer than Nk
+# (and with more batch rows than B): no stride is the product of the later sizes, as a kernel
+# re-deriving one from the shape assumes
+LAYOUTS = ("contiguous", "transposed", "permuted", "offset", "slice")
 MASK_FORMS = ("(Nq, Nk)", "(Hq, Nq, Nk)", "(B, 1, Nq, Nk)", "(1, Hq, Nq, Nk)", "(B, Hq, Nq, Nk)",
-              "(B, 1, 1, Nk)", "(1, 1, 1, Nk)")
+              "(B, 1, 1, Nk)", "(1, 1, 1, Nk)", "(Nk,)",  # SDPA broadcasts a 1-D mask too (measured)
+              "(B, 1, Nq, 1)", "(Nq, 1)")  # query masks, broadcast over the keys (masks.QUERY_MASKS)
+ONE_DIM_MASK = "(Nk,)"
+NO_MASK = (None,) * 5  # beside MASK_FORMS in the cycle of drawn problems' masks: about a quarter without
+# q, k, v of rank 3 ((B·H, N, D), no head dim) or 5 ((B, 1, H, N, D)): SDPA takes (..., L, E) of rank >= 3
+RANKS = (3, 5)
 # an attn_mask's storage (masks are views too): contiguous, (.., Nk, Nq) storage viewed transposed,
 # one query row expanded with stride 0, a slice of a larger buffer at a storage offset
 MASK_STORAGES = ("contiguous", "transposed", "expanded", "offset")
@@ -83,7 +94,8 @@ MASK_SHIFT = 300.0  # added to a float32 additive mask beside half q (masks.addi
 # rows, so SDPA itself keeps no one rule for it.
 NONFINITE = ("nan",)
 NONFINITE_CHANCE = 0.1
-SCALES = (None, None, None, 0.3, 2.0, 1e-6, -0.25, -1.5)
+# 0.0 too: every weight equal (SDPA uses an explicit 0 as given), in the backward as in the forward
+SCALES = (None, None, None, 0.3, 2.0, 1e-6, -0.25, -1.5, 0.0)
 OVERFLOWING_SCALES = (2.0, 3.0, 4.0, -2.0)  # |scale| ≥ 2 takes q at half the range past it
 # Mask forms whose leading dims a kernel can mistake for others: a 2-D (Nq, Nk) mask read as a
 # (B, Nk) key-padding mask when B == Nq, a 3-D (Hq, Nq, Nk) one read as (B, Nq, Nk) when B == Hq.
@@ -95,9 +107,30 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #   mask-collision (one per ambiguous form): B equal to the dim the form's leading dim could be taken for;
 #   magnitude: q near the top of a float16 range and k scaled down by the same power of two, so the
 #     scores are of size 1 but q·scale overflows the input dtype (kernels scale in float32).
+#   long-decode is drawn twice: without mask or causal (the split-K fast path) and with a mask.
+#   wide-head: D (and Dv) in 129..255, a head dim not a multiple of 128 (chunked head-dim loops).
+#   many-heads: GQA groups of 16-32 with Hkv > 1, and B·Hq in 257..320 (grid chunks of 256), tiny N, D.
+#   cache-slice: the "slice" layout (LAYOUTS).
+#   empty: one of B, Nq, Nk, D, Dv zero, in any head layout.
+#   far-masked-rows: an additive mask setting whole rows to one finite value at or below -1e20: SDPA
+#     gives those rows the softmax of the masked scores (uniform weights), not 0; a running max
+#     started at a finite "-infinity" above that value gives 0.
+#   rank: q, k, v of rank 3 or 5 (RANKS), with a 1-D (Nk,) mask when the impl takes masks.
+#   huge-grid: B·H past 65535 (a CUDA grid's y and z limit) with N, D of 1-4: a problem of about 2 MB.
+#   wide-value: Dv in 257..320 (value dims past a 256-wide output chunk) beside a small D.
+#   learned-mask: a gradient problem (the one regime not judged by generated-agreement) with an additive
+#     mask shared by two or more heads (HEAD_SHARED_MASKS) requiring grad: its gradient sums over the heads.
 REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude",
-           "mask-storage", "mask-nonfinite")
+           "mask-storage", "mask-nonfinite", "long-decode-masked", "wide-head", "many-heads", "cache-slice",
+           "empty", "far-masked-rows", "rank", "huge-grid", "wide-value", "learned-mask")
+LONG_DECODE = ("long-decode", "long-decode-masked")
+GRID_LIMIT = 65535  # CUDA's largest grid y and z
+HEAD_SHARED_MASKS = ("(B, 1, Nq, Nk)", "(B, 1, 1, Nk)", "(1, 1, 1, Nk)", "(B, 1, Nq, 1)")
+FAR_MASK_VALUES = (-1e20, -1e21, -1e25, -1e30, -1e38)  # float32 holds each; float16 none (a float32 mask then)
 REGIME_CHANCE = 0.03
+# dropout problems (V = I) over one or two keys, two of every five (None: Nk as drawn, 8 at least): the kept
+# fraction is then counted over Nq rows of each head (8 at least), and each weight must still be 0 or P/(1-p)
+TINY_KEYS = (None, 1, None, 2, None)
 GRAD_SUBSETS = ("qkv", "q", "kv", "v", "qk", "k")
 
 
@@ -126,6 +159,11 @@ class Problem:
     mask_storage: str = "contiguous"  # one of MASK_STORAGES
     mask_dtype: str | None = None  # an additive mask's dtype when not q's ("float32")
     mask_nonfinite: str | None = None  # one of NONFINITE: one additive mask entry
+    mask_far: float | None = None  # whole mask rows set to this finite value (far-masked-rows)
+    rank: int = 4  # of q, k, v as the impl gets them (RANKS; generated-agreement only)
+    mask_grad: bool = False  # an additive mask requiring grad, its .grad judged too (generated-gradients)
+    sequence: str = "single"  # the calls around the judged backward (subject.SEQUENCES; generated-gradients)
+    enable_gqa: bool = True  # False: one KV head (Hkv = 1 < Hq) broadcast as matmul does (contract item "gqa")
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -134,16 +172,23 @@ class Problem:
             parts.append(f"{self.mask_kind} mask {self.mask}")
             if self.mask_storage != "contiguous" or self.mask_dtype or self.mask_nonfinite:
                 parts.append(f"({', '.join(x for x in (self.mask_storage, self.mask_dtype, self.mask_nonfinite) if x)})")
+            if self.mask_far is not None:
+                parts.append(f"rows at {self.mask_far:g}")
         if self.dropout_p:
             parts.append(f"dropout {self.dropout_p:g}")
         if self.relation == GRADIENTS:
-            parts.append(f"grad {self.grads}")
+            parts.append(f"grad {self.grads}" + (" and mask" if self.mask_grad else "")
+                         + ("" if self.sequence == "single" else f" ({self.sequence})"))
         if self.scale is not None:
             parts.append(f"scale={self.scale:g}")
         if self.magnitude:
             parts.append("q near the range's top")
         if self.late_values:
             parts.append("v only past 2016")
+        if self.rank != 4:
+            parts.append(f"rank-{self.rank} inputs")
+        if not self.enable_gqa:
+            parts.append("enable_gqa=False")
         return f"generated: {' '.join(parts)} seed={self.seed}"
 
     @property
@@ -157,6 +202,17 @@ class Problem:
 
 def _rng(seed: int, *labels) -> random.Random:
     return random.Random(zlib.crc32(repr((seed,) + labels).encode()))
+
+
+def _cycled(values, seed: int, dtype: str, index: int, axis: str, drawn):
+    """The value of a small axis for drawn problem ``index`` (past the regimes): each relation's
+    consecutive problems step through ``values`` from a point fixed by (seed, dtype, axis, relation), so every
+    value meets every relation within its first len(values) problems (a random choice leaves a pair
+    out of a default run's few dozen problems one time in several); ``drawn`` in the regimes."""
+    if index < 0:
+        return drawn
+    start = _rng(seed, dtype, axis, index % len(RELATIONS)).randrange(len(values))
+    return values[(index // len(RELATIONS) + start) % len(values)]
 
 
 def chosen_regimes(names=None) -> tuple[str, ...]:
@@ -173,17 +229,19 @@ def chosen_regimes(names=None) -> tuple[str, ...]:
 def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: bool = True,
          regimes: tuple[str, ...] = REGIMES) -> Problem:
     """Problem ``index`` of the run with ``seed``: a function of (seed, dtype, index, regimes) alone.
-    The first len(regimes) indices draw one problem of each regime (forward against float64), the rest
+    The first len(regimes) indices draw one problem of each regime (forward against float64; learned-mask's gradients), the rest
     rotate through the relations."""
     r = _rng(seed, dtype, index)
     if index < len(regimes):
         relation, regime = AGREEMENT, regimes[index]
+        if regime == "learned-mask" and ATTN_MASK in features:
+            relation = GRADIENTS
     else:
         relation = RELATIONS[(index - len(regimes)) % len(RELATIONS)]
         regime = r.choice(regimes) if regimes and r.random() < len(regimes) * REGIME_CHANCE else None
     if relation == GRADIENTS and BACKWARD not in features or relation == DROPOUT_LAW and DROPOUT not in features:
         relation = AGREEMENT
-    if relation == DROPOUT_LAW or relation == GRADIENTS and regime in ("long-decode", "long-both", "magnitude"):
+    if relation == DROPOUT_LAW or relation == GRADIENTS and regime in LONG_DECODE + ("long-both", "magnitude"):
         # V = I: Dv = Nk, no long regime; a backward over 2¹⁷ keys costs float64 autograd seconds, and
         # dk = scale·dSᵀ Q of a q near float16's top overflows in every implementation
         regime = None
@@ -194,23 +252,32 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         n_q, n_k, batch, hq, hkv = r.choice((1, r.choice(LENGTHS), r.choice(LONG_LENGTHS))), r.choice(LONG_LENGTHS), 1, 1, 1
     d = r.choice(HEAD_DIMS)
     dv = r.choice(HEAD_DIMS) if value_dim and r.random() < 0.3 else d
-    if r.random() < 0.03 and regime is None:  # an empty dimension now and then (empty-dims checks each one)
-        which = r.choice(("batch", "n_q", "n_k", "head_dim"))
-        batch, n_q, n_k, d = [0 if which == w else x for w, x in zip(("batch", "n_q", "n_k", "head_dim"),
-                                                                      (batch, n_q, n_k, d))]
+    if r.random() < 0.03 and regime is None or regime == "empty":  # (empty-dims checks each one on a fixed case)
+        which = r.choice(("batch", "n_q", "n_k", "head_dim") + (("value_dim",) if regime == "empty" and value_dim else ()))
+        batch, n_q, n_k, d, dv = [0 if which == w else x for w, x in zip(("batch", "n_q", "n_k", "head_dim", "value_dim"),
+                                                                          (batch, n_q, n_k, d, dv))]
         dv = d if not value_dim else dv
     causal = CAUSAL in features and r.random() < 0.4
     mask = None
-    if ATTN_MASK in features and not causal and n_k > 0 and r.random() < 0.5:
-        mask = r.choice(MASK_FORMS)
-    if regime in ("long-decode", "long-both"):
+    # a mask with is_causal in the backward (the forward's pairing is attn-mask-with-causal's); each form
+    # meets each relation (_cycled)
+    if ATTN_MASK in features and (not causal or relation == GRADIENTS) and n_k > 0:
+        drawn = r.choice(MASK_FORMS) if r.random() < 0.5 else None
+        mask = _cycled(MASK_FORMS + NO_MASK, seed, dtype, index - len(regimes), "mask form", drawn)
+    if regime == "empty":
+        mask = None  # the harness's mask maker has no mask for Nk = 0; the fixed mask cases judge the rest
+    if regime in LONG_DECODE + ("long-both",):
         batch, (hq, hkv) = 1, r.choice(((1, 1), (2, 1), (2, 2)) if GQA in features else ((1, 1), (2, 2)))
         d, dv = min(d, LONG_HEAD_DIM), min(dv, LONG_HEAD_DIM)
-        if regime == "long-decode":
+        if regime in LONG_DECODE:
             e = r.choice(DECODE_EXPONENTS)
             n_q = 1 if r.random() < 0.8 else r.choice((2, 3, 4, 5, 8))
             n_k = r.choice((2 ** e - 1, 2 ** e, 2 ** e + 1, r.randint(2 ** (e - 1) + 2, 2 ** e - 2)))
             causal = causal and n_q > 1
+            if regime == "long-decode":  # the mask-free, non-causal path a split-K decoder takes
+                causal, mask = False, None
+            elif ATTN_MASK in features:
+                causal, mask = False, r.choice(MASK_FORMS)
         else:
             # rectangular: the fixed long-causal-positions case is square
             n_q = r.choice(LONG_LENGTHS[1:-1])
@@ -227,6 +294,37 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                 n_q = batch
             else:
                 hq, hkv = batch, r.choice((1, batch) if GQA in features else (batch,))
+    elif regime == "wide-head":
+        d = r.randint(129, 255)
+        dv = r.choice((d, r.randint(129, 255))) if value_dim else d
+    elif regime == "many-heads":
+        if GQA in features:
+            hkv = r.choice((2, 3))
+            hq = hkv * r.choice((16, 17, 32))
+        else:
+            hq = hkv = r.randint(257, 300)
+        batch = r.randint(-(-257 // hq), -(-320 // hq))
+        batch = batch if batch * hq > 256 else batch + 1
+        n_q, n_k, d = r.choice((1, 2, 3, 5)), r.choice((1, 2, 3, 5)), r.choice((1, 2, 3, 8, 16))
+        dv = r.choice((d, 1, 5)) if value_dim else d
+    elif regime == "huge-grid":
+        batch = r.choice((1, 2))
+        hq = hkv = -(-(GRID_LIMIT + r.randint(1, 64)) // batch)
+        n_q, n_k, d = r.choice((1, 2)), r.choice((1, 2, 3)), r.choice((1, 2, 4))
+        dv = r.choice((d, 3)) if value_dim else d
+    elif regime == "wide-value":
+        dv = r.randint(257, 320)
+        d = r.choice((8, 16, 32)) if value_dim else dv
+    elif regime == "learned-mask" and relation == GRADIENTS:
+        hq, hkv = r.choice([h for h in HEADS if h[0] > 1 and (GQA in features or h[0] == h[1])])
+        mask, n_q, n_k, d = r.choice(HEAD_SHARED_MASKS), max(n_q, 1), max(n_k, 2), max(d, 1)
+        batch, dv = max(batch, 1), max(dv, 1)
+    elif regime == "rank":
+        hkv = hq  # rank 3 has no head dim to group
+        causal = False  # (no draw pairs a mask with is_causal)
+        mask = ONE_DIM_MASK if ATTN_MASK in features and n_k > 0 else None
+    elif regime == "far-masked-rows" and ATTN_MASK in features:
+        causal, mask, n_q, n_k = False, r.choice(MASK_FORMS[:5]), max(n_q, 2), max(n_k, 2)
     elif regime in ("mask-storage", "mask-nonfinite") and ATTN_MASK in features:
         # two rows and two keys at least: a (1, Nk) mask's strides say nothing
         causal, mask, n_q, n_k = False, r.choice(MASK_FORMS[:5]), max(n_q, 2), max(n_k, 2)
@@ -241,11 +339,13 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         dropout_p = r.choice((0.1, 0.25, 0.5, 0.7, 0.9, r.uniform(0.01, 0.99)))
         least = 8  # V = I: Dv = Nk, and enough weights for the kept fraction
         n_q, n_k = max(n_q, least), max(n_k, least)
+        # every few dropout problems one or two keys: the weights a one-key fast path returns as 1
+        n_k = _cycled(TINY_KEYS, seed, dtype, index - len(regimes), "tiny keys", None) or n_k
     if relation == METAMORPHIC and r.random() < 0.5 and regime is None:
         batch = max(batch, 2)
-    cap = LONG_SCORES if regime in ("long-decode", "long-both") else MAX_SCORES
+    cap = LONG_SCORES if regime in LONG_DECODE + ("long-both",) else MAX_SCORES
     while batch * hq * n_q * n_k * (n_k if relation == DROPOUT_LAW else 1) > cap * (8 if relation == DROPOUT_LAW else 1):
-        if n_q >= n_k and n_q > least:
+        if (n_q >= n_k or n_k <= least) and n_q > least:
             n_q = max(least, n_q // 2)
         elif n_k > least:
             n_k = max(least, n_k // 2)
@@ -253,7 +353,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             batch, hq, hkv = 1, 1, 1
     if relation == DROPOUT_LAW:
         dv = n_k
-    scale = r.choice(SCALES)
+    scale = _cycled(SCALES, seed, dtype, index - len(regimes), "scale", r.choice(SCALES))
     magnitude = regime == "magnitude"
     late_values = regime == "long-both"
     if magnitude:
@@ -262,6 +362,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         scale = r.choice((None, 1e-6, -1e-6))
     layout = r.choice(LAYOUTS) if relation != DROPOUT_LAW else "contiguous"
     mask_kind, grads = r.choice(("bool", "additive")), r.choice(GRAD_SUBSETS)
+    if relation == GRADIENTS and r.random() < 0.5:  # three in four additive: a learned mask's gradient judged
+        mask_kind = "additive"
     # (drawn after every other field, so adding them moved no earlier problem)
     storage, wide, nonfinite = r.choice(MASK_STORAGES), r.random() < 0.5, r.choice(NONFINITE)
     if mask is None or regime is not None and regime.startswith("mask-collision"):
@@ -269,11 +371,18 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     half = dtype in ("float16", "bfloat16")
     if regime == "mask-storage":  # a stride-ignoring, dtype-casting or contiguity-demanding reader fails
         mask_kind, storage, wide = "additive", "transposed", True
-    if regime == "mask-nonfinite":
+    if regime in ("mask-nonfinite", "learned-mask"):
         mask_kind = "additive"
+    if relation == GRADIENTS and mask_kind == "additive" and storage == "expanded":
+        storage = "transposed"  # a learned mask is a parameter, never a stride-0 view (torch refuses its gradient)
+    far = None
+    if regime == "far-masked-rows" and mask is not None:
+        mask_kind, wide, far = "additive", True, r.choice(FAR_MASK_VALUES)
+    if regime == "cache-slice":  # two batch entries at least: a batch stride is read only past the first
+        layout, batch = "slice", max(batch, 2)
     if relation == DROPOUT_LAW or mask_kind != "additive":
         wide = False
-    poisoned = (regime == "mask-nonfinite" or r.random() < NONFINITE_CHANCE) and relation == AGREEMENT
+    poisoned = (regime == "mask-nonfinite" or r.random() < NONFINITE_CHANCE) and relation == AGREEMENT and far is None
     return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal, dtype,
                    layout=layout,
                    mask=mask, mask_kind=mask_kind, dropout_p=round(dropout_p, 4),
@@ -281,7 +390,14 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    seed=zlib.crc32(repr((seed, dtype, index)).encode()), magnitude=magnitude,
                    late_values=late_values, mask_storage=storage,
                    mask_dtype="float32" if wide and half and mask is not None else None,
-                   mask_nonfinite=nonfinite if poisoned and mask is not None and mask_kind == "additive" else None)
+                   mask_nonfinite=nonfinite if poisoned and mask is not None and mask_kind == "additive" else None,
+                   mask_far=far, rank=r.choice(RANKS) if regime == "rank" and relation == AGREEMENT else 4,
+                   enable_gqa=not (hkv == 1 < hq and r.random() < 0.5),
+                   # (a learned mask is a parameter, never a stride-0 view: torch refuses the gradient of one)
+                   mask_grad=relation == GRADIENTS and mask is not None and mask_kind == "additive"
+                   and storage != "expanded" and 0 not in (batch, hq, n_q, n_k, d, dv),
+                   sequence=_cycled(SEQUENCES, seed, dtype, index - len(regimes), "sequence", "single")
+                   if relation == GRADIENTS else "single")
 
 
 def _late_values(s: Subject) -> None:
@@ -314,8 +430,16 @@ def _near_the_top(s: Subject) -> None:
 
 # ===================================================================== judging one problem
 
-def _view(x: torch.Tensor, layout: str, r: random.Random) -> torch.Tensor:
-    """The same values in another memory layout."""
+def _view(x: torch.Tensor, layout: str, r: random.Random, cache: bool = False) -> torch.Tensor:
+    """The same values in another memory layout (``cache``: k or v, whose "slice" is a KV cache's)."""
+    if layout == "slice":
+        # (B, N, H, D) storage larger along B and N (a KV cache), and for q along every dim; taken at an offset
+        b, h, n, d = x.shape
+        pad = [r.randint(0, 2), r.randint(1, 5), 0 if cache else r.randint(1, 3), 0 if cache else r.randint(1, 3)]
+        start = [r.randint(0, extra) for extra in pad]
+        buf = torch.empty(b + pad[0], n + pad[1], h + pad[2], d + pad[3], dtype=x.dtype, device=x.device)
+        view = buf[start[0]:start[0] + b, start[1]:start[1] + n, start[2]:start[2] + h, start[3]:start[3] + d]
+        return view.transpose(1, 2).copy_(x)  # (B, H, N, D)
     if layout == "transposed":
         return strided(x)
     if layout == "permuted":
@@ -334,25 +458,36 @@ def _mask(s: Subject, p: Problem, poisoned: bool = True):
     """The problem's attn_mask, in its storage and dtype (with its non-finite entry unless not poisoned)."""
     if p.mask is None:
         return None
-    from kernels.harness.masks import _shapes, additive_mask, bool_mask
+    from kernels.harness.masks import QUERY_MASKS, _shapes, additive_mask, bool_mask
 
-    shape = _shapes(s)[p.mask]
+    # a 1-D mask: the (1, Nk) one's row (the mask makers keep a visible key in every row)
+    if p.mask in QUERY_MASKS:
+        shape = QUERY_MASKS[p.mask](p.batch, p.q_heads, p.n_q, p.n_k)
+    else:
+        shape = (1, p.n_k) if p.mask == ONE_DIM_MASK else _shapes(s)[p.mask]
     label = f"generated {p.mask}"
-    if p.mask_kind == "bool":
+    if p.mask_kind == "bool" and p.mask in QUERY_MASKS:  # some rows hidden whole: their output 0
+        m = (torch.rand(shape, generator=s.rng(label)) < 0.6).to(s.device)
+    elif p.mask_kind == "bool":
         m = bool_mask(s, shape, label)
     elif p.mask_dtype is None:
         m = additive_mask(s, shape, label)
     else:
         m = additive_mask(s, shape, label, dtype=getattr(torch, p.mask_dtype), shift=MASK_SHIFT)
     r = _rng(p.seed, "mask storage")
+    if p.mask == ONE_DIM_MASK:
+        m = m.reshape(p.n_k)
     if p.mask_nonfinite and poisoned and m.numel():
         pos = [r.randrange(n) for n in m.shape]
         if p.mask_storage == "expanded":
-            pos[-2] = 0  # the row every query row reads
+            pos[0 if m.dim() < 2 else -2] = 0  # the row every query row reads
         m[tuple(pos)] = float(p.mask_nonfinite)
-    if p.mask_storage == "transposed":
+    if p.mask_far is not None and m.dim() >= 2 and m.shape[-2] > 1:
+        rows = r.sample(range(m.shape[-2]), r.randint(1, m.shape[-2] - 1))  # some rows, not every one
+        m[..., rows, :] = p.mask_far
+    if p.mask_storage == "transposed" and m.dim() >= 2:
         return m.transpose(-2, -1).contiguous().transpose(-2, -1)
-    if p.mask_storage == "expanded":
+    if p.mask_storage == "expanded" and m.dim() >= 2:
         return m[..., :1, :].expand(m.shape)
     if p.mask_storage == "offset":
         return _view(m, "offset", r)
@@ -365,8 +500,11 @@ def _kwargs(s: Subject, p: Problem, m) -> dict:
 
 
 def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
-    q, k, v = (_view(x, p.layout, r) for x in (s.q, s.k, s.v))
+    q, k, v = (_view(x, p.layout, r, cache=i > 0) for i, x in enumerate((s.q, s.k, s.v)))
+    if p.rank != 4:
+        q, k, v = (x.flatten(0, 1) if p.rank == 3 else x.unsqueeze(1) for x in (q, k, v))
     out = s.run_fresh(q, k, v, **({} if m is None else {"attn_mask": m}))
+    out = out.reshape(p.batch, p.q_heads, p.n_q, p.value_dim)  # (B, Hq, Nq, Dv) whatever the rank
     if p.mask_nonfinite and m is not None:  # NaN exactly in the rows the entry reaches, as in float64 (nan-propagation's rule)
         from kernels.harness.edges import nan_placement
 
@@ -374,7 +512,13 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
         gold = ref.attention64(s.q.cpu(), s.k.cpu(), s.v.cpu(), **s.kwargs(attn_mask=m.cpu()))
         o, said = nan_placement(s, out.cpu().double(), gold, clean.error, clean.sensitivity)
         return Outcome(o.discrepancy, o.bound, f"{p.mask_nonfinite} in the mask: {said}")
-    o = against(s, out, s.reference(attn_mask=m))
+    golden = s.reference(attn_mask=m)
+    if p.mask_far is not None and m is not None:
+        # a far row's scores all round to its mask value, in float32 as in float64: its answer is the
+        # plain mean of v whatever the rounding, so the rounding of its 1e20-sized logits bounds nothing
+        far = (m.cpu() == torch.tensor(p.mask_far, dtype=m.dtype)).all(-1, keepdim=True)  # broadcasts over (B, Hq, Nq, Dv)
+        golden = golden._replace(sensitivity=torch.where(far, 0.0, golden.sensitivity))
+    o = against(s, out, golden)
     if m is None and p.layout == "contiguous" and not p.empty:
         from kernels.harness.rounding_bound import ATTRIBUTE, check
 
@@ -385,9 +529,27 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
 
 
 def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
-    tensors = [ref.copy(_view(x, p.layout, r)).requires_grad_(n in p.grads) for x, n in zip((s.q, s.k, s.v), "qkv")]
+    tensors = [ref.copy(_view(x, p.layout, r, cache=n != "q")).requires_grad_(n in p.grads)
+               for x, n in zip((s.q, s.k, s.v), "qkv")]
     g = s.backward(attn_mask=m) if m is not None else s.base_backward
-    return worst(*subset_gradients(s, tensors, _kwargs(s, p, m), g.gold, g.plain, s.gradient_sizes_for(attn_mask=m)))
+    outcomes, details = subset_gradients(s, tensors, _kwargs(s, p, m), g.gold, g.plain, s.gradient_sizes_for(attn_mask=m),
+                                         p.sequence, s.reference(attn_mask=m) if m is not None else s.base)
+    if p.mask_grad and m is not None:
+        from kernels.harness.masks import mask_gradient_outcome
+
+        leaf = m.detach().requires_grad_()  # the mask's own storage form, a leaf
+        try:
+            out = s.impl(*tensors, **_kwargs(s, p, leaf))
+        except Exception as exc:  # a mask requiring grad may be refused (contract item mask-gradient)
+            details.append(f"mask gradient refused ({type(exc).__name__})")
+        else:
+            checked_output(out, s.q, s.v)
+            got = torch.autograd.grad(out, leaf, ref.copy(s.dout), allow_unused=True)[0] if out.requires_grad else None
+            o = (Outcome(math.inf, 0.0) if got is None
+                 else mask_gradient_outcome(s, got, leaf, s.kwargs()))
+            outcomes.append(o)
+            details.append("dmask missing" if got is None else f"dmask {o.discrepancy:.3g}/{o.bound:.3g}")
+    return worst(outcomes, details)
 
 
 def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
@@ -412,7 +574,8 @@ def _metamorphic(s: Subject, p: Problem, m, r) -> Outcome:
     if not p.causal and p.n_k > 1:
         perm = torch.randperm(p.n_k, generator=torch.Generator().manual_seed(p.seed))
         k, v = s.k[:, :, perm], s.v[:, :, perm]
-        mk = {} if m is None else {"attn_mask": m[..., perm.to(m.device)]}
+        # (a query mask, key dim 1, broadcasts over the permuted keys as it is)
+        mk = {} if m is None else {"attn_mask": m if m.shape[-1] == 1 else m[..., perm.to(m.device)]}
         o = relation(s, s.run(k=k, v=v, **mk), s.reference(k=k, v=v, **mk), *base)
         return Outcome(o.discrepancy, o.bound, f"keys permuted: {o.discrepancy:.3g}/{o.bound:.3g}")
     if m is not None and m.dtype == torch.bool:
@@ -427,7 +590,11 @@ _JUDGES = {AGREEMENT: _agreement, GRADIENTS: _gradients, DROPOUT_LAW: _dropout, 
 
 def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome, str | None]:
     """(outcome, None) or, when impl raised, (a passing outcome, the refusal's text)."""
-    s = Subject(impl, problem.case(), getattr(torch, problem.dtype), device, problem.seed)
+    called = impl
+    if not problem.enable_gqa:  # the impl is told enable_gqa=False; the golden values are GQA's, the same sums
+        def called(*args, **kwargs):
+            return impl(*args, **{**kwargs, "enable_gqa": False})
+    s = Subject(called, problem.case(), getattr(torch, problem.dtype), device, problem.seed)
     if problem.magnitude:
         _near_the_top(s)
     if problem.late_values:
@@ -443,9 +610,13 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
         return Outcome(math.inf, 0.0, str(exc)), None
     except Exception as exc:  # a refusal: honest, not a failure, unless of a mask's form alone (docstring)
         text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
-        plain = replace(problem, mask_storage="contiguous", mask_dtype=None, mask_nonfinite=None)
+        # the same problem with 4-D inputs and a 2-D-or-more mask of plain storage: accepted, it shows
+        # this refusal is of a form alone (SDPA takes each)
+        plain = replace(problem, mask_storage="contiguous", mask_dtype=None, mask_nonfinite=None, mask_far=None, rank=4,
+                        enable_gqa=True,
+                        mask="(1, 1, 1, Nk)" if problem.mask == ONE_DIM_MASK else problem.mask)
         if plain != problem and check_problem(impl, plain, device)[1] is None:
-            return Outcome(math.inf, 0.0, f"refused an input SDPA accepts ({text}): the mask "
+            return Outcome(math.inf, 0.0, f"refused an input SDPA accepts ({text}): "
                                           f"{plain.describe()} is accepted, {problem.describe()} not"), None
         return Outcome(0.0, 0.0, f"refused ({text})"), text
 
@@ -458,7 +629,7 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("mask_nonfinite", (None,)), ("mask_storage", ("contiguous",)),
+    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("mask_storage", ("contiguous",)),
                           ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
                           ("scale", (None,)),
                           ("causal", (False,)),
@@ -469,11 +640,13 @@ def _smaller(p: Problem):
         for value in values:
             current = getattr(p, field)
             # strictly simpler only: a field that may grow cycles (head_dim 8 -> 16 -> 8) until the deadline
-            if value == current or isinstance(value, int) and not 1 <= value < current:
+            if value == current or isinstance(value, int) and not isinstance(value, bool) and not 1 <= value < current:
                 continue
             if p.relation == DROPOUT_LAW and field in ("n_k", "value_dim"):
                 continue
-            plain_mask = {"mask_storage": "contiguous", "mask_dtype": None, "mask_nonfinite": None} if field == "mask" else {}
+            plain_mask = ({"mask_storage": "contiguous", "mask_dtype": None, "mask_nonfinite": None, "mask_far": None,
+                           "mask_grad": False}
+                          if field == "mask" else {})
             yield replace(p, **{field: value, **plain_mask})
     if p.q_heads != p.kv_heads:
         yield replace(p, q_heads=p.kv_heads)

@@ -58,6 +58,11 @@ def _shapes(s: Subject) -> dict[str, tuple]:
             KEY_PADDING[1]: (1, 1, 1, nk)}
 
 
+# Query masks: a key dim of 1, broadcast over the keys (SDPA takes them, measured); a row of the mask hides
+# or shifts a whole query row, so the generator draws them without _rows_see_a_key (a hidden row gives 0)
+QUERY_MASKS = {"(B, 1, Nq, 1)": lambda b, h, nq, nk: (b, 1, nq, 1), "(Nq, 1)": lambda b, h, nq, nk: (nq, 1)}
+
+
 def late_keys_mask(s: Subject) -> torch.Tensor:
     """(Nq, Nk) boolean: every row sees only the last 20 keys (all keys when Nk <= 20). An online
     softmax meets whole key blocks with every key hidden before the first visible one, where
@@ -203,6 +208,24 @@ def _bias_gradient(fn, q, k, v, bias, dout, **kw) -> torch.Tensor:
     return torch.autograd.grad(out, bias, dout.to(out.dtype))[0].detach()
 
 
+def mask_gradient_outcome(s: Subject, got: torch.Tensor, bias: torch.Tensor, kw: dict) -> Outcome:
+    """An additive mask's gradient ``got`` against float64 autograd by the low-precision rule, in
+    whatever form ``bias`` broadcasts from: dS summed to its shape, whose terms made absolute,
+    P∘(|dP| + rowsum(P∘|dP|)) with |dP| = |dO| |V|ᵀ, summed the same way, set the floor."""
+    h = s.q.shape[1]
+    cpu = [t.detach().cpu() for t in (s.q, s.k, s.v, bias, s.dout)]
+    gold = _bias_gradient(ref.attention, *(t.double() for t in cpu), **kw)
+    plain = _bias_gradient(ref.attention, s.q, s.k, s.v, bias.detach(), s.dout, **kw).cpu()
+    q64, k64, v64, bias64, do64 = (t.double() for t in cpu)
+    p64 = ref.probabilities(q64, k64, attn_mask=bias64, **kw)  # (B, Hq, Nq, Nk)
+    v_rep = ref.repeat_kv(v64, h) if kw["enable_gqa"] else v64
+    dp = do64.abs() @ v_rep.abs().transpose(-2, -1)  # (B, Hq, Nq, Nk)
+    size = (p64 * (dp + (p64 * dp).sum(-1, keepdim=True))).sum_to_size(bias.shape)
+    if tuple(got.shape) != tuple(bias.shape):
+        raise ValueError(f"the mask's gradient has shape {tuple(got.shape)}, expected {tuple(bias.shape)}")
+    return measured(s, got.detach().cpu(), gold, tol.max_abs_error(plain, gold), size)
+
+
 def attn_mask_bias_gradient(s: Subject) -> Outcome:
     """A learned additive bias (ALiBi slopes, relative-position terms) passed as attn_mask with
     requires_grad: its gradient is the scores' gradient dS, summed over the batch it broadcasts
@@ -228,19 +251,7 @@ def attn_mask_bias_gradient(s: Subject) -> Outcome:
         if got is None:
             return Outcome(math.inf, 0.0, f"accepted a mask that requires grad but gave it no gradient{alone}")
         gots.append(got)
-    for got in gots:
-        if tuple(got.shape) != tuple(bias.shape):
-            raise ValueError(f"the mask's gradient has shape {tuple(got.shape)}, expected {tuple(bias.shape)}")
-    cpu = [t.cpu() for t in (s.q, s.k, s.v, bias, s.dout)]
-    gold = _bias_gradient(ref.attention, *(t.double() for t in cpu), **kw)
-    plain = _bias_gradient(ref.attention, s.q, s.k, s.v, bias, s.dout, **kw).cpu()
-    # The terms dS is summed from, made absolute: P∘(|dP| + rowsum(P∘|dP|)), |dP| = |dO| |V|ᵀ.
-    q64, k64, v64, bias64, do64 = (t.double() for t in cpu)
-    p64 = ref.probabilities(q64, k64, attn_mask=bias64, **kw)  # (B, Hq, Nq, Nk)
-    v_rep = ref.repeat_kv(v64, h) if kw["enable_gqa"] else v64
-    dp = do64.abs() @ v_rep.abs().transpose(-2, -1)  # (B, Hq, Nq, Nk)
-    size = (p64 * (dp + (p64 * dp).sum(-1, keepdim=True))).sum(0, keepdim=True)  # (1, Hq, Nq, Nk)
-    outcomes = [measured(s, got.detach(), gold, tol.max_abs_error(plain, gold), size) for got in gots]
+    outcomes = [mask_gradient_outcome(s, got, bias, kw) for got in gots]
     return worst(outcomes, [f"dmask (summed over B = {b}){alone}: {o.discrepancy:.3g}/{o.bound:.3g}"
                             for o, alone in zip(outcomes, ("", ", the mask alone requiring grad"))])
 

@@ -18,6 +18,7 @@ and these classes hold no bug. kernels/tests/test_mutants.py checks that each pa
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -37,6 +38,20 @@ def work_dtype_for(dtype: torch.dtype) -> torch.dtype:
 def as_if_contiguous(t: torch.Tensor) -> torch.Tensor:
     """t's storage read with the strides a contiguous tensor of its shape would have."""
     return t.as_strided(t.shape, torch.empty(t.shape, device="meta").stride(), t.storage_offset())
+
+
+def any_rank(call):
+    """``call`` on 4-D (B, H, N, D) inputs made to take SDPA's (..., N, D) of any rank >= 3: rank 3
+    (B, N, D) as one batch entry of B heads, rank 5 and more with the leading dims flattened into B;
+    the output gets the leading dims back."""
+    @functools.wraps(call)
+    def wrapped(self, q, k, v, *args, **kwargs):
+        if q.dim() == k.dim() == v.dim() == 4 or min(q.dim(), k.dim(), v.dim()) < 3:
+            return call(self, q, k, v, *args, **kwargs)
+        four = [x.unsqueeze(0) if x.dim() == 3 else x.reshape(-1, *x.shape[-3:]) for x in (q, k, v)]
+        out = call(self, *four, *args, **kwargs)  # (B', H, Nq, Dv)
+        return out.reshape(*q.shape[:-1], out.shape[-1])
+    return wrapped
 
 
 class Options:
@@ -101,6 +116,7 @@ class BlockedAttention(Attention):
     work_dtype = None  # None: float32 inside (float64 stays); "input": the input's own; or a dtype
     sentinel = float("-inf")  # what a hidden key's score is set to
 
+    @any_rank
     def __call__(self, q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
         out_dtype = q.dtype
         work = q.dtype if self.work_dtype == "input" else (self.work_dtype or work_dtype_for(q.dtype))
@@ -166,6 +182,7 @@ declare_recipe(blocked_attention, "float32-blocked")  # the mutants (other funct
 class PlainAttention(Attention):
     """Unblocked attention in float32: scores, then ``weights``, then weights · V."""
 
+    @any_rank
     def __call__(self, q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
         dtype = q.dtype
         q, k, v, _, s = self.working_scores(q, k, v, scale, enable_gqa)  # s: (B, H, Nq, Nk)
@@ -189,6 +206,7 @@ class SplitKVAttention(Attention):
     split = SPLIT
     decode_queries = 8  # FlashDecoding's split path serves a few queries (speculative decoding) too
 
+    @any_rank
     def __call__(self, q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
         if q.shape[-2] > self.decode_queries or is_causal or k.shape[-2] <= self.split:
             return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
@@ -231,6 +249,7 @@ class _ManualFunction(torch.autograd.Function):
 class ManualBackwardAttention(Attention):
     """Attention with a backward written by hand, as a kernel's backward pass computes it."""
 
+    @any_rank
     def __call__(self, q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
         return _ManualFunction.apply(self, q, k, v, is_causal, scale, enable_gqa)
 
@@ -332,6 +351,7 @@ class FullAttention(Attention):
     CPU SDPA gives output 0 there). An additive mask's gradient is dS summed over the dims it was
     broadcast along."""
 
+    @any_rank
     def __call__(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
         if not 0.0 <= dropout_p <= 1.0:
             raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
@@ -344,6 +364,7 @@ class FullAttention(Attention):
         unmasked = s  # the scores without attn_mask (causal still applied below)
         if bias is not None:
             s = s + bias
+        before_causal = s
         if is_causal and self.causal_applies(attn_mask):
             hidden = ~self.visible(q.shape[-2], k.shape[-2], q.device)
             s, unmasked = s.masked_fill(hidden, float("-inf")), unmasked.masked_fill(hidden, float("-inf"))
@@ -353,7 +374,10 @@ class FullAttention(Attention):
             drop = self.dropout_mask(p, dropout_p, hkv, dtype)
         w = p if drop is None else p * drop
         out = w @ v32  # (B, H, Nq, Dv)
-        ctx.save_for_backward(q32, k32, v32, self.backward_probabilities(p, s, unmasked, bias), drop)
+        backward_p = self.backward_probabilities(p, s, unmasked, bias)
+        if is_causal and not self.backward_causal(attn_mask):
+            backward_p = self.softmax_rows(before_causal)
+        ctx.save_for_backward(q32, k32, v32, backward_p, drop)
         mask_shape = None if attn_mask is None else (attn_mask.shape, attn_mask.dtype)
         ctx.impl, ctx.meta = self, (dtype, scale, hq, hkv, dropout_p, mask_shape)
         return out.to(dtype)
@@ -390,6 +414,9 @@ class FullAttention(Attention):
 
     def causal_applies(self, attn_mask) -> bool:
         return True  # is_causal joins attn_mask: both hide
+
+    def backward_causal(self, attn_mask) -> bool:
+        return True  # the backward's P hides what the forward's did
 
     def probabilities(self, s, attn_mask):
         return self.softmax_rows(s)

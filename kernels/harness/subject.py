@@ -79,9 +79,18 @@ class Subject:
 
     def run_fresh(self, q, k, v, **overrides) -> torch.Tensor:
         """impl on q, k, v as given: the caller's own fresh tensors (their strides and storage
-        offsets, which a copy would not keep, are what is being checked)."""
+        offsets, which a copy would not keep, are what is being checked). The caller's tensors keep
+        their storage, strides and offset (a view still aliases its base): an impl that makes them
+        contiguous by assigning ``.data`` leaves the values equal but detaches a view of a packed QKV
+        buffer from later writes into it."""
+        before = [_placement(t) for t in (q, k, v)]
         with torch.no_grad():
-            return checked_output(self.impl(q, k, v, **self.kwargs(**overrides)), q, v)
+            out = checked_output(self.impl(q, k, v, **self.kwargs(**overrides)), q, v)
+        for name, t, was in zip("qkv", (q, k, v), before):
+            if _placement(t) != was:
+                raise BadOutput(f"the call moved the caller's {name}: (data_ptr, strides, storage offset) "
+                                f"{was} became {_placement(t)}")
+        return out
 
     def run(self, q=None, k=None, v=None, **overrides) -> torch.Tensor:
         q, k, v = (self.q if q is None else q), (self.k if k is None else k), (self.v if v is None else v)
@@ -164,6 +173,10 @@ class Subject:
         return x.to(device=self.device, dtype=self.dtype)
 
 
+def _placement(t: torch.Tensor) -> tuple:
+    return t.untyped_storage().data_ptr(), t.stride(), t.storage_offset()
+
+
 class BadOutput(ValueError):
     """The impl answered, with something that is not the output (or gradients) asked for: a failure
     of the impl, never its refusal of a problem (generate.py passes refusals, not this)."""
@@ -209,15 +222,36 @@ def gradients_against(s: Subject, got, golden, plain, scales: GradientScales) ->
     return worst(outcomes, details)
 
 
-def subset_gradients(s: Subject, tensors, kwargs: dict, golden, plain, scales: GradientScales):
+# How a backward is reached: right after its own forward; after a second forward of the same shape on
+# other values (two layers of one model); or as the second of two backwards through one graph
+# (retain_graph=True). Each must give the single call's gradients (state kept per shape or consumed in place
+# by the first backward does not).
+SEQUENCES = ("single", "two-layers", "retain-graph")
+
+
+def subset_gradients(s: Subject, tensors, kwargs: dict, golden, plain, scales: GradientScales,
+                     sequence: str = "single", output: Golden | None = None):
     """impl called on ``tensors`` (q, k, v as leaves, some requiring grad), differentiated for those
-    alone with s.dout: each gradient against its golden value by the low-precision rule, one asked
-    for and missing (None) a failure. (outcomes, details) of the asked gradients, in q, k, v order."""
+    alone with s.dout, in the call ``sequence`` (SEQUENCES): each gradient against its golden value by
+    the low-precision rule, one asked for and missing (None) a failure. (outcomes, details) of the
+    asked gradients, in q, k, v order. With ``output`` (its golden value) the output of this call, on
+    the grad path, is judged too: q's dtype (as on the no-grad path) and its values."""
     out = s.impl(*tensors, **kwargs)
     checked_output(out, s.q, s.v)
-    got = iter(torch.autograd.grad(out, [t for t in tensors if t.requires_grad], ref.copy(s.dout),
-                                   allow_unused=True))
+    if output is not None and out.dtype != s.q.dtype:
+        raise BadOutput(f"with inputs requiring grad the output is {out.dtype}, not q's {s.q.dtype}")
+    wanted = [t for t in tensors if t.requires_grad]
+    if sequence == "two-layers":  # the same shape, other values (keys and queries reversed), before our backward
+        other = s.impl(*(t.detach().flip(-2).requires_grad_(t.requires_grad) for t in tensors), **kwargs)
+    if sequence == "retain-graph":
+        torch.autograd.grad(out, wanted, ref.copy(s.dout), allow_unused=True, retain_graph=True)
+    got = iter(torch.autograd.grad(out, wanted, ref.copy(s.dout), allow_unused=True))
+    if sequence == "two-layers":
+        del other  # kept alive until our backward ran, as a model's next layer is
     outcomes, details = [], []
+    if output is not None:
+        outcomes.append(against(s, out.detach(), output))
+        details.append(f"output {outcomes[-1].discrepancy:.3g}/{outcomes[-1].bound:.3g}")
     for i, (t, name) in enumerate(zip(tensors, ("dq", "dk", "dv"))):
         if not t.requires_grad:
             continue

@@ -17,8 +17,17 @@ def _call(q=None, k=None, v=None, **kwargs):
 BAD = {
     # name: (call, exception, words the message must contain)
     "q-not-a-tensor": (lambda: _call(q=[[1.0]]), TypeError, ["q", "torch.Tensor"]),
-    "q-3d": (lambda: _call(q=torch.randn(2, 8, 16)), ValueError, ["q", "4-D"]),
-    "k-3d": (lambda: _call(k=torch.randn(2, 8, 16)), ValueError, ["k", "4-D"]),
+    # q, k, v of one rank >= 3 (SDPA's (..., L, E)), the same leading dims; a mask of at most q's rank
+    "q-2d": (lambda: _call(*(t[0, 0] for t in _qkv())), ValueError, ["q", "(8, 16)", "rank >= 3"]),
+    "q-3d-beside-4d": (lambda: _call(q=torch.randn(2, 8, 16)), ValueError, ["q", "rank 3", "rank 4"]),
+    "k-3d-beside-4d": (lambda: _call(k=torch.randn(2, 8, 16)), ValueError, ["k", "rank 3", "rank 4"]),
+    "k-leading-dims-differ": (lambda: _call(torch.randn(2, 1, 2, 8, 16), torch.randn(1, 2, 2, 8, 16),
+                                            torch.randn(1, 2, 2, 8, 16)), ValueError, ["k", "(1, 2)", "(2, 1)"]),
+    "mask-over-rank-3": (lambda: _call(*(t[0] for t in _qkv()), attn_mask=torch.ones(1, 2, 8, 8, dtype=torch.bool)),
+                         ValueError, ["attn_mask", "4 dims", "rank 3"]),
+    "mask-leading-dim-over-rank-5": (lambda: _call(*(t.unsqueeze(0).expand(3, -1, -1, -1, -1) for t in _qkv()),
+                                                   attn_mask=torch.ones(2, 1, 1, 1, 8, dtype=torch.bool)),
+                                     ValueError, ["attn_mask", "(2, 1)", "(3, 1)"]),
     "q-integer": (lambda: _call(q=torch.ones(1, 2, 8, 16, dtype=torch.int32)), TypeError, ["q", "int32"]),
     "v-integer": (lambda: _call(v=torch.ones(1, 2, 8, 16, dtype=torch.int64)), TypeError, ["v", "int64"]),
     "q-float64": (lambda: _call(*_qkv(dtype=torch.float64)), TypeError, ["q", "float64"]),
@@ -54,7 +63,8 @@ BAD = {
                               ["attn_mask", "(8, 9)"]),
     "mask-wrong-heads": (lambda: _call(attn_mask=torch.ones(1, 3, 8, 8, dtype=torch.bool)), ValueError,
                          ["attn_mask", "broadcast"]),
-    "mask-1d": (lambda: _call(attn_mask=torch.ones(8, dtype=torch.bool)), ValueError, ["attn_mask", "2 to 4"]),
+    "mask-1d-wrong-key-length": (lambda: _call(attn_mask=torch.ones(9, dtype=torch.bool)), ValueError,
+                                 ["attn_mask", "(9,)", "1 to 4"]),
     "mask-5d": (lambda: _call(attn_mask=torch.ones(1, 1, 1, 8, 8, dtype=torch.bool)), ValueError, ["attn_mask"]),
     "mask-on-meta": (lambda: _call(attn_mask=torch.ones(8, 8, dtype=torch.bool, device="meta")), ValueError,
                      ["attn_mask", "meta"]),
@@ -101,3 +111,29 @@ def test_good_input_passes_the_same_checks():
         assert flash_attention(q, k, v, dropout_p=p).shape == q.shape
     # SDPA's positional order: attn_mask, dropout_p, is_causal
     assert flash_attention(q, k, v, None, 0.0, True).equal(flash_attention(q, k, v, is_causal=True))
+
+
+def test_ranks_three_and_five_are_the_four_dim_call():
+    """SDPA takes q, k, v (..., L, E) of any rank >= 3: rank 3 is one batch entry (its dim -3 the heads
+    enable_gqa groups), rank 5 flattens its two leading dims into the batch; the mask broadcasts to q's
+    leading dims. Outputs, lse and gradients equal the 4-D call's bit for bit."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, h, n, d) for h, n, d in ((4, 5, 8), (2, 7, 8), (2, 7, 6)))  # (A, B, H, N, D)
+    flat = [t.flatten(0, 1) for t in (q, k, v)]  # (A·B, H, N, D)
+    masks = {"none": (None, None), "1-D": (torch.rand(7) > 0.3,) * 2,
+             "5-D over A": (m := torch.randn(2, 1, 1, 5, 7), m.expand(2, 3, 1, 5, 7).flatten(0, 1))}
+    for name, (mask, mask_flat) in masks.items():
+        out, lse = flash_attention(q, k, v, attn_mask=mask, enable_gqa=True, return_lse=True)
+        want, want_lse = flash_attention(*flat, attn_mask=mask_flat, enable_gqa=True, return_lse=True)
+        assert out.shape == (2, 3, 4, 5, 6) and lse.shape == (2, 3, 4, 5), name
+        assert out.flatten(0, 1).equal(want) and lse.flatten(0, 1).equal(want_lse), name
+    three = [t[1, 2].requires_grad_() for t in (q, k, v)]  # (H, N, D)
+    four = [t[1, 2].unsqueeze(0).detach().requires_grad_() for t in (q, k, v)]  # (1, H, N, D)
+    out3 = flash_attention(*three, attn_mask=masks["1-D"][0], enable_gqa=True)
+    out4 = flash_attention(*four, attn_mask=masks["1-D"][0], enable_gqa=True)
+    assert out3.shape == (4, 5, 6) and out3.equal(out4[0])
+    dout = torch.randn_like(out3)
+    out3.backward(dout)
+    out4.backward(dout.unsqueeze(0))
+    for a, b in zip(three, four):
+        assert a.grad.equal(b.grad[0])

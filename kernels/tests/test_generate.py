@@ -39,9 +39,22 @@ def test_every_run_draws_each_regime_first():
     with a NaN or +inf entry; all judged by any run, however short its budget."""
     for seed in range(20):
         for dtype in ("float32", "float16", "bfloat16"):
-            decode, both, mask2, mask3, top, stored, poisoned = (gen.draw(seed, i, dtype, ALL)
-                                                                 for i in range(len(gen.REGIMES)))
+            (decode, both, mask2, mask3, top, stored, poisoned, decode_masked, wide, heads, sliced, empty,
+             far, rank, grid, wide_value, learned) = (gen.draw(seed, i, dtype, ALL) for i in range(len(gen.REGIMES)))
+            assert learned.relation == gen.GRADIENTS and learned.mask_grad and learned.q_heads > 1, learned
+            assert learned.mask in gen.HEAD_SHARED_MASKS, learned
+            assert rank.rank in gen.RANKS and rank.mask == gen.ONE_DIM_MASK, rank
+            assert grid.batch * grid.q_heads > gen.GRID_LIMIT and max(grid.n_q, grid.n_k, grid.head_dim) <= 4, grid
+            assert 257 <= wide_value.value_dim <= 320 and wide_value.head_dim <= 32, wide_value
             assert decode.n_q <= 8 and decode.n_k > 2 ** 14 and decode.relation == gen.AGREEMENT, decode
+            assert decode.mask is None and not decode.causal, decode  # the split-K fast path's problem
+            assert decode_masked.n_k > 2 ** 14 and decode_masked.mask is not None, decode_masked
+            assert 128 < wide.head_dim < 256 and 128 < wide.value_dim < 256, wide
+            assert heads.q_heads // heads.kv_heads >= 16 and heads.kv_heads > 1, heads
+            assert 256 < heads.batch * heads.q_heads <= 320 + heads.q_heads, heads
+            assert sliced.layout == "slice" and sliced.batch >= 2, sliced
+            assert empty.empty or empty.value_dim == 0, empty
+            assert far.mask_kind == "additive" and far.mask_far <= -1e20 and far.mask_nonfinite is None, far
             assert min(both.n_q, both.n_k) > 2048 and both.n_q != both.n_k and both.late_values, both
             assert both.causal or both.mask, both
             assert mask2.mask == "(Nq, Nk)" and mask2.batch == mask2.n_q >= 2, mask2
@@ -52,9 +65,29 @@ def test_every_run_draws_each_regime_first():
             assert stored.mask_dtype == (None if dtype == "float32" else "float32"), stored
             assert poisoned.mask_kind == "additive" and poisoned.mask_nonfinite in gen.NONFINITE, poisoned
     judged = list(gen.generated_checks(sdpa_math, [torch.float16], "cpu", 0, 1e-9, ALL, only={gen.AGREEMENT}))
-    assert [p for p, *_ in judged][:len(gen.REGIMES)] == [
-        gen.draw(0, i, "float16", ALL) for i in range(len(gen.REGIMES))]
+    first = [gen.draw(0, i, "float16", ALL) for i in range(len(gen.REGIMES))]
+    first = [p for p in first if p.relation == gen.AGREEMENT]  # (learned-mask is a gradient problem)
+    assert [p for p, *_ in judged][:len(first)] == first
     assert not any(gen.failed(o) for _, o, _, _ in judged)  # SDPA passes each regime
+
+
+def test_a_slice_layout_has_no_stride_from_the_shape_and_far_rows_are_judged_against_their_mean():
+    """A "slice" view: q padded along every dim, k, v along B and N (a KV cache), so the batch stride
+    is never N·H·D; a row masked wholly at -1e30 is the plain mean of v, and an impl answering 0 there
+    fails though its logits are of size 1e30 (the bound is not set by their rounding)."""
+    import random
+
+    x = torch.randn(2, 3, 5, 4)  # (B, H, N, D)
+    for cache in (False, True):
+        view = gen._view(x, "slice", random.Random(cache), cache=cache)
+        assert torch.equal(view, x) and view.stride(0) != 3 * 5 * 4 and view.stride(2) != 4
+        assert (view.stride(1) == 4) == cache
+    from kernels.mutants import finite_max_start
+
+    far = gen.draw(0, gen.REGIMES.index("far-masked-rows"), "float32", ALL)
+    assert not gen.failed(gen.check_problem(sdpa_math, far)[0])
+    o = gen.check_problem(finite_max_start, far)[0]
+    assert gen.failed(o) and o.bound < 1, o
 
 
 def test_q_near_the_top_overflows_a_float16_query_scaled_in_float16_not_the_reference():

@@ -19,7 +19,9 @@ from kernels.mutants import MUTANTS
 
 FIXED = [m for m in MUTANTS if m.caught_by not in gen.RELATIONS]
 GENERATED = [m for m in MUTANTS if m.caught_by in gen.RELATIONS]
-PROBLEMS = 8  # drawn problems of the targeted relation per dtype (seed 0), whatever the machine's speed
+# drawn problems of the targeted relation per dtype (seed 0), whatever the machine's speed: the regimes
+# (drawn first, generated-agreement) and 8 more
+PROBLEMS = len(gen.REGIMES) + 8
 
 
 @pytest.mark.parametrize("mutant", FIXED, ids=[m.name for m in FIXED])
