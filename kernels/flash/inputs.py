@@ -70,7 +70,8 @@ def check_inputs(q, k, v, is_causal, scale, enable_gqa, attn_mask=None, dropout_
             raise ValueError(f"{name} has head dim {t.shape[3]}; flash_attention supports head dims up to "
                              f"{MAX_HEAD_DIM}")
     heads_q, heads_kv = q.shape[1], k.shape[1]
-    if not enable_gqa and heads_q != heads_kv:
+    # SDPA's math backend broadcasts a single k/v head across q's heads even without enable_gqa.
+    if not enable_gqa and heads_q != heads_kv and heads_kv != 1:
         raise ValueError(f"q has {heads_q} heads but k and v have {heads_kv}; pass enable_gqa=True for "
                          "grouped-query attention")
     if heads_q % heads_kv:
