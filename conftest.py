@@ -77,6 +77,16 @@ LONG_TIER: dict[str, tuple[str, ...]] = {
     # failure naming its law, a not-applicable skip) and the plugin's in-process API tests; and
     # test_checker's replay of a good, a bad and a junk certificate by `check` in a fresh process
     # (4 CPU-s), where the whole catalogue's replay takes 14.
+    # The ecosystem survey's adapters for JAX, Keras and tinygrad, each checked against its library (JAX and
+    # Keras in a fresh process, where they may not share one that forks: 9-16 CPU-s each, 91 CPU-s in all,
+    # measured 2026-12-02). The survey itself runs in CI only, and without the peers extra these tests skip;
+    # the default tier keeps the torch, FlexAttention, transformers and onnxruntime adapters and the
+    # survey's own checks (faithfulness, bottom-right, table cells).
+    "peer libraries": ("kernels/tests/test_ecosystem.py::test_adapter_is_faithful[[]jax[]]",
+                       "kernels/tests/test_ecosystem.py::test_adapter_is_faithful[[]keras-*",
+                       "kernels/tests/test_ecosystem.py::test_adapter_is_faithful[[]tinygrad[]]",
+                       "kernels/tests/test_ecosystem.py::test_keras_*",
+                       "kernels/tests/test_ecosystem.py::test_jax_*"),
     "fresh-process runs": ("proofs/tests/test_catalogue.py::test_every_certificate_replays_in_a_fresh_process",
                            "kernels/tests/test_harness_plugin.py::test_a_correct_impl_passes_and_a_bad_target_is_a_usage_error",
                            "kernels/tests/test_harness_plugin.py::test_a_copied_node_id_runs_that_check_alone*",
