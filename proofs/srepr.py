@@ -175,43 +175,63 @@ def _node(n: ast.AST) -> Any:
     if isinstance(n, ast.Name) and (n.id in _CONSTANTS or n.id in _CALLABLE):  # a class: a function's head
         return _CONSTANTS.get(n.id, _CALLABLE.get(n.id))
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _CALLABLE:
-        f = _CALLABLE[n.func.id]
-        args = [_node(a) for a in n.args]
-        kwargs = {k.arg: _node(k.value) for k in n.keywords}
-        if any(isinstance(a, str) for a in args[1:] + list(kwargs.values())) or \
-                (args and isinstance(args[0], str) and n.func.id not in _NAMED):
-            # SymPy would parse (run) a string anywhere else: sin("...") evaluates Python code
-            raise CertificateError(f"a string is only a name or a Float's digits, not an argument of {n.func.id}")
-        _bounded(n.func.id, f, args, kwargs)
-        if f is sp.Float:  # exact: the Rational the Float stands for (SymPy would round arithmetic on it)
-            digits = re.fullmatch(r"\s*[+-]?[\d_]*\.?[\d_]*(?:[eE]([+-]?\d+))?\s*", str(args[0])) if args else None
-            if args and isinstance(args[0], str) and (not digits or len(args[0]) > 10_000 or
-                                                      abs(int(digits.group(1) or 0)) > MAX_BITS // 3):
-                raise CertificateError(f"a Float's digits must be a decimal of at most 10^4 characters and exponent "
-                                       f"±{MAX_BITS // 3}, before SymPy builds it: {args[0][:40]!r}")
-            if any(isinstance(a, int) and abs(a) > 10_000 for a in args[1:]) or \
-                    any(isinstance(a, int) and abs(a) > 10_000 for a in kwargs.values()):
-                raise CertificateError("a Float's precision must be at most 10^4")
-            value = sp.Float(*args, **kwargs)
-            if not value.is_finite or abs(value._mpf_[2]) + value._mpf_[3] > MAX_BITS:
-                raise CertificateError(f"a Float outside ±2^{MAX_BITS} or not finite: {value}")
-            return sp.Rational(value)
-        if f in (sp.Symbol, sp.Dummy, sp.Function, sp.IndexedBase) and _only_zero(
-                {**(args[0].assumptions0 if f is sp.IndexedBase and args and isinstance(args[0], sp.Symbol) else {}),
-                 **kwargs}):
-            raise CertificateError(f"{n.func.id} {args[0] if args else ''} is declared hermitian (or real) and "
-                                   "antihermitian, which only 0 is, yet not zero: SymPy would take it as non-zero")
-        out = f(*args, **kwargs, evaluate=False) if issubclass(f, UNEVALUATED) else f(*args, **kwargs)
-        if not issubclass(f, UNEVALUATED) and any(isinstance(a, sp.Basic) and not _trusted(a) for a in args):
-            _not_evaluated_on_untrusted_facts(f, args, kwargs, out)
-        if isinstance(out, _BINDERS):  # before any enclosing node is built on SymPy's reading of its assumptions
-            why = _declared_against_range(out)
-            if why:
-                raise CertificateError(why)
+        # A call's result depends only on its own text: a subterm read before (Symbol('d_k', ...) in every step)
+        # is taken as built. Only SymPy objects, which are immutable; a refusal is never remembered; never a text
+        # holding a Dummy, which is a new one at each reading unless it has an index.
+        key = _SOURCE[0][n.col_offset:n.end_col_offset] if n.lineno == n.end_lineno == 1 else None
+        key = None if key is None or b"Dummy(" in key else key
+        if key is not None and key in _BUILT:
+            return _BUILT[key]
+        out = _call(n)
+        if key is not None and isinstance(out, sp.Basic):
+            _BUILT[key] = out
         return out
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Call):  # Function('f')(x): an applied function
         return _node(n.func)(*[_node(a) for a in n.args])
     raise CertificateError(f"expression holds something that is not a SymPy constructor: {ast.dump(n)[:120]}")
+
+
+# A constructor call's UTF-8 text (ast's offsets count bytes) -> what it built; the text being read is _SOURCE[0].
+_BUILT: dict[bytes, Any] = {}
+_SOURCE = [b""]
+
+
+def _call(n: ast.Call) -> Any:
+    """A SymPy constructor's call, built after the checks on its arguments."""
+    f = _CALLABLE[n.func.id]
+    args = [_node(a) for a in n.args]
+    kwargs = {k.arg: _node(k.value) for k in n.keywords}
+    if any(isinstance(a, str) for a in args[1:] + list(kwargs.values())) or \
+            (args and isinstance(args[0], str) and n.func.id not in _NAMED):
+        # SymPy would parse (run) a string anywhere else: sin("...") evaluates Python code
+        raise CertificateError(f"a string is only a name or a Float's digits, not an argument of {n.func.id}")
+    _bounded(n.func.id, f, args, kwargs)
+    if f is sp.Float:  # exact: the Rational the Float stands for (SymPy would round arithmetic on it)
+        digits = re.fullmatch(r"\s*[+-]?[\d_]*\.?[\d_]*(?:[eE]([+-]?\d+))?\s*", str(args[0])) if args else None
+        if args and isinstance(args[0], str) and (not digits or len(args[0]) > 10_000 or
+                                                  abs(int(digits.group(1) or 0)) > MAX_BITS // 3):
+            raise CertificateError(f"a Float's digits must be a decimal of at most 10^4 characters and exponent "
+                                   f"±{MAX_BITS // 3}, before SymPy builds it: {args[0][:40]!r}")
+        if any(isinstance(a, int) and abs(a) > 10_000 for a in args[1:]) or \
+                any(isinstance(a, int) and abs(a) > 10_000 for a in kwargs.values()):
+            raise CertificateError("a Float's precision must be at most 10^4")
+        value = sp.Float(*args, **kwargs)
+        if not value.is_finite or abs(value._mpf_[2]) + value._mpf_[3] > MAX_BITS:
+            raise CertificateError(f"a Float outside ±2^{MAX_BITS} or not finite: {value}")
+        return sp.Rational(value)
+    if f in (sp.Symbol, sp.Dummy, sp.Function, sp.IndexedBase) and _only_zero(
+            {**(args[0].assumptions0 if f is sp.IndexedBase and args and isinstance(args[0], sp.Symbol) else {}),
+             **kwargs}):
+        raise CertificateError(f"{n.func.id} {args[0] if args else ''} is declared hermitian (or real) and "
+                               "antihermitian, which only 0 is, yet not zero: SymPy would take it as non-zero")
+    out = f(*args, **kwargs, evaluate=False) if issubclass(f, UNEVALUATED) else f(*args, **kwargs)
+    if not issubclass(f, UNEVALUATED) and any(isinstance(a, sp.Basic) and not _trusted(a) for a in args):
+        _not_evaluated_on_untrusted_facts(f, args, kwargs, out)
+    if isinstance(out, _BINDERS):  # before any enclosing node is built on SymPy's reading of its assumptions
+        why = _declared_against_range(out)
+        if why:
+            raise CertificateError(why)
+    return out
 
 
 # SymPy evaluates as it builds, on its assumption facts: |C(n, 3)| is built as −C(n, 3), Piecewise((1, C(n, 3) < 0),
@@ -261,6 +281,7 @@ def read(text: str) -> Any:
         raise CertificateError(f"an expression must be an srepr string, got {type(text).__name__}")
     try:
         _STRIPPED.clear()
+        _SOURCE[0] = text.encode()
         out = _node(ast.parse(text, mode="eval").body)
     except SyntaxError as exc:
         raise CertificateError(f"unreadable expression {text[:80]!r}: {exc.msg}") from None

@@ -25,6 +25,7 @@ def fresh() -> None:
     checker._VERDICTS.clear()
     for memo in (checker.read, checker._canonical, checker._pattern, identity._index_dummy, srepr._base_facts):
         memo.cache_clear()
+    srepr._BUILT.clear()
     sp.core.cache.clear_cache()
     identity._WORKER.stop()  # the next identity forks a new one, from this process with SymPy's cache cleared
 

@@ -467,3 +467,23 @@ def test_check_command_replays_in_parallel_with_the_same_verdicts_in_order():
     parallel = list(_judge_all(jobs))
     assert parallel == [_judge_one(j) for j in jobs]
     assert [ok for ok, _ in parallel] == [True, False, False, True]
+
+
+def test_the_reader_builds_a_repeated_subterm_once_and_the_same_as_anew():
+    """srepr reuses what a constructor call's text built before: the same objects as a fresh reading, a Dummy
+    without an index still a new one at each occurrence, and a refused subterm refused again."""
+    from proofs import srepr
+
+    x = sp.Symbol("x", positive=True)
+    text = sp.srepr(sp.exp(x) + x**2)
+    srepr._BUILT.clear()
+    first = checker.read(text)
+    assert srepr._BUILT, "the reader remembered nothing"
+    again = srepr.read.__wrapped__(text)  # not lru_cache's answer: read anew, through the subterm memo
+    assert again == first and again.atoms(sp.Symbol) == {x}
+    with pytest.raises(checker.CertificateError, match="free Dummy"):  # two Dummies, the body's one free
+        srepr.read.__wrapped__("Sum(Dummy('k'), (Dummy('k'), Integer(1), Integer(3)))")
+    bad = "Add(Symbol('x'), sin(Str('1')))"
+    for _ in range(2):
+        with pytest.raises(checker.CertificateError):
+            srepr.read.__wrapped__(bad)
