@@ -94,7 +94,9 @@ LONG_TIER: dict[str, tuple[str, ...]] = {
                            "kernels/tests/test_harness_plugin.py::test_the_case_filter_option",
                            "kernels/tests/test_harness_plugin.py::test_k_selects_among_the_items",
                            "kernels/tests/test_harness_plugin.py::test_without_the_option_the_plugin_adds_nothing",
-                           "kernels/tests/test_contract.py::test_the_registry_is_the_same_whatever_is_imported_first"),
+                           "kernels/tests/test_contract.py::test_the_registry_is_the_same_whatever_is_imported_first",
+                           # the benchmark's --tiny run end to end (12 CPU-s); its report checker's tests stay
+                           "kernels/tests/test_bench.py::test_tiny_run_end_to_end"),
 }
 MARKED = "marked long or slow"  # a test marked without naming its part of the tier
 
