@@ -46,8 +46,24 @@ def judge(cert: dict) -> tuple[bool, str]:
     if verdict.proved and entry is not None and \
             not checker._same_all(canonical(verdict.statement), canonical(entry.statement)):
         return False, f"{verdict.claim}: failed: the certificate states something other than the catalogue's claim"
+    if verdict.proved:  # a cited certificate under a catalogued id reads as that claim: it must state it too
+        for inner in _cited(cert):
+            known = claims.catalogued(str(inner.get("claim", "")))
+            if known is not None and not checker._same_all(canonical(checker.read(inner["statement"])),
+                                                           canonical(known.statement)):
+                return False, (f"{verdict.claim}: failed: it cites a certificate under the catalogued id "
+                               f"{known.id}, which states something other than the catalogue's claim")
     # An id outside the catalogue (softmax-normalisation.v2) proves its own statement, not a catalogued claim.
     return verdict.proved, f"{verdict.claim}{'' if entry else ' (not a catalogued claim)'}: {verdict.line}"
+
+
+def _cited(cert: dict) -> Iterable[dict]:
+    """Every certificate ``cert`` cites, at any depth (the checker has replayed them all before this is asked)."""
+    for step in cert.get("steps", []):
+        inner = step.get("certificate") if isinstance(step, dict) else None
+        if isinstance(inner, dict):
+            yield inner
+            yield from _cited(inner)
 
 
 def _judge_one(job: tuple[str, Any]) -> tuple[bool, str]:

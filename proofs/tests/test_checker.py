@@ -297,6 +297,29 @@ def test_check_command_refuses_a_catalogued_id_with_another_statement():
     assert not ok and "other than the catalogue" in line
 
 
+def test_check_command_refuses_a_cited_certificate_under_a_catalogued_id_with_another_statement():
+    """A citation reads as the catalogued claim its id names: a true x = x cited as dot-product-variance is refused
+    (the checker, which knows no catalogue, replays it as proved), and a catalogued certificate cited as itself is
+    not."""
+    from proofs import CLAIMS
+    from proofs.check_cli import judge
+
+    inner = _proof(sp.Eq(x, x, evaluate=False))
+    inner.identity(x, x)
+    outer = _proof(sp.Eq(x, x, evaluate=False))
+    outer.cite(inner.finish())
+    cert = outer.finish().certificate
+    assert judge(cert)[0]
+    cert["steps"][0]["certificate"] = dict(cert["steps"][0]["certificate"], claim="dot-product-variance")
+    assert checker.check(cert).proved
+    ok, line = judge(cert)
+    assert not ok and "cites a certificate under the catalogued id dot-product-variance" in line
+    real = CLAIMS["rounding-gamma-lemma"].derive()
+    citing = Proof("demo", statement=real.statement)
+    citing.cite(real)
+    assert judge(citing.finish().certificate)[0]
+
+
 def test_cited_premises_need_a_reference():
     pf = _proof(FALSE)
     with pytest.raises(ValueError, match="reference"):
