@@ -23,7 +23,7 @@ def test_the_default_run_deselects_the_long_tier_and_names_it():
     done = _collect(STATS)
     assert done.returncode == 5, done.stdout[-2000:]  # 5: nothing left to run, every item deselected
     assert "tiers: default only; the long tier (interpreted kernel sweeps, thorough harness, mutant sweep, " \
-           "slow statistics, perturbation sweep, whole-catalogue report, fresh-process runs)" in done.stdout
+           "slow statistics, perturbation sweep, whole-catalogue report, peer libraries, fresh-process runs)" in done.stdout
     assert "run it too with --long or ATTENTION_PROOFS_LONG=1" in done.stdout
     summary = [line for line in done.stdout.splitlines() if line.startswith("long tier left out (deselected)")]
     assert summary and " slow statistics" in summary[0], done.stdout[-2000:]
