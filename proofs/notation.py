@@ -105,4 +105,6 @@ def inline(expr) -> str:
     """``expr`` inside a sentence (a step's description, a check's detail, an audit value): inline TeX made by
     SymPy, which every renderer typesets (HTML and Markdown as math, the terminal as written), so no sentence
     carries SymPy's program text (``4*N**2``)."""
-    return f"${sp.latex(sp.sympify(expr))}$"
+    from proofs.latex import latex  # the report's printer; the symbols above need none of it
+
+    return f"${latex(expr)}$"

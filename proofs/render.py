@@ -5,12 +5,14 @@ import re
 
 import sympy as sp
 
+from proofs.latex import latex
+
 
 def _latex(x) -> str:
     if x is None:
         return ""
     try:
-        return sp.latex(x)
+        return latex(x)
     except Exception:
         return str(x)
 
@@ -79,7 +81,7 @@ def step_latex(step) -> str:
     rel = _RELATIONS.get(step.relation)
     if rel is not None:
         try:
-            return sp.latex(rel(step.lhs, step.rhs, evaluate=False))
+            return latex(rel(step.lhs, step.rhs, evaluate=False))
         except Exception:  # e.g. a Python tuple on one side; printed side by side below
             pass
     return f"{_latex(step.lhs)} {step.relation} {_latex(step.rhs)}"

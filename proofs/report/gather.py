@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from proofs.latex import latex
 from proofs.report.model import (
     FAILED, LAYERS, NOT_A_CHECKOUT, NOT_CHECKED, PASSED, AuditEvidence, ClaimEvidence, FigureData, KernelEvidence,
     KernelSummary, NumericEvidence, ProofEvidence, Report, StepEvidence, plain,
@@ -174,15 +175,15 @@ def prove(claim_id: str) -> tuple[ProofEvidence, float]:
              for n, s in enumerate(d.steps, 1)]
     result = d.result.items() if isinstance(d.result, dict) else [("result", d.result)]
     # [name, LaTeX] for a value, [name, "", text] for a result that is words (a reference, a note)
-    results = [[str(name), "", value] if isinstance(value, str) else [str(name), _safe(sp.latex, value)]
+    results = [[str(name), "", value] if isinstance(value, str) else [str(name), _safe(latex, value)]
                for name, value in result]
     reason, trusted = "; ".join(d.reasons), trust_lines(d)
     certificate = getattr(d, "certificate", None)
     lines = [reason, d.verdict_line, *trusted, *(s.detail for s in steps), *(s.description for s in steps)]
     return ProofEvidence(status=PASSED if d.verified else FAILED, reason=reason,
-                         statement_latex=_safe(sp.latex, d.statement),
+                         statement_latex=_safe(latex, d.statement),
                          # in SymPy's order for an And (its args are a set, whose order changes between runs)
-                         conjuncts_latex=[_safe(sp.latex, c) for c in (
+                         conjuncts_latex=[_safe(latex, c) for c in (
                              sorted(sp.And.make_args(d.statement), key=sp.default_sort_key)
                              if isinstance(d.statement, sp.Basic) else [])],
                          steps=steps, results=results,
@@ -229,7 +230,7 @@ def formulas_in(lines: list[str], certificate: dict | None) -> dict[str, str]:
             texts.update({_printable(t): v for t, v in list(texts.items())})
             for cut, value in texts.items():
                 if len(cut) > 2 and cut in text and cut not in found:
-                    found[cut] = _safe(sp.latex, value)
+                    found[cut] = _safe(latex, value)
         for s in cert.get("steps", []):
             if isinstance(s.get("certificate"), dict):
                 visit(s["certificate"])
