@@ -109,8 +109,8 @@ _MatrixElement = sp.matrices.expressions.matexpr.MatrixElement  # A[i, j] of a M
 #   exp (positive for a real argument), log (real for a positive argument, its sign that of argument − 1);
 #   Abs (non-negative, zero exactly where its argument is); Max, Min (of real arguments: a fact of all of them);
 #   floor, ceiling (an integer for a real argument, the argument's sign where that decides it);
-#   KroneckerDelta (0 or 1); Sum, Product (facts of the summand over a range shown not reversed; an empty
-#   range is 0 or 1); matrix expressions, their entries and names (Str): no scalar fact but "not a number".
+#   KroneckerDelta (0 or 1); Sum (facts of the summand over a range shown not reversed; an empty range is 0),
+#   Product (only over ranges shown non-empty: SymPy's handlers take the empty product for its factor); matrix expressions, their entries and names (Str): no scalar fact but "not a number".
 # What is left out is not shown by fact(): trigonometric and special functions, binomial, factorial, Mod,
 # Piecewise, Integral, Derivative. A rule that needs a fact of them states it as a premise instead.
 # Facts used only to refuse (a possibly infinite side) may still ask SymPy directly: a wrong answer there
@@ -126,7 +126,14 @@ def _trusted(e: sp.Basic) -> bool:
     """Every node of ``e`` is of a whitelisted class; Max and Min only of arguments shown real (SymPy calls Max(z, 1)
     real and positive for every z, a non-real one too)."""
     return all(isinstance(n, _TRUSTED) and not (isinstance(n, (sp.Max, sp.Min)) and
-                                               not all(a.is_real for a in n.args)) for n in sp.preorder_traversal(e))
+                                               not all(a.is_real for a in n.args))
+               and not (isinstance(n, sp.Product) and not _nonempty(n)) for n in sp.preorder_traversal(e))
+
+
+def _nonempty(p: sp.Product) -> bool:
+    """Every range of ``p`` is shown to hold a term (hi ≥ lo). SymPy's Product handlers ignore an empty range: they
+    call Π_{k=1}^{n} 0 zero and a product of positive terms over 1..0 non-positive, where the empty product is 1."""
+    return all(shown(hi - lo, "nonnegative") for _, lo, hi in p.limits)
 
 
 def fact(e: Any, key: str) -> bool | None:
@@ -781,6 +788,14 @@ def _declared_against_range(e: sp.Basic) -> str | None:
                 listed = ", ".join(f"{key}={value}" for key, value in sorted(stated.items()) if key != "commutative")
                 return (f"the bound variable {var} of {_name(s)} is declared {listed}, "
                         f"which its range {sp.sstr(limit[1])}..{sp.sstr(limit[2])} does not imply")
+    for lam in e.atoms(sp.Lambda):  # λ has no range: its variable may carry no facts (t positive builds |t| as t)
+        for var in lam.variables:
+            if any(key != "commutative" for key in (getattr(var, "_assumptions_orig", None) or var.assumptions0)):
+                return f"the λ-variable {var} of {_name(lam)} is declared something: a λ's variable may carry no facts"
+    for d in e.atoms(sp.Derivative):  # n declared integer builds sin(πn) as 0 before d/dn sees it
+        for var, _ in d.variable_count:
+            if getattr(var, "is_integer", None) or getattr(var, "is_Integer", False):
+                return f"{_name(d)} differentiates in {var}, declared an integer: a derivative needs a real variable"
     return None
 
 
@@ -852,10 +867,10 @@ def _undefined_somewhere(exprs: list[sp.Expr], skip: frozenset = frozenset()) ->
 def _forward_ranges(expr: sp.Expr) -> bool:
     """Every sum range in ``expr`` is shown not reversed (hi ≥ lo − 1), or sums a polynomial in its
     index (a closed form of a polynomial sum is a polynomial identity in hi, so it holds for reversed
-    ranges too); every product range is shown not reversed."""
+    ranges too); every product range is shown non-empty (simplify takes Π_{k=1}^{n} 0 for 0)."""
     return all(shown(hi - lo + 1, "nonnegative") or hi == sp.oo
                or isinstance(s, sp.Sum) and s.function.is_polynomial(var)
-               for s in expr.atoms(sp.Sum, sp.Product) for var, lo, hi in s.limits)
+               for s in expr.atoms(sp.Sum) for var, lo, hi in s.limits) and all(map(_nonempty, expr.atoms(sp.Product)))
 
 
 def _gamma_rewrites_hold(expr: sp.Expr) -> bool:
