@@ -291,6 +291,11 @@ def _shown_sign(e: Any, facts: list) -> str | None:
     return None if sign < 0 else ">" if strict else "≥"
 
 
+def _denominators(e: Any) -> list:
+    """The bases of ``e``'s negative powers, as written."""
+    return [p.base for p in sp.preorder_traversal(e) if isinstance(p, sp.Pow) and p.exp.is_negative]
+
+
 def _real(e: Any) -> bool:
     """Shown a real number (finite, or a quotient of such): what an order relation may compare (the gate does not
     take SymPy's word for Mod, Heaviside, or Max and Min of arguments not shown real, which it calls real)."""
@@ -303,8 +308,11 @@ def _orders_real(p: Any) -> bool:
     return not isinstance(p, sp.Basic) or all(_real(r.lhs) and _real(r.rhs) for r in p.atoms(sp.Le, sp.Lt, sp.Ge, sp.Gt))
 
 
-def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | None = None) -> str:
-    """Why small ≤ big (< when rel is "<") from the sign of big − small under the premises' facts; else _Refused."""
+def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | None = None,
+                  assumed: list = (), used: list | None = None) -> str:
+    """Why small ≤ big (< when rel is "<") from the sign of big − small under the premises' facts; else _Refused.
+    A denominator may be shown non-zero by the claim's ``assumed`` facts too (appending to ``used`` when it is: the
+    caller then lists them as premises of the step)."""
     # SymPy calls polygamma(1, r) positive for every real r, its poles too: both sides must be shown defined, by
     # the identity engine's whitelist, before a sign decides anything; a denominator is shown non-zero below,
     # under the premises (1 − nu with nu < 1), which the whitelist does not see.
@@ -313,6 +321,14 @@ def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | 
     _need(_real(small) and _real(big), lambda: f"{sp.sstr(small)[:60]} or {sp.sstr(big)[:60]} is not shown real: "
           "an order relation is between reals")
     facts = _facts(premises)
+    # ... here: every denominator as written, before b − a is expanded ((x² − x)/x − (x − 1) expands to 0)
+    zero = [d for side in (small, big) for d in _denominators(side) if _sign(d, facts) not in (">", "<")]
+    if zero and assumed:
+        zero = [d for d in zero if _sign(d, facts + _facts(list(assumed))) not in (">", "<")]
+        if not zero and used is not None:
+            used.append(True)
+    _need(not zero, lambda: f"not shown defined: denominator {sp.sstr(zero[0])[:60]} is not shown non-zero under the "
+          "assumptions")
     # Bound indices carry what their ranges imply, not what they were declared (a "positive" index over −5..−1).
     diff = _canonical(big - small)
     if terms is None:
@@ -782,7 +798,7 @@ def _check(cert: Any) -> Verdict:
     if isinstance(cert, str):
         try:
             cert = json.loads(cert)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, and an integer past Python's digit limit
             return Verdict("?", None, False, (f"not JSON (or nested too deep): {type(exc).__name__}: {exc}"[:300],), (), ())
     if not isinstance(cert, dict):
         return Verdict("?", None, False, (f"a certificate is a JSON object, got {type(cert).__name__}",), (), ())
@@ -944,6 +960,7 @@ class _Replay:
                     raise CertificateError(f"step {sid} cites {i}, which is not an earlier step or a premise")
             conclusion = read(step["conclusion"])
             self.discharged: frozenset = frozenset()
+            self.also: set = set()  # assumptions a rule used beside the step's premises (a denominator's sign)
             try:
                 ok, detail = True, getattr(self, "_" + rule)(step, conclusion, ids)
             except CertificateError:
@@ -954,7 +971,7 @@ class _Replay:
                 ok, detail = False, f"{rule} raised {type(exc).__name__}: {str(exc)[:160]}"
             self.facts[sid], self.forall[sid], self.kind[sid], self.rule[sid] = conclusion, (), "step", rule
             self.hyps[sid] = frozenset().union(*[self.hyps[i] for i in ids]) - self.discharged
-            self.deps[sid] = frozenset().union(*[self.deps[i] for i in ids])
+            self.deps[sid] = frozenset().union(*[self.deps[i] for i in ids + sorted(self.also)])
             self.cites[sid] = frozenset().union(*[self.cites[i] for i in ids]) | ({sid} if rule == "citation" else set())
             if step.get("forall") and ok:
                 general = tuple(read(x) for x in step["forall"])
@@ -1022,7 +1039,7 @@ class _Replay:
             ok, why = decide_identity(a2, b2)
             _need(ok, (f"after {len(eqs)} rewrite(s): " if eqs else "") + why)
         else:
-            why = _decide_order(rel, a2, b2, orders)
+            why = self._order(rel, a2, b2, orders)
         return (f"after {len(eqs)} rewrite(s): " if eqs else "") + why
 
     def _truncation(self, step, conclusion, ids):
@@ -1059,7 +1076,17 @@ class _Replay:
         rel, small, big = _oriented(conclusion)
         _need(rel != "=", "sign concludes an inequality")
         terms = [read(t) for t in step["terms"]] if step.get("terms") is not None else None
-        return _decide_order(rel, small, big, [self.facts[i] for i in ids], terms)
+        return self._order(rel, small, big, [self.facts[i] for i in ids], terms)
+
+    def _order(self, rel, small, big, premises, terms=None):
+        """_decide_order, where the claim's assumptions may show a denominator non-zero; if they do, the step rests
+        on every assumption (listed in the verdict as its premises)."""
+        assumptions = [i for i in self.kind if self.kind[i] == "assumption" and not self.forall[i]]
+        used: list = []
+        why = _decide_order(rel, small, big, premises, terms, [self.facts[i] for i in assumptions], used)
+        if used:
+            self.also |= set(assumptions)
+        return why
 
     def _bound(self, step, conclusion, ids):
         rel, small, big = _oriented(conclusion)

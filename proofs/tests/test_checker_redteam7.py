@@ -61,3 +61,22 @@ def test_a_derivative_in_an_integer_variable_is_refused():
         read("Derivative(sin(Mul(pi, Symbol('n', integer=True))), Symbol('n', integer=True))")
     x = sp.Symbol("x", real=True)
     assert read(text(sp.Derivative(x**2, x))) == sp.Derivative(x**2, x)
+
+
+def test_the_sign_rule_shows_each_denominator_as_written_non_zero():
+    """(x² − x)/x ≤ x − 1 for every real x: b − a expands to 0, and the identity rule already refused the same sides."""
+    from proofs.checker import _decide_order, _Refused
+
+    x = sp.Symbol("x", real=True)
+    for small, big in (((x**2 - x) / x, x - 1), (1 / x, 1 / x + 1)):
+        with pytest.raises(_Refused, match="denominator x is not shown non-zero"):
+            _decide_order("≤", small, big, [])
+    p = sp.Symbol("p", positive=True)
+    assert _decide_order("≤", (p**2 - p) / p, p - 1, [])  # a positive denominator is defined
+
+
+def test_json_text_with_an_integer_past_pythons_digit_limit_is_a_verdict_not_a_traceback():
+    from proofs.checker import check
+
+    verdict = check('{"claim": ' + "9" * 5000 + "}")
+    assert not verdict.proved and "not JSON" in verdict.line

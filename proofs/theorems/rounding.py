@@ -273,6 +273,7 @@ def dot_product_bound() -> Derivation:
     x, y, j, t = X_F, Y_F, FAMILY, THETA
     bound = gamma(N) * sp.Sum(sp.Abs(x(j)) * sp.Abs(y(j)), (j, 1, N))
     pf = Proof("rounding-dot-product")
+    pf.assume(sp.Lt(N * U, 1, evaluate=False), "nu < 1: γ_n = nu/(1 − nu) is defined (the γ lemma's hypothesis)")
     error = pf.define(DOT_ERROR, sp.Abs(FL_DOT - sp.Sum(x(j) * y(j), (j, 1, N))), "the absolute error of fl(xᵀy)")
     model = pf.cite_external(sp.Eq(FL_DOT, sp.Sum(x(j) * y(j) * (1 + t(j, N)), (j, 1, N)), evaluate=False),
                              STANDARD_MODEL + "; Higham 2002, eqs. (3.2)–(3.4)",
