@@ -44,7 +44,9 @@ def _isolated(test):
             pytest.skip("needs jax: install the peers extra (pip install -e '.[peers]')")
         node = f"{os.path.relpath(__file__, ROOT)}::{test.__name__}"
         proc = subprocess.run([sys.executable, "-m", "pytest", node, "-q", "-p", "no:cacheprovider"], cwd=ROOT,
-                              env=dict(os.environ, **{_CHILD: "1"}), capture_output=True, text=True, timeout=900)
+                              # the long tier on: the test may be in it (its parent ran it, so it was selected)
+                              env=dict(os.environ, **{_CHILD: "1", "ATTENTION_PROOFS_LONG": "1"}), capture_output=True,
+                              text=True, timeout=900)
         assert proc.returncode == 0 and " passed" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-2000:]
     return wrapper
 

@@ -31,9 +31,11 @@ def test_sdpa_passes_except_for_its_zero_scale_causal_bug(sdpa_report):
     it right (the mean of the visible values). That is a true alarm; the other is k and v of
     different lengths accepted."""
     generated = [c for c in sdpa_report.failures if c.invariant in gen.RELATIONS]
-    # the drawn problems meet the same bug: causal with a negative or zero scale, an infinite discrepancy
+    # the drawn problems meet the same bug: causal with a negative or zero scale, an infinite discrepancy; and the
+    # default dispatch raises IndexError on a 1-D (Nk,) mask that the math backend broadcasts (FINDINGS.md, 14)
+    one_dim = [c for c in generated if "mask (Nk,)" in c.case and "refused an input SDPA accepts (IndexError" in c.detail]
     assert all(" causal " in c.case and ("scale=-" in c.case or "scale=0 " in c.case) and c.discrepancy == math.inf
-               for c in generated), "\n".join(c.describe() for c in generated)
+               for c in generated if c not in one_dim), "\n".join(c.describe() for c in generated)
     failed = {(c.invariant, c.case_name) for c in sdpa_report.failures if c not in generated}
     causal = {c.name for c in DEFAULT_CASES if c.causal and c.kind == "random"}
     # (not on one-key, which masks nothing, nor on Dv ≠ D, which torch dispatches to the math backend)
@@ -54,10 +56,12 @@ def test_sdpa_passes_except_for_its_zero_scale_causal_bug(sdpa_report):
     assert not sdpa_report.not_applicable  # SDPA offers every feature
     exact = {"output-dtype-shape", "inputs-untouched", "inputs-untouched-backward", "determinism",
              "backward-determinism", "dropout-same-seed", "refused-inputs", "kv-lengths-refused", "dropout-p-one",
-             "attn-mask-untouched", "attn-mask-shape-refused",
+             "attn-mask-untouched", "attn-mask-shape-refused", "dropout-distinct-masks",
              "global-state-unchanged"}  # yes/no checks; every other one has a bound
     # refusing attn_mask with is_causal is allowed, and is what SDPA does when it dispatches Dv ≠ D to math
-    assert all(c.bound > 0 or c.invariant in exact or c.detail.startswith("refused") for c in sdpa_report.checks)
+    unbounded = [c for c in sdpa_report.checks
+                 if not (c.bound > 0 or c.invariant in exact or c.detail.startswith("refused") or c in one_dim)]
+    assert not unbounded, "\n".join(f"{c.invariant} {c.case} {c.detail[:120]}" for c in unbounded[:5])
 
 
 @pytest.mark.parametrize("seed", range(2))
