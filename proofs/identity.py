@@ -110,7 +110,8 @@ _MatrixElement = sp.matrices.expressions.matexpr.MatrixElement  # A[i, j] of a M
 #   Abs (non-negative, zero exactly where its argument is); Max, Min (of real arguments: a fact of all of them);
 #   floor, ceiling (an integer for a real argument, the argument's sign where that decides it);
 #   KroneckerDelta (0 or 1); Sum (facts of the summand over a range shown not reversed; an empty range is 0),
-#   Product (only over ranges shown non-empty: SymPy's handlers take the empty product for its factor); matrix expressions, their entries and names (Str): no scalar fact but "not a number".
+#   Product (only over ranges shown non-empty: SymPy's handlers take the empty product for its factor);
+#   matrix expressions, their entries and names (Str): no scalar fact but "not a number".
 # What is left out is not shown by fact(): trigonometric and special functions, binomial, factorial, Mod,
 # Piecewise, Integral, Derivative. A rule that needs a fact of them states it as a premise instead.
 # Facts used only to refuse (a possibly infinite side) may still ask SymPy directly: a wrong answer there
@@ -788,14 +789,25 @@ def _declared_against_range(e: sp.Basic) -> str | None:
                 listed = ", ".join(f"{key}={value}" for key, value in sorted(stated.items()) if key != "commutative")
                 return (f"the bound variable {var} of {_name(s)} is declared {listed}, "
                         f"which its range {sp.sstr(limit[1])}..{sp.sstr(limit[2])} does not imply")
-    for lam in e.atoms(sp.Lambda):  # λ has no range: its variable may carry no facts (t positive builds |t| as t)
-        for var in lam.variables:
-            if any(key != "commutative" for key in (getattr(var, "_assumptions_orig", None) or var.assumptions0)):
-                return f"the λ-variable {var} of {_name(lam)} is declared something: a λ's variable may carry no facts"
-    for d in e.atoms(sp.Derivative):  # n declared integer builds sin(πn) as 0 before d/dn sees it
-        for var, _ in d.variable_count:
-            if getattr(var, "is_integer", None) or getattr(var, "is_Integer", False):
-                return f"{_name(d)} differentiates in {var}, declared an integer: a derivative needs a real variable"
+    for b in e.atoms(sp.Lambda, sp.Derivative):
+        why = declared_without_range(type(b), b.variables)
+        if why:
+            return why
+    return None
+
+
+def declared_without_range(binder: type, variables) -> str | None:
+    """Why a λ's or a derivative's variables are declared what no range implies, or None. SymPy builds the body on
+    them first: t declared positive builds λt.|t| as λt.t, n declared an integer builds d/dn sin(πn) on sin(πn) = 0.
+    So a λ's variable may carry no facts and a derivative's may not be an integer. (The reader asks this before it
+    builds the node, since λt.t is then SymPy's identity function with a fresh variable.)"""
+    for var in variables:
+        if not isinstance(var, sp.Symbol):
+            continue
+        if issubclass(binder, sp.Lambda) and any(key != "commutative" for key in var._assumptions_orig):
+            return f"the λ-variable {var} is declared something: a λ's variable may carry no facts"
+        if issubclass(binder, sp.Derivative) and var.is_integer:
+            return f"a derivative in {var}, declared an integer: a derivative needs a real variable"
     return None
 
 

@@ -22,7 +22,8 @@ import sympy as sp
 from sympy.core.assumptions import _assume_defined
 from sympy.printing.repr import ReprPrinter
 
-from proofs.identity import _TRUSTED, _declared_against_range, _trusted  # one rule for the reader, writer, engine
+# one rule for the reader, writer and engine
+from proofs.identity import _TRUSTED, _declared_against_range, _trusted, declared_without_range
 
 # Dummy indices the checker renames bound indices to (the first 10**6 canonical, the rest its fresh Dummies, one
 # each): a certificate may not hold one (read refuses it).
@@ -225,7 +226,11 @@ def _call(n: ast.Call) -> Any:
         raise CertificateError(f"{n.func.id} {args[0] if args else ''} is declared hermitian (or real) and "
                                "antihermitian, which only 0 is, yet not zero: SymPy would take it as non-zero")
     if f is sp.Lambda or f is sp.Derivative:  # before SymPy builds the body on their variables' facts
-        _variables_declare_nothing(f, args)
+        variables = args[0] if f is sp.Lambda and args and isinstance(args[0], (list, tuple, sp.Tuple)) else \
+            args[:1] if f is sp.Lambda else [v[0] if isinstance(v, (list, tuple, sp.Tuple)) else v for v in args[1:]]
+        why = declared_without_range(f, variables)
+        if why:
+            raise CertificateError(why)
     out = f(*args, **kwargs, evaluate=False) if issubclass(f, UNEVALUATED) else f(*args, **kwargs)
     if not issubclass(f, UNEVALUATED) and any(isinstance(a, sp.Basic) and not _trusted(a) for a in args):
         _not_evaluated_on_untrusted_facts(f, args, kwargs, out)
@@ -234,22 +239,6 @@ def _call(n: ast.Call) -> Any:
         if why:
             raise CertificateError(why)
     return out
-
-
-def _variables_declare_nothing(f: type, args: list) -> None:
-    """A λ's variables may carry no facts (t declared positive builds λt.|t| as λt.t, which SymPy then calls the
-    identity), and a derivative's may not be integers (n declared an integer builds sin(πn) as 0 before d/dn
-    is taken): as for Σ, Π, ∫, a binder's variable may be declared only what its range implies, and these have
-    none."""
-    if f is sp.Lambda:
-        names = args[0] if args and isinstance(args[0], (list, tuple, sp.Tuple)) else args[:1]
-        if any(isinstance(v, sp.Symbol) and any(k != "commutative" for k in v._assumptions_orig) for v in names):
-            raise CertificateError("a λ-variable is declared something: a λ's variable may carry no facts")
-    else:
-        names = [v[0] if isinstance(v, (list, tuple, sp.Tuple)) else v for v in args[1:]]
-        if any(isinstance(v, sp.Symbol) and v.is_integer for v in names):
-            raise CertificateError("a derivative in a variable declared an integer: a derivative needs a real "
-                                   "variable")
 
 
 # SymPy evaluates as it builds, on its assumption facts: |C(n, 3)| is built as −C(n, 3), Piecewise((1, C(n, 3) < 0),

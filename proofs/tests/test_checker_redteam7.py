@@ -80,3 +80,20 @@ def test_json_text_with_an_integer_past_pythons_digit_limit_is_a_verdict_not_a_t
 
     verdict = check('{"claim": ' + "9" * 5000 + "}")
     assert not verdict.proved and "not JSON" in verdict.line
+
+
+def test_a_denominator_shown_non_zero_by_an_assumption_makes_the_step_rest_on_it():
+    """The sign step cites no premise; x > 0, the claim's assumption, shows its denominator non-zero, so the verdict
+    lists the assumption; without it the step fails."""
+    from proofs.engine import Proof
+
+    x = sp.Symbol("x", real=True)
+    statement = sp.Le((x**2 - x) / x, x - 1, evaluate=False)
+    pf = Proof("demo", statement=statement)
+    pf.assume(sp.Gt(x, 0, evaluate=False), "x > 0")
+    pf.sign((x**2 - x) / x, "≤", x - 1)
+    d = pf.finish()
+    assert d.verified and "assumption x > 0" in d.verdict_line, d.verdict_line
+    pf = Proof("demo", statement=statement)
+    pf.sign((x**2 - x) / x, "≤", x - 1)
+    assert not pf.finish().verified
