@@ -20,21 +20,21 @@ the pattern cannot enforce.
 Trust base (what a "proved" verdict still rests on):
   1. this module's rules, as written here;
   2. SymPy: parsing of the certificate's ``srepr`` expressions (``proofs/srepr.py``: a whitelisted,
-     code-free parser; the tree read is the tree the theorem built), structural equality,
-     ``xreplace``/``replace``, the identity engine's simplifications (``proofs/identity.py``; never integrate), and
-     SymPy's assumption handlers only through one gate, ``identity.fact`` (every sign, zero, range or type fact a
-     rule or the engine takes as evidence; it answers only for an expression built wholly from whitelisted classes,
-     and the reader refuses a node SymPy builds on a fact outside them); the algebra is commutative (the reader
-     refuses a name declared noncommutative; matrices are MatrixSymbols, kept in order by MatMul);
+     code-free parser; every node must build as written, so SymPy evaluates nothing as a certificate is read),
+     structural equality, ``xreplace``/``replace``, the identity engine's simplifications (``proofs/identity.py``;
+     never integrate), and SymPy's assumption handlers only through one gate, ``identity.fact`` (every sign, zero,
+     range or type fact a rule or the engine takes as evidence; it answers only for an expression built wholly from
+     whitelisted classes); the algebra is commutative (the reader refuses a name declared noncommutative; matrices
+     are MatrixSymbols, kept in order by MatMul);
   3. the premises the verdict lists: definitions that are not conservative (their head is not fresh: it occurs
      in the statement, another premise, any expression of a cited certificate, a computation's conclusion or a
      linearity step's names), assumptions, cited theorems, and named computations, which
      no rule covers and which the checker takes as recorded;
-  4. that construction-time evaluation by SymPy in the theorem (x/x built as 1) is sound: no checker
-     can see an expression before it was built (the reader makes it exact: a Float is read as its Rational; it
-     refuses a Σ, Π or ∫ whose index is declared more than its range implies before anything is built on it, as
-     SymPy would evaluate on the declaration; a name that reads as a number; and, within one relation, two
-     different symbols of one name);
+  4. that construction-time evaluation by SymPy in the theorem (x/x built as 1) is sound: no checker can see an
+     expression before the theorem built it. What the checker reads is what the certificate's text shows: no Float
+     (the writer writes its Rational), no node SymPy would rebuild, no Σ, Π or ∫ whose index is declared more than
+     its range implies, no λ- or derivative variable declared anything, no name that reads as a number or may
+     print like another name, and, within one relation, no two different symbols of one name;
   4a. that a symbol ranges over finite values unless it is declared extended_*/infinite: the engine and the
      rules decide for finite values, so the engine proves nothing about such a symbol, it is never generalised
      over and ∞ is never an instance of a finite one (one rule: identity._may_be_infinite); order relations
@@ -61,7 +61,7 @@ import sympy as sp
 
 from proofs.identity import _canonical as _engine_canonical
 from proofs.identity import _WORKER, _may_be_infinite, _undefined_somewhere, cpu_seconds, identity  # one rule for what may be ∞
-from proofs.identity import fact, shown  # the one gate to SymPy's assumption facts
+from proofs.identity import fact, same_order_of_facts, shown  # the one gate to SymPy's assumption facts
 from proofs.srepr import UNEVALUATED, RESERVED, CertificateError, _declared, read, read_in, text, write  # noqa: F401
 
 FORMAT = "attention-proofs/certificate"
@@ -519,8 +519,9 @@ def _fresh(expr: Any) -> Any:
 
 # --------------------------------------------------------------------------- linearity
 
-def _linear(expr: Any, randoms: set, operator: Any) -> Any:
-    """Σ and E distributed over sums, constant factors pulled out; nothing else changes."""
+def _linear(expr: Any, randoms: set, operator: Any, pulled: set | None = None) -> Any:
+    """Σ and E distributed over sums, constant factors pulled out; nothing else changes. The names of the factors
+    pulled out of E as constants are added to ``pulled``."""
     def is_e(e):
         return operator is not None and isinstance(e, sp.core.function.AppliedUndef) and e.func == operator
 
@@ -535,6 +536,8 @@ def _linear(expr: Any, randoms: set, operator: Any) -> Any:
         const = [f for f in sp.Mul.make_args(body) if not varies(f)]
         if not const:
             return None
+        if wrap is operator and pulled is not None:
+            pulled.update(h for f in const for h in _heads(f))
         rest = sp.Mul(*(f for f in sp.Mul.make_args(body) if varies(f)))
         return sp.Mul(*const) * (1 if rest == 1 and wrap is operator else split(wrap(rest)))
 
@@ -708,8 +711,10 @@ class Verdict:
         if not self.proved:
             return _printable("failed: " + "; ".join(self.reasons))
         base = self.trust_base
+        # Each entry says what kind of trust it is, so that no reference or name can read as a check ("cited
+        # checked by the engine: …" is still a citation, "unchecked computation identity (…)" still Python).
         given = [prefix + what for kind, prefix in (("definition", "definition "), ("assumption", "assumption "),
-                                                    ("cited", ""), ("computation", "computation "))
+                                                    ("cited", "cited "), ("computation", "unchecked computation "))
                  for what in base.get(kind, [])]
         return _printable("proved" + (", given " + "; ".join(given) if given else ""))
 
@@ -774,6 +779,7 @@ def check(cert: Any) -> Verdict:
     def on_tick(signum, frame):
         raise _OutOfCpu()
 
+    same_order_of_facts()
     previous = signal.signal(signal.SIGVTALRM, on_tick)
     signal.setitimer(signal.ITIMER_VIRTUAL, CHECK_BUDGET_S, 0.25)  # fires again if something swallowed it
     try:
@@ -854,6 +860,7 @@ class _Replay:
         self.outcomes: list[StepOutcome] = []
         self.cited: list[Verdict] = []
         self.randoms: dict[str, frozenset] = {}  # id -> names a generalised step's ∀-symbols may not take (random)
+        self.operators: dict[Any, tuple[dict, dict]] = {}  # E -> (random name -> step, name pulled out of E -> step)
         self.unshown: dict[str, str] = {}  # definition id -> its head, declared something not shown of its body
 
     def _premises(self) -> None:
@@ -881,7 +888,8 @@ class _Replay:
             ref = str(p.get("reference") or "").strip()
             if kind == "cited" and not ref:
                 raise CertificateError(f"premise {pid}: a cited theorem needs a reference")
-            self.text[pid] = lambda rel=rel, ref=ref: (f"{ref}: " if ref else "") + sp.sstr(rel)  # printed if used, whole
+            every = f" (for all {', '.join(map(str, forall))})" if forall else ""  # printed if used, whole
+            self.text[pid] = lambda rel=rel, ref=ref, every=every: (f"{ref}: " if ref else "") + sp.sstr(rel) + every
             if kind == "definition":
                 head, unshown = _definition_head(rel, forall, pid)
                 if head in defined:
@@ -892,8 +900,8 @@ class _Replay:
                 note = f" ({head} declared {', '.join(unshown)}: not shown of its body)" if unshown else ""
                 if unshown:
                     self.unshown[pid] = head
-                self.text[pid] = None if head not in used and not unshown else lambda rel=rel, note=note: \
-                    sp.sstr(rel) + note
+                self.text[pid] = None if head not in used and not unshown else lambda rel=rel, note=note, every=every: \
+                    sp.sstr(rel) + every + note
             self.facts[pid], self.forall[pid], self.kind[pid] = rel, forall, kind
             self.hyps[pid] = frozenset({pid}) if kind == "hypothesis" else frozenset()
             self.deps[pid], self.cites[pid] = frozenset({pid}), frozenset()
@@ -1144,7 +1152,18 @@ class _Replay:
         _need(operator is None or isinstance(operator, sp.core.function.UndefinedFunction),
               "the expectation operator must be an undefined function")
         # Renamed again after distributing (fresh first: no capture): a sum pulled out of another is no longer nested.
-        a2, b2 = (_fubini(_canonical(_fresh(_linear(_canonical(x), randoms, operator)))) for x in (a, b))
+        pulled: set = set()
+        a2, b2 = (_fubini(_canonical(_fresh(_linear(_canonical(x), randoms, operator, pulled)))) for x in (a, b))
+        # One operator, one meaning of random: E(XY) = X·E(Y) (Y random) and E(X + 1) = E(X) + 1 (X random) each hold
+        # of some E, but not of one E, and the verdict would list both as if they could.
+        sid, random_in, constant_in = str(step["id"]), *self.operators.setdefault(operator, ({}, {}))
+        for names, mine, theirs, was, now in ((pulled, constant_in, random_in, "random", "a constant"),
+                                              ({str(r) for r in randoms}, random_in, constant_in, "a constant", "random")):
+            clash = sorted(n for n in names if n in theirs)
+            _need(operator is None or not clash, lambda: f"{', '.join(clash)} is {now} here but {was} in step "
+                  f"{theirs[clash[0]]}: one operator, one set of random symbols")
+            for n in names:
+                mine.setdefault(n, sid)
         ok, why = decide_identity(a2, b2)  # always: the engine also shows both sides defined
         _need(ok, "after distributing Σ/E: " + why)
         return "after distributing Σ/E: " + why

@@ -254,6 +254,9 @@ def main(argv=None) -> int:
     except ValueError as exc:
         print(f"attention-proofs: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `attention-proofs check F | head`: the reader left; no traceback, and none at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

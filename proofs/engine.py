@@ -9,7 +9,7 @@ certificate is a JSON string.
 Premises say what trust they ask for: a definition (conservative when its name is new), an
 assumption of the claim, a cited theorem (with its reference) or an induction hypothesis. A step no
 rule covers is a named computation (``Proof.holds``, or a label bound by ``equal(subject=...)``): the
-verdict then reads "proved, given computation NAME (file:function)".
+verdict then reads "proved, given unchecked computation NAME (file:function)".
 """
 from __future__ import annotations
 

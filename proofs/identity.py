@@ -74,6 +74,7 @@ import struct  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
+import sympy.core.random as sympy_random  # noqa: E402
 
 # Probes are evaluated with 40 significant digits; the two sides agree at a probe when they differ
 # by at most 1e-25 of the larger side (relative, so e^1000 (cosh² − sinh²) = e^1000 agrees while
@@ -135,6 +136,13 @@ def _nonempty(p: sp.Product) -> bool:
     """Every range of ``p`` is shown to hold a term (hi ≥ lo). SymPy's Product handlers ignore an empty range: they
     call Π_{k=1}^{n} 0 zero and a product of positive terms over 1..0 non-positive, where the empty product is 1."""
     return all(shown(hi - lo, "nonnegative") for _, lo, hi in p.limits)
+
+
+def same_order_of_facts() -> None:
+    """SymPy asks the facts a question needs in a random order (``sympy.core.random._assumptions_rng``, seeded from
+    the OS at start), so two handlers that contradict each other answer either way from run to run. Seeded before
+    every check and every identity, a certificate gets the same verdict in every fresh process."""
+    sympy_random._assumptions_rng.seed(0)
 
 
 def fact(e: Any, key: str) -> bool | None:
@@ -440,7 +448,11 @@ def _probe(lhs: list[sp.Expr], rhs: list[sp.Expr], probes: int, salt: bytes = b"
             where = ", ".join(f"{s}={v}" for s, v in list(point.items())[:6]) or "a constant"
             where += f" (random entries of {', '.join(indexed)})" if indexed else ""
             entry = f", entry {k}" if len(lhs) > 1 else ""
-            return (f"refuted at {where}{entry}: lhs {sp.N(a, 6)}, rhs {sp.N(b, 6)}", decided + 1,
+            for digits in (6, 15, 30):  # enough digits to show the two sides differ
+                shown = str(sp.N(a, digits)), str(sp.N(b, digits))
+                if shown[0] != shown[1]:
+                    break
+            return (f"refuted at {where}{entry}: lhs {shown[0]}, rhs {shown[1]}", decided + 1,
                     f"{decided + 1} of {tried} probes decided")
         decided += not undefined
     if decided == 0:
@@ -1258,6 +1270,7 @@ def _serve(conn) -> None:
             return
         try:
             lhs, rhs, probes, budget, want = pickle.loads(data)
+            same_order_of_facts()
             answer = _run(lhs, rhs, probes, budget) if _fingerprint((lhs, rhs)) == want else None
         except Exception:
             answer = None

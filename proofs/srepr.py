@@ -2,8 +2,10 @@
 
 Part of the checker's trust base (``proofs/checker.py`` reads every expression of a certificate through
 :func:`read`): a whitelisted parser that builds only SymPy classes from literals; a string is only the name
-of a Symbol, Dummy, Function, Str or Wild, or the digits of a Float. Relations and connectives are kept
-unevaluated; everything else is built as SymPy builds it, so the tree read is the tree the theorem built.
+of a Symbol, Dummy, Function or Str. Relations and connectives are kept unevaluated; everything else is built as
+SymPy builds it, and each node must come out as written (:func:`_as_written`): SymPy may not evaluate anything as a
+certificate is read (|t| as t, w − w as 0), so the tree read is the tree the text shows. A Float is refused: the
+writer writes the Rational it stands for.
 A Σ, Π or ∫ whose bound variable is declared anything its range does not imply is refused as it is read
 (:func:`_declared_against_range`, the engine's rule too): the writer reads back what it writes, so the builder
 refuses it as well.
@@ -23,7 +25,7 @@ from sympy.core.assumptions import _assume_defined
 from sympy.printing.repr import ReprPrinter
 
 # one rule for the reader, writer and engine
-from proofs.identity import _TRUSTED, _declared_against_range, _trusted, declared_without_range
+from proofs.identity import _declared_against_range, declared_without_range
 
 # Dummy indices the checker renames bound indices to (the first 10**6 canonical, the rest its fresh Dummies, one
 # each): a certificate may not hold one (read refuses it).
@@ -89,7 +91,7 @@ _CONSTANTS = {name: getattr(sp, name) for name in ("pi", "oo", "zoo", "nan", "E"
 # Relations and connectives are read as written (0 = 0 stays a relation); everything else is built
 # as SymPy builds it, so the tree read is the tree the theorem built (srepr's round trip).
 UNEVALUATED = (sp.core.relational.Relational, sp.And, sp.Or, sp.Not, sp.Equivalent, sp.Implies)
-_NAMED = ("Symbol", "Dummy", "Function", "Str", "Float")  # constructors whose first argument is a string
+_NAMED = ("Symbol", "Dummy", "Function", "Str")  # constructors whose first argument is a string
 
 
 # Python refuses to write an integer of more than sys.get_int_max_str_digits() digits as text (a ValueError from any
@@ -112,9 +114,8 @@ def _bounded(name: str, f: type, args: list, kwargs: dict) -> None:
     """Refuse what would build a name that impersonates a number or hides characters, or an integer
     over MAX_BITS (SymPy evaluates 3**30000000 or factorial(300000) as it builds them)."""
     if name in ("Symbol", "Dummy", "Function", "Str") and args and isinstance(args[0], str):
-        if any(unicodedata.category(c)[0] in "CZ" and c != " " or _ignorable(c) for c in args[0]) or \
-                (name not in ("Function", "Str") and (_numberlike(args[0]) or _numeral(args[0]))):
-            raise CertificateError(f"the name {args[0]!r} reads as a number or holds a control/invisible character")
+        if name not in ("Function", "Str") and (_numberlike(args[0]) or _numeral(args[0])):
+            raise CertificateError(f"the name {args[0]!r} reads as a number")
         if _confusable(args[0]):
             raise CertificateError(f"the name {args[0]!r} may print like another name: {_confusable(args[0])}")
     rationals = [a for a in args if isinstance(a, sp.Rational)]
@@ -127,35 +128,28 @@ def _bounded(name: str, f: type, args: list, kwargs: dict) -> None:
         raise CertificateError(f"{name} of an argument over 2^16 would be evaluated as it is read")
 
 
-# Unicode's Default_Ignorable_Code_Point ranges that are not format characters (Cf, refused above): they render as
-# nothing (U+034F COMBINING GRAPHEME JOINER, the Hangul fillers, variation selectors), so "a͏" would print as "a".
-_IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x3164, 0x3164),
-              (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
-
-
-def _ignorable(c: str) -> bool:
-    return any(lo <= ord(c) <= hi for lo, hi in _IGNORABLE)
-
-
-# Greek letters that print like Latin ones (Α, ο, ν, …): a name may mix Greek and Latin, but not through these.
+# The names' alphabet, a whitelist: printable ASCII; the Greek letters that look like no Latin one; combining accents
+# over a letter (x̂, x̄, x̃, ẋ); sub- and superscript digits, ᵀ and primes; a few operator signs that a name for an
+# expression uses (xᵀMx, P∘R, √n). Anything else (Cyrillic х, Latin ɑ, Roman ⅰ, the braille blank, fullwidth ｘ,
+# precomposed â beside a + ◌̂) could print like another name or like nothing.
 _GREEK_LIKE_LATIN = set("ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοϲϳνιυ")
+_NAME_CHARS = (set(map(chr, range(0x20, 0x7F))) |
+               {chr(c) for c in (*range(0x391, 0x3AA), *range(0x3B1, 0x3CA), 0x3D1, 0x3D5, 0x3F5)} - _GREEK_LIKE_LATIN |
+               set("\u0302\u0303\u0304\u0305\u0307\u0308\u20d7") |  # ◌̂ ◌̃ ◌̄ ◌̅ ◌̇ ◌̈ ◌⃗
+               set("⁰¹²³⁴⁵⁶⁷⁸⁹₀₁₂₃₄₅₆₇₈₉ᵀ′″") | set("∘√·∂∇⊙⊗×‖"))
 
 
 def _confusable(name: str) -> str:
-    """Why ``name`` could print like a different name ("" if it cannot): space at either end, a letter of a script
-    other than Latin and Greek (Cyrillic х is Latin x), a Greek letter that looks Latin, or a letter that NFKC
-    folds to an ASCII one (fullwidth ｘ, bold 𝐱; modifier letters and sub/superscripts such as ᵀ stay allowed)."""
+    """Why ``name`` could print like a different name ("" if it cannot): a space at either end, a character outside
+    the names' alphabet, an accent over no letter, or accents in another order than Unicode's (NFD) one."""
     if name != name.strip():
         return "space at an end"
-    for c in name:
-        if c.isascii() or not unicodedata.category(c).startswith("L"):
-            continue
-        uname = unicodedata.name(c, "")
-        if unicodedata.category(c) != "Lm" and unicodedata.normalize("NFKC", c).isascii():
-            return f"{uname} folds to {unicodedata.normalize('NFKC', c)!r}"
-        if not uname.startswith(("LATIN", "GREEK", "MODIFIER LETTER")) or c in _GREEK_LIKE_LATIN:
-            return f"{uname} looks like a letter of another script"
-    return ""
+    for i, c in enumerate(name):
+        if c not in _NAME_CHARS:
+            return f"{unicodedata.name(c, hex(ord(c)))} is outside the names' alphabet (ASCII, Greek, accents, ᵀ, ², ₁)"
+        if unicodedata.combining(c) and (i == 0 or not name[i - 1].isalpha() and not unicodedata.combining(name[i - 1])):
+            return "an accent over no letter"
+    return "" if unicodedata.normalize("NFD", name) == name else "accents written in another order than NFD's"
 
 
 # A binder whose index is declared something its range does not imply (k positive over −5..3) is refused as it is
@@ -200,26 +194,17 @@ _SOURCE = [b""]
 def _call(n: ast.Call) -> Any:
     """A SymPy constructor's call, built after the checks on its arguments."""
     f = _CALLABLE[n.func.id]
+    if f is sp.Float:
+        # The writer writes a Float as the Rational it stands for; a Float's text (its digits at a precision) would be
+        # read as a binary number ("0.1" at precision 4 is 13/128) that the text does not show.
+        raise CertificateError("a Float: a certificate writes a number as the Integer or Rational it is")
     args = [_node(a) for a in n.args]
     kwargs = {k.arg: _node(k.value) for k in n.keywords}
     if any(isinstance(a, str) for a in args[1:] + list(kwargs.values())) or \
             (args and isinstance(args[0], str) and n.func.id not in _NAMED):
         # SymPy would parse (run) a string anywhere else: sin("...") evaluates Python code
-        raise CertificateError(f"a string is only a name or a Float's digits, not an argument of {n.func.id}")
+        raise CertificateError(f"a string is only a name, not an argument of {n.func.id}")
     _bounded(n.func.id, f, args, kwargs)
-    if f is sp.Float:  # exact: the Rational the Float stands for (SymPy would round arithmetic on it)
-        digits = re.fullmatch(r"\s*[+-]?[\d_]*\.?[\d_]*(?:[eE]([+-]?\d+))?\s*", str(args[0])) if args else None
-        if args and isinstance(args[0], str) and (not digits or len(args[0]) > 10_000 or
-                                                  abs(int(digits.group(1) or 0)) > MAX_BITS // 3):
-            raise CertificateError(f"a Float's digits must be a decimal of at most 10^4 characters and exponent "
-                                   f"±{MAX_BITS // 3}, before SymPy builds it: {args[0][:40]!r}")
-        if any(isinstance(a, int) and abs(a) > 10_000 for a in args[1:]) or \
-                any(isinstance(a, int) and abs(a) > 10_000 for a in kwargs.values()):
-            raise CertificateError("a Float's precision must be at most 10^4")
-        value = sp.Float(*args, **kwargs)
-        if not value.is_finite or abs(value._mpf_[2]) + value._mpf_[3] > MAX_BITS:
-            raise CertificateError(f"a Float outside ±2^{MAX_BITS} or not finite: {value}")
-        return sp.Rational(value)
     if f in (sp.Symbol, sp.Dummy, sp.Function, sp.IndexedBase) and _only_zero(
             {**(args[0].assumptions0 if f is sp.IndexedBase and args and isinstance(args[0], sp.Symbol) else {}),
              **kwargs}):
@@ -232,8 +217,12 @@ def _call(n: ast.Call) -> Any:
         if why:
             raise CertificateError(why)
     out = f(*args, **kwargs, evaluate=False) if issubclass(f, UNEVALUATED) else f(*args, **kwargs)
-    if not issubclass(f, UNEVALUATED) and any(isinstance(a, sp.Basic) and not _trusted(a) for a in args):
-        _not_evaluated_on_untrusted_facts(f, args, kwargs, out)
+    if isinstance(out, sp.Rational) and _bits(out) > _STR_BITS:
+        raise CertificateError(_too_long())  # before any message prints it
+    why = _as_written(f, args, out)
+    if why:
+        raise CertificateError(f"SymPy builds {n.func.id}({', '.join(map(sp.sstr, args))[:100]}) as {sp.sstr(out)[:60]}: "
+                               f"{why}; a certificate holds the tree as SymPy built it")
     if isinstance(out, _BINDERS):  # before any enclosing node is built on SymPy's reading of its assumptions
         why = _declared_against_range(out)
         if why:
@@ -241,31 +230,27 @@ def _call(n: ast.Call) -> Any:
     return out
 
 
-# SymPy evaluates as it builds, on its assumption facts: |C(n, 3)| is built as −C(n, 3), Piecewise((1, C(n, 3) < 0),
-# (0, True)) as 1, since binomial's handler calls C(n, 3) negative. Facts of functions outside the gate's whitelist
-# (identity.fact) are no evidence there either: a node is built again with each such subterm of its arguments put as
-# a bare symbol, and must come out the same (x·sin x·sin x is x·sin²x either way; |C(n, 3)| is not −C(n, 3)).
-_STRIPPED: dict = {}  # subterm -> what it is with each untrusted subterm a bare Dummy (one per subterm)
-
-
-def _strip(e: Any) -> Any:
-    if not isinstance(e, sp.Basic) or _trusted(e) or not e.args and not isinstance(e, sp.Expr):
-        return e
-    if e not in _STRIPPED:
-        _STRIPPED[e] = sp.Dummy() if isinstance(e, sp.Expr) and not isinstance(e, _TRUSTED) else \
-            e.func(*map(_strip, e.args), evaluate=False) if isinstance(e, UNEVALUATED) else e.func(*map(_strip, e.args))
-    return _STRIPPED[e]
-
-
-def _not_evaluated_on_untrusted_facts(f: type, args: list, kwargs: dict, out: Any) -> None:
-    try:  # the node itself is compared by its class and stripped arguments (a Piecewise stays a Piecewise)
-        bare = f(*map(_strip, args), **kwargs)
-        same = bare == (out.func(*map(_strip, out.args)) if isinstance(out, sp.Basic) and out.args else out)
-    except Exception:
-        same = False
-    if not same:
-        raise CertificateError(f"SymPy builds {f.__name__}({', '.join(map(sp.sstr, args))[:100]}) as {sp.sstr(out)[:60]} "
-                               "on a fact of a function whose assumption handlers are not trusted (identity.fact)")
+# SymPy evaluates as it builds, on facts and by its own rules: |t| is built as t for t declared positive, w − w as 0
+# for an infinite w, sin(πn) as 0 for an integer n, x·x⁻¹ as 1 for an x that may be 0. A certificate's text is what
+# the writer wrote, srepr of a tree already built, so each node reads back as itself: one that does not is refused,
+# and no rule ever sees an expression other than the one the text shows.
+def _as_written(f: type, args: list, out: Any) -> str:
+    """Why ``out``, built by ``f(*args)``, is not the node written ("" when it is)."""
+    if not isinstance(out, sp.Basic) or isinstance(out, sp.MatrixBase) or not args:
+        return ""  # a function's head, a constant, or a matrix literal (its entries are nodes, each checked as written)
+    if not isinstance(out, f):
+        return f"a {type(out).__name__}, not the {f.__name__} written"
+    if out.is_Atom:
+        return ""  # a name or a number of the class written
+    want = [sp.Tuple(*a) if isinstance(a, (list, tuple)) else sp.sympify(a) for a in args]
+    if f in (sp.Add, sp.Mul):  # the arguments in any order, its numbers combined (srepr writes −½x as −1·½·x)
+        combine = sp.Add if f is sp.Add else sp.Mul
+        split = [[a for a in args_ if a.is_Number] for args_ in (want, out.args)]
+        rest = [sorted((a for a in args_ if not a.is_Number), key=sp.default_sort_key) for args_ in (want, out.args)]
+        same = rest[0] == rest[1] and combine(*split[0]) == combine(*split[1])
+    else:
+        same = tuple(out.args) == tuple(want)
+    return "" if same else "its arguments are not the ones written"
 
 
 def _only_zero(facts: dict) -> bool:
@@ -283,11 +268,10 @@ def _only_zero(facts: dict) -> bool:
 @lru_cache(maxsize=None)
 def read(text: str) -> Any:
     """The SymPy object a ``srepr`` string writes (no code is run: only SymPy constructors and literals,
-    and a string only as the name of a Symbol, Dummy, Function or Str, or the digits of a Float)."""
+    and a string only as the name of a Symbol, Dummy, Function or Str)."""
     if not isinstance(text, str):
         raise CertificateError(f"an expression must be an srepr string, got {type(text).__name__}")
     try:
-        _STRIPPED.clear()
         _SOURCE[0] = text.encode()
         out = _node(ast.parse(text, mode="eval").body)
     except SyntaxError as exc:

@@ -35,7 +35,7 @@ def test_a_custom_callable_is_a_named_computation_never_plain_proved():
     pf = _proof(FALSE)
     pf.holds("trust me", "x = x + 1", x, x + 1, lambda: True)
     line = pf.finish().verdict_line
-    assert line.startswith("proved, given computation <lambda>") and "test_checker.py" in line
+    assert line.startswith("proved, given unchecked computation <lambda>") and "test_checker.py" in line
 
 
 def test_a_check_returning_a_truthy_tuple_is_not_a_pass():

@@ -123,9 +123,8 @@ def test_check_never_raises_on_a_huge_integer_claim():
 
 
 def test_an_integer_past_the_text_limit_is_refused_with_a_clear_message():
-    for text in ("Pow(Integer(2), Integer(20000))", "Float('0.1', 10000)"):
-        with pytest.raises(checker.CertificateError, match="int-to-text limit"):
-            checker.read(text)
+    with pytest.raises(checker.CertificateError, match="int-to-text limit"):
+        checker.read("Pow(Integer(2), Integer(20000))")
     with pytest.raises(checker.CertificateError, match="int-to-text limit"):
         write(sp.Integer(2)**20000 - 1)
 

@@ -39,7 +39,7 @@ def test_gamma_lemma_is_two_inductions_citing_only_the_triangle_inequality():
     assert d.computations == []
     assert _cited(d) == ["triangle inequality"]
     assert sum(s.rule == "induction" and s.passed for s in d.steps) == 2
-    assert d.trust_base["assumption"] == ["Abs(delta[j, k]) <= u", "n*u < 1"]
+    assert d.trust_base["assumption"] == ["Abs(delta[j, k]) <= u (for all j, k)", "n*u < 1"]
 
 
 def test_dot_product_cites_the_gamma_lemma_and_is_an_induction_on_the_terms():

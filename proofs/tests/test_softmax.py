@@ -57,7 +57,7 @@ def test_the_jacobian_instance_for_given_n_rests_on_rules_alone():
     assert d.verified and d.computations == []
     # It cites the general theorem (whose weights' definition the verdict names) and instantiates its formula.
     assert [s.rule for s in d.checked_steps] == ["theorem softmax-jacobian", "identity"]
-    assert d.trust_base["definition"] == ["Eq(a[x], exp(z[x])/Sum(exp(z[k]), (k, 1, n)))"]
+    assert d.trust_base["definition"] == ["Eq(a[x], exp(z[x])/Sum(exp(z[k]), (k, 1, n))) (for all x)"]
 
 
 def test_the_general_jacobian_assumes_j_in_range():

@@ -101,7 +101,7 @@ def test_a_subject_is_connected_by_a_definition_the_checker_rewrites_not_by_a_la
     pf.equal("computation", "Var computed", sp.Integer(1) + 1, 2)  # establishes 2 = 2, not Var(x) = 2
     assert not pf.finish(None).verified
     pf.equal("computation", "Var computed", sp.Integer(1) + 1, 2, subject=V(x))  # a label: a named computation
-    assert "given computation equal(subject)" in pf.finish(None).verdict_line
+    assert "given unchecked computation equal(subject)" in pf.finish(None).verdict_line
     pf = Proof("demo", statement=sp.Eq(V(x), 2, evaluate=False))
     d = pf.define(V(x), sp.Integer(1) + 1, "Var(x) := 1 + 1")
     pf.rewrite(V(x), 2, [d])

@@ -41,7 +41,7 @@ def test_trust_base_and_verdict_line_name_what_the_proof_rests_on():
     o2 = pf2.sign(t, "≤", t + 1)
     pf2.chain([b2, o2], 0, "≤", t + 1)
     d2 = pf2.finish(None)
-    assert d2.verdict_line == "proved, given Chebyshev's inequality: 0 <= t"  # a citation shows what it states
+    assert d2.verdict_line == "proved, given cited Chebyshev's inequality: 0 <= t"  # a citation shows what it states
     assert d2.trust_base == {"cited": ["Chebyshev's inequality: 0 <= t"]}
     assert "trusted, not checked" in d2.to_text() and "Chebyshev's inequality" in d2.to_markdown()
     del chained
@@ -64,7 +64,7 @@ def test_cited_theorems_where_the_mathematics_needs_them():
     assert "Chebyshev" in lines["scale-trap-limits"] and "central limit theorem" in lines["scale-trap-limits"]
     assert "Gershgorin" in lines["softmax-jacobian-spectrum"]
     # the normal fourth moment is an assumption of the claim (it was Isserlis, cited, before the port)
-    assert "assumption Eq(E(x[p]**4), 3)" in lines["self-attention-score-moments"]
+    assert "assumption Eq(E(x[p]**4), 3) (for all p)" in lines["self-attention-score-moments"]
     # Bienaymé is proved by induction: the one citation is the recursion that defines a finite sum.
     assert "Bienaymé" not in lines["dot-product-variance"]
     assert [c.rsplit(": ", 1)[0] for c in derived("dot-product-variance").trust_base["cited"]] == [
