@@ -81,7 +81,9 @@ RULES = {
                  "checker builds P(n₀), P(k − 1) and P(k) from P itself",
     "linearity": "Σ (finite ranges) and a declared expectation E distribute over sums and pull out factors free of the "
                  "index (Σ) or of the declared random symbols (E, listed in the verdict as an assumption); indices of "
-                 "one same range are taken in a canonical order (finite sums commute); then `identity`",
+                 "one same range are taken in a canonical order (finite sums commute); then `identity`; if that "
+                 "fails, again with a Σ over independent ranges nested so that a factor varying in one index leaves "
+                 "the sums over the others (finite sums commute)",
     "enumeration": "P(v) for each v = lo..hi (at most 4096 instances; each v occurring in P), each instance decided "
                    "by the rules only: an equation as `identity`, an order relation as `sign` (no premise), a "
                    "conjunction conjunct by conjunct, anything else refused; the conclusion is the explicit "
@@ -519,9 +521,10 @@ def _fresh(expr: Any) -> Any:
 
 # --------------------------------------------------------------------------- linearity
 
-def _linear(expr: Any, randoms: set, operator: Any, pulled: set | None = None) -> Any:
+def _linear(expr: Any, randoms: set, operator: Any, pulled: set | None = None, nest: bool = False) -> Any:
     """Σ and E distributed over sums, constant factors pulled out; nothing else changes. The names of the factors
-    pulled out of E as constants are added to ``pulled``."""
+    pulled out of E as constants are added to ``pulled``. ``nest``: a factor that varies in one index of a Σ over
+    several leaves the sums over the others (:func:`_nest`)."""
     def is_e(e):
         return operator is not None and isinstance(e, sp.core.function.AppliedUndef) and e.func == operator
 
@@ -545,6 +548,9 @@ def _linear(expr: Any, randoms: set, operator: Any, pulled: set | None = None) -
         if isinstance(node, sp.Sum) and not any(b.has(sp.oo, -sp.oo, sp.zoo) for lim in node.limits for b in lim[1:]):
             bound = {lim[0] for lim in node.limits}  # a finite sum only: splitting an infinite one may give ∞ − ∞
             out = pull(sp.expand(node.function), lambda t: sp.Sum(t, *node.limits), lambda f: f.free_symbols & bound)
+            if out is None and nest:  # no factor free of every index: one free of all but one leaves the others'
+                nested = _nest(node)
+                return node if nested is None else split(nested)
             return node if out is None else out
         if is_e(node) and len(node.args) == 1:
             body = sp.expand(node.args[0])
@@ -564,6 +570,21 @@ def _linear(expr: Any, randoms: set, operator: Any, pulled: set | None = None) -
             return new
         expr = new
     return expr
+
+
+def _nest(s: Any) -> Any:
+    """Σ_{v, w} f(v) g(v, w) as Σ_v f(v) Σ_w g(v, w), for the first index v that some factor alone depends on: finite
+    sums over ranges that do not depend on each other's indices commute (None when no index is such)."""
+    bound = {lim[0] for lim in s.limits}
+    if len(s.limits) < 2 or any(b.has(*bound) for lim in s.limits for b in lim[1:]):
+        return None
+    factors = sp.Mul.make_args(sp.expand(s.function))
+    for v, lo, hi in s.limits:
+        own = [f for f in factors if f.free_symbols & bound == {v}]
+        if own and len(own) < len(factors):
+            rest = [lim for lim in s.limits if lim[0] != v]
+            return sp.Sum(sp.Mul(*own) * sp.Sum(sp.Mul(*(f for f in factors if f not in own)), *rest), (v, lo, hi))
+    return None
 
 
 def _fubini(expr: Any) -> Any:
@@ -1154,6 +1175,12 @@ class _Replay:
         # Renamed again after distributing (fresh first: no capture): a sum pulled out of another is no longer nested.
         pulled: set = set()
         a2, b2 = (_fubini(_canonical(_fresh(_linear(_canonical(x), randoms, operator, pulled)))) for x in (a, b))
+        ok, why = decide_identity(a2, b2)  # always: the engine also shows both sides defined
+        if not ok:  # Σ_{v,w} f(v) g(v, w) as Σ_v f(v) Σ_w g(v, w): the same sums, nested the other way
+            nested = tuple(_fubini(_canonical(_fresh(_linear(_canonical(x), randoms, operator, pulled, nest=True))))
+                           for x in (a, b))
+            if nested != (a2, b2):
+                ok, why = decide_identity(*nested)
         # One operator, one meaning of random: E(XY) = X·E(Y) (Y random) and E(X + 1) = E(X) + 1 (X random) each hold
         # of some E, but not of one E, and the verdict would list both as if they could.
         sid, random_in, constant_in = str(step["id"]), *self.operators.setdefault(operator, ({}, {}))
@@ -1164,7 +1191,6 @@ class _Replay:
                   f"{theirs[clash[0]]}: one operator, one set of random symbols")
             for n in names:
                 mine.setdefault(n, sid)
-        ok, why = decide_identity(a2, b2)  # always: the engine also shows both sides defined
         _need(ok, "after distributing Σ/E: " + why)
         return "after distributing Σ/E: " + why
 

@@ -10,9 +10,10 @@ from proofs.theorems.backward import attention_backward, backward_identities, ds
 def test_backward_is_proved_with_the_softmax_layer_by_rules():
     d = attention_backward()
     assert d.verified, d.reasons
-    # What is left to named computations: the linear layers and D from dO, by index-sum reductions.
-    assert sorted(c.split(" ")[0] for c in d.computations) == sorted(
-        ["dv_by_index_sums", "dp_by_index_sums", "d_from_do_by_index_sums", "dq_by_index_sums", "dk_by_index_sums"])
+    # What is left to a named computation: D from dO and O, by an index-sum reduction. The linear layers are rules.
+    assert [c.split(" ")[0] for c in d.computations] == ["d_from_do_by_index_sums"]
+    assert {s.description for s in d.checked_steps if s.rule == "rewrite" and s.passed} >= {
+        "dV = Pᵀ dO, any sizes", "dP = dO Vᵀ, any sizes", "dQ = scale·dS K, any sizes", "dK = scale·dSᵀ Q, any sizes"}
     assert any(s.rule == "rewrite" and s.passed and s.description.startswith("dS_ab = Σ_k dP_ak ∂P_ak/∂S_ab")
                for s in d.checked_steps)
     assert d.result.rule == ds_entry(nb.P, nb.dP, nb.A_IDX, nb.B_IDX, nb.N_K)
@@ -78,3 +79,30 @@ def test_row_correction_is_a_row_sum():
 def test_bad_sizes_are_value_errors_naming_the_argument(kw, name):
     with pytest.raises(ValueError, match=rf"^{name} "):
         backward_identities(**kw)
+
+
+def test_a_wrong_linear_layer_gradient_is_refused():
+    # dV with P's indices swapped (P dO, not Pᵀ dO): the rules reach Σ_i P_{i a} dO_{i b}, and the last sift refuses it.
+    from proofs.engine import Proof
+    from proofs.theorems.backward import _d, _gradient, _loss
+    (av, bv), i, k, c = nb.ENTRY["V"], nb.I_IDX, nb.K_IDX, nb.C_IDX
+    P, dO = nb.P, nb.dO
+    wrong = sp.Eq(nb.dV[av, bv], sp.Sum(P[av, i] * dO[i, bv], (i, 1, nb.N_Q)), evaluate=False)
+    pf = Proof("t-backward-wrong-dv", statement=wrong)
+    _gradient(pf, wrong, _loss, nb.V, (nb.N_Q, nb.N_K, nb.D_V),
+              lambda g, h: sp.Sum(_d(bv, c) * sp.Sum(dO[i, c] * sp.Sum(_d(av, k) * P[i, k], (k, 1, av + g)),
+                                                      (i, 1, nb.N_Q)), (c, 1, bv + h)),
+              lambda g, h: [(sp.Sum(_d(av, k) * P[i, k], (k, 1, av + g)), P[i, av], [i]),
+                            (sp.Sum(_d(bv, c) * sp.Sum(dO[i, c] * P[i, av], (i, 1, nb.N_Q)), (c, 1, bv + h)),
+                             wrong.rhs, [])], "a transposed dV")
+    d = pf.finish()
+    assert not d.verified and any("refuted" in s.detail or "does not simplify" in s.detail for s in d.failed_steps)
+
+
+def test_linearity_nests_a_sum_only_over_ranges_independent_of_each_other():
+    from proofs.checker import _nest
+    i, c, n, m = nb.I_IDX, nb.C_IDX, nb.N_Q, nb.N_K
+    f, g = sp.Function("f"), sp.Function("g")
+    assert _nest(sp.Sum(f(c) * g(i, c), (c, 1, n), (i, 1, m))) == sp.Sum(f(c) * sp.Sum(g(i, c), (i, 1, m)), (c, 1, n))
+    assert _nest(sp.Sum(f(c) * g(i, c), (i, 1, c), (c, 1, n))) is None  # i's range depends on c: no swapping
+    assert _nest(sp.Sum(g(i, c), (c, 1, n), (i, 1, m))) is None  # no factor depends on one index alone

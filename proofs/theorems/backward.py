@@ -4,8 +4,10 @@ The claim is stated in index form over symbolic sizes (``proofs.notation_backwar
 layer, the one whose correctness depends on the number of keys N_k, is proved by rule applications
 for any N_k: the pullback of dP through a row's softmax, differentiated from the softmax's definition,
 equals the dS rule under test (a definition premise), and that rule equals P ∘ (dP − D). The four
-linear layers and the two forms of D are still established by named computations (index-sum
-reductions, ``proofs.index_sums``): no checker rule reorders nested sums or sifts a δ inside a binder.
+linear layers are proved by rules for any sizes too: each gradient is defined as the derivative of its
+functional, differentiated, and its δ factors sifted. D from dO and O is still a named computation (an
+index-sum reduction, ``proofs.index_sums``): it needs dP's entry under a sum over keys, and no checker rule
+sifts a δ whose index is bound by that sum.
 
 Forward: S = scale·QKᵀ, P = softmax(S) row-wise, O = PV. With the upstream gradient
 dO = ∂L/∂O, the gradients FlashAttention's backward kernel computes are
@@ -85,59 +87,53 @@ def backward_identities(n_q: int = 2, n_k: int = 3, d: int = 2, d_v: int = 2) ->
                   D_from_dP=row_correction(P, dP), dS=dS, dQ=SCALE * dS * K, dK=SCALE * dS.T * Q)
 
 
-# ---------------------------------------------------------------- legacy computations (named in the verdict)
-_i, _j, _c = sp.symbols("i_1 j_1 c_1", integer=True, positive=True)
+# ---------------------------------------------------------------- the linear layers, by rules
+_d = sp.KroneckerDelta
 
 
-def _loss():
+def _loss(n_q, n_k, d_v):
     """L = Σ_ic dO_ic O_ic with O = PV written out: the linear functional whose gradient in O is dO."""
-    P, V, dO = nb.P, nb.V, nb.dO
-    return sp.Sum(dO[_i, _c] * sp.Sum(P[_i, _j] * V[_j, _c], (_j, 1, nb.N_K)), (_i, 1, nb.N_Q), (_c, 1, nb.D_V))
+    i, k, c = nb.I_IDX, nb.K_IDX, nb.C_IDX
+    return sp.Sum(nb.dO[i, c] * sp.Sum(nb.P[i, k] * nb.V[k, c], (k, 1, n_k)), (c, 1, d_v), (i, 1, n_q))
 
 
-def _score_functional():
-    """Σ_ij dS_ij S_ij with S = scale·QKᵀ written out: the pullback through S of the upstream dS."""
-    Q, K, dS = nb.Q, nb.K, nb.dS
-    return sp.Sum(dS[_i, _j] * nb.SCALE * sp.Sum(Q[_i, _c] * K[_j, _c], (_c, 1, nb.D_HEAD)),
-                  (_i, 1, nb.N_Q), (_j, 1, nb.N_K))
+def _score_functional(n_q, n_k, d):
+    """Σ_ik dS_ik S_ik with S = scale·QKᵀ written out: the pullback through S of the upstream dS."""
+    i, k, c = nb.I_IDX, nb.K_IDX, nb.C_IDX
+    return sp.Sum(nb.dS[i, k] * nb.SCALE * sp.Sum(nb.Q[i, c] * nb.K[k, c], (c, 1, d)), (i, 1, n_q), (k, 1, n_k))
 
 
-_gap_a, _gap_b = sp.symbols("r_a r_b", integer=True, nonnegative=True)
-
-
-def _entry(lhs, rhs, rows, cols):
-    """index_sums.same on an entry (a, b) of a rows × cols gradient: rows = a + r_a, cols = b + r_b puts the
-    entry in range, which is what lets a δ sift onto a and b."""
-    at = {rows: nb.A_IDX + _gap_a, cols: nb.B_IDX + _gap_b}
-    return index_sums.same(sp.sympify(lhs).subs(at), sp.sympify(rhs).subs(at))
-
-
-def dv_by_index_sums():
-    """∂L/∂V_ab reduced by index_sums equals the stated (Pᵀ dO)_ab, (a, b) in N_k × d_v."""
-    return _entry(sp.diff(_loss(), nb.V[nb.A_IDX, nb.B_IDX]), nb.conjuncts()[0].rhs, nb.N_K, nb.D_V)
-
-
-def dp_by_index_sums():
-    """∂L/∂P_ab (P as this layer's input) reduced by index_sums equals the stated (dO Vᵀ)_ab, (a, b) in N_q × N_k."""
-    return _entry(sp.diff(_loss(), nb.P[nb.A_IDX, nb.B_IDX]), nb.conjuncts()[1].rhs, nb.N_Q, nb.N_K)
+def _gradient(pf: Proof, conjunct, functional, wrt, sizes, nested, sifts, what: str) -> None:
+    """A linear layer's gradient entry by rules: the gradient defined as ∂functional/∂wrt entrywise; its entry in
+    range (each size written entry + gap, gap ≥ 0); differentiated (∂X_jc/∂X_ab = δ_ja δ_cb); the δ factors brought
+    out of the sums they do not vary in (``nested``, linearity); each δ sifted (``sifts``: (lhs, rhs, ∀-symbols))."""
+    x, y = sp.symbols("x y", integer=True, positive=True)
+    head, (a, b) = conjunct.lhs.base, conjunct.lhs.indices
+    gaps = [sp.Symbol(f"r_{index}", integer=True, nonnegative=True) for index in (a, b)]
+    general = functional(*sizes)
+    definition = pf.define(head[x, y], sp.Derivative(general, wrt[x, y]), f"{what}: the gradient, entrywise",
+                           forall=[x, y])
+    ranges = {nb.dV: (nb.N_K, nb.D_V), nb.dP: (nb.N_Q, nb.N_K), nb.dQ: (nb.N_Q, nb.D_HEAD), nb.dK: (nb.N_K, nb.D_HEAD)}
+    at = {size: index + gap for size, index, gap in zip(ranges[head], (a, b), gaps)}  # N_k = a + r_a, …
+    in_range = [pf.assume(sp.Eq(size, at[size], evaluate=False), f"1 ≤ {index} ≤ {size}: the entry is in range")
+                for size, index in zip(at, (a, b))]
+    derivative = sp.Derivative(functional(*(at.get(n, n) for n in sizes)), wrt[a, b])
+    differentiated = pf.identity(derivative, derivative.doit(), "differentiate: ∂X_jc/∂X_ab = δ_ja δ_cb")
+    split = pf.linearity(derivative.doit(), nested(*gaps), "each δ leaves the sums it does not vary in")
+    sifted = []
+    for lhs, rhs, over in sifts(*gaps):
+        step = pf.identity(lhs, rhs, "sifting a δ over an index in range")
+        sifted.append(pf.generalisation(step, over) if over else step)
+    pf.rewrite(conjunct.lhs, conjunct.rhs, [definition, *in_range, differentiated, split, *sifted], what)
 
 
 def d_from_do_by_index_sums():
     """Σ_k P_ak (dO Vᵀ)_ak = Σ_c dO_ac (PV)_ac: the stated D with dP = dO Vᵀ and O = PV written out."""
     a, k, c = nb.A_IDX, nb.K_IDX, nb.C_IDX
-    from_dp = sp.Sum(nb.P[a, k] * sp.Sum(nb.dO[a, _c] * nb.V[k, _c], (_c, 1, nb.D_V)), (k, 1, nb.N_K))
-    from_do = sp.Sum(nb.dO[a, c] * sp.Sum(nb.P[a, _j] * nb.V[_j, c], (_j, 1, nb.N_K)), (c, 1, nb.D_V))
+    j, e = sp.symbols("j_1 c_1", integer=True, positive=True)
+    from_dp = sp.Sum(nb.P[a, k] * sp.Sum(nb.dO[a, e] * nb.V[k, e], (e, 1, nb.D_V)), (k, 1, nb.N_K))
+    from_do = sp.Sum(nb.dO[a, c] * sp.Sum(nb.P[a, j] * nb.V[j, c], (j, 1, nb.N_K)), (c, 1, nb.D_V))
     return index_sums.same(from_dp, from_do)
-
-
-def dq_by_index_sums():
-    """∂/∂Q_ab Σ dS ∘ S reduced by index_sums equals the stated scale·(dS K)_ab, (a, b) in N_q × d."""
-    return _entry(sp.diff(_score_functional(), nb.Q[nb.A_IDX, nb.B_IDX]), nb.conjuncts()[6].rhs, nb.N_Q, nb.D_HEAD)
-
-
-def dk_by_index_sums():
-    """∂/∂K_ab Σ dS ∘ S reduced by index_sums equals the stated scale·(dSᵀ Q)_ab, (a, b) in N_k × d."""
-    return _entry(sp.diff(_score_functional(), nb.K[nb.A_IDX, nb.B_IDX]), nb.conjuncts()[7].rhs, nb.N_K, nb.D_HEAD)
 
 
 # ---------------------------------------------------------------- the derivation
@@ -178,7 +174,31 @@ def attention_backward(rule: DsRule | None = None) -> Derivation:
     pf.rewrite(ds_closed.lhs, ds_closed.rhs, layer, "the rule under test is P_ab (dP_ab − D_a), any N_k")
     pf.rewrite(d_from_dp.lhs, d_from_dp.rhs, [correction], "D by its definition")
 
-    for conjunct, check in ((dv, dv_by_index_sums), (dp, dp_by_index_sums), (d_from_do, d_from_do_by_index_sums),
-                            (dq, dq_by_index_sums), (dk, dk_by_index_sums)):
-        pf.computation(conjunct, check, check.__doc__.strip(), name=check.__name__)
+    i, c, P, V, dO, Q, K, dS_ = nb.I_IDX, nb.C_IDX, nb.P, nb.V, nb.dO, nb.Q, nb.K, nb.dS
+    loss_sizes, score_sizes = (nb.N_Q, nb.N_K, nb.D_V), (nb.N_Q, nb.N_K, nb.D_HEAD)
+    (av, bv), (ap, bp), (aq, bq), (ak, bk) = (nb.ENTRY[n] for n in ("V", "P", "Q", "K"))
+    _gradient(pf, dv, _loss, V, loss_sizes,
+              lambda g, h: sp.Sum(_d(bv, c) * sp.Sum(dO[i, c] * sp.Sum(_d(av, k) * P[i, k], (k, 1, av + g)),
+                                                      (i, 1, nb.N_Q)), (c, 1, bv + h)),
+              lambda g, h: [(sp.Sum(_d(av, k) * P[i, k], (k, 1, av + g)), P[i, av], [i]),
+                            (sp.Sum(_d(bv, c) * sp.Sum(dO[i, c] * P[i, av], (i, 1, nb.N_Q)), (c, 1, bv + h)),
+                             dv.rhs, [])], "dV = Pᵀ dO, any sizes")
+    _gradient(pf, dp, _loss, P, loss_sizes,
+              lambda g, h: sp.Sum(sp.Sum(_d(bp, k) * V[k, c], (k, 1, bp + h)) *
+                                  sp.Sum(_d(ap, i) * dO[i, c], (i, 1, ap + g)), (c, 1, nb.D_V)),
+              lambda g, h: [(sp.Sum(_d(bp, k) * V[k, c], (k, 1, bp + h)), V[bp, c], [c]),
+                            (sp.Sum(_d(ap, i) * dO[i, c], (i, 1, ap + g)), dO[ap, c], [c])], "dP = dO Vᵀ, any sizes")
+    _gradient(pf, dq, _score_functional, Q, score_sizes,
+              lambda g, h: nb.SCALE * sp.Sum(_d(aq, i) * sp.Sum(dS_[i, k] * sp.Sum(_d(bq, c) * K[k, c], (c, 1, bq + h)),
+                                                                 (k, 1, nb.N_K)), (i, 1, aq + g)),
+              lambda g, h: [(sp.Sum(_d(bq, c) * K[k, c], (c, 1, bq + h)), K[k, bq], [k]),
+                            (sp.Sum(_d(aq, i) * sp.Sum(dS_[i, k] * K[k, bq], (k, 1, nb.N_K)), (i, 1, aq + g)),
+                             dq.rhs / nb.SCALE, [])], "dQ = scale·dS K, any sizes")
+    _gradient(pf, dk, _score_functional, K, score_sizes,
+              lambda g, h: nb.SCALE * sp.Sum(sp.Sum(_d(bk, c) * Q[i, c], (c, 1, bk + h)) *
+                                             sp.Sum(_d(ak, k) * dS_[i, k], (k, 1, ak + g)), (i, 1, nb.N_Q)),
+              lambda g, h: [(sp.Sum(_d(bk, c) * Q[i, c], (c, 1, bk + h)), Q[i, bk], [i]),
+                            (sp.Sum(_d(ak, k) * dS_[i, k], (k, 1, ak + g)), dS_[i, ak], [i])], "dK = scale·dSᵀ Q, any sizes")
+    pf.computation(d_from_do, d_from_do_by_index_sums, d_from_do_by_index_sums.__doc__.strip(),
+                   name=d_from_do_by_index_sums.__name__)
     return pf.finish(Result(rule=rule(P, dP, a, b, n_k)))
