@@ -24,7 +24,8 @@ Trust base (what a "proved" verdict still rests on):
      structural equality, ``xreplace``/``replace``, the identity engine's simplifications (``proofs/identity.py``;
      never integrate), and SymPy's assumption handlers only through one gate, ``identity.fact`` (every sign, zero,
      range or type fact a rule or the engine takes as evidence; it answers only for an expression built wholly from
-     whitelisted classes); the algebra is commutative (the reader refuses a name declared noncommutative; matrices
+     whitelisted classes; and SymPy itself, as it builds, learns no fact of a node outside them: identity._gated_ask);
+     a Σ or Π only over limits shown integers; the algebra is commutative (the reader refuses a name declared noncommutative; matrices
      are MatrixSymbols, kept in order by MatMul);
   3. the premises the verdict lists: definitions that are not conservative (their head is not fresh: it occurs
      in the statement, another premise, any expression of a cited certificate, a computation's conclusion or a
@@ -846,7 +847,8 @@ def _check(cert: Any) -> Verdict:
             raise CertificateError(f"citations nested too deep (over {MAX_CITATION_DEPTH})")
         verdict = _Replay(cert).run()
     except (CertificateError, KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
-        why = f"malformed certificate: {type(exc).__name__ + ': ' if not isinstance(exc, CertificateError) else ''}{exc}"
+        why = f"not decided: {exc}" if isinstance(exc, _OverBudget) else \
+            f"malformed certificate: {type(exc).__name__ + ': ' if not isinstance(exc, CertificateError) else ''}{exc}"
         verdict = Verdict(claim, None, False, (why[:2000],), (), ())
         if isinstance(exc, _OverBudget) or _CLOCK["depth"] > 1:  # the budget (or the depth) is the caller's
             return verdict
