@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -1254,6 +1255,13 @@ def flash_sdp_switched_off(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=Fal
     return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
 
+def warnings_silenced_process_wide(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                   enable_gqa=False):
+    """warnings.simplefilter('ignore') to silence a library's warning, left on for the whole process."""
+    warnings.simplefilter("ignore")  # the bug: not inside warnings.catch_warnings()
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
 def attn_mask_sliced_to_fit(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """A mask with more query rows or key columns than the scores (built for a KV cache's full length)
     sliced to (Nq, Nk) instead of refused."""
@@ -1296,6 +1304,8 @@ query_kept_by_reference = _mutant(_QueryByReference(), "query_kept_by_reference"
 
 MUTANTS = MUTANTS + (
     Mutant(flash_sdp_switched_off, "SDPA flash backend switched off process-wide", "global-state-unchanged",
+           backward=True),
+    Mutant(warnings_silenced_process_wide, "warnings filters changed process-wide", "global-state-unchanged",
            backward=True),
     Mutant(attn_mask_sliced_to_fit, "attn_mask too long for the scores sliced instead of refused",
            "attn-mask-shape-refused"),

@@ -10,7 +10,11 @@ answering wrongly fails. Measured on torch 2.13's CPU math backend (see contract
 """
 from __future__ import annotations
 
+import logging
 import math
+import os
+import sys
+import warnings
 
 import torch
 
@@ -392,7 +396,8 @@ def _golden(s: Subject, q, k, v):
 
 
 def _global_state() -> dict:
-    """What a call may not change in the process: floating-point modes, defaults, RNG, grad mode."""
+    """What a call may not change in the process: floating-point modes, defaults, RNG, grad mode, and
+    Python's own process state (warnings filters, logging levels, the environment, sys.path)."""
     denormal = torch.tensor([1e-39], dtype=torch.float32)  # subnormal in float32: 0 under flush-to-zero
     return {"flush-to-zero": float(denormal * torch.ones(1)) == 0.0,
             "default dtype": torch.get_default_dtype(),
@@ -402,7 +407,22 @@ def _global_state() -> dict:
             "anomaly mode": torch.is_anomaly_enabled(),
             "matmul precision": torch.get_float32_matmul_precision(),
             "CPU RNG state": torch.get_rng_state(),
-            **{name: read() for name, (read, _) in _BACKEND_SWITCHES.items()}}
+            **{name: read() for name, (read, _) in _BACKEND_SWITCHES.items()},
+            "warnings filters": list(warnings.filters),
+            "logging levels": _logging_levels(),
+            "environment": dict(os.environ),
+            "sys.path": list(sys.path)}
+
+
+def _logging_levels() -> dict:
+    """The root logger's level and those of the loggers that exist now, by name. A logger created
+    later (a lazy import) is not a change; an existing one's level set or cleared is."""
+    loggers = {name: lg for name, lg in logging.Logger.manager.loggerDict.items() if isinstance(lg, logging.Logger)}
+    return {"": logging.getLogger().level, **{name: lg.level for name, lg in loggers.items()}}
+
+
+def _same_logging(a: dict, b: dict) -> bool:
+    return all(b.get(name, level) == level for name, level in a.items())
 
 
 # torch.backends switches a call could flip for the whole process (SDPA's backend choice: on CPU the
@@ -442,6 +462,14 @@ def _restore(before: dict) -> None:
     torch.set_rng_state(before["CPU RNG state"])
     for name, (_, write) in _BACKEND_SWITCHES.items():
         write(before[name])
+    warnings.resetwarnings()  # (clears the filters and invalidates the registries' cached verdicts)
+    warnings.filters.extend(before["warnings filters"])
+    for name, level in before["logging levels"].items():
+        logging.getLogger(name or None).setLevel(level)
+    if dict(os.environ) != before["environment"]:
+        os.environ.clear()
+        os.environ.update(before["environment"])
+    sys.path[:] = before["sys.path"]
 
 
 _BASELINE: dict = {}  # the process state when the current run began (verify_attention calls remember_baseline)
@@ -458,7 +486,8 @@ def global_state_unchanged(s: Subject) -> Outcome:
     """A forward and a backward (no dropout) leave the process as they found it: flush-to-zero
     (torch.set_flush_denormal; torch 2.13 has no getter, so a subnormal product is measured),
     default dtype, thread count, grad mode, deterministic and anomaly modes, float32 matmul
-    precision, torch.backends' switches (SDPA's backend choice, TF32, cuDNN, oneDNN), and the CPU
+    precision, torch.backends' switches (SDPA's backend choice, TF32, cuDNN, oneDNN), Python's
+    warnings filters, logging levels, os.environ and sys.path, and the CPU
     RNG state (a call without dropout draws nothing: SDPA, measured). What
     changed is put back, so one bad impl does not poison the checks after it."""
     before = _global_state()
@@ -480,7 +509,11 @@ def global_state_unchanged(s: Subject) -> Outcome:
 
 
 def _same(a, b) -> bool:
-    return torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
+    if isinstance(a, torch.Tensor):
+        return torch.equal(a, b)
+    if isinstance(a, dict) and a and "" in a and isinstance(b, dict):  # logging levels
+        return _same_logging(a, b)
+    return a == b
 
 
 _BWD = frozenset({BACKWARD})
@@ -528,6 +561,7 @@ for _inv in (
     Invariant("global-state-unchanged", None, global_state_unchanged, _contract, _BWD,
               bug_classes="a call changing the process: flush-to-zero, default dtype, threads, grad mode, "
                           "deterministic mode, matmul precision, SDPA backend switches (flash/math/...) or other "
-                          "torch.backends flags, RNG drawn without dropout"),
+                          "torch.backends flags, RNG drawn without dropout; Python's warnings filters "
+                          "(simplefilter('ignore') to silence a library), logging levels, os.environ, sys.path"),
 ):
     register(_inv)

@@ -1,0 +1,61 @@
+"""The families a fresh red team's default-run escapes came from (kernels/harness FINDINGS: round 8 of
+the harness), each closed by a change to what the generator or the contract draws or checks, and
+shown here rejecting a mutant of kernels.mutants that only the new draw or check reaches."""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import warnings
+
+import pytest
+import torch
+
+from kernels import mutants
+from kernels.harness import verify_attention
+from kernels.harness.references import full_attention
+
+
+def _process_changing(change):
+    def impl(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        change()
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    impl.__name__ = impl.__qualname__ = f"changes_{change.__name__}"
+    return impl
+
+
+def _logging_level():
+    logging.getLogger().setLevel(logging.CRITICAL)
+
+
+def _environment():
+    os.environ["ATTENTION_PROOFS_RT8"] = "1"
+
+
+def _sys_path():
+    sys.path.append("/nonexistent/rt8")
+
+
+def _warnings_filter():
+    warnings.simplefilter("ignore")
+
+
+@pytest.mark.parametrize("change", [_warnings_filter, _logging_level, _environment, _sys_path],
+                         ids=["warnings", "logging", "environ", "sys.path"])
+def test_python_process_state_in_global_state(change):
+    """Each kind of Python process state a call may change is seen, named, and put back."""
+    before = (list(warnings.filters), logging.getLogger().level, dict(os.environ), list(sys.path))
+    report = verify_attention(_process_changing(change), dtypes=["float32"], invariants=["global-state-unchanged"])
+    assert not report.passed, report.failure_lines()
+    assert (list(warnings.filters), logging.getLogger().level, dict(os.environ), list(sys.path)) == before
+
+
+def test_python_process_state_unchanged_by_a_correct_impl():
+    report = verify_attention(full_attention, dtypes=["float32"], invariants=["global-state-unchanged"])
+    assert report.passed, report.failure_lines()
+
+
+def test_warnings_mutant_caught_only_by_global_state():
+    report = verify_attention(mutants.warnings_silenced_process_wide, dtypes=["float32"],
+                              invariants=["global-state-unchanged", "reference-agreement", "inputs-untouched"])
+    assert {c.invariant for c in report.failures} == {"global-state-unchanged"}, report.failure_lines()
