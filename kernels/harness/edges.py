@@ -472,6 +472,9 @@ def _restore(before: dict) -> None:
     sys.path[:] = before["sys.path"]
 
 
+# Python's own state is judged around one call only, not against the run's start: the harness's lazy
+# imports (sympy, scipy) add warnings filters of their own between the two.
+_PYTHON_STATE = ("warnings filters", "logging levels", "environment", "sys.path")
 _BASELINE: dict = {}  # the process state when the current run began (verify_attention calls remember_baseline)
 
 
@@ -479,7 +482,7 @@ def remember_baseline() -> None:
     """Snapshot the process state before a run's first call, so a change an earlier check's call left
     behind is still seen: each check's own before/after pair would both carry it."""
     _BASELINE.clear()
-    _BASELINE.update({k: v for k, v in _global_state().items() if k != "CPU RNG state"})
+    _BASELINE.update({k: v for k, v in _global_state().items() if k != "CPU RNG state" and k not in _PYTHON_STATE})
 
 
 def global_state_unchanged(s: Subject) -> Outcome:
