@@ -1462,13 +1462,26 @@ class _SavedProbabilitiesRescaledInPlace(FullAttention):
         return grads
 
 
+class _SavedProbabilitiesFreedAfterBackward(FullAttention):
+    def backward(self, ctx, dout):
+        grads = super().backward(ctx, dout)
+        ctx.saved_tensors[3].data.zero_()  # the bug: P "freed" after the first backward, retain_graph or not
+        return grads
+
+
 probabilities_in_shape_workspace = _full_mutant(_ProbabilitiesInShapeWorkspace(), "probabilities_in_shape_workspace",
     "The backward's P kept in one workspace per shape: forward(A), forward(B), backward(A) uses B's.")
 saved_probabilities_rescaled_in_place = _full_mutant(_SavedProbabilitiesRescaledInPlace(),
     "saved_probabilities_rescaled_in_place",
     "The backward rescales the saved P in place: a second backward (retain_graph=True) reads it changed.")
 
+saved_probabilities_freed_after_backward = _full_mutant(_SavedProbabilitiesFreedAfterBackward(),
+    "saved_probabilities_freed_after_backward",
+    "The backward zeroes the saved P to free it: a second backward (retain_graph=True) gets dq = dk = dv = 0.")
+
 MUTANTS = MUTANTS + (
+    Mutant(saved_probabilities_freed_after_backward, "saved P freed by the first backward (retain_graph)",
+           "gradient-sequences", backward=True),
     Mutant(probabilities_in_shape_workspace, "backward state in a per-shape workspace (two layers)",
            "generated-gradients", backward=True),
     Mutant(saved_probabilities_rescaled_in_place, "saved P changed by the first backward (retain_graph)",

@@ -90,7 +90,7 @@ ITEMS: tuple[Item, ...] = (
          f"{MEASURED}: autograd through the math graph",
          ("backward-agreement", "backward-key-gradient-sum", "softmax-jacobian", "backward-high-variance",
           "backward-scale-strided", "gradient-subsets", "stride-zero-dout", "attn-mask-gradients",
-          "mask-forms-backward", "generated-gradients")),
+          "mask-forms-backward", "gradient-sequences", "generated-gradients")),
     Item("mask-gradient", "an additive attn_mask that requires grad gets dS summed over its broadcast dims (or is "
                           "refused), also when it is the only input requiring grad (q, k, v frozen)",
          f"{MEASURED}: mask.grad of the mask's shape; with q, k, v frozen the output still has a grad_fn",

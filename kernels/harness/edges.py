@@ -234,6 +234,23 @@ def gradient_subsets(s: Subject) -> Outcome:
     return worst(outcomes, details)
 
 
+def gradient_sequences(s: Subject) -> Outcome:
+    """The gradients item's call sequences, judged on every run (generated-gradients draws them too, but
+    a drawn sequence meets a default run's few gradient problems by chance): a second forward of the
+    same shape (other values) between the forward and its backward; the second backward through one
+    graph (retain_graph=True on the first); an explicit scale of 0 (every weight equal) in the backward."""
+    _, gold, plain = s.gradients
+    outcomes, details = [], []
+    for sequence in ("two-layers", "retain-graph"):
+        got, said = subset_gradients(s, ref.leaves((s.q, s.k, s.v)), s.kwargs(), gold, plain, s.gradient_sizes,
+                                     sequence)
+        outcomes += got
+        details += [f"{sequence}: {d}" for d in said]
+    zero = s.backward(scale=0.0)
+    o = gradients_against(s, zero.got, zero.gold, zero.plain, s.gradient_sizes_for(scale=0.0))
+    return worst(outcomes + [o], details + [f"scale 0: {o.discrepancy:.3g}/{o.bound:.3g}"])
+
+
 def _second_order(fn, q, k, v, dout, weights, kw):
     """Σ_x <d(<out, dO>)/dx, w_x> differentiated again: (d²q, d²k, d²v) by autograd (create_graph)."""
     qkv = ref.leaves((q, k, v))
@@ -538,6 +555,10 @@ for _inv in (
     Invariant("gradient-subsets", "attention-backward", gradient_subsets, _contract, _BWD,
               bug_classes="only some of q, k, v requiring grad: dq missing or wrong with frozen K/V, dk/dv "
                           "wrong with a frozen query"),
+    Invariant("gradient-sequences", "attention-backward", gradient_sequences, _contract, _BWD,
+              bug_classes="backward state that a second forward of the same shape overwrites (a per-shape "
+                          "workspace), a backward that changes or frees what it saved (the second backward of "
+                          "retain_graph wrong), the backward reading scale 0 as unset"),
     Invariant("double-backward", None, double_backward, _contract, _BWD,
               bug_classes="double backward silently wrong (a backward that detaches, or differentiates "
                           "something else) instead of right or refused"),

@@ -59,3 +59,21 @@ def test_warnings_mutant_caught_only_by_global_state():
     report = verify_attention(mutants.warnings_silenced_process_wide, dtypes=["float32"],
                               invariants=["global-state-unchanged", "reference-agreement", "inputs-untouched"])
     assert {c.invariant for c in report.failures} == {"global-state-unchanged"}, report.failure_lines()
+
+
+@pytest.mark.parametrize("fn", [mutants.saved_probabilities_freed_after_backward,
+                                mutants.probabilities_in_shape_workspace,
+                                mutants.saved_probabilities_rescaled_in_place],
+                         ids=lambda f: f.__name__)
+def test_gradient_sequences_are_fixed_checks(fn):
+    """The three sequences the gradients item names, once only drawn, fail a default run's fixed checks
+    (no drawn problem), and the backward paths the other fixed checks take do not see them."""
+    report = verify_attention(fn, dtypes=["float32"], generate_seconds=0,
+                              invariants=["gradient-sequences", "backward-agreement", "gradient-subsets"])
+    assert {c.invariant for c in report.failures} == {"gradient-sequences"}, report.failure_lines()
+
+
+def test_scale_zero_backward_is_a_fixed_check():
+    report = verify_attention(mutants.backward_zero_scale_as_default, dtypes=["float32"], generate_seconds=0,
+                              invariants=["gradient-sequences"])
+    assert not report.passed
