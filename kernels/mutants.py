@@ -1537,3 +1537,29 @@ MUTANTS = MUTANTS + (
     Mutant(grid_past_65535_dropped, "(batch, head) programs past 65535 never run", "generated-agreement"),
     Mutant(value_dim_past_256_dropped, "value columns past 256 never written", "generated-agreement"),
 )
+
+
+def rank3_gqa_heads_tiled(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Rank-3 (H, N, D) inputs under enable_gqa have their KV heads expanded with .repeat (head h reads KV
+    head h % Hkv) instead of repeat_interleave (h // group); rank 4 is right."""
+    if q.dim() == 3 and enable_gqa and k.shape[0] != q.shape[0]:
+        group = q.shape[0] // k.shape[0]
+        k, v = k.repeat(group, 1, 1), v.repeat(group, 1, 1)  # the bug: tiles the heads
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def kv_batch_broadcast_as_groups(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """k, v of batch 1 against q's batch B, flattened to (B·H) rows and grouped as GQA heads are: query row
+    b·H + h reads KV row (b·H + h) // B instead of h."""
+    if k.dim() == 4 and k.shape[0] == 1 < q.shape[0] and k.shape[1] == q.shape[1]:
+        b, h = q.shape[:2]
+        rows = torch.arange(b * h, device=q.device) // b  # the bug: should be % h
+        k, v = (x[0][rows].reshape(b, h, *x.shape[2:]) for x in (k, v))  # (B, H, Nk, ·)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(rank3_gqa_heads_tiled, "rank-3 GQA heads tiled, not grouped", "generated-agreement"),
+    Mutant(kv_batch_broadcast_as_groups, "k, v batch broadcast read as GQA groups", "generated-agreement"),
+)

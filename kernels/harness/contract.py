@@ -44,6 +44,14 @@ ITEMS: tuple[Item, ...] = (
          f"{DOC}: 'enable_gqa: If set to True, Grouped Query Attention (GQA) is enabled'; {MEASURED}: 'Number of "
          "heads in key and value must divide the number of heads in query'",
          ("gqa-equals-repeated-mha", "mismatched-heads-refused", "refused-inputs", "generated-agreement")),
+    Item("ranks-and-broadcast", "q, k, v of any rank ≥ 3, dim -3 the heads (rank 3: (H, N, D), grouped under "
+                                "enable_gqa); k and v with batch or leading dims of 1 broadcast against q's as "
+                                "matmul does",
+         f"{DOC}: 'query: (N, ..., Hq, L, E)'; {MEASURED}: q (4, 16, 8) with k, v (2, 16, 8) and enable_gqa: head h "
+         "reads KV head h // 2; q (2, 2, 8, 16) with k, v (1, 2, 8, 16): the output of k, v expanded to batch 2 "
+         "(also under enable_gqa, and rank 5 with a leading dim of 1); without enable_gqa a rank-3 k of 2 heads "
+         "against 4 raises 'The size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 0'",
+         ("generated-agreement",)),
     Item("refused", "q, k, v of different dtypes, k with another head dim than q and an attn_mask that does not "
                     "broadcast to (B, Hq, Nq, Nk) are refused",
          f"{MEASURED}: 'Expected query, key, and value to have the same dtype'; 'The size of tensor a (Nk) must "

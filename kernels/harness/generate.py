@@ -89,7 +89,8 @@ MASK_FORMS = ("(Nq, Nk)", "(Hq, Nq, Nk)", "(B, 1, Nq, Nk)", "(1, Hq, Nq, Nk)", "
               "(B, 1, Nq, 1)", "(Nq, 1)")  # query masks, broadcast over the keys (masks.QUERY_MASKS)
 ONE_DIM_MASK = "(Nk,)"
 NO_MASK = (None,) * 5  # beside MASK_FORMS in the cycle of drawn problems' masks: about a quarter without
-# q, k, v of rank 3 ((B·H, N, D), no head dim) or 5 ((B, 1, H, N, D)): SDPA takes (..., L, E) of rank >= 3
+# q, k, v of rank 3 ((B·H, N, D): dim -3 is the heads, grouped under enable_gqa, measured: q (4, 16, 8)
+# with k, v (2, 16, 8) gives head h kv head h // 2) or 5 ((B, 1, H, N, D)): SDPA takes (..., L, E) of rank >= 3
 RANKS = (3, 5)
 # an attn_mask's storage (masks are views too): contiguous, (.., Nk, Nq) storage viewed transposed,
 # one query row expanded with stride 0, a slice of a larger buffer at a storage offset
@@ -121,14 +122,19 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #   far-masked-rows: an additive mask setting whole rows to one finite value at or below -1e20: SDPA
 #     gives those rows the softmax of the masked scores (uniform weights), not 0; a running max
 #     started at a finite "-infinity" above that value gives 0.
-#   rank: q, k, v of rank 3 or 5 (RANKS), with a 1-D (Nk,) mask when the impl takes masks.
+#   rank: q, k, v of rank 3 or 5 (RANKS; the first draw rank 3 with Hq ≠ Hkv under enable_gqa), with a 1-D
+#     (Nk,) mask when the impl takes masks.
+#   kv-broadcast: k and v with batch (rank 5: leading dim) 1 against q's B ≥ 2 and Hq ≥ 2, no mask (the
+#     math backend broadcasts them as matmul does, measured: the output is that of k, v expanded; the first
+#     draw rank 4). Forward only (generated-agreement).
 #   huge-grid: B·H past 65535 (a CUDA grid's y and z limit) with N, D of 1-4: a problem of about 2 MB.
 #   wide-value: Dv in 257..320 (value dims past a 256-wide output chunk) beside a small D.
 #   learned-mask: a gradient problem (the one regime not judged by generated-agreement) with an additive
 #     mask shared by two or more heads (HEAD_SHARED_MASKS) requiring grad: its gradient sums over the heads.
 REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude",
            "mask-storage", "mask-nonfinite", "long-decode-masked", "wide-head", "many-heads", "cache-slice",
-           "empty", "far-masked-rows", "rank", "huge-grid", "wide-value", "learned-mask")
+           "empty", "far-masked-rows", "rank", "huge-grid", "wide-value", "learned-mask",
+           "kv-broadcast")
 LONG_DECODE = ("long-decode", "long-decode-masked")
 GRID_LIMIT = 65535  # CUDA's largest grid y and z
 HEAD_SHARED_MASKS = ("(B, 1, Nq, Nk)", "(B, 1, 1, Nk)", "(1, 1, 1, Nk)", "(B, 1, Nq, 1)")
@@ -170,6 +176,7 @@ class Problem:
     mask_grad: bool = False  # an additive mask requiring grad, its .grad judged too (generated-gradients)
     sequence: str = "single"  # the calls around the judged backward (subject.SEQUENCES; generated-gradients)
     enable_gqa: bool = True  # False: one KV head (Hkv = 1 < Hq) broadcast as matmul does (contract item "gqa")
+    kv_broadcast: bool = False  # k, v given with batch (rank 5: leading dim) 1, broadcast over q's (kv-broadcast)
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -195,6 +202,8 @@ class Problem:
             parts.append(f"rank-{self.rank} inputs")
         if not self.enable_gqa:
             parts.append("enable_gqa=False")
+        if self.kv_broadcast:
+            parts.append("k, v of batch 1 broadcast")
         return f"generated: {' '.join(parts)} seed={self.seed}"
 
     @property
@@ -326,9 +335,17 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         mask, n_q, n_k, d = r.choice(HEAD_SHARED_MASKS), max(n_q, 1), max(n_k, 2), max(d, 1)
         batch, dv = max(batch, 1), max(dv, 1)
     elif regime == "rank":
-        hkv = hq  # rank 3 has no head dim to group
+        if index < len(regimes) and (hq == hkv or hkv == 1) and GQA in features:
+            # the first draw groups heads, two KV heads at least (with one, tiling them is grouping them)
+            hq, hkv = r.choice([h for h in HEADS if h[0] != h[1] and h[1] > 1])
         causal = False  # (no draw pairs a mask with is_causal)
         mask = ONE_DIM_MASK if ATTN_MASK in features and n_k > 0 else None
+    elif regime == "kv-broadcast":
+        batch, mask, causal = max(batch, 2), None, False
+        if hq < 2:
+            hq, hkv = 2, r.choice((1, 2) if GQA in features else (2,))
+        if index < len(regimes):  # the first draw without GQA: the batch alone is broadcast
+            hkv = hq
     elif regime == "far-masked-rows" and ATTN_MASK in features:
         causal, mask, n_q, n_k = False, r.choice(MASK_FORMS[:5]), max(n_q, 2), max(n_k, 2)
     elif regime in ("mask-storage", "mask-nonfinite") and ATTN_MASK in features:
@@ -389,6 +406,13 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     if relation == DROPOUT_LAW or mask_kind != "additive":
         wide = False
     poisoned = (regime == "mask-nonfinite" or r.random() < NONFINITE_CHANCE) and relation == AGREEMENT and far is None
+    rank = r.choice(RANKS) if regime == "rank" and relation == AGREEMENT else 4
+    broadcast = regime == "kv-broadcast" and relation == AGREEMENT and batch >= 2
+    if index < len(regimes) and relation == AGREEMENT and regime in ("rank", "kv-broadcast"):
+        rank = 3 if regime == "rank" else 4  # the first draw: the forms a kernel most likely maps wrongly
+    elif broadcast:
+        rank = r.choice((4, 5))
+    gqa_flag = r.random() < 0.5
     return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal, dtype,
                    layout=layout,
                    mask=mask, mask_kind=mask_kind, dropout_p=round(dropout_p, 4),
@@ -397,8 +421,9 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    late_values=late_values, mask_storage=storage,
                    mask_dtype="float32" if wide and half and mask is not None else None,
                    mask_nonfinite=nonfinite if poisoned and mask is not None and mask_kind == "additive" else None,
-                   mask_far=far, rank=r.choice(RANKS) if regime == "rank" and relation == AGREEMENT else 4,
-                   enable_gqa=not (hkv == 1 < hq and r.random() < 0.5),
+                   mask_far=far, rank=rank, kv_broadcast=broadcast,
+                   # (rank 3 with Hkv < Hq only under enable_gqa: without it B·Hkv heads do not broadcast)
+                   enable_gqa=not (hkv == 1 < hq and gqa_flag and rank != 3),
                    # (a learned mask is a parameter, never a stride-0 view: torch refuses the gradient of one)
                    mask_grad=relation == GRADIENTS and mask is not None and mask_kind == "additive"
                    and storage != "expanded" and 0 not in (batch, hq, n_q, n_k, d, dv),
@@ -507,6 +532,8 @@ def _kwargs(s: Subject, p: Problem, m) -> dict:
 
 def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
     q, k, v = (_view(x, p.layout, r, cache=i > 0) for i, x in enumerate((s.q, s.k, s.v)))
+    if p.kv_broadcast:  # (the subject's k, v are one batch entry repeated: the golden values are those)
+        k, v = k[:1], v[:1]
     if p.rank != 4:
         q, k, v = (x.flatten(0, 1) if p.rank == 3 else x.unsqueeze(1) for x in (q, k, v))
     out = s.run_fresh(q, k, v, **({} if m is None else {"attn_mask": m}))
@@ -605,6 +632,8 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
         _near_the_top(s)
     if problem.late_values:
         _late_values(s)
+    if problem.kv_broadcast:
+        s.k, s.v = (x[:1].expand(x.shape).contiguous() for x in (s.k, s.v))  # (B, Hkv, Nk, D): one entry, repeated
     r = _rng(problem.seed, "layout")
     try:
         m = _mask(s, problem)
@@ -619,6 +648,7 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
         # the same problem with 4-D inputs and a 2-D-or-more mask of plain storage: accepted, it shows
         # this refusal is of a form alone (SDPA takes each)
         plain = replace(problem, mask_storage="contiguous", mask_dtype=None, mask_nonfinite=None, mask_far=None, rank=4,
+                        kv_broadcast=False,
                         enable_gqa=True,
                         mask="(1, 1, 1, Nk)" if problem.mask == ONE_DIM_MASK else problem.mask)
         if plain != problem and check_problem(impl, plain, device)[1] is None:
@@ -635,7 +665,7 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("mask_storage", ("contiguous",)),
+    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("mask_storage", ("contiguous",)),
                           ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
                           ("scale", (None,)),
                           ("causal", (False,)),

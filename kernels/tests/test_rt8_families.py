@@ -77,3 +77,18 @@ def test_scale_zero_backward_is_a_fixed_check():
     report = verify_attention(mutants.backward_zero_scale_as_default, dtypes=["float32"], generate_seconds=0,
                               invariants=["gradient-sequences"])
     assert not report.passed
+
+
+@pytest.mark.parametrize("fn", [mutants.rank3_gqa_heads_tiled, mutants.kv_batch_broadcast_as_groups],
+                         ids=lambda f: f.__name__)
+def test_contract_space_rank3_gqa_and_kv_broadcast(fn):
+    """Rank-3 inputs with Hkv ≠ Hq under enable_gqa, and k, v of batch 1 against q's batch: inputs SDPA
+    accepts (measured) that the fixed cases never give; the regimes' first draws (every run) catch the
+    mutants reading them wrongly, in every dtype, and the fixed GQA and agreement checks do not."""
+    from kernels.harness import generate as gen
+
+    drawn = verify_attention(fn, backward=False, invariants=[gen.AGREEMENT], generate_seconds=1e-9)
+    assert {c.dtype for c in drawn.failures} == set(drawn.dtypes), drawn.failure_lines()
+    fixed = verify_attention(fn, dtypes=["float32"], backward=False, generate_seconds=0,
+                             invariants=["reference-agreement", "gqa-equals-repeated-mha", "strided-inputs"])
+    assert fixed.passed, fixed.failure_lines()
