@@ -479,6 +479,10 @@ def _restore(before: dict) -> None:
     torch.set_rng_state(before["CPU RNG state"])
     for name, (_, write) in _BACKEND_SWITCHES.items():
         write(before[name])
+    _restore_python(before)
+
+
+def _restore_python(before: dict) -> None:
     warnings.resetwarnings()  # (clears the filters and invalidates the registries' cached verdicts)
     warnings.filters.extend(before["warnings filters"])
     for name, level in before["logging levels"].items():
@@ -489,17 +493,23 @@ def _restore(before: dict) -> None:
     sys.path[:] = before["sys.path"]
 
 
-# Python's own state is judged around one call only, not against the run's start: the harness's lazy
-# imports (sympy, scipy) add warnings filters of their own between the two.
+# Python's own state is not compared with the run's start: the harness's lazy imports (sympy, scipy)
+# change it in between (warnings filters, KMP_DUPLICATE_LIB_OK). It is put back to the run's start
+# before the judged call instead, so that a change an earlier call made (and this one repeats, which
+# leaves a warnings filter already in front unchanged) shows.
 _PYTHON_STATE = ("warnings filters", "logging levels", "environment", "sys.path")
 _BASELINE: dict = {}  # the process state when the current run began (verify_attention calls remember_baseline)
+_PYTHON_BASELINE: dict = {}
 
 
 def remember_baseline() -> None:
     """Snapshot the process state before a run's first call, so a change an earlier check's call left
     behind is still seen: each check's own before/after pair would both carry it."""
     _BASELINE.clear()
-    _BASELINE.update({k: v for k, v in _global_state().items() if k != "CPU RNG state" and k not in _PYTHON_STATE})
+    state = _global_state()
+    _BASELINE.update({k: v for k, v in state.items() if k != "CPU RNG state" and k not in _PYTHON_STATE})
+    _PYTHON_BASELINE.clear()
+    _PYTHON_BASELINE.update({k: state[k] for k in _PYTHON_STATE})
 
 
 def global_state_unchanged(s: Subject) -> Outcome:
@@ -512,6 +522,9 @@ def global_state_unchanged(s: Subject) -> Outcome:
     changed is put back, so one bad impl does not poison the checks after it."""
     before = _global_state()
     try:
+        if _PYTHON_BASELINE:
+            _restore_python(_PYTHON_BASELINE)
+        start = _global_state()
         qkv = ref.leaves((s.q, s.k, s.v))
         out = s.impl(*qkv, **s.kwargs())
         checked_output(out, s.q, s.v)
@@ -519,7 +532,7 @@ def global_state_unchanged(s: Subject) -> Outcome:
         after = _global_state()
     finally:
         _restore(before)
-    changed = [name for name in before if not _same(before[name], after[name])]
+    changed = [name for name in start if not _same(start[name], after[name])]
     # The RNG is not in the baseline: the run's dropout checks draw from it legitimately.
     leaked = [name for name in _BASELINE if not _same(_BASELINE[name], before[name]) and name not in changed]
     if leaked:
