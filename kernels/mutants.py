@@ -1563,3 +1563,58 @@ MUTANTS = MUTANTS + (
     Mutant(rank3_gqa_heads_tiled, "rank-3 GQA heads tiled, not grouped", "generated-agreement"),
     Mutant(kv_batch_broadcast_as_groups, "k, v batch broadcast read as GQA groups", "generated-agreement"),
 )
+
+
+# --------------------------------------------------------------------------- limits at lengths only long problems reach
+
+
+class _CausalKeyPositionsInt16(BlockedAttention):
+    def visible(self, n_q, n_k, device):
+        i = torch.arange(n_q, device=device)[:, None]  # (Nq, 1)
+        j = torch.arange(n_k, device=device).to(torch.int16).to(torch.int64)[None, :]  # the bug: wraps past 32767
+        return j <= i  # (Nq, Nk)
+
+
+class _TwoHundredFiftySixSplitsOnly(SplitKVAttention):
+    def split_starts(self, n_k):
+        return super().split_starts(n_k)[:256]  # the bug: partials for 256 splits; keys past 2¹⁸ unread
+
+
+class _BackwardSixtyFourKeyTiles(FullAttention):
+    def backward_probabilities(self, p, s, unmasked, bias):
+        p = super().backward_probabilities(p, s, unmasked, bias).clone()
+        p[..., 64 * 128:] = 0  # the bug: the backward's loop visits 64 key tiles of 128
+        return p
+
+
+class _DropoutSkippedPast2048Keys(FullAttention):
+    def dropout_mask(self, p, dropout_p, kv_heads, dtype):
+        if p.shape[-1] > 2048:
+            return torch.ones_like(p)  # the bug: the long-KV path has no dropout
+        return super().dropout_mask(p, dropout_p, kv_heads, dtype)
+
+
+def split_kv_nan_sanitised(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """The split-KV path's merged output passed through nan_to_num ('safety'): NaN in q, k or v of a long
+    decode is hidden (the blocked path is right)."""
+    out = SplitKVAttention()(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+    split_path = q.shape[-2] <= SplitKVAttention.decode_queries and not is_causal and k.shape[-2] > SPLIT
+    return torch.nan_to_num(out) if split_path else out  # the bug
+
+
+causal_key_positions_int16 = _mutant(_CausalKeyPositionsInt16(), "causal_key_positions_int16",
+    "Causal key positions held in int16: keys past 32767 wrap negative and every query sees them.")
+split_kv_decode_256_splits = _mutant(_TwoHundredFiftySixSplitsOnly(), "split_kv_decode_256_splits",
+    "Split-KV decoding with room for 256 splits of SPLIT keys: past 2¹⁸ keys the rest are never read.")
+backward_64_key_tiles = _full_mutant(_BackwardSixtyFourKeyTiles(), "backward_64_key_tiles",
+    "The backward visits at most 64 key tiles of 128: dk, dv of keys past 8192 are 0 and dq misses them.")
+dropout_skipped_past_2048_keys = _full_mutant(_DropoutSkippedPast2048Keys(), "dropout_skipped_past_2048_keys",
+    "Dropout skipped when Nk > 2048 (a long-KV path that never got it).")
+
+MUTANTS = MUTANTS + (
+    Mutant(causal_key_positions_int16, "causal key positions in int16 (past 32767)", "generated-agreement"),
+    Mutant(split_kv_decode_256_splits, "split-K decoding drops keys past 256 splits", "generated-agreement"),
+    Mutant(backward_64_key_tiles, "backward drops keys past 64 tiles", "generated-gradients", backward=True),
+    Mutant(dropout_skipped_past_2048_keys, "dropout skipped past 2048 keys", "generated-dropout"),
+    Mutant(split_kv_nan_sanitised, "split-K merge hides NaN", "generated-agreement"),
+)

@@ -85,9 +85,10 @@ ITEMS: tuple[Item, ...] = (
     Item("robust", "no overflow or 0/0 at extreme logits, rows of mixed magnitude, hugely negative rows",
          f"{MEASURED}: finite output at |scores| up to 1e30 (float32)",
          ("extreme-logits", "mixed-magnitude-rows", "hugely-negative-rows")),
-    Item("nan", "a NaN input element makes NaN exactly the outputs that depend on it",
+    Item("nan", "a NaN input element makes NaN exactly the outputs that depend on it, on every path (drawn "
+                "problems too: a long decode's split-K path every run)",
          f"{MEASURED}: NaN in q row i: row i only; in k key j: every row seeing it; in v: its column",
-         ("nan-propagation",)),
+         ("nan-propagation", "generated-agreement")),
     Item("precision", "error does not grow with length beyond the reference's; rounding unbiased",
          f"{MEASURED}: math backend's error flat in Nk up to 8193", ("error-growth", "rounding-bias",
                                                                      "generated-agreement")),

@@ -127,6 +127,12 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #   kv-broadcast: k and v with batch (rank 5: leading dim) 1 against q's B ≥ 2 and Hq ≥ 2, no mask (the
 #     math backend broadcasts them as matmul does, measured: the output is that of k, v expanded; the first
 #     draw rank 4). Forward only (generated-agreement).
+# Long problems that cost O(Nq·Nk), judged on every run (the lengths where integer and tile-count limits sit):
+#   long-decode's first draw: Nq = 1 over 2¹⁸ + 2¹⁶..2¹⁹ keys (LONGEST_DECODE), D ≤ 8 (past 256 splits of 1024).
+#   long-causal: causal, Nq ≤ 8 over 32769..36864 keys (positions past int16's 32767).
+#   long-backward: a gradient problem, Nq ≤ 4 over 10241..12288 keys (past 64 key tiles of 128), D ≤ 16.
+#   long-dropout: a dropout problem (V = I) of 8 queries over 2049..2200 keys (a long-KV path's dropout).
+#   long-decode-nan: long-decode with one NaN in q, k or v (nan-propagation's rule on the split-K path).
 #   huge-grid: B·H past 65535 (a CUDA grid's y and z limit) with N, D of 1-4: a problem of about 2 MB.
 #   wide-value: Dv in 257..320 (value dims past a 256-wide output chunk) beside a small D.
 #   learned-mask: a gradient problem (the one regime not judged by generated-agreement) with an additive
@@ -134,8 +140,13 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude",
            "mask-storage", "mask-nonfinite", "long-decode-masked", "wide-head", "many-heads", "cache-slice",
            "empty", "far-masked-rows", "rank", "huge-grid", "wide-value", "learned-mask",
-           "kv-broadcast")
-LONG_DECODE = ("long-decode", "long-decode-masked")
+           "kv-broadcast", "long-causal", "long-backward", "long-dropout", "long-decode-nan")
+LONG_DECODE = ("long-decode", "long-decode-masked", "long-decode-nan")
+LONG = LONG_DECODE + ("long-both", "long-causal", "long-backward", "long-dropout")
+LONGEST_DECODE = (2 ** 18 + 2 ** 16, 2 ** 19)  # a fifth of the keys or more past 2¹⁸
+LONG_CAUSAL_KEYS = (2 ** 15 + 1, 2 ** 15 + 2 ** 12)
+LONG_BACKWARD_KEYS = (10241, 12288)  # a fifth of the keys or more past 8192
+LONG_DROPOUT_KEYS = (2049, 2200)
 GRID_LIMIT = 65535  # CUDA's largest grid y and z
 HEAD_SHARED_MASKS = ("(B, 1, Nq, Nk)", "(B, 1, 1, Nk)", "(1, 1, 1, Nk)", "(B, 1, Nq, 1)")
 FAR_MASK_VALUES = (-1e20, -1e21, -1e25, -1e30, -1e38)  # float32 holds each; float16 none (a float32 mask then)
@@ -177,6 +188,7 @@ class Problem:
     sequence: str = "single"  # the calls around the judged backward (subject.SEQUENCES; generated-gradients)
     enable_gqa: bool = True  # False: one KV head (Hkv = 1 < Hq) broadcast as matmul does (contract item "gqa")
     kv_broadcast: bool = False  # k, v given with batch (rank 5: leading dim) 1, broadcast over q's (kv-broadcast)
+    input_nan: str | None = None  # "q", "k" or "v": one element NaN (generated-agreement; nan-propagation's rule)
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -204,6 +216,8 @@ class Problem:
             parts.append("enable_gqa=False")
         if self.kv_broadcast:
             parts.append("k, v of batch 1 broadcast")
+        if self.input_nan:
+            parts.append(f"NaN in {self.input_nan}")
         return f"generated: {' '.join(parts)} seed={self.seed}"
 
     @property
@@ -244,19 +258,23 @@ def chosen_regimes(names=None) -> tuple[str, ...]:
 def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: bool = True,
          regimes: tuple[str, ...] = REGIMES) -> Problem:
     """Problem ``index`` of the run with ``seed``: a function of (seed, dtype, index, regimes) alone.
-    The first len(regimes) indices draw one problem of each regime (forward against float64; learned-mask's gradients), the rest
+    The first len(regimes) indices draw one problem of each regime (forward against float64; learned-mask's
+    and long-backward's gradients, long-dropout's dropout law), the rest
     rotate through the relations."""
     r = _rng(seed, dtype, index)
     if index < len(regimes):
         relation, regime = AGREEMENT, regimes[index]
-        if regime == "learned-mask" and ATTN_MASK in features:
-            relation = GRADIENTS
+        if regime == "learned-mask" and ATTN_MASK in features or regime == "long-backward":
+            relation = GRADIENTS  # (a forward problem where the impl has no backward: below)
+        if regime == "long-dropout" and DROPOUT in features:
+            relation = DROPOUT_LAW
     else:
         relation = RELATIONS[(index - len(regimes)) % len(RELATIONS)]
         regime = r.choice(regimes) if regimes and r.random() < len(regimes) * REGIME_CHANCE else None
     if relation == GRADIENTS and BACKWARD not in features or relation == DROPOUT_LAW and DROPOUT not in features:
         relation = AGREEMENT
-    if relation == DROPOUT_LAW or relation == GRADIENTS and regime in LONG_DECODE + ("long-both", "magnitude"):
+    if (relation == DROPOUT_LAW and regime != "long-dropout"
+            or relation == GRADIENTS and regime in LONG_DECODE + ("long-both", "magnitude", "long-dropout")):
         # V = I: Dv = Nk, no long regime; a backward over 2¹⁷ keys costs float64 autograd seconds, and
         # dk = scale·dSᵀ Q of a q near float16's top overflows in every implementation
         regime = None
@@ -281,7 +299,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         mask = _cycled(MASK_FORMS + NO_MASK, seed, dtype, index - len(regimes), "mask form", drawn)
     if regime == "empty":
         mask = None  # the harness's mask maker has no mask for Nk = 0; the fixed mask cases judge the rest
-    if regime in LONG_DECODE + ("long-both",):
+    if regime in LONG:
         batch, (hq, hkv) = 1, r.choice(((1, 1), (2, 1), (2, 2)) if GQA in features else ((1, 1), (2, 2)))
         d, dv = min(d, LONG_HEAD_DIM), min(dv, LONG_HEAD_DIM)
         if regime in LONG_DECODE:
@@ -289,10 +307,20 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             n_q = 1 if r.random() < 0.8 else r.choice((2, 3, 4, 5, 8))
             n_k = r.choice((2 ** e - 1, 2 ** e, 2 ** e + 1, r.randint(2 ** (e - 1) + 2, 2 ** e - 2)))
             causal = causal and n_q > 1
-            if regime == "long-decode":  # the mask-free, non-causal path a split-K decoder takes
+            if regime == "long-decode" and index < len(regimes):  # every run: past 2¹⁸ keys, O(Nk·D) with D ≤ 8
+                n_q, n_k, d, dv = 1, r.randint(*LONGEST_DECODE), min(d, 8), min(dv, 8)
+            if regime in ("long-decode", "long-decode-nan"):  # the mask-free, non-causal path a split-K decoder takes
                 causal, mask = False, None
             elif ATTN_MASK in features:
                 causal, mask = False, r.choice(MASK_FORMS)
+        elif regime == "long-causal":
+            n_q, n_k, d, dv = r.randint(1, 8), r.randint(*LONG_CAUSAL_KEYS), min(d, 16), min(dv, 16)
+            causal, mask = CAUSAL in features, None
+        elif regime == "long-backward":  # no causal mask: with Nq ≤ 4 it would hide every key past the fourth
+            n_q, n_k, d, dv = r.randint(1, 4), r.randint(*LONG_BACKWARD_KEYS), min(d, 16), min(dv, 16)
+            causal, mask = False, None
+        elif regime == "long-dropout":
+            n_q, n_k, hq, hkv, causal, mask = 8, r.randint(*LONG_DROPOUT_KEYS), 1, 1, False, None
         else:
             # rectangular: the fixed long-causal-positions case is square
             n_q = r.choice(LONG_LENGTHS[1:-1])
@@ -363,11 +391,14 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         least = 8  # V = I: Dv = Nk, and enough weights for the kept fraction
         n_q, n_k = max(n_q, least), max(n_k, least)
         # every few dropout problems one or two keys: the weights a one-key fast path returns as 1
-        n_k = _cycled(TINY_KEYS, seed, dtype, index - len(regimes), "tiny keys", None) or n_k
+        if regime != "long-dropout":
+            n_k = _cycled(TINY_KEYS, seed, dtype, index - len(regimes), "tiny keys", None) or n_k
     if relation == METAMORPHIC and r.random() < 0.5 and regime is None:
         batch = max(batch, 2)
-    cap = LONG_SCORES if regime in LONG_DECODE + ("long-both",) else MAX_SCORES
-    while batch * hq * n_q * n_k * (n_k if relation == DROPOUT_LAW else 1) > cap * (8 if relation == DROPOUT_LAW else 1):
+    cap = LONG_SCORES if regime in LONG else MAX_SCORES
+    # (long-dropout's V = I over 2200 keys: Nq·Nk² = 8·2200², above the cap of dropout problems)
+    while (batch * hq * n_q * n_k * (n_k if relation == DROPOUT_LAW else 1) > cap * (8 if relation == DROPOUT_LAW else 1)
+           and regime != "long-dropout"):
         if (n_q >= n_k or n_k <= least) and n_q > least:
             n_q = max(least, n_q // 2)
         elif n_k > least:
@@ -385,6 +416,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         scale = r.choice((None, 1e-6, -1e-6))
     layout = r.choice(LAYOUTS) if relation != DROPOUT_LAW else "contiguous"
     mask_kind, grads = r.choice(("bool", "additive")), r.choice(GRAD_SUBSETS)
+    if regime == "long-backward" and grads == "q":  # dk, dv of the far keys: each wholly theirs, not a sum's part
+        grads = "qkv"
     if relation == GRADIENTS and r.random() < 0.5:  # three in four additive: a learned mask's gradient judged
         mask_kind = "additive"
     # (drawn after every other field, so adding them moved no earlier problem)
@@ -413,6 +446,11 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     elif broadcast:
         rank = r.choice((4, 5))
     gqa_flag = r.random() < 0.5
+    nan_in = r.choice("qkv")
+    # (every key visible: a NaN key that causal or a mask hides is NaN in SDPA math's output, as it adds the
+    # mask to the NaN score, and not in the masked-out float64 golden value; either is defensible)
+    input_nan = (nan_in if (regime == "long-decode-nan" or r.random() < NONFINITE_CHANCE / 2) and relation == AGREEMENT
+                 and mask is None and not causal and not broadcast and 0 not in (batch, hq, n_q, n_k, d, dv) else None)
     return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal, dtype,
                    layout=layout,
                    mask=mask, mask_kind=mask_kind, dropout_p=round(dropout_p, 4),
@@ -421,7 +459,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    late_values=late_values, mask_storage=storage,
                    mask_dtype="float32" if wide and half and mask is not None else None,
                    mask_nonfinite=nonfinite if poisoned and mask is not None and mask_kind == "additive" else None,
-                   mask_far=far, rank=rank, kv_broadcast=broadcast,
+                   mask_far=far, rank=rank, kv_broadcast=broadcast, input_nan=input_nan,
                    # (rank 3 with Hkv < Hq only under enable_gqa: without it B·Hkv heads do not broadcast)
                    enable_gqa=not (hkv == 1 < hq and gqa_flag and rank != 3),
                    # (a learned mask is a parameter, never a stride-0 view: torch refuses the gradient of one)
@@ -531,6 +569,13 @@ def _kwargs(s: Subject, p: Problem, m) -> dict:
 
 
 def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
+    clean = None
+    if p.input_nan:  # the clean problem's golden values set the bound; one element of the input made NaN
+        clean = s.reference(attn_mask=m)
+        x = getattr(s, p.input_nan).clone()
+        where = _rng(p.seed, "input nan")
+        x[tuple(where.randrange(n) for n in x.shape)] = float("nan")
+        setattr(s, p.input_nan, x)
     q, k, v = (_view(x, p.layout, r, cache=i > 0) for i, x in enumerate((s.q, s.k, s.v)))
     if p.kv_broadcast:  # (the subject's k, v are one batch entry repeated: the golden values are those)
         k, v = k[:1], v[:1]
@@ -538,6 +583,12 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
         q, k, v = (x.flatten(0, 1) if p.rank == 3 else x.unsqueeze(1) for x in (q, k, v))
     out = s.run_fresh(q, k, v, **({} if m is None else {"attn_mask": m}))
     out = out.reshape(p.batch, p.q_heads, p.n_q, p.value_dim)  # (B, Hq, Nq, Dv) whatever the rank
+    if clean is not None:  # NaN exactly in the outputs that depend on it (nan-propagation's rule)
+        from kernels.harness.edges import nan_placement
+
+        gold = ref.attention64(s.q.cpu(), s.k.cpu(), s.v.cpu(), **_kwargs(s, p, None if m is None else m.cpu()))
+        o, said = nan_placement(s, out.cpu().double(), gold, clean.error, clean.sensitivity)
+        return Outcome(o.discrepancy, o.bound, f"NaN in {p.input_nan}: {said}")
     if p.mask_nonfinite and m is not None:  # NaN exactly in the rows the entry reaches, as in float64 (nan-propagation's rule)
         from kernels.harness.edges import nan_placement
 
@@ -648,7 +699,7 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
         # the same problem with 4-D inputs and a 2-D-or-more mask of plain storage: accepted, it shows
         # this refusal is of a form alone (SDPA takes each)
         plain = replace(problem, mask_storage="contiguous", mask_dtype=None, mask_nonfinite=None, mask_far=None, rank=4,
-                        kv_broadcast=False,
+                        kv_broadcast=False, input_nan=None,
                         enable_gqa=True,
                         mask="(1, 1, 1, Nk)" if problem.mask == ONE_DIM_MASK else problem.mask)
         if plain != problem and check_problem(impl, plain, device)[1] is None:
@@ -665,7 +716,7 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("mask_storage", ("contiguous",)),
+    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("mask_storage", ("contiguous",)),
                           ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
                           ("scale", (None,)),
                           ("causal", (False,)),

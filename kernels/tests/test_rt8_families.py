@@ -43,7 +43,9 @@ def _warnings_filter():
 @pytest.mark.parametrize("change", [_warnings_filter, _logging_level, _environment, _sys_path],
                          ids=["warnings", "logging", "environ", "sys.path"])
 def test_python_process_state_in_global_state(change):
-    """Each kind of Python process state a call may change is seen, named, and put back."""
+    """Each kind of Python process state a call may change is seen, named, and put back (compared after a
+    first run: the harness's lazy imports set some of it themselves, KMP_DUPLICATE_LIB_OK for one)."""
+    verify_attention(full_attention, dtypes=["float32"], invariants=["global-state-unchanged"])
     before = (list(warnings.filters), logging.getLogger().level, dict(os.environ), list(sys.path))
     report = verify_attention(_process_changing(change), dtypes=["float32"], invariants=["global-state-unchanged"])
     assert not report.passed, report.failure_lines()
@@ -92,3 +94,20 @@ def test_contract_space_rank3_gqa_and_kv_broadcast(fn):
     fixed = verify_attention(fn, dtypes=["float32"], backward=False, generate_seconds=0,
                              invariants=["reference-agreement", "gqa-equals-repeated-mha", "strided-inputs"])
     assert fixed.passed, fixed.failure_lines()
+
+
+LONG = [(mutants.causal_key_positions_int16, "generated-agreement"),
+        (mutants.split_kv_decode_256_splits, "generated-agreement"),
+        (mutants.backward_64_key_tiles, "generated-gradients"),
+        (mutants.dropout_skipped_past_2048_keys, "generated-dropout"),
+        (mutants.split_kv_nan_sanitised, "generated-agreement")]
+
+
+@pytest.mark.parametrize("fn, relation", LONG, ids=[fn.__name__ for fn, _ in LONG])
+def test_cheap_long_problems_every_run(fn, relation):
+    """Limits that sit at lengths only the long regimes reach (int16 positions past 32767, 256 splits of
+    1024, 64 backward key tiles of 128, a long-KV path's dropout, NaN on the split-K path): the regimes'
+    first draws, judged on every run whatever its budget, catch them (float32 here; every dtype in the
+    mutant sweep)."""
+    report = verify_attention(fn, dtypes=["float32"], invariants=[relation], generate_seconds=1e-9)
+    assert report.failed_invariants == {relation}, report.failure_lines()
