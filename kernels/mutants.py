@@ -1618,3 +1618,51 @@ MUTANTS = MUTANTS + (
     Mutant(dropout_skipped_past_2048_keys, "dropout skipped past 2048 keys", "generated-dropout"),
     Mutant(split_kv_nan_sanitised, "split-K merge hides NaN", "generated-agreement"),
 )
+
+
+# --------------------------------------------------------------------------- dropout beside other axes
+
+
+class _DropoutIgnoredInValueOnlyBackward(FullAttention):
+    def backward(self, ctx, dout):
+        # (q, k and the mask frozen: LoRA on the value projection) needs_input_grad: impl, q, k, v, attn_mask, ...
+        self.value_only = ctx.needs_input_grad[3] and not any(ctx.needs_input_grad[1:3]) and not ctx.needs_input_grad[4]
+        return super().backward(ctx, dout)
+
+    def backward_dropout_mask(self, drop, p, dropout_p, kv_heads, dtype):
+        return torch.ones_like(drop) if self.value_only else drop  # the bug: the dv-only path uses P, not P∘M/(1-p)
+
+
+class _MaskGradientIgnoresDropout(FullAttention):
+    def backward(self, ctx, dout):
+        dq, dk, dv, dmask = super().backward(ctx, dout)
+        q, k, v, p, drop = ctx.saved_tensors
+        if dmask is not None and drop is not None:
+            dp = dout.to(q.dtype) @ v.transpose(-2, -1)  # (B, H, Nq, Nk): the bug, dP without the dropout mask
+            dmask = self.mask_gradient(p * (dp - (p * dp).sum(dim=-1, keepdim=True)), *ctx.meta[5])
+        return dq, dk, dv, dmask
+
+
+class _DropoutSkippedBelowHalfPercent(FullAttention):
+    def dropout_mask(self, p, dropout_p, kv_heads, dtype):
+        if dropout_p <= 0.005:
+            return torch.ones_like(p)  # the bug: "negligible" dropout skipped, weights neither dropped nor rescaled
+        return super().dropout_mask(p, dropout_p, kv_heads, dtype)
+
+
+dropout_ignored_in_value_only_backward = _full_mutant(_DropoutIgnoredInValueOnlyBackward(),
+    "dropout_ignored_in_value_only_backward",
+    "With only v requiring grad the backward's dv is Pᵀ dO: the forward's dropout mask and rescale ignored.")
+mask_gradient_ignores_dropout = _full_mutant(_MaskGradientIgnoresDropout(), "mask_gradient_ignores_dropout",
+    "A learned additive mask's gradient from the undropped dP: dq, dk, dv right, dmask wrong under dropout.")
+dropout_skipped_below_half_percent = _full_mutant(_DropoutSkippedBelowHalfPercent(),
+    "dropout_skipped_below_half_percent", "dropout_p <= 0.005 treated as 0 (no drop, no rescale).")
+
+MUTANTS = MUTANTS + (
+    Mutant(dropout_ignored_in_value_only_backward, "dropout ignored when only v requires grad", "generated-dropout",
+           backward=True),
+    Mutant(mask_gradient_ignores_dropout, "mask gradient ignores dropout", "generated-dropout", backward=True),
+    # in bfloat16 the missing rescale 1/(1 - 0.005) is within one rounding of the kept weights
+    Mutant(dropout_skipped_below_half_percent, "dropout skipped at p <= 0.005", "generated-dropout",
+           dtypes=(torch.float32, torch.float16)),
+)

@@ -126,7 +126,9 @@ ITEMS: tuple[Item, ...] = (
          f"{MEASURED}: no global state changed by a call; RNG untouched at dropout_p = 0",
          ("buffers-mutated-between-calls", "global-state-unchanged", "dropout-rng-advances")),
     Item("dropout", "dropout_p: each weight kept with probability 1 - p, independently, kept ones scaled 1/(1-p); "
-                    "p = 1 gives 0, p > 1 raises; the backward reuses the forward's mask (also with attn_mask)",
+                    "p = 1 gives 0, p > 1 raises; the backward reuses the forward's mask (also with attn_mask), for every "
+                    "subset of q, k, v requiring grad and for a learned additive mask's gradient; at every p in "
+                    "(0, 1), below 0.01 too",
          f"{DOC}: 'dropout_p: Dropout probability; if greater than 0.0, dropout is applied'; {MEASURED}: p = 1 "
          "output 0, p = 1.5 'dropout probability has to be between 0 and 1'",
          ("dropout-mask-law", "dropout-expectation", "dropout-variance", "dropout-forward-backward",

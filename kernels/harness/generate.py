@@ -155,6 +155,12 @@ REGIME_CHANCE = 0.03
 # fraction is then counted over Nq rows of each head (8 at least), and each weight must still be 0 or P/(1-p)
 TINY_KEYS = (None, 1, None, 2, None)
 GRAD_SUBSETS = ("qkv", "q", "kv", "v", "qk", "k")
+# A dropout problem's p, cycled (_cycled): fixed values, uniform on (0.01, 0.99), log-uniform on (0.001, 0.99)
+# and on (1e-4, 1e-2) (a "negligible p" shortcut sits there; two such problems in a default run)
+DROPOUT_PS = (0.1, 0.25, 0.5, 0.7, 0.9, "uniform", "log", "tiny")
+# A dropout problem's backward (impls with one), cycled: the inputs requiring grad ("": none) and whether an
+# additive mask requires grad (a learned bias), each pair within a default run's 16 dropout problems
+DROPOUT_GRADIENTS = tuple((g, m) for g in GRAD_SUBSETS + ("",) for m in (False, True))
 
 
 @dataclass(frozen=True)
@@ -201,8 +207,8 @@ class Problem:
                 parts.append(f"rows at {self.mask_far:g}")
         if self.dropout_p:
             parts.append(f"dropout {self.dropout_p:g}")
-        if self.relation == GRADIENTS:
-            parts.append(f"grad {self.grads}" + (" and mask" if self.mask_grad else "")
+        if self.relation == GRADIENTS or self.relation == DROPOUT_LAW and (self.grads or self.mask_grad):
+            parts.append(f"grad {self.grads or 'none'}" + (" and mask" if self.mask_grad else "")
                          + ("" if self.sequence == "single" else f" ({self.sequence})"))
         if self.scale is not None:
             parts.append(f"scale={self.scale:g}")
@@ -387,7 +393,10 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             hq, hkv = batch, (batch if GQA not in features else r.choice((1, batch)))
     dropout_p, least = 0.0, 1
     if relation == DROPOUT_LAW:
-        dropout_p = r.choice((0.1, 0.25, 0.5, 0.7, 0.9, r.uniform(0.01, 0.99)))
+        kind = _cycled(DROPOUT_PS, seed, dtype, index - len(regimes), "dropout p", r.choice(DROPOUT_PS))
+        log_range = {"log": (-3.0, math.log10(0.99)), "tiny": (-4.0, -2.0)}
+        dropout_p = (r.uniform(0.01, 0.99) if kind == "uniform" else 10 ** r.uniform(*log_range[kind])
+                     if kind in log_range else kind)
         least = 8  # V = I: Dv = Nk, and enough weights for the kept fraction
         n_q, n_k = max(n_q, least), max(n_k, least)
         # every few dropout problems one or two keys: the weights a one-key fast path returns as 1
@@ -418,6 +427,14 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     mask_kind, grads = r.choice(("bool", "additive")), r.choice(GRAD_SUBSETS)
     if regime == "long-backward" and grads == "q":  # dk, dv of the far keys: each wholly theirs, not a sum's part
         grads = "qkv"
+    dropout_grads, dropout_mask_grad = _cycled(DROPOUT_GRADIENTS, seed, dtype, index - len(regimes), "dropout grads",
+                                               r.choice(DROPOUT_GRADIENTS))
+    if relation == DROPOUT_LAW:
+        grads = dropout_grads if BACKWARD in features else ""
+        dropout_mask_grad = dropout_mask_grad and BACKWARD in features and ATTN_MASK in features and n_k > 0
+        if dropout_mask_grad:  # a learned bias beside dropout: a mask of its own when none was drawn
+            mask, mask_kind = mask or r.choice(MASK_FORMS), "additive"
+            causal = False
     if relation == GRADIENTS and r.random() < 0.5:  # three in four additive: a learned mask's gradient judged
         mask_kind = "additive"
     # (drawn after every other field, so adding them moved no earlier problem)
@@ -431,6 +448,10 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         mask_kind = "additive"
     if relation == GRADIENTS and mask_kind == "additive" and storage == "expanded":
         storage = "transposed"  # a learned mask is a parameter, never a stride-0 view (torch refuses its gradient)
+    if relation == DROPOUT_LAW and (grads or dropout_mask_grad) and storage == "expanded":
+        # SDPA math raises on a stride-0 mask beside dropout and inputs requiring grad (measured: "more than one
+        # element of the written-to tensor refers to a single memory location")
+        storage = "transposed"
     far = None
     if regime == "far-masked-rows" and mask is not None:
         mask_kind, wide, far = "additive", True, r.choice(FAR_MASK_VALUES)
@@ -453,7 +474,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                  and mask is None and not causal and not broadcast and 0 not in (batch, hq, n_q, n_k, d, dv) else None)
     return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal, dtype,
                    layout=layout,
-                   mask=mask, mask_kind=mask_kind, dropout_p=round(dropout_p, 4),
+                   mask=mask, mask_kind=mask_kind, dropout_p=float(f"{dropout_p:.3g}"),
                    grads=grads, scale=scale, relation=relation,
                    seed=zlib.crc32(repr((seed, dtype, index)).encode()), magnitude=magnitude,
                    late_values=late_values, mask_storage=storage,
@@ -463,7 +484,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    # (rank 3 with Hkv < Hq only under enable_gqa: without it B·Hkv heads do not broadcast)
                    enable_gqa=not (hkv == 1 < hq and gqa_flag and rank != 3),
                    # (a learned mask is a parameter, never a stride-0 view: torch refuses the gradient of one)
-                   mask_grad=relation == GRADIENTS and mask is not None and mask_kind == "additive"
+                   mask_grad=(relation == GRADIENTS or relation == DROPOUT_LAW and dropout_mask_grad and BACKWARD in features)
+                   and mask is not None and mask_kind == "additive"
                    and storage != "expanded" and 0 not in (batch, hq, n_q, n_k, d, dv),
                    sequence=_cycled(SEQUENCES, seed, dtype, index - len(regimes), "sequence", "single")
                    if relation == GRADIENTS else "single")
@@ -637,11 +659,34 @@ def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
 
 
 def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
+    """One seeded call with V = I, q, k, V requiring grad as drawn (and the mask when it is learned): the
+    output W = P∘M/(1-p) by the mask law, and the asked gradients against float64 with the same M."""
     from kernels.harness import dropout as drop
 
+    v1 = drop.one_hot_values(s)
+    tensors = [ref.copy(x).requires_grad_(n in p.grads) for x, n in zip((s.q, s.k, v1), "qkv")]
+    leaf = m.detach().requires_grad_() if p.mask_grad and m is not None else None
+    d_o = s.cast(torch.randn(s.q.shape[:-1] + (p.n_k,), generator=s.rng("dropout dO"), dtype=torch.float64))
+    details = []
     with drop.seeded(s, 0):
-        w = s.run(v=drop.one_hot_values(s), dropout_p=p.dropout_p, **({} if m is None else {"attn_mask": m}))
-    return drop._mask_law(s, w.cpu().double(), attn_mask=m, p=p.dropout_p, with_bias=False)
+        try:
+            w = s.impl(*tensors, **_kwargs(s, p, m if leaf is None else leaf), dropout_p=p.dropout_p)
+        except Exception as exc:  # a mask requiring grad may be refused (contract item mask-gradient)
+            if leaf is None:
+                raise
+            details.append(f"mask gradient refused ({type(exc).__name__})")
+            leaf = None
+            w = s.impl(*tensors, **_kwargs(s, p, m), dropout_p=p.dropout_p)
+        checked_output(w, s.q, v1)
+        law = drop._mask_law(s, w.detach().cpu().double(), attn_mask=m, p=p.dropout_p, with_bias=False)
+        if w.requires_grad:
+            outcomes, said = drop.dropped_gradients(s, w, tensors, leaf, _kwargs(s, p, leaf if leaf is not None else m),
+                                                    p.dropout_p, d_o)
+        elif any(t.requires_grad for t in tensors) or leaf is not None:
+            outcomes, said = [Outcome(math.inf, 0.0)], ["the output has no grad_fn"]
+        else:
+            outcomes, said = [], []
+    return worst([law] + outcomes, [law.detail] + said + details)
 
 
 def _metamorphic(s: Subject, p: Problem, m, r) -> Outcome:
@@ -775,16 +820,17 @@ def reproduction(impl, problem: Problem) -> str:
 def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: frozenset, *,
                      value_dim: bool = True, only=None, problems: int | None = None,
                      shrink_seconds: float = SHRINK_SECONDS, regimes: tuple[str, ...] = REGIMES,
-                     notes: list | None = None):
+                     notes: list | None = None, drawn: int | None = None):
     """Yield (problem, outcome, refusal, repro or None) for ``problems`` problems of the chosen
-    relations per dtype (the regimes among them, drawn first), stopping early only at the safety cap of
-    ``seconds`` (spread over the dtypes; 0: none), which is then told in ``notes``. Without
-    ``problems``, problems are drawn until ``seconds`` pass, and the regimes and one problem of each
+    relations per dtype (the regimes among them, drawn first), or for those of the chosen relations
+    among the first ``drawn`` problems per dtype (what a run of every relation judges), stopping early
+    only at the safety cap of ``seconds`` (spread over the dtypes; 0: none), which is then told in
+    ``notes``. Without either, problems are drawn until ``seconds`` pass, and the regimes and one problem of each
     relation per dtype are judged however slow the machine. A failure carries its reproduction;
     it is shrunk first while the run's ``shrink_seconds`` (all failures together) last, and says so
     when they are spent."""
     relations = [rel for rel in RELATIONS if only is None or rel in only]
-    if not relations or (seconds <= 0 and not problems):
+    if not relations or (seconds <= 0 and not problems and not drawn):
         return
     shrink_left = shrink_seconds
     floor = len(regimes) + len(RELATIONS)
@@ -792,8 +838,8 @@ def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: 
         name = str(dtype).removeprefix("torch.")
         deadline = time.perf_counter() + seconds / len(dtypes) if seconds > 0 else math.inf
         index = judged = 0
-        while ((judged < problems and time.perf_counter() < deadline) if problems
-               else (time.perf_counter() < deadline or index < floor)):
+        while (((judged < problems if problems else index < drawn) and time.perf_counter() < deadline)
+               if problems or drawn else (time.perf_counter() < deadline or index < floor)):
             problem = draw(seed, index, name, features, value_dim=value_dim, regimes=regimes)
             index += 1
             if problem.relation not in relations:
@@ -813,9 +859,10 @@ def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: 
                     repro = (f"not shrunk (the run's {shrink_seconds:g} s for shrinking are spent); "
                              f"reproduce with:\n" + reproduction(impl, problem))
             yield problem, outcome, refused, repro
-        if problems and judged < problems and notes is not None:
+        if (judged < problems if problems else drawn and index < drawn) and notes is not None:
+            done, planned = (judged, problems) if problems else (index, drawn)
             notes.append(f"generated problems ({name}): the safety cap of {seconds / len(dtypes):.3g} s was hit "
-                         f"after {judged} of {problems} problems; the rest were not judged")
+                         f"after {done} of {planned} problems; the rest were not judged")
 
 
 def _never(case) -> bool:  # run by the generator, never on the fixed cases

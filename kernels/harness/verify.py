@@ -104,7 +104,8 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     (names) runs only those.
 
     Beside the fixed cases (and the contract's, ``cases.CONTRACT_CASES``), ``generate_problems``
-    problems drawn from the whole input space are judged per dtype (``generate.py``): by default the
+    problems drawn from the whole input space are judged per dtype (``generate.py``; with ``invariants``
+    naming some generated relations, those of the same problems): by default the
     regimes and generate.DEFAULT_DRAWN more (THOROUGH_DRAWN with ``thorough``), whatever the
     machine's speed, with ``generate_seconds`` (default generate.DEFAULT_SECONDS or THOROUGH_SECONDS)
     only a safety cap, told in the report's notes when hit. ``generate_seconds`` given alone is a time
@@ -144,7 +145,7 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
         subjects.clear()
         for problem, outcome, refused, repro in gen.generated_checks(
                 impl, dtypes, device, seed, generate_seconds, features, value_dim=value_dim, only=only,
-                problems=generate_problems, regimes=regimes, notes=report.notes):
+                drawn=generate_problems, regimes=regimes, notes=report.notes):
             detail = outcome.detail if repro is None else f"{outcome.detail}\n{repro}"
             report.checks.append(Check(invariant=problem.relation, claim_id=None, case=problem.describe(),
                                        case_name=f"generated-{problem.seed}", dtype=problem.dtype, device=device,

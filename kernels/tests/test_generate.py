@@ -54,7 +54,7 @@ def test_every_run_draws_each_regime_first():
             assert long_backward.relation == gen.GRADIENTS and long_backward.n_k > 8192 + 2048, long_backward
             assert long_backward.grads != "q" and long_backward.n_q <= 4, long_backward
             assert long_dropout.relation == gen.DROPOUT_LAW and long_dropout.n_k > 2048, long_dropout
-            assert long_dropout.value_dim == long_dropout.n_k and long_dropout.mask is None, long_dropout
+            assert long_dropout.value_dim == long_dropout.n_k and not long_dropout.causal, long_dropout
             assert decode_nan.input_nan in ("q", "k", "v") and decode_nan.n_k > 2 ** 14, decode_nan
             assert decode_nan.mask is None and not decode_nan.causal, decode_nan
             assert decode.n_k > 2 ** 18 + 2 ** 16 - 1 and decode.n_q == 1 and decode.head_dim <= 8, decode

@@ -111,3 +111,37 @@ def test_cheap_long_problems_every_run(fn, relation):
     mutant sweep)."""
     report = verify_attention(fn, dtypes=["float32"], invariants=[relation], generate_seconds=1e-9)
     assert report.failed_invariants == {relation}, report.failure_lines()
+
+
+def test_dropout_problems_draw_tiny_p_and_every_gradient_subset_with_a_learned_mask():
+    """A default run's dropout problems (seed 0, every dtype) include p < 0.01, and each requires_grad
+    subset of q, k, v with and without an additive mask requiring grad."""
+    from kernels.harness import generate as gen
+    from kernels.harness.features import offered
+
+    features = offered(full_attention)
+    for dtype in ("float32", "float16", "bfloat16"):
+        drawn = [gen.draw(0, i, dtype, features) for i in range(len(gen.REGIMES) + gen.DEFAULT_DRAWN)]
+        dropout = [p for p in drawn if p.relation == gen.DROPOUT_LAW]
+        assert min(p.dropout_p for p in dropout) < 0.01, dtype
+        pairs = {(p.grads, p.mask_grad) for p in dropout}
+        assert {g for g, _ in pairs} >= set(gen.GRAD_SUBSETS) and sum(m for _, m in pairs) >= 4, (dtype, pairs)
+
+
+DROPOUT = [mutants.dropout_ignored_in_value_only_backward, mutants.mask_gradient_ignores_dropout,
+           mutants.dropout_skipped_below_half_percent]
+
+
+@pytest.mark.parametrize("fn", DROPOUT, ids=lambda f: f.__name__)
+def test_dropout_beside_gradient_subsets_learned_masks_and_tiny_p(fn):
+    """Dropout crossed with the axes the harness checked one at a time: the default run's dropout problems
+    (float32) catch each, and the fixed dropout checks (all of q, k, v requiring grad, p = 0.1 and up,
+    no learned mask) do not."""
+    from kernels.harness import generate as gen
+
+    drawn = verify_attention(fn, dtypes=["float32"], invariants=[gen.DROPOUT_LAW])
+    assert drawn.failed_invariants == {gen.DROPOUT_LAW}, drawn.failure_lines()
+    fixed = verify_attention(fn, dtypes=["float32"], generate_seconds=0,
+                             invariants=["dropout-forward-backward", "dropout-forward-backward-masked",
+                                         "dropout-mask-law", "attn-mask-bias-gradient", "gradient-subsets"])
+    assert fixed.passed, fixed.failure_lines()
