@@ -1666,3 +1666,19 @@ MUTANTS = MUTANTS + (
     Mutant(dropout_skipped_below_half_percent, "dropout skipped at p <= 0.005", "generated-dropout",
            dtypes=(torch.float32, torch.float16)),
 )
+
+
+class _Float64InFloat32(FullAttention):
+    def working_scores(self, q, k, v, scale, enable_gqa):
+        if q.dtype == torch.float64:
+            q, k, v = q.float(), k.float(), v.float()  # the bug: the kernel's fixed float32 compute dtype
+        return super().working_scores(q, k, v, scale, enable_gqa)
+
+
+float64_computed_in_float32 = _full_mutant(_Float64InFloat32(), "float64_computed_in_float32",
+    "float64 inputs computed with float32 accumulators and cast back to float64.")
+
+MUTANTS = MUTANTS + (
+    # the float64 problems are judged in the float32 pass
+    Mutant(float64_computed_in_float32, "float64 computed in float32", "float64-agreement", dtypes=(torch.float32,)),
+)
