@@ -9,11 +9,17 @@ k, v as contiguous tensors, (B, N, H, D) storage viewed transposed, a random per
 storage order, or views at a storage offset; no mask or a boolean or additive mask of every
 broadcast form, its storage contiguous, a transposed view, a stride-0 expand over the query rows or a
 slice at a storage offset, an additive one in q's dtype or (half q) float32 (what SDPA accepts beside
-bool), now and then with one NaN entry; dropout p in (0, 1) (now and then over one to three keys); every subset of q, k, v requiring grad (and an additive mask), after
+bool), now and then with one NaN entry; now and then one NaN in q, k or v (every key visible); dropout p in (0, 1), fixed
+values, uniform and log-uniform down to 1e-4 (now and then over one to three keys), each dropout problem with a
+requires_grad subset of q, k, V and a learned mask's gradient judged against the same keep mask; rank-3 inputs
+with Hq ≠ Hkv, k and v of batch 1 broadcast; every subset of q, k, v requiring grad (and an additive mask), after
 another forward of the same shape or as a second backward (retain_graph); scales None, zero, negative,
 tiny (1e-6), large. Every run first draws one problem of each of REGIMES per dtype, whatever its
 budget (long decoding, both lengths past 2048, masks whose leading dim equals B, q near float16's
-top, an additive mask as a transposed float32 (half q) view, an additive mask with a NaN entry), then draws them at random among the rest. Each problem is judged by one of four relations,
+top, an additive mask as a transposed float32 (half q) view, an additive mask with a NaN entry, and the cheap
+long problems: causal past 32767 keys, a decode past 2¹⁸, a backward past 8192, dropout past 2048, NaN on a long
+decode), then draws them at random among the rest. A run judges a count of problems (the regimes and
+DEFAULT_DRAWN more per dtype), not a time. Each problem is judged by one of four relations,
 in turn:
 
 * generated-agreement: the forward against float64 (tolerance.py's rule, the plain same-precision
