@@ -1682,3 +1682,17 @@ MUTANTS = MUTANTS + (
     # the float64 problems are judged in the float32 pass
     Mutant(float64_computed_in_float32, "float64 computed in float32", "float64-agreement", dtypes=(torch.float32,)),
 )
+
+
+def one_dim_mask_read_along_queries_when_square(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                                enable_gqa=False):
+    """A 1-D attn_mask read as a query mask ((Nq, 1)) when Nq == Nk; SDPA reads it as (Nk,) always."""
+    if attn_mask is not None and attn_mask.dim() == 1 and q.shape[-2] == k.shape[-2]:
+        attn_mask = attn_mask[:, None]  # the bug: the square case takes the first matching dim
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(one_dim_mask_read_along_queries_when_square, "1-D mask read along the queries when Nq == Nk",
+           "generated-agreement"),
+)

@@ -128,8 +128,8 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #   far-masked-rows: an additive mask setting whole rows to one finite value at or below -1e20: SDPA
 #     gives those rows the softmax of the masked scores (uniform weights), not 0; a running max
 #     started at a finite "-infinity" above that value gives 0.
-#   rank: q, k, v of rank 3 or 5 (RANKS; the first draw rank 3 with Hq ≠ Hkv under enable_gqa), with a 1-D
-#     (Nk,) mask when the impl takes masks.
+#   rank: q, k, v of rank 3 or 5 (RANKS; the first draw rank 3 with Hq ≠ Hkv under enable_gqa and Nq = Nk),
+#     with a 1-D (Nk,) mask when the impl takes masks.
 #   kv-broadcast: k and v with batch (rank 5: leading dim) 1 against q's B ≥ 2 and Hq ≥ 2, no mask (the
 #     math backend broadcasts them as matmul does, measured: the output is that of k, v expanded; the first
 #     draw rank 4). Forward only (generated-agreement).
@@ -380,6 +380,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             hq, hkv = r.choice([h for h in HEADS if h[0] != h[1] and h[1] > 1])
         causal = False  # (no draw pairs a mask with is_causal)
         mask = ONE_DIM_MASK if ATTN_MASK in features and n_k > 0 else None
+        if index < len(regimes):  # square: a 1-D (Nk,) mask could then be read along the queries too
+            n_q = n_k = min(max(n_k, 2), 64)  # (64: under MAX_SCORES, which would halve Nq alone)
     elif regime == "kv-broadcast":
         batch, mask, causal = max(batch, 2), None, False
         if hq < 2:

@@ -47,7 +47,7 @@ def test_every_run_draws_each_regime_first():
             assert learned.relation == gen.GRADIENTS and learned.mask_grad and learned.q_heads > 1, learned
             assert learned.mask in gen.HEAD_SHARED_MASKS, learned
             assert rank.rank == 3 and rank.mask == gen.ONE_DIM_MASK, rank
-            assert rank.q_heads != rank.kv_heads >= 2 and rank.enable_gqa, rank
+            assert rank.q_heads != rank.kv_heads >= 2 and rank.enable_gqa and rank.n_q == rank.n_k, rank
             assert kv_broadcast.kv_broadcast and kv_broadcast.rank == 4 and kv_broadcast.batch >= 2, kv_broadcast
             assert kv_broadcast.q_heads == kv_broadcast.kv_heads >= 2 and kv_broadcast.mask is None, kv_broadcast
             assert long_causal.causal and long_causal.n_q <= 8 and long_causal.n_k > 32768, long_causal

@@ -170,3 +170,13 @@ def ref_attention(q, k, v):
     from kernels.harness import reference as ref
 
     return ref.attention(q, k, v).numpy()
+
+
+def test_one_dim_mask_square_is_drawn_every_run():
+    """The rank regime's first draw is square, so a 1-D (Nk,) mask there could be read along the queries:
+    every run catches a kernel that does so (before, only square draws among 22 lengths did, now and then)."""
+    from kernels.harness import generate as gen
+
+    fn = mutants.one_dim_mask_read_along_queries_when_square
+    report = verify_attention(fn, backward=False, invariants=[gen.AGREEMENT], generate_seconds=1e-9)
+    assert {c.dtype for c in report.failures} == set(report.dtypes), report.failure_lines()
