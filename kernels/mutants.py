@@ -1696,3 +1696,24 @@ MUTANTS = MUTANTS + (
     Mutant(one_dim_mask_read_along_queries_when_square, "1-D mask read along the queries when Nq == Nk",
            "generated-agreement"),
 )
+
+
+class _BackwardGridCapped(FullAttention):
+    def backward(self, ctx, dout):
+        grads = list(super().backward(ctx, dout))
+        for i, g in enumerate(grads[:3]):
+            if g is not None and g.numel():
+                flat = g.reshape(-1, *g.shape[-2:]).clone()  # (B·H, N, ·)
+                flat[65535:] = 0  # the bug: one backward program per (batch, head) on a grid axis capped at 65535
+                grads[i] = flat.reshape(g.shape)
+        return tuple(grads)
+
+
+backward_grid_capped = _full_mutant(_BackwardGridCapped(), "backward_grid_capped",
+    "The backward's grid of (batch, head) programs is capped at 65535: the gradients of the heads past it stay 0 "
+    "(the forward is right).")
+
+MUTANTS = MUTANTS + (
+    Mutant(backward_grid_capped, "backward (batch, head) programs past 65535 never run", "generated-gradients",
+           backward=True),
+)

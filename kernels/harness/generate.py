@@ -139,6 +139,7 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #   long-backward: a gradient problem, Nq ≤ 4 over 10241..12288 keys (past 64 key tiles of 128), D ≤ 16.
 #   long-dropout: a dropout problem (V = I) of 8 queries over 2049..2200 keys (a long-KV path's dropout).
 #   long-decode-nan: long-decode with one NaN in q, k or v (nan-propagation's rule on the split-K path).
+#   huge-grid-backward: huge-grid's shape as a gradient problem (a backward launched on its own grid).
 #   huge-grid: B·H past 65535 (a CUDA grid's y and z limit) with N, D of 1-4: a problem of about 2 MB.
 #   wide-value: Dv in 257..320 (value dims past a 256-wide output chunk) beside a small D.
 #   learned-mask: a gradient problem (the one regime not judged by generated-agreement) with an additive
@@ -146,7 +147,8 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude",
            "mask-storage", "mask-nonfinite", "long-decode-masked", "wide-head", "many-heads", "cache-slice",
            "empty", "far-masked-rows", "rank", "huge-grid", "wide-value", "learned-mask",
-           "kv-broadcast", "long-causal", "long-backward", "long-dropout", "long-decode-nan")
+           "kv-broadcast", "long-causal", "long-backward", "long-dropout", "long-decode-nan",
+           "huge-grid-backward")
 LONG_DECODE = ("long-decode", "long-decode-masked", "long-decode-nan")
 LONG = LONG_DECODE + ("long-both", "long-causal", "long-backward", "long-dropout")
 LONGEST_DECODE = (2 ** 18 + 2 ** 16, 2 ** 19)  # a fifth of the keys or more past 2¹⁸
@@ -276,7 +278,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     r = _rng(seed, dtype, index)
     if index < len(regimes):
         relation, regime = AGREEMENT, regimes[index]
-        if regime == "learned-mask" and ATTN_MASK in features or regime == "long-backward":
+        if regime == "learned-mask" and ATTN_MASK in features or regime in ("long-backward", "huge-grid-backward"):
             relation = GRADIENTS  # (a forward problem where the impl has no backward: below)
         if regime == "long-dropout" and DROPOUT in features:
             relation = DROPOUT_LAW
@@ -362,11 +364,13 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         batch = batch if batch * hq > 256 else batch + 1
         n_q, n_k, d = r.choice((1, 2, 3, 5)), r.choice((1, 2, 3, 5)), r.choice((1, 2, 3, 8, 16))
         dv = r.choice((d, 1, 5)) if value_dim else d
-    elif regime == "huge-grid":
+    elif regime in ("huge-grid", "huge-grid-backward"):
         batch = r.choice((1, 2))
         hq = hkv = -(-(GRID_LIMIT + r.randint(1, 64)) // batch)
         n_q, n_k, d = r.choice((1, 2)), r.choice((1, 2, 3)), r.choice((1, 2, 4))
         dv = r.choice((d, 3)) if value_dim else d
+        if regime == "huge-grid-backward":  # (mask with is_causal: SDPA math refuses the pair)
+            causal, mask = False, None
     elif regime == "wide-value":
         dv = r.randint(257, 320)
         d = r.choice((8, 16, 32)) if value_dim else dv

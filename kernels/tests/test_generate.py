@@ -43,7 +43,9 @@ def test_every_run_draws_each_regime_first():
         for dtype in ("float32", "float16", "bfloat16"):
             (decode, both, mask2, mask3, top, stored, poisoned, decode_masked, wide, heads, sliced, empty,
              far, rank, grid, wide_value, learned, kv_broadcast, long_causal, long_backward, long_dropout,
-             decode_nan) = (gen.draw(seed, i, dtype, ALL) for i in range(len(gen.REGIMES)))
+             decode_nan, grid_backward) = (gen.draw(seed, i, dtype, ALL) for i in range(len(gen.REGIMES)))
+            assert grid_backward.relation == gen.GRADIENTS, grid_backward
+            assert grid_backward.batch * grid_backward.q_heads > gen.GRID_LIMIT, grid_backward
             assert learned.relation == gen.GRADIENTS and learned.mask_grad and learned.q_heads > 1, learned
             assert learned.mask in gen.HEAD_SHARED_MASKS, learned
             assert rank.rank == 3 and rank.mask == gen.ONE_DIM_MASK, rank

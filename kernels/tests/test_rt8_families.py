@@ -100,7 +100,8 @@ LONG = [(mutants.causal_key_positions_int16, "generated-agreement"),
         (mutants.split_kv_decode_256_splits, "generated-agreement"),
         (mutants.backward_64_key_tiles, "generated-gradients"),
         (mutants.dropout_skipped_past_2048_keys, "generated-dropout"),
-        (mutants.split_kv_nan_sanitised, "generated-agreement")]
+        (mutants.split_kv_nan_sanitised, "generated-agreement"),
+        (mutants.backward_grid_capped, "generated-gradients")]
 
 
 @pytest.mark.parametrize("fn, relation", LONG, ids=[fn.__name__ for fn, _ in LONG])
