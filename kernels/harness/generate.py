@@ -143,7 +143,8 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #   huge-grid: B·H past 65535 (a CUDA grid's y and z limit) with N, D of 1-4: a problem of about 2 MB.
 #   wide-value: Dv in 257..320 (value dims past a 256-wide output chunk) beside a small D.
 #   learned-mask: a gradient problem (the one regime not judged by generated-agreement) with an additive
-#     mask shared by two or more heads (HEAD_SHARED_MASKS) requiring grad: its gradient sums over the heads.
+#     mask shared by two or more heads (HEAD_SHARED_MASKS) requiring grad: its gradient sums over the heads
+#     (the first draw a key bias, (B, 1, 1, Nk) or (1, 1, 1, Nk), over two queries or more: and over them).
 REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude",
            "mask-storage", "mask-nonfinite", "long-decode-masked", "wide-head", "many-heads", "cache-slice",
            "empty", "far-masked-rows", "rank", "huge-grid", "wide-value", "learned-mask",
@@ -377,6 +378,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     elif regime == "learned-mask" and relation == GRADIENTS:
         hq, hkv = r.choice([h for h in HEADS if h[0] > 1 and (GQA in features or h[0] == h[1])])
         mask, n_q, n_k, d = r.choice(HEAD_SHARED_MASKS), max(n_q, 1), max(n_k, 2), max(d, 1)
+        if index < len(regimes):  # the first draw a learned key bias: its gradient sums over B, H and the queries
+            mask, n_q = r.choice(("(B, 1, 1, Nk)", "(1, 1, 1, Nk)")), max(n_q, 2)
         batch, dv = max(batch, 1), max(dv, 1)
     elif regime == "rank":
         if index < len(regimes) and (hq == hkv or hkv == 1) and GQA in features:

@@ -101,7 +101,8 @@ LONG = [(mutants.causal_key_positions_int16, "generated-agreement"),
         (mutants.backward_64_key_tiles, "generated-gradients"),
         (mutants.dropout_skipped_past_2048_keys, "generated-dropout"),
         (mutants.split_kv_nan_sanitised, "generated-agreement"),
-        (mutants.backward_grid_capped, "generated-gradients")]
+        (mutants.backward_grid_capped, "generated-gradients"),
+        (mutants.mask_gradient_of_query_zero, "generated-gradients")]
 
 
 @pytest.mark.parametrize("fn, relation", LONG, ids=[fn.__name__ for fn, _ in LONG])
