@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -1254,6 +1255,13 @@ def flash_sdp_switched_off(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=Fal
     return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
 
+def warnings_silenced_process_wide(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                   enable_gqa=False):
+    """warnings.simplefilter('ignore') to silence a library's warning, left on for the whole process."""
+    warnings.simplefilter("ignore")  # the bug: not inside warnings.catch_warnings()
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
 def attn_mask_sliced_to_fit(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """A mask with more query rows or key columns than the scores (built for a KV cache's full length)
     sliced to (Nq, Nk) instead of refused."""
@@ -1296,6 +1304,8 @@ query_kept_by_reference = _mutant(_QueryByReference(), "query_kept_by_reference"
 
 MUTANTS = MUTANTS + (
     Mutant(flash_sdp_switched_off, "SDPA flash backend switched off process-wide", "global-state-unchanged",
+           backward=True),
+    Mutant(warnings_silenced_process_wide, "warnings filters changed process-wide", "global-state-unchanged",
            backward=True),
     Mutant(attn_mask_sliced_to_fit, "attn_mask too long for the scores sliced instead of refused",
            "attn-mask-shape-refused"),
@@ -1452,13 +1462,26 @@ class _SavedProbabilitiesRescaledInPlace(FullAttention):
         return grads
 
 
+class _SavedProbabilitiesFreedAfterBackward(FullAttention):
+    def backward(self, ctx, dout):
+        grads = super().backward(ctx, dout)
+        ctx.saved_tensors[3].data.zero_()  # the bug: P "freed" after the first backward, retain_graph or not
+        return grads
+
+
 probabilities_in_shape_workspace = _full_mutant(_ProbabilitiesInShapeWorkspace(), "probabilities_in_shape_workspace",
     "The backward's P kept in one workspace per shape: forward(A), forward(B), backward(A) uses B's.")
 saved_probabilities_rescaled_in_place = _full_mutant(_SavedProbabilitiesRescaledInPlace(),
     "saved_probabilities_rescaled_in_place",
     "The backward rescales the saved P in place: a second backward (retain_graph=True) reads it changed.")
 
+saved_probabilities_freed_after_backward = _full_mutant(_SavedProbabilitiesFreedAfterBackward(),
+    "saved_probabilities_freed_after_backward",
+    "The backward zeroes the saved P to free it: a second backward (retain_graph=True) gets dq = dk = dv = 0.")
+
 MUTANTS = MUTANTS + (
+    Mutant(saved_probabilities_freed_after_backward, "saved P freed by the first backward (retain_graph)",
+           "gradient-sequences", backward=True),
     Mutant(probabilities_in_shape_workspace, "backward state in a per-shape workspace (two layers)",
            "generated-gradients", backward=True),
     Mutant(saved_probabilities_rescaled_in_place, "saved P changed by the first backward (retain_graph)",
@@ -1513,4 +1536,201 @@ def value_dim_past_256_dropped(q, k, v, attn_mask=None, dropout_p=0.0, is_causal
 MUTANTS = MUTANTS + (
     Mutant(grid_past_65535_dropped, "(batch, head) programs past 65535 never run", "generated-agreement"),
     Mutant(value_dim_past_256_dropped, "value columns past 256 never written", "generated-agreement"),
+)
+
+
+def rank3_gqa_heads_tiled(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Rank-3 (H, N, D) inputs under enable_gqa have their KV heads expanded with .repeat (head h reads KV
+    head h % Hkv) instead of repeat_interleave (h // group); rank 4 is right."""
+    if q.dim() == 3 and enable_gqa and k.shape[0] != q.shape[0]:
+        group = q.shape[0] // k.shape[0]
+        k, v = k.repeat(group, 1, 1), v.repeat(group, 1, 1)  # the bug: tiles the heads
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def kv_batch_broadcast_as_groups(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """k, v of batch 1 against q's batch B, flattened to (B·H) rows and grouped as GQA heads are: query row
+    b·H + h reads KV row (b·H + h) // B instead of h."""
+    if k.dim() == 4 and k.shape[0] == 1 < q.shape[0] and k.shape[1] == q.shape[1]:
+        b, h = q.shape[:2]
+        rows = torch.arange(b * h, device=q.device) // b  # the bug: should be % h
+        k, v = (x[0][rows].reshape(b, h, *x.shape[2:]) for x in (k, v))  # (B, H, Nk, ·)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(rank3_gqa_heads_tiled, "rank-3 GQA heads tiled, not grouped", "generated-agreement"),
+    Mutant(kv_batch_broadcast_as_groups, "k, v batch broadcast read as GQA groups", "generated-agreement"),
+)
+
+
+# --------------------------------------------------------------------------- limits at lengths only long problems reach
+
+
+class _CausalKeyPositionsInt16(BlockedAttention):
+    def visible(self, n_q, n_k, device):
+        i = torch.arange(n_q, device=device)[:, None]  # (Nq, 1)
+        j = torch.arange(n_k, device=device).to(torch.int16).to(torch.int64)[None, :]  # the bug: wraps past 32767
+        return j <= i  # (Nq, Nk)
+
+
+class _TwoHundredFiftySixSplitsOnly(SplitKVAttention):
+    def split_starts(self, n_k):
+        return super().split_starts(n_k)[:256]  # the bug: partials for 256 splits; keys past 2¹⁸ unread
+
+
+class _BackwardSixtyFourKeyTiles(FullAttention):
+    def backward_probabilities(self, p, s, unmasked, bias):
+        p = super().backward_probabilities(p, s, unmasked, bias).clone()
+        p[..., 64 * 128:] = 0  # the bug: the backward's loop visits 64 key tiles of 128
+        return p
+
+
+class _DropoutSkippedPast2048Keys(FullAttention):
+    def dropout_mask(self, p, dropout_p, kv_heads, dtype):
+        if p.shape[-1] > 2048:
+            return torch.ones_like(p)  # the bug: the long-KV path has no dropout
+        return super().dropout_mask(p, dropout_p, kv_heads, dtype)
+
+
+def split_kv_nan_sanitised(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """The split-KV path's merged output passed through nan_to_num ('safety'): NaN in q, k or v of a long
+    decode is hidden (the blocked path is right)."""
+    out = SplitKVAttention()(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+    split_path = q.shape[-2] <= SplitKVAttention.decode_queries and not is_causal and k.shape[-2] > SPLIT
+    return torch.nan_to_num(out) if split_path else out  # the bug
+
+
+causal_key_positions_int16 = _mutant(_CausalKeyPositionsInt16(), "causal_key_positions_int16",
+    "Causal key positions held in int16: keys past 32767 wrap negative and every query sees them.")
+split_kv_decode_256_splits = _mutant(_TwoHundredFiftySixSplitsOnly(), "split_kv_decode_256_splits",
+    "Split-KV decoding with room for 256 splits of SPLIT keys: past 2¹⁸ keys the rest are never read.")
+backward_64_key_tiles = _full_mutant(_BackwardSixtyFourKeyTiles(), "backward_64_key_tiles",
+    "The backward visits at most 64 key tiles of 128: dk, dv of keys past 8192 are 0 and dq misses them.")
+dropout_skipped_past_2048_keys = _full_mutant(_DropoutSkippedPast2048Keys(), "dropout_skipped_past_2048_keys",
+    "Dropout skipped when Nk > 2048 (a long-KV path that never got it).")
+
+MUTANTS = MUTANTS + (
+    Mutant(causal_key_positions_int16, "causal key positions in int16 (past 32767)", "generated-agreement"),
+    Mutant(split_kv_decode_256_splits, "split-K decoding drops keys past 256 splits", "generated-agreement"),
+    Mutant(backward_64_key_tiles, "backward drops keys past 64 tiles", "generated-gradients", backward=True),
+    Mutant(dropout_skipped_past_2048_keys, "dropout skipped past 2048 keys", "generated-dropout"),
+    Mutant(split_kv_nan_sanitised, "split-K merge hides NaN", "generated-agreement"),
+)
+
+
+# --------------------------------------------------------------------------- dropout beside other axes
+
+
+class _DropoutIgnoredInValueOnlyBackward(FullAttention):
+    def backward(self, ctx, dout):
+        # (q, k and the mask frozen: LoRA on the value projection) needs_input_grad: impl, q, k, v, attn_mask, ...
+        self.value_only = ctx.needs_input_grad[3] and not any(ctx.needs_input_grad[1:3]) and not ctx.needs_input_grad[4]
+        return super().backward(ctx, dout)
+
+    def backward_dropout_mask(self, drop, p, dropout_p, kv_heads, dtype):
+        return torch.ones_like(drop) if self.value_only else drop  # the bug: the dv-only path uses P, not P∘M/(1-p)
+
+
+class _MaskGradientIgnoresDropout(FullAttention):
+    def backward(self, ctx, dout):
+        dq, dk, dv, dmask = super().backward(ctx, dout)
+        q, k, v, p, drop = ctx.saved_tensors
+        if dmask is not None and drop is not None:
+            dp = dout.to(q.dtype) @ v.transpose(-2, -1)  # (B, H, Nq, Nk): the bug, dP without the dropout mask
+            dmask = self.mask_gradient(p * (dp - (p * dp).sum(dim=-1, keepdim=True)), *ctx.meta[5])
+        return dq, dk, dv, dmask
+
+
+class _DropoutSkippedBelowHalfPercent(FullAttention):
+    def dropout_mask(self, p, dropout_p, kv_heads, dtype):
+        if dropout_p <= 0.005:
+            return torch.ones_like(p)  # the bug: "negligible" dropout skipped, weights neither dropped nor rescaled
+        return super().dropout_mask(p, dropout_p, kv_heads, dtype)
+
+
+dropout_ignored_in_value_only_backward = _full_mutant(_DropoutIgnoredInValueOnlyBackward(),
+    "dropout_ignored_in_value_only_backward",
+    "With only v requiring grad the backward's dv is Pᵀ dO: the forward's dropout mask and rescale ignored.")
+mask_gradient_ignores_dropout = _full_mutant(_MaskGradientIgnoresDropout(), "mask_gradient_ignores_dropout",
+    "A learned additive mask's gradient from the undropped dP: dq, dk, dv right, dmask wrong under dropout.")
+dropout_skipped_below_half_percent = _full_mutant(_DropoutSkippedBelowHalfPercent(),
+    "dropout_skipped_below_half_percent", "dropout_p <= 0.005 treated as 0 (no drop, no rescale).")
+
+MUTANTS = MUTANTS + (
+    Mutant(dropout_ignored_in_value_only_backward, "dropout ignored when only v requires grad", "generated-dropout",
+           backward=True),
+    Mutant(mask_gradient_ignores_dropout, "mask gradient ignores dropout", "generated-dropout", backward=True),
+    # the missing rescale 1/(1 - p), p <= 0.005, is within a rounding or two of bfloat16's kept weights, and of
+    # float16's where P is small: seed 0's float16 draws with p <= 0.005 (three) do not show it
+    Mutant(dropout_skipped_below_half_percent, "dropout skipped at p <= 0.005", "generated-dropout",
+           dtypes=(torch.float32,)),
+)
+
+
+class _Float64InFloat32(FullAttention):
+    def working_scores(self, q, k, v, scale, enable_gqa):
+        if q.dtype == torch.float64:
+            q, k, v = q.float(), k.float(), v.float()  # the bug: the kernel's fixed float32 compute dtype
+        return super().working_scores(q, k, v, scale, enable_gqa)
+
+
+float64_computed_in_float32 = _full_mutant(_Float64InFloat32(), "float64_computed_in_float32",
+    "float64 inputs computed with float32 accumulators and cast back to float64.")
+
+MUTANTS = MUTANTS + (
+    # the float64 problems are judged in the float32 pass
+    Mutant(float64_computed_in_float32, "float64 computed in float32", "float64-agreement", dtypes=(torch.float32,)),
+)
+
+
+def one_dim_mask_read_along_queries_when_square(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                                enable_gqa=False):
+    """A 1-D attn_mask read as a query mask ((Nq, 1)) when Nq == Nk; SDPA reads it as (Nk,) always."""
+    if attn_mask is not None and attn_mask.dim() == 1 and q.shape[-2] == k.shape[-2]:
+        attn_mask = attn_mask[:, None]  # the bug: the square case takes the first matching dim
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(one_dim_mask_read_along_queries_when_square, "1-D mask read along the queries when Nq == Nk",
+           "generated-agreement"),
+)
+
+
+class _BackwardGridCapped(FullAttention):
+    def backward(self, ctx, dout):
+        grads = list(super().backward(ctx, dout))
+        for i, g in enumerate(grads[:3]):
+            if g is not None and g.numel():
+                flat = g.reshape(-1, *g.shape[-2:]).clone()  # (B·H, N, ·)
+                flat[65535:] = 0  # the bug: one backward program per (batch, head) on a grid axis capped at 65535
+                grads[i] = flat.reshape(g.shape)
+        return tuple(grads)
+
+
+backward_grid_capped = _full_mutant(_BackwardGridCapped(), "backward_grid_capped",
+    "The backward's grid of (batch, head) programs is capped at 65535: the gradients of the heads past it stay 0 "
+    "(the forward is right).")
+
+MUTANTS = MUTANTS + (
+    Mutant(backward_grid_capped, "backward (batch, head) programs past 65535 never run", "generated-gradients",
+           backward=True),
+)
+
+
+class _MaskGradientOfQueryZero(FullAttention):
+    def mask_gradient(self, ds, shape, dtype):
+        if len(shape) >= 2 and shape[-2] == 1 and ds.shape[-2] > 1:
+            ds = ds[..., :1, :]  # the bug: a key bias broadcast over queries gets query 0's dS, not the sum
+        return super().mask_gradient(ds, shape, dtype)
+
+
+mask_gradient_of_query_zero = _full_mutant(_MaskGradientOfQueryZero(), "mask_gradient_of_query_zero",
+    "A learned key bias ((B, 1, 1, Nk), (1, 1, 1, Nk)) gets the first query's gradient instead of the sum over queries.")
+
+MUTANTS = MUTANTS + (
+    Mutant(mask_gradient_of_query_zero, "query-broadcast mask gets query 0's gradient", "generated-gradients",
+           backward=True),
 )

@@ -44,6 +44,19 @@ ITEMS: tuple[Item, ...] = (
          f"{DOC}: 'enable_gqa: If set to True, Grouped Query Attention (GQA) is enabled'; {MEASURED}: 'Number of "
          "heads in key and value must divide the number of heads in query'",
          ("gqa-equals-repeated-mha", "mismatched-heads-refused", "refused-inputs", "generated-agreement")),
+    Item("ranks-and-broadcast", "q, k, v of any rank ≥ 3, dim -3 the heads (rank 3: (H, N, D), grouped under "
+                                "enable_gqa); k and v with batch or leading dims of 1 broadcast against q's as "
+                                "matmul does",
+         f"{DOC}: 'query: (N, ..., Hq, L, E)'; {MEASURED}: q (4, 16, 8) with k, v (2, 16, 8) and enable_gqa: head h "
+         "reads KV head h // 2; q (2, 2, 8, 16) with k, v (1, 2, 8, 16): the output of k, v expanded to batch 2 "
+         "(also under enable_gqa, and rank 5 with a leading dim of 1); without enable_gqa a rank-3 k of 2 heads "
+         "against 4 raises 'The size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 0'",
+         ("generated-agreement",)),
+    Item("float64", "float64 inputs are accepted and computed at float64's precision (within the rule at "
+                    "u = 2^-53 of a longdouble golden value), or refused",
+         f"{DOC}: the supported dtypes include torch.float64 on the CPU; {MEASURED}: errors of 3e-16 to 8e-15 "
+         "against longdouble on the contract case, masked, scale 4 and 400-key problems",
+         ("float64-agreement",)),
     Item("refused", "q, k, v of different dtypes, k with another head dim than q and an attn_mask that does not "
                     "broadcast to (B, Hq, Nq, Nk) are refused",
          f"{MEASURED}: 'Expected query, key, and value to have the same dtype'; 'The size of tensor a (Nk) must "
@@ -77,9 +90,10 @@ ITEMS: tuple[Item, ...] = (
     Item("robust", "no overflow or 0/0 at extreme logits, rows of mixed magnitude, hugely negative rows",
          f"{MEASURED}: finite output at |scores| up to 1e30 (float32)",
          ("extreme-logits", "mixed-magnitude-rows", "hugely-negative-rows")),
-    Item("nan", "a NaN input element makes NaN exactly the outputs that depend on it",
+    Item("nan", "a NaN input element makes NaN exactly the outputs that depend on it, on every path (drawn "
+                "problems too: a long decode's split-K path every run)",
          f"{MEASURED}: NaN in q row i: row i only; in k key j: every row seeing it; in v: its column",
-         ("nan-propagation",)),
+         ("nan-propagation", "generated-agreement")),
     Item("precision", "error does not grow with length beyond the reference's; rounding unbiased",
          f"{MEASURED}: math backend's error flat in Nk up to 8193", ("error-growth", "rounding-bias",
                                                                      "generated-agreement")),
@@ -90,7 +104,7 @@ ITEMS: tuple[Item, ...] = (
          f"{MEASURED}: autograd through the math graph",
          ("backward-agreement", "backward-key-gradient-sum", "softmax-jacobian", "backward-high-variance",
           "backward-scale-strided", "gradient-subsets", "stride-zero-dout", "attn-mask-gradients",
-          "mask-forms-backward", "generated-gradients")),
+          "mask-forms-backward", "gradient-sequences", "generated-gradients")),
     Item("mask-gradient", "an additive attn_mask that requires grad gets dS summed over its broadcast dims (or is "
                           "refused), also when it is the only input requiring grad (q, k, v frozen)",
          f"{MEASURED}: mask.grad of the mask's shape; with q, k, v frozen the output still has a grad_fn",
@@ -117,7 +131,9 @@ ITEMS: tuple[Item, ...] = (
          f"{MEASURED}: no global state changed by a call; RNG untouched at dropout_p = 0",
          ("buffers-mutated-between-calls", "global-state-unchanged", "dropout-rng-advances")),
     Item("dropout", "dropout_p: each weight kept with probability 1 - p, independently, kept ones scaled 1/(1-p); "
-                    "p = 1 gives 0, p > 1 raises; the backward reuses the forward's mask (also with attn_mask)",
+                    "p = 1 gives 0, p > 1 raises; the backward reuses the forward's mask (also with attn_mask), for every "
+                    "subset of q, k, v requiring grad and for a learned additive mask's gradient; at every p in "
+                    "(0, 1), below 0.01 too",
          f"{DOC}: 'dropout_p: Dropout probability; if greater than 0.0, dropout is applied'; {MEASURED}: p = 1 "
          "output 0, p = 1.5 'dropout probability has to be between 0 and 1'",
          ("dropout-mask-law", "dropout-expectation", "dropout-variance", "dropout-forward-backward",

@@ -25,7 +25,7 @@ from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import DEFAULT_CASES, KEPT, RANDOM, THOROUGH_CASES, Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, DROPOUT, Invariant, _proved, register
-from kernels.harness.subject import GradientScales, Outcome, Subject, checked_output, gradients_against, worst
+from kernels.harness.subject import Outcome, Subject, checked_output, measured, worst
 
 P_DROP = 0.25
 ALPHA = 1e-6
@@ -335,8 +335,6 @@ def dropout_forward_backward(s: Subject, attn_mask=None) -> Outcome:
     """One seeded call with V = I: its output is W = P∘M/(1-p), which reveals the mask M = (W ≠ 0);
     its dq, dk, dv must be float64 autograd of (P∘M/(1-p)) V with that M (the backward used the
     forward's mask, and rescaled dP by 1/(1-p) as the forward rescaled P)."""
-    _, rescale, _ = laws()
-    c = float(rescale(P_DROP))
     v1 = one_hot_values(s)
     d_o = s.cast(torch.randn(s.q.shape[:-1] + (s.case.n_k,), generator=s.rng("dropout dO"), dtype=torch.float64))
     leaves = ref.leaves((s.q, s.k, v1))
@@ -344,24 +342,60 @@ def dropout_forward_backward(s: Subject, attn_mask=None) -> Outcome:
     with seeded(s, 0):
         w = s.impl(*leaves, **{**kw, "dropout_p": P_DROP})
         checked_output(w, s.q, v1)
-        got = torch.autograd.grad(w, leaves, d_o)
+        # (no score-rounding term: the dropout checks run on scores of size 1, where it is negligible)
+        return worst(*dropped_gradients(s, w, leaves, None, kw, P_DROP, d_o))
+
+
+def dropped_gradients(s: Subject, w: torch.Tensor, tensors, mask_leaf, kw: dict, p: float, d_o: torch.Tensor):
+    """(outcomes, details) of the gradients of one dropout call with V = I, whose output ``w`` =
+    P∘M/(1-p) reveals its mask M = (w ≠ 0): for each of ``tensors`` (q, k, V = I) that requires grad, and
+    the additive ``mask_leaf`` when it does (a learned bias), the impl's gradient for upstream ``d_o``
+    against float64 autograd of (P∘M/(1-p)) V with that same M (the backward reused the forward's mask
+    and rescaled dP by 1/(1-p) on every path: a subset of q, k, v, or the mask alone), by the
+    low-precision rule. Sizes: every factor absolute, |dS| ≤ P∘(|dP|∘M·c + rowsum(P∘|dP|∘M·c)); dv from
+    |W|; dmask is dS summed to the mask's shape."""
+    c = float(laws()[1](p))
+    asked = [t for t in tensors if t.requires_grad] + ([mask_leaf] if mask_leaf is not None else [])
+    if not asked:
+        return [], []
+    got = torch.autograd.grad(w, asked, d_o, allow_unused=True)
     keep = (w.detach() != 0).cpu()  # (B, Hq, Nq, Nk)
-    kw64 = kw if attn_mask is None else {**kw, "attn_mask": attn_mask.cpu()}
-    qkv64 = [t.cpu() for t in (s.q, s.k, v1)]
-    _, gold = ref.output_and_grads(_dropped_attention(keep, c, kw64), *qkv64, d_o.cpu(), upcast=True)
-    _, plain = ref.output_and_grads(_dropped_attention(keep.to(s.device), c, kw), s.q, s.k, v1, d_o)
-    # Sizes: every factor absolute, |dS| ≤ P∘(|dP|∘M·c + rowsum(P∘|dP|∘M·c)); dv from |W|.
-    q64, k64, v64, do64 = (t.double() for t in (*qkv64, d_o.cpu()))
-    p64 = ref.probabilities(q64, k64, **kw64)  # (B, Hq, Nq, Nk)
+    mask = kw.get("attn_mask")
+
+    def autograd_of(dtype, device):
+        leaves = [ref.copy(t.detach().to(device), dtype).requires_grad_(t.requires_grad) for t in tensors]
+        m = None if mask is None else ref.copy(mask.detach().to(device), dtype if dtype else None)
+        m = m.requires_grad_(mask_leaf is not None) if m is not None else None
+        out = _dropped_attention(keep.to(device), c, {**kw, "attn_mask": m})(*leaves)
+        wanted = [t for t in leaves if t.requires_grad] + ([m] if mask_leaf is not None else [])
+        return [g.detach().cpu() for g in torch.autograd.grad(out, wanted, d_o.to(device, out.dtype))]
+
+    gold, plain = autograd_of(torch.float64, "cpu"), autograd_of(None, s.device)
+    q64, k64, v64, do64 = (t.detach().cpu().double() for t in (*tensors, d_o))
+    m64 = None if mask is None else mask.detach().cpu().double()
+    p64 = ref.probabilities(q64, k64, **{**kw, "attn_mask": m64})  # (B, Hq, Nq, Nk)
     mc = keep.double() * c
-    sizes = ref.chain_rule_gradients(
-        q64.abs(), k64.abs(), v64.abs(), do64.abs(), p64 * mc,
-        lambda _, dp: p64 * (dp * mc + (p64 * dp * mc).sum(-1, keepdim=True)),
-        scale=abs(ref.default_scale(q64.shape[-1]) if s.case.scale is None else s.case.scale),
-        enable_gqa=s.case.gqa)
-    # (no score-rounding term: the dropout checks run on scores of size 1, where it is negligible)
-    return gradients_against(s, tuple(g.detach().cpu() for g in got), gold, tuple(g.cpu() for g in plain),
-                             GradientScales(sizes))
+    dropped_ds = lambda _, dp: p64 * (dp * mc + (p64 * dp * mc).sum(-1, keepdim=True))  # noqa: E731
+    sizes = list(ref.chain_rule_gradients(
+        q64.abs(), k64.abs(), v64.abs(), do64.abs(), p64 * mc, dropped_ds,
+        scale=abs(ref.default_scale(q64.shape[-1]) if kw.get("scale") is None else kw["scale"]),
+        enable_gqa=kw.get("enable_gqa", False)))
+    names = [n for n, t in zip(("dq", "dk", "dv"), tensors) if t.requires_grad]
+    sizes = [size for size, t in zip(sizes, tensors) if t.requires_grad]
+    if mask_leaf is not None:
+        v_rep = ref.repeat_kv(v64, q64.shape[1]) if kw.get("enable_gqa") else v64
+        sizes.append(dropped_ds(None, do64.abs() @ v_rep.abs().transpose(-2, -1)).sum_to_size(mask.shape))
+        names.append("dmask")
+    outcomes, details = [], []
+    for name, g, g64, gp, size in zip(names, got, gold, plain, sizes):
+        if g is None or tuple(g.shape) != tuple(g64.shape):
+            outcomes.append(Outcome(math.inf, 0.0))
+            details.append(f"{name} {'missing' if g is None else f'of shape {tuple(g.shape)}'}")
+            continue
+        o = measured(s, g.detach().cpu(), g64, tol.max_abs_error(gp, g64), size)
+        outcomes.append(o)
+        details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
+    return outcomes, details
 
 
 def dropout_same_seed(s: Subject) -> Outcome:

@@ -10,7 +10,11 @@ answering wrongly fails. Measured on torch 2.13's CPU math backend (see contract
 """
 from __future__ import annotations
 
+import logging
 import math
+import os
+import sys
+import warnings
 
 import torch
 
@@ -230,6 +234,23 @@ def gradient_subsets(s: Subject) -> Outcome:
     return worst(outcomes, details)
 
 
+def gradient_sequences(s: Subject) -> Outcome:
+    """The gradients item's call sequences, judged on every run (generated-gradients draws them too, but
+    a drawn sequence meets a default run's few gradient problems by chance): a second forward of the
+    same shape (other values) between the forward and its backward; the second backward through one
+    graph (retain_graph=True on the first); an explicit scale of 0 (every weight equal) in the backward."""
+    _, gold, plain = s.gradients
+    outcomes, details = [], []
+    for sequence in ("two-layers", "retain-graph"):
+        got, said = subset_gradients(s, ref.leaves((s.q, s.k, s.v)), s.kwargs(), gold, plain, s.gradient_sizes,
+                                     sequence)
+        outcomes += got
+        details += [f"{sequence}: {d}" for d in said]
+    zero = s.backward(scale=0.0)
+    o = gradients_against(s, zero.got, zero.gold, zero.plain, s.gradient_sizes_for(scale=0.0))
+    return worst(outcomes + [o], details + [f"scale 0: {o.discrepancy:.3g}/{o.bound:.3g}"])
+
+
 def _second_order(fn, q, k, v, dout, weights, kw):
     """Σ_x <d(<out, dO>)/dx, w_x> differentiated again: (d²q, d²k, d²v) by autograd (create_graph)."""
     qkv = ref.leaves((q, k, v))
@@ -392,7 +413,8 @@ def _golden(s: Subject, q, k, v):
 
 
 def _global_state() -> dict:
-    """What a call may not change in the process: floating-point modes, defaults, RNG, grad mode."""
+    """What a call may not change in the process: floating-point modes, defaults, RNG, grad mode, and
+    Python's own process state (warnings filters, logging levels, the environment, sys.path)."""
     denormal = torch.tensor([1e-39], dtype=torch.float32)  # subnormal in float32: 0 under flush-to-zero
     return {"flush-to-zero": float(denormal * torch.ones(1)) == 0.0,
             "default dtype": torch.get_default_dtype(),
@@ -402,7 +424,22 @@ def _global_state() -> dict:
             "anomaly mode": torch.is_anomaly_enabled(),
             "matmul precision": torch.get_float32_matmul_precision(),
             "CPU RNG state": torch.get_rng_state(),
-            **{name: read() for name, (read, _) in _BACKEND_SWITCHES.items()}}
+            **{name: read() for name, (read, _) in _BACKEND_SWITCHES.items()},
+            "warnings filters": list(warnings.filters),
+            "logging levels": _logging_levels(),
+            "environment": dict(os.environ),
+            "sys.path": list(sys.path)}
+
+
+def _logging_levels() -> dict:
+    """The root logger's level and those of the loggers that exist now, by name. A logger created
+    later (a lazy import) is not a change; an existing one's level set or cleared is."""
+    loggers = {name: lg for name, lg in logging.Logger.manager.loggerDict.items() if isinstance(lg, logging.Logger)}
+    return {"": logging.getLogger().level, **{name: lg.level for name, lg in loggers.items()}}
+
+
+def _same_logging(a: dict, b: dict) -> bool:
+    return all(b.get(name, level) == level for name, level in a.items())
 
 
 # torch.backends switches a call could flip for the whole process (SDPA's backend choice: on CPU the
@@ -442,27 +479,52 @@ def _restore(before: dict) -> None:
     torch.set_rng_state(before["CPU RNG state"])
     for name, (_, write) in _BACKEND_SWITCHES.items():
         write(before[name])
+    _restore_python(before)
 
 
+def _restore_python(before: dict) -> None:
+    warnings.resetwarnings()  # (clears the filters and invalidates the registries' cached verdicts)
+    warnings.filters.extend(before["warnings filters"])
+    for name, level in before["logging levels"].items():
+        logging.getLogger(name or None).setLevel(level)
+    if dict(os.environ) != before["environment"]:
+        os.environ.clear()
+        os.environ.update(before["environment"])
+    sys.path[:] = before["sys.path"]
+
+
+# Python's own state is not compared with the run's start: the harness's lazy imports (sympy, scipy)
+# change it in between (warnings filters, KMP_DUPLICATE_LIB_OK). It is put back to the run's start
+# before the judged call instead, so that a change an earlier call made (and this one repeats, which
+# leaves a warnings filter already in front unchanged) shows.
+_PYTHON_STATE = ("warnings filters", "logging levels", "environment", "sys.path")
 _BASELINE: dict = {}  # the process state when the current run began (verify_attention calls remember_baseline)
+_PYTHON_BASELINE: dict = {}
 
 
 def remember_baseline() -> None:
     """Snapshot the process state before a run's first call, so a change an earlier check's call left
     behind is still seen: each check's own before/after pair would both carry it."""
     _BASELINE.clear()
-    _BASELINE.update({k: v for k, v in _global_state().items() if k != "CPU RNG state"})
+    state = _global_state()
+    _BASELINE.update({k: v for k, v in state.items() if k != "CPU RNG state" and k not in _PYTHON_STATE})
+    _PYTHON_BASELINE.clear()
+    _PYTHON_BASELINE.update({k: state[k] for k in _PYTHON_STATE})
 
 
 def global_state_unchanged(s: Subject) -> Outcome:
     """A forward and a backward (no dropout) leave the process as they found it: flush-to-zero
     (torch.set_flush_denormal; torch 2.13 has no getter, so a subnormal product is measured),
     default dtype, thread count, grad mode, deterministic and anomaly modes, float32 matmul
-    precision, torch.backends' switches (SDPA's backend choice, TF32, cuDNN, oneDNN), and the CPU
+    precision, torch.backends' switches (SDPA's backend choice, TF32, cuDNN, oneDNN), Python's
+    warnings filters, logging levels, os.environ and sys.path, and the CPU
     RNG state (a call without dropout draws nothing: SDPA, measured). What
     changed is put back, so one bad impl does not poison the checks after it."""
     before = _global_state()
     try:
+        if _PYTHON_BASELINE:
+            _restore_python(_PYTHON_BASELINE)
+        start = _global_state()
         qkv = ref.leaves((s.q, s.k, s.v))
         out = s.impl(*qkv, **s.kwargs())
         checked_output(out, s.q, s.v)
@@ -470,7 +532,7 @@ def global_state_unchanged(s: Subject) -> Outcome:
         after = _global_state()
     finally:
         _restore(before)
-    changed = [name for name in before if not _same(before[name], after[name])]
+    changed = [name for name in start if not _same(start[name], after[name])]
     # The RNG is not in the baseline: the run's dropout checks draw from it legitimately.
     leaked = [name for name in _BASELINE if not _same(_BASELINE[name], before[name]) and name not in changed]
     if leaked:
@@ -480,7 +542,11 @@ def global_state_unchanged(s: Subject) -> Outcome:
 
 
 def _same(a, b) -> bool:
-    return torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
+    if isinstance(a, torch.Tensor):
+        return torch.equal(a, b)
+    if isinstance(a, dict) and a and "" in a and isinstance(b, dict):  # logging levels
+        return _same_logging(a, b)
+    return a == b
 
 
 _BWD = frozenset({BACKWARD})
@@ -502,6 +568,10 @@ for _inv in (
     Invariant("gradient-subsets", "attention-backward", gradient_subsets, _contract, _BWD,
               bug_classes="only some of q, k, v requiring grad: dq missing or wrong with frozen K/V, dk/dv "
                           "wrong with a frozen query"),
+    Invariant("gradient-sequences", "attention-backward", gradient_sequences, _contract, _BWD,
+              bug_classes="backward state that a second forward of the same shape overwrites (a per-shape "
+                          "workspace), a backward that changes or frees what it saved (the second backward of "
+                          "retain_graph wrong), the backward reading scale 0 as unset"),
     Invariant("double-backward", None, double_backward, _contract, _BWD,
               bug_classes="double backward silently wrong (a backward that detaches, or differentiates "
                           "something else) instead of right or refused"),
@@ -528,6 +598,7 @@ for _inv in (
     Invariant("global-state-unchanged", None, global_state_unchanged, _contract, _BWD,
               bug_classes="a call changing the process: flush-to-zero, default dtype, threads, grad mode, "
                           "deterministic mode, matmul precision, SDPA backend switches (flash/math/...) or other "
-                          "torch.backends flags, RNG drawn without dropout"),
+                          "torch.backends flags, RNG drawn without dropout; Python's warnings filters "
+                          "(simplefilter('ignore') to silence a library), logging levels, os.environ, sys.path"),
 ):
     register(_inv)

@@ -1,5 +1,5 @@
 """Generative differential testing: problems drawn from SDPA's whole input space under a seed and a
-time budget, judged against float64 by the low-precision rule and by metamorphic relations; a
+problem count (a wall-clock cap only as a safety valve), judged against float64 by the low-precision rule and by metamorphic relations; a
 failure is shrunk to a small problem and printed as a runnable reproduction.
 
 What a problem draws (``draw``): B in 1..3; (Hq, Hkv) MHA, GQA or MQA (MQA half the time with enable_gqa=False: SDPA broadcasts one KV head); Nq, Nk and D, Dv from
@@ -9,11 +9,17 @@ k, v as contiguous tensors, (B, N, H, D) storage viewed transposed, a random per
 storage order, or views at a storage offset; no mask or a boolean or additive mask of every
 broadcast form, its storage contiguous, a transposed view, a stride-0 expand over the query rows or a
 slice at a storage offset, an additive one in q's dtype or (half q) float32 (what SDPA accepts beside
-bool), now and then with one NaN entry; dropout p in (0, 1) (now and then over one to three keys); every subset of q, k, v requiring grad (and an additive mask), after
+bool), now and then with one NaN entry; now and then one NaN in q, k or v (every key visible); dropout p in (0, 1), fixed
+values, uniform and log-uniform down to 1e-4 (now and then over one to three keys), each dropout problem with a
+requires_grad subset of q, k, V and a learned mask's gradient judged against the same keep mask; rank-3 inputs
+with Hq ≠ Hkv, k and v of batch 1 broadcast; every subset of q, k, v requiring grad (and an additive mask), after
 another forward of the same shape or as a second backward (retain_graph); scales None, zero, negative,
 tiny (1e-6), large. Every run first draws one problem of each of REGIMES per dtype, whatever its
 budget (long decoding, both lengths past 2048, masks whose leading dim equals B, q near float16's
-top, an additive mask as a transposed float32 (half q) view, an additive mask with a NaN entry), then draws them at random among the rest. Each problem is judged by one of four relations,
+top, an additive mask as a transposed float32 (half q) view, an additive mask with a NaN entry, and the cheap
+long problems: causal past 32767 keys, a decode past 2¹⁸, a backward past 8192, dropout past 2048, NaN on a long
+decode), then draws them at random among the rest. A run judges a count of problems (the regimes and
+DEFAULT_DRAWN more per dtype), not a time. Each problem is judged by one of four relations,
 in turn:
 
 * generated-agreement: the forward against float64 (tolerance.py's rule, the plain same-precision
@@ -57,8 +63,14 @@ AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC = ("generated-agreement", "genera
                                                  "generated-dropout", "generated-metamorphic")
 RELATIONS = (AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC)
 
-DEFAULT_SECONDS = 6.0  # per run (all dtypes together) of the default verify_attention
-THOROUGH_SECONDS = 120.0
+# A run's coverage is a problem count, not a time: the same problems whatever the machine's speed or load.
+# Per dtype: the regimes (drawn first) and then DRAWN_PROBLEMS more, rotating through the relations.
+DEFAULT_DRAWN = 64  # 16 per relation (the 6 s budget this replaced drew 62 on an idle machine)
+THOROUGH_DRAWN = 1600
+# A safety cap on the wall-clock (per run, all dtypes together), reported when hit (the report's notes):
+# a slow impl still ends. The default run's problems take about 6 CPU-s on SDPA math.
+DEFAULT_SECONDS = 60.0
+THOROUGH_SECONDS = 600.0
 SHRINK_SECONDS = 10.0  # per run, all failures together: an impl failing everything still ends in seconds
 MAX_SCORES = 2 ** 18  # B·Hq·Nq·Nk of a drawn problem (the float64 golden values cost O(that · D))
 # The long regimes (REGIMES) pay for their length with everything else small: one batch entry, at
@@ -83,7 +95,8 @@ MASK_FORMS = ("(Nq, Nk)", "(Hq, Nq, Nk)", "(B, 1, Nq, Nk)", "(1, Hq, Nq, Nk)", "
               "(B, 1, Nq, 1)", "(Nq, 1)")  # query masks, broadcast over the keys (masks.QUERY_MASKS)
 ONE_DIM_MASK = "(Nk,)"
 NO_MASK = (None,) * 5  # beside MASK_FORMS in the cycle of drawn problems' masks: about a quarter without
-# q, k, v of rank 3 ((B·H, N, D), no head dim) or 5 ((B, 1, H, N, D)): SDPA takes (..., L, E) of rank >= 3
+# q, k, v of rank 3 ((B·H, N, D): dim -3 is the heads, grouped under enable_gqa, measured: q (4, 16, 8)
+# with k, v (2, 16, 8) gives head h kv head h // 2) or 5 ((B, 1, H, N, D)): SDPA takes (..., L, E) of rank >= 3
 RANKS = (3, 5)
 # an attn_mask's storage (masks are views too): contiguous, (.., Nk, Nq) storage viewed transposed,
 # one query row expanded with stride 0, a slice of a larger buffer at a storage offset
@@ -115,15 +128,34 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #   far-masked-rows: an additive mask setting whole rows to one finite value at or below -1e20: SDPA
 #     gives those rows the softmax of the masked scores (uniform weights), not 0; a running max
 #     started at a finite "-infinity" above that value gives 0.
-#   rank: q, k, v of rank 3 or 5 (RANKS), with a 1-D (Nk,) mask when the impl takes masks.
+#   rank: q, k, v of rank 3 or 5 (RANKS; the first draw rank 3 with Hq ≠ Hkv under enable_gqa and Nq = Nk),
+#     with a 1-D (Nk,) mask when the impl takes masks.
+#   kv-broadcast: k and v with batch (rank 5: leading dim) 1 against q's B ≥ 2 and Hq ≥ 2, no mask (the
+#     math backend broadcasts them as matmul does, measured: the output is that of k, v expanded; the first
+#     draw rank 4). Forward only (generated-agreement).
+# Long problems that cost O(Nq·Nk), judged on every run (the lengths where integer and tile-count limits sit):
+#   long-decode's first draw: Nq = 1 over 2¹⁸ + 2¹⁶..2¹⁹ keys (LONGEST_DECODE), D ≤ 8 (past 256 splits of 1024).
+#   long-causal: causal, Nq ≤ 8 over 32769..36864 keys (positions past int16's 32767).
+#   long-backward: a gradient problem, Nq ≤ 4 over 10241..12288 keys (past 64 key tiles of 128), D ≤ 16.
+#   long-dropout: a dropout problem (V = I) of 8 queries over 2049..2200 keys (a long-KV path's dropout).
+#   long-decode-nan: long-decode with one NaN in q, k or v (nan-propagation's rule on the split-K path).
+#   huge-grid-backward: huge-grid's shape as a gradient problem (a backward launched on its own grid).
 #   huge-grid: B·H past 65535 (a CUDA grid's y and z limit) with N, D of 1-4: a problem of about 2 MB.
 #   wide-value: Dv in 257..320 (value dims past a 256-wide output chunk) beside a small D.
 #   learned-mask: a gradient problem (the one regime not judged by generated-agreement) with an additive
-#     mask shared by two or more heads (HEAD_SHARED_MASKS) requiring grad: its gradient sums over the heads.
+#     mask shared by two or more heads (HEAD_SHARED_MASKS) requiring grad: its gradient sums over the heads
+#     (the first draw a key bias, (B, 1, 1, Nk) or (1, 1, 1, Nk), over two queries or more: and over them).
 REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude",
            "mask-storage", "mask-nonfinite", "long-decode-masked", "wide-head", "many-heads", "cache-slice",
-           "empty", "far-masked-rows", "rank", "huge-grid", "wide-value", "learned-mask")
-LONG_DECODE = ("long-decode", "long-decode-masked")
+           "empty", "far-masked-rows", "rank", "huge-grid", "wide-value", "learned-mask",
+           "kv-broadcast", "long-causal", "long-backward", "long-dropout", "long-decode-nan",
+           "huge-grid-backward")
+LONG_DECODE = ("long-decode", "long-decode-masked", "long-decode-nan")
+LONG = LONG_DECODE + ("long-both", "long-causal", "long-backward", "long-dropout")
+LONGEST_DECODE = (2 ** 18 + 2 ** 16, 2 ** 19)  # a fifth of the keys or more past 2¹⁸
+LONG_CAUSAL_KEYS = (2 ** 15 + 1, 2 ** 15 + 2 ** 12)
+LONG_BACKWARD_KEYS = (10241, 12288)  # a fifth of the keys or more past 8192
+LONG_DROPOUT_KEYS = (2049, 2200)
 GRID_LIMIT = 65535  # CUDA's largest grid y and z
 HEAD_SHARED_MASKS = ("(B, 1, Nq, Nk)", "(B, 1, 1, Nk)", "(1, 1, 1, Nk)", "(B, 1, Nq, 1)")
 FAR_MASK_VALUES = (-1e20, -1e21, -1e25, -1e30, -1e38)  # float32 holds each; float16 none (a float32 mask then)
@@ -132,6 +164,12 @@ REGIME_CHANCE = 0.03
 # fraction is then counted over Nq rows of each head (8 at least), and each weight must still be 0 or P/(1-p)
 TINY_KEYS = (None, 1, None, 2, None)
 GRAD_SUBSETS = ("qkv", "q", "kv", "v", "qk", "k")
+# A dropout problem's p, cycled (_cycled): fixed values, uniform on (0.01, 0.99), log-uniform on (0.001, 0.99)
+# and on (1e-4, 1e-2) (a "negligible p" shortcut sits there; two such problems in a default run)
+DROPOUT_PS = (0.1, 0.25, 0.5, 0.7, 0.9, "uniform", "log", "tiny")
+# A dropout problem's backward (impls with one), cycled: the inputs requiring grad ("": none) and whether an
+# additive mask requires grad (a learned bias), each pair within a default run's 16 dropout problems
+DROPOUT_GRADIENTS = tuple((g, m) for g in GRAD_SUBSETS + ("",) for m in (False, True))
 
 
 @dataclass(frozen=True)
@@ -164,6 +202,8 @@ class Problem:
     mask_grad: bool = False  # an additive mask requiring grad, its .grad judged too (generated-gradients)
     sequence: str = "single"  # the calls around the judged backward (subject.SEQUENCES; generated-gradients)
     enable_gqa: bool = True  # False: one KV head (Hkv = 1 < Hq) broadcast as matmul does (contract item "gqa")
+    kv_broadcast: bool = False  # k, v given with batch (rank 5: leading dim) 1, broadcast over q's (kv-broadcast)
+    input_nan: str | None = None  # "q", "k" or "v": one element NaN (generated-agreement; nan-propagation's rule)
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -176,8 +216,8 @@ class Problem:
                 parts.append(f"rows at {self.mask_far:g}")
         if self.dropout_p:
             parts.append(f"dropout {self.dropout_p:g}")
-        if self.relation == GRADIENTS:
-            parts.append(f"grad {self.grads}" + (" and mask" if self.mask_grad else "")
+        if self.relation == GRADIENTS or self.relation == DROPOUT_LAW and (self.grads or self.mask_grad):
+            parts.append(f"grad {self.grads or 'none'}" + (" and mask" if self.mask_grad else "")
                          + ("" if self.sequence == "single" else f" ({self.sequence})"))
         if self.scale is not None:
             parts.append(f"scale={self.scale:g}")
@@ -189,6 +229,10 @@ class Problem:
             parts.append(f"rank-{self.rank} inputs")
         if not self.enable_gqa:
             parts.append("enable_gqa=False")
+        if self.kv_broadcast:
+            parts.append("k, v of batch 1 broadcast")
+        if self.input_nan:
+            parts.append(f"NaN in {self.input_nan}")
         return f"generated: {' '.join(parts)} seed={self.seed}"
 
     @property
@@ -229,19 +273,23 @@ def chosen_regimes(names=None) -> tuple[str, ...]:
 def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: bool = True,
          regimes: tuple[str, ...] = REGIMES) -> Problem:
     """Problem ``index`` of the run with ``seed``: a function of (seed, dtype, index, regimes) alone.
-    The first len(regimes) indices draw one problem of each regime (forward against float64; learned-mask's gradients), the rest
+    The first len(regimes) indices draw one problem of each regime (forward against float64; learned-mask's
+    and long-backward's gradients, long-dropout's dropout law), the rest
     rotate through the relations."""
     r = _rng(seed, dtype, index)
     if index < len(regimes):
         relation, regime = AGREEMENT, regimes[index]
-        if regime == "learned-mask" and ATTN_MASK in features:
-            relation = GRADIENTS
+        if regime == "learned-mask" and ATTN_MASK in features or regime in ("long-backward", "huge-grid-backward"):
+            relation = GRADIENTS  # (a forward problem where the impl has no backward: below)
+        if regime == "long-dropout" and DROPOUT in features:
+            relation = DROPOUT_LAW
     else:
         relation = RELATIONS[(index - len(regimes)) % len(RELATIONS)]
         regime = r.choice(regimes) if regimes and r.random() < len(regimes) * REGIME_CHANCE else None
     if relation == GRADIENTS and BACKWARD not in features or relation == DROPOUT_LAW and DROPOUT not in features:
         relation = AGREEMENT
-    if relation == DROPOUT_LAW or relation == GRADIENTS and regime in LONG_DECODE + ("long-both", "magnitude"):
+    if (relation == DROPOUT_LAW and regime != "long-dropout"
+            or relation == GRADIENTS and regime in LONG_DECODE + ("long-both", "magnitude", "long-dropout")):
         # V = I: Dv = Nk, no long regime; a backward over 2¹⁷ keys costs float64 autograd seconds, and
         # dk = scale·dSᵀ Q of a q near float16's top overflows in every implementation
         regime = None
@@ -266,7 +314,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         mask = _cycled(MASK_FORMS + NO_MASK, seed, dtype, index - len(regimes), "mask form", drawn)
     if regime == "empty":
         mask = None  # the harness's mask maker has no mask for Nk = 0; the fixed mask cases judge the rest
-    if regime in LONG_DECODE + ("long-both",):
+    if regime in LONG:
         batch, (hq, hkv) = 1, r.choice(((1, 1), (2, 1), (2, 2)) if GQA in features else ((1, 1), (2, 2)))
         d, dv = min(d, LONG_HEAD_DIM), min(dv, LONG_HEAD_DIM)
         if regime in LONG_DECODE:
@@ -274,10 +322,20 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             n_q = 1 if r.random() < 0.8 else r.choice((2, 3, 4, 5, 8))
             n_k = r.choice((2 ** e - 1, 2 ** e, 2 ** e + 1, r.randint(2 ** (e - 1) + 2, 2 ** e - 2)))
             causal = causal and n_q > 1
-            if regime == "long-decode":  # the mask-free, non-causal path a split-K decoder takes
+            if regime == "long-decode" and index < len(regimes):  # every run: past 2¹⁸ keys, O(Nk·D) with D ≤ 8
+                n_q, n_k, d, dv = 1, r.randint(*LONGEST_DECODE), min(d, 8), min(dv, 8)
+            if regime in ("long-decode", "long-decode-nan"):  # the mask-free, non-causal path a split-K decoder takes
                 causal, mask = False, None
             elif ATTN_MASK in features:
                 causal, mask = False, r.choice(MASK_FORMS)
+        elif regime == "long-causal":
+            n_q, n_k, d, dv = r.randint(1, 8), r.randint(*LONG_CAUSAL_KEYS), min(d, 16), min(dv, 16)
+            causal, mask = CAUSAL in features, None
+        elif regime == "long-backward":  # no causal mask: with Nq ≤ 4 it would hide every key past the fourth
+            n_q, n_k, d, dv = r.randint(1, 4), r.randint(*LONG_BACKWARD_KEYS), min(d, 16), min(dv, 16)
+            causal, mask = False, None
+        elif regime == "long-dropout":
+            n_q, n_k, hq, hkv, causal, mask = 8, r.randint(*LONG_DROPOUT_KEYS), 1, 1, False, None
         else:
             # rectangular: the fixed long-causal-positions case is square
             n_q = r.choice(LONG_LENGTHS[1:-1])
@@ -307,22 +365,36 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         batch = batch if batch * hq > 256 else batch + 1
         n_q, n_k, d = r.choice((1, 2, 3, 5)), r.choice((1, 2, 3, 5)), r.choice((1, 2, 3, 8, 16))
         dv = r.choice((d, 1, 5)) if value_dim else d
-    elif regime == "huge-grid":
+    elif regime in ("huge-grid", "huge-grid-backward"):
         batch = r.choice((1, 2))
         hq = hkv = -(-(GRID_LIMIT + r.randint(1, 64)) // batch)
         n_q, n_k, d = r.choice((1, 2)), r.choice((1, 2, 3)), r.choice((1, 2, 4))
         dv = r.choice((d, 3)) if value_dim else d
+        if regime == "huge-grid-backward":  # (mask with is_causal: SDPA math refuses the pair)
+            causal, mask = False, None
     elif regime == "wide-value":
         dv = r.randint(257, 320)
         d = r.choice((8, 16, 32)) if value_dim else dv
     elif regime == "learned-mask" and relation == GRADIENTS:
         hq, hkv = r.choice([h for h in HEADS if h[0] > 1 and (GQA in features or h[0] == h[1])])
         mask, n_q, n_k, d = r.choice(HEAD_SHARED_MASKS), max(n_q, 1), max(n_k, 2), max(d, 1)
+        if index < len(regimes):  # the first draw a learned key bias: its gradient sums over B, H and the queries
+            mask, n_q = r.choice(("(B, 1, 1, Nk)", "(1, 1, 1, Nk)")), max(n_q, 2)
         batch, dv = max(batch, 1), max(dv, 1)
     elif regime == "rank":
-        hkv = hq  # rank 3 has no head dim to group
+        if index < len(regimes) and (hq == hkv or hkv == 1) and GQA in features:
+            # the first draw groups heads, two KV heads at least (with one, tiling them is grouping them)
+            hq, hkv = r.choice([h for h in HEADS if h[0] != h[1] and h[1] > 1])
         causal = False  # (no draw pairs a mask with is_causal)
         mask = ONE_DIM_MASK if ATTN_MASK in features and n_k > 0 else None
+        if index < len(regimes):  # square: a 1-D (Nk,) mask could then be read along the queries too
+            n_q = n_k = min(max(n_k, 2), 64)  # (64: under MAX_SCORES, which would halve Nq alone)
+    elif regime == "kv-broadcast":
+        batch, mask, causal = max(batch, 2), None, False
+        if hq < 2:
+            hq, hkv = 2, r.choice((1, 2) if GQA in features else (2,))
+        if index < len(regimes):  # the first draw without GQA: the batch alone is broadcast
+            hkv = hq
     elif regime == "far-masked-rows" and ATTN_MASK in features:
         causal, mask, n_q, n_k = False, r.choice(MASK_FORMS[:5]), max(n_q, 2), max(n_k, 2)
     elif regime in ("mask-storage", "mask-nonfinite") and ATTN_MASK in features:
@@ -336,15 +408,21 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             hq, hkv = batch, (batch if GQA not in features else r.choice((1, batch)))
     dropout_p, least = 0.0, 1
     if relation == DROPOUT_LAW:
-        dropout_p = r.choice((0.1, 0.25, 0.5, 0.7, 0.9, r.uniform(0.01, 0.99)))
+        kind = _cycled(DROPOUT_PS, seed, dtype, index - len(regimes), "dropout p", r.choice(DROPOUT_PS))
+        log_range = {"log": (-3.0, math.log10(0.99)), "tiny": (-4.0, -2.0)}
+        dropout_p = (r.uniform(0.01, 0.99) if kind == "uniform" else 10 ** r.uniform(*log_range[kind])
+                     if kind in log_range else kind)
         least = 8  # V = I: Dv = Nk, and enough weights for the kept fraction
         n_q, n_k = max(n_q, least), max(n_k, least)
         # every few dropout problems one or two keys: the weights a one-key fast path returns as 1
-        n_k = _cycled(TINY_KEYS, seed, dtype, index - len(regimes), "tiny keys", None) or n_k
+        if regime != "long-dropout":
+            n_k = _cycled(TINY_KEYS, seed, dtype, index - len(regimes), "tiny keys", None) or n_k
     if relation == METAMORPHIC and r.random() < 0.5 and regime is None:
         batch = max(batch, 2)
-    cap = LONG_SCORES if regime in LONG_DECODE + ("long-both",) else MAX_SCORES
-    while batch * hq * n_q * n_k * (n_k if relation == DROPOUT_LAW else 1) > cap * (8 if relation == DROPOUT_LAW else 1):
+    cap = LONG_SCORES if regime in LONG else MAX_SCORES
+    # (long-dropout's V = I over 2200 keys: Nq·Nk² = 8·2200², above the cap of dropout problems)
+    while (batch * hq * n_q * n_k * (n_k if relation == DROPOUT_LAW else 1) > cap * (8 if relation == DROPOUT_LAW else 1)
+           and regime != "long-dropout"):
         if (n_q >= n_k or n_k <= least) and n_q > least:
             n_q = max(least, n_q // 2)
         elif n_k > least:
@@ -362,6 +440,16 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         scale = r.choice((None, 1e-6, -1e-6))
     layout = r.choice(LAYOUTS) if relation != DROPOUT_LAW else "contiguous"
     mask_kind, grads = r.choice(("bool", "additive")), r.choice(GRAD_SUBSETS)
+    if regime == "long-backward" and grads == "q":  # dk, dv of the far keys: each wholly theirs, not a sum's part
+        grads = "qkv"
+    dropout_grads, dropout_mask_grad = _cycled(DROPOUT_GRADIENTS, seed, dtype, index - len(regimes), "dropout grads",
+                                               r.choice(DROPOUT_GRADIENTS))
+    if relation == DROPOUT_LAW:
+        grads = dropout_grads if BACKWARD in features else ""
+        dropout_mask_grad = dropout_mask_grad and BACKWARD in features and ATTN_MASK in features and n_k > 0
+        if dropout_mask_grad:  # a learned bias beside dropout: a mask of its own when none was drawn
+            mask, mask_kind = mask or r.choice(MASK_FORMS), "additive"
+            causal = False
     if relation == GRADIENTS and r.random() < 0.5:  # three in four additive: a learned mask's gradient judged
         mask_kind = "additive"
     # (drawn after every other field, so adding them moved no earlier problem)
@@ -375,6 +463,10 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         mask_kind = "additive"
     if relation == GRADIENTS and mask_kind == "additive" and storage == "expanded":
         storage = "transposed"  # a learned mask is a parameter, never a stride-0 view (torch refuses its gradient)
+    if relation == DROPOUT_LAW and (grads or dropout_mask_grad) and storage == "expanded":
+        # SDPA math raises on a stride-0 mask beside dropout and inputs requiring grad (measured: "more than one
+        # element of the written-to tensor refers to a single memory location")
+        storage = "transposed"
     far = None
     if regime == "far-masked-rows" and mask is not None:
         mask_kind, wide, far = "additive", True, r.choice(FAR_MASK_VALUES)
@@ -383,18 +475,32 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     if relation == DROPOUT_LAW or mask_kind != "additive":
         wide = False
     poisoned = (regime == "mask-nonfinite" or r.random() < NONFINITE_CHANCE) and relation == AGREEMENT and far is None
+    rank = r.choice(RANKS) if regime == "rank" and relation == AGREEMENT else 4
+    broadcast = regime == "kv-broadcast" and relation == AGREEMENT and batch >= 2
+    if index < len(regimes) and relation == AGREEMENT and regime in ("rank", "kv-broadcast"):
+        rank = 3 if regime == "rank" else 4  # the first draw: the forms a kernel most likely maps wrongly
+    elif broadcast:
+        rank = r.choice((4, 5))
+    gqa_flag = r.random() < 0.5
+    nan_in = r.choice("qkv")
+    # (every key visible: a NaN key that causal or a mask hides is NaN in SDPA math's output, as it adds the
+    # mask to the NaN score, and not in the masked-out float64 golden value; either is defensible)
+    input_nan = (nan_in if (regime == "long-decode-nan" or r.random() < NONFINITE_CHANCE / 2) and relation == AGREEMENT
+                 and mask is None and not causal and not broadcast and 0 not in (batch, hq, n_q, n_k, d, dv) else None)
     return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal, dtype,
                    layout=layout,
-                   mask=mask, mask_kind=mask_kind, dropout_p=round(dropout_p, 4),
+                   mask=mask, mask_kind=mask_kind, dropout_p=float(f"{dropout_p:.3g}"),
                    grads=grads, scale=scale, relation=relation,
                    seed=zlib.crc32(repr((seed, dtype, index)).encode()), magnitude=magnitude,
                    late_values=late_values, mask_storage=storage,
                    mask_dtype="float32" if wide and half and mask is not None else None,
                    mask_nonfinite=nonfinite if poisoned and mask is not None and mask_kind == "additive" else None,
-                   mask_far=far, rank=r.choice(RANKS) if regime == "rank" and relation == AGREEMENT else 4,
-                   enable_gqa=not (hkv == 1 < hq and r.random() < 0.5),
+                   mask_far=far, rank=rank, kv_broadcast=broadcast, input_nan=input_nan,
+                   # (rank 3 with Hkv < Hq only under enable_gqa: without it B·Hkv heads do not broadcast)
+                   enable_gqa=not (hkv == 1 < hq and gqa_flag and rank != 3),
                    # (a learned mask is a parameter, never a stride-0 view: torch refuses the gradient of one)
-                   mask_grad=relation == GRADIENTS and mask is not None and mask_kind == "additive"
+                   mask_grad=(relation == GRADIENTS or relation == DROPOUT_LAW and dropout_mask_grad and BACKWARD in features)
+                   and mask is not None and mask_kind == "additive"
                    and storage != "expanded" and 0 not in (batch, hq, n_q, n_k, d, dv),
                    sequence=_cycled(SEQUENCES, seed, dtype, index - len(regimes), "sequence", "single")
                    if relation == GRADIENTS else "single")
@@ -500,11 +606,26 @@ def _kwargs(s: Subject, p: Problem, m) -> dict:
 
 
 def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
+    clean = None
+    if p.input_nan:  # the clean problem's golden values set the bound; one element of the input made NaN
+        clean = s.reference(attn_mask=m)
+        x = getattr(s, p.input_nan).clone()
+        where = _rng(p.seed, "input nan")
+        x[tuple(where.randrange(n) for n in x.shape)] = float("nan")
+        setattr(s, p.input_nan, x)
     q, k, v = (_view(x, p.layout, r, cache=i > 0) for i, x in enumerate((s.q, s.k, s.v)))
+    if p.kv_broadcast:  # (the subject's k, v are one batch entry repeated: the golden values are those)
+        k, v = k[:1], v[:1]
     if p.rank != 4:
         q, k, v = (x.flatten(0, 1) if p.rank == 3 else x.unsqueeze(1) for x in (q, k, v))
     out = s.run_fresh(q, k, v, **({} if m is None else {"attn_mask": m}))
     out = out.reshape(p.batch, p.q_heads, p.n_q, p.value_dim)  # (B, Hq, Nq, Dv) whatever the rank
+    if clean is not None:  # NaN exactly in the outputs that depend on it (nan-propagation's rule)
+        from kernels.harness.edges import nan_placement
+
+        gold = ref.attention64(s.q.cpu(), s.k.cpu(), s.v.cpu(), **_kwargs(s, p, None if m is None else m.cpu()))
+        o, said = nan_placement(s, out.cpu().double(), gold, clean.error, clean.sensitivity)
+        return Outcome(o.discrepancy, o.bound, f"NaN in {p.input_nan}: {said}")
     if p.mask_nonfinite and m is not None:  # NaN exactly in the rows the entry reaches, as in float64 (nan-propagation's rule)
         from kernels.harness.edges import nan_placement
 
@@ -553,11 +674,34 @@ def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
 
 
 def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
+    """One seeded call with V = I, q, k, V requiring grad as drawn (and the mask when it is learned): the
+    output W = P∘M/(1-p) by the mask law, and the asked gradients against float64 with the same M."""
     from kernels.harness import dropout as drop
 
+    v1 = drop.one_hot_values(s)
+    tensors = [ref.copy(x).requires_grad_(n in p.grads) for x, n in zip((s.q, s.k, v1), "qkv")]
+    leaf = m.detach().requires_grad_() if p.mask_grad and m is not None else None
+    d_o = s.cast(torch.randn(s.q.shape[:-1] + (p.n_k,), generator=s.rng("dropout dO"), dtype=torch.float64))
+    details = []
     with drop.seeded(s, 0):
-        w = s.run(v=drop.one_hot_values(s), dropout_p=p.dropout_p, **({} if m is None else {"attn_mask": m}))
-    return drop._mask_law(s, w.cpu().double(), attn_mask=m, p=p.dropout_p, with_bias=False)
+        try:
+            w = s.impl(*tensors, **_kwargs(s, p, m if leaf is None else leaf), dropout_p=p.dropout_p)
+        except Exception as exc:  # a mask requiring grad may be refused (contract item mask-gradient)
+            if leaf is None:
+                raise
+            details.append(f"mask gradient refused ({type(exc).__name__})")
+            leaf = None
+            w = s.impl(*tensors, **_kwargs(s, p, m), dropout_p=p.dropout_p)
+        checked_output(w, s.q, v1)
+        law = drop._mask_law(s, w.detach().cpu().double(), attn_mask=m, p=p.dropout_p, with_bias=False)
+        if w.requires_grad:
+            outcomes, said = drop.dropped_gradients(s, w, tensors, leaf, _kwargs(s, p, leaf if leaf is not None else m),
+                                                    p.dropout_p, d_o)
+        elif any(t.requires_grad for t in tensors) or leaf is not None:
+            outcomes, said = [Outcome(math.inf, 0.0)], ["the output has no grad_fn"]
+        else:
+            outcomes, said = [], []
+    return worst([law] + outcomes, [law.detail] + said + details)
 
 
 def _metamorphic(s: Subject, p: Problem, m, r) -> Outcome:
@@ -599,6 +743,8 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
         _near_the_top(s)
     if problem.late_values:
         _late_values(s)
+    if problem.kv_broadcast:
+        s.k, s.v = (x[:1].expand(x.shape).contiguous() for x in (s.k, s.v))  # (B, Hkv, Nk, D): one entry, repeated
     r = _rng(problem.seed, "layout")
     try:
         m = _mask(s, problem)
@@ -613,6 +759,7 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
         # the same problem with 4-D inputs and a 2-D-or-more mask of plain storage: accepted, it shows
         # this refusal is of a form alone (SDPA takes each)
         plain = replace(problem, mask_storage="contiguous", mask_dtype=None, mask_nonfinite=None, mask_far=None, rank=4,
+                        kv_broadcast=False, input_nan=None,
                         enable_gqa=True,
                         mask="(1, 1, 1, Nk)" if problem.mask == ONE_DIM_MASK else problem.mask)
         if plain != problem and check_problem(impl, plain, device)[1] is None:
@@ -629,7 +776,7 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("mask_storage", ("contiguous",)),
+    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("mask_storage", ("contiguous",)),
                           ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
                           ("scale", (None,)),
                           ("causal", (False,)),
@@ -687,23 +834,27 @@ def reproduction(impl, problem: Problem) -> str:
 
 def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: frozenset, *,
                      value_dim: bool = True, only=None, problems: int | None = None,
-                     shrink_seconds: float = SHRINK_SECONDS, regimes: tuple[str, ...] = REGIMES):
-    """Yield (problem, outcome, refusal, repro or None) for problems drawn until ``seconds`` pass
-    (spread over the dtypes), or, with ``problems``, for that many of the chosen relations per dtype
-    whatever the time. A failure carries its reproduction; it is shrunk first while the run's
-    ``shrink_seconds`` (all failures together) last, and says so when they are spent."""
+                     shrink_seconds: float = SHRINK_SECONDS, regimes: tuple[str, ...] = REGIMES,
+                     notes: list | None = None, drawn: int | None = None):
+    """Yield (problem, outcome, refusal, repro or None) for ``problems`` problems of the chosen
+    relations per dtype (the regimes among them, drawn first), or for those of the chosen relations
+    among the first ``drawn`` problems per dtype (what a run of every relation judges), stopping early
+    only at the safety cap of ``seconds`` (spread over the dtypes; 0: none), which is then told in
+    ``notes``. Without either, problems are drawn until ``seconds`` pass, and the regimes and one problem of each
+    relation per dtype are judged however slow the machine. A failure carries its reproduction;
+    it is shrunk first while the run's ``shrink_seconds`` (all failures together) last, and says so
+    when they are spent."""
     relations = [rel for rel in RELATIONS if only is None or rel in only]
-    if not relations or (seconds <= 0 and not problems):
+    if not relations or (seconds <= 0 and not problems and not drawn):
         return
     shrink_left = shrink_seconds
+    floor = len(regimes) + len(RELATIONS)
     for dtype in dtypes:
         name = str(dtype).removeprefix("torch.")
-        deadline = time.perf_counter() + seconds / len(dtypes)
+        deadline = time.perf_counter() + seconds / len(dtypes) if seconds > 0 else math.inf
         index = judged = 0
-        # (with a time budget, every regime and at least one problem of each relation per dtype, however
-        # slow the machine)
-        while (judged < problems) if problems else (time.perf_counter() < deadline
-                                                    or index < len(regimes) + len(RELATIONS)):
+        while (((judged < problems if problems else index < drawn) and time.perf_counter() < deadline)
+               if problems or drawn else (time.perf_counter() < deadline or index < floor)):
             problem = draw(seed, index, name, features, value_dim=value_dim, regimes=regimes)
             index += 1
             if problem.relation not in relations:
@@ -723,6 +874,10 @@ def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: 
                     repro = (f"not shrunk (the run's {shrink_seconds:g} s for shrinking are spent); "
                              f"reproduce with:\n" + reproduction(impl, problem))
             yield problem, outcome, refused, repro
+        if (judged < problems if problems else drawn and index < drawn) and notes is not None:
+            done, planned = (judged, problems) if problems else (index, drawn)
+            notes.append(f"generated problems ({name}): the safety cap of {seconds / len(dtypes):.3g} s was hit "
+                         f"after {done} of {planned} problems; the rest were not judged")
 
 
 def _never(case) -> bool:  # run by the generator, never on the fixed cases

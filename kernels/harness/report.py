@@ -88,6 +88,7 @@ class ConformanceReport:
     dtypes: tuple[str, ...]
     checks: list[Check] = field(default_factory=lambda: _recorded())
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # what limited the run (a safety cap hit)
 
     @property
     def passed(self) -> bool:
@@ -162,7 +163,7 @@ class ConformanceReport:
         judged = self.judged
         head = (f"Conformance of {self.impl} on {self.device} ({', '.join(self.dtypes)}): {verdict} — "
                 f"{len(judged) - len(self.failures)} of {len(judged)} checks passed in {self.seconds:.1f} s")
-        parts = [head]
+        parts = [head] + [f"Note: {n}" for n in self.notes]
         lacking = Counter(c.detail for c in self.not_applicable)
         if lacking:
             parts.append("Not applicable: " + "; ".join(f"{n} checks ({why})" for why, n in lacking.items()))

@@ -28,7 +28,8 @@ MULT = 2.0
 # float32 far higher than the half types (absolute 1e-5 ≈ 84 eps against 1e-3 ≈ 1 eps for
 # float16). 16 roundings still refuses a float32 kernel computing in float16 inside by ~100×.
 FLOOR_OFFSET = 0.3
-FLOOR_ROUNDINGS = {torch.float16: 1.0, torch.bfloat16: 1.0, torch.float32: 16.0}
+FLOOR_ROUNDINGS = {torch.float16: 1.0, torch.bfloat16: 1.0, torch.float32: 16.0,
+                   torch.float64: 16.0}  # (judged against longdouble: float64.py; no wider type inside, as float32)
 
 # The floor also counts roundings of the scores. Where a row's scores are of size 10⁴, rounding them
 # dominates the error (reference.golden_and_sensitivity: about u·R, and for a backward that
@@ -41,7 +42,11 @@ FLOOR_ROUNDINGS = {torch.float16: 1.0, torch.bfloat16: 1.0, torch.float32: 16.0}
 # A score passes four roundings on its way into P: the product q·k, the scale, the shift by the
 # max (or lse) and exp. So every dtype gets SCORE_ROUNDINGS float32 roundings: 4 eps(float32) · max R.
 SCORE_ROUNDINGS = 4.0
-SCORE_EPS = torch.finfo(torch.float32).eps  # scores are accumulated in float32 in every dtype here
+SCORE_EPS = torch.finfo(torch.float32).eps  # scores are accumulated in float32 in every dtype here but float64
+
+
+def score_eps(dtype: torch.dtype) -> float:
+    return eps(torch.float64) if dtype == torch.float64 else SCORE_EPS
 
 
 def eps(dtype: torch.dtype) -> float:
@@ -67,9 +72,9 @@ def _largest(x: torch.Tensor | float) -> float:
 
 def floor(dtype: torch.dtype, size: torch.Tensor | float, sensitivity: torch.Tensor | float = 0.0) -> float:
     """FLOOR_ROUNDINGS roundings in ``dtype`` at the magnitude max|size| + 0.3, plus SCORE_ROUNDINGS
-    float32 roundings of the scores (at the largest score ``sensitivity`` of the output)."""
+    float32 (float64 inputs: float64) roundings of the scores (at the largest score ``sensitivity`` of the output)."""
     return (FLOOR_ROUNDINGS[dtype] * eps(dtype) * (_largest(size) + FLOOR_OFFSET)
-            + SCORE_ROUNDINGS * SCORE_EPS * _largest(sensitivity))
+            + SCORE_ROUNDINGS * score_eps(dtype) * _largest(sensitivity))
 
 
 def bound(dtype: torch.dtype, reference_error: float, size, sensitivity=0.0) -> float:

@@ -20,13 +20,15 @@ _DTYPE_NAMES = {
     "float16": torch.float16, "fp16": torch.float16, "half": torch.float16,
     "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
 }
-# float64 is the golden precision: the rule needs a reference more precise than the dtype judged.
+# float64 is the golden precision of every invariant but one: float64 inputs are judged by
+# float64-agreement (against longdouble, kernels/harness/float64.py) in every run's float32 pass.
 _GOLDEN = {"float64", "fp64", "double", "torch.float64"}
 
 
 def parse_dtype(value) -> torch.dtype:
     if value == torch.float64 or value in _GOLDEN:
-        raise ValueError("dtype float64 cannot be judged: it is the harness's golden precision "
+        raise ValueError("dtype float64 is the harness's golden precision, not a dtype to run every invariant in: "
+                         "float64 inputs are judged by the float64-agreement invariant in the float32 pass "
                          "(use float32, float16 or bfloat16)")
     if isinstance(value, torch.dtype):
         if value not in _DTYPE_NAMES.values():
@@ -92,7 +94,8 @@ def _short(exc: BaseException) -> str:
 def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool = True, gqa: bool = True,
                      backward: bool = True, value_dim: bool = True, seed: int = 0, thorough: bool = False,
                      cases: Iterable[Case] | None = None, invariants: Iterable[str] | None = None,
-                     generate_seconds: float | None = None, regimes: Iterable[str] | None = None) -> ConformanceReport:
+                     generate_seconds: float | None = None, generate_problems: int | None = None,
+                     regimes: Iterable[str] | None = None) -> ConformanceReport:
     """Judge an SDPA-compatible ``impl(q, k, v, attn_mask=, dropout_p=, is_causal=, scale=, enable_gqa=)``.
 
     ``value_dim=False`` runs the Dv ≠ D cases with Dv = D (for an impl that has only one head dim).
@@ -102,22 +105,36 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     ``cases`` overrides the built-in set (the default, or the larger thorough one); ``invariants``
     (names) runs only those.
 
-    Beside the fixed cases (and the contract's, ``cases.CONTRACT_CASES``), problems drawn from the
-    whole input space are judged for ``generate_seconds`` (``generate.py``); by default
-    generate.DEFAULT_SECONDS, or THOROUGH_SECONDS with ``thorough``, and none when ``cases`` is
-    given (the caller chose what to run). ``regimes`` (names of generate.REGIMES, all by default)
+    Beside the fixed cases (and the contract's, ``cases.CONTRACT_CASES``), ``generate_problems``
+    problems drawn from the whole input space are judged per dtype (``generate.py``; with ``invariants``
+    naming some generated relations, those of the same problems): by default the
+    regimes and generate.DEFAULT_DRAWN more (THOROUGH_DRAWN with ``thorough``), whatever the
+    machine's speed, with ``generate_seconds`` (default generate.DEFAULT_SECONDS or THOROUGH_SECONDS)
+    only a safety cap, told in the report's notes when hit. ``generate_seconds`` given alone is a time
+    budget instead (0: no drawn problems); with ``cases`` given none are drawn unless asked for (the
+    caller chose what to run). ``regimes`` (names of generate.REGIMES, all by default)
     are the regimes drawn first and at random: an impl whose long paths cost minutes (interpreted
     kernels over 2¹⁷ keys) and are judged by fixed cases may leave some out."""
     device, dtypes = _validated(impl, device, dtypes)
     only = _invariant_names(invariants)
     start = time.perf_counter()
     chosen = list(cases) if cases is not None else list(standard_cases(thorough))
-    if generate_seconds is None:
-        generate_seconds = 0.0 if cases is not None else (gen.THOROUGH_SECONDS if thorough else gen.DEFAULT_SECONDS)
-    if not (isinstance(generate_seconds, (int, float)) and generate_seconds >= 0):
+    if not (generate_seconds is None or isinstance(generate_seconds, (int, float)) and generate_seconds >= 0):
         raise ValueError(f"generate_seconds must be a number of seconds >= 0, got {generate_seconds!r}")
+    if not (generate_problems is None or isinstance(generate_problems, int) and not isinstance(generate_problems, bool)
+            and generate_problems >= 0):
+        raise ValueError(f"generate_problems must be a whole number >= 0, got {generate_problems!r}")
     features = offered(impl, causal=causal, gqa=gqa, backward=backward)
     regimes = gen.chosen_regimes(regimes)
+    if generate_problems is None and (generate_seconds is not None or cases is not None):
+        generate_seconds = generate_seconds or 0.0  # a time budget (the caller's), or none beside its cases
+    else:
+        if generate_problems is None:
+            generate_problems = len(regimes) + (gen.THOROUGH_DRAWN if thorough else gen.DEFAULT_DRAWN)
+        if generate_seconds is None:
+            generate_seconds = gen.THOROUGH_SECONDS if thorough else gen.DEFAULT_SECONDS
+        if generate_problems == 0:
+            generate_seconds = 0.0
     report = ConformanceReport(_name(impl), device, tuple(str(d).removeprefix("torch.") for d in dtypes))
     subjects: dict = {}
     with one_thread():
@@ -130,7 +147,7 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
         subjects.clear()
         for problem, outcome, refused, repro in gen.generated_checks(
                 impl, dtypes, device, seed, generate_seconds, features, value_dim=value_dim, only=only,
-                regimes=regimes):
+                drawn=generate_problems, regimes=regimes, notes=report.notes):
             detail = outcome.detail if repro is None else f"{outcome.detail}\n{repro}"
             report.checks.append(Check(invariant=problem.relation, claim_id=None, case=problem.describe(),
                                        case_name=f"generated-{problem.seed}", dtype=problem.dtype, device=device,

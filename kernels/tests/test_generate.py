@@ -36,14 +36,30 @@ def test_every_run_draws_each_regime_first():
     """Whatever the seed and dtype: a decode over more than 16 384 keys, both lengths past 2048
     (Nq ≠ Nk, causal or masked), 2-D and 3-D masks whose leading dim equals B, and q near the top of
     the range with |scale| ≥ 2, an additive mask as a transposed view (float32 beside half q) and one
-    with a NaN or +inf entry; all judged by any run, however short its budget."""
+    with a NaN or +inf entry; rank-3 GQA inputs, k and v of batch 1 broadcast, the cheap long problems
+    (causal past 32767 keys, a decode past 2¹⁸, a backward past 8192, dropout past 2048, NaN on a long
+    decode); all judged by any run, however short its budget."""
     for seed in range(20):
         for dtype in ("float32", "float16", "bfloat16"):
             (decode, both, mask2, mask3, top, stored, poisoned, decode_masked, wide, heads, sliced, empty,
-             far, rank, grid, wide_value, learned) = (gen.draw(seed, i, dtype, ALL) for i in range(len(gen.REGIMES)))
+             far, rank, grid, wide_value, learned, kv_broadcast, long_causal, long_backward, long_dropout,
+             decode_nan, grid_backward) = (gen.draw(seed, i, dtype, ALL) for i in range(len(gen.REGIMES)))
+            assert grid_backward.relation == gen.GRADIENTS, grid_backward
+            assert grid_backward.batch * grid_backward.q_heads > gen.GRID_LIMIT, grid_backward
             assert learned.relation == gen.GRADIENTS and learned.mask_grad and learned.q_heads > 1, learned
-            assert learned.mask in gen.HEAD_SHARED_MASKS, learned
-            assert rank.rank in gen.RANKS and rank.mask == gen.ONE_DIM_MASK, rank
+            assert learned.mask in ("(B, 1, 1, Nk)", "(1, 1, 1, Nk)") and learned.n_q >= 2, learned
+            assert rank.rank == 3 and rank.mask == gen.ONE_DIM_MASK, rank
+            assert rank.q_heads != rank.kv_heads >= 2 and rank.enable_gqa and rank.n_q == rank.n_k, rank
+            assert kv_broadcast.kv_broadcast and kv_broadcast.rank == 4 and kv_broadcast.batch >= 2, kv_broadcast
+            assert kv_broadcast.q_heads == kv_broadcast.kv_heads >= 2 and kv_broadcast.mask is None, kv_broadcast
+            assert long_causal.causal and long_causal.n_q <= 8 and long_causal.n_k > 32768, long_causal
+            assert long_backward.relation == gen.GRADIENTS and long_backward.n_k > 8192 + 2048, long_backward
+            assert long_backward.grads != "q" and long_backward.n_q <= 4, long_backward
+            assert long_dropout.relation == gen.DROPOUT_LAW and long_dropout.n_k > 2048, long_dropout
+            assert long_dropout.value_dim == long_dropout.n_k and not long_dropout.causal, long_dropout
+            assert decode_nan.input_nan in ("q", "k", "v") and decode_nan.n_k > 2 ** 14, decode_nan
+            assert decode_nan.mask is None and not decode_nan.causal, decode_nan
+            assert decode.n_k > 2 ** 18 + 2 ** 16 - 1 and decode.n_q == 1 and decode.head_dim <= 8, decode
             assert grid.batch * grid.q_heads > gen.GRID_LIMIT and max(grid.n_q, grid.n_k, grid.head_dim) <= 4, grid
             assert 257 <= wide_value.value_dim <= 320 and wide_value.head_dim <= 32, wide_value
             assert decode.n_q <= 8 and decode.n_k > 2 ** 14 and decode.relation == gen.AGREEMENT, decode
@@ -193,3 +209,15 @@ def test_a_run_may_leave_regimes_out_and_an_unknown_one_is_refused():
         assert "regimes must be among" in str(exc) and "'long decode'" in str(exc)
     else:
         raise AssertionError("an unknown regime was accepted")
+
+
+def test_the_default_budget_is_a_count_and_a_hit_cap_is_told():
+    """The default run judges the regimes and DEFAULT_DRAWN more per dtype, whatever the machine's
+    speed; a cap that stops it early says so in the report's notes."""
+    from kernels.harness import verify_attention
+
+    report = verify_attention(sdpa_math, dtypes=["float32"], invariants=list(gen.RELATIONS))
+    assert len(report.checks) == len(gen.REGIMES) + gen.DEFAULT_DRAWN and not report.notes, report.notes
+    capped = verify_attention(sdpa_math, dtypes=["float32"], invariants=list(gen.RELATIONS), generate_seconds=1e-9,
+                              generate_problems=len(gen.REGIMES) + gen.DEFAULT_DRAWN)
+    assert not capped.checks and "safety cap" in capped.notes[0] and "after 0 of" in capped.notes[0]
