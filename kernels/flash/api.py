@@ -69,8 +69,8 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask
 
     q (B, Hq, Nq, D); k (B, Hkv, Nk, D); v (B, Hkv, Nk, Dv), Dv may differ from D; float16,
     bfloat16 or float32; D, Dv <= 256; any strides. Default scale 1/√D. As SDPA, q, k and v may
-    also be of rank 3 ((Hq, Nq, D), no batch dim) or more than 4 (several batch dims, the same in
-    q, k and v); the output and lse then have q's leading dims.
+    also be of rank 3 ((Hq, Nq, D), no batch dim) or more than 4 (several batch dims); their batch
+    dims broadcast (a k, v of batch 1 serves every q); the output and lse have the broadcast dims.
 
     ``attn_mask``: bool (True = attend) or additive (float32 or q's dtype, added to the
     scaled scores), of any shape that broadcasts to (B, Hq, Nq, Nk) from 1 to 4 dims, any
@@ -95,6 +95,8 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask
     is imported); without it this raises a RuntimeError saying so.
     """
     check_ranks(q, k, v, attn_mask)
+    batch = torch.broadcast_shapes(q.shape[:-3], k.shape[:-3], v.shape[:-3])
+    q, k, v = (t.expand(*batch, *t.shape[-3:]) for t in (q, k, v))  # (..., H, N, D): stride 0 where broadcast
     rank, lead = q.dim(), q.shape[:-2]  # (..., Hq)
     q, k, v, attn_mask = as_four_dims(q, k, v, attn_mask)
     out = _flash_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, return_lse)

@@ -18,7 +18,7 @@ MAX_HEAD_DIM = 256
 
 def check_ranks(q, k, v, attn_mask=None) -> None:
     """SDPA's q (..., Hq, Nq, D), k and v of one rank >= 3: rank 3 has no batch dim, rank 5 and more
-    several, which must be the same in q, k and v (flash_attention flattens them into one); a mask has
+    several, which broadcast between q, k and v (flash_attention flattens them into one); a mask has
     at most q's rank (it broadcasts to q's leading dims, Hq, Nq and Nk)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
@@ -29,8 +29,11 @@ def check_ranks(q, k, v, attn_mask=None) -> None:
     for name, t in (("k", k), ("v", v)):
         if t.dim() != q.dim():
             raise ValueError(f"{name} has rank {t.dim()} but q has rank {q.dim()}; q, k and v must share a rank")
-        if t.shape[:-3] != q.shape[:-3]:
-            raise ValueError(f"{name} has leading (batch) dims {tuple(t.shape[:-3])} but q has {tuple(q.shape[:-3])}")
+    try:  # SDPA broadcasts the leading (batch) dims as matmul does: a k, v of batch 1 serves every q
+        torch.broadcast_shapes(q.shape[:-3], k.shape[:-3], v.shape[:-3])
+    except RuntimeError:
+        raise ValueError(f"the leading (batch) dims of q {tuple(q.shape[:-3])}, k {tuple(k.shape[:-3])} and v "
+                         f"{tuple(v.shape[:-3])} do not broadcast") from None
     if isinstance(attn_mask, torch.Tensor) and attn_mask.dim() > q.dim():
         raise ValueError(f"attn_mask has {attn_mask.dim()} dims but q has rank {q.dim()}; the mask broadcasts to "
                          "q's leading dims, heads, q len and k len")

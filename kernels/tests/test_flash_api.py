@@ -137,3 +137,23 @@ def test_ranks_three_and_five_are_the_four_dim_call():
     out4.backward(dout.unsqueeze(0))
     for a, b in zip(three, four):
         assert a.grad.equal(b.grad[0])
+
+
+def test_batch_dims_broadcast_as_sdpa_does():
+    """k, v of batch 1 against q's batch 2 (and q of batch 1 against k, v of batch 2): SDPA's math backend
+    broadcasts the leading dims as matmul does; outputs and gradients equal the expanded call's."""
+    torch.manual_seed(0)
+    for qb, kb in ((2, 1), (1, 2)):
+        q = torch.randn(qb, 2, 5, 8, requires_grad=True)  # (B_q, H, Nq, D)
+        k, v = (torch.randn(kb, 2, 7, 8, requires_grad=True) for _ in range(2))  # (B_kv, H, Nk, D)
+        out = flash_attention(q, k, v)
+        full = [t.detach().expand(2, -1, -1, -1).contiguous().requires_grad_() for t in (q, k, v)]
+        want = flash_attention(*full)
+        assert out.shape == (2, 2, 5, 8) and torch.allclose(out, want, atol=1e-6, rtol=0)
+        dout = torch.randn_like(out)
+        out.backward(dout)
+        want.backward(dout)
+        for t, f in zip((q, k, v), full):
+            assert torch.allclose(t.grad, f.grad.sum(0, keepdim=True) if t.shape[0] == 1 else f.grad, atol=1e-5)
+    with pytest.raises(ValueError, match="do not broadcast"):
+        flash_attention(torch.randn(2, 2, 5, 8), torch.randn(3, 2, 7, 8), torch.randn(3, 2, 7, 8))
