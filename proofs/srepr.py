@@ -86,7 +86,8 @@ def _classes() -> dict[str, type]:
 
 _CALLABLE = _classes()
 # The names srepr writes bare (singletons); nothing else may stand alone.
-_CONSTANTS = {name: getattr(sp, name) for name in ("pi", "oo", "zoo", "nan", "E", "I", "true", "false", "EmptySet",
+# No nan or zoo: a value with no value, which SymPy calls equal to itself (nan = nan would chain 1 = nan = 2).
+_CONSTANTS = {name: getattr(sp, name) for name in ("pi", "oo", "E", "I", "true", "false", "EmptySet",
                                                     "EulerGamma", "Naturals0", "Naturals", "Reals", "Integers")}
 # Relations and connectives are read as written (0 = 0 stays a relation); everything else is built
 # as SymPy builds it, so the tree read is the tree the theorem built (srepr's round trip).

@@ -78,3 +78,14 @@ def test_true_statements_about_integer_ranges_still_hold():
     assert _identity(sp.Sum(2 * k - 1, (k, 1, m)), m**2).verified
     assert _identity(sp.Sum(sp.sign(sp.atan(k)), (k, 1, 2)), sp.sign(sp.atan(1)) + sp.sign(sp.atan(2))).verified
 
+
+
+def test_a_certificate_holds_no_nan_or_zoo():
+    # Red team 10's 1 = 2: an instance at t = 0 built 0/0 as nan, and SymPy calls nan equal to nan, so a chain linked
+    # nan = 1 and nan = 2. A value with no value is never written: the reader refuses nan and zoo.
+    from proofs.srepr import CertificateError, read
+    for text in ("nan", "zoo", "Equality(nan, Integer(1))"):
+        with pytest.raises(CertificateError, match="not a SymPy constructor"):
+            read(text)
+    verdict = check(json.loads((HERE / "rt10_a56_one_equals_two.json").read_text(encoding="utf-8")))
+    assert not verdict.proved, verdict.line
