@@ -19,6 +19,8 @@ def certificates(doc: Any) -> list[dict]:
     """The certificates a JSON document holds."""
     if isinstance(doc, dict) and "certificates" in doc:
         certs = doc["certificates"]
+        if not isinstance(certs, (dict, list)):
+            raise ValueError(f"'certificates' must be a list or an object of certificates, got {type(certs).__name__}")
         return [c for c in (certs.values() if isinstance(certs, dict) else certs) if c is not None]
     if isinstance(doc, dict):
         return [doc]

@@ -153,10 +153,12 @@ def test_instance_checks_false_assumptions_too():
 def test_a_possibly_infinite_symbol_or_value_is_refused():
     y = sp.Symbol("y", extended_positive=True)
     L = _eq(y / (y + 1), 1 - 1 / (y + 1))
-    inst = substitute(L, {y: sp.oo})
-    c = _cert(inst, steps=[_step("S1", "identity", L, forall=[write(y)]),
+    inst = substitute(L, {y: sp.oo})  # ∞/(∞ + 1) = 1 − 1/(∞ + 1): nan = 1, which no certificate can hold
+    with pytest.raises(CertificateError, match="not a SymPy constructor"):
+        _cert(inst, steps=[_step("S1", "identity", L, forall=[write(y)]),
                            _step("S2", "instance", inst, ["S1"], mapping=[[write(y), write(sp.oo)]])])
-    assert not check(c).proved
+    c = _cert(L, steps=[_step("S1", "identity", L, forall=[write(y)])])
+    assert not check(c).proved  # and y/(y + 1) = 1 − 1/(y + 1) is not shown for an extended-positive y
     # an extended-real symbol is refused outright: 0 < 1/y is false at y = ∞
     assert not check(_cert(_lt(0, 1 / y), steps=[_step("S1", "sign", _lt(0, 1 / y))])).proved
     # a finite ∀-symbol at ∞: refused as a value

@@ -89,3 +89,12 @@ def test_a_certificate_holds_no_nan_or_zoo():
             read(text)
     verdict = check(json.loads((HERE / "rt10_a56_one_equals_two.json").read_text(encoding="utf-8")))
     assert not verdict.proved, verdict.line
+
+
+def test_a_report_whose_certificates_are_not_a_list_is_unreadable_not_a_traceback():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "proofs", "check", str(HERE / "rt10_certificates_not_a_list.json"),
+                          str(HERE / "a23.json")], capture_output=True, text=True, timeout=300)
+    assert "must be a list or an object" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 2 and "FAIL" in out.stdout, out.stdout  # the next file is still checked
