@@ -19,7 +19,7 @@ def split_k_lse(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, split
     ref.require_sdpa_inputs(q, k, v)
     dtype = q.dtype
     if enable_gqa:
-        k, v = ref.repeat_kv(k, q.shape[1]), ref.repeat_kv(v, q.shape[1])
+        k, v = ref.repeat_kv(k, q.shape[-3]), ref.repeat_kv(v, q.shape[-3])
     q, k, v = q.float(), k.float(), v.float()
     scale = (1 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0) if scale is None else scale
     s = (q * scale) @ k.transpose(-2, -1)  # (B, H, Nq, Nk)

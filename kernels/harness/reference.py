@@ -33,8 +33,8 @@ def causal_mask(n_q: int, n_k: int, device=None) -> torch.Tensor:
 
 def repeat_kv(x: torch.Tensor, n_q_heads: int) -> torch.Tensor:
     """KV heads repeated so that query head h reads KV head h // (Hq / Hkv)."""
-    group = n_q_heads // x.shape[1]
-    return x.repeat_interleave(group, dim=1)  # (B, Hq, N, D)
+    group = n_q_heads // x.shape[-3]
+    return x.repeat_interleave(group, dim=-3)  # (..., Hq, N, D): dim -3 is the heads at every rank, as in SDPA
 
 
 def additive(attn_mask: torch.Tensor, dtype) -> torch.Tensor:
@@ -51,7 +51,7 @@ def scores(q, k, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=Non
     """The logits scale · Q Kᵀ + mask, -inf where a key is hidden, in the inputs' dtype."""
     scale = default_scale(q.shape[-1]) if scale is None else scale
     if enable_gqa:
-        k = repeat_kv(k, q.shape[1])
+        k = repeat_kv(k, q.shape[-3])
     # The query is pre-scaled ((sQ)Kᵀ = s(QKᵀ), claim prescaled-query): in float16 the unscaled
     # scores of large inputs could overflow where the scaled ones do not. Where the scale itself
     # takes q past the dtype's range (q near float16's top, |scale| > 1) the key is scaled instead,
@@ -87,7 +87,7 @@ def attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, attn_ma
     """softmax(scale · Q Kᵀ + mask) V in the inputs' own dtype: the plain same-precision reference."""
     p = probabilities(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, attn_mask=attn_mask)
     if enable_gqa:
-        v = repeat_kv(v, q.shape[1])
+        v = repeat_kv(v, q.shape[-3])
     return p @ v  # (B, Hq, Nq, Dv)
 
 
@@ -113,7 +113,7 @@ def golden_and_sensitivity(q, k, v, *, is_causal=False, scale=None, enable_gqa=F
     logits = scores(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, attn_mask=_float64_mask(attn_mask))
     p = softmax_rows(logits)  # (B, Hq, Nq, Nk)
     if enable_gqa:
-        v = repeat_kv(v, q.shape[1])
+        v = repeat_kv(v, q.shape[-3])
     out = p @ v  # (B, Hq, Nq, Dv)
     logits = torch.where(p > 0, logits, 0.0)  # hidden keys (score -inf, weight 0) add nothing
     w = (p * logits) ** 2

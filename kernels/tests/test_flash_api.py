@@ -17,12 +17,14 @@ def _call(q=None, k=None, v=None, **kwargs):
 BAD = {
     # name: (call, exception, words the message must contain)
     "q-not-a-tensor": (lambda: _call(q=[[1.0]]), TypeError, ["q", "torch.Tensor"]),
-    # q, k, v of one rank >= 3 (SDPA's (..., L, E)), the same leading dims; a mask of at most q's rank
+    # q, k, v of one rank >= 3 (SDPA's (..., L, E)), leading dims that broadcast; a mask of at most q's rank
     "q-2d": (lambda: _call(*(t[0, 0] for t in _qkv())), ValueError, ["q", "(8, 16)", "rank >= 3"]),
     "q-3d-beside-4d": (lambda: _call(q=torch.randn(2, 8, 16)), ValueError, ["q", "rank 3", "rank 4"]),
     "k-3d-beside-4d": (lambda: _call(k=torch.randn(2, 8, 16)), ValueError, ["k", "rank 3", "rank 4"]),
-    "k-leading-dims-differ": (lambda: _call(torch.randn(2, 1, 2, 8, 16), torch.randn(1, 2, 2, 8, 16),
-                                            torch.randn(1, 2, 2, 8, 16)), ValueError, ["k", "(1, 2)", "(2, 1)"]),
+    # leading dims broadcast as SDPA's do (test_batch_dims_broadcast_as_sdpa_does); these do not
+    "k-leading-dims-differ": (lambda: _call(torch.randn(2, 3, 2, 8, 16), torch.randn(2, 2, 2, 8, 16),
+                                            torch.randn(2, 2, 2, 8, 16)), ValueError, ["k", "(2, 3)", "(2, 2)",
+                                                                                       "do not broadcast"]),
     "mask-over-rank-3": (lambda: _call(*(t[0] for t in _qkv()), attn_mask=torch.ones(1, 2, 8, 8, dtype=torch.bool)),
                          ValueError, ["attn_mask", "4 dims", "rank 3"]),
     "mask-leading-dim-over-rank-5": (lambda: _call(*(t.unsqueeze(0).expand(3, -1, -1, -1, -1) for t in _qkv()),
@@ -34,7 +36,7 @@ BAD = {
     "k-dtype-mismatch": (lambda: _call(k=_qkv(dtype=torch.float16)[1]), TypeError, ["k", "float16"]),
     "v-device-mismatch": (lambda: _call(v=_qkv()[2].to("meta")), ValueError, ["v", "meta"]),
     "q-on-meta": (lambda: _call(*(t.to("meta") for t in _qkv())), ValueError, ["q", "meta"]),
-    "k-batch-mismatch": (lambda: _call(k=_qkv(b=2)[1]), ValueError, ["k", "batch"]),
+    "k-batch-mismatch": (lambda: _call(_qkv(b=2)[0], _qkv(b=3)[1], _qkv(b=3)[2]), ValueError, ["k", "batch", "(3,)"]),
     "k-head-dim-mismatch": (lambda: _call(k=_qkv(d=32)[1]), ValueError, ["k", "head dim"]),
     "v-head-dim-over-256": (lambda: _call(v=torch.randn(1, 2, 8, 288)), ValueError, ["v", "head dim", "256"]),
     "v-length-mismatch": (lambda: _call(v=_qkv(nk=9)[2]), ValueError, ["v", "seq_len"]),

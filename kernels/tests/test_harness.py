@@ -34,7 +34,10 @@ def test_sdpa_passes_except_for_its_zero_scale_causal_bug(sdpa_report):
     # the drawn problems meet the same bug: causal with a negative or zero scale, an infinite discrepancy; and the
     # default dispatch raises IndexError on a 1-D (Nk,) mask that the math backend broadcasts (FINDINGS.md, 14)
     one_dim = [c for c in generated if "mask (Nk,)" in c.case and "refused an input SDPA accepts (IndexError" in c.detail]
-    assert all(" causal " in c.case and ("scale=-" in c.case or "scale=0 " in c.case) and c.discrepancy == math.inf
+    # The metamorphic relation compares two of the impl's own calls, both broken, so its discrepancy may be finite
+    # (long-causal: Nq = 1 over 34157 keys at scale −0.25 in bfloat16 gives 1.78; the math backend gives 0, measured).
+    assert all(" causal " in c.case and ("scale=-" in c.case or "scale=0 " in c.case) and
+               (c.discrepancy == math.inf or c.invariant == "generated-metamorphic")
                for c in generated if c not in one_dim), "\n".join(c.describe() for c in generated)
     failed = {(c.invariant, c.case_name) for c in sdpa_report.failures if c not in generated}
     causal = {c.name for c in DEFAULT_CASES if c.causal and c.kind == "random"}
