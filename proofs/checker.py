@@ -11,6 +11,12 @@ conclusion is a relation, and the checker recomputes whether the rule yields tha
 the step's premises. A statement conjunct is established only by a step that passed, whose
 conclusion is that conjunct, and that depends on no undischarged induction hypothesis.
 
+Every step's conclusion (a computation's and a citation's aside) is shown defined *as written*, before its rule
+transforms it: the conditions it needs (a denominator non-zero, a log's argument positive, …) are read off the text,
+and a rewrite maps each through itself; each premise right side a rewrite puts in brings its own conditions, read off
+the side as written at the values put in (built all at once). SymPy cancels as it builds (B·B⁻¹ is 1, 0·x is 0), so
+a condition read off a transformed expression can be gone (f(B)·B = 1 from f(x) := 1/x, with B = 0 allowed).
+
 A step that passed, rests on no hypothesis and on no premise that mentions a symbol x (other than as
 that premise's own ∀-symbol) may be *generalised* over x (its ``forall``): a later rewrite then uses
 it as a pattern, as it uses a premise over its ∀-symbols. Sound because every rule decides its
@@ -61,7 +67,7 @@ from typing import Any
 import sympy as sp
 
 from proofs.identity import _canonical as _engine_canonical
-from proofs.identity import _WORKER, _may_be_infinite, _undefined_somewhere, cpu_seconds, identity  # one rule for what may be ∞
+from proofs.identity import _WORKER, _conditions_of, _may_be_infinite, _undefined_somewhere, _unmet, cpu_seconds, identity  # one rule for what may be ∞
 from proofs.identity import fact, same_order_of_facts, shown  # the one gate to SymPy's assumption facts
 from proofs.srepr import UNEVALUATED, RESERVED, CertificateError, _declared, read, read_in, text, write  # noqa: F401
 
@@ -127,6 +133,16 @@ def _oriented(rel: Any) -> tuple[str, Any, Any]:
         if isinstance(rel, cls):
             return (name, rel.rhs, rel.lhs) if flip else (name, rel.lhs, rel.rhs)
     raise CertificateError(f"not an equation or inequality: {sp.sstr(rel)[:80]}")
+
+
+def _relations(statement: Any) -> list:
+    """The equations and order relations a conclusion states (a conjunction's, each)."""
+    return [c for c in (sp.And.make_args(statement) if isinstance(statement, sp.Basic) else ())
+            if isinstance(c, (sp.Eq, sp.Le, sp.Lt, sp.Ge, sp.Gt))]
+
+
+def _sides(statement: Any) -> list:
+    return [side for c in _relations(statement) for side in c.args]
 
 
 def _key(rel: Any) -> Any:
@@ -239,6 +255,27 @@ def decide_identity(lhs: Any, rhs: Any) -> tuple[bool, str]:
     return _IDENTITIES[key]
 
 
+def _memo(f):
+    """Memoise ``f`` on its arguments and every symbol they hold, bound ones included, with its assumptions (SymPy's
+    equality, which lru_cache uses, ignores the assumptions of a bound variable it compares up to renaming: Subs,
+    Lambda). Printing the exact text would do too, at several times the cost."""
+    table: dict = {}
+
+    def key(a):
+        if isinstance(a, sp.Basic):
+            return a, frozenset((type(v), v.name, tuple(sorted(v.assumptions0.items()))) for v in a.atoms(sp.Symbol))
+        return tuple(map(key, a)) if isinstance(a, tuple) else a
+
+    def memoised(*args):
+        k = tuple(map(key, args))
+        if k not in table:
+            table[k] = f(*args)
+        return table[k]
+
+    memoised.cache_clear = table.clear
+    return memoised
+
+
 # --------------------------------------------------------------------------- signs
 
 def _facts(premises: list) -> list[tuple[Any, bool]]:
@@ -252,6 +289,11 @@ def _facts(premises: list) -> list[tuple[Any, bool]]:
 def _sign(f: Any, facts: list) -> str | None:
     """">" or "≥" when f is shown positive / non-negative, "<" or "≤" for −f; None when not shown.
     Shown: by SymPy's assumptions, or as f = X + (something ≥ 0) for a known X > 0 (≥ 0)."""
+    return _sign_of(f, tuple(facts))
+
+
+@_memo  # a denominator is signed as written (shown defined) and again by the sign rule, under the same facts
+def _sign_of(f: Any, facts: tuple) -> str | None:
     def signed(g):
         if shown(g, "positive"):
             return ">"
@@ -299,6 +341,105 @@ def _denominators(e: Any) -> list:
     return [p.base for p in sp.preorder_traversal(e) if isinstance(p, sp.Pow) and p.exp.is_negative]
 
 
+def _denominators_nonzero(exprs: list, facts: list, assumed: list = (), used: list | None = None) -> None:
+    """_Refused unless every denominator of ``exprs``, as written, is shown non-zero by the symbols' assumptions or
+    the premises' ``facts``, or else by the claim's ``assumed`` facts (then ``used`` gets an entry: the caller lists
+    the assumptions as premises of the step)."""
+    zero = [d for e in exprs for d in _denominators(e) if _sign(d, facts) not in (">", "<")]
+    if zero and assumed:
+        zero = [d for d in zero if _sign(d, facts + _facts(list(assumed))) not in (">", "<")]
+        if not zero and used is not None:
+            used.append(True)
+    _need(not zero, lambda: f"not shown defined: denominator {sp.sstr(zero[0])[:60]} is not shown non-zero under the "
+          "assumptions")
+
+
+def _scalars(e: Any) -> list:
+    """The scalar expressions ``e`` is made of, for a definedness check: a tuple's and an explicit matrix's entries,
+    a matrix expression's scalar parts (a MatrixSymbol is a value; an inverse, or a power that may be one, is not
+    shown to exist)."""
+    if isinstance(e, (sp.Tuple, tuple, list, sp.MatrixBase)):
+        return [x for item in e for x in _scalars(item)]
+    if isinstance(e, sp.MatrixExpr):
+        if isinstance(e, sp.Inverse) or isinstance(e, sp.MatPow) and not shown(e.exp, "nonnegative"):
+            raise _Refused(f"not shown defined: {sp.sstr(e)[:60]} (an inverse) is not shown to exist")
+        return [x for a in e.args for x in _scalars(a)]
+    if not isinstance(e, sp.Expr):  # a name's string, a boolean: no value to show defined
+        return []
+    return [e]
+
+
+def _undefined_value(values: list) -> None:
+    bad = [x for x in values if isinstance(x, sp.Basic) and x.has(sp.nan, sp.zoo)]
+    _need(not bad, lambda: f"not shown defined: {sp.sstr(bad[0])[:80]} holds an undefined value (nan or zoo)")
+
+
+def _conditions_as_written(exprs: list, placeholders: bool = False) -> list:
+    """Every condition (kind, expression, what) the expressions need to have a value, read off them as written."""
+    values = [x for e in exprs for x in _scalars(e)]
+    _undefined_value(values)
+    conditions = _conditions_of(values, placeholders)
+    _need(not isinstance(conditions, str), lambda: f"not shown defined: {conditions}")
+    return conditions
+
+
+def _instance_conditions(side: Any, match: dict) -> list:
+    """The conditions of a premise's right side as written, at the values ``match`` puts in for its ∀-symbols. An
+    infinite value (−∞ for a running maximum) meets only a "real" condition (±∞ is an extended real; the side as
+    built holds no nan there, checked by the caller); any other condition at an infinite value, or at a name that
+    may be infinite, is not shown."""
+    out = []
+    for kind, d, what in _conditions_as_written([side], placeholders=True):
+        d = tuple(x.xreplace(match) for x in d) if isinstance(d, tuple) else d.xreplace(match)
+        _undefined_value(list(d) if isinstance(d, tuple) else [d])
+        if kind == "real" and d in (sp.oo, -sp.oo):
+            continue
+        _need(not any(_possibly_infinite(x) for x in (d if isinstance(d, tuple) else (d,))),
+              lambda: f"not shown defined: {what} {sp.sstr(d)[:60]} (a premise put in at a value that may be infinite)")
+        out.append((kind, d, f"{what} (as a premise put it in)"))
+    return out
+
+
+MAX_INSTANCES = 512  # premise right sides put in by one step, each shown defined
+
+
+def _shown_defined(exprs: list, orders: bool, facts: list = (), assumed: list = (), used: list | None = None,
+                   through: Any = None, inserted: list | None = None) -> None:
+    """_Refused unless the expressions, as written, are shown defined: every node in the identity engine's whitelist,
+    every condition it needs (a denominator non-zero, a log's argument positive, …) shown. The conditions are read
+    off the expressions as written, before any rule transforms them: SymPy cancels as it builds (B·B⁻¹ is 1, 0·x is
+    0), so a condition not read off the expression as written can vanish from the transformed one. A rewrite then
+    maps each condition's expression ``through`` itself (x ≠ 0 with x = y + 1 put in is y + 1 ≠ 0): sound, as the step
+    holds under its premises. Each premise right side the rewrite put in (``inserted``: (side, match) pairs) brings
+    the conditions of the side as written at the match, mapped likewise. An order relation's denominators may be
+    shown non-zero by its premises' ``facts``, or by the claim's ``assumed`` facts (``used`` then gets an entry)."""
+    def mapped(d):
+        return d if through is None else tuple(map(through, d)) if isinstance(d, tuple) else through(d)
+
+    out, seen, queue, done = [], set(), _conditions_as_written(exprs), 0
+    while True:
+        for kind, d, what in queue:
+            if (kind, d) not in seen:
+                seen.add((kind, d))
+                if _unmet([(kind, d, what)]):  # one met as written needs nothing more (and most are: exp(x) > 0)
+                    out.append((kind, mapped(d), what))
+        if inserted is None or done == len(inserted):
+            break
+        _need(len(inserted) <= MAX_INSTANCES, f"over {MAX_INSTANCES} premise instances put in: not shown defined")
+        queue = []
+        for built, side, match in inserted[done:]:
+            _budget()
+            _undefined_value(_scalars(built))
+            queue += _instance_conditions(side, match)
+        done = len(inserted)
+    if orders:  # a denominator may be shown non-zero under the premises (1 − n·u with n·u < 1)
+        dens = [d for kind, d, _ in out if kind == "nonzero" and _unmet([("nonzero", d, "")])]  # mapped, still unmet
+        _denominators_nonzero([sp.Pow(d, -1, evaluate=False) for d in dens], facts, assumed, used)
+        out = [c for c in out if c[0] != "nonzero" or c[1] not in dens]
+    why = _unmet(out)
+    _need(not why, lambda: f"not shown defined as written: {why}")
+
+
 def _real(e: Any) -> bool:
     """Shown a real number (finite, or a quotient of such): what an order relation may compare (the gate does not
     take SymPy's word for Mod, Heaviside, or Max and Min of arguments not shown real, which it calls real)."""
@@ -325,13 +466,7 @@ def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | 
           "an order relation is between reals")
     facts = _facts(premises)
     # ... here: every denominator as written, before b − a is expanded ((x² − x)/x − (x − 1) expands to 0)
-    zero = [d for side in (small, big) for d in _denominators(side) if _sign(d, facts) not in (">", "<")]
-    if zero and assumed:
-        zero = [d for d in zero if _sign(d, facts + _facts(list(assumed))) not in (">", "<")]
-        if not zero and used is not None:
-            used.append(True)
-    _need(not zero, lambda: f"not shown defined: denominator {sp.sstr(zero[0])[:60]} is not shown non-zero under the "
-          "assumptions")
+    _denominators_nonzero([small, big], facts, assumed, used)
     # Bound indices carry what their ranges imply, not what they were declared (a "positive" index over −5..−1).
     diff = _canonical(big - small)
     if terms is None:
@@ -349,27 +484,6 @@ def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | 
 
 
 # --------------------------------------------------------------------------- rewriting
-
-def _memo(f):
-    """Memoise ``f`` on its arguments and every symbol they hold, bound ones included, with its assumptions (SymPy's
-    equality, which lru_cache uses, ignores the assumptions of a bound variable it compares up to renaming: Subs,
-    Lambda). Printing the exact text would do too, at several times the cost."""
-    table: dict = {}
-
-    def key(a):
-        if isinstance(a, sp.Basic):
-            return a, frozenset((type(v), v.name, tuple(sorted(v.assumptions0.items()))) for v in a.atoms(sp.Symbol))
-        return tuple(map(key, a)) if isinstance(a, tuple) else a
-
-    def memoised(*args):
-        k = tuple(map(key, args))
-        if k not in table:
-            table[k] = f(*args)
-        return table[k]
-
-    memoised.cache_clear = table.clear
-    return memoised
-
 
 @_memo  # deterministic; the same premises and sides are renamed again by many steps
 def _canonical(expr: Any) -> Any:
@@ -416,8 +530,9 @@ def _no_capture(expr: Any, equations: list) -> None:
           "derivative) in the expression or a premise: a rewrite could capture it; rename the bound variable")
 
 
-def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
-    """Every premise equation applied left to right until nothing changes (at most 16 rounds)."""
+def _rewrite(expr: Any, equations: list[tuple[Any, tuple]], inserted: list | None = None) -> Any:
+    """Every premise equation applied left to right until nothing changes (at most 16 rounds). Each right side put
+    in (at a pattern's match) is appended to ``inserted``: the caller shows each defined as it was put in."""
     if equations:
         _no_capture(expr, equations)
     out = _canonical(expr)
@@ -432,17 +547,33 @@ def _rewrite(expr: Any, equations: list[tuple[Any, tuple]]) -> Any:
     needs = [_fixed_heads(lhs) for (lhs, _), _ in patterns]
     for _ in range(16):
         before, present = out, _fixed_heads(out)
-        for ((lhs, rhs), forall), need in zip(patterns, needs):
+        for ((lhs, rhs), forall), need, (eq, *_) in zip(patterns, needs, equations):
             if not need <= present:
                 continue
-            # exact=False: a value 0 for one of several ∀-symbols is an instance too (Q_{p,0})
-            new = out.replace(lhs, rhs, exact=False) if forall else out.xreplace({lhs: rhs}) if out.has(lhs) else out
+            # exact=False: a value 0 for one of several ∀-symbols is an instance too (Q_{p,0}); each instance is kept
+            if forall:
+                wild = {str(w)[:-1]: w for w in lhs.atoms(sp.Wild)}  # replace() passes a match by the Wild's name
+                symbol = {f"{x.name}_w": x for x in forall}  # _pattern names x's Wild x_w (printed "x_w_")
+                # built by xreplace, all values at once: subs() puts them in one by one, and exp(a − Max(a, b)) at
+                # b = −∞ is exp(0) before a = −∞ goes in (so g(−∞, −∞) = 1 from g(a, b) := exp(a − Max(a, b)))
+                new = out.replace(lhs, lambda **m: _kept(rhs.xreplace({wild[k]: v for k, v in m.items()}), eq.rhs,
+                                                         {symbol[k]: v for k, v in m.items()}, inserted), exact=False)
+            else:
+                new = out.xreplace({lhs: _kept(rhs, eq.rhs, {}, inserted)}) if out.has(lhs) else out
             if new != out:  # renamed at once, so the next premise meets canonical sums (fresh first: no capture)
                 out = _canonical(_fresh(new))
                 present = _fixed_heads(out)
         if out == before:
             break
     return out
+
+
+def _kept(built: Any, side: Any, match: dict, inserted: list | None) -> Any:
+    """``built``, the premise's right side ``side`` at ``match`` ({∀-symbol: value}) as the rewrite builds it; the
+    pair (side, match) kept in ``inserted``, for its conditions to be read off the side as written."""
+    if inserted is not None:
+        inserted.append((built, side, match))
+    return built
 
 
 def _fixed_heads(e: Any) -> set:
@@ -999,6 +1130,11 @@ class _Replay:
             self.discharged: frozenset = frozenset()
             self.also: set = set()  # assumptions a rule used beside the step's premises (a denominator's sign)
             try:
+                # Not for a computation (taken as recorded), nor a citation (the cited certificate showed its statement
+                # defined under its own premises); the rewriting rules show theirs themselves (_rewrite).
+                if rule not in ("computation", "citation", "identity", "rewrite", "truncation"):
+                    self._defined(_sides(conclusion), any(_oriented(c)[0] != "=" for c in _relations(conclusion)),
+                                  [self.facts[i] for i in ids if isinstance(self.facts[i], (sp.Le, sp.Lt, sp.Ge, sp.Gt))])
                 ok, detail = True, getattr(self, "_" + rule)(step, conclusion, ids)
             except CertificateError:
                 raise
@@ -1070,7 +1206,10 @@ class _Replay:
                if isinstance(self.facts[i], sp.Eq)]
         orders = [self.facts[i] for i in ids if not isinstance(self.facts[i], sp.Eq)]
         rel, a, b = _oriented(conclusion)
-        a2, b2 = transform(_rewrite(a, eqs)), transform(_rewrite(b, eqs))
+        inserted: list = []
+        a2, b2 = transform(_rewrite(a, eqs, inserted)), transform(_rewrite(b, eqs, inserted))
+        # the conclusion and each premise side put in (f(x) := 1/x at x = B, then B·B⁻¹ built as 1) shown defined
+        self._defined([a, b], rel != "=", orders, lambda d: transform(_rewrite(d, eqs, inserted)), inserted)
         if rel == "=":
             _need(not orders, "an equation is not decided from inequalities")
             ok, why = decide_identity(a2, b2)
@@ -1124,6 +1263,15 @@ class _Replay:
         if used:
             self.also |= set(assumptions)
         return why
+
+    def _defined(self, exprs, orders, premises=(), through=None, inserted=None):
+        """_shown_defined, where the claim's assumptions may show a denominator non-zero (as in _order)."""
+        assumptions = [i for i in self.kind if self.kind[i] == "assumption" and not self.forall[i]]
+        used: list = []
+        _shown_defined(exprs, orders, _facts(list(premises)) if orders else (),
+                       [self.facts[i] for i in assumptions] if orders else (), used, through, inserted)
+        if used:
+            self.also |= set(assumptions)
 
     def _bound(self, step, conclusion, ids):
         rel, small, big = _oriented(conclusion)

@@ -644,6 +644,11 @@ def _name(e: sp.Basic) -> str:
     return sp.sstr(e)[:100]
 
 
+def _flat(args: tuple) -> list:
+    """Arguments with tuples written out: f((m, l, o)) takes three values."""
+    return [x for a in args for x in (_flat(a.args) if isinstance(a, sp.Tuple) else (a,))]
+
+
 def _conditions(e: sp.Basic, out: list, smooth_in: frozenset = frozenset()) -> None:
     """Append to ``out`` every condition ``e`` needs to have a value (and to be differentiable in the
     symbols of ``smooth_in``): (kind, expression, what), kind one of "nonzero", "poles", "real",
@@ -682,8 +687,8 @@ def _conditions(e: sp.Basic, out: list, smooth_in: frozenset = frozenset()) -> N
             out.append(("real", base, f"base of the fractional power {_name(e)}"))
             out.append(("nonzero", base, f"branch point of {_name(e)}:"))
         return walk(base, exponent)
-    if isinstance(e, sp.core.function.AppliedUndef):
-        return walk(*e.args)
+    if isinstance(e, sp.core.function.AppliedUndef):  # any function: a value wherever its arguments are values
+        return walk(*_flat(e.args))
     if isinstance(e, sp.Derivative):
         if not all(isinstance(v, (sp.Symbol, sp.Indexed, _MatrixElement)) for v in e.variables):
             raise _Unknown(f"{_name(e)} differentiates by something other than a symbol or an entry")
@@ -880,15 +885,29 @@ def _undefined_somewhere(exprs: list[sp.Expr], skip: frozenset = frozenset()) ->
     """A reason naming the first node or condition not shown, or None when both sides are defined
     (and differentiable where differentiated) everywhere; infinities were refused on entry. ``skip``: kinds of
     condition the caller shows itself (the checker's sign rule shows a denominator non-zero under premises)."""
+    out = _conditions_of(exprs)
+    return out if isinstance(out, str) else _unmet(out, skip)
+
+
+def _conditions_of(exprs: list[sp.Expr], placeholders: bool = False) -> list | str:
+    """Every condition (kind, expression, what) the expressions need to have a value (see _conditions), bound indices
+    renamed with what their ranges imply; or the reason, a string, when a node is outside the whitelist.
+    ``placeholders``: the expressions' names stand for values put in later (a premise's ∀-symbols), which the caller
+    shows finite or puts in, so a name that may be infinite is not refused here."""
     out: list = []
     for e in exprs:
-        why = _declared_against_range(e) or _may_be_infinite(e)
+        why = _declared_against_range(e) or (None if placeholders else _may_be_infinite(e))
         if why:
             return why
         try:
             _conditions(_canonical(e), out)
         except _Unknown as exc:
             return str(exc)
+    return out
+
+
+def _unmet(out: list, skip: frozenset = frozenset()) -> str | None:
+    """The first condition of ``out`` not shown (its reason), or None; ``skip``: kinds the caller shows itself."""
     seen = set()
     for kind, d, what in sorted(out, key=lambda c: (c[0] != "convergent", sp.default_sort_key(c[1]))):
         key = (kind, d)
