@@ -60,6 +60,7 @@ import math
 import re
 import signal
 import threading
+import unicodedata
 from dataclasses import dataclass
 from itertools import permutations
 from typing import Any
@@ -744,6 +745,12 @@ def _heads(e: Any) -> set[str]:
         {_name(i.base.label) for i in e.atoms(sp.Indexed)}
 
 
+def _looks(name: str) -> str:
+    """What a name looks like once printed: compatibility forms folded (₁ is 1, ϕ is φ) and subscript marks dropped
+    (SymPy prints x1, x_1 and x₁ all as x with subscript 1)."""
+    return unicodedata.normalize("NFKC", name).replace("_", "").replace("{", "").replace("}", "")
+
+
 def _name(x: Any) -> str:
     """A symbol's name as definitions and heads compare it: str(x), without the printer for a plain Symbol (a
     Dummy prints as _name)."""
@@ -851,6 +858,9 @@ class Verdict:
     outcomes: tuple[StepOutcome, ...]
     trust: tuple[tuple[str, str], ...]  # (kind, what) the verdict rests on: premises used, computations
     citations: tuple["Verdict", ...] = ()
+    # (operator name, names it took as random, names pulled out of it as constants), its citations' included: a citing
+    # certificate takes the same operator with the same meaning
+    operators: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
 
     @property
     def trust_base(self) -> dict[str, list[str]]:
@@ -1020,7 +1030,7 @@ class _Replay:
         self.outcomes: list[StepOutcome] = []
         self.cited: list[Verdict] = []
         self.randoms: dict[str, frozenset] = {}  # id -> names a generalised step's ∀-symbols may not take (random)
-        self.operators: dict[Any, tuple[dict, dict]] = {}  # E -> (random name -> step, name pulled out of E -> step)
+        self.operators: dict[str, tuple[dict, dict]] = {}  # E's name -> (random name -> step, name pulled out -> step)
         self.unshown: dict[str, str] = {}  # definition id -> its head, declared something not shown of its body
 
     def _premises(self) -> None:
@@ -1099,7 +1109,11 @@ class _Replay:
                 for h in {a for a in e.atoms(sp.Symbol) if not isinstance(a, sp.Dummy)} | e.atoms(sp.IndexedBase) | \
                         {f.func for f in e.atoms(sp.core.function.AppliedUndef)}:  # an IndexedBase: its own facts
                     name = str(h.label) if isinstance(h, sp.IndexedBase) else getattr(h, "name", None) or str(h)
-                    first = seen.setdefault((name, isinstance(h, sp.IndexedBase)), h)
+                    first = seen.setdefault((_looks(name), isinstance(h, sp.IndexedBase)), h)
+                    if first != h and _name(first) != name:
+                        raise CertificateError(f"the names {_printable(_name(first))!r} and {_printable(name)!r} print "
+                                               "alike (x1, x_1 and x₁ are all x with subscript 1): two symbols in one "
+                                               "relation must read as two")
                     if first != h:
                         facts = [", ".join(f"{k}={v}" for k, v in sorted(_declared(x).items()) if k != "commutative")
                                  for x in (first, h)]
@@ -1194,7 +1208,8 @@ class _Replay:
             if kind != "hypothesis" and self.text[i] is not None:  # a conservative definition assumes nothing
                 trust.append((kind, self.text[i]() if callable(self.text[i]) else self.text[i]))
         return Verdict(self.claim, self.statement, not reasons, tuple(reasons), tuple(self.outcomes), tuple(trust),
-                       tuple(self.cited))
+                       tuple(self.cited), tuple((op, tuple(sorted(r)), tuple(sorted(c)))
+                                                for op, (r, c) in sorted(self.operators.items())))
 
     # -- rules: each returns its detail, or raises _Refused saying why it does not yield the conclusion
     def _identity(self, step, conclusion, ids):
@@ -1339,16 +1354,22 @@ class _Replay:
                 ok, why = decide_identity(*nested)
         # One operator, one meaning of random: E(XY) = X·E(Y) (Y random) and E(X + 1) = E(X) + 1 (X random) each hold
         # of some E, but not of one E, and the verdict would list both as if they could.
-        sid, random_in, constant_in = str(step["id"]), *self.operators.setdefault(operator, ({}, {}))
-        for names, mine, theirs, was, now in ((pulled, constant_in, random_in, "random", "a constant"),
-                                              ({str(r) for r in randoms}, random_in, constant_in, "a constant", "random")):
-            clash = sorted(n for n in names if n in theirs)
-            _need(operator is None or not clash, lambda: f"{', '.join(clash)} is {now} here but {was} in step "
-                  f"{theirs[clash[0]]}: one operator, one set of random symbols")
-            for n in names:
-                mine.setdefault(n, sid)
+        if operator is not None:
+            self._one_meaning(str(operator), {str(r) for r in randoms}, pulled, f"step {step['id']}")
         _need(ok, "after distributing Σ/E: " + why)
         return "after distributing Σ/E: " + why
+
+    def _one_meaning(self, operator: str, randoms: set, constants: set, where: str) -> None:
+        """One operator, one meaning of random: E(XY) = X·E(Y) (Y random) and E(X + 1) = E(X) + 1 (X random) each hold
+        of some E, but not of one E, and the verdict would list both as if they could; so across citations too."""
+        random_in, constant_in = self.operators.setdefault(operator, ({}, {}))
+        for names, mine, theirs, was, now in ((constants, constant_in, random_in, "random", "a constant"),
+                                              (randoms, random_in, constant_in, "a constant", "random")):
+            clash = sorted(n for n in names if n in theirs)
+            _need(not clash, lambda: f"{', '.join(clash)} is {now} for {operator} in {where} but {was} in "
+                  f"{theirs[clash[0]]}: one operator, one set of random symbols")
+            for n in names:
+                mine.setdefault(n, where)
 
     def _enumeration(self, step, conclusion, ids):
         _need(not ids, "enumeration takes no premises")
@@ -1405,6 +1426,8 @@ class _Replay:
         self.cite_free[str(step["id"])] = _premise_symbols(step["certificate"]) if verdict.proved else set()
         _need(verdict.proved, lambda: f"the cited certificate ({verdict.claim}) is not proved: {verdict.line}")
         self.randoms[str(step["id"])] = frozenset(_random_names(step["certificate"]))
+        for operator, randoms, constants in verdict.operators:
+            self._one_meaning(operator, set(randoms), set(constants), f"citation {step['id']} ({verdict.claim})")
         _need(any(_same(conclusion, c) for c in conjuncts(verdict.statement)) or _same_all(conclusion, verdict.statement),
               lambda: f"{verdict.claim} does not state {sp.sstr(conclusion)[:120]}")
         return f"{verdict.claim}: {verdict.line}"

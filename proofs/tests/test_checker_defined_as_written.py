@@ -7,7 +7,9 @@ denominator non-zero, a log's argument positive, …) are read off it then, and 
 expression through itself (sound: the step holds under its premises). Each premise right side a rewrite puts in brings
 its conditions as written at the values put in. Each test shows a refusal and a control that passes once the missing
 condition holds. The red team's own certificates were lost with its working directory; these are rebuilt, one per
-mechanism it named (definition, rewrite, linearity, induction, truncation)."""
+mechanism it named. Measured against the checker before the rule (4f145cb): the definition, rewrite, linearity and
+g(−∞, −∞) certificates and the two-meanings-of-E citation were "proved"; the induction and truncation ones were
+refused already, for other reasons (a failed base step; the engine's own check), and stay as tests of the rule."""
 import pytest
 import sympy as sp
 
@@ -104,3 +106,32 @@ def test_a_running_maximum_may_be_minus_infinity_but_not_both():
     bad = eq(g(-sp.oo, -sp.oo), 1)
     v = check(cert(bad, [prem("D1", "definition", eq(g(a, b), body), forall=[a, b])], [step("S1", "rewrite", bad, ["D1"])]))
     assert not v.proved and "nan" in _step(v, "S1").detail, v.line
+
+
+# --- the same red team's other findings, each closed by a rule of its own
+
+def test_names_that_print_alike_are_two_symbols_no_reader_could_tell_apart():
+    for a, b in [("x1", "x₁"), ("x_1", "x1"), ("ϕ", "φ")]:
+        statement = eq(sp.Symbol(a), sp.Symbol(b))
+        v = check(cert(statement, [], [step("S1", "identity", statement)]))
+        assert not v.proved and "print alike" in v.line, v.line
+    statement = eq(sp.Symbol("x1") + sp.Symbol("x2"), sp.Symbol("x2") + sp.Symbol("x1"))  # control: x1, x2 differ
+    assert check(cert(statement, [], [step("S1", "identity", statement)])).proved
+
+
+def _linear(statement, random, claim):
+    return cert(statement, [], [step("S1", "linearity", statement, operator=sp.srepr(E), random=[sp.srepr(random)])],
+                claim=claim)
+
+
+def test_one_operator_keeps_one_meaning_of_random_across_citations():
+    Y = sp.Symbol("Y")
+    a = _linear(eq(E(X * Y), X * E(Y)), Y, "t-a")                 # X pulled out of E: a constant
+    b = _linear(eq(E(X + 1), E(X) + 1), X, "t-b")                 # X random
+    both = sp.And(eq(E(X * Y), X * E(Y)), eq(E(X + 1), E(X) + 1))
+    steps = [{**step("S1", "citation", eq(E(X * Y), X * E(Y))), "certificate": a},
+             {**step("S2", "citation", eq(E(X + 1), E(X) + 1)), "certificate": b}]
+    v = check(cert(both, [], steps))
+    assert not v.proved and "one set of random symbols" in v.line, v.line
+    for one, part in ((a, eq(E(X * Y), X * E(Y))), (b, eq(E(X + 1), E(X) + 1))):  # control: either alone is proved
+        assert check(cert(part, [], [{**step("S1", "citation", part), "certificate": one}])).proved
