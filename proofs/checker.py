@@ -31,7 +31,9 @@ Trust base (what a "proved" verdict still rests on):
      never integrate), and SymPy's assumption handlers only through one gate, ``identity.fact`` (every sign, zero,
      range or type fact a rule or the engine takes as evidence; it answers only for an expression built wholly from
      whitelisted classes; and SymPy itself, as it builds, learns no fact of a node outside them: identity._gated_ask);
-     a Σ or Π only over limits shown integers; the algebra is commutative (the reader refuses a name declared noncommutative; matrices
+     a Σ or Π only over limits shown integers, read with SymPy's (Karr's) convention for a reversed range:
+     Σ_{k=lo}^{hi} f = −Σ_{k=hi+1}^{lo−1} f when hi < lo − 1, so Σ_{k=1}^{n} 1 = n holds for every integer n (the
+     "empty sum" reading, 0 for n < 0, is not the checker's; a statement meant that way declares n ≥ 0); the algebra is commutative (the reader refuses a name declared noncommutative; matrices
      are MatrixSymbols, kept in order by MatMul);
   3. the premises the verdict lists: definitions that are not conservative (their head is not fresh: it occurs
      in the statement, another premise, any expression of a cited certificate, a computation's conclusion or a
@@ -90,8 +92,8 @@ RULES = {
     "linearity": "Σ (finite ranges) and a declared expectation E distribute over sums and pull out factors free of the "
                  "index (Σ) or of the declared random symbols (E, listed in the verdict as an assumption); indices of "
                  "one same range are taken in a canonical order (finite sums commute); then `identity`; if that "
-                 "fails, again with a Σ over independent ranges nested so that a factor varying in one index leaves "
-                 "the sums over the others (finite sums commute)",
+                 "fails (or at once, if the step says `nest`), again with a Σ over independent ranges nested so that a "
+                 "factor varying in one index leaves the sums over the others (finite sums commute)",
     "enumeration": "P(v) for each v = lo..hi (at most 4096 instances; each v occurring in P), each instance decided "
                    "by the rules only: an equation as `identity`, an order relation as `sign` (no premise), a "
                    "conjunction conjunct by conjunct, anything else refused; the conclusion is the explicit "
@@ -1345,8 +1347,11 @@ class _Replay:
               "the expectation operator must be an undefined function")
         # Renamed again after distributing (fresh first: no capture): a sum pulled out of another is no longer nested.
         pulled: set = set()
-        a2, b2 = (_fubini(_canonical(_fresh(_linear(_canonical(x), randoms, operator, pulled)))) for x in (a, b))
-        ok, why = decide_identity(a2, b2)  # always: the engine also shows both sides defined
+        _need(step.get("nest", False) in (True, False), "nest is true or false")
+        ok, why, a2, b2 = False, "", None, None
+        if step.get("nest") is not True:
+            a2, b2 = (_fubini(_canonical(_fresh(_linear(_canonical(x), randoms, operator, pulled)))) for x in (a, b))
+            ok, why = decide_identity(a2, b2)  # always: the engine also shows both sides defined
         if not ok:  # Σ_{v,w} f(v) g(v, w) as Σ_v f(v) Σ_w g(v, w): the same sums, nested the other way
             nested = tuple(_fubini(_canonical(_fresh(_linear(_canonical(x), randoms, operator, pulled, nest=True))))
                            for x in (a, b))

@@ -389,8 +389,10 @@ class Proof:
         return self._step("induction", predicate, description, [base, step, hypothesis], label=label, **data)
 
     def linearity(self, lhs: Any, rhs: Any, description: str = "", *, operator: Any = None,
-                  random: Iterable = (), label: str | None = None) -> Fact:
-        data = {"random": [write(r) for r in random]}
+                  random: Iterable = (), label: str | None = None, nest: bool = False) -> Fact:
+        """``nest``: the sums are nested (a factor varying in one index leaves the others) at once, not only after
+        the plain distribution fails (it saves the checker that attempt)."""
+        data = {"random": [write(r) for r in random], **({"nest": True} if nest else {})}
         if operator is not None:
             data["operator"] = write(operator)
         return self._step("linearity", relation(lhs, "=", rhs), description, label=label, **data)

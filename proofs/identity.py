@@ -107,10 +107,10 @@ _MatrixElement = sp.matrices.expressions.matexpr.MatrixElement  # A[i, j] of a M
 #   numbers, π, e, i, ∞ (their facts are computed from their values); Symbol, Dummy, an undefined function f(x),
 #   an IndexedBase and its entries (their facts are what they were declared: the statement is about every such
 #   value); Tuple (a range's limits);
-#   Add, Mul, Pow (SymPy's core: sums and products of signed terms, powers of signed bases);
+#   Add, Mul, Pow (SymPy's core: sums and products of signed terms, powers of signed bases to real exponents);
 #   exp (positive for a real argument), log (real for a positive argument, its sign that of argument − 1);
 #   Abs (non-negative, zero exactly where its argument is); Max, Min (of real arguments: a fact of all of them);
-#   floor, ceiling (an integer for a real argument, the argument's sign where that decides it);
+#   floor, ceiling (of a real argument: an integer, the argument's sign where that decides it);
 #   KroneckerDelta (0 or 1); Sum (facts of the summand over a range shown not reversed; an empty range is 0),
 #   Product (only over ranges shown non-empty: SymPy's handlers take the empty product for its factor);
 #   matrix expressions, their entries and names (Str): no scalar fact but "not a number".
@@ -132,8 +132,13 @@ def _trusted(e: sp.Basic) -> bool:
 
 
 def _trusted_node(n: sp.Basic) -> bool:
-    return isinstance(n, _TRUSTED) and not (isinstance(n, (sp.Max, sp.Min)) and not all(a.is_real for a in n.args)) \
-        and not (isinstance(n, sp.Product) and not _nonempty(n))
+    """A node whose handlers combine its arguments' facts soundly: Max, Min, floor and ceiling only of arguments
+    shown real (SymPy calls floor(x + iy) not real, but floor(1/2 + i/2) = 0), a power only to an exponent shown
+    real (SymPy calls x^i not real for x < 0, but (−1)^i = e^(−π))."""
+    return isinstance(n, _TRUSTED) and \
+        not (isinstance(n, (sp.Max, sp.Min, sp.floor, sp.ceiling)) and not all(a.is_real for a in n.args)) and \
+        not (isinstance(n, sp.Pow) and n.exp.is_real is not True) and \
+        not (isinstance(n, sp.Product) and not _nonempty(n))
 
 
 # SymPy asks its handlers as it builds, too: sign(atan(k)) is built as 1 for an integer k ≥ 0 (atan's handlers call
@@ -150,7 +155,7 @@ def _gated_ask(fact_name: str, obj: Any) -> bool | None:
     # commutative is structure, not a value's fact: an Add of a term whose commutativity is unknown is built as
     # noncommutative, and then "not complex", "not nonnegative", … follow for it
     if fact_name != "commutative" and isinstance(obj, sp.Basic) and \
-            not isinstance(obj, (sp.Atom, sp.Add, sp.Mul, sp.Pow)) and not _trusted_node(obj):
+            not isinstance(obj, (sp.Atom, sp.Add, sp.Mul)) and not _trusted_node(obj):
         return None
     return _sympy_ask(fact_name, obj)
 

@@ -119,7 +119,7 @@ def _gradient(pf: Proof, conjunct, functional, wrt, sizes, nested, sifts, what: 
                 for size, index in zip(at, (a, b))]
     derivative = sp.Derivative(functional(*(at.get(n, n) for n in sizes)), wrt[a, b])
     differentiated = pf.identity(derivative, derivative.doit(), "differentiate: ∂X_jc/∂X_ab = δ_ja δ_cb")
-    split = pf.linearity(derivative.doit(), nested(*gaps), "each δ leaves the sums it does not vary in")
+    split = pf.linearity(derivative.doit(), nested(*gaps), "each δ leaves the sums it does not vary in", nest=True)
     sifted = []
     for lhs, rhs, over in sifts(*gaps):
         step = pf.identity(lhs, rhs, "sifting a δ over an index in range")
