@@ -163,6 +163,27 @@ def _gated_ask(fact_name: str, obj: Any) -> bool | None:
 sympy_assumptions._ask = _gated_ask
 
 
+# Within the whitelist, SymPy's number-kind handlers of a product and a power are wrong where a value is an integer
+# or rational by coincidence: (3/2)^t "not an integer" (it is 2 at t = log 2 / log(3/2)), x² "irrational" for an
+# irrational x (√2² = 2), n/3 "not an integer" for an even n (6/3 = 2). From such a fact SymPy derives non-zero, and
+# builds δ(x², 2) as 0 (red team 12). Closure facts stay (a product of integers is an integer: True answers of
+# integer, rational, algebraic); every other answer of those, and irrational, even, odd, prime, composite, is "not
+# known" for Mul and Pow.
+def _only_true(handler):
+    def closure(obj):
+        return True if handler(obj) is True else None
+    return closure
+
+
+for _cls in (sp.Mul, sp.Pow):
+    _cls._prop_handler = dict(_cls._prop_handler)
+    for _key in ("integer", "rational", "algebraic"):
+        if _key in _cls._prop_handler:
+            _cls._prop_handler[_key] = _only_true(_cls._prop_handler[_key])
+    for _key in ("irrational", "even", "odd", "prime", "composite"):
+        _cls._prop_handler.pop(_key, None)
+
+
 def _nonempty(p: sp.Product) -> bool:
     """Every range of ``p`` is shown to hold a term (hi ≥ lo). SymPy's Product handlers ignore an empty range: they
     call Π_{k=1}^{n} 0 zero and a product of positive terms over 1..0 non-positive, where the empty product is 1."""
