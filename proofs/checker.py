@@ -258,27 +258,6 @@ def decide_identity(lhs: Any, rhs: Any) -> tuple[bool, str]:
     return _IDENTITIES[key]
 
 
-def _memo(f):
-    """Memoise ``f`` on its arguments and every symbol they hold, bound ones included, with its assumptions (SymPy's
-    equality, which lru_cache uses, ignores the assumptions of a bound variable it compares up to renaming: Subs,
-    Lambda). Printing the exact text would do too, at several times the cost."""
-    table: dict = {}
-
-    def key(a):
-        if isinstance(a, sp.Basic):
-            return a, frozenset((type(v), v.name, tuple(sorted(v.assumptions0.items()))) for v in a.atoms(sp.Symbol))
-        return tuple(map(key, a)) if isinstance(a, tuple) else a
-
-    def memoised(*args):
-        k = tuple(map(key, args))
-        if k not in table:
-            table[k] = f(*args)
-        return table[k]
-
-    memoised.cache_clear = table.clear
-    return memoised
-
-
 # --------------------------------------------------------------------------- signs
 
 def _facts(premises: list) -> list[tuple[Any, bool]]:
@@ -292,11 +271,6 @@ def _facts(premises: list) -> list[tuple[Any, bool]]:
 def _sign(f: Any, facts: list) -> str | None:
     """">" or "≥" when f is shown positive / non-negative, "<" or "≤" for −f; None when not shown.
     Shown: by SymPy's assumptions, or as f = X + (something ≥ 0) for a known X > 0 (≥ 0)."""
-    return _sign_of(f, tuple(facts))
-
-
-@_memo  # a denominator is signed as written (shown defined) and again by the sign rule, under the same facts
-def _sign_of(f: Any, facts: tuple) -> str | None:
     def signed(g):
         if shown(g, "positive"):
             return ">"
@@ -487,6 +461,27 @@ def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | 
 
 
 # --------------------------------------------------------------------------- rewriting
+
+def _memo(f):
+    """Memoise ``f`` on its arguments and every symbol they hold, bound ones included, with its assumptions (SymPy's
+    equality, which lru_cache uses, ignores the assumptions of a bound variable it compares up to renaming: Subs,
+    Lambda). Printing the exact text would do too, at several times the cost."""
+    table: dict = {}
+
+    def key(a):
+        if isinstance(a, sp.Basic):
+            return a, frozenset((type(v), v.name, tuple(sorted(v.assumptions0.items()))) for v in a.atoms(sp.Symbol))
+        return tuple(map(key, a)) if isinstance(a, tuple) else a
+
+    def memoised(*args):
+        k = tuple(map(key, args))
+        if k not in table:
+            table[k] = f(*args)
+        return table[k]
+
+    memoised.cache_clear = table.clear
+    return memoised
+
 
 @_memo  # deterministic; the same premises and sides are renamed again by many steps
 def _canonical(expr: Any) -> Any:

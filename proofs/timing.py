@@ -23,7 +23,7 @@ def fresh() -> None:
     """Forget everything the checker (and SymPy, and the engine's worker process) learnt while deriving."""
     checker._IDENTITIES.clear()
     checker._VERDICTS.clear()
-    for memo in (checker.read, checker._canonical, checker._pattern, checker._sign_of, identity._index_dummy, srepr._base_facts):
+    for memo in (checker.read, checker._canonical, checker._pattern, identity._index_dummy, srepr._base_facts):
         memo.cache_clear()
     srepr._BUILT.clear()
     sp.core.cache.clear_cache()

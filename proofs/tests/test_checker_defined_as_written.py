@@ -134,3 +134,20 @@ def test_one_operator_keeps_one_meaning_of_random_across_citations():
     assert not v.proved and "one set of random symbols" in v.line, v.line
     for one, part in ((a, eq(E(X * Y), X * E(Y))), (b, eq(E(X + 1), E(X) + 1))):  # control: either alone is proved
         assert check(cert(part, [], [{**step("S1", "citation", part), "certificate": one}])).proved
+
+
+def test_the_nest_flag_only_skips_an_attempt_it_decides_nothing():
+    """Linearity's ``nest`` goes straight to the nested distribution: a false sum identity is still refused, a true
+    one still proved, and a flag that is not a boolean is refused."""
+    i, j = sp.Symbol("i", integer=True), sp.Symbol("j", integer=True)
+    a, b = sp.IndexedBase("a"), sp.IndexedBase("b")
+    m = sp.Symbol("m", integer=True, positive=True)
+    lhs = sp.Sum(a[i] * b[j], (i, 1, m), (j, 1, m))
+    for rhs, proved in ((sp.Sum(a[i], (i, 1, m)) * sp.Sum(b[j], (j, 1, m)), True),
+                        (sp.Sum(a[i], (i, 1, m)) * sp.Sum(b[j], (j, 1, m)) + 1, False)):
+        statement = eq(lhs, rhs)
+        v = check(cert(statement, [], [step("S1", "linearity", statement, nest=True)]))
+        assert v.proved is proved, v.line
+    statement = eq(lhs, sp.Sum(a[i], (i, 1, m)) * sp.Sum(b[j], (j, 1, m)))
+    v = check(cert(statement, [], [step("S1", "linearity", statement, nest="yes")]))
+    assert not v.proved and "nest is true or false" in v.line, v.line
