@@ -18,7 +18,10 @@ tiny (1e-6), large. Every run first draws one problem of each of REGIMES per dty
 budget (long decoding, both lengths past 2048, masks whose leading dim equals B, q near float16's
 top, an additive mask as a transposed float32 (half q) view, an additive mask with a NaN entry, and the cheap
 long problems: causal past 32767 keys, a decode past 2¹⁸, a backward past 8192, dropout past 2048, NaN on a long
-decode), then draws them at random among the rest. A run judges a count of problems (the regimes and
+decode; and appended: B = 2 and causal past 4096 queries (long-queries), dropout with p in 1e-4..1e-3 over enough
+weights that "nothing dropped" is rejected (tiny-dropout), rank-5 inputs with is_causal (rank-causal); in
+float32 and bfloat16 the magnitude regime scales v so the output passes float16's 65504), then draws them at
+random among the rest. A run judges a count of problems (the regimes and
 DEFAULT_DRAWN more per dtype), not a time. Each problem is judged by one of four relations,
 in turn:
 
@@ -145,17 +148,43 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #   learned-mask: a gradient problem (the one regime not judged by generated-agreement) with an additive
 #     mask shared by two or more heads (HEAD_SHARED_MASKS) requiring grad: its gradient sums over the heads
 #     (the first draw a key bias, (B, 1, 1, Nk) or (1, 1, 1, Nk), over two queries or more: and over them).
+#   long-queries: B = 2, Hq = Hkv = 1, Nq in 4097..4160 over 129..256 keys, D, Dv ≤ 8, no mask, contiguous, causal when the
+#     impl takes it (a kernel chunking queries by 4096: a later chunk's batch stride or query positions).
+#   tiny-dropout: a dropout problem (V = I) with p log-uniform on (1e-4, 1e-3) and Nq·Nk weights enough for
+#     TINY_DROPOUT_DROPS expected drops over 2049..2200 keys ("negligible p treated as 0" is then rejected).
+#   rank-causal: rank-5 inputs with is_causal, no mask, Nq ≠ Nk possible (a rank ≥ 5 path dropping is_causal);
+#     later rank draws (rank and rank-causal) are causal half the time, then without a mask.
+# magnitude in float32 and bfloat16 (q's range is float32's there) scales v instead: the largest output
+#   in (2^19, 2^20], past float16's range (a bfloat16 kernel storing its output through a float16 buffer).
 REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude",
            "mask-storage", "mask-nonfinite", "long-decode-masked", "wide-head", "many-heads", "cache-slice",
            "empty", "far-masked-rows", "rank", "huge-grid", "wide-value", "learned-mask",
            "kv-broadcast", "long-causal", "long-backward", "long-dropout", "long-decode-nan",
-           "huge-grid-backward")
+           "huge-grid-backward",
+           # (appended: earlier regimes keep their indices, so their first draws are unchanged)
+           "long-queries", "tiny-dropout", "rank-causal")
 LONG_DECODE = ("long-decode", "long-decode-masked", "long-decode-nan")
 LONG = LONG_DECODE + ("long-both", "long-causal", "long-backward", "long-dropout")
 LONGEST_DECODE = (2 ** 18 + 2 ** 16, 2 ** 19)  # a fifth of the keys or more past 2¹⁸
 LONG_CAUSAL_KEYS = (2 ** 15 + 1, 2 ** 15 + 2 ** 12)
 LONG_BACKWARD_KEYS = (10241, 12288)  # a fifth of the keys or more past 8192
 LONG_DROPOUT_KEYS = (2049, 2200)
+# long-queries: B = 2, one head, Nq past 4096 (a kernel chunking queries by 4096 reaches its second
+# chunk) over 129..256 keys (causal then hides keys from the second chunk's first rows), D ≤ 8; its own cap
+# (the MAX_SCORES / LONG_SCORES loop would halve Nq back under 4096). Not Nq = Nk: the float64 golden values
+# and sensitivities of 2·4100² scores cost ~4 s a dtype (measured, SDPA math in float32), these ~0.2 s.
+LONG_QUERIES_LENGTHS = (4097, 4160)
+LONG_QUERIES_KEYS = (129, 256)
+LONG_QUERIES_HEAD_DIM = 8
+LONG_QUERIES_SCORES = 2 * LONG_QUERIES_LENGTHS[1] * LONG_QUERIES_KEYS[1]
+# tiny-dropout: p log-uniform on (1e-4, 1e-3) over enough weights that TINY_DROPOUT_DROPS are expected dropped:
+# "nothing dropped" then has z = sqrt(n·p/(1-p)) ≥ 6 > dropout._z(ALPHA) ≈ 4.9 (20 expected drops give 4.5,
+# which the kept-fraction test at alpha 1e-6 would accept)
+TINY_DROPOUT_EXPONENTS = (-4.0, -3.0)
+TINY_DROPOUT_DROPS = 36
+# magnitude (float32 and bfloat16, whose range is float32's): v scaled by a power of two so that the
+# largest |output| (float64, as the problem is posed) is in (2^19, 2^20], past float16's 65504
+LARGE_OUTPUT = 2.0 ** 20
 GRID_LIMIT = 65535  # CUDA's largest grid y and z
 HEAD_SHARED_MASKS = ("(B, 1, Nq, Nk)", "(B, 1, 1, Nk)", "(1, 1, 1, Nk)", "(B, 1, Nq, 1)")
 FAR_MASK_VALUES = (-1e20, -1e21, -1e25, -1e30, -1e38)  # float32 holds each; float16 none (a float32 mask then)
@@ -222,7 +251,7 @@ class Problem:
         if self.scale is not None:
             parts.append(f"scale={self.scale:g}")
         if self.magnitude:
-            parts.append("q near the range's top")
+            parts.append("q near the range's top" if self.dtype == "float16" else "v scaled past float16's range")
         if self.late_values:
             parts.append("v only past 2016")
         if self.rank != 4:
@@ -281,15 +310,17 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         relation, regime = AGREEMENT, regimes[index]
         if regime == "learned-mask" and ATTN_MASK in features or regime in ("long-backward", "huge-grid-backward"):
             relation = GRADIENTS  # (a forward problem where the impl has no backward: below)
-        if regime == "long-dropout" and DROPOUT in features:
+        if regime in ("long-dropout", "tiny-dropout") and DROPOUT in features:
             relation = DROPOUT_LAW
     else:
         relation = RELATIONS[(index - len(regimes)) % len(RELATIONS)]
         regime = r.choice(regimes) if regimes and r.random() < len(regimes) * REGIME_CHANCE else None
     if relation == GRADIENTS and BACKWARD not in features or relation == DROPOUT_LAW and DROPOUT not in features:
         relation = AGREEMENT
-    if (relation == DROPOUT_LAW and regime != "long-dropout"
-            or relation == GRADIENTS and regime in LONG_DECODE + ("long-both", "magnitude", "long-dropout")):
+    if (relation == DROPOUT_LAW and regime not in ("long-dropout", "tiny-dropout")
+            or relation == GRADIENTS and regime in LONG_DECODE + ("long-both", "magnitude", "long-dropout")
+            or relation != AGREEMENT and regime == "long-queries"  # (forward only: a float64 backward of 2·4100² costs seconds)
+            or relation != DROPOUT_LAW and regime == "tiny-dropout"):  # (without dropout: a plain problem)
         # V = I: Dv = Nk, no long regime; a backward over 2¹⁷ keys costs float64 autograd seconds, and
         # dk = scale·dSᵀ Q of a q near float16's top overflows in every implementation
         regime = None
@@ -381,14 +412,29 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         if index < len(regimes):  # the first draw a learned key bias: its gradient sums over B, H and the queries
             mask, n_q = r.choice(("(B, 1, 1, Nk)", "(1, 1, 1, Nk)")), max(n_q, 2)
         batch, dv = max(batch, 1), max(dv, 1)
-    elif regime == "rank":
-        if index < len(regimes) and (hq == hkv or hkv == 1) and GQA in features:
+    elif regime == "rank" and index < len(regimes):
+        if (hq == hkv or hkv == 1) and GQA in features:
             # the first draw groups heads, two KV heads at least (with one, tiling them is grouping them)
             hq, hkv = r.choice([h for h in HEADS if h[0] != h[1] and h[1] > 1])
         causal = False  # (no draw pairs a mask with is_causal)
         mask = ONE_DIM_MASK if ATTN_MASK in features and n_k > 0 else None
-        if index < len(regimes):  # square: a 1-D (Nk,) mask could then be read along the queries too
-            n_q = n_k = min(max(n_k, 2), 64)  # (64: under MAX_SCORES, which would halve Nq alone)
+        # square: a 1-D (Nk,) mask could then be read along the queries too
+        n_q = n_k = min(max(n_k, 2), 64)  # (64: under MAX_SCORES, which would halve Nq alone)
+    elif regime == "rank-causal" and index < len(regimes):
+        # two queries and two keys at least (causal then hides a key from the first row), Nq ≠ Nk as drawn
+        causal, mask = CAUSAL in features, None
+        n_q, n_k = min(max(n_q, 2), 64), min(max(n_k, 2), 64)
+        if not causal:  # (an impl without is_causal: the rank regime's masked problem, at rank 5)
+            mask = ONE_DIM_MASK if ATTN_MASK in features else None
+    elif regime in ("rank", "rank-causal"):
+        # causal half the time (then no mask; a coin of its own, so the other fields are drawn as before)
+        causal = CAUSAL in features and _rng(seed, dtype, index, "rank causal").random() < 0.5
+        mask = ONE_DIM_MASK if ATTN_MASK in features and n_k > 0 and not causal else None
+    elif regime == "long-queries":
+        batch, (hq, hkv), mask = 2, (1, 1), None
+        n_q, n_k = r.randint(*LONG_QUERIES_LENGTHS), r.randint(*LONG_QUERIES_KEYS)
+        d, dv = min(d, LONG_QUERIES_HEAD_DIM), min(dv, LONG_QUERIES_HEAD_DIM)
+        causal = CAUSAL in features
     elif regime == "kv-broadcast":
         batch, mask, causal = max(batch, 2), None, False
         if hq < 2:
@@ -415,14 +461,21 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         least = 8  # V = I: Dv = Nk, and enough weights for the kept fraction
         n_q, n_k = max(n_q, least), max(n_k, least)
         # every few dropout problems one or two keys: the weights a one-key fast path returns as 1
-        if regime != "long-dropout":
+        if regime == "tiny-dropout":
+            # one head, no mask, D ≤ 64 and a default scale: every weight near 1/Nk, counted (> dropout.P_FLOOR)
+            dropout_p = float(f"{10 ** r.uniform(*TINY_DROPOUT_EXPONENTS):.3g}")
+            batch, hq, hkv, causal, mask, d = 1, 1, 1, False, None, min(d, LONG_HEAD_DIM)
+            n_k = r.randint(*LONG_DROPOUT_KEYS)
+            n_q = math.ceil(TINY_DROPOUT_DROPS / (dropout_p * n_k))
+        elif regime != "long-dropout":
             n_k = _cycled(TINY_KEYS, seed, dtype, index - len(regimes), "tiny keys", None) or n_k
     if relation == METAMORPHIC and r.random() < 0.5 and regime is None:
         batch = max(batch, 2)
-    cap = LONG_SCORES if regime in LONG else MAX_SCORES
-    # (long-dropout's V = I over 2200 keys: Nq·Nk² = 8·2200², above the cap of dropout problems)
+    cap = LONG_SCORES if regime in LONG else LONG_QUERIES_SCORES if regime == "long-queries" else MAX_SCORES
+    # (long-dropout's V = I over 2200 keys: Nq·Nk² = 8·2200², above the cap of dropout problems; tiny-dropout's
+    # Nq is set by its p)
     while (batch * hq * n_q * n_k * (n_k if relation == DROPOUT_LAW else 1) > cap * (8 if relation == DROPOUT_LAW else 1)
-           and regime != "long-dropout"):
+           and regime not in ("long-dropout", "tiny-dropout")):
         if (n_q >= n_k or n_k <= least) and n_q > least:
             n_q = max(least, n_q // 2)
         elif n_k > least:
@@ -438,8 +491,12 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         scale = r.choice(OVERFLOWING_SCALES)
     if late_values:  # scores of size 1 or less: the weight of one key past 2048 is ~1/N, not exp(-100)
         scale = r.choice((None, 1e-6, -1e-6))
+    if regime == "tiny-dropout" and relation == DROPOUT_LAW:
+        scale = None  # scores of size 1: no weight below dropout.P_FLOOR, every one counted
     layout = r.choice(LAYOUTS) if relation != DROPOUT_LAW else "contiguous"
     mask_kind, grads = r.choice(("bool", "additive")), r.choice(GRAD_SUBSETS)
+    if regime == "long-queries":
+        layout = "contiguous"  # (a chunked kernel's batch stride and positions, not a layout)
     if regime == "long-backward" and grads == "q":  # dk, dv of the far keys: each wholly theirs, not a sum's part
         grads = "qkv"
     dropout_grads, dropout_mask_grad = _cycled(DROPOUT_GRADIENTS, seed, dtype, index - len(regimes), "dropout grads",
@@ -447,6 +504,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     if relation == DROPOUT_LAW:
         grads = dropout_grads if BACKWARD in features else ""
         dropout_mask_grad = dropout_mask_grad and BACKWARD in features and ATTN_MASK in features and n_k > 0
+        if regime == "tiny-dropout":  # the law alone: a float64 backward over Nq·Nk² costs seconds
+            grads, dropout_mask_grad = "", False
         if dropout_mask_grad:  # a learned bias beside dropout: a mask of its own when none was drawn
             mask, mask_kind = mask or r.choice(MASK_FORMS), "additive"
             causal = False
@@ -475,10 +534,11 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     if relation == DROPOUT_LAW or mask_kind != "additive":
         wide = False
     poisoned = (regime == "mask-nonfinite" or r.random() < NONFINITE_CHANCE) and relation == AGREEMENT and far is None
-    rank = r.choice(RANKS) if regime == "rank" and relation == AGREEMENT else 4
+    rank = r.choice(RANKS) if regime in ("rank", "rank-causal") and relation == AGREEMENT else 4
     broadcast = regime == "kv-broadcast" and relation == AGREEMENT and batch >= 2
-    if index < len(regimes) and relation == AGREEMENT and regime in ("rank", "kv-broadcast"):
-        rank = 3 if regime == "rank" else 4  # the first draw: the forms a kernel most likely maps wrongly
+    if index < len(regimes) and relation == AGREEMENT and regime in ("rank", "rank-causal", "kv-broadcast"):
+        # the first draw: the forms a kernel most likely maps wrongly
+        rank = {"rank": 3, "rank-causal": 5}.get(regime, 4)
     elif broadcast:
         rank = r.choice((4, 5))
     gqa_flag = r.random() < 0.5
@@ -486,7 +546,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     # (every key visible: a NaN key that causal or a mask hides is NaN in SDPA math's output, as it adds the
     # mask to the NaN score, and not in the masked-out float64 golden value; either is defensible)
     input_nan = (nan_in if (regime == "long-decode-nan" or r.random() < NONFINITE_CHANCE / 2) and relation == AGREEMENT
-                 and mask is None and not causal and not broadcast and 0 not in (batch, hq, n_q, n_k, d, dv) else None)
+                 and mask is None and not causal and not broadcast and 0 not in (batch, hq, n_q, n_k, d, dv)
+                 and regime != "long-queries" else None)
     return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal, dtype,
                    layout=layout,
                    mask=mask, mask_kind=mask_kind, dropout_p=float(f"{dropout_p:.3g}"),
@@ -532,6 +593,22 @@ def _near_the_top(s: Subject) -> None:
         return
     e = math.floor(math.log2(top / largest))
     s.q, s.k = s.q * 2.0 ** e, s.k * 2.0 ** -e
+
+
+def _past_float16(s: Subject, m) -> None:
+    """float32 and bfloat16 (where _near_the_top leaves q as it is): v times 2^e with the largest finite
+    |output| in float64, as the problem is posed (mask, causal, scale), in (LARGE_OUTPUT/2, LARGE_OUTPUT]:
+    past float16's 65504, so a kernel storing its output through a float16 buffer gives inf. An exact
+    power of two: the scaled problem's golden values are the unscaled ones times 2^e."""
+    if s.dtype not in (torch.float32, torch.bfloat16) or s.v.numel() == 0 or s.q.numel() == 0:
+        return
+    out = ref.attention64(s.q.cpu(), s.k.cpu(), s.v.cpu(), **s.kwargs(attn_mask=None if m is None else m.cpu()))
+    finite = out[torch.isfinite(out)].abs()
+    largest = float(finite.max()) if finite.numel() else 0.0
+    if not 0 < largest < math.inf:
+        return
+    e = math.floor(math.log2(LARGE_OUTPUT / largest))
+    s.v = s.v * 2.0 ** e
 
 
 # ===================================================================== judging one problem
@@ -750,6 +827,8 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
         m = _mask(s, problem)
     except Exception as exc:  # the harness's own mask maker on a degenerate shape (Nk = 0)
         return Outcome(0.0, 0.0, f"no mask for this shape: {exc}"), "skipped"
+    if problem.magnitude:
+        _past_float16(s, m)
     try:
         return _JUDGES[problem.relation](s, problem, m, r), None
     except BadOutput as exc:  # it answered, wrongly: a failure, not a refusal

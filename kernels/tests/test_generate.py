@@ -28,7 +28,12 @@ def test_draws_depend_on_seed_dtype_and_index_only_and_cover_the_space():
     dropout = [p.dropout_p for p in problems if p.relation == gen.DROPOUT_LAW]
     assert dropout and all(0 < p < 1 for p in dropout) and max(dropout) > 0.5
     long = lambda p: p.batch == 1 and max(p.n_q, p.n_k) > 2048 and p.head_dim <= gen.LONG_HEAD_DIM
-    assert all(p.batch * p.q_heads * p.n_q * p.n_k <= (gen.LONG_SCORES if long(p) else gen.MAX_SCORES)
+    # (long-queries has a cap of its own; tiny-dropout's Nq is set by its p, TINY_DROPOUT_DROPS expected drops)
+    queries = lambda p: p.n_q > 4096 and p.n_k <= gen.LONG_QUERIES_KEYS[1] and p.head_dim <= gen.LONG_QUERIES_HEAD_DIM
+    tiny = lambda p: p.relation == gen.DROPOUT_LAW and p.dropout_p < 1e-3 and p.n_k > 2048 and p.batch * p.q_heads == 1
+    assert all(p.batch * p.q_heads * p.n_q * p.n_k <= (gen.LONG_SCORES if long(p) else gen.LONG_QUERIES_SCORES
+                                                       if queries(p) else gen.MAX_SCORES)
+               or tiny(p) and (p.n_q - 1) * p.n_k * p.dropout_p < gen.TINY_DROPOUT_DROPS
                for p in problems)
 
 
@@ -43,7 +48,18 @@ def test_every_run_draws_each_regime_first():
         for dtype in ("float32", "float16", "bfloat16"):
             (decode, both, mask2, mask3, top, stored, poisoned, decode_masked, wide, heads, sliced, empty,
              far, rank, grid, wide_value, learned, kv_broadcast, long_causal, long_backward, long_dropout,
-             decode_nan, grid_backward) = (gen.draw(seed, i, dtype, ALL) for i in range(len(gen.REGIMES)))
+             decode_nan, grid_backward) = (gen.draw(seed, i, dtype, ALL) for i in range(23))
+            # the regimes appended after the first 23 (their indices moved no earlier one)
+            square, tiny, rank5 = (gen.draw(seed, gen.REGIMES.index(name), dtype, ALL)
+                                   for name in ("long-queries", "tiny-dropout", "rank-causal"))
+            assert gen.REGIMES[:23][-1] == "huge-grid-backward" and len(gen.REGIMES) == 26
+            assert square.batch == 2 and square.q_heads == square.kv_heads == 1 and square.causal, square
+            assert 4096 < square.n_q <= 4160 and 128 < square.n_k <= 256 and max(square.head_dim, square.value_dim) <= 8, square
+            assert square.mask is None and square.layout == "contiguous" and square.relation == gen.AGREEMENT, square
+            assert tiny.relation == gen.DROPOUT_LAW and 1e-4 <= tiny.dropout_p <= 1e-3 and tiny.mask is None, tiny
+            assert 2048 < tiny.n_k == tiny.value_dim <= 2200 and tiny.batch == tiny.q_heads == 1, tiny
+            assert tiny.n_q * tiny.n_k * tiny.dropout_p >= gen.TINY_DROPOUT_DROPS, tiny
+            assert rank5.rank == 5 and rank5.causal and rank5.mask is None and min(rank5.n_q, rank5.n_k) >= 2, rank5
             assert grid_backward.relation == gen.GRADIENTS, grid_backward
             assert grid_backward.batch * grid_backward.q_heads > gen.GRID_LIMIT, grid_backward
             assert learned.relation == gen.GRADIENTS and learned.mask_grad and learned.q_heads > 1, learned
