@@ -1734,3 +1734,84 @@ MUTANTS = MUTANTS + (
     Mutant(mask_gradient_of_query_zero, "query-broadcast mask gets query 0's gradient", "generated-gradients",
            backward=True),
 )
+
+
+# the generator's fifth round (red team rt34h's escapes): bugs that need two features at once
+
+QUERY_CHUNK = 4096  # queries per launch of a kernel whose grid is capped
+
+
+def _query_chunks(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, *, restart_positions=False,
+                  batch_zero_kv=False):
+    """full_attention over chunks of QUERY_CHUNK queries (the way a kernel with a capped grid is
+    launched), with one of two bugs of the chunked path. A mask with a query dim is sliced with q."""
+    n_q = q.shape[-2]
+    if n_q <= QUERY_CHUNK:
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    outs = []
+    for i0 in range(0, n_q, QUERY_CHUNK):
+        qc = q[..., i0:i0 + QUERY_CHUNK, :]
+        m = attn_mask
+        if m is not None and m.dim() >= 2 and m.shape[-2] > 1:
+            m = m[..., i0:i0 + QUERY_CHUNK, :]
+        kc, vc = k, v
+        if batch_zero_kv and k.dim() >= 4 and k.shape[0] > 1:
+            kc, vc = k[:1].expand(k.shape), v[:1].expand(v.shape)  # the bug: one K/V base pointer for every batch entry
+        if is_causal and not restart_positions:
+            # a chunk's query i0 + i sees keys j <= i0 + i: as a mask, the chunk's rows of the full one
+            rows = torch.arange(i0, i0 + qc.shape[-2], device=q.device)[:, None]  # (chunk, 1)
+            seen = torch.arange(k.shape[-2], device=q.device)[None, :] <= rows  # (chunk, Nk)
+            m = seen if m is None else (seen & m if m.dtype == torch.bool
+                                        else m + torch.zeros(seen.shape, dtype=m.dtype).masked_fill(~seen, float("-inf")))
+            outs.append(full_attention(qc, kc, vc, m, dropout_p, False, scale, enable_gqa))
+        else:  # restart_positions: is_causal passed on, so each chunk's queries count from 0 (the bug)
+            outs.append(full_attention(qc, kc, vc, m, dropout_p, is_causal, scale, enable_gqa))
+    return torch.cat(outs, dim=-2)  # (..., Nq, Dv)
+
+
+def causal_positions_restart_per_query_chunk(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                             enable_gqa=False):
+    """Queries launched in chunks of 4096, is_causal passed to each launch: the queries of the second
+    chunk on count their positions from 0 and see too few keys."""
+    return _query_chunks(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, restart_positions=True)
+
+
+def query_chunks_read_batch_zero_kv(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                    enable_gqa=False):
+    """Queries launched in chunks of 4096; the chunked path takes K/V's base pointer without the batch
+    offset, so past 4096 queries every batch entry reads batch 0's keys and values."""
+    return _query_chunks(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, batch_zero_kv=True)
+
+
+def causal_dropped_past_rank_4(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Inputs of rank 5 and more flattened into rank 4 on a path that forgets is_causal."""
+    if q.dim() >= 5:
+        is_causal = False  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def tiny_dropout_skipped(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """dropout_p below 1e-3 taken for 0 ("negligible"): nothing dropped, nothing rescaled."""
+    return full_attention(q, k, v, attn_mask, 0.0 if dropout_p < 1e-3 else dropout_p, is_causal, scale, enable_gqa)
+
+
+class _Bfloat16StoredThroughFloat16(BlockedAttention):
+    def stored(self, out, out_dtype):
+        if out_dtype == torch.bfloat16:
+            return out.to(torch.float16).to(out_dtype)  # the bug: the float16 epilogue, past 65504 inf
+        return super().stored(out, out_dtype)
+
+
+bfloat16_stored_through_float16 = _mutant(_Bfloat16StoredThroughFloat16(), "bfloat16_stored_through_float16",
+    "A bfloat16 output stored through the float16 epilogue: values past 65504 become inf.")
+
+MUTANTS = MUTANTS + (
+    Mutant(causal_positions_restart_per_query_chunk, "causal positions restart in each chunk of 4096 queries",
+           "generated-agreement"),
+    Mutant(query_chunks_read_batch_zero_kv, "past 4096 queries every batch entry reads batch 0's K/V",
+           "generated-agreement"),
+    Mutant(causal_dropped_past_rank_4, "is_causal dropped for inputs of rank 5 and more", "generated-agreement"),
+    Mutant(tiny_dropout_skipped, "dropout_p below 1e-3 taken for 0", "generated-dropout"),
+    Mutant(bfloat16_stored_through_float16, "bfloat16 output stored through float16", "generated-agreement",
+           dtypes=(torch.bfloat16,)),
+)

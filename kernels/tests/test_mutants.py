@@ -38,12 +38,12 @@ def test_mutant_is_refused_by_the_invariant_it_targets_in_every_dtype(mutant):
 
 @pytest.mark.parametrize("mutant", GENERATED, ids=[m.name for m in GENERATED])
 def test_generated_problems_refuse_the_mutants_only_they_reach_in_every_dtype(mutant):
-    """A fixed number of drawn problems (not a time budget), so the verdict does not depend on load."""
+    """At most a fixed number of drawn problems (not a time budget), so the verdict does not depend on
+    load; the draws stop at the first failure."""
     features = offered(mutant.fn, backward=mutant.backward)
     for dtype in mutant.dtypes:
-        judged = list(gen.generated_checks(mutant.fn, [dtype], "cpu", 0, 0, features, only={mutant.caught_by},
-                                           problems=PROBLEMS, shrink_seconds=0))
-        assert len(judged) == PROBLEMS
+        judged = gen.generated_checks(mutant.fn, [dtype], "cpu", 0, 0, features, only={mutant.caught_by},
+                                      problems=PROBLEMS, shrink_seconds=0)
         assert any(refused is None and gen.failed(o) for _, o, refused, _ in judged), (mutant.name, dtype)
 
 
