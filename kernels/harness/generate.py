@@ -976,9 +976,12 @@ for _name, _needs, _bugs in (
                              "positions in float16 past 2048 on both sides, split-K decoding past 16 splits, "
                              "2-D/3-D masks read by the wrong leading dim when it equals B, q·scale "
                              "overflowing float16, a mask's strides ignored, a float32 mask cast to half q's dtype, "
-                             "a NaN mask entry sanitised, a non-contiguous mask refused)"),
+                             "a NaN mask entry sanitised, a non-contiguous mask refused, is_causal dropped at rank 5, "
+                             "query chunks past 4096 restarting causal positions or reading batch 0's K/V, "
+                             "a bfloat16 output stored through float16)"),
     (GRADIENTS, frozenset({BACKWARD}), "gradients wrong for a drawn requires_grad subset, view, mask form or size"),
-    (DROPOUT_LAW, frozenset({DROPOUT}), "dropout wrong at a drawn p (biased threshold, rescale) or shape"),
+    (DROPOUT_LAW, frozenset({DROPOUT}), "dropout wrong at a drawn p (biased threshold, rescale, p < 1e-3 taken "
+                                        "for 0) or shape"),
     (METAMORPHIC, frozenset(), "batch entries interfering, key order mattering, boolean and additive masks "
                                "disagreeing"),
 ):
