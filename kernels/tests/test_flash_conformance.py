@@ -63,12 +63,14 @@ HALF_MASK_CASES = {"value-dim", "gqa-full", "mqa-full", "one-query"}
 GENERATE_SECONDS = 2.0
 # The generator's regimes the kernel is drawn in: the masks whose leading dim equals B, q near
 # float16's top, the mask's storage and non-finite entries (≈ 1-2 CPU-s each interpreted) and q, k, v
-# of rank 3 or 5 with a 1-D mask (0.4-1.6 CPU-s a dtype). Not the long ones, measured interpreted in float32: a
+# of rank 3 or 5 with a 1-D mask, and rank 5 with is_causal (0.4-1.6 CPU-s a dtype each). Not the long ones, measured interpreted in float32: a
 # decode over 131 071 keys 71 CPU-s, 2049 × 2100 causal 10.5 CPU-s; the kernel has one loop at any
 # length (no split-K path; positions are tl.arange's int32 in every dtype), judged long by the fixed
-# cases: decode-4097, the 8193-key error sweep and causal-2056 in float16.
+# cases: decode-4097, the 8193-key error sweep and causal-2056 in float16. Nor long-queries (the grid
+# has one program per query block at any Nq: no chunk of 4096 queries) and tiny-dropout (V = I over 2049+
+# keys; dropout is judged by the fixed dropout cases).
 KERNEL_REGIMES = ("mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude", "mask-storage",
-                  "mask-nonfinite", "rank")
+                  "mask-nonfinite", "rank", "rank-causal")
 FAR, REST = "long keys and draws", "other cases"  # with each long case's name: the float32 items' parts
 # float32's cases besides the long ones, in two items of about equal time (FAR: the cases over
 # many keys or of many calls); the drawn problems and the contract's cases run in REST.
