@@ -71,6 +71,7 @@ import sympy as sp
 
 from proofs.identity import _canonical as _engine_canonical
 from proofs.identity import _WORKER, _conditions_of, _may_be_infinite, _undefined_somewhere, _unmet, cpu_seconds, identity  # one rule for what may be ∞
+from proofs.identity import own_bound, term_at  # the one definition of binding, the one instantiation of a term
 from proofs.identity import fact, same_order_of_facts, shown  # the one gate to SymPy's assumption facts
 from proofs.srepr import UNEVALUATED, RESERVED, CertificateError, _declared, read, read_in, text, write  # noqa: F401
 
@@ -215,15 +216,7 @@ def _renamed(e: Any, new: Any) -> Any:
     return e.func(function, *limits)
 
 
-def _own(e: Any) -> set:
-    """The variables ``e`` itself binds (not those of binders inside it)."""
-    if isinstance(e, sp.concrete.expr_with_limits.ExprWithLimits):
-        return {lim[0] for lim in e.limits}
-    if isinstance(e, sp.Lambda):
-        return set(e.variables)
-    if isinstance(e, sp.Derivative):  # ∂/∂x holds the other symbols fixed: x = y put in would change it
-        return {v for v in e.variables if isinstance(v, sp.Symbol)}  # (an entry S[a, b] binds nothing)
-    return set().union(*[a.free_symbols for a in e.args if isinstance(a, sp.Basic)]) - e.free_symbols
+_own = own_bound  # the variables a node itself binds: the engine's one definition
 
 
 def _possibly_infinite(e: Any) -> bool:
@@ -595,7 +588,9 @@ def _peel(expr: Any, top: Any) -> Any:
     def cut(s, k, lo, hi):
         if hi != top or not shown(hi - lo, "nonnegative"):
             return s
-        rest, last = s.func(s.function, (k, lo, hi - 1)), s.function.xreplace({k: hi})
+        rest, last = s.func(s.function, (k, lo, hi - 1)), term_at(s.function, k, hi)
+        if last is None:
+            return s
         return rest + last if isinstance(s, sp.Sum) else rest * last
 
     return expr if top is None else _sums(expr, cut)
@@ -1166,7 +1161,9 @@ class _Replay:
                     ok, detail = False, f"not generalised over {', '.join(map(str, general))}: {why}"
                 else:  # a linearity step took its other symbols as non-random: they never take a random value
                     self.forall[sid] = general
-                    self.randoms[sid] = frozenset().union(*[self.randoms.get(d, ()) for d in self.deps[sid] | self.cites[sid]])
+                    # (its own random names too: a linearity step generalised by its own forall, red team 13)
+                    self.randoms[sid] = self.randoms.get(sid, frozenset()).union(
+                        *[self.randoms.get(d, ()) for d in self.deps[sid] | self.cites[sid]])
             if rule == "computation":  # taken as recorded: listed
                 self.deps[sid] |= {sid}
                 self.text[sid] = _printable(f"{step.get('name', '?')} ({step.get('source', '?')})")

@@ -584,7 +584,12 @@ def _canonical(expr: sp.Expr, base: int = _BOUND_BASE) -> sp.Expr:
         height = _sum_height(s.function)
         function, limits = s.function, [tuple(lim) for lim in s.limits]
         for k, (var, lo, hi) in enumerate(limits):
-            new = _index_dummy(f"b{height}_{k}", base + 100 * height + k, tuple(sorted(_index_facts(lo, hi).items())))
+            # An index that a binder inside also binds or differentiates in (Σ_t ∫ dt, Σ_t d/dt) keeps its own
+            # declared facts, not its range's: d/dt sin(πt) with t made an integer is built as d/dt 0 = 0.
+            inner = _binds_inside(function, var)
+            facts = {a: v for a, v in var.assumptions0.items() if v is not None} if inner else _index_facts(lo, hi)
+            new = _index_dummy(f"b{height}_{k}", base + 100 * height + k + (50 if inner else 0),
+                               tuple(sorted(facts.items())))
             function = function.xreplace({var: new})
             limits = [(new, lo, hi) if j == k else
                       (lim[0],) + tuple(b.xreplace({var: new}) for b in lim[1:]) if j < k else lim
@@ -967,8 +972,7 @@ def _forward_ranges(expr: sp.Expr) -> bool:
     """Every sum range in ``expr`` is shown not reversed (hi ≥ lo − 1), or sums a polynomial in its
     index (a closed form of a polynomial sum is a polynomial identity in hi, so it holds for reversed
     ranges too); every product range is shown non-empty (simplify takes Π_{k=1}^{n} 0 for 0)."""
-    return all(shown(hi - lo + 1, "nonnegative") or hi == sp.oo
-               or isinstance(s, sp.Sum) and s.function.is_polynomial(var)
+    return all(shown(hi - lo + 1, "nonnegative") or isinstance(s, sp.Sum) and s.function.is_polynomial(var)
                for s in expr.atoms(sp.Sum) for var, lo, hi in s.limits) and all(map(_nonempty, expr.atoms(sp.Product)))
 
 
@@ -981,6 +985,37 @@ def _gamma_rewrites_hold(expr: sp.Expr) -> bool:
 
 
 _WRITTEN_OUT = 64  # a sum or product over at most this many numeric indices is written out term by term
+
+
+def own_bound(e: Any) -> set:
+    """The variables the node ``e`` itself binds (not those of binders inside it): a Σ's, Π's or ∫'s, a λ's, a
+    derivative's (∂/∂x holds the other symbols fixed, and x is also its point), a limit's or Subs's."""
+    if isinstance(e, sp.concrete.expr_with_limits.ExprWithLimits):
+        return {lim[0] for lim in e.limits}
+    if isinstance(e, sp.Lambda):
+        return set(e.variables)
+    if isinstance(e, sp.Derivative):  # (an entry S[a, b] binds nothing)
+        return {v for v in e.variables if isinstance(v, sp.Symbol)}
+    return set().union(*[a.free_symbols for a in e.args if isinstance(a, sp.Basic)]) - e.free_symbols
+
+
+def _binds_inside(body: Any, var: Any) -> bool:
+    """A binder inside ``body`` other than a Σ or Π binds (or differentiates in) ``var``."""
+    return any(var in own_bound(n) for n in sp.preorder_traversal(body)
+               if isinstance(n, sp.Basic) and not n.is_Atom and not isinstance(n, (sp.Sum, sp.Product)))
+
+
+def _bound_inside(expr: Any) -> bool:
+    """Some Σ or Π index of ``expr`` is bound again inside its term (Σ_t d/dt f(t), Σ_t ∫ dt): SymPy's doit takes
+    the term at t by substitution into the inner binder (Σ_{t=1}^{1} d/dt sin(πt) is built as 0, not −π)."""
+    return any(_binds_inside(s.function, lim[0]) for s in expr.atoms(sp.Sum, sp.Product) for lim in s.limits)
+
+
+def term_at(body: Any, var: Any, value: Any) -> Any:
+    """A Σ's or Π's term at ``var`` = ``value``, or None where a binder inside ``body`` other than a Σ or Π binds
+    ``var`` (xreplace would put the value into d/dvar, ∫ dvar, λ var: d/dt sin(πt) at t = 1 is not d/d1 sin(π)).
+    Every rule that takes a term out of a Σ or Π (written out, sifted, peeled) asks this one function."""
+    return None if _binds_inside(body, var) else body.xreplace({var: value})
 
 
 def _finite_sums(expr: sp.Expr) -> sp.Expr:
@@ -1001,14 +1036,17 @@ def _finite_sums(expr: sp.Expr) -> sp.Expr:
             return s
         k, lo, hi = s.limits[0]
         if (hi - lo + 1).is_Integer and 0 <= hi - lo + 1 <= _WRITTEN_OUT:
-            parts = [s.function.xreplace({k: lo + t}) for t in range(int(hi - lo + 1))]
+            parts = [term_at(s.function, k, lo + t) for t in range(int(hi - lo + 1))]
+            if any(p is None for p in parts):
+                return s
             return sp.Add(*parts) if isinstance(s, sp.Sum) else sp.Mul(*parts)
         factors = sp.Mul.make_args(s.function) if isinstance(s, sp.Sum) else ()
         for n, f in enumerate(factors):
             if isinstance(f, sp.KroneckerDelta) and k in f.args:
                 j = f.args[1] if f.args[0] == k else f.args[0]
                 if not j.has(k) and shown(j, "integer") and shown(j - lo, "nonnegative") and shown(hi - j, "nonnegative"):
-                    return sp.Mul(*(factors[:n] + factors[n + 1:])).xreplace({k: j})
+                    sifted = term_at(sp.Mul(*(factors[:n] + factors[n + 1:])), k, j)
+                    return s if sifted is None else sifted
         return s
 
     return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), one)
@@ -1042,7 +1080,8 @@ def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool, exact_tried: bool = Fa
         reductions.append(lambda e: sp.expand(e.rewrite(sp.floor)))
     exact = len(reductions)
     # SymPy's integrate (through doit or simplify) is not trusted: an ∫ is reduced only by the exact rewrites above.
-    if trust_simplify and _forward_ranges(expr) and _gamma_rewrites_hold(expr) and not expr.has(sp.Integral):
+    if trust_simplify and _forward_ranges(expr) and _gamma_rewrites_hold(expr) and not expr.has(sp.Integral) and \
+            not _bound_inside(expr):
         reductions.append(sp.simplify)
         if expr.has(sp.Sum, sp.Product):
             reductions.append(lambda e: sp.simplify(e.doit()))

@@ -160,7 +160,10 @@ _BINDERS = (sp.Sum, sp.Product, sp.Integral)
 
 
 def _node(n: ast.AST) -> Any:
-    if isinstance(n, ast.Constant) and isinstance(n.value, (int, float, str, bool, type(None))):
+    if isinstance(n, ast.Constant) and isinstance(n.value, float):
+        # SymPy would build a Float from it (0.1 as the binary fraction nearest 0.1): srepr never writes one bare
+        raise CertificateError(f"a bare decimal {n.value!r}: a certificate writes a number as the Integer or Rational it is")
+    if isinstance(n, ast.Constant) and isinstance(n.value, (int, str, bool, type(None))):
         if isinstance(n.value, int) and n.value.bit_length() > MAX_BITS:
             raise CertificateError(f"an integer literal of more than {MAX_BITS} bits")
         return n.value
@@ -183,7 +186,12 @@ def _node(n: ast.AST) -> Any:
             _BUILT[key] = out
         return out
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Call):  # Function('f')(x): an applied function
-        return _node(n.func)(*[_node(a) for a in n.args])
+        head = _node(n.func)
+        if not isinstance(head, sp.core.function.UndefinedFunction):
+            # λ(y, Σ_k y·k)(k) is built by putting k in for y, captured by the Σ: SymPy never keeps an applied λ,
+            # so no certificate written from a built tree holds one
+            raise CertificateError(f"only an undefined function is applied to arguments, not {type(head).__name__}")
+        return head(*[_node(a) for a in n.args])
     raise CertificateError(f"expression holds something that is not a SymPy constructor: {ast.dump(n)[:120]}")
 
 
@@ -205,6 +213,9 @@ def _call(n: ast.Call) -> Any:
             (args and isinstance(args[0], str) and n.func.id not in _NAMED):
         # SymPy would parse (run) a string anywhere else: sin("...") evaluates Python code
         raise CertificateError(f"a string is only a name, not an argument of {n.func.id}")
+    if f in (sp.Integer, sp.Rational) and not all(type(a) is int for a in args + list(kwargs.values())):
+        # Integer(True) is 1, and a Python number of another type is built as a number the text does not show
+        raise CertificateError(f"{n.func.id} of {', '.join(map(repr, args))[:60]}: a number's parts are integers")
     _bounded(n.func.id, f, args, kwargs)
     if f in (sp.Symbol, sp.Dummy, sp.Function, sp.IndexedBase) and _only_zero(
             {**(args[0].assumptions0 if f is sp.IndexedBase and args and isinstance(args[0], sp.Symbol) else {}),

@@ -170,6 +170,8 @@ FALSE = [
     ("binomial symmetry times a factor vanishing at −41..41", sp.binomial(j, m) * sp.prod([j - t for t in range(-41, 42)]),
      sp.binomial(j, j - m) * sp.prod([j - t for t in range(-41, 42)])),
     ("f'(x) = 0 for an undefined f", sp.Derivative(f(x), x), 0),
+    # red team 13: SymPy 1.14 sums Σ_{k=a}^{∞} k r^k with a < 0 without its k ≥ 1 part (and mpmath's nsum agrees)
+    ("Σ_{k=−5}^{∞} k/2^k = −258 (it is −256)", sp.Sum(m / 2**m, (m, -5, sp.oo)), -258),
     ("(f²)' = 3 f f'", sp.Derivative(f(x) ** 2, x), 3 * f(x) * sp.Derivative(f(x), x)),
 ]
 
@@ -249,7 +251,6 @@ TRUE = [
     ("0.5x = x/2 (0.5 is exact in binary)", 0.5 * x, x / 2),
     ("Python 1j = I", 1j, sp.I),
     ("Fraction(1, 2) = 1/2", __import__("fractions").Fraction(1, 2), sp.Rational(1, 2)),
-    ("Σ_{i≥1} 1/i² = π²/6 (shown convergent, probed numerically)", sp.Sum(1 / i**2, (i, 1, sp.oo)), sp.pi**2 / 6),
     ("Σ_{i=1..n} 1/i = H(n), n ≥ 0", sp.Sum(1 / k, (k, 1, nn)), sp.harmonic(nn)),
     ("2x^(10⁸) = x^(10⁸) + x^(10⁸) (too large to probe exactly)", 2 * x ** (10**8), x ** (10**8) + x ** (10**8)),
     ("2 (10⁶ n)! = (10⁶ n)! 2 (too large to probe exactly)", sp.factorial(10**6 * n) * 2, 2 * sp.factorial(10**6 * n)),
@@ -283,6 +284,14 @@ def test_false_identity_is_rejected(name, lhs, rhs):
 def test_true_identity_is_accepted(name, lhs, rhs):
     ok, detail = _run(lhs, rhs)
     assert ok is True, f"{name}: {detail}"
+
+
+def test_an_infinite_series_is_not_summed_by_sympy():
+    """SymPy's summation of an infinite series is outside the trust base (it sums Σ_{k=−5}^{∞} k/2^k to −258, and
+    its probe by the same closed form agreed): so a true one, Σ 1/i² = π²/6, is not proved either. A limitation,
+    stated: no claim of the catalogue needs an infinite series."""
+    ok, detail = _run(sp.Sum(1 / i**2, (i, 1, sp.oo)), sp.pi**2 / 6)
+    assert ok is False and "does not simplify to 0" in detail, detail
 
 
 def test_the_battery_is_as_large_as_promised():
