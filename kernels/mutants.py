@@ -1815,3 +1815,44 @@ MUTANTS = MUTANTS + (
     Mutant(bfloat16_stored_through_float16, "bfloat16 output stored through float16", "generated-agreement",
            dtypes=(torch.bfloat16,)),
 )
+
+
+# float64 paths (red team rt37h): a float64 forward right, and a path of float32 beside it
+
+def float64_causal_in_float32(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """float64 inputs with is_causal computed in float32 and cast back (the causal kernel has one compute dtype)."""
+    if q.dtype == torch.float64 and is_causal:  # the bug
+        return full_attention(q.float(), k.float(), v.float(), None, 0.0, True, scale, enable_gqa).to(q.dtype)
+    return full_attention(q, k, v, None, 0.0, is_causal, scale, enable_gqa)
+
+
+class _BackwardInFloat32(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, is_causal, scale, enable_gqa):
+        ctx.save_for_backward(q, k, v)
+        ctx.options = (is_causal, scale, enable_gqa)
+        return full_attention(q, k, v, None, 0.0, is_causal, scale, enable_gqa)
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v = ctx.saved_tensors
+        with torch.enable_grad():
+            leaves = [t.detach().float().requires_grad_() for t in (q, k, v)]  # the bug: float32 for every dtype
+            out = full_attention(*leaves, None, 0.0, *ctx.options)
+            grads = torch.autograd.grad(out, leaves, dout.float())
+        return tuple(g.to(t.dtype) for g, t in zip(grads, (q, k, v))) + (None, None, None)
+
+
+def float64_backward_in_float32(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """The forward in the inputs' dtype; the backward recomputed in float32 (a backward kernel of one compute
+    dtype): float64 gradients at float32's precision."""
+    if q.dtype != torch.float64:
+        return full_attention(q, k, v, None, 0.0, is_causal, scale, enable_gqa)
+    return _BackwardInFloat32.apply(q, k, v, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(float64_causal_in_float32, "float64 causal computed in float32", "float64-causal", dtypes=(torch.float32,)),
+    Mutant(float64_backward_in_float32, "float64 gradients computed in float32", "float64-gradients",
+           dtypes=(torch.float32,), backward=True),
+)

@@ -53,10 +53,11 @@ ITEMS: tuple[Item, ...] = (
          "against 4 raises 'The size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 0'",
          ("generated-agreement",)),
     Item("float64", "float64 inputs are accepted and computed at float64's precision (within the rule at "
-                    "u = 2^-53 of a longdouble golden value), or refused",
+                    "u = 2^-53 of a longdouble golden value), causal ones and the gradients too, or refused",
          f"{DOC}: the supported dtypes include torch.float64 on the CPU; {MEASURED}: errors of 3e-16 to 8e-15 "
-         "against longdouble on the contract case, masked, scale 4 and 400-key problems",
-         ("float64-agreement",)),
+         "against longdouble on the contract case, masked, scale 4, 400-key and causal problems; gradients 1e-16 "
+         "to 3e-13 (scale 4 dq) against the derived backward in longdouble",
+         ("float64-agreement", "float64-causal", "float64-gradients")),
     Item("refused", "q, k, v of different dtypes, k with another head dim than q and an attn_mask that does not "
                     "broadcast to (B, Hq, Nq, Nk) are refused",
          f"{MEASURED}: 'Expected query, key, and value to have the same dtype'; 'The size of tensor a (Nk) must "
