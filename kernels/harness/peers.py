@@ -77,8 +77,22 @@ def flex_eager(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=
     from torch.nn.attention.flex_attention import and_masks, create_block_mask, flex_attention
 
     ref.require_sdpa_inputs(q, k, v)  # flex_attention itself computes mixed dtypes; SDPA's contract refuses them
+    if not q.dim() == k.dim() == v.dim() == 4:
+        # flex_attention takes (B, H, N, D) only ("NYI"); SDPA any rank >= 3: the glue, not flex's numerics, is ours
+        if min(q.dim(), k.dim(), v.dim()) < 3:
+            raise ValueError("q, k and v must have rank 3 or more")
+        lead = torch.broadcast_shapes(q.shape[:-3], k.shape[:-3], v.shape[:-3])
+        four = [x.expand(*lead, *x.shape[-3:]).reshape(-1, *x.shape[-3:]) for x in (q, k, v)]
+        out = flex_eager(*four, attn_mask, is_causal, scale, enable_gqa)  # (B', H, Nq, Dv)
+        return out.reshape(*lead, *out.shape[-3:])
+    if k.shape[0] != q.shape[0] and k.shape[0] == v.shape[0] == 1:  # a batch of one K/V broadcasts, as in SDPA
+        k, v = k.expand(q.shape[0], *k.shape[1:]), v.expand(q.shape[0], *v.shape[1:])
     if q.shape[1] != k.shape[1] and not enable_gqa:
-        raise ValueError(f"q has {q.shape[1]} heads and k {k.shape[1]}: pass enable_gqa=True for GQA")
+        if k.shape[1] != 1:
+            raise ValueError(f"q has {q.shape[1]} heads and k {k.shape[1]}: pass enable_gqa=True for GQA")
+        # one KV head broadcasts over the query heads without enable_gqa, as in SDPA (flex_attention itself refuses
+        # Hq ≠ Hkv unless told enable_gqa, which for one KV head is the same sums; found by the survey of 2026-12-03)
+        enable_gqa = True
     n_q, n_k = q.shape[-2], k.shape[-2]
     block_mask = _causal_block_mask(n_q, n_k) if is_causal else None
     score_mod = None
