@@ -28,7 +28,8 @@ Trust base (what a "proved" verdict still rests on):
   2. SymPy: parsing of the certificate's ``srepr`` expressions (``proofs/srepr.py``: a whitelisted,
      code-free parser; every node must build as written, so SymPy evaluates nothing as a certificate is read),
      structural equality, ``xreplace``/``replace``, the identity engine's simplifications (``proofs/identity.py``;
-     never integrate), and SymPy's assumption handlers only through one gate, ``identity.fact`` (every sign, zero,
+     never integrate, never the summation of an infinite series, never a term of a Σ whose index an inner binder
+     binds again: ``identity.term_at``), and SymPy's assumption handlers only through one gate, ``identity.fact`` (every sign, zero,
      range or type fact a rule or the engine takes as evidence; it answers only for an expression built wholly from
      whitelisted classes; and SymPy itself, as it builds, learns no fact of a node outside them: identity._gated_ask);
      a Σ or Π only over limits shown integers, read with SymPy's (Karr's) convention for a reversed range:
