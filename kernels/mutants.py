@@ -1742,18 +1742,18 @@ QUERY_CHUNK = 4096  # queries per launch of a kernel whose grid is capped
 
 
 def _query_chunks(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, *, restart_positions=False,
-                  batch_zero_kv=False):
-    """full_attention over chunks of QUERY_CHUNK queries (the way a kernel with a capped grid is
+                  batch_zero_kv=False, chunk=QUERY_CHUNK):
+    """full_attention over chunks of ``chunk`` queries (the way a kernel with a capped grid is
     launched), with one of two bugs of the chunked path. A mask with a query dim is sliced with q."""
     n_q = q.shape[-2]
-    if n_q <= QUERY_CHUNK:
+    if n_q <= chunk:
         return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     outs = []
-    for i0 in range(0, n_q, QUERY_CHUNK):
-        qc = q[..., i0:i0 + QUERY_CHUNK, :]
+    for i0 in range(0, n_q, chunk):
+        qc = q[..., i0:i0 + chunk, :]
         m = attn_mask
         if m is not None and m.dim() >= 2 and m.shape[-2] > 1:
-            m = m[..., i0:i0 + QUERY_CHUNK, :]
+            m = m[..., i0:i0 + chunk, :]
         kc, vc = k, v
         if batch_zero_kv and k.dim() >= 4 and k.shape[0] > 1:
             kc, vc = k[:1].expand(k.shape), v[:1].expand(v.shape)  # the bug: one K/V base pointer for every batch entry
@@ -1776,6 +1776,14 @@ def causal_positions_restart_per_query_chunk(q, k, v, attn_mask=None, dropout_p=
     return _query_chunks(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, restart_positions=True)
 
 
+def causal_positions_restart_per_8192_queries(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                              enable_gqa=False):
+    """As causal_positions_restart_per_query_chunk with chunks of 8192 queries (red team rt37h's, which
+    escaped a regime that stopped at 4160 queries)."""
+    return _query_chunks(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, restart_positions=True,
+                         chunk=2 * QUERY_CHUNK)
+
+
 def query_chunks_read_batch_zero_kv(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                     enable_gqa=False):
     """Queries launched in chunks of 4096; the chunked path takes K/V's base pointer without the batch
@@ -1795,6 +1803,15 @@ def tiny_dropout_skipped(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False
     return full_attention(q, k, v, attn_mask, 0.0 if dropout_p < 1e-3 else dropout_p, is_causal, scale, enable_gqa)
 
 
+class _HeadDimTruncatedAt384(BlockedAttention):
+    def scores(self, q, kb, scale):
+        return (q[..., :384] * scale) @ kb[..., :384].transpose(-2, -1)  # the bug: built for D <= 384
+
+
+head_dim_truncated_at_384 = _mutant(_HeadDimTruncatedAt384(), "head_dim_truncated_at_384",
+    "Head dims past 384 truncated to their first 384 (red team rt37h's; the wide-head regime stopped at 255).")
+
+
 class _Bfloat16StoredThroughFloat16(BlockedAttention):
     def stored(self, out, out_dtype):
         if out_dtype == torch.bfloat16:
@@ -1812,6 +1829,9 @@ MUTANTS = MUTANTS + (
            "generated-agreement"),
     Mutant(causal_dropped_past_rank_4, "is_causal dropped for inputs of rank 5 and more", "generated-agreement"),
     Mutant(tiny_dropout_skipped, "dropout_p below 1e-3 taken for 0", "generated-dropout"),
+    Mutant(causal_positions_restart_per_8192_queries, "causal positions restart in each chunk of 8192 queries",
+           "generated-agreement"),
+    Mutant(head_dim_truncated_at_384, "head dims past 384 truncated", "generated-agreement"),
     Mutant(bfloat16_stored_through_float16, "bfloat16 output stored through float16", "generated-agreement",
            dtypes=(torch.bfloat16,)),
 )

@@ -372,7 +372,8 @@ def dropped_gradients(s: Subject, w: torch.Tensor, tensors, mask_leaf, kw: dict,
 
     gold, plain = autograd_of(torch.float64, "cpu"), autograd_of(None, s.device)
     q64, k64, v64, do64 = (t.detach().cpu().double() for t in (*tensors, d_o))
-    m64 = None if mask is None else mask.detach().cpu().double()
+    m64 = None if mask is None else mask.detach().cpu()
+    m64 = m64 if m64 is None or m64.dtype == torch.bool else m64.double()  # (a boolean mask stays one: not 0/1 added)
     p64 = ref.probabilities(q64, k64, **{**kw, "attn_mask": m64})  # (B, Hq, Nq, Nk)
     mc = keep.double() * c
     dropped_ds = lambda _, dp: p64 * (dp * mc + (p64 * dp * mc).sum(-1, keepdim=True))  # noqa: E731
@@ -380,19 +381,24 @@ def dropped_gradients(s: Subject, w: torch.Tensor, tensors, mask_leaf, kw: dict,
         q64.abs(), k64.abs(), v64.abs(), do64.abs(), p64 * mc, dropped_ds,
         scale=abs(ref.default_scale(q64.shape[-1]) if kw.get("scale") is None else kw["scale"]),
         enable_gqa=kw.get("enable_gqa", False)))
+    # the score-rounding term of a backward that recomputes P, as generated-gradients has it (red team rt37h: an
+    # exp2 forward with a natural-log backward passed generated-gradients and failed here at 1.14x without it)
+    sensitivities = ref.gradient_score_sensitivities(q64, k64, v64, do64, **{**kw, "attn_mask": m64}, dropped=mc)
     names = [n for n, t in zip(("dq", "dk", "dv"), tensors) if t.requires_grad]
+    sensitivities = [x for x, t in zip(sensitivities, tensors) if t.requires_grad]
     sizes = [size for size, t in zip(sizes, tensors) if t.requires_grad]
     if mask_leaf is not None:
         v_rep = ref.repeat_kv(v64, q64.shape[1]) if kw.get("enable_gqa") else v64
         sizes.append(dropped_ds(None, do64.abs() @ v_rep.abs().transpose(-2, -1)).sum_to_size(mask.shape))
+        sensitivities.append(0.0)
         names.append("dmask")
     outcomes, details = [], []
-    for name, g, g64, gp, size in zip(names, got, gold, plain, sizes):
+    for name, g, g64, gp, size, sensitivity in zip(names, got, gold, plain, sizes, sensitivities):
         if g is None or tuple(g.shape) != tuple(g64.shape):
             outcomes.append(Outcome(math.inf, 0.0))
             details.append(f"{name} {'missing' if g is None else f'of shape {tuple(g.shape)}'}")
             continue
-        o = measured(s, g.detach().cpu(), g64, tol.max_abs_error(gp, g64), size)
+        o = measured(s, g.detach().cpu(), g64, tol.max_abs_error(gp, g64), size, sensitivity)
         outcomes.append(o)
         details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
     return outcomes, details

@@ -124,7 +124,7 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #   magnitude: q near the top of a float16 range and k scaled down by the same power of two, so the
 #     scores are of size 1 but q·scale overflows the input dtype (kernels scale in float32).
 #   long-decode is drawn twice: without mask or causal (the split-K fast path) and with a mask.
-#   wide-head: D (and Dv) in 129..255, a head dim not a multiple of 128 (chunked head-dim loops).
+#   wide-head: D (and Dv) in 513..575, past every head-dim limit to 512 and not a multiple of 64 (chunked loops).
 #   many-heads: GQA groups of 16-32 with Hkv > 1, and B·Hq in 257..320 (grid chunks of 256), tiny N, D.
 #   cache-slice: the "slice" layout (LAYOUTS).
 #   empty: one of B, Nq, Nk, D, Dv zero, in any head layout.
@@ -148,7 +148,7 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #   learned-mask: a gradient problem (the one regime not judged by generated-agreement) with an additive
 #     mask shared by two or more heads (HEAD_SHARED_MASKS) requiring grad: its gradient sums over the heads
 #     (the first draw a key bias, (B, 1, 1, Nk) or (1, 1, 1, Nk), over two queries or more: and over them).
-#   long-queries: B = 2, Hq = Hkv = 1, Nq in 4097..4160 over 129..256 keys, D, Dv ≤ 8, no mask, contiguous, causal when the
+#   long-queries: B = 2, Hq = Hkv = 1, Nq in 16385..16448 over 129..256 keys, D, Dv ≤ 8, no mask, contiguous, causal when the
 #     impl takes it (a kernel chunking queries by 4096: a later chunk's batch stride or query positions).
 #   tiny-dropout: a dropout problem (V = I) with p log-uniform on (1e-4, 1e-3) and Nq·Nk weights enough for
 #     TINY_DROPOUT_DROPS expected drops over 2049..2200 keys ("negligible p treated as 0" is then rejected).
@@ -169,12 +169,14 @@ LONGEST_DECODE = (2 ** 18 + 2 ** 16, 2 ** 19)  # a fifth of the keys or more pas
 LONG_CAUSAL_KEYS = (2 ** 15 + 1, 2 ** 15 + 2 ** 12)
 LONG_BACKWARD_KEYS = (10241, 12288)  # a fifth of the keys or more past 8192
 LONG_DROPOUT_KEYS = (2049, 2200)
-# long-queries: B = 2, one head, Nq past 4096 (a kernel chunking queries by 4096 reaches its second
-# chunk) over 129..256 keys (causal then hides keys from the second chunk's first rows), D ≤ 8; its own cap
-# (the MAX_SCORES / LONG_SCORES loop would halve Nq back under 4096). Not Nq = Nk: the float64 golden values
-# and sensitivities of 2·4100² scores cost ~4 s a dtype (measured, SDPA math in float32), these ~0.2 s.
-LONG_QUERIES_LENGTHS = (4097, 4160)
+# long-queries: B = 2, one head, Nq past 16384 (a kernel chunking queries by any power of two up to 16384 reaches
+# its second chunk: red team rt37h's chunks of 8192 escaped the first version's 4097..4160) over 129..256 keys
+# (causal then hides keys from each later chunk's first rows), D ≤ 8; its own cap (the MAX_SCORES / LONG_SCORES
+# loop would halve Nq). Not Nq = Nk: the float64 golden values and sensitivities of 2·4100² scores cost ~4 s a
+# dtype (measured, SDPA math in float32).
+LONG_QUERIES_LENGTHS = (16385, 16448)
 LONG_QUERIES_KEYS = (129, 256)
+WIDE_HEAD_DIMS = (513, 575)
 LONG_QUERIES_HEAD_DIM = 8
 LONG_QUERIES_SCORES = 2 * LONG_QUERIES_LENGTHS[1] * LONG_QUERIES_KEYS[1]
 # tiny-dropout: p log-uniform on (1e-4, 1e-3) over enough weights that TINY_DROPOUT_DROPS are expected dropped:
@@ -384,8 +386,10 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             else:
                 hq, hkv = batch, r.choice((1, batch) if GQA in features else (batch,))
     elif regime == "wide-head":
-        d = r.randint(129, 255)
-        dv = r.choice((d, r.randint(129, 255))) if value_dim else d
+        # past 512 and not a multiple of 64: a head dim truncated at any of 128, 256, 384, 512, and chunked
+        # loops with a tail (red team rt37h: D > 384 truncated escaped the first version's 129..255)
+        d = r.randint(WIDE_HEAD_DIMS[0], WIDE_HEAD_DIMS[1])
+        dv = r.choice((d, r.randint(*WIDE_HEAD_DIMS))) if value_dim else d
     elif regime == "many-heads":
         if GQA in features:
             hkv = r.choice((2, 3))
@@ -491,6 +495,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         scale = r.choice(OVERFLOWING_SCALES)
     if late_values:  # scores of size 1 or less: the weight of one key past 2048 is ~1/N, not exp(-100)
         scale = r.choice((None, 1e-6, -1e-6))
+    if regime == "wide-head" and not scale:  # scale 0 makes every score 0: no head dim would show
+        scale = None
     if regime == "tiny-dropout" and relation == DROPOUT_LAW:
         scale = None  # scores of size 1: no weight below dropout.P_FLOOR, every one counted
     layout = r.choice(LAYOUTS) if relation != DROPOUT_LAW else "contiguous"

@@ -190,7 +190,8 @@ def gradient_term_sizes(q, k, v, dout, *, is_causal=False, scale=None, enable_gq
                                 enable_gqa=enable_gqa)
 
 
-def gradient_score_sensitivities(q, k, v, dout, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None):
+def gradient_score_sensitivities(q, k, v, dout, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None,
+                                 dropped=None):
     """(dq, dk, dv)'s sensitivity to rounding the scores, as ``golden_and_sensitivity``'s R is the
     output's (float64).
 
@@ -198,7 +199,9 @@ def gradient_score_sensitivities(q, k, v, dout, *, is_causal=False, scale=None, 
     P_ij δ_ij with |δ_ij| <= u (|S_ij| + |lse_i|). Through dV = Pᵀ dO and dS = P∘(dP - D) that gives,
     for independent roundings, standard deviations of at most u times
     sqrt(Σ_i (P_ij A_ij dO_id)²) for dv, scale·sqrt(Σ_j (P_ij A_ij (dP_ij - D_i) K_jd)²) for dq and
-    the same over i with Q_id for dk, A = |S| + |lse|. Summed over each GQA group by squares."""
+    the same over i with Q_id for dk, A = |S| + |lse|. Summed over each GQA group by squares. ``dropped``: a
+    dropout call's keep mask times 1/(1-p), (B, Hq, Nq, Nk): W = P∘dropped takes P's place in dV and dP∘dropped
+    dP's in dS (the dropout gradients' rule, dropout.py, judged by this same model)."""
     q, k, v, dout = (t.double() for t in (q, k, v, dout))
     logits = scores(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, attn_mask=_float64_mask(attn_mask))
     p = softmax_rows(logits)  # (B, Hq, Nq, Nk)
@@ -208,11 +211,12 @@ def gradient_score_sensitivities(q, k, v, dout, *, is_causal=False, scale=None, 
     lse = torch.logsumexp(logits, dim=-1, keepdim=True)  # (B, Hq, Nq, 1); -inf in an empty row
     size = torch.where(p > 0, logits.abs() + lse.abs(), 0.0)  # A, 0 where the weight is 0
     w = p * size  # (B, Hq, Nq, Nk)
-    dp = dout @ v_rep.transpose(-2, -1)  # (B, Hq, Nq, Nk)
+    kept = 1.0 if dropped is None else dropped.double()
+    dp = (dout @ v_rep.transpose(-2, -1)) * kept  # (B, Hq, Nq, Nk)
     g2 = (w * (dp - (p * dp).sum(-1, keepdim=True))) ** 2
     dq2 = scale ** 2 * (g2 @ k_rep ** 2)  # (B, Hq, Nq, D)
     dk2 = scale ** 2 * (g2.transpose(-2, -1) @ q ** 2)  # (B, Hq, Nk, D)
-    dv2 = (w ** 2).transpose(-2, -1) @ dout ** 2  # (B, Hq, Nk, Dv)
+    dv2 = ((w * kept) ** 2).transpose(-2, -1) @ dout ** 2  # (B, Hq, Nk, Dv)
     if enable_gqa:
         b, hkv = k.shape[:2]
         dk2 = dk2.reshape(b, hkv, hq // hkv, *dk2.shape[2:]).sum(2)  # (B, Hkv, Nk, D)

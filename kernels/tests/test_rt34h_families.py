@@ -157,7 +157,7 @@ def test_query_chunks_of_4096_fail_the_long_square_first_draw():
     for dtype in ("float32", "float16", "bfloat16"):
         for seed in SEEDS:
             p = _first("long-queries", dtype, seed)
-            assert p.batch == 2 and p.causal and 4096 < p.n_q <= 4160 and 128 < p.n_k <= 256 and p.mask is None, p
+            assert p.batch == 2 and p.causal and gen.LONG_QUERIES_LENGTHS[0] <= p.n_q <= gen.LONG_QUERIES_LENGTHS[1] and 128 < p.n_k <= 256 and p.mask is None, p
             assert p.relation == gen.AGREEMENT and p.layout == "contiguous" and p.q_heads == p.kv_heads == 1, p
 
 
