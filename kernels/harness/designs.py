@@ -2,7 +2,8 @@
 must pass each of them.
 
 * split_k_lse: FlashAttention-2's decode combine (FlashDecoding). The keys are cut into splits; each
-  split gives its normalised partial output o_i and its log-sum-exp lse_i = m_i + log l_i (float32),
+  split gives its normalised partial output o_i and its log-sum-exp lse_i = m_i + log l_i (float32; float64
+  for float64 inputs),
   merged as out = Σ_i exp(lse_i - lse) o_i with lse = logsumexp_i lse_i.
 """
 from __future__ import annotations
@@ -12,15 +13,17 @@ import math
 import torch
 
 from kernels.harness import reference as ref
+from kernels.harness.references import work_dtype_for
 
 
 def split_k_lse(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, splits: int = 4):
-    """Split-K attention merged by log-sum-exp normalisation, float32 inside (forward only)."""
+    """Split-K attention merged by log-sum-exp normalisation, float32 inside (float64 for float64 inputs: the
+    survey of 2026-12-03 found it computing float64 in float32, 3.4e-07 against a bound of 8.6e-15), forward only."""
     ref.require_sdpa_inputs(q, k, v)
     dtype = q.dtype
     if enable_gqa:
         k, v = ref.repeat_kv(k, q.shape[-3]), ref.repeat_kv(v, q.shape[-3])
-    q, k, v = q.float(), k.float(), v.float()
+    q, k, v = (x.to(work_dtype_for(dtype)) for x in (q, k, v))
     scale = (1 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0) if scale is None else scale
     s = (q * scale) @ k.transpose(-2, -1)  # (B, H, Nq, Nk)
     if is_causal:
