@@ -7,6 +7,7 @@ import ast
 import inspect
 
 import pytest
+import torch
 
 from kernels import mutants
 from kernels.harness import generate as gen
@@ -90,7 +91,9 @@ def test_each_class_mutant_overrides_few_steps_of_one_reference():
     bases = (references.BlockedAttention, references.PlainAttention, references.SplitKVAttention,
              references.ManualBackwardAttention, references.FullAttention)
     tree = ast.parse(inspect.getsource(mutants))
-    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef) and node.name != "Mutant"}
+    # An autograd.Function beside a function mutant (a wrong backward) is a helper, not a cut of a reference.
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef) and node.name != "Mutant"
+               and not issubclass(getattr(mutants, node.name), torch.autograd.Function)}
     assert len(classes) >= 45
     for name, node in classes.items():
         assert len(getattr(mutants, name).__bases__) == 1 and getattr(mutants, name).__bases__[0] in bases, name
