@@ -1876,3 +1876,41 @@ MUTANTS = MUTANTS + (
     Mutant(float64_backward_in_float32, "float64 gradients computed in float32", "float64-gradients",
            dtypes=(torch.float32,), backward=True),
 )
+
+
+# dropout RNG offsets that wrap only past the small shapes (red team rt37h): dropout-long-lags
+
+class _MaskRepeatsPast65536Keys(FullAttention):
+    def uniforms(self, shape, generator, device, kv_heads):
+        b, h, n_q, n_k = shape  # the bug: a 16-bit column offset, key j + 65536 draws key j's uniform
+        u = super().uniforms((b, h, n_q, min(n_k, 2 ** 16)), generator, device, kv_heads)
+        return u[..., torch.arange(n_k, device=device) % 2 ** 16]
+
+
+class _MaskRepeatsPast4096Queries(FullAttention):
+    def uniforms(self, shape, generator, device, kv_heads):
+        b, h, n_q, n_k = shape  # the bug: the row offset modulo a 4096-query tile
+        u = super().uniforms((b, h, min(n_q, 4096), n_k), generator, device, kv_heads)
+        return u[:, :, torch.arange(n_q, device=device) % 4096]
+
+
+class _MaskRepeatsPast16Heads(FullAttention):
+    def uniforms(self, shape, generator, device, kv_heads):
+        b, h, n_q, n_k = shape  # the bug: the head offset modulo 16
+        u = super().uniforms((b, min(h, 16), n_q, n_k), generator, device, kv_heads)
+        return u[:, torch.arange(h, device=device) % 16]
+
+
+dropout_mask_repeats_past_65536_keys = _full_mutant(_MaskRepeatsPast65536Keys(), "dropout_mask_repeats_past_65536_keys",
+    "The dropout RNG's column offset kept in 16 bits: keys j and j + 65536 share their keep draw.")
+dropout_mask_repeats_past_4096_queries = _full_mutant(_MaskRepeatsPast4096Queries(),
+    "dropout_mask_repeats_past_4096_queries",
+    "The dropout RNG's row offset taken modulo 4096: query i + 4096 repeats query i's mask.")
+dropout_mask_repeats_past_16_heads = _full_mutant(_MaskRepeatsPast16Heads(), "dropout_mask_repeats_past_16_heads",
+    "The dropout RNG's head offset taken modulo 16: head h + 16 repeats head h's mask.")
+
+MUTANTS = MUTANTS + (
+    Mutant(dropout_mask_repeats_past_65536_keys, "dropout mask repeating past 65536 keys", "dropout-long-lags"),
+    Mutant(dropout_mask_repeats_past_4096_queries, "dropout mask repeating past 4096 queries", "dropout-long-lags"),
+    Mutant(dropout_mask_repeats_past_16_heads, "dropout mask repeating past 16 heads", "dropout-long-lags"),
+)

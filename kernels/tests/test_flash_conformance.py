@@ -101,9 +101,16 @@ def cases_for(dtype, part):
             and (c.kind != POSITIONS or dtype == torch.float16)]
 
 
+# Not interpreted: dropout-long-lags calls over 2¹⁷ keys and 16 385 queries (a decode over 131 071 keys
+# costs 71 CPU-s interpreted). The kernel cannot wrap where it looks: its Philox counter is (key, query,
+# b·H + h), three 32-bit words (flash/tiles.py dropout_keep). The CUDA run below judges it (every invariant).
+NOT_INTERPRETED = {"dropout-long-lags"}
+
+
 def invariants_for(dtype):
     float32_only = FLOAT32_ONLY_INVARIANTS | SAME_PATH | SAME_PATH_CONTRACT
-    return [i.name for i in INVARIANTS if dtype == torch.float32 or i.name not in float32_only]
+    return [i.name for i in INVARIANTS if (dtype == torch.float32 or i.name not in float32_only)
+            and i.name not in NOT_INTERPRETED]
 
 
 def runs_for(dtype, part):

@@ -1,0 +1,140 @@
+"""Dropout masks independent at long lags: along the keys past 2¹⁶, the queries past 2¹³, the heads
+past 64 and the batch, where the V = I calls of dropout.py and crosscall.py (at most 65 536 draws a
+call, Nk ≤ 256) cannot reach. A kernel whose RNG offset wraps (a 16-bit column offset, a row offset
+modulo a tile of 4096 queries, a head index modulo 16) repeats a mask there and nowhere smaller.
+
+With q = 0 every weight is 1/Nk, so one output row is o_i = Σ_j M_ij v_j / ((1 - p)·Nk): the row's keep
+mask seen through V. At p = 1/2 (the most information per draw):
+
+* Repeated rows (REPEAT_SHAPES): every row sees the same K and V, whose Dv = 16 columns are standard
+  normal. Two rows whose masks differ on a set Δ of keys differ in column c by a normal of standard
+  deviation ≥ 1/((1 - p)·Nk) (the v's), independently across columns, so all 16 columns lie within
+  REPEAT_TOL/((1 - p)·Nk) of each other with probability ≤ (0.8·REPEAT_TOL)¹⁶ = 4.3e-23; the masks of
+  64 keys are equal with probability 2⁻⁶⁴ = 5.4e-20. A pair of rows that close is a repeated mask. The
+  rows are compared at every power-of-two lag along the batch, the heads and the queries (about 2.5e5
+  pairs: a false alarm with probability < 1e-14), and for exact equality at every lag along the
+  flattened (b, h, i) order. The tolerance is 3 bfloat16 ulps of an output row's size (|o| ≈ 0.18 at
+  Nk = 64), so a repeated mask computed in another order still counts as one.
+* Key lags (KEY_SHAPE): head h tests lag L = 2^h (h = 0..16, Nk = 2¹⁷ + 1). Its V pairs key j with key
+  j + L (j in the even blocks [0, L), [2L, 3L), …, covering keys 0..2¹⁷ - 1; the last key's v is 0):
+  v_{j+L} = -v_j, each ±1. Then o_c = Σ_pairs (M_j - M_{j+L}) v_jc / ((1 - p)·Nk): mean 0 and variance
+  σ² = 2p(1 - p)·(Nk - 1)/2 / ((1 - p)·Nk)² when the two keys' draws are independent (2¹⁶ independent
+  pairs: normal to a fraction of a percent), and exactly 0 when keys L apart share one draw. Over the
+  Nq·Dv = 16 outputs of head h, T = Σ o²/σ² is χ²₁₆; a two-sided test at α/17 per head (a
+  negatively correlated pair raises T). A mask repeating at lag L gives T ≈ 0 (rounding: < 1e-6 with
+  float32 accumulation).
+
+Both at α = dropout.ALPHA in all, Bonferroni over the tests. Cost: three calls a dtype, the key call
+2¹⁷ keys by 17 heads (V of 18 M entries).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from kernels.harness import dropout as drop
+from kernels.harness.cases import ACROSS, Case
+from kernels.harness.invariants import DROPOUT, Invariant, register
+from kernels.harness.subject import Outcome, Subject, worst
+
+LAG_P = 0.5
+# (B, H, Nq, Nk): batch lags 1..4 and head lags 1..64; query lags 1..2¹³
+REPEAT_SHAPES = ((5, 65, 4, 64), (1, 1, 2 ** 14 + 1, 64))
+REPEAT_DV = 16
+REPEAT_TOL = 0.05  # in units of 1/((1 - p)·Nk), the least a differing key moves a column's output
+KEY_LAGS = 17  # head h tests key lag 2^h, h < KEY_LAGS
+KEY_SHAPE = (1, KEY_LAGS, 2, 2 ** KEY_LAGS + 1)  # (B, H, Nq, Nk)
+KEY_DV = 8
+
+
+def _call(s: Subject, v: torch.Tensor, shape, draw: int) -> torch.Tensor:
+    """One seeded call with q = k = 0 (D = 1) and the given V: (B, H, Nq, Dv) in float64."""
+    b, h, n_q, n_k = shape
+    q = s.cast(torch.zeros(b, h, n_q, 1, dtype=torch.float64))  # (B, H, Nq, 1)
+    k = s.cast(torch.zeros(b, h, n_k, 1, dtype=torch.float64))  # (B, H, Nk, 1)
+    with drop.seeded(s, draw):
+        return s.run(q=q, k=k, v=v, dropout_p=LAG_P, is_causal=False, scale=None,
+                     enable_gqa=False).cpu().double()
+
+
+def _repeated_rows(o: torch.Tensor, n_k: int) -> tuple[int, str]:
+    """(repeated pairs, where the first ones are) in o (B, H, Nq, Dv) at power-of-two lags along each axis,
+    and exact repeats at any lag of the flattened rows."""
+    tol = REPEAT_TOL / ((1 - LAG_P) * n_k)
+    count, where = 0, []
+    for axis, name in ((0, "batch"), (1, "heads"), (2, "queries")):
+        n, lag = o.shape[axis], 1
+        while lag < n:
+            a, b = o.narrow(axis, 0, n - lag), o.narrow(axis, lag, n - lag)
+            close = int(((a - b).abs().amax(-1) <= tol).sum())
+            if close:
+                count += close
+                where.append(f"{close} rows equal to the row {lag} {name} on")
+            lag *= 2
+    rows = o.flatten(0, 2)  # (B·H·Nq, Dv)
+    exact = len(rows) - len(torch.unique(rows, dim=0))
+    if exact:
+        count += exact
+        where.append(f"{exact} rows exact repeats of others")
+    return count, "; ".join(where[:3])
+
+
+def _key_lag_values(s: Subject) -> torch.Tensor:
+    """V (1, KEY_LAGS, Nk, KEY_DV): head h's key j + 2^h carries minus key j's ±1 (j in even blocks)."""
+    _, h, _, n_k = KEY_SHAPE
+    g = s.rng("dropout key lags")
+    signs = torch.randint(0, 2, (h, n_k, KEY_DV), generator=g, dtype=torch.int8) * 2 - 1  # (H, Nk, Dv)
+    j = torch.arange(n_k)
+    v = torch.zeros(h, n_k, KEY_DV, dtype=torch.int8)
+    for head in range(h):
+        lag = 2 ** head
+        first = j[(j // lag) % 2 == 0]
+        first = first[first + lag < n_k]
+        v[head, first] = signs[head, first]
+        v[head, first + lag] = -signs[head, first]
+    return s.cast(v[None].double())  # (1, H, Nk, Dv)
+
+
+def _two_sided_z(t: float, dof: int) -> float:
+    """The normal z of the two-sided χ²_dof p-value of t."""
+    from scipy import stats
+
+    tail = min(stats.chi2.cdf(t, dof), stats.chi2.sf(t, dof))
+    return float(stats.norm.isf(tail)) if tail > 0 else math.inf
+
+
+def dropout_long_lags(s: Subject) -> Outcome:
+    outcomes, details = [], []
+    n_tests = len(REPEAT_SHAPES) + KEY_LAGS
+    for i, shape in enumerate(REPEAT_SHAPES):
+        b, h, n_q, n_k = shape
+        v = torch.randn(1, 1, n_k, REPEAT_DV, generator=s.rng("dropout repeats"), dtype=torch.float64)
+        o = _call(s, s.cast(v.expand(b, h, n_k, REPEAT_DV)), shape, 11 + i)  # (B, H, Nq, Dv)
+        if not torch.isfinite(o).all():
+            outcomes.append(Outcome(math.inf, 0.0))
+            details.append(f"(B, H, Nq, Nk) = {shape}: non-finite output")
+            continue
+        count, where = _repeated_rows(o, n_k)
+        outcomes.append(Outcome(float(count), 0.0))
+        details.append(f"(B, H, Nq, Nk) = {shape}: {count} repeated masks" + (f" ({where})" if count else ""))
+    _, heads, n_q, n_k = KEY_SHAPE
+    o = _call(s, _key_lag_values(s), KEY_SHAPE, 13)  # (1, H, Nq, Dv)
+    sigma2 = 2 * LAG_P * (1 - LAG_P) * ((n_k - 1) // 2) / ((1 - LAG_P) * n_k) ** 2
+    t = (o[0] ** 2).sum(dim=(-2, -1)) / sigma2  # (H,): χ²_{Nq·Dv} each under independence
+    threshold = drop._z(drop.ALPHA / n_tests)
+    z = [_two_sided_z(float(x), n_q * KEY_DV) if math.isfinite(float(x)) else math.inf for x in t]
+    worst_head = max(range(heads), key=lambda hh: z[hh])
+    outcomes.append(Outcome(z[worst_head], threshold))
+    details.append(f"key lags 1..2^{heads - 1}: worst lag 2^{worst_head}, χ²_{n_q * KEY_DV} = "
+                   f"{float(t[worst_head]):.3g} (z = {z[worst_head]:.2f})")
+    return worst(outcomes, details)
+
+
+def _across(c: Case) -> bool:
+    return c.kind == ACROSS
+
+
+register(Invariant("dropout-long-lags", None, dropout_long_lags, _across, frozenset({DROPOUT}),
+                   bug_classes="a dropout RNG offset that wraps past the small shapes: masks repeating along the "
+                               "keys past 2¹⁶ (a 16-bit column offset), the queries past 4096 or the heads past 16"))
