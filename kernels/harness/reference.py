@@ -10,6 +10,15 @@ import math
 import torch
 
 
+def flattened_mask(mask, lead: torch.Size):
+    """A mask of 4 dims or more against inputs with leading dims ``lead``: (prod(lead), ·, Nq, Nk), the
+    entries each (batch index, head) reads (red team rt37h: rank-5 masks of batch > 1 were never drawn)."""
+    if mask is None or mask.dim() <= 3:
+        return mask
+    tail = mask.shape[-3:]
+    return mask.expand(*lead, *tail).reshape(-1, *tail)  # (B', 1 or H, Nq or 1, Nk)
+
+
 def require_sdpa_inputs(q, k, v) -> None:
     """SDPA's refusals (kernels.harness.contract, items "refused" and "kv-lengths"): q, k and v of
     different dtypes raise rather than being cast to one of them, and k and v of different lengths

@@ -23,7 +23,7 @@ import math
 
 import torch
 
-from kernels.harness.reference import require_sdpa_inputs
+from kernels.harness.reference import flattened_mask, require_sdpa_inputs
 from kernels.harness.rounding_bound import declare_recipe
 
 BLOCK = 16  # small, so the harness's lengths (37, 53, 127) span several blocks and a partial one
@@ -49,6 +49,11 @@ def any_rank(call):
         if q.dim() == k.dim() == v.dim() == 4 or min(q.dim(), k.dim(), v.dim()) < 3:
             return call(self, q, k, v, *args, **kwargs)
         four = [x.unsqueeze(0) if x.dim() == 3 else x.reshape(-1, *x.shape[-3:]) for x in (q, k, v)]
+        if q.dim() >= 5:  # a mask with leading dims of its own: flattened with q's (one of 3 dims broadcasts as it is)
+            if args:
+                args = (flattened_mask(args[0], q.shape[:-3]),) + tuple(args[1:])
+            elif "attn_mask" in kwargs:
+                kwargs = {**kwargs, "attn_mask": flattened_mask(kwargs["attn_mask"], q.shape[:-3])}
         out = call(self, *four, *args, **kwargs)  # (B', H, Nq, Dv)
         return out.reshape(*q.shape[:-1], out.shape[-1])
     return wrapped
