@@ -129,6 +129,52 @@ def _need(condition: Any, why: Any) -> None:
         raise _Refused(why() if callable(why) else why)
 
 
+def _memo(f):
+    """Memoise ``f`` on its arguments and every symbol they hold, bound ones included, with its assumptions (SymPy's
+    equality, which lru_cache uses, ignores the assumptions of a bound variable it compares up to renaming: Subs,
+    Lambda). Printing the exact text would do too, at several times the cost. An argument that cannot be a key (a
+    mutable matrix, a list) is not memoised: ``f`` runs."""
+    table: dict = {}
+
+    def memoised(*args):
+        k = tuple(map(_memo_key, args))
+        try:
+            hit = table.get(k, _MISSING)
+        except TypeError:  # unhashable
+            return f(*args)
+        if hit is _MISSING:
+            hit = table[k] = f(*args)
+        return hit
+
+    memoised.cache_clear = table.clear
+    _MEMOS.append(memoised)
+    return memoised
+
+
+def _memo_key(a: Any) -> Any:
+    """An expression with every symbol it holds, bound ones included, with its assumptions (see _memo)."""
+    if isinstance(a, sp.Basic):
+        hit = _KEYS.get(id(a))
+        if hit is not None and hit[0] is a:  # this very object (held, so its id is not reused): its key
+            return hit[1]
+        k = a, frozenset((type(v), v.name, tuple(sorted(v.assumptions0.items()))) for v in a.atoms(sp.Symbol))
+        _KEYS[id(a)] = (a, k)
+        return k
+    return tuple(map(_memo_key, a)) if isinstance(a, tuple) else a
+
+
+_MISSING = object()
+_KEYS: dict[int, tuple[Any, Any]] = {}  # id(expression) -> (expression, its _memo key): immutable, so computed once
+_MEMOS: list = []  # every _memo table (clear_memos empties them all)
+
+
+def clear_memos() -> None:
+    """Forget every memo of this module (each a pure function's results), as a fresh process has none."""
+    for m in _MEMOS:
+        m.cache_clear()
+    _KEYS.clear()
+
+
 # --------------------------------------------------------------------------- relations
 
 def _oriented(rel: Any) -> tuple[str, Any, Any]:
@@ -243,10 +289,11 @@ _IDENTITIES: dict[tuple, tuple[bool, str]] = {}
 
 
 def decide_identity(lhs: Any, rhs: Any) -> tuple[bool, str]:
-    """The engine's verdict, memoised per process on the exact expressions (written with every declared
-    assumption): the engine is deterministic. The builder reads its expressions back from the certificate
-    before it asks, so the memo only ever holds what certificates say."""
-    key = (text(lhs), text(rhs))
+    """The engine's verdict, memoised per process on the exact expressions (with every symbol's assumptions, as _memo
+    keys them; anything but two SymPy objects by its text): the engine is deterministic. The builder reads
+    its expressions back from the certificate before it asks, so the memo only ever holds what certificates say."""
+    key = (_memo_key(lhs), _memo_key(rhs)) if isinstance(lhs, sp.Basic) and isinstance(rhs, sp.Basic) else \
+        (text(lhs), text(rhs))
     if key not in _IDENTITIES:
         _IDENTITIES[key] = identity(lhs, rhs)
     return _IDENTITIES[key]
@@ -259,12 +306,23 @@ def _facts(premises: list) -> list[tuple[Any, bool]]:
     rels = [_oriented(p) for p in premises]
     if any(rel == "=" for rel, _, _ in rels):
         raise CertificateError("sign and bound rules take inequalities as premises, not equations")
-    return [(sp.expand(big - small), rel == "<") for rel, small, big in rels]
+    return [_fact(p) for p in premises]
+
+
+@_memo  # the same premises and assumptions serve many steps
+def _fact(premise: Any) -> tuple[Any, bool]:
+    rel, small, big = _oriented(premise)
+    return sp.expand(big - small), rel == "<"
 
 
 def _sign(f: Any, facts: list) -> str | None:
     """">" or "≥" when f is shown positive / non-negative, "<" or "≤" for −f; None when not shown.
     Shown: by SymPy's assumptions, or as f = X + (something ≥ 0) for a known X > 0 (≥ 0)."""
+    return _signed(f, tuple(facts))
+
+
+@_memo  # deterministic; one denominator is signed again for every step that holds it
+def _signed(f: Any, facts: tuple) -> str | None:
     def signed(g):
         if shown(g, "positive"):
             return ">"
@@ -347,11 +405,16 @@ def _undefined_value(values: list) -> None:
 
 def _conditions_as_written(exprs: list, placeholders: bool = False) -> list:
     """Every condition (kind, expression, what) the expressions need to have a value, read off them as written."""
+    return list(_written_conditions(tuple(exprs), placeholders))
+
+
+@_memo  # deterministic; a premise's right side is read again at each instance a rewrite puts in
+def _written_conditions(exprs: tuple, placeholders: bool) -> tuple:
     values = [x for e in exprs for x in _scalars(e)]
     _undefined_value(values)
     conditions = _conditions_of(values, placeholders)
     _need(not isinstance(conditions, str), lambda: f"not shown defined: {conditions}")
-    return conditions
+    return tuple(conditions)
 
 
 def _instance_conditions(side: Any, match: dict) -> list:
@@ -455,27 +518,6 @@ def _decide_order(rel: str, small: Any, big: Any, premises: list, terms: list | 
 
 
 # --------------------------------------------------------------------------- rewriting
-
-def _memo(f):
-    """Memoise ``f`` on its arguments and every symbol they hold, bound ones included, with its assumptions (SymPy's
-    equality, which lru_cache uses, ignores the assumptions of a bound variable it compares up to renaming: Subs,
-    Lambda). Printing the exact text would do too, at several times the cost."""
-    table: dict = {}
-
-    def key(a):
-        if isinstance(a, sp.Basic):
-            return a, frozenset((type(v), v.name, tuple(sorted(v.assumptions0.items()))) for v in a.atoms(sp.Symbol))
-        return tuple(map(key, a)) if isinstance(a, tuple) else a
-
-    def memoised(*args):
-        k = tuple(map(key, args))
-        if k not in table:
-            table[k] = f(*args)
-        return table[k]
-
-    memoised.cache_clear = table.clear
-    return memoised
-
 
 @_memo  # deterministic; the same premises and sides are renamed again by many steps
 def _canonical(expr: Any) -> Any:

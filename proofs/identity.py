@@ -999,7 +999,17 @@ def own_bound(e: Any) -> set:
         return set(e.variables)
     if isinstance(e, sp.Derivative):  # (an entry S[a, b] binds nothing)
         return {v for v in e.variables if isinstance(v, sp.Symbol)}
+    if _plain_free_symbols(type(e)) and all(isinstance(a, sp.Basic) for a in e.args):
+        # Its free symbols are Basic's: the union of its arguments' (below, that union minus itself), so it binds
+        # nothing. Said without computing both sets, which costs a walk of the subtree at every node of a walk.
+        return set()
     return set().union(*[a.free_symbols for a in e.args if isinstance(a, sp.Basic)]) - e.free_symbols
+
+
+@functools.lru_cache(maxsize=None)
+def _plain_free_symbols(cls: type) -> bool:
+    """Instances of ``cls`` take their free symbols from Basic.free_symbols (the union of their arguments')."""
+    return next((k for k in cls.__mro__ if "free_symbols" in vars(k)), None) is sp.Basic
 
 
 def _binds_inside(body: Any, var: Any) -> bool:
@@ -1495,7 +1505,7 @@ def _identity(lhs: Any, rhs: Any, probes: int) -> tuple[bool, str]:
         refuted, decided, probed = _probe([a[k] for k in differ], [b[k] for k in differ], probes)
     if refuted:
         return False, refuted
-    why = _undefined_somewhere(a + b)
+    why = _undefined_somewhere(list({id(e): e for e in a + b}.values()))  # an entry that is the other side: once
     if why:
         return False, f"not shown defined: {why} ({probed})"
     generic = False

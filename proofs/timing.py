@@ -23,7 +23,9 @@ def fresh() -> None:
     """Forget everything the checker (and SymPy, and the engine's worker process) learnt while deriving."""
     checker._IDENTITIES.clear()
     checker._VERDICTS.clear()
-    for memo in (checker.read, checker._canonical, checker._pattern, identity._index_dummy, srepr._base_facts):
+    checker.clear_memos()  # every _memo of the checker (_canonical, _pattern, _fact, _signed, ...) and their keys
+    for memo in (checker.read, identity._index_dummy, identity._plain_free_symbols, identity._trusted,
+                 srepr._base_facts):
         memo.cache_clear()
     srepr._BUILT.clear()
     sp.core.cache.clear_cache()
