@@ -74,7 +74,7 @@ from proofs.identity import _canonical as _engine_canonical
 from proofs.identity import _WORKER, _conditions_of, _may_be_infinite, _undefined_somewhere, _unmet, cpu_seconds, identity  # one rule for what may be ∞
 from proofs.identity import own_bound, term_at  # the one definition of binding, the one instantiation of a term
 from proofs.identity import fact, same_order_of_facts, shown  # the one gate to SymPy's assumption facts
-from proofs.srepr import UNEVALUATED, RESERVED, CertificateError, _declared, read, read_in, text, write  # noqa: F401
+from proofs.srepr import UNEVALUATED, RESERVED, CertificateError, _declared, atoms_of, read, read_in, text, write  # noqa: F401
 
 FORMAT = "attention-proofs/certificate"
 VERSION = 1
@@ -303,10 +303,15 @@ def decide_identity(lhs: Any, rhs: Any) -> tuple[bool, str]:
 
 def _facts(premises: list) -> list[tuple[Any, bool]]:
     """Each premise a < b / a ≤ b as (b − a, strict): a quantity known > 0 (or ≥ 0)."""
+    _inequalities(premises)
+    return [_fact(p) for p in premises]
+
+
+def _inequalities(premises: list) -> None:
+    """CertificateError unless every premise is an inequality (what _facts takes)."""
     rels = [_oriented(p) for p in premises]
     if any(rel == "=" for rel, _, _ in rels):
         raise CertificateError("sign and bound rules take inequalities as premises, not equations")
-    return [_fact(p) for p in premises]
 
 
 @_memo  # the same premises and assumptions serve many steps
@@ -468,7 +473,9 @@ def _shown_defined(exprs: list, orders: bool, facts: list = (), assumed: list = 
         done = len(inserted)
     if orders:  # a denominator may be shown non-zero under the premises (1 − n·u with n·u < 1)
         dens = [d for kind, d, _ in out if kind == "nonzero" and _unmet([("nonzero", d, "")])]  # mapped, still unmet
-        _denominators_nonzero([sp.Pow(d, -1, evaluate=False) for d in dens], facts, assumed, used)
+        if dens:  # (facts may be the function that gives them, asked only here)
+            _denominators_nonzero([sp.Pow(d, -1, evaluate=False) for d in dens], facts() if callable(facts) else facts,
+                                  assumed, used)
         out = [c for c in out if c[0] != "nonzero" or c[1] not in dens]
     why = _unmet(out)
     _need(not why, lambda: f"not shown defined as written: {why}")
@@ -539,16 +546,24 @@ def _pattern(eq: Any, forall: tuple, avoid: frozenset = frozenset()) -> tuple[An
     return lhs.xreplace(wilds), _fresh(_canonical(eq.rhs)).xreplace(wilds)
 
 
-def _binders(e: Any) -> set:
+def _binders(e: Any) -> frozenset:
     """The variables an expression binds outside Σ and Π (whose indices ``_canonical`` renames to the checker's
     own Dummies): those of ∫, λ, limits, Subs and derivatives, which ``xreplace``/``replace`` do not rename."""
-    if not isinstance(e, sp.Basic):
-        return set()
+    return _basic_binders(e) if isinstance(e, sp.Basic) else frozenset()
+
+
+@_memo  # deterministic; a premise's sides are looked at again by every rewrite that uses it
+def _basic_binders(e: sp.Basic) -> frozenset:
     out = set()
     for node in sp.preorder_traversal(e):
         if not isinstance(node, (sp.Sum, sp.Product)) and not node.is_Atom:
             out |= _own(node)
-    return out
+    return frozenset(out)
+
+
+@_memo  # deterministic; a premise's sides are looked at again by every rewrite that uses it
+def _free(e: sp.Basic) -> frozenset:
+    return frozenset(e.free_symbols)
 
 
 def _no_capture(expr: Any, equations: list) -> None:
@@ -557,8 +572,8 @@ def _no_capture(expr: Any, equations: list) -> None:
     of a premise may be a variable bound (outside Σ/Π) in the expression or a premise."""
     sides = [expr] + [side for eq, forall, *_ in equations for side in (eq.lhs, eq.rhs)]
     bound = set().union(*map(_binders, sides))
-    free = (expr.free_symbols if isinstance(expr, sp.Basic) else set()).union(
-        *[(eq.lhs.free_symbols | eq.rhs.free_symbols) - set(forall) for eq, forall, *_ in equations])
+    free = (_free(expr) if isinstance(expr, sp.Basic) else set()).union(
+        *[(_free(eq.lhs) | _free(eq.rhs)) - set(forall) for eq, forall, *_ in equations])
     clash = bound & free
     _need(not clash, lambda: f"{', '.join(sorted(map(str, clash)))} is both free and bound (by ∫, λ, a limit or a "
           "derivative) in the expression or a premise: a rewrite could capture it; rename the bound variable")
@@ -612,8 +627,10 @@ def _kept(built: Any, side: Any, match: dict, inserted: list | None) -> Any:
 
 def _fixed_heads(e: Any) -> set:
     """The undefined functions and indexed bases ``e`` holds (a pattern's Wilds are neither)."""
-    return {f.func for f in e.atoms(sp.core.function.AppliedUndef)} | e.atoms(sp.IndexedBase) \
-        if isinstance(e, sp.Basic) else set()
+    if not isinstance(e, sp.Basic):
+        return set()
+    applied, bases = atoms_of(e, sp.core.function.AppliedUndef, sp.IndexedBase)
+    return {f.func for f in applied} | bases
 
 
 def _sums(expr: Any, cut: Any, kinds: tuple = (sp.Sum, sp.Product)) -> Any:
@@ -772,12 +789,18 @@ def _fubini(expr: Any) -> Any:
 
 # --------------------------------------------------------------------------- definitions
 
-def _heads(e: Any) -> set[str]:
+def _heads(e: Any) -> frozenset[str]:
     """Names of the free symbols, undefined functions and indexed bases an expression uses."""
     if not isinstance(e, sp.Basic):
-        return set()
-    return {_name(s) for s in e.free_symbols} | {str(f.func) for f in e.atoms(sp.core.function.AppliedUndef)} | \
-        {_name(i.base.label) for i in e.atoms(sp.Indexed)}
+        return frozenset()
+    return _basic_heads(e)
+
+
+@_memo  # deterministic; a statement's names are asked again by many steps
+def _basic_heads(e: sp.Basic) -> frozenset[str]:
+    applied, indexed = atoms_of(e, sp.core.function.AppliedUndef, sp.Indexed)
+    return frozenset({_name(s) for s in e.free_symbols} | {str(f.func) for f in applied} |
+                     {_name(i.base.label) for i in indexed})
 
 
 def _looks(name: str) -> str:
@@ -1141,8 +1164,9 @@ class _Replay:
                 e = read(t) if isinstance(t, str) else None
                 if not isinstance(e, sp.Basic):
                     continue
-                for h in {a for a in e.atoms(sp.Symbol) if not isinstance(a, sp.Dummy)} | e.atoms(sp.IndexedBase) | \
-                        {f.func for f in e.atoms(sp.core.function.AppliedUndef)}:  # an IndexedBase: its own facts
+                symbols, bases, applied = atoms_of(e, sp.Symbol, sp.IndexedBase, sp.core.function.AppliedUndef)
+                for h in {a for a in symbols if not isinstance(a, sp.Dummy)} | bases | \
+                        {f.func for f in applied}:  # an IndexedBase: its own facts
                     name = str(h.label) if isinstance(h, sp.IndexedBase) else getattr(h, "name", None) or str(h)
                     first = seen.setdefault((_looks(name), isinstance(h, sp.IndexedBase)), h)
                     if first != h and _name(first) != name:
@@ -1320,7 +1344,9 @@ class _Replay:
         """_shown_defined, where the claim's assumptions may show a denominator non-zero (as in _order)."""
         assumptions = [i for i in self.kind if self.kind[i] == "assumption" and not self.forall[i]]
         used: list = []
-        _shown_defined(exprs, orders, _facts(list(premises)) if orders else (),
+        if orders:
+            _inequalities(list(premises))  # at once; their expansions (_facts) only where a denominator needs them
+        _shown_defined(exprs, orders, (lambda: _facts(list(premises))) if orders else (),
                        [self.facts[i] for i in assumptions] if orders else (), used, through, inserted)
         if used:
             self.also |= set(assumptions)

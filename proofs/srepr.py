@@ -292,24 +292,39 @@ def read(text: str) -> Any:
         raise
     except Exception as exc:
         raise CertificateError(f"expression {text[:80]!r} does not build: {type(exc).__name__}: {exc}") from None
-    if isinstance(out, sp.Basic) and any(_bits(q) > _STR_BITS for q in out.atoms(sp.Rational)):
+    if not isinstance(out, sp.Basic):
+        return out
+    # out.atoms(T) for each T below, in one walk of the tree
+    rationals, dummies, symbols, bases, applied = atoms_of(out, sp.Rational, sp.Dummy, sp.Symbol, sp.IndexedBase,
+                                                           sp.core.function.AppliedUndef)
+    if any(_bits(q) > _STR_BITS for q in rationals):
         raise CertificateError(_too_long())
-    if isinstance(out, sp.Basic) and any(d.dummy_index in RESERVED for d in out.atoms(sp.Dummy)):
+    if any(d.dummy_index in RESERVED for d in dummies):
         raise CertificateError("a Dummy in the checker's reserved index range (its bound-index renaming)")
-    if isinstance(out, sp.Basic) and any(_declared(a).get("commutative", True) is not True for a in out.atoms(
-            sp.Symbol, sp.IndexedBase) | {f.func for f in out.atoms(sp.core.function.AppliedUndef)}):
+    if any(_declared(a).get("commutative", True) is not True for a in symbols | bases | {f.func for f in applied}):
         # The checker's algebra is commutative (linearity pulls factors out of a Σ, E in any order): a symbol, indexed
         # base or function declared noncommutative is refused (matrices are MatrixSymbols, ordered by MatMul).
         raise CertificateError("a noncommutative symbol or function: the checker's algebra is commutative")
-    labels = {b.label for b in out.atoms(sp.IndexedBase)} if isinstance(out, sp.Basic) else set()
-    for s in out.atoms(sp.Symbol) - labels if isinstance(out, sp.Basic) else ():  # e[k] is an entry, not e
+    labels = {b.label for b in bases}
+    for s in symbols - labels:  # e[k] is an entry, not e
         if s.name in _CONSTANT_LETTERS and s.is_integer is not True:
             raise CertificateError(f"the name {s.name!r} reads as {_CONSTANT_LETTERS[s.name]} unless it is declared "
                                    "an integer (a count or an index, which that constant is not)")
-    if isinstance(out, sp.Basic) and any(isinstance(s, sp.Dummy) for s in out.free_symbols):
+    if dummies and any(isinstance(s, sp.Dummy) for s in out.free_symbols):  # (no Dummy at all: no free one)
         # A free Dummy prints as _name, like the Symbol _name, and may equal a Dummy the checker makes: a
         # certificate names its free variables by Symbols (a Dummy may only be bound).
         raise CertificateError("a free Dummy: a certificate's free variables are Symbols")
+    return out
+
+
+def atoms_of(e: sp.Basic, *types: type) -> list[set]:
+    """[e.atoms(t) for t in types], in one walk of the tree (atoms walks it once per call)."""
+    out: list[set] = [set() for _ in types]
+    pairs = list(zip(types, out))
+    for node in sp.preorder_traversal(e):
+        for t, found in pairs:
+            if isinstance(node, t):
+                found.add(node)
     return out
 
 
