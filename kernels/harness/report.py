@@ -33,6 +33,9 @@ class Check:
     error: str | None = None  # the exception text when impl (or the check on its output) raised
     detail: str = ""
     status: str = ""  # PASSED, FAILED or NOT_APPLICABLE; set from ``passed`` when left empty
+    # CPU seconds of this process (the first check of a case pays for its shared golden values); not compared,
+    # and left out of the proof report's document (which is the same bytes for the same seed)
+    seconds: float = field(default=0.0, compare=False, metadata={"run_dependent": True})  # proofs.report.model.RUN_DEPENDENT
 
     def __post_init__(self):
         if not self.status:

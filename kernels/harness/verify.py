@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Callable, Iterable
 
 import torch
@@ -145,14 +146,17 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
             for item in planned(chosen, dtype, features, causal=causal, gqa=gqa, value_dim=value_dim, only=only):
                 report.checks.append(run_item(item, impl, dtype, device, seed, subjects))
         subjects.clear()
+        clock = time.process_time()
         for problem, outcome, refused, repro in gen.generated_checks(
                 impl, dtypes, device, seed, generate_seconds, features, value_dim=value_dim, only=only,
                 drawn=generate_problems, regimes=regimes, notes=report.notes):
+            spent = time.process_time() - clock  # drawing, judging and shrinking the problem
             detail = outcome.detail if repro is None else f"{outcome.detail}\n{repro}"
             report.checks.append(Check(invariant=problem.relation, claim_id=None, case=problem.describe(),
                                        case_name=f"generated-{problem.seed}", dtype=problem.dtype, device=device,
                                        discrepancy=outcome.discrepancy, bound=outcome.bound,
-                                       passed=outcome.discrepancy <= outcome.bound, detail=detail))
+                                       passed=outcome.discrepancy <= outcome.bound, detail=detail, seconds=spent))
+            clock = time.process_time()
     report.seconds = time.perf_counter() - start
     return report
 
@@ -194,11 +198,12 @@ def run_item(item, impl, dtype, device, seed, subjects: dict) -> Check:
                      dtype=str(dtype).removeprefix("torch."), device=device, discrepancy=0.0, bound=0.0,
                      passed=True, status=NOT_APPLICABLE,
                      detail=f"impl lacks {', '.join(sorted(missing))}")
+    started = time.process_time()
     key = (run_as, dtype, device, seed)
     if key not in subjects:
         subjects.clear()
         subjects[key] = Subject(impl, run_as, dtype, device, seed)
-    return _run_check(inv, subjects[key])
+    return replace(_run_check(inv, subjects[key]), seconds=time.process_time() - started)
 
 
 def _run_check(inv, s: Subject) -> Check:

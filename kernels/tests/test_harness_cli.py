@@ -257,3 +257,20 @@ def test_the_summary_groups_invariants_failing_on_the_same_checks_and_says_what_
                         "float16")
     assert lines[1] == "every failure: only in float16 and in checks that use attn_mask"
     assert lines[2].startswith("smallest failing case: attn-mask on tiny:")
+
+
+def test_the_timing_split_adds_up_each_checks_cpu_seconds(capsys):
+    """python -m kernels.harness.timing: every check carries its CPU seconds, and the split's parts are
+    those seconds (fixed cases by invariant and by case, drawn problems with the regimes apart)."""
+    from kernels.harness import generate as gen
+    from kernels.harness import references, timing
+    from kernels.harness.verify import verify_attention
+
+    report = verify_attention(references.PlainAttention(), dtypes=["float32"], backward=False,
+                              invariants=["default-scale", "generated-agreement"], generate_problems=len(gen.REGIMES) + 4)
+    assert report.checks and all(c.seconds > 0 for c in report.judged)
+    parts = timing.split(report)
+    fixed = [c.seconds for c in report.judged if c.invariant == "default-scale"]
+    drawn = [c.seconds for c in report.judged if c.invariant == "generated-agreement"]
+    assert sum(parts["invariant"].values()) == pytest.approx(sum(fixed)) == pytest.approx(sum(parts["case"].values()))
+    assert sum(parts["generated"].values()) == pytest.approx(sum(drawn)) and "regimes (first draws)" in parts["generated"]

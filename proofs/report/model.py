@@ -206,13 +206,19 @@ class Report:
         return next((f for f in self.figures if f.name == name), None)
 
 
+RUN_DEPENDENT = "run_dependent"  # dataclass field metadata: a value that differs from run to run
+
+
 def plain(value: Any) -> Any:
     """JSON-ready copy: dataclasses to dicts, NumPy scalars/arrays to Python, non-finite floats to strings.
 
     Strict JSON has no NaN or infinity; writing them as "nan"/"inf" keeps the number's meaning.
     """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        # a field marked run-dependent (a check's CPU seconds) is left out: the document is the same bytes
+        # for the same seed; the run's times are in "timings"
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if not f.metadata.get(RUN_DEPENDENT)}
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
