@@ -342,17 +342,37 @@ def _declared(e: Any) -> dict:
     return dict(getattr(e, "_assumptions_orig", {}))
 
 
-def _signature(e: Any) -> set:
+def _signature(e: Any) -> frozenset:
     """Every name an expression uses, with what it was declared: equal for an expression and its re-reading
     exactly when no assumption was lost on the way."""
     if not isinstance(e, sp.Basic):
-        return set()
-    heads = e.atoms(sp.Symbol, sp.IndexedBase) | {f.func for f in e.atoms(sp.core.function.AppliedUndef)}
+        return frozenset()
+    hit = _SIGNATURES.get(id(e))
+    if hit is not None and hit[0] is e:  # this very (immutable) object, held so that its id is not reused
+        return hit[1]
+    symbols, applied = atoms_of(e, (sp.Symbol, sp.IndexedBase), sp.core.function.AppliedUndef)
+    heads = symbols | {f.func for f in applied}
     def facts(h):  # what follows from the declaration (a re-read IndexedBase declares its label's facts too)
         return _declared(h) if isinstance(h, sp.core.function.UndefinedFunction) else h.assumptions0 if \
             isinstance(h, sp.Symbol) else _base_facts(type(h), str(h), tuple(sorted(_declared(h).items())))
 
-    return {(type(h).__name__, str(h), tuple(sorted(facts(h).items()))) for h in heads}
+    out = frozenset((type(h).__name__, str(h), tuple(sorted(facts(h).items()))) for h in heads)
+    _SIGNATURES[id(e)] = (e, out)
+    return out
+
+
+# id(expression) -> (expression, result): _signature's and write's, per object (SymPy objects are immutable)
+_SIGNATURES: dict[int, tuple[Any, frozenset]] = {}
+_WRITTEN: dict[int, tuple[Any, str]] = {}
+
+
+def clear_memos() -> None:
+    """Forget what this module remembers of the expressions it read and wrote, as a fresh process has nothing."""
+    read.cache_clear()
+    _BUILT.clear()
+    _base_facts.cache_clear()
+    _SIGNATURES.clear()
+    _WRITTEN.clear()
 
 
 @lru_cache(maxsize=None)
@@ -388,10 +408,15 @@ def text(expr: Any) -> str:
 
 def write(expr: Any) -> str:
     """The srepr a certificate stores for ``expr``; raises when reading it back would lose an assumption."""
+    hit = _WRITTEN.get(id(expr))
+    if hit is not None and hit[0] is expr:  # this very SymPy object, written before (a refusal is never remembered)
+        return hit[1]
     try:
         text = _Writer().doprint(expr)
     except ValueError as exc:  # Python's int-to-text limit
         raise CertificateError(_too_long()) from exc
     if isinstance(expr, sp.Basic) and _signature(read(text)) != _signature(expr):
         raise CertificateError(f"{text[:80]} does not read back with the assumptions it was built with")
+    if isinstance(expr, sp.Basic):  # immutable: its text is its text (a list, which may change, is written again)
+        _WRITTEN[id(expr)] = (expr, text)
     return text

@@ -24,10 +24,9 @@ def fresh() -> None:
     checker._IDENTITIES.clear()
     checker._VERDICTS.clear()
     checker.clear_memos()  # every _memo of the checker (_canonical, _pattern, _fact, _signed, ...) and their keys
-    for memo in (checker.read, identity._index_dummy, identity._plain_free_symbols, identity._trusted,
-                 srepr._base_facts):
+    srepr.clear_memos()  # read's cache, the subterms it built, _base_facts, _signature's and write's memos
+    for memo in (identity._index_dummy, identity._plain_free_symbols, identity._trusted):
         memo.cache_clear()
-    srepr._BUILT.clear()
     sp.core.cache.clear_cache()
     identity._WORKER.stop()  # the next identity forks a new one, from this process with SymPy's cache cleared
 
