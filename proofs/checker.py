@@ -74,6 +74,7 @@ from proofs.identity import _canonical as _engine_canonical
 from proofs.identity import _WORKER, _conditions_of, _may_be_infinite, _undefined_somewhere, _unmet, cpu_seconds, identity  # one rule for what may be ∞
 from proofs.identity import own_bound, term_at  # the one definition of binding, the one instantiation of a term
 from proofs.identity import fact, same_order_of_facts, shown  # the one gate to SymPy's assumption facts
+from proofs.identity import _KEYS, memo_key as _memo_key  # one key for a memo of a pure function of expressions
 from proofs.srepr import UNEVALUATED, RESERVED, CertificateError, _declared, atoms_of, read, read_in, text, write  # noqa: F401
 
 FORMAT = "attention-proofs/certificate"
@@ -151,20 +152,7 @@ def _memo(f):
     return memoised
 
 
-def _memo_key(a: Any) -> Any:
-    """An expression with every symbol it holds, bound ones included, with its assumptions (see _memo)."""
-    if isinstance(a, sp.Basic):
-        hit = _KEYS.get(id(a))
-        if hit is not None and hit[0] is a:  # this very object (held, so its id is not reused): its key
-            return hit[1]
-        k = a, frozenset((type(v), v.name, tuple(sorted(v.assumptions0.items()))) for v in a.atoms(sp.Symbol))
-        _KEYS[id(a)] = (a, k)
-        return k
-    return tuple(map(_memo_key, a)) if isinstance(a, tuple) else a
-
-
 _MISSING = object()
-_KEYS: dict[int, tuple[Any, Any]] = {}  # id(expression) -> (expression, its _memo key): immutable, so computed once
 _MEMOS: list = []  # every _memo table (clear_memos empties them all)
 
 
@@ -172,7 +160,7 @@ def clear_memos() -> None:
     """Forget every memo of this module (each a pure function's results), as a fresh process has none."""
     for m in _MEMOS:
         m.cache_clear()
-    _KEYS.clear()
+    _KEYS.clear()  # (the engine's, which it shares)
 
 
 # --------------------------------------------------------------------------- relations
@@ -274,6 +262,7 @@ def _possibly_infinite(e: Any) -> bool:
     return e.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or e.is_finite is False or _may_be_infinite(e) is not None
 
 
+@_memo  # deterministic; a pattern's Wild asks it of each candidate value, again at each rewrite
 def _admissible(x: Any, v: Any) -> bool:
     """``v`` may stand for the ∀-symbol ``x`` (an instance, a pattern's match): every fact x was declared with,
     True or False alike (zero=False: v shown non-zero), is shown of v; and v may be infinite only where x may."""
@@ -460,7 +449,7 @@ def _shown_defined(exprs: list, orders: bool, facts: list = (), assumed: list = 
         for kind, d, what in queue:
             if (kind, d) not in seen:
                 seen.add((kind, d))
-                if _unmet([(kind, d, what)]):  # one met as written needs nothing more (and most are: exp(x) > 0)
+                if _unmet_one(kind, d, what):  # one met as written needs nothing more (and most are: exp(x) > 0)
                     out.append((kind, mapped(d), what))
         if inserted is None or done == len(inserted):
             break
@@ -472,7 +461,7 @@ def _shown_defined(exprs: list, orders: bool, facts: list = (), assumed: list = 
             queue += _instance_conditions(side, match)
         done = len(inserted)
     if orders:  # a denominator may be shown non-zero under the premises (1 − n·u with n·u < 1)
-        dens = [d for kind, d, _ in out if kind == "nonzero" and _unmet([("nonzero", d, "")])]  # mapped, still unmet
+        dens = [d for kind, d, _ in out if kind == "nonzero" and _unmet_one("nonzero", d, "")]  # mapped, still unmet
         if dens:  # (facts may be the function that gives them, asked only here)
             _denominators_nonzero([sp.Pow(d, -1, evaluate=False) for d in dens], facts() if callable(facts) else facts,
                                   assumed, used)
@@ -481,6 +470,12 @@ def _shown_defined(exprs: list, orders: bool, facts: list = (), assumed: list = 
     _need(not why, lambda: f"not shown defined as written: {why}")
 
 
+@_memo  # deterministic; one condition (a side's denominator) is met or not at every step that holds it
+def _unmet_one(kind: str, d: Any, what: str) -> str | None:
+    return _unmet([(kind, d, what)])
+
+
+@_memo  # deterministic; the sides of an order relation are asked again by the steps that chain them
 def _real(e: Any) -> bool:
     """Shown a real number (finite, or a quotient of such): what an order relation may compare (the gate does not
     take SymPy's word for Mod, Heaviside, or Max and Min of arguments not shown real, which it calls real)."""

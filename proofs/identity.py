@@ -927,14 +927,63 @@ def _conditions_of(exprs: list[sp.Expr], placeholders: bool = False) -> list | s
     shows finite or puts in, so a name that may be infinite is not refused here."""
     out: list = []
     for e in exprs:
-        why = _declared_against_range(e) or (None if placeholders else _may_be_infinite(e))
-        if why:
-            return why
-        try:
-            _conditions(_canonical(e), out)
-        except _Unknown as exc:
-            return str(exc)
+        got = _expr_conditions(e, placeholders)
+        if isinstance(got, str):
+            return got
+        out.extend(got)
     return out
+
+
+def _expr_conditions(e: sp.Expr, placeholders: bool) -> tuple | str:
+    """_conditions_of([e], placeholders), as a tuple; memoised per process on e with its symbols' assumptions (a side
+    or a premise's right side is looked at again by many steps)."""
+    try:
+        key = (memo_key(e), placeholders)
+        hit = _CONDITIONS.get(key)
+    except TypeError:  # unhashable
+        key = hit = None
+    if hit is not None:
+        return hit
+    why = _declared_against_range(e) or (None if placeholders else _may_be_infinite(e))
+    if why:
+        out = why
+    else:
+        found: list = []
+        try:
+            _conditions(_canonical(e), found)
+            out = tuple(found)
+        except _Unknown as exc:
+            out = str(exc)
+    if key is not None:
+        _CONDITIONS[key] = out
+    return out
+
+
+_CONDITIONS: dict = {}  # (memo_key(e), placeholders) -> _expr_conditions(e, placeholders)
+_KEYS: dict[int, tuple[Any, Any]] = {}  # id(expression) -> (expression, its memo_key): immutable, so computed once
+
+
+def memo_key(a: Any) -> Any:
+    """A key for memoising a pure function of ``a``: an expression with every symbol it holds, bound ones included,
+    with its assumptions (SymPy's equality, which a dict uses, ignores the assumptions of a bound variable it compares
+    up to renaming: Subs, Lambda); a tuple as the tuple of its items' keys; anything else as itself. Computed once per
+    SymPy object (held in _KEYS, so that its id is not reused)."""
+    if isinstance(a, sp.Basic):
+        hit = _KEYS.get(id(a))
+        if hit is not None and hit[0] is a:
+            return hit[1]
+        k = a, frozenset((type(v), v.name, tuple(sorted(v.assumptions0.items()))) for v in a.atoms(sp.Symbol))
+        _KEYS[id(a)] = (a, k)
+        return k
+    return tuple(map(memo_key, a)) if isinstance(a, tuple) else a
+
+
+def clear_memos() -> None:
+    """Forget this module's memos of pure functions (and SymPy's expression keys), as a fresh process has none."""
+    _CONDITIONS.clear()
+    _KEYS.clear()
+    for memo in (_index_dummy, _plain_free_symbols, _trusted):
+        memo.cache_clear()
 
 
 def _unmet(out: list, skip: frozenset = frozenset()) -> str | None:

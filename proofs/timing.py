@@ -25,8 +25,7 @@ def fresh() -> None:
     checker._VERDICTS.clear()
     checker.clear_memos()  # every _memo of the checker (_canonical, _pattern, _fact, _signed, ...) and their keys
     srepr.clear_memos()  # read's cache, the subterms it built, _base_facts, _signature's and write's memos
-    for memo in (identity._index_dummy, identity._plain_free_symbols, identity._trusted):
-        memo.cache_clear()
+    identity.clear_memos()  # _conditions_of's per expression, _index_dummy, _trusted, ..., the expressions' keys
     sp.core.cache.clear_cache()
     identity._WORKER.stop()  # the next identity forks a new one, from this process with SymPy's cache cleared
 
