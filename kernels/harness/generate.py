@@ -17,7 +17,7 @@ another forward of the same shape or as a second backward (retain_graph); scales
 tiny (1e-6), large. Every run first draws one problem of each of REGIMES per dtype, whatever its
 budget (long decoding, both lengths past 2048, masks whose leading dim equals B, q near float16's
 top, an additive mask as a transposed float32 (half q) view, an additive mask with a NaN entry, and the cheap
-long problems: causal past 32767 keys, a decode past 2¹⁸, a backward past 8192, dropout past 2048, NaN on a long
+long problems: causal past 65535 keys, a decode past 2¹⁸, a backward past 16384, dropout past 2048, NaN on a long
 decode; and appended: B = 2 and causal past 16384 queries (long-queries), dropout with p in 1e-4..1e-3 over enough
 weights that "nothing dropped" is rejected (tiny-dropout), rank-5 inputs with is_causal (rank-causal), the
 gradients past 16384 queries (long-queries-backward); in
@@ -142,8 +142,8 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #     draw rank 4). Forward only (generated-agreement).
 # Long problems that cost O(Nq·Nk), judged on every run (the lengths where integer and tile-count limits sit):
 #   long-decode's first draw: Nq = 1 over 2¹⁸ + 2¹⁶..2¹⁹ keys (LONGEST_DECODE), D ≤ 8 (past 256 splits of 1024).
-#   long-causal: causal, Nq ≤ 8 over 32769..36864 keys (positions past int16's 32767).
-#   long-backward: a gradient problem, Nq ≤ 4 over 10241..12288 keys (past 64 key tiles of 128), D ≤ 16.
+#   long-causal: causal, Nq ≤ 8 over 65537..69632 keys (positions past uint16's 65535 and int16's 32767).
+#   long-backward: a gradient problem, Nq ≤ 4 over 20481..24576 keys (past 128 key tiles of 128, and 64), D ≤ 16.
 #   long-dropout: a dropout problem (V = I) of 8 queries over 2049..2200 keys (a long-KV path's dropout).
 #   long-decode-nan: long-decode with one NaN in q, k or v (nan-propagation's rule on the split-K path).
 #   huge-grid-backward: huge-grid's shape as a gradient problem (a backward launched on its own grid).
@@ -176,8 +176,10 @@ REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collisio
 LONG_DECODE = ("long-decode", "long-decode-masked", "long-decode-nan")
 LONG = LONG_DECODE + ("long-both", "long-causal", "long-backward", "long-dropout")
 LONGEST_DECODE = (2 ** 18 + 2 ** 16, 2 ** 19)  # a fifth of the keys or more past 2¹⁸
-LONG_CAUSAL_KEYS = (2 ** 15 + 1, 2 ** 15 + 2 ** 12)
-LONG_BACKWARD_KEYS = (10241, 12288)  # a fifth of the keys or more past 8192
+# every size axis past each power of two up to where the contract's cheap problems reach: causal keys past uint16's
+# 65535 (and so int16's 32767), backward keys past 16384 (and so 8192), a fifth of the keys or more past it
+LONG_CAUSAL_KEYS = (2 ** 16 + 1, 2 ** 16 + 2 ** 12)
+LONG_BACKWARD_KEYS = (20481, 24576)
 LONG_DROPOUT_KEYS = (2049, 2200)
 # long-queries: B = 2, one head, Nq past 16384 (a kernel chunking queries by any power of two up to 16384 reaches
 # its second chunk: red team rt37h's chunks of 8192 escaped the first version's 4097..4160) over 129..256 keys

@@ -72,8 +72,8 @@ def test_every_run_draws_each_regime_first():
             assert rank.q_heads != rank.kv_heads >= 2 and rank.enable_gqa and rank.n_q == rank.n_k, rank
             assert kv_broadcast.kv_broadcast and kv_broadcast.rank == 4 and kv_broadcast.batch >= 2, kv_broadcast
             assert kv_broadcast.q_heads == kv_broadcast.kv_heads >= 2 and kv_broadcast.mask is None, kv_broadcast
-            assert long_causal.causal and long_causal.n_q <= 8 and long_causal.n_k > 32768, long_causal
-            assert long_backward.relation == gen.GRADIENTS and long_backward.n_k > 8192 + 2048, long_backward
+            assert long_causal.causal and long_causal.n_q <= 8 and long_causal.n_k > 65536, long_causal
+            assert long_backward.relation == gen.GRADIENTS and long_backward.n_k > 16384 + 4096, long_backward
             assert long_backward.grads != "q" and long_backward.n_q <= 4, long_backward
             assert long_dropout.relation == gen.DROPOUT_LAW and long_dropout.n_k > 2048, long_dropout
             assert long_dropout.value_dim == long_dropout.n_k and not long_dropout.causal, long_dropout
