@@ -119,6 +119,10 @@ def flex_eager_without_mask(q, k, v, is_causal=False, scale=None, enable_gqa=Fal
 
 
 def blocked(q, k, v, is_causal=False, scale=None, enable_gqa=False):
+    """FlashAttention-2's loop in 16-key blocks (references.BLOCK). Expected to fail generated-agreement on a float32
+    decode past 2¹⁸ keys now and then (seed 4: 1.7e-4 against 8.5e-5): its error grows with its 32 000 sequential
+    block accumulations, where the plain reference and torch's flash backend stay flat (README, precision of long
+    sequential loops). That alarm is the check's finding about this design, not a false one."""
     from kernels.harness.references import blocked_attention
 
     return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
