@@ -1945,3 +1945,17 @@ def rank5_mask_read_as_first_batch(q, k, v, attn_mask=None, dropout_p=0.0, is_ca
 MUTANTS = MUTANTS + (
     Mutant(rank5_mask_read_as_first_batch, "rank-5 mask read as its first batch entry", "generated-agreement"),
 )
+
+
+def numpy_rng_consumed(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Every call draws from NumPy's global generator (an autotuner's random pick of a tile size): a caller's
+    seeded NumPy stream moves under it."""
+    import numpy as np
+
+    np.random.rand()  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(numpy_rng_consumed, "NumPy's global RNG consumed by every call", "global-state-unchanged", backward=True),
+)

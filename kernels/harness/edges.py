@@ -13,8 +13,12 @@ from __future__ import annotations
 import logging
 import math
 import os
+import pickle
+import random
 import sys
 import warnings
+
+import numpy as np
 
 import torch
 
@@ -424,6 +428,9 @@ def _global_state() -> dict:
             "anomaly mode": torch.is_anomaly_enabled(),
             "matmul precision": torch.get_float32_matmul_precision(),
             "CPU RNG state": torch.get_rng_state(),
+            # (red team rt39h: an autotuner drawing from NumPy's global generator on every call)
+            "NumPy global RNG state": pickle.dumps(np.random.get_state()),
+            "Python random state": random.getstate(),
             **{name: read() for name, (read, _) in _BACKEND_SWITCHES.items()},
             "warnings filters": list(warnings.filters),
             "logging levels": _logging_levels(),
@@ -477,6 +484,8 @@ def _restore(before: dict) -> None:
     torch.set_anomaly_enabled(before["anomaly mode"])
     torch.set_float32_matmul_precision(before["matmul precision"])
     torch.set_rng_state(before["CPU RNG state"])
+    np.random.set_state(pickle.loads(before["NumPy global RNG state"]))
+    random.setstate(before["Python random state"])
     for name, (_, write) in _BACKEND_SWITCHES.items():
         write(before[name])
     _restore_python(before)
@@ -498,6 +507,9 @@ def _restore_python(before: dict) -> None:
 # before the judged call instead, so that a change an earlier call made (and this one repeats, which
 # leaves a warnings filter already in front unchanged) shows.
 _PYTHON_STATE = ("warnings filters", "logging levels", "environment", "sys.path")
+# Generators the run's own checks draw from legitimately (dropout, the harness's sampling): judged on the call's
+# own before and after only, never against the run's start
+_RNG_STATES = ("CPU RNG state", "NumPy global RNG state", "Python random state")
 _BASELINE: dict = {}  # the process state when the current run began (verify_attention calls remember_baseline)
 _PYTHON_BASELINE: dict = {}
 
@@ -507,7 +519,7 @@ def remember_baseline() -> None:
     behind is still seen: each check's own before/after pair would both carry it."""
     _BASELINE.clear()
     state = _global_state()
-    _BASELINE.update({k: v for k, v in state.items() if k != "CPU RNG state" and k not in _PYTHON_STATE})
+    _BASELINE.update({k: v for k, v in state.items() if k not in _RNG_STATES and k not in _PYTHON_STATE})
     _PYTHON_BASELINE.clear()
     _PYTHON_BASELINE.update({k: state[k] for k in _PYTHON_STATE})
 
@@ -518,7 +530,8 @@ def global_state_unchanged(s: Subject) -> Outcome:
     default dtype, thread count, grad mode, deterministic and anomaly modes, float32 matmul
     precision, torch.backends' switches (SDPA's backend choice, TF32, cuDNN, oneDNN), Python's
     warnings filters, logging levels, os.environ and sys.path, and the CPU
-    RNG state (a call without dropout draws nothing: SDPA, measured). What
+    RNG state (a call without dropout draws nothing: SDPA, measured), NumPy's global generator and Python's
+    random module's (SDPA touches neither, measured). What
     changed is put back, so one bad impl does not poison the checks after it."""
     before = _global_state()
     try:
@@ -533,7 +546,7 @@ def global_state_unchanged(s: Subject) -> Outcome:
     finally:
         _restore(before)
     changed = [name for name in start if not _same(start[name], after[name])]
-    # The RNG is not in the baseline: the run's dropout checks draw from it legitimately.
+    # The RNGs are not in the baseline (_RNG_STATES): the run's dropout checks draw from them legitimately.
     leaked = [name for name in _BASELINE if not _same(_BASELINE[name], before[name]) and name not in changed]
     if leaked:
         _restore({**before, **_BASELINE})
@@ -598,7 +611,8 @@ for _inv in (
     Invariant("global-state-unchanged", None, global_state_unchanged, _contract, _BWD,
               bug_classes="a call changing the process: flush-to-zero, default dtype, threads, grad mode, "
                           "deterministic mode, matmul precision, SDPA backend switches (flash/math/...) or other "
-                          "torch.backends flags, RNG drawn without dropout; Python's warnings filters "
+                          "torch.backends flags, RNG drawn without dropout, NumPy's or Python's global RNG drawn "
+                          "(an autotuner's random pick); Python's warnings filters "
                           "(simplefilter('ignore') to silence a library), logging levels, os.environ, sys.path"),
 ):
     register(_inv)
