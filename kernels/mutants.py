@@ -1959,3 +1959,18 @@ def numpy_rng_consumed(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, 
 MUTANTS = MUTANTS + (
     Mutant(numpy_rng_consumed, "NumPy's global RNG consumed by every call", "global-state-unchanged", backward=True),
 )
+
+
+class _GqaGroupsTiledBy32(BlockedAttention):
+    def head_index(self, hq, hkv, device):
+        if hq // hkv > 32:  # the bug: a group tile of 32 query heads, KV head h // 32 (clamped to the last)
+            return (torch.arange(hq, device=device) // 32).clamp(max=hkv - 1)
+        return super().head_index(hq, hkv, device)
+
+
+gqa_groups_tiled_by_32 = _mutant(_GqaGroupsTiledBy32(), "gqa_groups_tiled_by_32",
+    "GQA groups past 32 read KV head h // 32 (a tile of 32 query heads per KV head).")
+
+MUTANTS = MUTANTS + (
+    Mutant(gqa_groups_tiled_by_32, "GQA groups past 32 tiled by 32", "generated-agreement"),
+)

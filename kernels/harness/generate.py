@@ -129,7 +129,7 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #     scores are of size 1 but q·scale overflows the input dtype (kernels scale in float32).
 #   long-decode is drawn twice: without mask or causal (the split-K fast path) and with a mask.
 #   wide-head: D (and Dv) in 513..575, past every head-dim limit to 512 and not a multiple of 64 (chunked loops).
-#   many-heads: GQA groups of 16-32 with Hkv > 1, and B·Hq in 257..320 (grid chunks of 256), tiny N, D.
+#   many-heads: GQA groups of 16 to 65 (MANY_HEADS_GROUPS) with Hkv > 1, and B·Hq past 256 (grid chunks of 256), tiny N, D.
 #   cache-slice: the "slice" layout (LAYOUTS).
 #   empty: one of B, Nq, Nk, D, Dv zero, in any head layout.
 #   far-masked-rows: an additive mask setting whole rows to one finite value at or below -1e20: SDPA
@@ -204,6 +204,9 @@ TINY_DROPOUT_DROPS = 36
 # largest |output| (float64, as the problem is posed) is in (2^19, 2^20], past float16's 65504
 LARGE_OUTPUT = 2.0 ** 20
 GRID_LIMIT = 65535  # CUDA's largest grid y and z
+# many-heads' GQA group sizes: at and past each power of two from 16 to 64 (red team rt39h: a kv head of h // 32 for
+# groups past 32 escaped groups of at most 32)
+MANY_HEADS_GROUPS = (16, 17, 32, 33, 65)
 HEAD_SHARED_MASKS = ("(B, 1, Nq, Nk)", "(B, 1, 1, Nk)", "(1, 1, 1, Nk)", "(B, 1, Nq, 1)")
 FAR_MASK_VALUES = (-1e20, -1e21, -1e25, -1e30, -1e38)  # float32 holds each; float16 none (a float32 mask then)
 REGIME_CHANCE = 0.03
@@ -411,7 +414,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     elif regime == "many-heads":
         if GQA in features:
             hkv = r.choice((2, 3))
-            hq = hkv * r.choice((16, 17, 32))
+            # the first draw past 32 (and so past 16): a group tiled by any power of two up to 32 shows
+            hq = hkv * r.choice(MANY_HEADS_GROUPS[3:] if index < len(regimes) else MANY_HEADS_GROUPS)
         else:
             hq = hkv = r.randint(257, 300)
         batch = r.randint(-(-257 // hq), -(-320 // hq))
