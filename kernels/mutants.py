@@ -1916,35 +1916,8 @@ MUTANTS = MUTANTS + (
 )
 
 
-class _BackwardQueryRowsCapped(FullAttention):
-    def backward(self, ctx, dout):
-        grads = list(super().backward(ctx, dout))
-        if grads[0] is not None and grads[0].shape[-2] > 4096:
-            grads[0] = grads[0].clone()
-            grads[0][..., 4096:, :] = 0  # the bug: the dq pass launched over 4096 query rows at most
-        return tuple(grads)
 
 
-backward_query_rows_capped = _full_mutant(_BackwardQueryRowsCapped(), "backward_query_rows_capped",
-    "dq written for the first 4096 query rows only (a dq grid sized for 4096 queries); the forward, dk and dv right.")
-
-MUTANTS = MUTANTS + (
-    Mutant(backward_query_rows_capped, "dq rows past 4096 left 0", "generated-gradients", backward=True),
-)
-
-
-def rank5_mask_read_as_first_batch(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                                   enable_gqa=False):
-    """A mask of 5 dims or more taken as its first leading entry (leading dims assumed to be 1): every batch
-    entry reads batch 0's mask."""
-    while attn_mask is not None and attn_mask.dim() > 4:
-        attn_mask = attn_mask[0]  # the bug
-    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-
-
-MUTANTS = MUTANTS + (
-    Mutant(rank5_mask_read_as_first_batch, "rank-5 mask read as its first batch entry", "generated-agreement"),
-)
 
 
 def numpy_rng_consumed(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):

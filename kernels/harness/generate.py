@@ -19,8 +19,7 @@ budget (long decoding, both lengths past 2048, masks whose leading dim equals B,
 top, an additive mask as a transposed float32 (half q) view, an additive mask with a NaN entry, and the cheap
 long problems: causal past 65535 keys, a decode past 2¹⁸, a backward past 16384, dropout past 2048, NaN on a long
 decode; and appended: B = 2 and causal past 16384 queries (long-queries), dropout with p in 1e-4..1e-3 over enough
-weights that "nothing dropped" is rejected (tiny-dropout), rank-5 inputs with is_causal (rank-causal), the
-gradients past 16384 queries (long-queries-backward); in
+weights that "nothing dropped" is rejected (tiny-dropout), rank-5 inputs with is_causal (rank-causal); in
 float32 and bfloat16 the magnitude regime scales v so the output passes float16's 65504), then draws them at
 random among the rest. A run judges a count of problems (the regimes and
 DEFAULT_DRAWN more per dtype), not a time. Each problem is judged by one of four relations,
@@ -157,11 +156,7 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #     query positions).
 #   tiny-dropout: a dropout problem (V = I) with p log-uniform on (1e-4, 1e-3) and Nq·Nk weights enough for
 #     TINY_DROPOUT_DROPS expected drops over 2049..2200 keys ("negligible p treated as 0" is then rejected).
-#   long-queries-backward: long-queries' Nq (16385..16448) as a gradient problem, B = 1, one head, 17..64 keys,
-#     causal half the time, q requiring grad (red team rt37h: dq rows past 4096 left 0 escaped every forward check).
-#   rank-mask: rank-5 inputs (later draws rank 3 or 5) with a mask of their rank whose leading dim is B ≥ 2
-#     (RANK_MASKS; a rank-5 mask read as its first batch entry). The rank and rank-causal regimes' later masked
-#     draws take such a mask half the time.
+#   The rank and rank-causal regimes' later masked draws take a mask of the inputs' rank half the time (RANK_MASKS).
 #   rank-causal: rank-5 inputs with is_causal, no mask, Nq ≠ Nk possible (a rank ≥ 5 path dropping is_causal);
 #     later rank draws (rank and rank-causal) are causal half the time, then without a mask.
 # magnitude in float32 and bfloat16 (q's range is float32's there) scales v instead: the largest output
@@ -172,7 +167,7 @@ REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collisio
            "kv-broadcast", "long-causal", "long-backward", "long-dropout", "long-decode-nan",
            "huge-grid-backward",
            # (appended: earlier regimes keep their indices, so their first draws are unchanged)
-           "long-queries", "tiny-dropout", "rank-causal", "long-queries-backward", "rank-mask")
+           "long-queries", "tiny-dropout", "rank-causal")
 LONG_DECODE = ("long-decode", "long-decode-masked", "long-decode-nan")
 LONG = LONG_DECODE + ("long-both", "long-causal", "long-backward", "long-dropout")
 LONGEST_DECODE = (2 ** 18 + 2 ** 16, 2 ** 19)  # a fifth of the keys or more past 2¹⁸
@@ -191,10 +186,6 @@ LONG_QUERIES_KEYS = (129, 256)
 WIDE_HEAD_DIMS = (513, 575)
 LONG_QUERIES_HEAD_DIM = 8
 LONG_QUERIES_SCORES = 2 * LONG_QUERIES_LENGTHS[1] * LONG_QUERIES_KEYS[1]
-# long-queries-backward: the same query lengths as a gradient problem (a backward chunking its queries or
-# capping dq's rows at a power of two up to 16384), one batch entry and few keys: the float64 gradients of
-# 16448 × 64 scores
-LONG_QUERIES_BACKWARD_KEYS = (17, 64)
 # tiny-dropout: p log-uniform on (1e-4, 1e-3) over enough weights that TINY_DROPOUT_DROPS are expected dropped:
 # "nothing dropped" then has z = sqrt(n·p/(1-p)) ≥ 6 > dropout._z(ALPHA) ≈ 4.9 (20 expected drops give 4.5,
 # which the kept-fraction test at alpha 1e-6 would accept)
@@ -329,8 +320,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     r = _rng(seed, dtype, index)
     if index < len(regimes):
         relation, regime = AGREEMENT, regimes[index]
-        if (regime == "learned-mask" and ATTN_MASK in features
-                or regime in ("long-backward", "huge-grid-backward", "long-queries-backward")):
+        if regime == "learned-mask" and ATTN_MASK in features or regime in ("long-backward", "huge-grid-backward"):
             relation = GRADIENTS  # (a forward problem where the impl has no backward: below)
         if regime in ("long-dropout", "tiny-dropout") and DROPOUT in features:
             relation = DROPOUT_LAW
@@ -341,8 +331,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         relation = AGREEMENT
     if (relation == DROPOUT_LAW and regime not in ("long-dropout", "tiny-dropout")
             or relation == GRADIENTS and regime in LONG_DECODE + ("long-both", "magnitude", "long-dropout")
-            or relation != AGREEMENT and regime == "long-queries"  # (its backward: long-queries-backward)
-            or relation != GRADIENTS and regime == "long-queries-backward"
+            or relation != AGREEMENT and regime == "long-queries"  # (forward only: a backward past 4096 queries is not drawn yet)
             or relation != DROPOUT_LAW and regime == "tiny-dropout"):  # (without dropout: a plain problem)
         # V = I: Dv = Nk, no long regime; a backward over 2¹⁷ keys costs float64 autograd seconds, and
         # dk = scale·dSᵀ Q of a q near float16's top overflows in every implementation
@@ -452,11 +441,6 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         n_q, n_k = min(max(n_q, 2), 64), min(max(n_k, 2), 64)
         if not causal:  # (an impl without is_causal: the rank regime's masked problem, at rank 5)
             mask = ONE_DIM_MASK if ATTN_MASK in features else None
-    elif regime == "rank-mask" and ATTN_MASK in features:
-        # a mask of the inputs' rank whose leading dim is B ≥ 2 (the first draw; later ones any RANK_MASKS form)
-        causal, batch = False, max(batch, 2)
-        mask = r.choice(RANK_MASKS[:2] if index < len(regimes) else RANK_MASKS)
-        n_q, n_k = min(max(n_q, 2), 64), min(max(n_k, 2), 64)
     elif regime in ("rank", "rank-causal"):
         # causal half the time (then no mask; a coin of its own, so the other fields are drawn as before)
         coins = _rng(seed, dtype, index, "rank causal")
@@ -469,11 +453,6 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         n_q, n_k = r.randint(*LONG_QUERIES_LENGTHS), r.randint(*LONG_QUERIES_KEYS)
         d, dv = min(d, LONG_QUERIES_HEAD_DIM), min(dv, LONG_QUERIES_HEAD_DIM)
         causal = CAUSAL in features
-    elif regime == "long-queries-backward":
-        batch, (hq, hkv), mask = 1, (1, 1), None
-        n_q, n_k = r.randint(*LONG_QUERIES_LENGTHS), r.randint(*LONG_QUERIES_BACKWARD_KEYS)
-        d, dv = min(d, LONG_QUERIES_HEAD_DIM), min(dv, LONG_QUERIES_HEAD_DIM)
-        causal = CAUSAL in features and r.random() < 0.5
     elif regime == "kv-broadcast":
         batch, mask, causal = max(batch, 2), None, False
         if hq < 2:
@@ -510,8 +489,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             n_k = _cycled(TINY_KEYS, seed, dtype, index - len(regimes), "tiny keys", None) or n_k
     if relation == METAMORPHIC and r.random() < 0.5 and regime is None:
         batch = max(batch, 2)
-    cap = (LONG_SCORES if regime in LONG else LONG_QUERIES_SCORES if regime in ("long-queries", "long-queries-backward")
-           else MAX_SCORES)
+    cap = LONG_SCORES if regime in LONG else LONG_QUERIES_SCORES if regime == "long-queries" else MAX_SCORES
     # (long-dropout's V = I over 2200 keys: Nq·Nk² = 8·2200², above the cap of dropout problems; tiny-dropout's
     # Nq is set by its p)
     while (batch * hq * n_q * n_k * (n_k if relation == DROPOUT_LAW else 1) > cap * (8 if relation == DROPOUT_LAW else 1)
@@ -537,12 +515,10 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         scale = None  # scores of size 1: no weight below dropout.P_FLOOR, every one counted
     layout = r.choice(LAYOUTS) if relation != DROPOUT_LAW else "contiguous"
     mask_kind, grads = r.choice(("bool", "additive")), r.choice(GRAD_SUBSETS)
-    if regime in ("long-queries", "long-queries-backward"):
+    if regime == "long-queries":
         layout = "contiguous"  # (a chunked kernel's batch stride and positions, not a layout)
     if regime == "long-backward" and grads == "q":  # dk, dv of the far keys: each wholly theirs, not a sum's part
         grads = "qkv"
-    if regime == "long-queries-backward":  # dq of the rows past each power of two: q requires grad
-        grads = r.choice(("qkv", "q", "qk"))
     dropout_grads, dropout_mask_grad = _cycled(DROPOUT_GRADIENTS, seed, dtype, index - len(regimes), "dropout grads",
                                                r.choice(DROPOUT_GRADIENTS))
     if relation == DROPOUT_LAW:
@@ -578,11 +554,11 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     if relation == DROPOUT_LAW or mask_kind != "additive":
         wide = False
     poisoned = (regime == "mask-nonfinite" or r.random() < NONFINITE_CHANCE) and relation == AGREEMENT and far is None
-    rank = r.choice(RANKS) if regime in ("rank", "rank-causal", "rank-mask") and relation == AGREEMENT else 4
+    rank = r.choice(RANKS) if regime in ("rank", "rank-causal") and relation == AGREEMENT else 4
     broadcast = regime == "kv-broadcast" and relation == AGREEMENT and batch >= 2
-    if index < len(regimes) and relation == AGREEMENT and regime in ("rank", "rank-causal", "rank-mask", "kv-broadcast"):
+    if index < len(regimes) and relation == AGREEMENT and regime in ("rank", "rank-causal", "kv-broadcast"):
         # the first draw: the forms a kernel most likely maps wrongly
-        rank = {"rank": 3, "rank-causal": 5, "rank-mask": 5}.get(regime, 4)
+        rank = {"rank": 3, "rank-causal": 5}.get(regime, 4)
     elif broadcast:
         rank = r.choice((4, 5))
     gqa_flag = r.random() < 0.5
