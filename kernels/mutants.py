@@ -558,6 +558,24 @@ class _FreshMaskInBackward(FullAttention):
         return self.dropout_mask(p, dropout_p, kv_heads, dtype)  # the bug: a new draw, not the forward's
 
 
+class _MaskRedrawnFromLastSeed(FullAttention):
+    """The backward redraws the keep mask from the RNG state the last forward started from (kept on the class,
+    not on ctx: a 'memory saving' that stores a seed instead of the mask)."""
+    last_state = None
+
+    def dropout_mask(self, p, dropout_p, kv_heads, dtype):
+        type(self).last_state = torch.get_rng_state()
+        return super().dropout_mask(p, dropout_p, kv_heads, dtype)
+
+    def backward_dropout_mask(self, drop, p, dropout_p, kv_heads, dtype):
+        kept = torch.get_rng_state()
+        torch.set_rng_state(type(self).last_state)  # the bug: the last forward's state, not this call's
+        try:
+            return super().dropout_mask(p, dropout_p, kv_heads, dtype)
+        finally:
+            torch.set_rng_state(kept)
+
+
 class _OwnGenerator(FullAttention):
     def generator(self, device):
         return torch.Generator(device=device).manual_seed(time.perf_counter_ns())  # the bug: seeded from the clock
@@ -637,6 +655,8 @@ dropout_p_as_keep_probability = _full_mutant(_DropoutPAsKeepProbability(), "drop
     "p read as the keep probability (kept with probability p, rescaled by 1/p).")
 dropout_fresh_mask_in_backward = _full_mutant(_FreshMaskInBackward(), "dropout_fresh_mask_in_backward",
     "The backward draws a new dropout mask instead of reusing the forward's.")
+dropout_mask_redrawn_from_last_seed = _full_mutant(_MaskRedrawnFromLastSeed(), "dropout_mask_redrawn_from_last_seed",
+    "The backward redraws its keep mask from the last forward's RNG state: after another dropout call, that call's.")
 dropout_own_generator = _full_mutant(_OwnGenerator(), "dropout_own_generator",
     "Dropout drawn from a generator of its own, seeded from the clock: torch.manual_seed does not reproduce it.")
 dropout_backward_unscaled = _full_mutant(_BackwardDropoutUnscaled(), "dropout_backward_unscaled",
@@ -1010,6 +1030,26 @@ def nan_inputs_zeroed(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, s
     return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
 
+class _InfiniteScoresClamped(PlainAttention):
+    def weights(self, s, visible):
+        # the bug: an 'overflow guard' turning ±inf scores into ±max before the softmax (NaN left alone)
+        s = torch.where(s.isinf(), s.sign() * torch.finfo(s.dtype).max, s)
+        return torch.softmax(masked(s, visible), dim=-1)
+
+
+infinite_scores_clamped = _mutant(_InfiniteScoresClamped(), "infinite_scores_clamped",
+    "±inf scores clamped to ±max (an overflow guard): +inf in q gives a finite row where SDPA gives NaN.")
+
+
+def dropout_skipped_under_inference_mode(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                        enable_gqa=False):
+    """An 'evaluation' shortcut: under torch.inference_mode dropout is skipped (SDPA's functional form applies
+    dropout_p in every autograd mode; only nn modules tie it to training)."""
+    if torch.is_inference_mode_enabled():
+        dropout_p = 0.0  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
 def frozen_kv_gives_no_dq(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """An inference path taken when k and v need no gradient, detaching q too: frozen K/V, no dq."""
     if not (k.requires_grad or v.requires_grad):
@@ -1141,6 +1181,10 @@ MUTANTS = MUTANTS + (
     Mutant(mixed_dtypes_cast_silently, "q, k, v of mixed dtypes cast instead of refused", "refused-inputs"),
     Mutant(dropout_p_clamped_below_one, "dropout_p = 1 clamped below 1 (weights survive)", "dropout-p-one"),
     Mutant(nan_inputs_zeroed, "NaN inputs zeroed (NaN hidden)", "nan-propagation"),
+    Mutant(dropout_mask_redrawn_from_last_seed, "dropout backward redraws the last forward's mask",
+           "generated-dropout", backward=True),
+    Mutant(dropout_skipped_under_inference_mode, "dropout skipped under inference_mode", "generated-dropout"),
+    Mutant(infinite_scores_clamped, "±inf scores clamped to ±max (infinite inputs hidden)", "nan-propagation"),
     Mutant(frozen_kv_gives_no_dq, "frozen K/V: no dq", "gradient-subsets", backward=True),
     Mutant(double_backward_through_saved_p, "double backward silently wrong (P taken as constant)",
            "double-backward", dtypes=(torch.float32,), backward=True),  # half: saved float32 copies, torch refuses
@@ -1413,6 +1457,22 @@ class _QueryMaskReadAlongRows(FullAttention):
         return super().mask_bias(attn_mask, like, dtype)
 
 
+class _MaskKeyStrideAssumedOne(FullAttention):
+    def mask_bias(self, attn_mask, like, dtype):
+        if attn_mask is not None and attn_mask.dim() and attn_mask.stride(-1) == 0 and attn_mask.shape[-1] > 1:
+            # the bug: the key stride taken as 1, as for every mask but an expanded one (its other strides honoured)
+            attn_mask = attn_mask.as_strided(attn_mask.shape, attn_mask.stride()[:-1] + (1,),
+                                             attn_mask.storage_offset())
+        return super().mask_bias(attn_mask, like, dtype)
+
+
+class _IntegerMaskTakenAsBool(FullAttention):
+    def mask_bias(self, attn_mask, like, dtype):
+        if attn_mask is not None and not attn_mask.dtype.is_floating_point and attn_mask.dtype != torch.bool:
+            attn_mask = attn_mask != 0  # the bug: an integer 0/1 mask taken as bool where SDPA raises
+        return super().mask_bias(attn_mask, like, dtype)
+
+
 class _MaskGradientOfHeadZero(FullAttention):
     def mask_gradient(self, ds, shape, dtype):
         if len(shape) >= 3 and shape[-3] == 1 and ds.shape[1] > 1:
@@ -1427,6 +1487,10 @@ class _BackwardDropsCausalWithMask(FullAttention):
 
 query_mask_read_along_rows = _full_mutant(_QueryMaskReadAlongRows(), "query_mask_read_along_rows",
     "A mask of key dim 1 ((B, 1, Nq, 1), (Nq, 1)) read with its own key stride instead of the broadcast 0.")
+mask_key_stride_assumed_one = _full_mutant(_MaskKeyStrideAssumedOne(), "mask_key_stride_assumed_one",
+    "An attn_mask expanded along the keys (key stride 0) read with key stride 1: the storage's own entries.")
+integer_mask_taken_as_bool = _full_mutant(_IntegerMaskTakenAsBool(), "integer_mask_taken_as_bool",
+    "An integer 0/1 attn_mask taken as bool (attend where nonzero) where SDPA refuses it.")
 mask_gradient_of_head_zero = _full_mutant(_MaskGradientOfHeadZero(), "mask_gradient_of_head_zero",
     "A learned mask broadcast over heads gets head 0's gradient instead of the sum over heads.")
 backward_drops_causal_with_mask = _full_mutant(_BackwardDropsCausalWithMask(), "backward_drops_causal_with_mask",
@@ -1439,6 +1503,9 @@ MUTANTS = MUTANTS + (
            dtypes=(torch.float16, torch.bfloat16)),
     Mutant(mask_gradient_of_head_zero, "head-broadcast mask gets head 0's gradient", "generated-gradients",
            backward=True),
+    Mutant(integer_mask_taken_as_bool, "integer attn_mask taken as bool", "attn-mask-dtype-refused"),
+    Mutant(mask_key_stride_assumed_one, "mask expanded along the keys read with key stride 1",
+           "generated-agreement"),
     Mutant(backward_drops_causal_with_mask, "backward drops is_causal beside attn_mask", "generated-gradients",
            backward=True),
 )
@@ -1916,8 +1983,35 @@ MUTANTS = MUTANTS + (
 )
 
 
+class _BackwardQueryRowsCapped(FullAttention):
+    def backward(self, ctx, dout):
+        grads = list(super().backward(ctx, dout))
+        if grads[0] is not None and grads[0].shape[-2] > 4096:
+            grads[0] = grads[0].clone()
+            grads[0][..., 4096:, :] = 0  # the bug: the dq pass launched over 4096 query rows at most
+        return tuple(grads)
 
 
+backward_query_rows_capped = _full_mutant(_BackwardQueryRowsCapped(), "backward_query_rows_capped",
+    "dq written for the first 4096 query rows only (a dq grid sized for 4096 queries); the forward, dk and dv right.")
+
+MUTANTS = MUTANTS + (
+    Mutant(backward_query_rows_capped, "dq rows past 4096 left 0", "generated-gradients", backward=True),
+)
+
+
+def rank5_mask_read_as_first_batch(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                   enable_gqa=False):
+    """A mask of 5 dims or more taken as its first leading entry (leading dims assumed to be 1): every batch
+    entry reads batch 0's mask."""
+    while attn_mask is not None and attn_mask.dim() > 4:
+        attn_mask = attn_mask[0]  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(rank5_mask_read_as_first_batch, "rank-5 mask read as its first batch entry", "generated-agreement"),
+)
 
 
 def numpy_rng_consumed(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):

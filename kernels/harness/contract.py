@@ -63,6 +63,11 @@ ITEMS: tuple[Item, ...] = (
          f"{MEASURED}: 'Expected query, key, and value to have the same dtype'; 'The size of tensor a (Nk) must "
          "match the size of tensor b (Nk + 3) at non-singleton dimension 3'", ("refused-inputs",
                                                                               "attn-mask-shape-refused")),
+    Item("mask-dtype", "an attn_mask of a dtype other than bool, float32 and q's (every integer dtype, float64 "
+                       "beside float32 q, the other half type) is refused",
+         f"{MEASURED}: torch 2.13's math SDPA accepts exactly bool, float32 and q's dtype for each q dtype "
+         "(float32, float16, bfloat16, float64) and raises 'Expected attn_mask dtype to be bool or float or to "
+         "match query dtype' for uint8, int8, int16, int32, int64 and the rest", ("attn-mask-dtype-refused",)),
     Item("kv-lengths", "k and v of different lengths are refused (key and value share the length S; no answer is "
                        "right)",
          f"{DOC}: 'key: (N, ..., S, E)', 'value: (N, ..., S, Ev)'; {MEASURED}: 'Expected size for first two "
@@ -91,9 +96,10 @@ ITEMS: tuple[Item, ...] = (
     Item("robust", "no overflow or 0/0 at extreme logits, rows of mixed magnitude, hugely negative rows",
          f"{MEASURED}: finite output at |scores| up to 1e30 (float32)",
          ("extreme-logits", "mixed-magnitude-rows", "hugely-negative-rows")),
-    Item("nan", "a NaN input element makes NaN exactly the outputs that depend on it, on every path (drawn "
-                "problems too: a long decode's split-K path every run)",
-         f"{MEASURED}: NaN in q row i: row i only; in k key j: every row seeing it; in v: its column",
+    Item("nan", "a NaN or infinite input element makes non-finite exactly the outputs float64 attention makes "
+                "non-finite, of its kind, on every path (drawn problems too: a long decode's split-K path every run)",
+         f"{MEASURED}: NaN in q row i: row i only; in k key j: every row seeing it; in v: its column; ±inf in q, "
+         "k or v: NaN or ±inf in exactly float64's outputs, of float64's kind, in float32, float16 and bfloat16",
          ("nan-propagation", "generated-agreement")),
     Item("precision", "error does not grow with length beyond the reference's; rounding unbiased",
          f"{MEASURED}: math backend's error flat in Nk up to 8193", ("error-growth", "rounding-bias",

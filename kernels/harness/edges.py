@@ -161,6 +161,29 @@ def mask_shape_refused(s: Subject) -> Outcome:
                    f"accepted: {', '.join(accepted)}" if accepted else f"all {2 * len(shapes)} refused")
 
 
+MASK_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16,
+               torch.float32, torch.float64)
+
+
+def mask_dtype_refused(s: Subject) -> Outcome:
+    """An attn_mask of a dtype other than bool, float32 and q's is refused (reference.require_sdpa_mask: SDPA
+    math raises "Expected attn_mask dtype to be bool or float or to match query dtype", measured for each
+    dtype here). An integer 0/1 mask taken as bool or as an additive one, or a float64 mask cast down, is a
+    guess at what the caller meant; answering anything is the failure."""
+    accepted = []
+    for dtype in MASK_DTYPES:
+        if dtype in (torch.float32, s.q.dtype):
+            continue
+        mask = torch.ones(s.case.n_q, s.case.n_k, device=s.device).to(dtype)  # (Nq, Nk), every key 1
+        try:
+            s._call(s.q, s.k, s.v, attn_mask=mask, is_causal=False)
+        except Exception:  # refusing is the contract
+            continue
+        accepted.append(str(dtype).removeprefix("torch."))
+    return Outcome(math.inf if accepted else 0.0, 0.0,
+                   f"accepted: {', '.join(accepted)}" if accepted else "every other dtype refused")
+
+
 def dropout_p_one(s: Subject) -> Outcome:
     """dropout_p = 1 drops every weight: output exactly 0 (measured: math and default dispatch);
     dropout_p = 1.5 is refused ("dropout probability has to be between 0 and 1")."""
@@ -183,40 +206,45 @@ def dropout_p_one(s: Subject) -> Outcome:
 # ===================================================================== NaN
 
 def nan_propagation(s: Subject) -> Outcome:
-    """A NaN in one element of q, k or v makes NaN exactly the outputs that depend on it, as float64
-    attention computes it: q[b, h, i, :] one row; k[b, g, j, :] every row of the group (Nk: every
-    query sees key j); v[b, g, j, c] column c of every row of the group. A kernel that hides it
-    (fmax, nan_to_num, a max that skips NaN) or spreads it (a shared max) fails."""
+    """A NaN, +inf or -inf in one element of q, k or v makes non-finite exactly the outputs that float64
+    attention makes non-finite, and of its kind (nan_placement): NaN in q[b, h, i, :] one row; in k[b, g, j, :] every row
+    of the group; in v[b, g, j, c] column c of every row of the group; an infinity as its scores and products
+    make it (+inf in q: ±inf scores, a NaN row; +inf in v: an infinite column). A kernel that hides it (fmax,
+    nan_to_num, clamped scores, a max that skips NaN) or spreads it (a shared max) fails."""
     outcomes, details = [], []
     gen = s.rng("nan positions")
     for name, x in (("q", s.q), ("k", s.k), ("v", s.v)):
         pos = tuple(int(torch.randint(n, (1,), generator=gen)) for n in x.shape)
-        bad = x.clone()
-        bad[pos] = float("nan")
-        args = {"q": s.q, "k": s.k, "v": s.v, name: bad}
-        gold = ref.attention64(*(args[n].cpu() for n in "qkv"), **s.kwargs())
-        try:
-            out = s._call(args["q"], args["k"], args["v"])[0]
-            out = checked_output(out, s.q, s.v).cpu().double()
-        except Exception as exc:  # NaN inputs are valid inputs: refusing them is a failure
-            outcomes.append(Outcome(math.inf, 0.0))
-            details.append(f"NaN in {name}: raised {type(exc).__name__}")
-            continue
-        o, said = nan_placement(s, out, gold, s.base.error, s.base.sensitivity)
-        outcomes.append(o)
-        details.append(f"NaN in {name}{list(pos)}: {said}")
+        for kind in ref.NONFINITE:
+            bad = x.clone()
+            bad[pos] = float(kind)
+            args = {"q": s.q, "k": s.k, "v": s.v, name: bad}
+            gold = ref.attention64(*(args[n].cpu() for n in "qkv"), **s.kwargs())
+            try:
+                out = s._call(args["q"], args["k"], args["v"])[0]
+                out = checked_output(out, s.q, s.v).cpu().double()
+            except Exception as exc:  # non-finite inputs are valid inputs: refusing them is a failure
+                outcomes.append(Outcome(math.inf, 0.0))
+                details.append(f"{kind} in {name}: raised {type(exc).__name__}")
+                continue
+            o, said = nan_placement(s, out, gold, s.base.error, s.base.sensitivity)
+            outcomes.append(o)
+            details.append(f"{kind} in {name}{list(pos)}: {said}")
     return worst(outcomes, details)
 
 
 def nan_placement(s: Subject, out: torch.Tensor, gold: torch.Tensor, error, sensitivity) -> tuple[Outcome, str]:
-    """out (float64) NaN exactly where gold is, and by the low-precision rule elsewhere (error and
-    sensitivity: the same problem's without the NaN)."""
-    wrong = int((torch.isnan(out) != torch.isnan(gold)).sum())
-    finite = ~torch.isnan(gold)
+    """out (float64) non-finite exactly where gold is: NaN where gold is NaN; where gold is ±inf that infinity or
+    NaN (a weight a low precision rounds to 0 times an infinite v is NaN: rounding, not a defect). Elsewhere by
+    the low-precision rule (error and sensitivity: the same problem's without the non-finite entry)."""
+    wrong = int(((torch.isfinite(out) != torch.isfinite(gold)) | torch.isnan(gold) & ~torch.isnan(out)
+                 | torch.isinf(out) & (out != gold)).sum())
+    finite = torch.isfinite(gold)
     o = measured(s, torch.where(finite, out, 0.0), torch.where(finite, gold, 0.0), error,
                  torch.where(finite, gold, 0.0), sensitivity)
     return (Outcome(math.inf if wrong else o.discrepancy, o.bound),
-            f"{int(torch.isnan(gold).sum())} NaN expected, {int(torch.isnan(out).sum())} given, {wrong} misplaced")
+            f"{int((~finite).sum())} non-finite expected, {int((~torch.isfinite(out)).sum())} given, {wrong} misplaced "
+            f"or of another kind")
 
 
 # ===================================================================== gradients
@@ -576,8 +604,8 @@ for _inv in (
     Invariant("dropout-p-one", "dropout-kept-fraction", dropout_p_one, _contract, frozenset({DROPOUT}),
               bug_classes="dropout_p = 1 dividing by 1 - p = 0 (NaN/inf) or keeping weights; p > 1 accepted"),
     Invariant("nan-propagation", None, nan_propagation, _contract,
-              bug_classes="NaN in an input hidden (fmax, nan_to_num, NaN-skipping max) or spread to outputs "
-                          "that do not depend on it"),
+              bug_classes="NaN or an infinity in an input hidden (fmax, nan_to_num, clamped scores, "
+                          "NaN-skipping max) or spread to outputs that do not depend on it"),
     Invariant("gradient-subsets", "attention-backward", gradient_subsets, _contract, _BWD,
               bug_classes="only some of q, k, v requiring grad: dq missing or wrong with frozen K/V, dk/dv "
                           "wrong with a frozen query"),
@@ -594,6 +622,9 @@ for _inv in (
     Invariant("input-inplace-before-backward", None, input_modified_before_backward, _contract, _BWD,
               bug_classes="q, k or v modified in place between forward and backward and the backward reading "
                           "the new values untracked (inputs kept outside save_for_backward)"),
+    Invariant("attn-mask-dtype-refused", None, mask_dtype_refused, _contract, frozenset({ATTN_MASK}),
+              bug_classes="an integer 0/1 attn_mask (or float64, or the other half type) accepted where SDPA "
+                          "raises: taken as bool, as additive 0/1 scores, or cast down silently"),
     Invariant("attn-mask-shape-refused", None, mask_shape_refused, _contract, frozenset({ATTN_MASK}),
               bug_classes="an attn_mask that does not broadcast to (B, Hq, Nq, Nk) (more key columns or query "
                           "rows, another batch or head size) sliced or read past instead of refused"),

@@ -9,7 +9,7 @@ k, v as contiguous tensors, (B, N, H, D) storage viewed transposed, a random per
 storage order, or views at a storage offset; no mask or a boolean or additive mask of every
 broadcast form, its storage contiguous, a transposed view, a stride-0 expand over the query rows or a
 slice at a storage offset, an additive one in q's dtype or (half q) float32 (what SDPA accepts beside
-bool), now and then with one NaN entry; now and then one NaN in q, k or v (every key visible); dropout p in (0, 1), fixed
+bool), now and then with one NaN entry; now and then one NaN, +inf or -inf in q, k or v (every key visible); dropout p in (0, 1), fixed
 values, uniform and log-uniform down to 1e-4 (now and then over one to three keys), each dropout problem with a
 requires_grad subset of q, k, V and a learned mask's gradient judged against the same keep mask; rank-3 inputs
 with Hq ≠ Hkv, k and v of batch 1 broadcast; every subset of q, k, v requiring grad (and an additive mask), after
@@ -19,7 +19,9 @@ budget (long decoding, both lengths past 2048, masks whose leading dim equals B,
 top, an additive mask as a transposed float32 (half q) view, an additive mask with a NaN entry, and the cheap
 long problems: causal past 65535 keys, a decode past 2¹⁸, a backward past 16384, dropout past 2048, NaN on a long
 decode; and appended: B = 2 and causal past 16384 queries (long-queries), dropout with p in 1e-4..1e-3 over enough
-weights that "nothing dropped" is rejected (tiny-dropout), rank-5 inputs with is_causal (rank-causal); in
+weights that "nothing dropped" is rejected (tiny-dropout), rank-5 inputs with is_causal (rank-causal), the
+gradients past 16384 queries (long-queries-backward), rank-5 inputs with a rank-5 mask of batch B ≥ 2
+(rank-mask), an additive mask expanded along the keys (mask-expanded); in
 float32 and bfloat16 the magnitude regime scales v so the output passes float16's 65504), then draws them at
 random among the rest. A run judges a count of problems (the regimes and
 DEFAULT_DRAWN more per dtype), not a time. Each problem is judged by one of four relations,
@@ -59,8 +61,8 @@ import torch
 from kernels.harness import reference as ref
 from kernels.harness.cases import Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
-from kernels.harness.subject import (SEQUENCES, BadOutput, Subject, against, checked_output, relation, strided,
-                                     subset_gradients, worst)
+from kernels.harness.subject import (CONTEXTS, SEQUENCES, BadOutput, Subject, against, calling_context, checked_output,
+                                     relation, strided, subset_gradients, worst)
 
 AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC = ("generated-agreement", "generated-gradients",
                                                  "generated-dropout", "generated-metamorphic")
@@ -106,7 +108,8 @@ RANKS = (3, 5)
 # read as mask[0] (red team rt37h) is not reached by a run's first draws: an open gap, not a covered family
 RANK_MASKS = ("(B, 1, Nq, Nk)", "(B, Hq, Nq, Nk)", "(1, Hq, Nq, Nk)", "(B, 1, 1, Nk)")
 # an attn_mask's storage (masks are views too): contiguous, (.., Nk, Nq) storage viewed transposed,
-# one query row expanded with stride 0, a slice of a larger buffer at a storage offset
+# one entry along one dim (keys, queries, heads or batch) expanded with stride 0, a slice of a larger buffer at a
+# storage offset
 MASK_STORAGES = ("contiguous", "transposed", "expanded", "offset")
 MASK_SHIFT = 300.0  # added to a float32 additive mask beside half q (masks.additive_mask's shift)
 # an additive mask entry whose rows are NaN, as in float64 and torch 2.13's SDPA (math and flash, measured).
@@ -157,7 +160,13 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #     query positions).
 #   tiny-dropout: a dropout problem (V = I) with p log-uniform on (1e-4, 1e-3) and Nq·Nk weights enough for
 #     TINY_DROPOUT_DROPS expected drops over 2049..2200 keys ("negligible p treated as 0" is then rejected).
-#   The rank and rank-causal regimes' later masked draws take a mask of the inputs' rank half the time (RANK_MASKS).
+#   long-queries-backward: long-queries' Nq (16385..16448) as a gradient problem, B = 1, one head, 17..64 keys,
+#     causal half the time, q requiring grad (red team rt37h: dq rows past 4096 left 0 escaped every forward check).
+#   rank-mask: rank-5 inputs (later draws rank 3 or 5) with a mask of their rank whose leading dim is B ≥ 2
+#     (RANK_MASKS; a rank-5 mask read as its first batch entry). The rank and rank-causal regimes' later masked
+#     draws take such a mask half the time.
+#   mask-expanded: an additive mask stored expanded (stride 0) along the keys (later draws: along any of its dims;
+#     red team rt39h: key stride taken as 1 escaped stride 0 along the queries alone).
 #   rank-causal: rank-5 inputs with is_causal, no mask, Nq ≠ Nk possible (a rank ≥ 5 path dropping is_causal);
 #     later rank draws (rank and rank-causal) are causal half the time, then without a mask.
 # magnitude in float32 and bfloat16 (q's range is float32's there) scales v instead: the largest output
@@ -168,7 +177,8 @@ REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collisio
            "kv-broadcast", "long-causal", "long-backward", "long-dropout", "long-decode-nan",
            "huge-grid-backward",
            # (appended: earlier regimes keep their indices, so their first draws are unchanged)
-           "long-queries", "tiny-dropout", "rank-causal")
+           "long-queries", "tiny-dropout", "rank-causal", "long-queries-backward", "rank-mask",
+           "mask-expanded")
 LONG_DECODE = ("long-decode", "long-decode-masked", "long-decode-nan")
 LONG = LONG_DECODE + ("long-both", "long-causal", "long-backward", "long-dropout")
 LONGEST_DECODE = (2 ** 18 + 2 ** 16, 2 ** 19)  # a fifth of the keys or more past 2¹⁸
@@ -187,6 +197,10 @@ LONG_QUERIES_KEYS = (129, 256)
 WIDE_HEAD_DIMS = (513, 575)
 LONG_QUERIES_HEAD_DIM = 8
 LONG_QUERIES_SCORES = 2 * LONG_QUERIES_LENGTHS[1] * LONG_QUERIES_KEYS[1]
+# long-queries-backward: the same query lengths as a gradient problem (a backward chunking its queries or
+# capping dq's rows at a power of two up to 16384), one batch entry and few keys: the float64 gradients of
+# 16448 × 64 scores
+LONG_QUERIES_BACKWARD_KEYS = (17, 64)
 # tiny-dropout: p log-uniform on (1e-4, 1e-3) over enough weights that TINY_DROPOUT_DROPS are expected dropped:
 # "nothing dropped" then has z = sqrt(n·p/(1-p)) ≥ 6 > dropout._z(ALPHA) ≈ 4.9 (20 expected drops give 4.5,
 # which the kept-fraction test at alpha 1e-6 would accept)
@@ -202,6 +216,9 @@ MANY_HEADS_GROUPS = (16, 17, 32, 33, 65)
 HEAD_SHARED_MASKS = ("(B, 1, Nq, Nk)", "(B, 1, 1, Nk)", "(1, 1, 1, Nk)", "(B, 1, Nq, 1)")
 FAR_MASK_VALUES = (-1e20, -1e21, -1e25, -1e30, -1e38)  # float32 holds each; float16 none (a float32 mask then)
 REGIME_CHANCE = 0.03
+DROPOUT_SEQUENCES = ("single", "two-layers")  # a dropout problem's calls around its backward (subject.SEQUENCES)
+# the autograd mode of the first draws of the dropout regimes (subject.CONTEXTS; the rest drawn)
+FIRST_CONTEXTS = {"long-dropout": "inference_mode", "tiny-dropout": "no_grad"}
 # dropout problems (V = I) over one or two keys, two of every five (None: Nk as drawn, 8 at least): the kept
 # fraction is then counted over Nq rows of each head (8 at least), and each weight must still be 0 or P/(1-p)
 TINY_KEYS = (None, 1, None, 2, None)
@@ -236,7 +253,7 @@ class Problem:
     seed: int = 0
     magnitude: bool = False  # q scaled up towards the dtype's largest value, k down (see REGIMES)
     late_values: bool = False  # v zero before the last keys below 2048, large after (see _late_values)
-    mask_storage: str = "contiguous"  # one of MASK_STORAGES
+    mask_storage: str = "contiguous"  # one of MASK_STORAGES, or "expanded keys" (the mask-expanded regime's first)
     mask_dtype: str | None = None  # an additive mask's dtype when not q's ("float32")
     mask_nonfinite: str | None = None  # one of NONFINITE: one additive mask entry
     mask_far: float | None = None  # whole mask rows set to this finite value (far-masked-rows)
@@ -245,7 +262,9 @@ class Problem:
     sequence: str = "single"  # the calls around the judged backward (subject.SEQUENCES; generated-gradients)
     enable_gqa: bool = True  # False: one KV head (Hkv = 1 < Hq) broadcast as matmul does (contract item "gqa")
     kv_broadcast: bool = False  # k, v given with batch (rank 5: leading dim) 1, broadcast over q's (kv-broadcast)
-    input_nan: str | None = None  # "q", "k" or "v": one element NaN (generated-agreement; nan-propagation's rule)
+    input_nan: str | None = None  # "q", "k" or "v": one element non-finite (generated-agreement; nan-propagation's rule)
+    input_value: str = "NaN"  # that element's value, one of reference.NONFINITE
+    context: str = "no_grad"  # the autograd mode of a forward-only call (subject.CONTEXTS; agreement, dropout)
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -274,7 +293,9 @@ class Problem:
         if self.kv_broadcast:
             parts.append("k, v of batch 1 broadcast")
         if self.input_nan:
-            parts.append(f"NaN in {self.input_nan}")
+            parts.append(f"{self.input_value} in {self.input_nan}")
+        if self.context != "no_grad":
+            parts.append(f"under {self.context}")
         return f"generated: {' '.join(parts)} seed={self.seed}"
 
     @property
@@ -301,6 +322,14 @@ def _cycled(values, seed: int, dtype: str, index: int, axis: str, drawn):
     return values[(index // len(RELATIONS) + start) % len(values)]
 
 
+def _drawn_regime(seed: int, dtype: str, k: int, regimes: tuple[str, ...]):
+    """The regime of drawn problem k, or None: one with probability len(regimes)·REGIME_CHANCE, the one whose
+    weight, a function of (seed, dtype, k, its name) alone, is highest."""
+    if not regimes or _rng(seed, dtype, "drawn regime", k).random() >= len(regimes) * REGIME_CHANCE:
+        return None
+    return max(regimes, key=lambda name: _rng(seed, dtype, "drawn regime", k, name).random())
+
+
 def chosen_regimes(names=None) -> tuple[str, ...]:
     """The regimes a run draws (all of REGIMES by default), in REGIMES' order; an unknown name is refused."""
     if names is None:
@@ -317,22 +346,27 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     """Problem ``index`` of the run with ``seed``: a function of (seed, dtype, index, regimes) alone.
     The first len(regimes) indices draw one problem of each regime (forward against float64; learned-mask's
     and long-backward's gradients, long-dropout's dropout law), the rest
-    rotate through the relations."""
-    r = _rng(seed, dtype, index)
+    rotate through the relations. A drawn problem is keyed by its place past the regimes, and its regime chosen by
+    highest random weight, so appending a regime leaves every regime problem and most drawn ones as they were
+    (only those the new regime wins, and those its larger share turns from none to one)."""
+    key = (index,) if index < len(regimes) else ("drawn", index - len(regimes))
+    r = _rng(seed, dtype, *key)
     if index < len(regimes):
         relation, regime = AGREEMENT, regimes[index]
-        if regime == "learned-mask" and ATTN_MASK in features or regime in ("long-backward", "huge-grid-backward"):
+        if (regime == "learned-mask" and ATTN_MASK in features
+                or regime in ("long-backward", "huge-grid-backward", "long-queries-backward")):
             relation = GRADIENTS  # (a forward problem where the impl has no backward: below)
         if regime in ("long-dropout", "tiny-dropout") and DROPOUT in features:
             relation = DROPOUT_LAW
     else:
         relation = RELATIONS[(index - len(regimes)) % len(RELATIONS)]
-        regime = r.choice(regimes) if regimes and r.random() < len(regimes) * REGIME_CHANCE else None
+        regime = _drawn_regime(seed, dtype, index - len(regimes), regimes)
     if relation == GRADIENTS and BACKWARD not in features or relation == DROPOUT_LAW and DROPOUT not in features:
         relation = AGREEMENT
     if (relation == DROPOUT_LAW and regime not in ("long-dropout", "tiny-dropout")
             or relation == GRADIENTS and regime in LONG_DECODE + ("long-both", "magnitude", "long-dropout")
-            or relation != AGREEMENT and regime == "long-queries"  # (forward only: a backward past 4096 queries is not drawn yet)
+            or relation != AGREEMENT and regime == "long-queries"  # (its backward: long-queries-backward)
+            or relation != GRADIENTS and regime == "long-queries-backward"
             or relation != DROPOUT_LAW and regime == "tiny-dropout"):  # (without dropout: a plain problem)
         # V = I: Dv = Nk, no long regime; a backward over 2¹⁷ keys costs float64 autograd seconds, and
         # dk = scale·dSᵀ Q of a q near float16's top overflows in every implementation
@@ -442,9 +476,14 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         n_q, n_k = min(max(n_q, 2), 64), min(max(n_k, 2), 64)
         if not causal:  # (an impl without is_causal: the rank regime's masked problem, at rank 5)
             mask = ONE_DIM_MASK if ATTN_MASK in features else None
+    elif regime == "rank-mask" and ATTN_MASK in features:
+        # a mask of the inputs' rank whose leading dim is B ≥ 2 (the first draw; later ones any RANK_MASKS form)
+        causal, batch = False, max(batch, 2)
+        mask = r.choice(RANK_MASKS[:2] if index < len(regimes) else RANK_MASKS)
+        n_q, n_k = min(max(n_q, 2), 64), min(max(n_k, 2), 64)
     elif regime in ("rank", "rank-causal"):
         # causal half the time (then no mask; a coin of its own, so the other fields are drawn as before)
-        coins = _rng(seed, dtype, index, "rank causal")
+        coins = _rng(seed, dtype, *key, "rank causal")
         causal = CAUSAL in features and coins.random() < 0.5
         mask = ONE_DIM_MASK if ATTN_MASK in features and n_k > 0 and not causal else None
         if mask is not None and coins.random() < 0.5:  # a mask of the inputs' rank
@@ -454,6 +493,11 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         n_q, n_k = r.randint(*LONG_QUERIES_LENGTHS), r.randint(*LONG_QUERIES_KEYS)
         d, dv = min(d, LONG_QUERIES_HEAD_DIM), min(dv, LONG_QUERIES_HEAD_DIM)
         causal = CAUSAL in features
+    elif regime == "long-queries-backward":
+        batch, (hq, hkv), mask = 1, (1, 1), None
+        n_q, n_k = r.randint(*LONG_QUERIES_LENGTHS), r.randint(*LONG_QUERIES_BACKWARD_KEYS)
+        d, dv = min(d, LONG_QUERIES_HEAD_DIM), min(dv, LONG_QUERIES_HEAD_DIM)
+        causal = CAUSAL in features and r.random() < 0.5
     elif regime == "kv-broadcast":
         batch, mask, causal = max(batch, 2), None, False
         if hq < 2:
@@ -462,7 +506,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             hkv = hq
     elif regime == "far-masked-rows" and ATTN_MASK in features:
         causal, mask, n_q, n_k = False, r.choice(MASK_FORMS[:5]), max(n_q, 2), max(n_k, 2)
-    elif regime in ("mask-storage", "mask-nonfinite") and ATTN_MASK in features:
+    elif regime in ("mask-storage", "mask-nonfinite", "mask-expanded") and ATTN_MASK in features:
         # two rows and two keys at least: a (1, Nk) mask's strides say nothing
         causal, mask, n_q, n_k = False, r.choice(MASK_FORMS[:5]), max(n_q, 2), max(n_k, 2)
     elif mask in AMBIGUOUS_MASKS and r.random() < 0.5:  # the same collisions, now and then
@@ -490,7 +534,10 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             n_k = _cycled(TINY_KEYS, seed, dtype, index - len(regimes), "tiny keys", None) or n_k
     if relation == METAMORPHIC and r.random() < 0.5 and regime is None:
         batch = max(batch, 2)
-    cap = LONG_SCORES if regime in LONG else LONG_QUERIES_SCORES if regime == "long-queries" else MAX_SCORES
+    if regime == "cache-slice":  # two batch entries at least (before the cap): a batch stride is read only past the first
+        batch = max(batch, 2)
+    cap = (LONG_SCORES if regime in LONG else LONG_QUERIES_SCORES if regime in ("long-queries", "long-queries-backward")
+           else MAX_SCORES)
     # (long-dropout's V = I over 2200 keys: Nq·Nk² = 8·2200², above the cap of dropout problems; tiny-dropout's
     # Nq is set by its p)
     while (batch * hq * n_q * n_k * (n_k if relation == DROPOUT_LAW else 1) > cap * (8 if relation == DROPOUT_LAW else 1)
@@ -516,10 +563,12 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         scale = None  # scores of size 1: no weight below dropout.P_FLOOR, every one counted
     layout = r.choice(LAYOUTS) if relation != DROPOUT_LAW else "contiguous"
     mask_kind, grads = r.choice(("bool", "additive")), r.choice(GRAD_SUBSETS)
-    if regime == "long-queries":
+    if regime in ("long-queries", "long-queries-backward"):
         layout = "contiguous"  # (a chunked kernel's batch stride and positions, not a layout)
     if regime == "long-backward" and grads == "q":  # dk, dv of the far keys: each wholly theirs, not a sum's part
         grads = "qkv"
+    if regime == "long-queries-backward":  # dq of the rows past each power of two: q requires grad
+        grads = r.choice(("qkv", "q", "qk"))
     dropout_grads, dropout_mask_grad = _cycled(DROPOUT_GRADIENTS, seed, dtype, index - len(regimes), "dropout grads",
                                                r.choice(DROPOUT_GRADIENTS))
     if relation == DROPOUT_LAW:
@@ -539,27 +588,29 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     half = dtype in ("float16", "bfloat16")
     if regime == "mask-storage":  # a stride-ignoring, dtype-casting or contiguity-demanding reader fails
         mask_kind, storage, wide = "additive", "transposed", True
-    if regime in ("mask-nonfinite", "learned-mask"):
+    if regime in ("mask-nonfinite", "learned-mask", "mask-expanded"):
         mask_kind = "additive"
-    if relation == GRADIENTS and mask_kind == "additive" and storage == "expanded":
+    if regime == "mask-expanded" and mask is not None:
+        storage = "expanded keys" if index < len(regimes) else "expanded"
+    if relation == GRADIENTS and mask_kind == "additive" and storage.startswith("expanded"):
         storage = "transposed"  # a learned mask is a parameter, never a stride-0 view (torch refuses its gradient)
-    if relation == DROPOUT_LAW and (grads or dropout_mask_grad) and storage == "expanded":
+    if relation == DROPOUT_LAW and (grads or dropout_mask_grad) and storage.startswith("expanded"):
         # SDPA math raises on a stride-0 mask beside dropout and inputs requiring grad (measured: "more than one
         # element of the written-to tensor refers to a single memory location")
         storage = "transposed"
     far = None
     if regime == "far-masked-rows" and mask is not None:
         mask_kind, wide, far = "additive", True, r.choice(FAR_MASK_VALUES)
-    if regime == "cache-slice":  # two batch entries at least: a batch stride is read only past the first
-        layout, batch = "slice", max(batch, 2)
+    if regime == "cache-slice":
+        layout = "slice"
     if relation == DROPOUT_LAW or mask_kind != "additive":
         wide = False
     poisoned = (regime == "mask-nonfinite" or r.random() < NONFINITE_CHANCE) and relation == AGREEMENT and far is None
-    rank = r.choice(RANKS) if regime in ("rank", "rank-causal") and relation == AGREEMENT else 4
+    rank = r.choice(RANKS) if regime in ("rank", "rank-causal", "rank-mask") and relation == AGREEMENT else 4
     broadcast = regime == "kv-broadcast" and relation == AGREEMENT and batch >= 2
-    if index < len(regimes) and relation == AGREEMENT and regime in ("rank", "rank-causal", "kv-broadcast"):
+    if index < len(regimes) and relation == AGREEMENT and regime in ("rank", "rank-causal", "rank-mask", "kv-broadcast"):
         # the first draw: the forms a kernel most likely maps wrongly
-        rank = {"rank": 3, "rank-causal": 5}.get(regime, 4)
+        rank = {"rank": 3, "rank-causal": 5, "rank-mask": 5}.get(regime, 4)
     elif broadcast:
         rank = r.choice((4, 5))
     gqa_flag = r.random() < 0.5
@@ -573,19 +624,31 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    layout=layout,
                    mask=mask, mask_kind=mask_kind, dropout_p=float(f"{dropout_p:.3g}"),
                    grads=grads, scale=scale, relation=relation,
-                   seed=zlib.crc32(repr((seed, dtype, index)).encode()), magnitude=magnitude,
+                   seed=zlib.crc32(repr((seed, dtype) + key).encode()), magnitude=magnitude,
                    late_values=late_values, mask_storage=storage,
                    mask_dtype="float32" if wide and half and mask is not None else None,
                    mask_nonfinite=nonfinite if poisoned and mask is not None and mask_kind == "additive" else None,
                    mask_far=far, rank=rank, kv_broadcast=broadcast, input_nan=input_nan,
+                   # (a coin of its own: the other fields are drawn as before infinities were)
+                   input_value=_rng(seed, dtype, *key, "input value").choice(ref.NONFINITE) if input_nan else "NaN",
+                   # (red team rt39h: dropout skipped under inference_mode escaped calls under no_grad alone)
+                   # every run's two dropout regimes in the two modes without a graph; drawn problems cycle
+                   context=(FIRST_CONTEXTS.get(regime) if index < len(regimes) else None)
+                   or _cycled(CONTEXTS, seed, dtype, index - len(regimes), "context",
+                              _rng(seed, dtype, *key, "context").choice(CONTEXTS))
+                   if relation in (AGREEMENT, DROPOUT_LAW) else "no_grad",
                    # (rank 3 with Hkv < Hq only under enable_gqa: without it B·Hkv heads do not broadcast)
                    enable_gqa=not (hkv == 1 < hq and gqa_flag and rank != 3),
                    # (a learned mask is a parameter, never a stride-0 view: torch refuses the gradient of one)
                    mask_grad=(relation == GRADIENTS or relation == DROPOUT_LAW and dropout_mask_grad and BACKWARD in features)
                    and mask is not None and mask_kind == "additive"
-                   and storage != "expanded" and 0 not in (batch, hq, n_q, n_k, d, dv),
+                   and not storage.startswith("expanded") and 0 not in (batch, hq, n_q, n_k, d, dv),
                    sequence=_cycled(SEQUENCES, seed, dtype, index - len(regimes), "sequence", "single")
-                   if relation == GRADIENTS else "single")
+                   if relation == GRADIENTS
+                   # a dropout backward after another dropout forward (red team rt39h: a backward redrawing its
+                   # mask from the last forward's seed escaped single calls); a coin of its own
+                   else _rng(seed, dtype, *key, "dropout sequence").choice(DROPOUT_SEQUENCES)
+                   if relation == DROPOUT_LAW and (grads or dropout_mask_grad) else "single")
 
 
 def _late_values(s: Subject) -> None:
@@ -681,18 +744,22 @@ def _mask(s: Subject, p: Problem, poisoned: bool = True):
     r = _rng(p.seed, "mask storage")
     if p.mask == ONE_DIM_MASK:
         m = m.reshape(p.n_k)
+    # "expanded": stride 0 along one dim of more than one entry, any of them, the keys' too (red team rt39h: a
+    # mask read with stride 1 along the keys escaped stride 0 along the queries alone); a coin of its own
+    expanded = (m.dim() - 1 if p.mask_storage == "expanded keys"
+                else _rng(p.seed, "mask expanded dim").choice([i for i, n in enumerate(m.shape) if n > 1] or [m.dim() - 1]))
     if p.mask_nonfinite and poisoned and m.numel():
         pos = [r.randrange(n) for n in m.shape]
-        if p.mask_storage == "expanded":
-            pos[0 if m.dim() < 2 else -2] = 0  # the row every query row reads
+        if p.mask_storage.startswith("expanded"):
+            pos[expanded] = 0  # the entry every one along that dim reads
         m[tuple(pos)] = float(p.mask_nonfinite)
     if p.mask_far is not None and m.dim() >= 2 and m.shape[-2] > 1:
         rows = r.sample(range(m.shape[-2]), r.randint(1, m.shape[-2] - 1))  # some rows, not every one
         m[..., rows, :] = p.mask_far
     if p.mask_storage == "transposed" and m.dim() >= 2:
         return m.transpose(-2, -1).contiguous().transpose(-2, -1)
-    if p.mask_storage == "expanded" and m.dim() >= 2:
-        return m[..., :1, :].expand(m.shape)
+    if p.mask_storage.startswith("expanded") and m.numel():
+        return m.narrow(expanded, 0, 1).expand(m.shape)
     if p.mask_storage == "offset":
         return _view(m, "offset", r)
     return m
@@ -719,7 +786,7 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
         clean = s.reference(attn_mask=m)
         x = getattr(s, p.input_nan).clone()
         where = _rng(p.seed, "input nan")
-        x[tuple(where.randrange(n) for n in x.shape)] = float("nan")
+        x[tuple(where.randrange(n) for n in x.shape)] = float(p.input_value)
         setattr(s, p.input_nan, x)
     q, k, v = views = tuple(_view(x, p.layout, r, cache=i > 0) for i, x in enumerate((s.q, s.k, s.v)))
     # the plain reference's error on these very views: BLAS takes another accumulation order for
@@ -731,14 +798,14 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
         k, v = k[:1], v[:1]
     if p.rank != 4:
         q, k, v = (x.flatten(0, 1) if p.rank == 3 else x.unsqueeze(1) for x in (q, k, v))
-    out = s.run_fresh(q, k, v, **({} if m is None else {"attn_mask": _ranked_mask(m, p)}))
+    out = s.run_fresh(q, k, v, p.context, **({} if m is None else {"attn_mask": _ranked_mask(m, p)}))
     out = out.reshape(p.batch, p.q_heads, p.n_q, p.value_dim)  # (B, Hq, Nq, Dv) whatever the rank
     if clean is not None:  # NaN exactly in the outputs that depend on it (nan-propagation's rule)
         from kernels.harness.edges import nan_placement
 
         gold = ref.attention64(s.q.cpu(), s.k.cpu(), s.v.cpu(), **_kwargs(s, p, None if m is None else m.cpu()))
         o, said = nan_placement(s, out.cpu().double(), gold, clean.error, clean.sensitivity)
-        return Outcome(o.discrepancy, o.bound, f"NaN in {p.input_nan}: {said}")
+        return Outcome(o.discrepancy, o.bound, f"{p.input_value} in {p.input_nan}: {said}")
     if p.mask_nonfinite and m is not None:  # NaN exactly in the rows the entry reaches, as in float64 (nan-propagation's rule)
         from kernels.harness.edges import nan_placement
 
@@ -773,7 +840,7 @@ def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
     outcomes, details = subset_gradients(s, tensors, _kwargs(s, p, m), g.gold, plain, s.gradient_sizes_for(attn_mask=m),
                                          p.sequence, out_golden)
     if p.mask_grad and m is not None:
-        from kernels.harness.masks import mask_gradient_outcome
+        from kernels.harness.masks import broadcast_gradient_relation, mask_gradient_outcome
 
         leaf = m.detach().requires_grad_()  # the mask's own storage form, a leaf
         try:
@@ -787,12 +854,19 @@ def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
                  else mask_gradient_outcome(s, got, leaf, s.kwargs()))
             outcomes.append(o)
             details.append("dmask missing" if got is None else f"dmask {o.discrepancy:.3g}/{o.bound:.3g}")
+            summed = None if got is None else broadcast_gradient_relation(
+                s, lambda mask: s.impl(*tensors, **_kwargs(s, p, mask)), got, leaf)
+            if summed is not None:
+                outcomes.append(summed)
+                details.append(f"{summed.detail} {summed.discrepancy:.3g}/{summed.bound:.3g}")
     return worst(outcomes, details)
 
 
 def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
     """One seeded call with V = I, q, k, V requiring grad as drawn (and the mask when it is learned): the
-    output W = P∘M/(1-p) by the mask law, and the asked gradients against float64 with the same M."""
+    output W = P∘M/(1-p) by the mask law, and the asked gradients against float64 with the same M; where the
+    gradients needed autograd on and the problem drew another mode (no_grad, inference_mode), the same seeded
+    call again in that mode, its W by the law too."""
     from kernels.harness import dropout as drop
 
     v1 = drop.one_hot_values(s)
@@ -800,7 +874,8 @@ def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
     leaf = m.detach().requires_grad_() if p.mask_grad and m is not None else None
     d_o = s.cast(torch.randn(s.q.shape[:-1] + (p.n_k,), generator=s.rng("dropout dO"), dtype=torch.float64))
     details = []
-    with drop.seeded(s, 0):
+    mode = p.context if leaf is None and not p.grads else "enable_grad"  # (gradients need a graph)
+    with drop.seeded(s, 0), calling_context(mode):
         try:
             w = s.impl(*tensors, **_kwargs(s, p, m if leaf is None else leaf), dropout_p=p.dropout_p)
         except Exception as exc:  # a mask requiring grad may be refused (contract item mask-gradient)
@@ -812,12 +887,23 @@ def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
         checked_output(w, s.q, v1)
         law = drop._mask_law(s, w.detach().cpu().double(), attn_mask=m, p=p.dropout_p, with_bias=False)
         if w.requires_grad:
+            other = None
+            if p.sequence == "two-layers":  # a dropout call of the same shape (other values) before our backward
+                other = s.impl(*(t.detach().flip(-2).requires_grad_(t.requires_grad) for t in tensors),
+                               **_kwargs(s, p, m), dropout_p=p.dropout_p)
             outcomes, said = drop.dropped_gradients(s, w, tensors, leaf, _kwargs(s, p, leaf if leaf is not None else m),
                                                     p.dropout_p, d_o)
+            del other  # (kept alive until our backward ran, as a model's next layer is)
         elif any(t.requires_grad for t in tensors) or leaf is not None:
             outcomes, said = [Outcome(math.inf, 0.0)], ["the output has no grad_fn"]
         else:
             outcomes, said = [], []
+    if mode != p.context:  # the same seeded call in the drawn mode too, its weights judged by the law
+        with drop.seeded(s, 0), calling_context(p.context):
+            again = checked_output(s.impl(*(t.detach() for t in tensors), **_kwargs(s, p, m), dropout_p=p.dropout_p),
+                                   s.q, v1)
+        o = drop._mask_law(s, again.detach().cpu().double(), attn_mask=m, p=p.dropout_p, with_bias=False)
+        outcomes, said = outcomes + [o], said + [f"under {p.context}: {o.detail}"]
     return worst([law] + outcomes, [law.detail] + said + details)
 
 
@@ -895,7 +981,7 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("mask_storage", ("contiguous",)),
+    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("input_value", ("NaN",)), ("context", ("no_grad",)), ("mask_storage", ("contiguous",)),
                           ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
                           ("scale", (None,)),
                           ("causal", (False,)),

@@ -226,6 +226,36 @@ def mask_gradient_outcome(s: Subject, got: torch.Tensor, bias: torch.Tensor, kw:
     return measured(s, got.detach().cpu(), gold, tol.max_abs_error(plain, gold), size)
 
 
+def broadcast_gradient_relation(s: Subject, run, got: torch.Tensor, bias: torch.Tensor) -> Outcome | None:
+    """A mask broadcast along some dims has the sum along them of its expansion's gradient: ``got`` (the impl's
+    gradient for ``bias``) against the impl's own gradient for bias expanded to (B, Hq, Nq, Nk), contiguous,
+    summed in float64 (``run(mask)``: the impl's output for that mask). One path computes the same dS terms
+    in both calls, so they differ by the expansion's gradient rounded term by term to q's dtype, a float32 sum
+    of n terms and the sum's own rounding: at most (eps + n·eps(float32))·Σ|terms| + eps·(|sum| + 0.3). The
+    rule's floor on a sum of n terms grows as n (one rounding at the sum of their absolute sizes) while a wrong
+    broadcast errs as √n: over 508 terms in bfloat16 it was 75.8 against the bug's 16. None where the mask is
+    not broadcast or the impl refuses its expansion (a kernel with a key-bias path only)."""
+    full = (s.q.shape[0], s.q.shape[1], s.q.shape[-2], s.k.shape[-2])  # (B, Hq, Nq, Nk)
+    if tuple(bias.shape) == full or bias.dim() > 4:
+        return None
+    expanded = bias.detach().expand(full).contiguous().requires_grad_()
+    try:
+        out = run(expanded)
+        terms = torch.autograd.grad(out, expanded, ref.copy(s.dout), allow_unused=True)[0]
+    except Exception:  # (the broadcast form was accepted; refusing the full one is its business)
+        return None
+    if terms is None:
+        return Outcome(math.inf, 0.0, "the expanded mask got no gradient")
+    terms = terms.detach().cpu().double()
+    summed = terms.sum_to_size(bias.shape)
+    n = terms.numel() // max(summed.numel(), 1)
+    size = float(terms.abs().sum_to_size(bias.shape).max()) if terms.numel() else 0.0
+    allowed = ((tol.eps(s.dtype) + n * tol.eps(torch.float32)) * size
+               + tol.eps(s.dtype) * (tol.max_abs_error(summed, torch.zeros_like(summed)) + tol.FLOOR_OFFSET))
+    return Outcome(tol.max_abs_error(got.detach().cpu(), summed), allowed,
+                   f"dmask against its expansion's summed over {n}")
+
+
 def attn_mask_bias_gradient(s: Subject) -> Outcome:
     """A learned additive bias (ALiBi slopes, relative-position terms) passed as attn_mask with
     requires_grad: its gradient is the scores' gradient dS, summed over the batch it broadcasts

@@ -76,7 +76,7 @@ def flex_eager(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=
     causal mask_mod, joining either."""
     from torch.nn.attention.flex_attention import and_masks, create_block_mask, flex_attention
 
-    ref.require_sdpa_inputs(q, k, v)  # flex_attention itself computes mixed dtypes; SDPA's contract refuses them
+    ref.require_sdpa_inputs(q, k, v, attn_mask)  # flex_attention itself computes mixed dtypes; SDPA's contract refuses them
     if not q.dim() == k.dim() == v.dim() == 4:
         # flex_attention takes (B, H, N, D) only ("NYI"); SDPA any rank >= 3: the glue, not flex's numerics, is ours
         if min(q.dim(), k.dim(), v.dim()) < 3:

@@ -9,6 +9,9 @@ import math
 
 import torch
 
+# the non-finite values an input element may hold (float() reads each), judged by their kind in the output
+NONFINITE = ("NaN", "+inf", "-inf")
+
 
 def flattened_mask(mask, lead: torch.Size):
     """A mask of 4 dims or more against inputs with leading dims ``lead``: (prod(lead), ·, Nq, Nk), the
@@ -19,14 +22,22 @@ def flattened_mask(mask, lead: torch.Size):
     return mask.expand(*lead, *tail).reshape(-1, *tail)  # (B', 1 or H, Nq or 1, Nk)
 
 
-def require_sdpa_inputs(q, k, v) -> None:
-    """SDPA's refusals (kernels.harness.contract, items "refused" and "kv-lengths"): q, k and v of
-    different dtypes raise rather than being cast to one of them, and k and v of different lengths
-    rather than one being read over the other's."""
+def require_sdpa_inputs(q, k, v, attn_mask=None) -> None:
+    """SDPA's refusals (kernels.harness.contract, items "refused", "kv-lengths" and "mask-dtype"): q, k and v
+    of different dtypes raise rather than being cast to one of them, k and v of different lengths rather than
+    one being read over the other's, and an attn_mask of a dtype SDPA refuses (require_sdpa_mask)."""
     if not q.dtype == k.dtype == v.dtype:
         raise ValueError(f"q, k and v must have one dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have one length, got k {k.shape[-2]} and v {v.shape[-2]} (dim -2)")
+    require_sdpa_mask(attn_mask, q.dtype)
+
+
+def require_sdpa_mask(attn_mask, dtype: torch.dtype) -> None:
+    """An attn_mask beside inputs of ``dtype`` is bool, float32 or ``dtype``: SDPA math refuses every other
+    (measured, torch 2.13: every integer dtype, float64 beside float32 q, the other half type)."""
+    if attn_mask is not None and attn_mask.dtype not in (torch.bool, torch.float32, dtype):
+        raise TypeError(f"attn_mask must be bool, float32 or the inputs' dtype ({dtype}), got {attn_mask.dtype}")
 
 
 def default_scale(head_dim: int) -> float:
@@ -136,7 +147,7 @@ def golden_and_sensitivity(q, k, v, *, is_causal=False, scale=None, enable_gqa=F
 def float64_reference(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False) -> torch.Tensor:
     """An SDPA-compatible implementation (no dropout) that computes in float64 and returns q's dtype;
     it refuses mixed dtypes as SDPA does, though the upcast would hide them."""
-    require_sdpa_inputs(q, k, v)
+    require_sdpa_inputs(q, k, v, attn_mask)
     return attention64(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
                        attn_mask=attn_mask).to(q.dtype)
 

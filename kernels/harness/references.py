@@ -23,7 +23,7 @@ import math
 
 import torch
 
-from kernels.harness.reference import flattened_mask, require_sdpa_inputs
+from kernels.harness.reference import flattened_mask, require_sdpa_inputs, require_sdpa_mask
 from kernels.harness.rounding_bound import declare_recipe
 
 BLOCK = 16  # small, so the harness's lengths (37, 53, 127) span several blocks and a partial one
@@ -412,6 +412,7 @@ class FullAttention(Attention):
         ``dtype`` is the inputs' (what a kernel might wrongly build the mask in)."""
         if attn_mask is None:
             return None
+        require_sdpa_mask(attn_mask, dtype)
         if attn_mask.dtype == torch.bool:
             return torch.zeros(attn_mask.shape, dtype=like.dtype, device=like.device).masked_fill(~attn_mask,
                                                                                                    float("-inf"))

@@ -77,14 +77,14 @@ class Subject:
         with torch.no_grad():
             return self.impl(q, k, v, **self.kwargs(**overrides)), (q, k, v)
 
-    def run_fresh(self, q, k, v, **overrides) -> torch.Tensor:
+    def run_fresh(self, q, k, v, context: str = "no_grad", **overrides) -> torch.Tensor:
         """impl on q, k, v as given: the caller's own fresh tensors (their strides and storage
         offsets, which a copy would not keep, are what is being checked). The caller's tensors keep
         their storage, strides and offset (a view still aliases its base): an impl that makes them
         contiguous by assigning ``.data`` leaves the values equal but detaches a view of a packed QKV
-        buffer from later writes into it."""
+        buffer from later writes into it. ``context``: one of CONTEXTS, the autograd mode of the call."""
         before = [_placement(t) for t in (q, k, v)]
-        with torch.no_grad():
+        with calling_context(context):
             out = checked_output(self.impl(q, k, v, **self.kwargs(**overrides)), q, v)
         for name, t, was in zip("qkv", (q, k, v), before):
             if _placement(t) != was:
@@ -220,6 +220,18 @@ def gradients_against(s: Subject, got, golden, plain, scales: GradientScales) ->
         outcomes.append(o)
         details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
     return worst(outcomes, details)
+
+
+# The autograd mode a forward is called in: an impl may take another path under no_grad or inference_mode
+# (a fast path that skips dropout or the mask), and SDPA's answer is the same in each (measured: dropout's keep
+# mask too, for one seed)
+CONTEXTS = ("no_grad", "enable_grad", "inference_mode")
+
+
+def calling_context(context: str):
+    if context not in CONTEXTS:
+        raise ValueError(f"context must be one of {', '.join(CONTEXTS)}; got {context!r}")
+    return {"no_grad": torch.no_grad, "enable_grad": torch.enable_grad, "inference_mode": torch.inference_mode}[context]()
 
 
 # How a backward is reached: right after its own forward; after a second forward of the same shape on

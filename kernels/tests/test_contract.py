@@ -44,7 +44,7 @@ def test_python_m_prints_items_invariants_and_families():
     assert "MAPPING PROBLEM" not in out
     for it in contract.ITEMS:
         assert out.count(f"\n{it.name}: ") + out.startswith(f"{it.name}: ") == 1
-    assert "-> nan-propagation: NaN in an input hidden" in out
+    assert "-> nan-propagation: NaN or an infinity in an input hidden" in out
 
 
 def test_state_left_changed_by_an_earlier_call_of_the_run_is_seen():

@@ -50,9 +50,16 @@ def test_every_run_draws_each_regime_first():
              far, rank, grid, wide_value, learned, kv_broadcast, long_causal, long_backward, long_dropout,
              decode_nan, grid_backward) = (gen.draw(seed, i, dtype, ALL) for i in range(23))
             # the regimes appended after the first 23 (their indices moved no earlier one)
-            square, tiny, rank5 = (gen.draw(seed, gen.REGIMES.index(name), dtype, ALL)
-                                   for name in ("long-queries", "tiny-dropout", "rank-causal"))
-            assert gen.REGIMES[:23][-1] == "huge-grid-backward" and len(gen.REGIMES) == 26
+            square, tiny, rank5, square_backward, rank_mask, expanded = (
+                gen.draw(seed, gen.REGIMES.index(name), dtype, ALL)
+                for name in ("long-queries", "tiny-dropout", "rank-causal", "long-queries-backward", "rank-mask",
+                             "mask-expanded"))
+            assert gen.REGIMES[:23][-1] == "huge-grid-backward" and len(gen.REGIMES) == 29
+            assert expanded.mask_storage == "expanded keys" and expanded.mask_kind == "additive", expanded
+            assert expanded.relation == gen.AGREEMENT and min(expanded.n_q, expanded.n_k) >= 2, expanded
+            assert square_backward.relation == gen.GRADIENTS and "q" in square_backward.grads, square_backward
+            assert square_backward.n_q > 16384 and square_backward.batch == square_backward.q_heads == 1, square_backward
+            assert rank_mask.rank == 5 and rank_mask.batch >= 2 and rank_mask.mask in gen.RANK_MASKS[:2], rank_mask
             assert square.batch == 2 and square.q_heads == square.kv_heads == 1 and square.causal, square
             assert gen.LONG_QUERIES_LENGTHS[0] <= square.n_q <= gen.LONG_QUERIES_LENGTHS[1] and 128 < square.n_k <= 256 and max(square.head_dim, square.value_dim) <= 8, square
             assert square.mask is None and square.layout == "contiguous" and square.relation == gen.AGREEMENT, square
@@ -73,6 +80,7 @@ def test_every_run_draws_each_regime_first():
             assert long_backward.grads != "q" and long_backward.n_q <= 4, long_backward
             assert long_dropout.relation == gen.DROPOUT_LAW and long_dropout.n_k > 2048, long_dropout
             assert long_dropout.value_dim == long_dropout.n_k and not long_dropout.causal, long_dropout
+            assert long_dropout.context == "inference_mode" and tiny.context == "no_grad", (long_dropout, tiny)
             assert decode_nan.input_nan in ("q", "k", "v") and decode_nan.n_k > 2 ** 14, decode_nan
             assert decode_nan.mask is None and not decode_nan.causal, decode_nan
             assert decode.n_k > 2 ** 18 + 2 ** 16 - 1 and decode.n_q == 1 and decode.head_dim <= 8, decode
@@ -264,3 +272,15 @@ def test_the_plain_reference_is_run_on_the_views_the_impl_is_given():
         assert not gen.failed(o) and o.discrepancy > 4e-5, o  # the large error is there, and explained
         bad = gen.check_problem(low_internal_precision, p)[0]
         assert gen.failed(bad), bad
+
+
+def test_appending_a_regime_moves_few_drawn_problems():
+    """A drawn problem is keyed by its place past the regimes and its regime chosen by highest random weight:
+    with one regime more, only the problems the new regime wins or its larger share reaches change (about
+    1/29 + 0.03 of them), where keying by the index moved all of them."""
+    fewer = gen.REGIMES[:-1]
+    for dtype in ("float32", "bfloat16"):
+        same = sum(gen.draw(0, len(fewer) + k, dtype, ALL, regimes=fewer)
+                   == gen.draw(0, len(gen.REGIMES) + k, dtype, ALL) for k in range(300))
+        assert same >= 0.85 * 300, (dtype, same)
+        assert all(gen.draw(0, i, dtype, ALL, regimes=fewer) == gen.draw(0, i, dtype, ALL) for i in range(len(fewer)))
