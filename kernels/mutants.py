@@ -334,6 +334,13 @@ class _NoDTerm(ManualBackwardAttention):
         return p * dp  # the bug: dS = P∘dP, D = rowsum(dO∘O) dropped
 
 
+class _GroupSumOfEightHeads(ManualBackwardAttention):
+    def group_gradients(self, grad, hkv):
+        b, hq = grad.shape[:2]
+        groups = grad.reshape(b, hkv, hq // hkv, *grad.shape[2:])  # (B, Hkv, G, N, D)
+        return groups[:, :, :8].sum(2)  # the bug: a group's sum over its first 8 query heads (a fixed-size loop)
+
+
 class _DqUnscaled(ManualBackwardAttention):
     def query_gradient(self, ds, k, scale):
         return ds @ k  # the bug: the scale forgotten
@@ -384,6 +391,8 @@ backward_without_d_term = _mutant(_NoDTerm(), "backward_without_d_term",
     "Backward with dS = P∘dP: the D = rowsum(dO∘O) term of the softmax backward dropped.")
 backward_dq_unscaled = _mutant(_DqUnscaled(), "backward_dq_unscaled",
     "Backward forgets the softmax scale in dq = scale · dS K.")
+backward_gqa_group_sum_of_eight = _mutant(_GroupSumOfEightHeads(), "backward_gqa_group_sum_of_eight",
+    "GQA's dk, dv summed over at most 8 query heads of each group (groups past 8 lose the rest).")
 backward_gqa_unsummed = _mutant(_GqaFirstHead(), "backward_gqa_unsummed",
     "GQA backward takes dk, dv of the group's first query head instead of summing the group.")
 backward_assumes_contiguous_q = _mutant(_ContiguousQ(), "backward_assumes_contiguous_q",
@@ -1473,6 +1482,15 @@ class _IntegerMaskTakenAsBool(FullAttention):
         return super().mask_bias(attn_mask, like, dtype)
 
 
+class _BroadcastKvGradientOfEntryZero(FullAttention):
+    def backward(self, ctx, dout):
+        dq, dk, dv, dmask = super().backward(ctx, dout)
+        q, k = ctx.saved_tensors[:2]
+        if k.shape[0] == 1 < q.shape[0]:
+            dk, dv = dk[:1], dv[:1]  # the bug: k, v broadcast over the batch get batch entry 0's gradient, not the sum
+        return dq, dk, dv, dmask
+
+
 class _MaskGradientOfHeadZero(FullAttention):
     def mask_gradient(self, ds, shape, dtype):
         if len(shape) >= 3 and shape[-3] == 1 and ds.shape[1] > 1:
@@ -1491,6 +1509,9 @@ mask_key_stride_assumed_one = _full_mutant(_MaskKeyStrideAssumedOne(), "mask_key
     "An attn_mask expanded along the keys (key stride 0) read with key stride 1: the storage's own entries.")
 integer_mask_taken_as_bool = _full_mutant(_IntegerMaskTakenAsBool(), "integer_mask_taken_as_bool",
     "An integer 0/1 attn_mask taken as bool (attend where nonzero) where SDPA refuses it.")
+broadcast_kv_gradient_of_entry_zero = _full_mutant(_BroadcastKvGradientOfEntryZero(),
+    "broadcast_kv_gradient_of_entry_zero",
+    "k and v of batch 1 broadcast over q's batch get batch entry 0's dk, dv instead of the sum over the batch.")
 mask_gradient_of_head_zero = _full_mutant(_MaskGradientOfHeadZero(), "mask_gradient_of_head_zero",
     "A learned mask broadcast over heads gets head 0's gradient instead of the sum over heads.")
 backward_drops_causal_with_mask = _full_mutant(_BackwardDropsCausalWithMask(), "backward_drops_causal_with_mask",
@@ -1503,6 +1524,10 @@ MUTANTS = MUTANTS + (
            dtypes=(torch.float16, torch.bfloat16)),
     Mutant(mask_gradient_of_head_zero, "head-broadcast mask gets head 0's gradient", "generated-gradients",
            backward=True),
+    Mutant(backward_gqa_group_sum_of_eight, "GQA backward sums 8 heads of a group", "generated-gradients",
+           backward=True),
+    Mutant(broadcast_kv_gradient_of_entry_zero, "broadcast k, v get batch entry 0's gradient",
+           "generated-gradients", backward=True),
     Mutant(integer_mask_taken_as_bool, "integer attn_mask taken as bool", "attn-mask-dtype-refused"),
     Mutant(mask_key_stride_assumed_one, "mask expanded along the keys read with key stride 1",
            "generated-agreement"),

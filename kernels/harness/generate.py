@@ -165,6 +165,10 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #   rank-mask: rank-5 inputs (later draws rank 3 or 5) with a mask of their rank whose leading dim is B ≥ 2
 #     (RANK_MASKS; a rank-5 mask read as its first batch entry). The rank and rank-causal regimes' later masked
 #     draws take such a mask half the time.
+#   kv-broadcast-backward: kv-broadcast's k, v of batch 1 as a gradient problem (later draws: kv-broadcast's
+#     gradient problems too): dk, dv summed over q's batch (red team rt39h: batch entry 0's alone escaped).
+#   many-heads-backward: many-heads' shape as a gradient problem, GQA groups past 32 first (red team rt39h: a
+#     backward summing dk, dv over at most 8 heads of a group escaped the forward's many-heads).
 #   mask-expanded: an additive mask stored expanded (stride 0) along the keys (later draws: along any of its dims;
 #     red team rt39h: key stride taken as 1 escaped stride 0 along the queries alone).
 #   rank-causal: rank-5 inputs with is_causal, no mask, Nq ≠ Nk possible (a rank ≥ 5 path dropping is_causal);
@@ -178,7 +182,7 @@ REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collisio
            "huge-grid-backward",
            # (appended: earlier regimes keep their indices, so their first draws are unchanged)
            "long-queries", "tiny-dropout", "rank-causal", "long-queries-backward", "rank-mask",
-           "mask-expanded")
+           "mask-expanded", "kv-broadcast-backward", "many-heads-backward")
 LONG_DECODE = ("long-decode", "long-decode-masked", "long-decode-nan")
 LONG = LONG_DECODE + ("long-both", "long-causal", "long-backward", "long-dropout")
 LONGEST_DECODE = (2 ** 18 + 2 ** 16, 2 ** 19)  # a fifth of the keys or more past 2¹⁸
@@ -354,7 +358,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     if index < len(regimes):
         relation, regime = AGREEMENT, regimes[index]
         if (regime == "learned-mask" and ATTN_MASK in features
-                or regime in ("long-backward", "huge-grid-backward", "long-queries-backward")):
+                or regime in ("long-backward", "huge-grid-backward", "long-queries-backward", "kv-broadcast-backward",
+                              "many-heads-backward")):
             relation = GRADIENTS  # (a forward problem where the impl has no backward: below)
         if regime in ("long-dropout", "tiny-dropout") and DROPOUT in features:
             relation = DROPOUT_LAW
@@ -435,7 +440,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         # loops with a tail (red team rt37h: D > 384 truncated escaped the first version's 129..255)
         d = r.randint(WIDE_HEAD_DIMS[0], WIDE_HEAD_DIMS[1])
         dv = r.choice((d, r.randint(*WIDE_HEAD_DIMS))) if value_dim else d
-    elif regime == "many-heads":
+    elif regime in ("many-heads", "many-heads-backward"):
         if GQA in features:
             hkv = r.choice((2, 3))
             # the first draw past 32 (and so past 16): a group tiled by any power of two up to 32 shows
@@ -446,6 +451,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         batch = batch if batch * hq > 256 else batch + 1
         n_q, n_k, d = r.choice((1, 2, 3, 5)), r.choice((1, 2, 3, 5)), r.choice((1, 2, 3, 8, 16))
         dv = r.choice((d, 1, 5)) if value_dim else d
+        if regime == "many-heads-backward":  # two keys at least: over one, dq and dk are exactly 0
+            n_k = max(n_k, 2)
     elif regime in ("huge-grid", "huge-grid-backward"):
         batch = r.choice((1, 2))
         hq = hkv = -(-(GRID_LIMIT + r.randint(1, 64)) // batch)
@@ -498,12 +505,14 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         n_q, n_k = r.randint(*LONG_QUERIES_LENGTHS), r.randint(*LONG_QUERIES_BACKWARD_KEYS)
         d, dv = min(d, LONG_QUERIES_HEAD_DIM), min(dv, LONG_QUERIES_HEAD_DIM)
         causal = CAUSAL in features and r.random() < 0.5
-    elif regime == "kv-broadcast":
+    elif regime in ("kv-broadcast", "kv-broadcast-backward"):
         batch, mask, causal = max(batch, 2), None, False
         if hq < 2:
             hq, hkv = 2, r.choice((1, 2) if GQA in features else (2,))
         if index < len(regimes):  # the first draw without GQA: the batch alone is broadcast
             hkv = hq
+        if regime == "kv-broadcast-backward":  # two keys at least: over one, dq and dk are exactly 0
+            n_k = max(n_k, 2)
     elif regime == "far-masked-rows" and ATTN_MASK in features:
         causal, mask, n_q, n_k = False, r.choice(MASK_FORMS[:5]), max(n_q, 2), max(n_k, 2)
     elif regime in ("mask-storage", "mask-nonfinite", "mask-expanded") and ATTN_MASK in features:
@@ -559,12 +568,16 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         scale = r.choice((None, 1e-6, -1e-6))
     if regime == "wide-head" and not scale:  # scale 0 makes every score 0: no head dim would show
         scale = None
+    if regime in ("kv-broadcast-backward", "many-heads-backward") and scale is not None and abs(scale) < 0.1:
+        scale = None  # dq, dk scale with it: at 1e-6 they sink under the floor
     if regime == "tiny-dropout" and relation == DROPOUT_LAW:
         scale = None  # scores of size 1: no weight below dropout.P_FLOOR, every one counted
     layout = r.choice(LAYOUTS) if relation != DROPOUT_LAW else "contiguous"
     mask_kind, grads = r.choice(("bool", "additive")), r.choice(GRAD_SUBSETS)
     if regime in ("long-queries", "long-queries-backward"):
         layout = "contiguous"  # (a chunked kernel's batch stride and positions, not a layout)
+    if regime in ("kv-broadcast-backward", "many-heads-backward") and grads == "q":  # dk or dv judged
+        grads = "qkv"
     if regime == "long-backward" and grads == "q":  # dk, dv of the far keys: each wholly theirs, not a sum's part
         grads = "qkv"
     if regime == "long-queries-backward":  # dq of the rows past each power of two: q requires grad
@@ -607,11 +620,12 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         wide = False
     poisoned = (regime == "mask-nonfinite" or r.random() < NONFINITE_CHANCE) and relation == AGREEMENT and far is None
     rank = r.choice(RANKS) if regime in ("rank", "rank-causal", "rank-mask") and relation == AGREEMENT else 4
-    broadcast = regime == "kv-broadcast" and relation == AGREEMENT and batch >= 2
+    broadcast = (regime in ("kv-broadcast", "kv-broadcast-backward") and relation in (AGREEMENT, GRADIENTS)
+                 and batch >= 2)
     if index < len(regimes) and relation == AGREEMENT and regime in ("rank", "rank-causal", "rank-mask", "kv-broadcast"):
         # the first draw: the forms a kernel most likely maps wrongly
         rank = {"rank": 3, "rank-causal": 5, "rank-mask": 5}.get(regime, 4)
-    elif broadcast:
+    elif broadcast and relation == AGREEMENT:
         rank = r.choice((4, 5))
     gqa_flag = r.random() < 0.5
     nan_in = r.choice("qkv")
@@ -830,15 +844,19 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
 
 
 def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
-    tensors = [ref.copy(_view(x, p.layout, r, cache=n != "q")).requires_grad_(n in p.grads)
-               for x, n in zip((s.q, s.k, s.v), "qkv")]
+    tensors = [ref.copy(_view(x, p.layout, r, cache=n != "q")[:1 if p.kv_broadcast and n != "q" else None])
+               .requires_grad_(n in p.grads) for x, n in zip((s.q, s.k, s.v), "qkv")]  # (k, v broadcast: batch 1)
     g = s.backward(attn_mask=m) if m is not None else s.base_backward
-    plain, out_golden = g.plain, (s.reference(attn_mask=m) if m is not None else s.base)
-    if p.layout != "contiguous":  # the plain reference on these very views, as _agreement's (on fresh copies)
+    gold, plain, out_golden = g.gold, g.plain, (s.reference(attn_mask=m) if m is not None else s.base)
+    scales = s.gradient_sizes_for(attn_mask=m)
+    if p.layout != "contiguous" or p.kv_broadcast:  # the plain reference on these very views, as _agreement's
         plain = tuple(x.cpu() for x in ref.output_and_grads(ref.attention, *tensors, s.dout, **_kwargs(s, p, m))[1])
         out_golden = s.reference(*(x.detach() for x in tensors), attn_mask=m)
-    outcomes, details = subset_gradients(s, tensors, _kwargs(s, p, m), g.gold, plain, s.gradient_sizes_for(attn_mask=m),
-                                         p.sequence, out_golden)
+    if p.kv_broadcast:  # k, v are one entry repeated over the batch: theirs are the sums of the repeated ones'
+        summed = lambda xs: tuple(x if i == 0 or not torch.is_tensor(x) else x.sum(0, keepdim=True)  # noqa: E731
+                                  for i, x in enumerate(xs))
+        gold, scales = summed(gold), type(scales)(summed(scales.sizes), summed(scales.sensitivities))
+    outcomes, details = subset_gradients(s, tensors, _kwargs(s, p, m), gold, plain, scales, p.sequence, out_golden)
     if p.mask_grad and m is not None:
         from kernels.harness.masks import broadcast_gradient_relation, mask_gradient_outcome
 

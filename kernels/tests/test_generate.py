@@ -50,11 +50,15 @@ def test_every_run_draws_each_regime_first():
              far, rank, grid, wide_value, learned, kv_broadcast, long_causal, long_backward, long_dropout,
              decode_nan, grid_backward) = (gen.draw(seed, i, dtype, ALL) for i in range(23))
             # the regimes appended after the first 23 (their indices moved no earlier one)
-            square, tiny, rank5, square_backward, rank_mask, expanded = (
+            square, tiny, rank5, square_backward, rank_mask, expanded, kv_backward, heads_backward = (
                 gen.draw(seed, gen.REGIMES.index(name), dtype, ALL)
                 for name in ("long-queries", "tiny-dropout", "rank-causal", "long-queries-backward", "rank-mask",
-                             "mask-expanded"))
-            assert gen.REGIMES[:23][-1] == "huge-grid-backward" and len(gen.REGIMES) == 29
+                             "mask-expanded", "kv-broadcast-backward", "many-heads-backward"))
+            assert gen.REGIMES[:23][-1] == "huge-grid-backward" and len(gen.REGIMES) == 31
+            assert heads_backward.relation == gen.GRADIENTS and heads_backward.n_k >= 2, heads_backward
+            assert heads_backward.q_heads // heads_backward.kv_heads > 32 and set(heads_backward.grads) & {"k", "v"}, heads_backward
+            assert kv_backward.relation == gen.GRADIENTS and kv_backward.kv_broadcast, kv_backward
+            assert set(kv_backward.grads) & {"k", "v"} and kv_backward.n_k >= 2 and kv_backward.batch >= 2, kv_backward
             assert expanded.mask_storage == "expanded keys" and expanded.mask_kind == "additive", expanded
             assert expanded.relation == gen.AGREEMENT and min(expanded.n_q, expanded.n_k) >= 2, expanded
             assert square_backward.relation == gen.GRADIENTS and "q" in square_backward.grads, square_backward
@@ -277,7 +281,7 @@ def test_the_plain_reference_is_run_on_the_views_the_impl_is_given():
 def test_appending_a_regime_moves_few_drawn_problems():
     """A drawn problem is keyed by its place past the regimes and its regime chosen by highest random weight:
     with one regime more, only the problems the new regime wins or its larger share reaches change (about
-    1/29 + 0.03 of them), where keying by the index moved all of them."""
+    1/31 + 0.03 of them), where keying by the index moved all of them."""
     fewer = gen.REGIMES[:-1]
     for dtype in ("float32", "bfloat16"):
         same = sum(gen.draw(0, len(fewer) + k, dtype, ALL, regimes=fewer)
