@@ -94,7 +94,8 @@ RULES = {
                  "checker builds P(n₀), P(k − 1) and P(k) from P itself",
     "linearity": "Σ (finite ranges) and a declared expectation E distribute over sums and pull out factors free of the "
                  "index (Σ) or of the declared random symbols (E, listed in the verdict as an assumption); indices of "
-                 "one same range are taken in a canonical order (finite sums commute); then `identity`; if that "
+                 "one same range, and the limits of a Σ over independent finite ranges, are taken in a canonical "
+                 "order (finite sums commute); then `identity`; if that "
                  "fails (or at once, if the step says `nest`), again with a Σ over independent ranges nested so that a "
                  "factor varying in one index leaves the sums over the others (finite sums commute)",
     "enumeration": "P(v) for each v = lo..hi (at most 4096 instances; each v occurring in P), each instance decided "
@@ -770,12 +771,18 @@ def _nest(s: Any) -> Any:
 def _fubini(expr: Any) -> Any:
     """Each Σ over several indices with one same range, free of the other indices, taken in a canonical order
     of its indices (the least srepr of the summand over their permutations; finite sums commute), then
-    alpha-renamed."""
+    alpha-renamed. A Σ over 2 to 4 indices whose ranges differ but are each free of every index and finite
+    (no ∞, no name that may be infinite): its limits in a canonical order (the least srepr over their
+    permutations), Σ_j Σ_c f = Σ_c Σ_j f (finite signed sums commute, Karr's reversed ranges included)."""
     def order(s):
         limits, names = list(s.limits), [lim[0] for lim in s.limits]
-        if not 2 <= len(limits) <= 4 or len({tuple(lim[1:]) for lim in limits}) != 1 or \
-                any(b.has(*names) for lim in limits for b in lim[1:]):
+        if not 2 <= len(limits) <= 4 or any(b.has(*names) for lim in limits for b in lim[1:]):
             return s
+        if len({tuple(lim[1:]) for lim in limits}) != 1:
+            if any(b.has(sp.oo, -sp.oo, sp.zoo) or _may_be_infinite(b) for lim in limits for b in lim[1:]):
+                return s
+            # fresh first: the canonical names are already the indices', and renaming one onto another would merge them
+            return min((_canonical(_fresh(sp.Sum(s.function, *p))) for p in permutations(limits)), key=sp.srepr)
         return min((_canonical(sp.Sum(s.function.xreplace(dict(zip(names, perm))), *limits))
                     for perm in permutations(names)), key=sp.srepr)
 

@@ -1086,7 +1086,11 @@ def _finite_sums(expr: sp.Expr) -> sp.Expr:
       Σ or Π over one numeric range lo..hi of 0 to 64 terms: written out (an empty Σ is 0, an empty Π 1);
       Σ over integer ranges of a summand c free of the indices (ranges free of them too) = c·Π(hi − lo + 1)
       (Karr: for hi < lo too);
-      Σ_{k=lo}^{hi} δ(k, j)·g(k) = g(j) for integer lo, hi, j, j free of k, lo ≤ j ≤ hi shown."""
+      Σ_{k=lo}^{hi} δ(k, j)·g(k) = g(j) for integer lo, hi, j, j free of k, lo ≤ j ≤ hi shown;
+      and a δ whose other index is an enclosing Σ's (``_sift_enclosed``): in Σ_{j=lo}^{hi} F(j), a
+      Σ_{k=lo'}^{hi'} δ(k, j)·g(k) = g(j) when the range lo..hi is shown not reversed (hi − lo + 1 ≥ 0) and
+      shown inside lo'..hi' (lo' ≤ lo, hi ≤ hi', lo' and hi' free of j and k): each j the sum runs over is in
+      range of the inner one (and an empty Σ_{j=lo}^{lo−1} is 0 whatever its terms)."""
     def one(s):
         indices = {lim[0] for lim in s.limits}
         if not all(shown(lo, "integer") and shown(hi, "integer") and not (lo.has(*indices) or hi.has(*indices))
@@ -1097,6 +1101,10 @@ def _finite_sums(expr: sp.Expr) -> sp.Expr:
         if len(s.limits) != 1:
             return s
         k, lo, hi = s.limits[0]
+        if isinstance(s, sp.Sum) and shown(hi - lo + 1, "nonnegative"):
+            inner = _sift_enclosed(s.function, k, lo, hi)
+            if inner != s.function:
+                s = s.func(inner, *s.limits)  # (then as any other Σ: written out, or sifted itself)
         if (hi - lo + 1).is_Integer and 0 <= hi - lo + 1 <= _WRITTEN_OUT:
             parts = [term_at(s.function, k, lo + t) for t in range(int(hi - lo + 1))]
             if any(p is None for p in parts):
@@ -1114,6 +1122,28 @@ def _finite_sums(expr: sp.Expr) -> sp.Expr:
     return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product)), one)
 
 
+def _sift_enclosed(e: Any, j: Any, lo: Any, hi: Any) -> Any:
+    """``e`` (the term of a Σ over j = lo..hi, that range shown not reversed) with each Σ_{k=lo'}^{hi'} δ(k, j)·g(k)
+    in it (j free there: no binder between binds j again) taken as g(j), where lo' ≤ lo and hi ≤ hi' are shown and
+    lo', hi' are integers free of j and k: every j the outer Σ runs over is then in the inner range."""
+    if not isinstance(e, sp.Basic) or e.is_Atom or not e.has(j):
+        return e
+    if isinstance(e, sp.Sum) and len(e.limits) == 1:
+        k, lo2, hi2 = e.limits[0]
+        if k != j and not (lo2.has(j, k) or hi2.has(j, k)) and shown(lo2, "integer") and shown(hi2, "integer") \
+                and shown(lo - lo2, "nonnegative") and shown(hi2 - hi, "nonnegative"):
+            factors = sp.Mul.make_args(e.function)
+            for n, f in enumerate(factors):
+                if isinstance(f, sp.KroneckerDelta) and set(f.args) == {j, k}:
+                    sifted = term_at(sp.Mul(*(factors[:n] + factors[n + 1:])), k, j)
+                    if sifted is not None:
+                        return sifted
+    if j in own_bound(e):  # bound again here: below, j is another variable
+        return e
+    args = [_sift_enclosed(a, j, lo, hi) for a in e.args]
+    return e if all(x is y for x, y in zip(args, e.args)) else e.func(*args)
+
+
 def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool, exact_tried: bool = False) -> str:
     """"exact" or "simplify" (which kind of reduction reached 0), or "" when none did. ``exact_tried``:
     the exact reductions are known to fail, only simplify's are tried."""
@@ -1129,7 +1159,8 @@ def _reduces_to_zero(expr: sp.Expr, trust_simplify: bool, exact_tried: bool = Fa
         lambda e: sp.cancel(sp.powsimp(sp.expand(e))),
     ]
     if expr.has(sp.Sum, sp.Product):  # exact for every range, reversed ones included (see _finite_sums)
-        reductions.append(lambda e: sp.cancel(sp.expand(_finite_sums(e))))
+        reductions.append(lambda e: sp.cancel(sp.expand(_canonical(_finite_sums(e)))))  # renamed again: a sum
+        # sifted out of another is no longer nested (its index's height changed)
     if expr.has(sp.Derivative):  # differentiation rules are exact where the domain check showed smoothness
         # deep=False: a deep doit would also evaluate every Sum inside on its symbolic range (below).
         reductions.append(lambda e: sp.expand(e.xreplace({d: d.doit(deep=False) for d in e.atoms(sp.Derivative)})))

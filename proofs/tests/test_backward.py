@@ -10,8 +10,12 @@ from proofs.theorems.backward import attention_backward, backward_identities, ds
 def test_backward_is_proved_with_the_softmax_layer_by_rules():
     d = attention_backward()
     assert d.verified, d.reasons
-    # What is left to a named computation: D from dO and O, by an index-sum reduction. The linear layers are rules.
-    assert [c.split(" ")[0] for c in d.computations] == ["d_from_do_by_index_sums"]
+    # No named computation is left: the linear layers and D from dO and O (O := PV, row a in range) are rules.
+    assert d.computations == []
+    assert any(s.rule == "rewrite" and s.passed and s.description == "D_a = Σ_k P_ak dP_ak = Σ_c dO_ac O_ac, any sizes"
+               for s in d.checked_steps)
+    assert "Eq(N_q, a + r_a)" in d.trust_base["assumption"]
+    assert any(x.startswith("Eq(O[x, y], Sum(P[x, j]*V[j, y], (j, 1, N_k)))") for x in d.trust_base["definition"])
     assert {s.description for s in d.checked_steps if s.rule == "rewrite" and s.passed} >= {
         "dV = Pᵀ dO, any sizes", "dP = dO Vᵀ, any sizes", "dQ = scale·dS K, any sizes", "dK = scale·dSᵀ Q, any sizes"}
     assert any(s.rule == "rewrite" and s.passed and s.description.startswith("dS_ab = Σ_k dP_ak ∂P_ak/∂S_ab")

@@ -5,9 +5,11 @@ layer, the one whose correctness depends on the number of keys N_k, is proved by
 for any N_k: the pullback of dP through a row's softmax, differentiated from the softmax's definition,
 equals the dS rule under test (a definition premise), and that rule equals P ∘ (dP − D). The four
 linear layers are proved by rules for any sizes too: each gradient is defined as the derivative of its
-functional, differentiated, and its δ factors sifted. D from dO and O is still a named computation (an
-index-sum reduction, ``proofs.index_sums``): it needs dP's entry under a sum over keys, and no checker rule
-sifts a δ whose index is bound by that sum.
+functional, differentiated, and its δ factors sifted. D from dO and O is rules too, for row a in range
+(1 ≤ a ≤ N_q, an assumption: past the rows dP's row is 0) and with O := PV (a definition): dP's gradient
+definition is put in under the sum over keys, differentiated, its δ over the keys sifted by the engine under that
+enclosing sum (every key j of it is in the inner range), and the sums over keys and channels interchanged by
+``linearity`` (finite sums over independent ranges commute).
 
 Forward: S = scale·QKᵀ, P = softmax(S) row-wise, O = PV. With the upstream gradient
 dO = ∂L/∂O, the gradients FlashAttention's backward kernel computes are
@@ -24,7 +26,6 @@ from typing import Callable
 
 import sympy as sp
 
-from proofs import index_sums
 from proofs import notation_backward as nb
 from proofs.engine import Derivation, Proof, Result
 from proofs.validate import as_dimension
@@ -125,15 +126,45 @@ def _gradient(pf: Proof, conjunct, functional, wrt, sizes, nested, sifts, what: 
         step = pf.identity(lhs, rhs, "sifting a δ over an index in range")
         sifted.append(pf.generalisation(step, over) if over else step)
     pf.rewrite(conjunct.lhs, conjunct.rhs, [definition, *in_range, differentiated, split, *sifted], what)
+    return definition
 
 
-def d_from_do_by_index_sums():
-    """Σ_k P_ak (dO Vᵀ)_ak = Σ_c dO_ac (PV)_ac: the stated D with dP = dO Vᵀ and O = PV written out."""
-    a, k, c = nb.A_IDX, nb.K_IDX, nb.C_IDX
-    j, e = sp.symbols("j_1 c_1", integer=True, positive=True)
-    from_dp = sp.Sum(nb.P[a, k] * sp.Sum(nb.dO[a, e] * nb.V[k, e], (e, 1, nb.D_V)), (k, 1, nb.N_K))
-    from_do = sp.Sum(nb.dO[a, c] * sp.Sum(nb.P[a, j] * nb.V[j, c], (j, 1, nb.N_K)), (c, 1, nb.D_V))
-    return index_sums.same(from_dp, from_do)
+def _d_from_do(pf: Proof, conjunct, correction, dp_definition) -> None:
+    """D_a = Σ_c dO_ac O_ac by rules, for row a in range (1 ≤ a ≤ N_q: past the rows, dP_a· = ∂L/∂P_a· is 0):
+    D by its definition, dP by its gradient definition under the sum over keys, differentiated
+    (∂P_ik/∂P_aj = δ_ia δ_kj), the δ factors brought out of the sums they do not vary in, δ_ia sifted over the rows and
+    δ_kj over the keys inside the sum over j (the same keys: the engine's sift under an enclosing Σ), O = PV."""
+    a, i, k, c, j = nb.A_IDX, nb.I_IDX, nb.K_IDX, nb.C_IDX, sp.Symbol("j", integer=True, positive=True)
+    x, y = sp.symbols("x y", integer=True, positive=True)
+    gap = sp.Symbol("r_a", integer=True, nonnegative=True)
+    P, V, dO, O = nb.P, nb.V, nb.dO, nb.O
+    forward = pf.define(O[x, y], sp.Sum(P[x, j] * V[j, y], (j, 1, nb.N_K)), "O = PV", forall=[x, y])
+    in_range = pf.assume(sp.Eq(nb.N_Q, a + gap, evaluate=False), "1 ≤ a ≤ N_q: row a is one of the N_q rows")
+    keys_of = {"j": (j, 1, nb.N_K), "c": (c, 1, nb.D_V)}  # the keys' range (j) and the channels' (c)
+    gradient = sp.Derivative(_loss(a + gap, nb.N_K, nb.D_V), P[a, j])
+    differentiated = pf.identity(sp.Sum(P[a, j] * gradient, keys_of["j"]), sp.Sum(P[a, j] * gradient.doit(), keys_of["j"]),
+                                 "differentiate under the sum over keys: ∂P_ik/∂P_aj = δ_ia δ_kj")
+    rows = sp.Sum(_d(a, i) * dO[i, c], (i, 1, a + gap))
+    keys = sp.Sum(_d(j, k) * V[k, c], (k, 1, nb.N_K))
+    split = pf.linearity(differentiated.relation.rhs, sp.Sum(P[a, j] * sp.Sum(rows * keys, keys_of["c"]), keys_of["j"]),
+                         "each δ leaves the sums it does not vary in", nest=True)
+    by_row = pf.generalisation(pf.identity(rows, dO[a, c], "sifting δ_ia over the rows, a in range"), [c])
+    by_key = pf.identity(sp.Sum(P[a, j] * sp.Sum(dO[a, c] * keys, keys_of["c"]), keys_of["j"]),
+                         sp.Sum(P[a, j] * sp.Sum(dO[a, c] * V[j, c], keys_of["c"]), keys_of["j"]),
+                         "sifting δ_kj over the keys, inside the sum over keys j (every j is one of the N_k keys)")
+    term = P[a, j] * dO[a, c] * V[j, c]
+    # one Σ over j and c, its limits in two orders: `nest` takes out the factor of the first limit's index alone
+    p_out, do_out = sp.Sum(term, keys_of["j"], keys_of["c"]), sp.Sum(term, keys_of["c"], keys_of["j"])
+    keys_outside = pf.linearity(by_key.relation.rhs, p_out,
+                                "Σ over j and c: P_aj, varying in j alone, leaves the sum over c", nest=True)
+    interchange = pf.linearity(p_out, do_out, "finite sums over independent ranges commute: Σ_j Σ_c = Σ_c Σ_j")
+    channels_outside = pf.linearity(do_out, sp.Sum(dO[a, c] * sp.Sum(P[a, j] * V[j, c], keys_of["j"]), keys_of["c"]),
+                                    "Σ over c and j: dO_ac, varying in c alone, leaves the sum over j", nest=True)
+    swapped = pf.chain([keys_outside, interchange, channels_outside], by_key.relation.rhs, "=",
+                       channels_outside.relation.rhs, "the sums over keys and channels interchanged")
+    pf.rewrite(conjunct.lhs, conjunct.rhs, [correction, dp_definition, in_range, differentiated, split, by_row, by_key,
+                                            swapped, forward],
+               "D_a = Σ_k P_ak dP_ak = Σ_c dO_ac O_ac, any sizes")
 
 
 # ---------------------------------------------------------------- the derivation
@@ -183,7 +214,7 @@ def attention_backward(rule: DsRule | None = None) -> Derivation:
               lambda g, h: [(sp.Sum(_d(av, k) * P[i, k], (k, 1, av + g)), P[i, av], [i]),
                             (sp.Sum(_d(bv, c) * sp.Sum(dO[i, c] * P[i, av], (i, 1, nb.N_Q)), (c, 1, bv + h)),
                              dv.rhs, [])], "dV = Pᵀ dO, any sizes")
-    _gradient(pf, dp, _loss, P, loss_sizes,
+    dp_definition = _gradient(pf, dp, _loss, P, loss_sizes,
               lambda g, h: sp.Sum(sp.Sum(_d(bp, k) * V[k, c], (k, 1, bp + h)) *
                                   sp.Sum(_d(ap, i) * dO[i, c], (i, 1, ap + g)), (c, 1, nb.D_V)),
               lambda g, h: [(sp.Sum(_d(bp, k) * V[k, c], (k, 1, bp + h)), V[bp, c], [c]),
@@ -199,6 +230,5 @@ def attention_backward(rule: DsRule | None = None) -> Derivation:
                                              sp.Sum(_d(ak, k) * dS_[i, k], (k, 1, ak + g)), (i, 1, nb.N_Q)),
               lambda g, h: [(sp.Sum(_d(bk, c) * Q[i, c], (c, 1, bk + h)), Q[i, bk], [i]),
                             (sp.Sum(_d(ak, k) * dS_[i, k], (k, 1, ak + g)), dS_[i, ak], [i])], "dK = scale·dSᵀ Q, any sizes")
-    pf.computation(d_from_do, d_from_do_by_index_sums, d_from_do_by_index_sums.__doc__.strip(),
-                   name=d_from_do_by_index_sums.__name__)
+    _d_from_do(pf, d_from_do, correction, dp_definition)
     return pf.finish(Result(rule=rule(P, dP, a, b, n_k)))
