@@ -104,8 +104,8 @@ NO_MASK = (None,) * 5  # beside MASK_FORMS in the cycle of drawn problems' masks
 # with k, v (2, 16, 8) gives head h kv head h // 2) or 5 ((B, 1, H, N, D)): SDPA takes (..., L, E) of rank >= 3
 RANKS = (3, 5)
 # 4-D mask forms a rank-3 or rank-5 problem gives at the inputs' rank (_ranked_mask): (B·Hq, Nq, Nk) expanded,
-# or (B, 1, H, Nq, Nk) with the inserted dim. Only the rank regimes' later random draws take one, so a rank-5 mask
-# read as mask[0] (red team rt37h) is not reached by a run's first draws: an open gap, not a covered family
+# or (B, 1, H, Nq, Nk) with the inserted dim: the rank-mask regime's first draw (a rank-5 mask of batch B ≥ 2: one read
+# as mask[0], red team rt37h, fails it) and half the rank regimes' later masked draws
 RANK_MASKS = ("(B, 1, Nq, Nk)", "(B, Hq, Nq, Nk)", "(1, Hq, Nq, Nk)", "(B, 1, 1, Nk)")
 # an attn_mask's storage (masks are views too): contiguous, (.., Nk, Nq) storage viewed transposed,
 # one entry along one dim (keys, queries, heads or batch) expanded with stride 0, a slice of a larger buffer at a
