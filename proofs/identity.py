@@ -72,6 +72,7 @@ import select  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
 import struct  # noqa: E402
+import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
@@ -1327,8 +1328,16 @@ def _cpu_limit(budget: float):
         resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
+# Frames a worker may nest: SymPy compares and walks trees recursively, several frames a level, so two equal but
+# distinct 300-deep expressions (rebuilt apart on the way in) met the default 1000 at a depth that depended on the
+# process's stack at the call (a flaky RecursionError in the battery under xdist). Only workers and forked children
+# raise it; a C stack that still overflows kills the worker, which answers "undecided", never "True".
+_WORKER_RECURSION = 6000
+
+
 def _run(lhs: Any, rhs: Any, probes: int, budget: float) -> tuple[bool, str]:
     """The decision inside a worker or a forked child."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), _WORKER_RECURSION))
     with _cpu_limit(budget):
         return _guarded(lhs, rhs, probes, budget)
 

@@ -506,7 +506,9 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         d, dv = min(d, LONG_QUERIES_HEAD_DIM), min(dv, LONG_QUERIES_HEAD_DIM)
         causal = CAUSAL in features and r.random() < 0.5
     elif regime in ("kv-broadcast", "kv-broadcast-backward"):
-        batch, mask, causal = max(batch, 2), None, False
+        # the drawn mask kept (a key-padding mask beside a shared prefix's k, v); the first draws without one
+        batch, causal = max(batch, 2), False
+        mask = None if index < len(regimes) else mask
         if hq < 2:
             hq, hkv = 2, r.choice((1, 2) if GQA in features else (2,))
         if index < len(regimes):  # the first draw without GQA: the batch alone is broadcast
@@ -570,8 +572,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         scale = None
     if regime in ("kv-broadcast-backward", "many-heads-backward") and scale is not None and abs(scale) < 0.1:
         scale = None  # dq, dk scale with it: at 1e-6 they sink under the floor
-    if regime == "tiny-dropout" and relation == DROPOUT_LAW:
-        scale = None  # scores of size 1: no weight below dropout.P_FLOOR, every one counted
+    if regime == "tiny-dropout" and relation == DROPOUT_LAW and scale != 0.0:
+        scale = None  # scores of size 1 (or 0): no weight below dropout.P_FLOOR, every one counted
     layout = r.choice(LAYOUTS) if relation != DROPOUT_LAW else "contiguous"
     mask_kind, grads = r.choice(("bool", "additive")), r.choice(GRAD_SUBSETS)
     if regime in ("long-queries", "long-queries-backward"):

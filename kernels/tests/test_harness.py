@@ -35,9 +35,11 @@ def test_sdpa_passes_except_for_its_zero_scale_causal_bug(sdpa_report):
     # default dispatch raises IndexError on a 1-D (Nk,) mask that the math backend broadcasts (FINDINGS.md, 14)
     one_dim = [c for c in generated if "mask (Nk,)" in c.case and "refused an input SDPA accepts (IndexError" in c.detail]
     # The metamorphic relation compares two of the impl's own calls, both broken, so its discrepancy may be finite
-    # (long-causal: Nq = 1 over 34157 keys at scale −0.25 in bfloat16 gives 1.78; the math backend gives 0, measured).
+    # (long-causal: Nq = 1 over 34157 keys at scale −0.25 in bfloat16 gives 1.78; the math backend gives 0, measured);
+    # so may the grad path's output and gradients in bfloat16 (B=3 Hq=4 Hkv=1 Nq=31 Nk=16 causal, scale −0.25: the
+    # output errs 2.41 against a bound of 0.043; the math backend 0.0052, the default scale 0.0057, measured).
     assert all(" causal " in c.case and ("scale=-" in c.case or "scale=0 " in c.case) and
-               (c.discrepancy == math.inf or c.invariant == "generated-metamorphic")
+               (c.discrepancy == math.inf or c.invariant in ("generated-metamorphic", "generated-gradients"))
                for c in generated if c not in one_dim), "\n".join(c.describe() for c in generated)
     failed = {(c.invariant, c.case_name) for c in sdpa_report.failures if c not in generated}
     causal = {c.name for c in DEFAULT_CASES if c.causal and c.kind == "random"}
@@ -59,7 +61,7 @@ def test_sdpa_passes_except_for_its_zero_scale_causal_bug(sdpa_report):
     assert not sdpa_report.not_applicable  # SDPA offers every feature
     exact = {"output-dtype-shape", "inputs-untouched", "inputs-untouched-backward", "determinism",
              "backward-determinism", "dropout-same-seed", "refused-inputs", "kv-lengths-refused", "dropout-p-one",
-             "attn-mask-untouched", "attn-mask-shape-refused", "dropout-distinct-masks",
+             "attn-mask-untouched", "attn-mask-shape-refused", "attn-mask-dtype-refused", "dropout-distinct-masks",
              "global-state-unchanged"}  # yes/no checks; every other one has a bound
     # refusing attn_mask with is_causal is allowed, and is what SDPA does when it dispatches Dv ≠ D to math
     unbounded = [c for c in sdpa_report.checks
