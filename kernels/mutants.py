@@ -1188,7 +1188,7 @@ def dropout_fresh_mask_with_attn_mask(q, k, v, attn_mask=None, dropout_p=0.0, is
 MUTANTS = MUTANTS + (
     Mutant(empty_keys_give_nan, "NaN for Nk = 0 (0/0) where SDPA gives 0", "empty-dims", backward=True),
     Mutant(mixed_dtypes_cast_silently, "q, k, v of mixed dtypes cast instead of refused", "refused-inputs"),
-    Mutant(dropout_p_clamped_below_one, "dropout_p = 1 clamped below 1 (weights survive)", "dropout-p-one"),
+    Mutant(dropout_p_clamped_below_one, "dropout_p = 1 clamped below 1 (weights survive)", "dropout-p-range"),
     Mutant(nan_inputs_zeroed, "NaN inputs zeroed (NaN hidden)", "nan-propagation"),
     Mutant(dropout_mask_redrawn_from_last_seed, "dropout backward redraws the last forward's mask",
            "generated-dropout", backward=True),
@@ -2065,4 +2065,149 @@ gqa_groups_tiled_by_32 = _mutant(_GqaGroupsTiledBy32(), "gqa_groups_tiled_by_32"
 
 MUTANTS = MUTANTS + (
     Mutant(gqa_groups_tiled_by_32, "GQA groups past 32 tiled by 32", "generated-agreement"),
+)
+
+
+# --------------------------------------------------------------------------- dropout across call forms (red team rt40h)
+
+def dropout_dropped_at_rank_3(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """A wrapper taking (B·H, N, D) and (B, 1, H, N, D) inputs to the 4-D kernel forwards every argument but
+    dropout_p."""
+    if q.dim() != 4:
+        dropout_p = 0.0  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def dropout_dropped_in_float64(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                               enable_gqa=False):
+    """A float64 fallback (the fast kernel takes half types and float32) that forgets dropout_p."""
+    if q.dtype == torch.float64:
+        dropout_p = 0.0  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def dropout_mask_shared_by_broadcast_batch(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                           enable_gqa=False):
+    """k, v of batch 1 broadcast over q's batch: the RNG offset taken from k's batch index, so every batch entry
+    draws the same keep mask."""
+    if not (dropout_p > 0 and q.dim() == 4 and k.shape[0] == 1 < q.shape[0]):
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    state, outs = torch.get_rng_state(), []
+    for b in range(q.shape[0]):
+        torch.set_rng_state(state)  # the bug: one offset for every batch entry
+        m = attn_mask if attn_mask is None or attn_mask.dim() < 4 or attn_mask.shape[0] == 1 else attn_mask[b:b + 1]
+        outs.append(full_attention(q[b:b + 1], k, v, m, dropout_p, is_causal, scale, enable_gqa))
+    return torch.cat(outs)
+
+
+def dropout_negative_p_rescaled(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                enable_gqa=False):
+    """dropout_p < 0 accepted: nothing dropped (u ≥ p always), every weight still scaled by 1/(1 - p)."""
+    if dropout_p < 0:
+        return full_attention(q, k, v, attn_mask, 0.0, is_causal, scale, enable_gqa) / (1 - dropout_p)  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(dropout_dropped_at_rank_3, "rank-3/5 wrapper drops dropout_p", "generated-dropout"),
+    Mutant(dropout_dropped_in_float64, "float64 fallback drops dropout_p", "generated-dropout"),
+    Mutant(dropout_mask_shared_by_broadcast_batch, "one dropout mask for a broadcast k's batch entries",
+           "generated-dropout"),
+    Mutant(dropout_negative_p_rescaled, "dropout_p < 0 accepted and rescaled", "dropout-p-range"),
+)
+
+
+# --------------------------------------------------------------------------- GQA on the decode paths (red team rt40h)
+
+class _SplitKvGqaModulo(SplitKVAttention):
+    def head_index(self, hq, hkv, device):
+        return torch.arange(hq, device=device) % hkv  # the bug, on the split-K decode path only
+
+
+class _DecodeBackwardGqaModulo(ManualBackwardAttention):
+    decode = False
+
+    def backward(self, ctx, dout):
+        self.decode = dout.shape[-2] == 1  # a decode step's backward: one query row
+        return super().backward(ctx, dout)
+
+    def group_gradients(self, grad, hkv):
+        if not self.decode:
+            return super().group_gradients(grad, hkv)
+        b, hq = grad.shape[:2]
+        # the bug: one query's backward sums query head h into KV head h % Hkv
+        return grad.reshape(b, hq // hkv, hkv, *grad.shape[2:]).sum(1)  # (B, Hkv, Nk, D)
+
+
+split_kv_gqa_modulo = _mutant(_SplitKvGqaModulo(), "split_kv_gqa_modulo",
+    "Split-K decoding (one to eight queries past SPLIT keys) maps query head h to KV head h % Hkv.")
+decode_backward_gqa_modulo = _mutant(_DecodeBackwardGqaModulo(), "decode_backward_gqa_modulo",
+    "A one-query backward sums query head h's dk, dv into KV head h % Hkv, not h // (Hq / Hkv).")
+
+MUTANTS = MUTANTS + (
+    Mutant(split_kv_gqa_modulo, "split-K decoding maps heads h % Hkv", "generated-agreement"),
+    Mutant(decode_backward_gqa_modulo, "one-query backward groups heads h % Hkv", "generated-gradients",
+           backward=True),
+)
+
+
+class _Bfloat16MaskThroughFloat16(FullAttention):
+    def mask_bias(self, attn_mask, like, dtype):
+        if attn_mask is not None and attn_mask.dtype == torch.bfloat16:
+            # the bug: a bfloat16 mask staged through a float16 buffer (entries past 65504 become ±inf)
+            attn_mask = attn_mask.to(torch.float16).to(torch.bfloat16)
+        return super().mask_bias(attn_mask, like, dtype)
+
+
+bfloat16_mask_through_float16 = _full_mutant(_Bfloat16MaskThroughFloat16(), "bfloat16_mask_through_float16",
+    "A bfloat16 additive mask staged through float16: a row at -1e20 becomes -inf (SDPA: the mean of v there).")
+
+MUTANTS = MUTANTS + (
+    Mutant(bfloat16_mask_through_float16, "bfloat16 mask staged through float16", "generated-agreement",
+           dtypes=(torch.bfloat16,)),
+)
+
+
+def mask_rows_restart_per_query_chunk(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                      enable_gqa=False):
+    """Queries in chunks of 4096 (a grid limit), each chunk reading the mask's rows from 0 again."""
+    n = q.shape[-2]
+    if attn_mask is None or n <= 4096 or attn_mask.dim() < 2 or attn_mask.shape[-2] == 1:
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    outs = [full_attention(q[..., i:i + 4096, :], k, v, attn_mask[..., :min(4096, n - i), :],  # the bug: not i:
+                           dropout_p, is_causal, scale, enable_gqa) for i in range(0, n, 4096)]
+    return torch.cat(outs, dim=-2)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(mask_rows_restart_per_query_chunk, "query chunks of 4096 read the mask's first rows",
+           "generated-gradients", backward=True),
+)
+
+
+class _CausalBiasCachedInPlace(FullAttention):
+    """is_causal served by an additive bias cached per (Nq, Nk, dtype); a 2-D mask beside is_causal is added into
+    the cached bias in place, so a later plain causal call of that shape also hides what the mask hid."""
+    biases: dict = {}
+
+    def __call__(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        if not is_causal or q.dim() != 4 or attn_mask is not None and (attn_mask.dim() > 2
+                                                                     or attn_mask.dtype == torch.bool):
+            return super().__call__(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+        n_q, n_k = q.shape[-2], k.shape[-2]
+        key = (n_q, n_k, q.dtype, q.device)
+        if key not in self.biases:
+            seen = torch.ones(n_q, n_k, dtype=torch.bool, device=q.device).tril()
+            self.biases[key] = torch.zeros(n_q, n_k, dtype=q.dtype, device=q.device).masked_fill(~seen, float("-inf"))
+        bias = self.biases[key]  # (Nq, Nk)
+        if attn_mask is not None:
+            bias = bias.add_(attn_mask.to(q.dtype))  # the bug: in place, into the cached bias
+        return super().__call__(q, k, v, bias, dropout_p, False, scale, enable_gqa)
+
+
+causal_bias_cached_in_place = _full_mutant(_CausalBiasCachedInPlace(), "causal_bias_cached_in_place",
+    "The causal bias is cached per shape and a 2-D mask beside is_causal is added into it in place.")
+
+MUTANTS = MUTANTS + (
+    Mutant(causal_bias_cached_in_place, "cached causal bias written into by a mask", "generated-agreement"),
 )

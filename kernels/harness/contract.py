@@ -140,15 +140,16 @@ ITEMS: tuple[Item, ...] = (
          ("buffers-mutated-between-calls", "global-state-unchanged", "dropout-rng-advances")),
     Item("dropout", "dropout_p: each weight kept with probability 1 - p, independently (of every other weight of "
                     "the call: no mask repeating along keys, queries, heads or batch), kept ones scaled 1/(1-p); "
-                    "p = 1 gives 0, p > 1 raises; the backward reuses the forward's mask (also with attn_mask), for every "
+                    "p = 1 gives 0, p > 1 raises, p < 0 (and NaN) raises or applies no dropout; the backward reuses the forward's mask (also with attn_mask), for every "
                     "subset of q, k, v requiring grad and for a learned additive mask's gradient; at every p in "
                     "(0, 1), below 0.01 too",
          f"{DOC}: 'dropout_p: Dropout probability; if greater than 0.0, dropout is applied'; {MEASURED}: p = 1 "
-         "output 0, p = 1.5 'dropout probability has to be between 0 and 1'",
+         "output 0, p = 1.5 'dropout probability has to be between 0 and 1', p = -0.1 and NaN the p = 0 output (math) "
+         "or refused (default dispatch)",
          ("dropout-mask-law", "dropout-expectation", "dropout-variance", "dropout-forward-backward",
           "dropout-forward-backward-masked", "dropout-with-attn-mask", "dropout-independence", "dropout-long-lags",
           "dropout-kept-fraction",
-          "dropout-keep-grid", "dropout-p-one", "generated-dropout")),
+          "dropout-keep-grid", "dropout-p-range", "generated-dropout")),
     Item("dropout-across-calls", "dropout draws from torch's generator: same seed same mask, consecutive calls "
                                  "independent at every lag, the generator advanced, no mask repeated over "
                                  "thousands of calls",

@@ -62,12 +62,14 @@ def seeded(s: Subject, draw: int):
 
 def one_hot_values(s: Subject) -> torch.Tensor:
     n_k = s.case.n_k
-    return s.cast(torch.eye(n_k, dtype=torch.float64).expand(s.k.shape[0], s.k.shape[1], n_k, n_k))  # (B, Hkv, Nk, Nk)
+    # (contiguous: a float64 cast copies nothing, and an expanded V is refused where it would be written through)
+    return s.cast(torch.eye(n_k, dtype=torch.float64).expand(s.k.shape[0], s.k.shape[1], n_k, n_k)).contiguous()  # (B, Hkv, Nk, Nk)
 
 
-def _probabilities(s: Subject) -> torch.Tensor:
+def _probabilities(s: Subject, attn_mask=None) -> torch.Tensor:
     q, k = s.q.cpu().double(), s.k.cpu().double()
-    return ref.probabilities(q, k, **s.kwargs())  # (B, Hq, Nq, Nk)
+    kw = s.kwargs() if attn_mask is None else s.kwargs(attn_mask=attn_mask.cpu(), is_causal=False)
+    return ref.probabilities(q, k, **kw)  # (B, Hq, Nq, Nk)
 
 
 def _z_outcome(name: str, z: float) -> tuple[Outcome, str]:
@@ -84,8 +86,7 @@ def _mask_law(s: Subject, w: torch.Tensor, attn_mask=None, p: float = P_DROP, wi
     """W's kept fraction is 1 - p (binomial), its kept entries P/(1-p), the others 0."""
     keep, rescale, _ = laws()
     kw = s.kwargs() if attn_mask is None else s.kwargs(attn_mask=attn_mask, is_causal=False)
-    p64 = ref.probabilities(s.q.cpu().double(), s.k.cpu().double(),
-                            **{**kw, "attn_mask": None if attn_mask is None else attn_mask.cpu()})  # (B, Hq, Nq, Nk)
+    p64 = _probabilities(s, attn_mask)  # (B, Hq, Nq, Nk)
     kept = w != 0
     counted = p64 > P_FLOOR
     n, k = int(counted.sum()), int((kept & counted).sum())
@@ -182,26 +183,43 @@ def dropout_independence(s: Subject) -> Outcome:
     invariant's false-alarm rate ≤ α."""
     w = _base_effective_matrix(s)  # (B, Hq, Nq, Nk)
     counted = _probabilities(s) > P_FLOOR
-    tests = []  # (name, a, b, counted in both)
-    slices, live = w.flatten(0, 1), counted.flatten(0, 1)  # (B·Hq, Nq, Nk)
-    heads = w.shape[1]
-    for i in range(len(slices)):
-        for j in range(i + 1, len(slices)):
-            tests.append((f"(b{i // heads},h{i % heads})~(b{j // heads},h{j % heads})",
-                          slices[i], slices[j], live[i] & live[j]))
+    tests = _slice_pairs(w, counted)
     for axis, along in ((-1, "keys"), (-2, "queries")):
         for lag in TILE_LAGS:
             a, b, both = _lag_pairs(w, counted, axis, lag)
             if int(both.sum()) >= MIN_PAIRS:
                 tests.append((f"{along} {lag} apart", a, b, both))
-    results = []  # (|z|, detail)
+    return agreement_outcome(tests, P_DROP)
+
+
+def _slice_pairs(w: torch.Tensor, counted: torch.Tensor) -> list:
+    """Every pair of W's (batch, head) slices: (name, a, b, counted in both)."""
+    slices, live = w.flatten(0, 1), counted.flatten(0, 1)  # (B·Hq, Nq, Nk)
+    heads = w.shape[1]
+    return [(f"(b{i // heads},h{i % heads})~(b{j // heads},h{j % heads})", slices[i], slices[j], live[i] & live[j])
+            for i in range(len(slices)) for j in range(i + 1, len(slices))]
+
+
+def agreement_outcome(tests: list, p: float, more_only: bool = False) -> Outcome:
+    """The largest |z| of the pairings' agreement tests against z at α / (number of tests) (Bonferroni);
+    ``more_only``: only agreement above independence counts (shared or shifted masks; the normal approximation's
+    upper tail of agreement, the lower of the rare disagreements, errs towards passing at tiny p, where one
+    disagreement more than expected would give a large |z|)."""
+    results = []  # (|z| or z, detail)
     for name, a, b, both in tests:
-        z, k, n = _agreement_z(a, b, both)
-        results.append((abs(z), f"{name}: {k} of {n} agree, z = {z:+.2f}"))
+        z, k, n = _agreement_z(a, b, both, p)
+        results.append((max(z, 0.0) if more_only else abs(z), f"{name}: {k} of {n} agree, z = {z:+.2f}"))
     results.sort(reverse=True)
-    detail = (f"{len(tests)} pairings, expected agreement {(1 - P_DROP) ** 2 + P_DROP ** 2:g}; worst: "
+    detail = (f"{len(tests)} pairings, expected agreement {(1 - p) ** 2 + p ** 2:g}; worst: "
               + "; ".join(d for _, d in results[:2]))
     return Outcome(results[0][0], _z(ALPHA / len(tests)), detail)
+
+
+def slices_independent(w: torch.Tensor, counted: torch.Tensor, p: float) -> Outcome | None:
+    """W's (batch, head) slices draw masks of their own (a mask shared across heads, batch entries, a broadcast
+    k's batch or a mask's broadcast dims agrees everywhere); None for a single slice."""
+    tests = _slice_pairs(w, counted)
+    return agreement_outcome(tests, p, more_only=True) if tests else None
 
 
 def _rng_states(s: Subject) -> list[torch.Tensor]:

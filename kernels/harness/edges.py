@@ -26,7 +26,7 @@ from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import CONTRACT, Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, DROPOUT, GQA, Invariant, register
-from kernels.harness.subject import (Outcome, Subject, checked_output, gradients_against, measured,
+from kernels.harness.subject import (Outcome, Subject, against, checked_output, gradients_against, measured,
                                      subset_gradients, worst)
 
 
@@ -184,23 +184,37 @@ def mask_dtype_refused(s: Subject) -> Outcome:
                    f"accepted: {', '.join(accepted)}" if accepted else "every other dtype refused")
 
 
-def dropout_p_one(s: Subject) -> Outcome:
+def dropout_p_range(s: Subject) -> Outcome:
     """dropout_p = 1 drops every weight: output exactly 0 (measured: math and default dispatch);
-    dropout_p = 1.5 is refused ("dropout probability has to be between 0 and 1")."""
-    problems, note = [], ""
+    dropout_p = 1.5 is refused ("dropout probability has to be between 0 and 1"); dropout_p = -0.1 (and NaN) is
+    refused (the default dispatch) or no dropout at all (the math backend applies dropout only "if greater than
+    0.0", measured: the p = 0 output), by the low-precision rule against the no-dropout golden value (red team
+    rt40h: -0.1 accepted and rescaled by 1/(1 - p) escaped)."""
+    problems, notes = [], []
     try:
         out = s.run(dropout_p=1.0)
         bad = int((out != 0).sum())  # NaN counts: NaN != 0
         if bad:
             problems.append(f"p = 1: {bad} outputs not 0 (max |o| {float(out.abs().nan_to_num(math.inf).max()):.3g})")
     except Exception as exc:  # p = 1 refused: honest, though SDPA answers 0
-        note = f"p = 1 {_refused(exc)}"
+        notes.append(f"p = 1 {_refused(exc)}")
     try:
         s._call(s.q, s.k, s.v, dropout_p=1.5)
         problems.append("p = 1.5 accepted")
     except Exception:  # refusing is the contract
         pass
-    return Outcome(math.inf if problems else 0.0, 0.0, "; ".join(problems) or note)
+    worst_below = Outcome(0.0, 0.0)
+    for p in (-0.1, math.nan):
+        try:
+            o = against(s, s.run(dropout_p=p), s.base)
+        except Exception as exc:  # refusing is the contract too
+            notes.append(f"p = {p:g} {_refused(exc)}")
+            continue
+        if not o.discrepancy <= o.bound:
+            problems.append(f"p = {p:g} accepted and not the no-dropout output: {o.discrepancy:.3g}/{o.bound:.3g}")
+        worst_below = max(worst_below, o, key=lambda x: x.discrepancy / x.bound if x.bound else x.discrepancy)
+    return Outcome(math.inf if problems else worst_below.discrepancy, worst_below.bound if not problems else 0.0,
+                   "; ".join(problems + notes))
 
 
 # ===================================================================== NaN
@@ -601,8 +615,9 @@ for _inv in (
     Invariant("kv-lengths-refused", None, kv_lengths_refused, _contract,
               bug_classes="k and v of different lengths accepted (v read over k's length: silently truncated, "
                           "or read past its end)"),
-    Invariant("dropout-p-one", "dropout-kept-fraction", dropout_p_one, _contract, frozenset({DROPOUT}),
-              bug_classes="dropout_p = 1 dividing by 1 - p = 0 (NaN/inf) or keeping weights; p > 1 accepted"),
+    Invariant("dropout-p-range", "dropout-kept-fraction", dropout_p_range, _contract, frozenset({DROPOUT}),
+              bug_classes="dropout_p = 1 dividing by 1 - p = 0 (NaN/inf) or keeping weights; p > 1 accepted; "
+                          "p < 0 or NaN accepted and applied (rescaled by 1/(1 - p))"),
     Invariant("nan-propagation", None, nan_propagation, _contract,
               bug_classes="NaN or an infinity in an input hidden (fmax, nan_to_num, clamped scores, "
                           "NaN-skipping max) or spread to outputs that do not depend on it"),

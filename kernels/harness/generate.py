@@ -124,7 +124,7 @@ OVERFLOWING_SCALES = (2.0, 3.0, 4.0, -2.0)  # |scale| ≥ 2 takes q at half the 
 # (B, Nk) key-padding mask when B == Nq, a 3-D (Hq, Nq, Nk) one read as (B, Nq, Nk) when B == Hq.
 AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 # The regimes every run draws first, once each per dtype whatever its budget (then at random, with
-# REGIME_CHANCE each): what random shapes reach too rarely to be judged in a default run.
+# REGIME_SHARE of the later problems between them): what random shapes reach too rarely to be judged in a default run.
 #   long-decode: Nq ≤ 8 (mostly 1) over 2¹⁴-2¹⁷ keys (split-K decoding past 16 splits of 1024);
 #   long-both: both lengths past 2048, Nq ≠ Nk, causal or masked (positions a half type no longer holds);
 #   mask-collision (one per ambiguous form): B equal to the dim the form's leading dim could be taken for;
@@ -182,7 +182,12 @@ REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collisio
            "huge-grid-backward",
            # (appended: earlier regimes keep their indices, so their first draws are unchanged)
            "long-queries", "tiny-dropout", "rank-causal", "long-queries-backward", "rank-mask",
-           "mask-expanded", "kv-broadcast-backward", "many-heads-backward")
+           "mask-expanded", "kv-broadcast-backward", "many-heads-backward",
+           "dropout-rank", "dropout-kv-broadcast", "float64-dropout", "after-other-calls")
+# the regimes whose dropout problems keep them (the others' are plain): the two long ones and the call forms a
+# dispatch wrapper may route around the dropout path (red team rt40h: rank 3/5 and float64 wrappers dropping
+# dropout_p, one mask shared by a broadcast k's batch entries); their first draws are dropout problems
+DROPOUT_REGIMES = ("long-dropout", "tiny-dropout", "dropout-rank", "dropout-kv-broadcast", "float64-dropout")
 LONG_DECODE = ("long-decode", "long-decode-masked", "long-decode-nan")
 LONG = LONG_DECODE + ("long-both", "long-causal", "long-backward", "long-dropout")
 LONGEST_DECODE = (2 ** 18 + 2 ** 16, 2 ** 19)  # a fifth of the keys or more past 2¹⁸
@@ -219,8 +224,15 @@ GRID_LIMIT = 65535  # CUDA's largest grid y and z
 MANY_HEADS_GROUPS = (16, 17, 32, 33, 65)
 HEAD_SHARED_MASKS = ("(B, 1, Nq, Nk)", "(B, 1, 1, Nk)", "(1, 1, 1, Nk)", "(B, 1, Nq, 1)")
 FAR_MASK_VALUES = (-1e20, -1e21, -1e25, -1e30, -1e38)  # float32 holds each; float16 none (a float32 mask then)
-REGIME_CHANCE = 0.03
-DROPOUT_SEQUENCES = ("single", "two-layers")  # a dropout problem's calls around its backward (subject.SEQUENCES)
+# the share of drawn problems past the first draws that take a regime, whatever their number: a share growing
+# with each regime appended (0.03 each: 0.93 at 31) left plain draws, and the axes regimes override, all but gone
+REGIME_SHARE = 0.5
+DROPOUT_SEQUENCES = ("single", "two-layers")
+# A call on fresh inputs of the same shapes with other arguments, made just before a forward problem's judged call
+# (its output kept alive until the judged call returns): state a kernel keeps between calls (a cached causal bias,
+# mask or output buffer keyed by shape) shows in the judged output. "causal and mask" SDPA refuses; an impl may take it.
+PRIOR_CALLS = ("causal and mask", "mask", "causal", "dropout", "scale")
+PRIOR_CHANCE = 0.25  # of a drawn forward problem (a coin of its own); after-other-calls' first draw has one always  # a dropout problem's calls around its backward (subject.SEQUENCES)
 # the autograd mode of the first draws of the dropout regimes (subject.CONTEXTS; the rest drawn)
 FIRST_CONTEXTS = {"long-dropout": "inference_mode", "tiny-dropout": "no_grad"}
 # dropout problems (V = I) over one or two keys, two of every five (None: Nk as drawn, 8 at least): the kept
@@ -269,6 +281,7 @@ class Problem:
     input_nan: str | None = None  # "q", "k" or "v": one element non-finite (generated-agreement; nan-propagation's rule)
     input_value: str = "NaN"  # that element's value, one of reference.NONFINITE
     context: str = "no_grad"  # the autograd mode of a forward-only call (subject.CONTEXTS; agreement, dropout)
+    prior: str | None = None  # a call of PRIOR_CALLS made before the judged one (generated-agreement)
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -300,6 +313,8 @@ class Problem:
             parts.append(f"{self.input_value} in {self.input_nan}")
         if self.context != "no_grad":
             parts.append(f"under {self.context}")
+        if self.prior:
+            parts.append(f"after a {self.prior} call")
         return f"generated: {' '.join(parts)} seed={self.seed}"
 
     @property
@@ -327,11 +342,23 @@ def _cycled(values, seed: int, dtype: str, index: int, axis: str, drawn):
 
 
 def _drawn_regime(seed: int, dtype: str, k: int, regimes: tuple[str, ...]):
-    """The regime of drawn problem k, or None: one with probability len(regimes)·REGIME_CHANCE, the one whose
+    """The regime of drawn problem k, or None: one with probability REGIME_SHARE, the one whose
     weight, a function of (seed, dtype, k, its name) alone, is highest."""
-    if not regimes or _rng(seed, dtype, "drawn regime", k).random() >= len(regimes) * REGIME_CHANCE:
+    if not regimes or _rng(seed, dtype, "drawn regime", k).random() >= REGIME_SHARE:
         return None
     return max(regimes, key=lambda name: _rng(seed, dtype, "drawn regime", k, name).random())
+
+
+def _prior(seed: int, dtype: str, key: tuple, regime, relation: str, features: frozenset, first: bool):
+    """A forward problem's PRIOR_CALLS entry or None, by coins of its own (the other fields are drawn as before)."""
+    if relation != AGREEMENT:
+        return None
+    if regime == "after-other-calls" and first:
+        return "causal and mask" if ATTN_MASK in features and CAUSAL in features else "scale"
+    coins = _rng(seed, dtype, *key, "prior")
+    offered = [c for c in PRIOR_CALLS if (ATTN_MASK in features or "mask" not in c)
+               and (CAUSAL in features or "causal" not in c) and (DROPOUT in features or c != "dropout")]
+    return coins.choice(offered) if coins.random() < PRIOR_CHANCE or regime == "after-other-calls" else None
 
 
 def chosen_regimes(names=None) -> tuple[str, ...]:
@@ -361,14 +388,15 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                 or regime in ("long-backward", "huge-grid-backward", "long-queries-backward", "kv-broadcast-backward",
                               "many-heads-backward")):
             relation = GRADIENTS  # (a forward problem where the impl has no backward: below)
-        if regime in ("long-dropout", "tiny-dropout") and DROPOUT in features:
+        if regime in DROPOUT_REGIMES and DROPOUT in features:
             relation = DROPOUT_LAW
     else:
         relation = RELATIONS[(index - len(regimes)) % len(RELATIONS)]
         regime = _drawn_regime(seed, dtype, index - len(regimes), regimes)
     if relation == GRADIENTS and BACKWARD not in features or relation == DROPOUT_LAW and DROPOUT not in features:
         relation = AGREEMENT
-    if (relation == DROPOUT_LAW and regime not in ("long-dropout", "tiny-dropout")
+    if (relation == DROPOUT_LAW and regime not in DROPOUT_REGIMES
+            or relation != DROPOUT_LAW and regime == "float64-dropout"  # (float64 agreement: float64-agreement's)
             or relation == GRADIENTS and regime in LONG_DECODE + ("long-both", "magnitude", "long-dropout")
             or relation != AGREEMENT and regime == "long-queries"  # (its backward: long-queries-backward)
             or relation != GRADIENTS and regime == "long-queries-backward"
@@ -399,6 +427,12 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         mask = None  # the harness's mask maker has no mask for Nk = 0; the fixed mask cases judge the rest
     if regime in LONG:
         batch, (hq, hkv) = 1, r.choice(((1, 1), (2, 1), (2, 2)) if GQA in features else ((1, 1), (2, 2)))
+        # groups of two over two KV heads (h // 2 and h % 2 then differ): long-decode-nan's and long-backward's first
+        # draws, a third of the later ones (a coin of its own; red team rt40h: split-K decoding grouping heads as
+        # h % Hkv, forward and backward, escaped one KV head)
+        if GQA in features and (regime in ("long-decode-nan", "long-backward") if index < len(regimes)
+                                else _rng(seed, dtype, *key, "long gqa").random() < 1 / 3):
+            hq, hkv = 4, 2
         d, dv = min(d, LONG_HEAD_DIM), min(dv, LONG_HEAD_DIM)
         if regime in LONG_DECODE:
             e = r.choice(DECODE_EXPONENTS)
@@ -416,6 +450,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             causal, mask = CAUSAL in features, None
         elif regime == "long-backward":  # no causal mask: with Nq ≤ 4 it would hide every key past the fourth
             n_q, n_k, d, dv = r.randint(1, 4), r.randint(*LONG_BACKWARD_KEYS), min(d, 16), min(dv, 16)
+            n_q = 1 if index < len(regimes) else n_q  # the first draw a decode step's backward
             causal, mask = False, None
         elif regime == "long-dropout":
             n_q, n_k, hq, hkv, causal, mask = 8, r.randint(*LONG_DROPOUT_KEYS), 1, 1, False, None
@@ -488,7 +523,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         causal, batch = False, max(batch, 2)
         mask = r.choice(RANK_MASKS[:2] if index < len(regimes) else RANK_MASKS)
         n_q, n_k = min(max(n_q, 2), 64), min(max(n_k, 2), 64)
-    elif regime in ("rank", "rank-causal"):
+    elif regime in ("rank", "rank-causal", "dropout-rank"):
         # causal half the time (then no mask; a coin of its own, so the other fields are drawn as before)
         coins = _rng(seed, dtype, *key, "rank causal")
         causal = CAUSAL in features and coins.random() < 0.5
@@ -505,7 +540,11 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         n_q, n_k = r.randint(*LONG_QUERIES_LENGTHS), r.randint(*LONG_QUERIES_BACKWARD_KEYS)
         d, dv = min(d, LONG_QUERIES_HEAD_DIM), min(dv, LONG_QUERIES_HEAD_DIM)
         causal = CAUSAL in features and r.random() < 0.5
-    elif regime in ("kv-broadcast", "kv-broadcast-backward"):
+        if ATTN_MASK in features and (index < len(regimes) or not causal):
+            # a mask of its own rows, not is_causal, on the first draw (red team rt40h: query chunks of 4096 reading
+            # mask rows 0..4095 in every chunk escaped masks over Nq ≤ 4096)
+            causal, mask = False, "(Nq, Nk)"
+    elif regime in ("kv-broadcast", "kv-broadcast-backward", "dropout-kv-broadcast"):
         # the drawn mask kept (a key-padding mask beside a shared prefix's k, v); the first draws without one
         batch, causal = max(batch, 2), False
         mask = None if index < len(regimes) else mask
@@ -515,6 +554,11 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             hkv = hq
         if regime == "kv-broadcast-backward":  # two keys at least: over one, dq and dk are exactly 0
             n_k = max(n_k, 2)
+    elif regime == "after-other-calls" and index < len(regimes):
+        # the first draw causal, after a call with is_causal and an (Nq, Nk) mask (red team rt40h: a causal bias cached
+        # by shape and added to in place by that call's mask); square, so a cached bias fits either way
+        causal, mask, n_q = CAUSAL in features, None, min(max(n_k, 8), 64)  # (64: under MAX_SCORES, kept square)
+        n_k = n_q
     elif regime == "far-masked-rows" and ATTN_MASK in features:
         causal, mask, n_q, n_k = False, r.choice(MASK_FORMS[:5]), max(n_q, 2), max(n_k, 2)
     elif regime in ("mask-storage", "mask-nonfinite", "mask-expanded") and ATTN_MASK in features:
@@ -586,6 +630,10 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         grads = r.choice(("qkv", "q", "qk"))
     dropout_grads, dropout_mask_grad = _cycled(DROPOUT_GRADIENTS, seed, dtype, index - len(regimes), "dropout grads",
                                                r.choice(DROPOUT_GRADIENTS))
+    if relation == DROPOUT_LAW and regime == "float64-dropout" and index < len(regimes):
+        # the first draw: a boolean mask beside dropout (red team rt40h: a float64 fallback adding a boolean mask as 0/1)
+        mask, mask_kind, causal, dropout_mask_grad = (r.choice(MASK_FORMS[:5]) if ATTN_MASK in features else None,
+                                                      "bool", False, False)
     if relation == DROPOUT_LAW:
         grads = dropout_grads if BACKWARD in features else ""
         dropout_mask_grad = dropout_mask_grad and BACKWARD in features and ATTN_MASK in features and n_k > 0
@@ -615,20 +663,28 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         storage = "transposed"
     far = None
     if regime == "far-masked-rows" and mask is not None:
-        mask_kind, wide, far = "additive", True, r.choice(FAR_MASK_VALUES)
+        # float16 holds no FAR_MASK_VALUES: a float32 mask; bfloat16 holds them all: its first draw a bfloat16 mask
+        # (red team rt40h: a bfloat16 mask rounded through float16, its far rows -inf, escaped float32 masks)
+        mask_kind, far = "additive", r.choice(FAR_MASK_VALUES)
+        wide = dtype == "float16" or wide and index >= len(regimes)
     if regime == "cache-slice":
         layout = "slice"
     if relation == DROPOUT_LAW or mask_kind != "additive":
         wide = False
     poisoned = (regime == "mask-nonfinite" or r.random() < NONFINITE_CHANCE) and relation == AGREEMENT and far is None
-    rank = r.choice(RANKS) if regime in ("rank", "rank-causal", "rank-mask") and relation == AGREEMENT else 4
-    broadcast = (regime in ("kv-broadcast", "kv-broadcast-backward") and relation in (AGREEMENT, GRADIENTS)
-                 and batch >= 2)
+    rank = (r.choice(RANKS) if regime in ("rank", "rank-causal", "rank-mask") and relation == AGREEMENT
+            or regime == "dropout-rank" and relation == DROPOUT_LAW else 4)
+    broadcast = (regime in ("kv-broadcast", "kv-broadcast-backward", "dropout-kv-broadcast")
+                 and relation in (AGREEMENT, GRADIENTS, DROPOUT_LAW) and batch >= 2)
     if index < len(regimes) and relation == AGREEMENT and regime in ("rank", "rank-causal", "rank-mask", "kv-broadcast"):
         # the first draw: the forms a kernel most likely maps wrongly
         rank = {"rank": 3, "rank-causal": 5, "rank-mask": 5}.get(regime, 4)
-    elif broadcast and relation == AGREEMENT:
+    elif index < len(regimes) and relation == DROPOUT_LAW and regime == "dropout-rank":
+        rank = 3
+    elif broadcast and relation in (AGREEMENT, DROPOUT_LAW) and index >= len(regimes):
         rank = r.choice((4, 5))
+    if relation == DROPOUT_LAW and (rank != 4 or broadcast):  # (the law alone; their gradients: generated-gradients')
+        grads, dropout_mask_grad = "", False
     gqa_flag = r.random() < 0.5
     nan_in = r.choice("qkv")
     # (every key visible: a NaN key that causal or a mask hides is NaN in SDPA math's output, as it adds the
@@ -636,7 +692,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     input_nan = (nan_in if (regime == "long-decode-nan" or r.random() < NONFINITE_CHANCE / 2) and relation == AGREEMENT
                  and mask is None and not causal and not broadcast and 0 not in (batch, hq, n_q, n_k, d, dv)
                  and regime != "long-queries" else None)
-    return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal, dtype,
+    return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal, "float64" if regime == "float64-dropout" else dtype,
                    layout=layout,
                    mask=mask, mask_kind=mask_kind, dropout_p=float(f"{dropout_p:.3g}"),
                    grads=grads, scale=scale, relation=relation,
@@ -653,6 +709,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    or _cycled(CONTEXTS, seed, dtype, index - len(regimes), "context",
                               _rng(seed, dtype, *key, "context").choice(CONTEXTS))
                    if relation in (AGREEMENT, DROPOUT_LAW) else "no_grad",
+                   prior=_prior(seed, dtype, key, regime, relation, features, index < len(regimes)),
                    # (rank 3 with Hkv < Hq only under enable_gqa: without it B·Hkv heads do not broadcast)
                    enable_gqa=not (hkv == 1 < hq and gqa_flag and rank != 3),
                    # (a learned mask is a parameter, never a stride-0 view: torch refuses the gradient of one)
@@ -791,6 +848,34 @@ def _ranked_mask(m: torch.Tensor, p: Problem) -> torch.Tensor:
     return m.expand(p.batch, p.q_heads, p.n_q, p.n_k).flatten(0, 1)  # (B·Hq, Nq, Nk)
 
 
+def _call_form(p: Problem, q, k, v, m) -> tuple:
+    """(q, k, v, {attn_mask}) as the impl gets them: k, v of one batch entry when broadcast (the subject's are
+    that entry repeated, so the golden values are the same), at the problem's rank, the mask at that rank too."""
+    if p.kv_broadcast:
+        k, v = k[:1], v[:1]
+    if p.rank != 4:
+        q, k, v = (x.flatten(0, 1) if p.rank == 3 else x.unsqueeze(1) for x in (q, k, v))
+    return q, k, v, ({} if m is None else {"attn_mask": _ranked_mask(m, p)})
+
+
+def _prior_call(s: Subject, p: Problem):
+    """The problem's prior call (PRIOR_CALLS) on fresh inputs of the subject's shapes; its output, or None where the
+    impl refused it (SDPA refuses is_causal with a mask; a refusal is no verdict here)."""
+    if p.prior is None:
+        return None
+    gen = s.rng("prior call")
+    q, k, v = (s.cast(torch.randn(x.shape, generator=gen, dtype=torch.float64)) for x in (s.q, s.k, s.v))
+    bias = s.cast(torch.randn(p.n_q, p.n_k, generator=gen, dtype=torch.float64))  # (Nq, Nk)
+    extra = {"causal and mask": {"is_causal": True, "attn_mask": bias}, "mask": {"attn_mask": bias, "is_causal": False},
+             "causal": {"is_causal": not p.causal}, "dropout": {"dropout_p": 0.5}, "scale": {"scale": 0.5}}[p.prior]
+    devices = [] if torch.device(s.device).type == "cpu" else [torch.device(s.device)]
+    try:  # (torch's RNG as it was: the prior dropout call draws from it)
+        with torch.no_grad(), torch.random.fork_rng(devices=devices):
+            return s.impl(q, k, v, **{**s.kwargs(), **extra})
+    except Exception:  # noqa: BLE001  (refused: nothing was kept)
+        return None
+
+
 def _kwargs(s: Subject, p: Problem, m) -> dict:
     kw = s.kwargs()
     return kw if m is None else {**kw, "attn_mask": m}
@@ -810,11 +895,9 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
     # views against 1.0e-05 on contiguous copies of the same values, SDPA math equal to the former);
     # taken on copies of them made before the impl runs (it may write into them; copies keep the strides)
     kept = tuple(ref.copy(x) for x in views)
-    if p.kv_broadcast:  # (the subject's k, v are one batch entry repeated: the golden values are those)
-        k, v = k[:1], v[:1]
-    if p.rank != 4:
-        q, k, v = (x.flatten(0, 1) if p.rank == 3 else x.unsqueeze(1) for x in (q, k, v))
-    out = s.run_fresh(q, k, v, p.context, **({} if m is None else {"attn_mask": _ranked_mask(m, p)}))
+    *called, mk = _call_form(p, q, k, v, m)
+    earlier = _prior_call(s, p)  # noqa: F841  (alive until the judged call returned, as a model's other layer's)
+    out = s.run_fresh(*called, p.context, **mk)
     out = out.reshape(p.batch, p.q_heads, p.n_q, p.value_dim)  # (B, Hq, Nq, Dv) whatever the rank
     if clean is not None:  # NaN exactly in the outputs that depend on it (nan-propagation's rule)
         from kernels.harness.edges import nan_placement
@@ -895,17 +978,28 @@ def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
     d_o = s.cast(torch.randn(s.q.shape[:-1] + (p.n_k,), generator=s.rng("dropout dO"), dtype=torch.float64))
     details = []
     mode = p.context if leaf is None and not p.grads else "enable_grad"  # (gradients need a graph)
+
+    def call(mask, *given):  # W (B, Hq, Nq, Nk) of one call in the problem's form (rank, broadcast k, v: no grads)
+        *called, mk = _call_form(p, *(given or tensors), mask)
+        w = s.impl(*called, **{**s.kwargs(), **mk}, dropout_p=p.dropout_p)
+        return checked_output(w, called[0], called[2]) if p.rank != 4 or p.kv_broadcast else w
+
     with drop.seeded(s, 0), calling_context(mode):
         try:
-            w = s.impl(*tensors, **_kwargs(s, p, m if leaf is None else leaf), dropout_p=p.dropout_p)
+            w = call(m if leaf is None else leaf)
         except Exception as exc:  # a mask requiring grad may be refused (contract item mask-gradient)
             if leaf is None:
                 raise
             details.append(f"mask gradient refused ({type(exc).__name__})")
             leaf = None
-            w = s.impl(*tensors, **_kwargs(s, p, m), dropout_p=p.dropout_p)
+            w = call(m)
+        w = w.reshape(p.batch, p.q_heads, p.n_q, p.n_k)  # (B, Hq, Nq, Nk) whatever the rank
         checked_output(w, s.q, v1)
-        law = drop._mask_law(s, w.detach().cpu().double(), attn_mask=m, p=p.dropout_p, with_bias=False)
+        w64 = w.detach().cpu().double()
+        law = drop._mask_law(s, w64, attn_mask=m, p=p.dropout_p, with_bias=False)
+        # (red team rt40h: one mask shared by a broadcast k's batch entries, or by a mask's broadcast heads)
+        shared = drop.slices_independent(w64, drop._probabilities(s, attn_mask=m) > drop.P_FLOOR, p.dropout_p)
+        law = law if shared is None else worst([law, shared], [law.detail, f"slices: {shared.detail}"])
         if w.requires_grad:
             other = None
             if p.sequence == "two-layers":  # a dropout call of the same shape (other values) before our backward
@@ -920,8 +1014,7 @@ def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
             outcomes, said = [], []
     if mode != p.context:  # the same seeded call in the drawn mode too, its weights judged by the law
         with drop.seeded(s, 0), calling_context(p.context):
-            again = checked_output(s.impl(*(t.detach() for t in tensors), **_kwargs(s, p, m), dropout_p=p.dropout_p),
-                                   s.q, v1)
+            again = checked_output(call(m, *(t.detach() for t in tensors)).reshape(w.shape), s.q, v1)
         o = drop._mask_law(s, again.detach().cpu().double(), attn_mask=m, p=p.dropout_p, with_bias=False)
         outcomes, said = outcomes + [o], said + [f"under {p.context}: {o.detail}"]
     return worst([law] + outcomes, [law.detail] + said + details)
@@ -1001,7 +1094,7 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("input_value", ("NaN",)), ("context", ("no_grad",)), ("mask_storage", ("contiguous",)),
+    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("input_value", ("NaN",)), ("context", ("no_grad",)), ("prior", (None,)), ("mask_storage", ("contiguous",)),
                           ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
                           ("scale", (None,)),
                           ("causal", (False,)),

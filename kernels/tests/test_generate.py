@@ -54,7 +54,20 @@ def test_every_run_draws_each_regime_first():
                 gen.draw(seed, gen.REGIMES.index(name), dtype, ALL)
                 for name in ("long-queries", "tiny-dropout", "rank-causal", "long-queries-backward", "rank-mask",
                              "mask-expanded", "kv-broadcast-backward", "many-heads-backward"))
-            assert gen.REGIMES[:23][-1] == "huge-grid-backward" and len(gen.REGIMES) == 31
+            dropout_rank, dropout_kv, dropout64, after = (
+                gen.draw(seed, gen.REGIMES.index(name), dtype, ALL)
+                for name in ("dropout-rank", "dropout-kv-broadcast", "float64-dropout", "after-other-calls"))
+            assert gen.REGIMES[:23][-1] == "huge-grid-backward" and len(gen.REGIMES) == 35
+            assert dropout_rank.relation == gen.DROPOUT_LAW and dropout_rank.rank == 3, dropout_rank
+            assert dropout_kv.relation == gen.DROPOUT_LAW and dropout_kv.kv_broadcast and dropout_kv.batch >= 2, dropout_kv
+            assert dropout64.relation == gen.DROPOUT_LAW and dropout64.dtype == "float64", dropout64
+            assert dropout64.mask is not None and dropout64.mask_kind == "bool", dropout64
+            assert after.relation == gen.AGREEMENT and after.causal and after.prior == "causal and mask", after
+            assert after.n_q == after.n_k >= 8 and after.mask is None, after
+            assert long_backward.n_q == 1 and (long_backward.q_heads, long_backward.kv_heads) == (4, 2), long_backward
+            assert (decode_nan.q_heads, decode_nan.kv_heads) == (4, 2), decode_nan
+            assert square_backward.mask == "(Nq, Nk)" and not square_backward.causal, square_backward
+            assert far.mask_dtype is None or dtype == "float16", far
             assert heads_backward.relation == gen.GRADIENTS and heads_backward.n_k >= 2, heads_backward
             assert heads_backward.q_heads // heads_backward.kv_heads > 32 and set(heads_backward.grads) & {"k", "v"}, heads_backward
             assert kv_backward.relation == gen.GRADIENTS and kv_backward.kv_broadcast, kv_backward

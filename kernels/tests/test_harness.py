@@ -60,7 +60,7 @@ def test_sdpa_passes_except_for_its_zero_scale_causal_bug(sdpa_report):
     assert set(sdpa_report.dtypes) == {"float32", "float16", "bfloat16"}
     assert not sdpa_report.not_applicable  # SDPA offers every feature
     exact = {"output-dtype-shape", "inputs-untouched", "inputs-untouched-backward", "determinism",
-             "backward-determinism", "dropout-same-seed", "refused-inputs", "kv-lengths-refused", "dropout-p-one",
+             "backward-determinism", "dropout-same-seed", "refused-inputs", "kv-lengths-refused", "dropout-p-range",
              "attn-mask-untouched", "attn-mask-shape-refused", "attn-mask-dtype-refused", "dropout-distinct-masks",
              "global-state-unchanged"}  # yes/no checks; every other one has a bound
     # refusing attn_mask with is_causal is allowed, and is what SDPA does when it dispatches Dv ≠ D to math
