@@ -170,6 +170,10 @@ def jacobian_spectrum() -> Derivation:
                                 "the lower edge of the disc of a row g that holds λ")
     disc_high = pf.cite_external(sp.Le(LAMBDA, JAC[_g, _g] + _R[_g], evaluate=False), reference,
                                  "the upper edge of the same disc")
+    # the computation takes |a_g a_y| = a_g a_y and |a_g − a_g²| = a_g − a_g²: weights in (0, 1], stated here so the
+    # verdict lists what it rests on (softmax weights e^{z_x} / Σ e^z)
+    pf.assume(sp.And(sp.StrictGreaterThan(_a[_x], 0), sp.LessThan(_a[_x], 1)), "0 < a_x ≤ 1 for every x (softmax weights)",
+              forall=[_x])
     radius = pf.computation(sp.Eq(_R[_g], JAC[_g, _g], evaluate=False), gershgorin_radius_is_the_diagonal,
                             "R_g = Σ_{j≠g} |J_gj| = a_g(1 − a_g) = J_gg", name="gershgorin_radius_is_the_diagonal")
     diag = _a[_g] - _a[_g] ** 2
