@@ -4,7 +4,7 @@ NAME is a design of kernels.harness.peers (default: sdpa-math, the plain PyTorch
 issue's 60 s budget is stated for) or MOD:FN. One default ``verify_attention`` run each, with its
 options as the survey uses them; printed: wall-clock and CPU seconds (the machine is shared: CPU
 seconds move less with load, and the load average is printed beside them), then CPU seconds by part:
-the fixed cases per invariant and per case, the drawn problems per relation and the regimes (each
+the fixed cases per invariant, per case and per (invariant, case), the drawn problems per relation and the regimes (each
 dtype's first len(generate.REGIMES) problems) apart from the rest. Each check's CPU seconds are
 ``Check.seconds``; the first check of a case pays for the golden values its later checks share.
 """
@@ -31,7 +31,7 @@ def _target(name: str):
 def split(report) -> dict[str, Counter]:
     """CPU seconds of the report's checks: 'invariant' and 'case' (fixed cases), 'generated' (per relation,
     regimes apart)."""
-    parts = {"invariant": Counter(), "case": Counter(), "generated": Counter()}
+    parts = {"invariant": Counter(), "case": Counter(), "pair": Counter(), "generated": Counter()}
     drawn_so_far = Counter()
     for c in report.checks:
         if c.invariant in gen.RELATIONS and c.case_name.startswith("generated-"):
@@ -41,6 +41,7 @@ def split(report) -> dict[str, Counter]:
         else:
             parts["invariant"][c.invariant] += c.seconds
             parts["case"][c.case_name] += c.seconds
+            parts["pair"][f"{c.invariant} on {c.case_name}"] += c.seconds
     return parts
 
 
@@ -59,7 +60,7 @@ def main(argv=None) -> int:
         for note in report.notes:
             print(f"  note: {note}")
         for part, title in (("invariant", "fixed cases, by invariant"), ("case", "fixed cases, by case"),
-                            ("generated", "drawn problems")):
+                            ("pair", "fixed cases, by invariant and case"), ("generated", "drawn problems")):
             print(f"  {title}:")
             for key, seconds in parts[part].most_common(TOP):
                 print(f"    {seconds:7.2f}  {key}")
