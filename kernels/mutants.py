@@ -2211,3 +2211,16 @@ causal_bias_cached_in_place = _full_mutant(_CausalBiasCachedInPlace(), "causal_b
 MUTANTS = MUTANTS + (
     Mutant(causal_bias_cached_in_place, "cached causal bias written into by a mask", "generated-agreement"),
 )
+
+
+def dropout_skipped_on_split_k_decode(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                      enable_gqa=False):
+    """One query over more than SPLIT keys, no mask, not causal: a split-K decode path that has no dropout."""
+    if q.shape[-2] == 1 and k.shape[-2] > SPLIT and attn_mask is None and not is_causal:
+        dropout_p = 0.0  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(dropout_skipped_on_split_k_decode, "split-K decode path without dropout", "generated-dropout"),
+)

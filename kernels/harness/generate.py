@@ -183,13 +183,14 @@ REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collisio
            # (appended: earlier regimes keep their indices, so their first draws are unchanged)
            "long-queries", "tiny-dropout", "rank-causal", "long-queries-backward", "rank-mask",
            "mask-expanded", "kv-broadcast-backward", "many-heads-backward",
-           "dropout-rank", "dropout-kv-broadcast", "float64-dropout", "after-other-calls")
+           "dropout-rank", "dropout-kv-broadcast", "float64-dropout", "after-other-calls", "decode-dropout")
 # the regimes whose dropout problems keep them (the others' are plain): the two long ones and the call forms a
 # dispatch wrapper may route around the dropout path (red team rt40h: rank 3/5 and float64 wrappers dropping
 # dropout_p, one mask shared by a broadcast k's batch entries); their first draws are dropout problems
-DROPOUT_REGIMES = ("long-dropout", "tiny-dropout", "dropout-rank", "dropout-kv-broadcast", "float64-dropout")
+DROPOUT_REGIMES = ("long-dropout", "tiny-dropout", "dropout-rank", "dropout-kv-broadcast", "float64-dropout",
+                   "decode-dropout")
 LONG_DECODE = ("long-decode", "long-decode-masked", "long-decode-nan")
-LONG = LONG_DECODE + ("long-both", "long-causal", "long-backward", "long-dropout")
+LONG = LONG_DECODE + ("long-both", "long-causal", "long-backward", "long-dropout", "decode-dropout")
 LONGEST_DECODE = (2 ** 18 + 2 ** 16, 2 ** 19)  # a fifth of the keys or more past 2¹⁸
 # every size axis past each power of two up to where the contract's cheap problems reach: causal keys past uint16's
 # 65535 (and so int16's 32767), backward keys past 16384 (and so 8192), a fifth of the keys or more past it
@@ -454,6 +455,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             causal, mask = False, None
         elif regime == "long-dropout":
             n_q, n_k, hq, hkv, causal, mask = 8, r.randint(*LONG_DROPOUT_KEYS), 1, 1, False, None
+        elif regime == "decode-dropout":  # one query past a split of 1024 keys, no mask: a split-K decode path's dropout
+            n_q, n_k, causal, mask = 1, r.randint(*LONG_DROPOUT_KEYS), False, None
         else:
             # rectangular: the fixed long-causal-positions case is square
             n_q = r.choice(LONG_LENGTHS[1:-1])
@@ -585,6 +588,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             batch, hq, hkv, causal, mask, d = 1, 1, 1, False, None, min(d, LONG_HEAD_DIM)
             n_k = r.randint(*LONG_DROPOUT_KEYS)
             n_q = math.ceil(TINY_DROPOUT_DROPS / (dropout_p * n_k))
+        elif regime == "decode-dropout":
+            n_q = 1  # (its kept fraction counted over B·H·Nk > 1024 weights)
         elif regime != "long-dropout":
             n_k = _cycled(TINY_KEYS, seed, dtype, index - len(regimes), "tiny keys", None) or n_k
     if relation == METAMORPHIC and r.random() < 0.5 and regime is None:
@@ -596,7 +601,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     # (long-dropout's V = I over 2200 keys: Nq·Nk² = 8·2200², above the cap of dropout problems; tiny-dropout's
     # Nq is set by its p)
     while (batch * hq * n_q * n_k * (n_k if relation == DROPOUT_LAW else 1) > cap * (8 if relation == DROPOUT_LAW else 1)
-           and regime not in ("long-dropout", "tiny-dropout")):
+           and regime not in ("long-dropout", "tiny-dropout", "decode-dropout")):
         if (n_q >= n_k or n_k <= least) and n_q > least:
             n_q = max(least, n_q // 2)
         elif n_k > least:
@@ -639,6 +644,10 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         dropout_mask_grad = dropout_mask_grad and BACKWARD in features and ATTN_MASK in features and n_k > 0
         if regime == "tiny-dropout":  # the law alone: a float64 backward over Nq·Nk² costs seconds
             grads, dropout_mask_grad = "", False
+        if regime == "decode-dropout":  # mask-free (a split-K path's problem); the first draw an inference step
+            dropout_mask_grad, mask = False, None
+            if index < len(regimes):
+                grads, dropout_p = "", float(f"{r.uniform(0.2, 0.8):.3g}")
         if dropout_mask_grad:  # a learned bias beside dropout: a mask of its own when none was drawn
             mask, mask_kind = mask or r.choice(MASK_FORMS), "additive"
             causal = False

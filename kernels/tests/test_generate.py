@@ -54,10 +54,14 @@ def test_every_run_draws_each_regime_first():
                 gen.draw(seed, gen.REGIMES.index(name), dtype, ALL)
                 for name in ("long-queries", "tiny-dropout", "rank-causal", "long-queries-backward", "rank-mask",
                              "mask-expanded", "kv-broadcast-backward", "many-heads-backward"))
-            dropout_rank, dropout_kv, dropout64, after = (
+            dropout_rank, dropout_kv, dropout64, after, decode_dropout = (
                 gen.draw(seed, gen.REGIMES.index(name), dtype, ALL)
-                for name in ("dropout-rank", "dropout-kv-broadcast", "float64-dropout", "after-other-calls"))
-            assert gen.REGIMES[:23][-1] == "huge-grid-backward" and len(gen.REGIMES) == 35
+                for name in ("dropout-rank", "dropout-kv-broadcast", "float64-dropout", "after-other-calls",
+                             "decode-dropout"))
+            assert gen.REGIMES[:23][-1] == "huge-grid-backward" and len(gen.REGIMES) == 36
+            assert decode_dropout.relation == gen.DROPOUT_LAW and decode_dropout.n_q == 1, decode_dropout
+            assert decode_dropout.n_k > 2048 and decode_dropout.mask is None and not decode_dropout.causal, decode_dropout
+            assert decode_dropout.grads == "" and 0.2 <= decode_dropout.dropout_p <= 0.8, decode_dropout
             assert dropout_rank.relation == gen.DROPOUT_LAW and dropout_rank.rank == 3, dropout_rank
             assert dropout_kv.relation == gen.DROPOUT_LAW and dropout_kv.kv_broadcast and dropout_kv.batch >= 2, dropout_kv
             assert dropout64.relation == gen.DROPOUT_LAW and dropout64.dtype == "float64", dropout64
