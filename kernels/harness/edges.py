@@ -26,7 +26,7 @@ from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import CONTRACT, Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, DROPOUT, GQA, Invariant, register
-from kernels.harness.subject import (Outcome, Subject, against, checked_output, gradients_against, measured,
+from kernels.harness.subject import (Outcome, Subject, against, checked_output, gradients_against, measured, ratio,
                                      subset_gradients, worst)
 
 
@@ -212,7 +212,7 @@ def dropout_p_range(s: Subject) -> Outcome:
             continue
         if not o.discrepancy <= o.bound:
             problems.append(f"p = {p:g} accepted and not the no-dropout output: {o.discrepancy:.3g}/{o.bound:.3g}")
-        worst_below = max(worst_below, o, key=lambda x: x.discrepancy / x.bound if x.bound else x.discrepancy)
+        worst_below = max(worst_below, o, key=ratio)
     return Outcome(math.inf if problems else worst_below.discrepancy, worst_below.bound if not problems else 0.0,
                    "; ".join(problems + notes))
 
