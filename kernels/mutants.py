@@ -2224,3 +2224,29 @@ def dropout_skipped_on_split_k_decode(q, k, v, attn_mask=None, dropout_p=0.0, is
 MUTANTS = MUTANTS + (
     Mutant(dropout_skipped_on_split_k_decode, "split-K decode path without dropout", "generated-dropout"),
 )
+
+
+def numpy_errors_silenced(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """NumPy's floating-point warnings silenced for a host-side step and never restored."""
+    import numpy as np
+
+    np.seterr(all="ignore")  # the bug: the caller's error handling changed for good
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def gc_left_disabled_when_refusing(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                   enable_gqa=False):
+    """The garbage collector paused around the call (fewer pauses mid-kernel) and re-enabled only on success."""
+    import gc
+
+    gc.disable()
+    out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)  # raises on refused inputs
+    gc.enable()  # the bug: not in a finally
+    return out
+
+
+MUTANTS = MUTANTS + (
+    Mutant(numpy_errors_silenced, "NumPy's error handling changed and left", "global-state-unchanged", backward=True),
+    Mutant(gc_left_disabled_when_refusing, "gc left disabled by a refused call", "global-state-unchanged",
+           backward=True),
+)

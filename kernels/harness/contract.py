@@ -134,7 +134,9 @@ ITEMS: tuple[Item, ...] = (
          f"{MEASURED}: bit-identical on CPU", ("determinism", "backward-determinism")),
     Item("state", "no state kept between calls: buffers written in place between calls are read anew; the process's "
                   "global state (flush-to-zero, default dtype, threads, grad mode, SDPA backend switches and other "
-                  "torch.backends flags, torch's RNG without dropout, NumPy's and Python's global RNGs always) unchanged",
+                  "torch.backends flags, torch's RNG without dropout, NumPy's and Python's global RNGs always, NumPy's "
+                  "error handling, the garbage collector, the recursion limit, the working directory) unchanged, "
+                  "after a refused call too",
          f"{MEASURED}: no global state changed by a call; torch's RNG untouched at dropout_p = 0, NumPy's and "
          "Python's random module's untouched by a forward and backward",
          ("buffers-mutated-between-calls", "global-state-unchanged", "dropout-rng-advances")),

@@ -10,6 +10,7 @@ answering wrongly fails. Measured on torch 2.13's CPU math backend (see contract
 """
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import os
@@ -477,7 +478,12 @@ def _global_state() -> dict:
             "warnings filters": list(warnings.filters),
             "logging levels": _logging_levels(),
             "environment": dict(os.environ),
-            "sys.path": list(sys.path)}
+            "sys.path": list(sys.path),
+            # (red team rt41h: np.seterr(all="ignore") never restored; gc left disabled by a call that raised)
+            "NumPy floating-point error handling": np.geterr(),
+            "garbage collector enabled": gc.isenabled(),
+            "recursion limit": sys.getrecursionlimit(),
+            "working directory": os.getcwd()}
 
 
 def _logging_levels() -> dict:
@@ -530,6 +536,10 @@ def _restore(before: dict) -> None:
     random.setstate(before["Python random state"])
     for name, (_, write) in _BACKEND_SWITCHES.items():
         write(before[name])
+    np.seterr(**before["NumPy floating-point error handling"])
+    (gc.enable if before["garbage collector enabled"] else gc.disable)()
+    sys.setrecursionlimit(before["recursion limit"])
+    os.chdir(before["working directory"])
     _restore_python(before)
 
 
@@ -571,7 +581,9 @@ def global_state_unchanged(s: Subject) -> Outcome:
     (torch.set_flush_denormal; torch 2.13 has no getter, so a subnormal product is measured),
     default dtype, thread count, grad mode, deterministic and anomaly modes, float32 matmul
     precision, torch.backends' switches (SDPA's backend choice, TF32, cuDNN, oneDNN), Python's
-    warnings filters, logging levels, os.environ and sys.path, and the CPU
+    warnings filters, logging levels, os.environ and sys.path, NumPy's floating-point error handling, whether
+    the garbage collector is enabled, the recursion limit and the working directory (after a refused call too:
+    k of another dtype), and the CPU
     RNG state (a call without dropout draws nothing: SDPA, measured), NumPy's global generator and Python's
     random module's (SDPA touches neither, measured). What
     changed is put back, so one bad impl does not poison the checks after it."""
@@ -584,6 +596,10 @@ def global_state_unchanged(s: Subject) -> Outcome:
         out = s.impl(*qkv, **s.kwargs())
         checked_output(out, s.q, s.v)
         torch.autograd.grad(out, qkv, ref.copy(s.dout))
+        try:  # a call that must be refused (k of another dtype, as SDPA refuses) leaves the process as well
+            s.impl(s.q, s.k.to(torch.float64 if s.q.dtype != torch.float64 else torch.float32), s.v, **s.kwargs())
+        except Exception:  # noqa: BLE001  (refused: the contract; kv-dtype checks judge whether it is)
+            pass
         after = _global_state()
     finally:
         _restore(before)
@@ -659,6 +675,8 @@ for _inv in (
                           "deterministic mode, matmul precision, SDPA backend switches (flash/math/...) or other "
                           "torch.backends flags, RNG drawn without dropout, NumPy's or Python's global RNG drawn "
                           "(an autotuner's random pick); Python's warnings filters "
-                          "(simplefilter('ignore') to silence a library), logging levels, os.environ, sys.path"),
+                          "(simplefilter('ignore') to silence a library), logging levels, os.environ, sys.path, "
+                          "NumPy's error handling (np.seterr), the garbage collector disabled, the recursion limit, "
+                          "the working directory; also after a refused call"),
 ):
     register(_inv)
