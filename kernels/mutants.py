@@ -2250,3 +2250,42 @@ MUTANTS = MUTANTS + (
     Mutant(gc_left_disabled_when_refusing, "gc left disabled by a refused call", "global-state-unchanged",
            backward=True),
 )
+
+
+_KV_BY_BASE: dict = {}
+
+
+def kv_cached_by_base_buffer(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """K and V prepacked and cached per (base buffer, shape, strides, version): two sibling views of one KV buffer
+    (another storage offset) get the first one's K and V."""
+    def base(x):
+        return x._base if x._base is not None else x
+
+    key = (id(base(k)), id(base(v)), tuple(k.shape), k.stride(), k._version, v._version, k.dtype)  # the bug: no offset
+    if key not in _KV_BY_BASE:
+        _KV_BY_BASE.clear()
+        _KV_BY_BASE[key] = (k.detach().clone(), v.detach().clone())
+    k_cached, v_cached = _KV_BY_BASE[key]
+    return full_attention(q, k_cached, v_cached, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+_MASK_BY_OBJECT: dict = {}
+
+
+def mask_cached_by_object(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """The attn_mask's conversion cached per mask object (a padding mask reused across steps), its version not
+    in the key: a mask written in place is read as it was."""
+    if attn_mask is not None:
+        key = (id(attn_mask), tuple(attn_mask.shape), attn_mask.dtype)  # the bug: attn_mask._version left out
+        if key not in _MASK_BY_OBJECT:
+            _MASK_BY_OBJECT.clear()
+            _MASK_BY_OBJECT[key] = attn_mask.detach().clone()
+        attn_mask = _MASK_BY_OBJECT[key]
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(kv_cached_by_base_buffer, "K/V cached per base buffer without the storage offset",
+           "buffers-mutated-between-calls"),
+    Mutant(mask_cached_by_object, "attn_mask cached per object, its version ignored", "mask-mutated-between-calls"),
+)

@@ -139,7 +139,8 @@ ITEMS: tuple[Item, ...] = (
                   "after a refused call too",
          f"{MEASURED}: no global state changed by a call; torch's RNG untouched at dropout_p = 0, NumPy's and "
          "Python's random module's untouched by a forward and backward",
-         ("buffers-mutated-between-calls", "global-state-unchanged", "dropout-rng-advances")),
+         ("buffers-mutated-between-calls", "mask-mutated-between-calls", "global-state-unchanged",
+          "dropout-rng-advances")),
     Item("dropout", "dropout_p: each weight kept with probability 1 - p, independently (of every other weight of "
                     "the call: no mask repeating along keys, queries, heads or batch), kept ones scaled 1/(1-p); "
                     "p = 1 gives 0, p > 1 raises, p < 0 (and NaN) raises or applies no dropout; the backward reuses the forward's mask (also with attn_mask), for every "

@@ -444,14 +444,39 @@ def attn_mask_untouched(s: Subject) -> Outcome:
 def buffers_mutated_between_calls(s: Subject) -> Outcome:
     """The same q, k, v tensors written in place between two calls (a KV cache updated in place, an
     optimizer step on a parameter): the second call must see the new values. A kernel caching
-    anything by data_ptr (a pre-transposed K, packed V, the previous output) answers with the old."""
+    anything by data_ptr (a pre-transposed K, packed V, the previous output) answers with the old.
+    Then k, v as two sibling views of one buffer in consecutive calls (the same base, shape, strides and
+    version; another storage offset): a cache keyed without the offset answers with the first's (red team rt41h)."""
     q, k, v = ref.copy(s.q), ref.copy(s.k), ref.copy(s.v)
     with torch.no_grad():
         s.impl(q, k, v, **s.kwargs())
         q2, k2, v2 = (_randn(s, f"new {n}", *x.shape) for n, x in zip("qkv", (q, k, v)))
         q.copy_(q2), k.copy_(k2), v.copy_(v2)
         out = checked_output(s.impl(q, k, v, **s.kwargs()), q, v)
-    return measured(s, out.cpu(), *_golden(s, q2, k2, v2))
+        in_place = measured(s, out.cpu(), *_golden(s, q2, k2, v2))
+        kk = torch.stack([k2, _randn(s, "sibling k", *k.shape)])  # (2, B, Hkv, Nk, D): one buffer, two views
+        vv = torch.stack([v2, _randn(s, "sibling v", *v.shape)])  # (2, B, Hkv, Nk, Dv)
+        s.impl(q, kk[0], vv[0], **s.kwargs())
+        out = checked_output(s.impl(q, kk[1], vv[1], **s.kwargs()), q, vv[1])
+    sibling = measured(s, out.cpu(), *_golden(s, q2, kk[1], vv[1]))
+    return worst([in_place, sibling], [f"written in place: {in_place.discrepancy:.3g}/{in_place.bound:.3g}",
+                                       f"sibling views: {sibling.discrepancy:.3g}/{sibling.bound:.3g}"])
+
+
+def mask_mutated_between_calls(s: Subject) -> Outcome:
+    """The same additive attn_mask written in place between two calls (a padding mask buffer reused across
+    steps): the second call must see the new mask (red team rt41h: a mask conversion cached per mask object,
+    ignoring its version, escaped)."""
+    from kernels.harness.masks import additive_mask
+
+    shape = (s.q.shape[0], 1, s.case.n_q, s.case.n_k)
+    m, new = additive_mask(s, shape, "mask before"), additive_mask(s, shape, "mask after")
+    with torch.no_grad():
+        s.impl(s.q, s.k, s.v, attn_mask=m, **s.kwargs(is_causal=False))
+        m.copy_(new)
+        out = checked_output(s.impl(s.q, s.k, s.v, attn_mask=m, **s.kwargs(is_causal=False)), s.q, s.v)
+    g = s.reference(attn_mask=new, is_causal=False)
+    return measured(s, out.cpu(), g.value, g.error, g.value, g.sensitivity)
 
 
 def _golden(s: Subject, q, k, v):
@@ -669,7 +694,10 @@ for _inv in (
               bug_classes="the caller's attn_mask written into (converted in place)"),
     Invariant("buffers-mutated-between-calls", None, buffers_mutated_between_calls, _contract,
               bug_classes="state kept between calls: results cached by data_ptr go stale when the same "
-                          "buffers are written in place"),
+                          "buffers are written in place, or keyed without the storage offset (sibling views)"),
+    Invariant("mask-mutated-between-calls", None, mask_mutated_between_calls, _contract, frozenset({ATTN_MASK}),
+              bug_classes="a converted attn_mask cached per mask object (or data_ptr) goes stale when the caller "
+                          "writes the mask in place between calls"),
     Invariant("global-state-unchanged", None, global_state_unchanged, _contract, _BWD,
               bug_classes="a call changing the process: flush-to-zero, default dtype, threads, grad mode, "
                           "deterministic mode, matmul precision, SDPA backend switches (flash/math/...) or other "
