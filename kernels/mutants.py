@@ -2289,3 +2289,21 @@ MUTANTS = MUTANTS + (
            "buffers-mutated-between-calls"),
     Mutant(mask_cached_by_object, "attn_mask cached per object, its version ignored", "mask-mutated-between-calls"),
 )
+
+
+def scale_honoured_only_as_float(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """`scale if isinstance(scale, float) else None`: an int or NumPy scale falls back to 1/√D."""
+    scale = scale if isinstance(scale, float) and type(scale) is float else None  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def causal_tested_by_identity(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """`is_causal is True`: numpy.bool_(True), 1 or a tensor is accepted and read as not causal."""
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal is True, scale, enable_gqa)  # the bug
+
+
+MUTANTS = MUTANTS + (
+    Mutant(scale_honoured_only_as_float, "int or NumPy scale taken for None", "argument-types"),
+    Mutant(causal_tested_by_identity, "is_causal tested by identity", "argument-types"),
+)

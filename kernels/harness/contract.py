@@ -35,6 +35,11 @@ ITEMS: tuple[Item, ...] = (
     Item("scale", "scale=None means 1/√D; an explicit scale (0, negative, tiny) is used as given",
          f"{DOC}: 'scale: Scaling factor applied prior to softmax. If None, the default value is set to 1/√E'",
          ("default-scale", "explicit-scale", "zero-scale")),
+    Item("argument-types", "scale given as an int or a NumPy float is that number; is_causal that is not a Python "
+                           "bool (numpy.bool_, int, a tensor) is refused or applied as its truth value",
+         f"{MEASURED}: scale=2 and numpy.float64(0.5) give the float's output (math and default dispatch); "
+         "numpy.bool_(True), 1 and tensor(True) for is_causal raise \"argument 'is_causal' must be bool\"",
+         ("argument-types",)),
     Item("causal", "is_causal: top-left aligned lower-triangular mask (query i sees keys j ≤ i), also for Nq ≠ Nk "
                    "and past 2048 queries and keys (positions exact where float16's are not)",
          f"{DOC}: 'attn_mask = torch.ones(L, S).tril(diagonal=0)'",

@@ -26,7 +26,7 @@ import torch
 from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import CONTRACT, Case
-from kernels.harness.invariants import ATTN_MASK, BACKWARD, DROPOUT, GQA, Invariant, register
+from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, register
 from kernels.harness.subject import (Outcome, Subject, against, checked_output, gradients_against, measured, ratio,
                                      subset_gradients, worst)
 
@@ -183,6 +183,33 @@ def mask_dtype_refused(s: Subject) -> Outcome:
         accepted.append(str(dtype).removeprefix("torch."))
     return Outcome(math.inf if accepted else 0.0, 0.0,
                    f"accepted: {', '.join(accepted)}" if accepted else "every other dtype refused")
+
+
+def argument_types(s: Subject) -> Outcome:
+    """scale given as an int or a NumPy float is that number (SDPA math and default dispatch, measured: the float's
+    output); is_causal given as numpy.bool_, int or a 0-d tensor is refused (SDPA: "argument 'is_causal' must be
+    bool") or applied as its truth value (red team rt41h: `scale` used only when a Python float, and `is_causal is
+    True`, escaped). Judged against the float64 golden value of the plain float and bool."""
+    outcomes, said = [], []
+    for given, value in ((2, 2.0), (np.float64(0.5), 0.5)):
+        o = against(s, s.run(scale=given), s.reference(scale=value))
+        outcomes.append(o)
+        said.append(f"scale {_type_name(given)} {given}: {o.discrepancy:.3g}/{o.bound:.3g}")
+    causal = s.reference(is_causal=True)
+    for given in (np.bool_(True), 1, torch.tensor(True)):
+        try:
+            out = s.run(is_causal=given)
+        except Exception as exc:  # refusing is SDPA's own answer
+            said.append(f"is_causal {_type_name(given)} {_refused(exc)}")
+            continue
+        o = against(s, out, causal)
+        outcomes.append(o)
+        said.append(f"is_causal {_type_name(given)}: {o.discrepancy:.3g}/{o.bound:.3g}")
+    return worst(outcomes, said)
+
+
+def _type_name(x) -> str:
+    return type(x).__name__ if type(x).__module__ == "builtins" else f"{type(x).__module__}.{type(x).__name__}"
 
 
 def dropout_p_range(s: Subject) -> Outcome:
@@ -656,6 +683,9 @@ for _inv in (
     Invariant("kv-lengths-refused", None, kv_lengths_refused, _contract,
               bug_classes="k and v of different lengths accepted (v read over k's length: silently truncated, "
                           "or read past its end)"),
+    Invariant("argument-types", None, argument_types, _contract, frozenset({CAUSAL}),
+              bug_classes="scale honoured only as a Python float (an int or NumPy scale taken for None); is_causal "
+                          "tested by identity (numpy.bool_(True), 1 or a tensor accepted and read as False)"),
     Invariant("dropout-p-range", "dropout-kept-fraction", dropout_p_range, _contract, frozenset({DROPOUT}),
               bug_classes="dropout_p = 1 dividing by 1 - p = 0 (NaN/inf) or keeping weights; p > 1 accepted; "
                           "p < 0 or NaN accepted and applied (rescaled by 1/(1 - p))"),
