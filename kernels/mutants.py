@@ -2307,3 +2307,28 @@ MUTANTS = MUTANTS + (
     Mutant(scale_honoured_only_as_float, "int or NumPy scale taken for None", "argument-types"),
     Mutant(causal_tested_by_identity, "is_causal tested by identity", "argument-types"),
 )
+
+
+class _AliasedQueryKeySymmetric(FullAttention):
+    """A self-attention fast path: when q is k, dq and dk are taken as one, 2·dS·K·scale, as if dS were symmetric."""
+
+    def __call__(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        if q is not k or not q.requires_grad:
+            return super().__call__(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+        # the bug: dk's share replaced by dq's (both through the query slot)
+        return super().__call__(q, q.detach(), v, attn_mask, dropout_p, is_causal, scale, enable_gqa) * 1.0 + (
+            _query_twice(q, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, self))
+
+
+def _query_twice(q, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, impl):
+    """0 in value, dq's gradient in the graph: out(q, k = q) differentiated in the query slot once more."""
+    out = FullAttention.__call__(impl, q, q.detach(), v.detach(), attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return out - out.detach()
+
+
+aliased_query_key_symmetric = _full_mutant(_AliasedQueryKeySymmetric(), "aliased_query_key_symmetric",
+    "When q is k, the key slot's gradient is replaced by a second query-slot gradient (dS taken as symmetric).")
+
+MUTANTS = MUTANTS + (
+    Mutant(aliased_query_key_symmetric, "q is k: dk taken as dq (dS symmetric)", "aliased-inputs", backward=True),
+)

@@ -131,10 +131,12 @@ ITEMS: tuple[Item, ...] = (
          "after q, k or v .mul_(2)",
          ("output-inplace-before-backward", "input-inplace-before-backward")),
     Item("aliasing", "inputs, attn_mask and dO are never written into, and q, k, v keep their storage, strides and "
-                     "offset (a view still aliases its base); the output is not a view of an input",
-         f"{MEASURED}: inputs bit-identical after forward and backward",
+                     "offset (a view still aliases its base); the output is not a view of an input; q, k, v may be "
+                     "one tensor (attn(x, x, x)): its gradient is dq + dk + dv",
+         f"{MEASURED}: inputs bit-identical after forward and backward; attn(x, x, x)'s dx within the rule of float64 "
+         "autograd through one leaf",
          ("inputs-untouched", "inputs-untouched-backward", "attn-mask-untouched", "output-dtype-shape",
-          "generated-agreement")),
+          "generated-agreement", "aliased-inputs")),
     Item("determinism", "the same call twice gives bit-identical outputs and gradients",
          f"{MEASURED}: bit-identical on CPU", ("determinism", "backward-determinism")),
     Item("state", "no state kept between calls: buffers written in place between calls are read anew; the process's "

@@ -208,6 +208,33 @@ def argument_types(s: Subject) -> Outcome:
     return worst(outcomes, said)
 
 
+def aliased_inputs(s: Subject) -> Outcome:
+    """q, k and v one tensor x (self-attention as `attn(x, x, x)`): the output is that of three copies, and x's
+    gradient is dq + dk + dv, against float64 autograd through one leaf by the low-precision rule, the plain
+    reference also given one leaf (autograd sums the three in x's dtype for both); the floor at the three gradients'
+    term sizes summed (red team rt41h: dq taken as 2·dS·Q when q is k, dS not symmetric, escaped)."""
+    kw = s.kwargs(enable_gqa=False)
+    x0 = s.k  # (B, Hkv, Nk, D): q = k = v
+    dout = s.cast(torch.randn(x0.shape, generator=s.rng("aliased dO"), dtype=torch.float64))  # (B, Hkv, Nk, D)
+
+    def through_one_leaf(fn, dtype=None):
+        x = ref.copy(x0, dtype).requires_grad_()
+        out = fn(x, x, x, **kw)
+        return out, torch.autograd.grad(out, x, dout.to(out.dtype))[0]
+
+    out, got = through_one_leaf(s.impl)
+    checked_output(out, x0, x0)
+    gold = through_one_leaf(ref.attention, torch.float64)[1]
+    plain = through_one_leaf(ref.attention)[1]
+    args = tuple(t.cpu() for t in (x0, x0, x0, dout))
+    size = sum(ref.gradient_term_sizes(*args, **kw))
+    sensitivity = sum(ref.gradient_score_sensitivities(*args, **kw))
+    forward = against(s, out.detach(), s.reference(x0, x0, x0, enable_gqa=False))
+    gradient = measured(s, got.cpu(), gold, tol.max_abs_error(plain.cpu(), gold), size, sensitivity)
+    return worst([forward, gradient], [f"output {forward.discrepancy:.3g}/{forward.bound:.3g}",
+                                       f"dx = dq + dk + dv {gradient.discrepancy:.3g}/{gradient.bound:.3g}"])
+
+
 def _type_name(x) -> str:
     return type(x).__name__ if type(x).__module__ == "builtins" else f"{type(x).__module__}.{type(x).__name__}"
 
@@ -683,6 +710,9 @@ for _inv in (
     Invariant("kv-lengths-refused", None, kv_lengths_refused, _contract,
               bug_classes="k and v of different lengths accepted (v read over k's length: silently truncated, "
                           "or read past its end)"),
+    Invariant("aliased-inputs", None, aliased_inputs, _contract, _BWD,
+              bug_classes="q, k, v one tensor (attn(x, x, x)): a fast path for q is k taking dS as symmetric, or "
+                          "gradients of aliased inputs overwriting instead of summing"),
     Invariant("argument-types", None, argument_types, _contract, frozenset({CAUSAL}),
               bug_classes="scale honoured only as a Python float (an int or NumPy scale taken for None); is_causal "
                           "tested by identity (numpy.bool_(True), 1 or a tensor accepted and read as False)"),
