@@ -2332,3 +2332,34 @@ aliased_query_key_symmetric = _full_mutant(_AliasedQueryKeySymmetric(), "aliased
 MUTANTS = MUTANTS + (
     Mutant(aliased_query_key_symmetric, "q is k: dk taken as dq (dS symmetric)", "aliased-inputs", backward=True),
 )
+
+
+class _HeadDimTemplate224(BlockedAttention):
+    """Head dims dispatched to templates of 32, 64, …, 256 channels; the 224 template reads only 192 of them."""
+
+    def scores(self, q, kb, scale):
+        if 192 < q.shape[-1] <= 224:  # the bug: the 224 template's loads sized for 192
+            return (q[..., :192] * scale) @ kb[..., :192].transpose(-2, -1)
+        return super().scores(q, kb, scale)
+
+
+class _DeterministicDropsTail(BlockedAttention):
+    """Under torch.use_deterministic_algorithms(True), a fixed-order path over whole key blocks only."""
+
+    def block_starts(self, n_k):
+        if torch.are_deterministic_algorithms_enabled():
+            return list(range(0, n_k - n_k % self.block, self.block))  # the bug: no partial last block
+        return super().block_starts(n_k)
+
+
+head_dim_template_224_reads_192 = _mutant(_HeadDimTemplate224(), "head_dim_template_224_reads_192",
+    "Head dims 193..224 (a 224-channel template) score over their first 192 channels only.")
+deterministic_mode_drops_tail = _mutant(_DeterministicDropsTail(), "deterministic_mode_drops_tail",
+    "Under torch's deterministic mode the last, partial key block is skipped.")
+
+MUTANTS = MUTANTS + (
+    Mutant(head_dim_template_224_reads_192, "head dims 193..224 read 192 channels", "generated-agreement",
+           backward=True),
+    Mutant(deterministic_mode_drops_tail, "deterministic mode drops the partial key block", "generated-agreement",
+           backward=True),
+)

@@ -90,6 +90,11 @@ LENGTHS = (1, 2, 3, 5, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129
 LONG_LENGTHS = (2047, 2049, 2100, 4097)  # float16 holds integers exactly only up to 2048
 HEAD_DIMS = (1, 2, 3, 7, 8, 15, 16, 17, 24, 31, 32, 33, 40, 63, 64, 65, 72, 80, 96, 100, 127, 128, 129,
              160, 192, 255, 256, 257, 320)
+# FlashAttention-2 dispatches head dims to templates of 32, 64, …, 256 channels: past the regimes' first draws, each
+# relation's problems step through the templates (_cycled: every one within 8 problems), D at one of the template's
+# edges (its first channel, its last two) two times in three, else anywhere in it (red team rt41h: a 224-channel
+# template reading 192 escaped, HEAD_DIMS holding none of 193..224). Coins of their own: every other field as before.
+HEAD_DIM_TEMPLATES = tuple(range(32, 257, 32))
 HEADS = ((1, 1), (2, 2), (3, 3), (2, 1), (4, 2), (4, 1), (6, 2), (6, 3), (8, 2))
 # "slice": a slice of a larger buffer along every dim (q), and k, v slices of a KV cache longer than Nk
 # (and with more batch rows than B): no stride is the product of the later sizes, as a kernel
@@ -412,6 +417,11 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         n_q, n_k, batch, hq, hkv = r.choice((1, r.choice(LENGTHS), r.choice(LONG_LENGTHS))), r.choice(LONG_LENGTHS), 1, 1, 1
     d = r.choice(HEAD_DIMS)
     dv = r.choice(HEAD_DIMS) if value_dim and r.random() < 0.3 else d
+    if index >= len(regimes):
+        top = _cycled(HEAD_DIM_TEMPLATES, seed, dtype, index - len(regimes), "head dim template", None)
+        pick = _rng(seed, dtype, *key, "head dim")
+        in_template = pick.choice((top - 31, top - 1, top)) if pick.random() < 2 / 3 else pick.randint(top - 31, top)
+        d, dv = in_template, in_template if dv == d else dv
     if r.random() < 0.03 and regime is None or regime == "empty":  # (empty-dims checks each one on a fixed case)
         which = r.choice(("batch", "n_q", "n_k", "head_dim") + (("value_dim",) if regime == "empty" and value_dim else ()))
         batch, n_q, n_k, d, dv = [0 if which == w else x for w, x in zip(("batch", "n_q", "n_k", "head_dim", "value_dim"),

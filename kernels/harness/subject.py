@@ -7,6 +7,7 @@ is MULT × (reference error of A's input + reference error of B's input) + the f
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from dataclasses import dataclass
@@ -222,16 +223,29 @@ def gradients_against(s: Subject, got, golden, plain, scales: GradientScales) ->
     return worst(outcomes, details)
 
 
-# The autograd mode a forward is called in: an impl may take another path under no_grad or inference_mode
-# (a fast path that skips dropout or the mask), and SDPA's answer is the same in each (measured: dropout's keep
-# mask too, for one seed)
-CONTEXTS = ("no_grad", "enable_grad", "inference_mode")
+# The mode a forward is called in: an impl may take another path under no_grad or inference_mode (a fast path
+# that skips dropout or the mask), or under torch's deterministic mode (a fixed-order reduction path; red team rt41h:
+# such a path dropping the last partial key block escaped), and SDPA's answer is the same in each (measured: dropout's
+# keep mask too, for one seed). "deterministic" is no_grad with torch.use_deterministic_algorithms(True), restored after.
+CONTEXTS = ("no_grad", "enable_grad", "inference_mode", "deterministic")
+
+
+@contextlib.contextmanager
+def _deterministic():
+    was, warn_only = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        torch.use_deterministic_algorithms(was, warn_only=warn_only)
 
 
 def calling_context(context: str):
     if context not in CONTEXTS:
         raise ValueError(f"context must be one of {', '.join(CONTEXTS)}; got {context!r}")
-    return {"no_grad": torch.no_grad, "enable_grad": torch.enable_grad, "inference_mode": torch.inference_mode}[context]()
+    return {"no_grad": torch.no_grad, "enable_grad": torch.enable_grad, "inference_mode": torch.inference_mode,
+            "deterministic": _deterministic}[context]()
 
 
 # How a backward is reached: right after its own forward; after a second forward of the same shape on
