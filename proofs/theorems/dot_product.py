@@ -53,19 +53,21 @@ def _moments(pf: Proof, mean_q, mean_k, var_q, var_k, *, score=S, key=K_C, parti
         def_var = pf.define(Var(_X), E(_X**2) - E(_X) ** 2, "the variance: Var(X) = E(X²) − E(X)²", forall=[_X])
     split = pf.cite_external(sp.Eq(_partial(_M1), _partial(_M1 - 1) + _term(_M1)),
                              "the recursion that defines a finite sum: Σ_{i=1}^{m} a_i = Σ_{i=1}^{m−1} a_i + a_m",
-                             "Σ_{i=1}^{m} q_i k_i = Σ_{i=1}^{m−1} q_i k_i + q_m k_m, m ≥ 1", forall=[_M1])
+                             f"Σ_{{i=1}}^{{m}} q_i {K_C}_i = Σ_{{i=1}}^{{m−1}} q_i {K_C}_i + q_m {K_C}_m, m ≥ 1", forall=[_M1])
     ind_pair = pf.assume(sp.Eq(E(_term(_I)), E(Q_C[_I]) * E(K_C[_I])),
-                         "independence: q_i and k_i are independent, so E[q_i k_i] = E[q_i] E[k_i]", forall=[_I])
+                         f"independence: q_i and {K_C}_i are independent, so E[q_i {K_C}_i] = E[q_i] E[{K_C}_i]",
+                         forall=[_I])
     ind_sq = pf.assume(sp.Eq(E(Q_C[_I] ** 2 * K_C[_I] ** 2), E(Q_C[_I] ** 2) * E(K_C[_I] ** 2)),
-                       "independence: q_i² and k_i² are independent", forall=[_I])
+                       f"independence: q_i² and {K_C}_i² are independent", forall=[_I])
     ind_rest = pf.assume(sp.Eq(E(T_PART[_M1 - 1] * _term(_M1)), E(T_PART[_M1 - 1]) * E(_term(_M1))),
-                         "independence: T_{m−1}, a function of the pairs 1..m−1, is independent of q_m k_m",
+                         f"independence: {T_PART}_{{m−1}}, a function of the pairs 1..m−1, is independent of "
+                         f"q_m {K_C}_m",
                          forall=[_M1])
     mq = pf.assume(sp.Eq(E(Q_C[_I]), mean_q), f"E[q_i] = {mean_q}", forall=[_I])
-    mk = pf.assume(sp.Eq(E(K_C[_I]), mean_k), f"E[k_i] = {mean_k}", forall=[_I]) if key_moments is None else \
+    mk = pf.assume(sp.Eq(E(K_C[_I]), mean_k), f"E[{K_C}_i] = {mean_k}", forall=[_I]) if key_moments is None else \
         key_moments[0]
     vq = pf.assume(sp.Eq(Var(Q_C[_I]), var_q), f"Var(q_i) = {var_q}", forall=[_I])
-    vk = pf.assume(sp.Eq(Var(K_C[_I]), var_k), f"Var(k_i) = {var_k}", forall=[_I]) if key_moments is None else \
+    vk = pf.assume(sp.Eq(Var(K_C[_I]), var_k), f"Var({K_C}_i) = {var_k}", forall=[_I]) if key_moments is None else \
         key_moments[1]
     pair_mean = mean_q * mean_k
     v = (var_q + mean_q**2) * (var_k + mean_k**2) - pair_mean**2

@@ -109,8 +109,8 @@ def scale_trap_limits(*, uniform_divisor=D_K, onehot_divisor=1) -> Derivation:
     mean_u = pf.linearity(E(S / c_u), E(S) / c_u, "E[z_j] = E[s_j]/c", operator=E, random=[S])
     pf.rewrite(E(S / c_u), 0, [mean_u, mean_s], "E[z_j] = 0")
     past = pf.assume(sp.Gt(ETA * DELTA**2 * D_K, N_KEYS), "any δ, η > 0, and d_k past N = n/(η δ²): η δ² d_k > n")
-    small = pf.rewrite(Var(S / c_u), ETA * DELTA**2 / N_KEYS, [var_fact, past],
-                       "Var(z_j) < ηδ²/n once η δ² d_k > n: Var(z_j) → 0", relation_="<")
+    pf.rewrite(Var(S / c_u), ETA * DELTA**2 / N_KEYS, [var_fact, past],
+               "Var(z_j) < ηδ²/n once η δ² d_k > n: Var(z_j) → 0", relation_="<")
     chebyshev = pf.cite_external(sp.Le(PR(_EV_ONE), Var(S / c_u) / DELTA**2, evaluate=False), "Chebyshev's inequality",
                                  "P(|z_j| > δ) ≤ Var(z_j)/δ² (E[z_j] = 0), alike for every j (identically distributed)")
     union = pf.cite_external(sp.Le(PR(_EV_MAX), sp.Sum(PR(_EV_ONE), (_J, 1, N_KEYS)), evaluate=False),
@@ -137,7 +137,7 @@ def scale_trap_limits(*, uniform_divisor=D_K, onehot_divisor=1) -> Derivation:
     mapped = pf.cite_external(sp.Eq(sp.Limit(nt.A_J, D_K, sp.oo), softmax, evaluate=False), _CMT,
                               "a_j = e^{z_j} / Σ_k e^{z_k} is continuous in z: its limit in probability is softmax(ζ)_j")
     pf.rewrite(sp.Limit(nt.A_J, D_K, sp.oo), 1 / N_KEYS, [mapped, to_zero],
-                        "a_j → e⁰ / Σ_{k=1}^{n} e⁰ = 1/n in probability")
+               "a_j → e⁰ / Σ_{k=1}^{n} e⁰ = 1/n in probability")
     # the softmax bounds at every |z| ≤ δ, for the numeric layer: their algebra checked
     upper, lower = 1 / (N_KEYS * sp.exp(-2 * DELTA)), 1 / (N_KEYS * sp.exp(2 * DELTA))
     zk = sp.IndexedBase("z", real=True)
@@ -154,8 +154,8 @@ def scale_trap_limits(*, uniform_divisor=D_K, onehot_divisor=1) -> Derivation:
 
     # --- divide by c_1 = 1: the gaps between logits blow up -----------------------------------------
     mean_kappa, var_kappa = _key_difference(pf, def_var)
-    _, mean_g, var_g, _, gap_var = _moments(pf, 0, 0, 1, 2, score=GAP, key=KAPPA, partial=GAP_PARTIAL,
-                                             def_var=def_var, key_moments=(mean_kappa, var_kappa))
+    _, mean_g, var_g, _, _ = _moments(pf, 0, 0, 1, 2, score=GAP, key=KAPPA, partial=GAP_PARTIAL, def_var=def_var,
+                                      key_moments=(mean_kappa, var_kappa))
     named = pf.rewrite(Var(GAP), 2 * D_K, [var_g], "Var(s_1 − s_2) = 2 d_k: the gap is G = Σ_i q_i κ_i")
     var_gap_fact, var_gap = scaled_variance(pf, GAP, c_1, 2 * D_K, named, mean_g, def_var)
     def_std = pf.define(Std(_XR), sp.sqrt(Var(_XR)), "the standard deviation: Std(X) = √Var(X)", forall=[_XR])
