@@ -12,7 +12,8 @@ the step's premises. A statement conjunct is established only by a step that pas
 conclusion is that conjunct, and that depends on no undischarged induction hypothesis.
 
 Every step's conclusion (a computation's and a citation's aside) is shown defined *as written*, before its rule
-transforms it: the conditions it needs (a denominator non-zero, a log's argument positive, …) are read off the text,
+transforms it: the conditions it needs (a denominator non-zero, a log's argument positive, a limit's value stated by a
+premise, …) are read off the text,
 and a rewrite maps each through itself; each premise right side a rewrite puts in brings its own conditions, read off
 the side as written at the values put in (built all at once). SymPy cancels as it builds (B·B⁻¹ is 1, 0·x is 0), so
 a condition read off a transformed expression can be gone (f(B)·B = 1 from f(x) := 1/x, with B = 0 allowed).

@@ -631,6 +631,8 @@ def _sum_height(e: sp.Basic) -> int:
 #                       the shift), binomial(n, k) with k an integer, rising and falling factorials with a
 #                       non-negative integer count, Max and Min (real arguments), Heaviside (a real
 #                       argument), Mod(p, q) (real, q ≠ 0);
+#   Limit:              never by itself (a limit need not exist): only where a rewrite's premise states its value,
+#                       which the rewrite puts in for it (the condition "stated", met once no Limit is left);
 #   binders:            Sum and Product (the summand's conditions under what the range implies for its
 #                       index; an infinite range must be shown convergent), a definite Integral with finite
 #                       limits, Derivative (below), Subs.
@@ -684,7 +686,7 @@ def _flat(args: tuple) -> list:
 def _conditions(e: sp.Basic, out: list, smooth_in: frozenset = frozenset()) -> None:
     """Append to ``out`` every condition ``e`` needs to have a value (and to be differentiable in the
     symbols of ``smooth_in``): (kind, expression, what), kind one of "nonzero", "poles", "real",
-    "positive", "atan2", "convergent". Raise _Unknown for a node outside the whitelist."""
+    "positive", "atan2", "convergent", "stated". Raise _Unknown for a node outside the whitelist."""
     if isinstance(e, (sp.Indexed, _MatrixElement)):  # an entry is a value; only its indices are expressions
         index_symbols = set().union(*(i.free_symbols for i in e.args[1:]))
         if smooth_in & index_symbols:
@@ -830,6 +832,10 @@ def _conditions(e: sp.Basic, out: list, smooth_in: frozenset = frozenset()) -> N
         if not (shown(e.args[1], "integer") and shown(e.args[1], "nonnegative")):
             raise _Unknown(f"{_name(e)}: a count not shown a non-negative integer makes it a gamma quotient")
         return walk(*e.args)
+    if isinstance(e, sp.Limit):  # it need not exist: it has a value only where a premise states it (a rewrite puts it in)
+        rough("a limit is not differentiated")
+        out.append(("stated", e, "limit, its value stated by no premise:"))
+        return None
     raise _Unknown(f"{type(e).__name__} ({_name(e)}) has a domain the engine does not know")
 
 
@@ -1007,6 +1013,9 @@ def _unmet(out: list, skip: frozenset = frozenset()) -> str | None:
         elif kind == "positive":
             if not _positive(d):
                 return f"{what} {_name(d)} is not shown positive"
+        elif kind == "stated":
+            if d.has(sp.Limit):
+                return f"{what} {_name(d)}"
         elif kind == "atan2":
             y, x = d
             if not (_nonzero(y) or _nonzero(x)):

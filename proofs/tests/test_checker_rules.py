@@ -166,3 +166,50 @@ def test_an_empty_range_sums_to_zero_and_a_short_one_is_not_empty():
         pf = Proof("t-empty", statement=_eq(sp.Sum(e[k], limits), value))
         pf.truncation(sp.Sum(e[k], limits), value)
         assert pf.finish().verified is proved
+
+
+# --- a Limit is shown defined only where a rewrite's premise states its value --------------------------------------
+
+_d = sp.Symbol("d", integer=True, positive=True)
+_lim = sp.Limit(sp.Symbol("a"), _d, sp.oo)  # an opaque limit, as the scale trap states one
+_zeta = sp.IndexedBase("zeta", real=True)
+_j = sp.Symbol("j", integer=True, positive=True)
+
+
+def _limit_proof(value, *, premises=("limit", "zero"), zero=0, rule="rewrite"):
+    """Limit(a, d, ∞) = ``value``, from lim = Σ_{j=1}^{n} ζ_j / n (stated, "limit") and ζ_j = ``zero`` (∀ j, "zero")."""
+    pf = Proof("t-limit", statement=_eq(_lim, value), assumptions=["a limit stated"])
+    stated = {"limit": pf.cite_external(_eq(_lim, sp.Sum(_zeta[_j], (_j, 1, n)) / n), "a limit theorem"),
+              "zero": pf.cite_external(_eq(_zeta[_j], zero), "its inputs' limits", forall=[_j]),
+              "elsewhere": pf.cite_external(_eq(_lim, sp.Limit(sp.Symbol("b"), _d, sp.oo)), "another limit")}
+    using = [stated[p] for p in premises]
+    if rule == "rewrite":
+        pf.rewrite(_lim, value, using)
+    elif rule == "identity":
+        pf.identity(_lim, value)
+    else:
+        pf.chain(using, _lim, "=", value)
+    return pf.finish()
+
+
+def test_a_limit_stated_by_a_premise_is_rewritten_to_its_value():
+    d = _limit_proof(0)
+    assert d.verified and d.computations == [], d.reasons
+
+
+def test_a_limit_whose_value_no_premise_states_is_not_shown_defined():
+    for d in (_limit_proof(0, premises=("zero",)), _limit_proof(_lim, premises=()), _limit_proof(0, rule="identity"),
+              _limit_proof(0, premises=("limit", "zero"), rule="chain")):
+        assert not d.verified
+        assert any("not shown defined" in s.detail or "stated by no premise" in s.detail for s in d.failed_steps), \
+            [s.detail for s in d.failed_steps]
+
+
+def test_a_limit_rewritten_to_another_limit_is_not_shown_defined():
+    d = _limit_proof(sp.Limit(sp.Symbol("b"), _d, sp.oo), premises=("elsewhere",))
+    assert not d.verified and "stated by no premise" in d.failed_steps[0].detail, d.reasons
+
+
+def test_a_limit_with_the_wrong_value_is_refuted():
+    assert not _limit_proof(1).verified  # Σ 0 / n = 0, not 1
+    assert not _limit_proof(0, zero=_j).verified  # ζ_j = j: the limit is (n + 1)/2

@@ -31,36 +31,44 @@ _X = sp.Symbol("X")  # any random quantity (the definitions of Var and Std hold 
 EPSILON = sp.Symbol("epsilon", positive=True)  # the limit's ε: Var(S/d_k) < ε once ε d_k > 1
 
 
-def _term(i):
-    return Q_C[i] * K_C[i]
+def _moments(pf: Proof, mean_q, mean_k, var_q, var_k, *, score=S, key=K_C, partial=T_PART, def_var=None,
+             key_moments=None) -> tuple[Fact, Fact, Fact, sp.Expr, sp.Expr]:
+    """(Var's definition, E(S) = d_k mean_q mean_k, Var(S) = d_k v) as checked facts, for components with the given
+    means and variances; v = (var_q + mean_q²)(var_k + mean_k²) − mean_q² mean_k² is what the steps need.
+    ``score``, ``key``, ``partial``: the names of S = Σ q_i k_i, of the key's components and of the partial sums (another
+    dot product of q, the gap q·(k_1 − k_2) for one); ``def_var``: Var's definition if the proof has it already;
+    ``key_moments``: the facts E[k_i] = mean_k and Var(k_i) = var_k (∀ i), if derived, instead of assumed."""
+    d, T_PART, K_C, S = D_K, partial, key, score  # noqa: N806 (the names below are the default ones')
 
+    def _term(i):
+        return Q_C[i] * K_C[i]
 
-def _partial(top):
-    return sp.Sum(_term(_I), (_I, 1, top))
+    def _partial(top):
+        return sp.Sum(_term(_I), (_I, 1, top))
 
-
-def _moments(pf: Proof, mean_q, mean_k, var_q, var_k) -> tuple[Fact, Fact, Fact, sp.Expr, sp.Expr]:
-    """(S = …, E(S) = d_k mean_q mean_k, Var(S) = d_k v) as checked facts, for components with the given
-    means and variances; v = (var_q + mean_q²)(var_k + mean_k²) − mean_q² mean_k² is what the steps need."""
-    d = D_K
-    def_s = pf.define(S, _partial(d), "the score: S = Σ_{i=1}^{d_k} q_i k_i")
-    def_t = pf.define(T_PART[_M0], _partial(_M0), "the partial score T_m = Σ_{i=1}^{m} q_i k_i (T_0 = 0)",
-                      forall=[_M0])
-    def_var = pf.define(Var(_X), E(_X**2) - E(_X) ** 2, "the variance: Var(X) = E(X²) − E(X)²", forall=[_X])
+    def_s = pf.define(S, _partial(d), f"the score: {S} = Σ_{{i=1}}^{{d_k}} q_i {K_C}_i")
+    def_t = pf.define(T_PART[_M0], _partial(_M0), f"the partial score {T_PART}_m = Σ_{{i=1}}^{{m}} q_i {K_C}_i "
+                      f"({T_PART}_0 = 0)", forall=[_M0])
+    if def_var is None:
+        def_var = pf.define(Var(_X), E(_X**2) - E(_X) ** 2, "the variance: Var(X) = E(X²) − E(X)²", forall=[_X])
     split = pf.cite_external(sp.Eq(_partial(_M1), _partial(_M1 - 1) + _term(_M1)),
                              "the recursion that defines a finite sum: Σ_{i=1}^{m} a_i = Σ_{i=1}^{m−1} a_i + a_m",
-                             "Σ_{i=1}^{m} q_i k_i = Σ_{i=1}^{m−1} q_i k_i + q_m k_m, m ≥ 1", forall=[_M1])
+                             f"Σ_{{i=1}}^{{m}} q_i {K_C}_i = Σ_{{i=1}}^{{m−1}} q_i {K_C}_i + q_m {K_C}_m, m ≥ 1", forall=[_M1])
     ind_pair = pf.assume(sp.Eq(E(_term(_I)), E(Q_C[_I]) * E(K_C[_I])),
-                         "independence: q_i and k_i are independent, so E[q_i k_i] = E[q_i] E[k_i]", forall=[_I])
+                         f"independence: q_i and {K_C}_i are independent, so E[q_i {K_C}_i] = E[q_i] E[{K_C}_i]",
+                         forall=[_I])
     ind_sq = pf.assume(sp.Eq(E(Q_C[_I] ** 2 * K_C[_I] ** 2), E(Q_C[_I] ** 2) * E(K_C[_I] ** 2)),
-                       "independence: q_i² and k_i² are independent", forall=[_I])
+                       f"independence: q_i² and {K_C}_i² are independent", forall=[_I])
     ind_rest = pf.assume(sp.Eq(E(T_PART[_M1 - 1] * _term(_M1)), E(T_PART[_M1 - 1]) * E(_term(_M1))),
-                         "independence: T_{m−1}, a function of the pairs 1..m−1, is independent of q_m k_m",
+                         f"independence: {T_PART}_{{m−1}}, a function of the pairs 1..m−1, is independent of "
+                         f"q_m {K_C}_m",
                          forall=[_M1])
     mq = pf.assume(sp.Eq(E(Q_C[_I]), mean_q), f"E[q_i] = {mean_q}", forall=[_I])
-    mk = pf.assume(sp.Eq(E(K_C[_I]), mean_k), f"E[k_i] = {mean_k}", forall=[_I])
+    mk = pf.assume(sp.Eq(E(K_C[_I]), mean_k), f"E[{K_C}_i] = {mean_k}", forall=[_I]) if key_moments is None else \
+        key_moments[0]
     vq = pf.assume(sp.Eq(Var(Q_C[_I]), var_q), f"Var(q_i) = {var_q}", forall=[_I])
-    vk = pf.assume(sp.Eq(Var(K_C[_I]), var_k), f"Var(k_i) = {var_k}", forall=[_I])
+    vk = pf.assume(sp.Eq(Var(K_C[_I]), var_k), f"Var({K_C}_i) = {var_k}", forall=[_I]) if key_moments is None else \
+        key_moments[1]
     pair_mean = mean_q * mean_k
     v = (var_q + mean_q**2) * (var_k + mean_k**2) - pair_mean**2
 
@@ -177,15 +185,25 @@ def _scaled_variance(claim_id: str, divisor: sp.Expr, statement=None) -> tuple[P
     var_s = pf.cite(base, sp.Eq(Var(S), D_K, evaluate=False))
     mean_s = pf.cite(base, sp.Eq(E(S), 0, evaluate=False))
     def_var = pf.define(Var(_X), E(_X**2) - E(_X) ** 2, "the variance: Var(X) = E(X²) − E(X)²", forall=[_X])
-    second = pf.linearity(E(S**2 / divisor**2), E(S**2) / divisor**2, "the constant 1/c² leaves E",
-                          operator=E, random=[S])
-    first = pf.linearity(E(S / divisor), E(S) / divisor, "the constant 1/c leaves E", operator=E, random=[S])
-    unscaled = pf.rewrite(Var(S / divisor), E(S**2) / divisor**2 - E(S) ** 2 / divisor**2, [def_var, second, first],
-                          "Var(S/c) = E[S²]/c² − E[S]²/c²")
-    square = pf.rewrite(E(S**2), Var(S) + E(S) ** 2, [def_var], "E[S²] = Var(S) + E[S]²")
-    variance = D_K / divisor**2
-    fact = pf.rewrite(Var(S / divisor), variance, [unscaled, square, var_s, mean_s], f"Var(S/c) = d_k/c², c = {divisor}")
+    fact, variance = scaled_variance(pf, S, divisor, D_K, var_s, mean_s, def_var)
     return pf, fact, variance
+
+
+def scaled_variance(pf: Proof, score, divisor: sp.Expr, variance, var_fact: Fact, mean_fact: Fact,
+                    def_var: Fact) -> tuple[Fact, sp.Expr]:
+    """Var(score / divisor) = variance / divisor² as a checked fact, from Var(score) = variance (``var_fact``),
+    E(score) = 0 (``mean_fact``), Var's definition and linearity of E; and its right side."""
+    second = pf.linearity(E(score**2 / divisor**2), E(score**2) / divisor**2, "the constant 1/c² leaves E",
+                          operator=E, random=[score])
+    first = pf.linearity(E(score / divisor), E(score) / divisor, "the constant 1/c leaves E", operator=E,
+                         random=[score])
+    unscaled = pf.rewrite(Var(score / divisor), E(score**2) / divisor**2 - E(score) ** 2 / divisor**2,
+                          [def_var, second, first], f"Var({score}/c) = E[{score}²]/c² − E[{score}]²/c²")
+    square = pf.rewrite(E(score**2), Var(score) + E(score) ** 2, [def_var], f"E[{score}²] = Var({score}) + E[{score}]²")
+    scaled = variance / divisor**2
+    fact = pf.rewrite(Var(score / divisor), scaled, [unscaled, square, var_fact, mean_fact],
+                      f"Var({score}/c) = {variance}/c², c = {divisor}")
+    return fact, scaled
 
 
 def scaled_unit_variance() -> Derivation:

@@ -125,25 +125,51 @@ def jacobian_index_form() -> sp.Expr:
 _y = sp.Symbol("y", integer=True, positive=True)
 _R = sp.IndexedBase("R", real=True)  # Gershgorin's radii R_i = Σ_{j≠i} |J_ij|
 _g = sp.Symbol("g", integer=True, positive=True)  # a row whose Gershgorin disc holds the eigenvalue λ
+_s = sp.Symbol("s", integer=True, nonnegative=True)  # n = g + s: the disc's row g is one of the n rows
 
 
-def gershgorin_radius_is_the_diagonal():
-    """R_i = Σ_{j≠i} |J_ij| = a_i(1 − a_i) = J_ii: |J_ij| = a_i a_j for j ≠ i (a_i, a_j > 0), then Σ_j a_j = 1.
-    No checker rule splits a sum at j = i or decides |·| of an entry known only off the diagonal."""
-    p, q = sp.symbols("p q", positive=True)
-    off = jacobian_index_form().subs(sp.KroneckerDelta(_i, _j), 0)  # j ≠ i
-    abs_off = sp.Abs(off.subs({_a[_i]: p, _a[_j]: q})).subs({p: _a[_i], q: _a[_j]})
-    total = sp.expand(sp.factor_terms(sp.Sum(abs_off, (_j, 1, N))) - abs_off.subs(_j, _i))
-    radius = sp.expand(total.subs(sp.Sum(_a[_j], (_j, 1, N)), 1))
-    diag = sp.expand(jacobian_index_form().subs(_j, _i))
-    return radius == diag, f"R_i = {radius}, J_ii = {diag}"
+def gershgorin_radius(pf: Proof, entries, radii, total, reference: str, weights=None):
+    """R_g = Σ_{y≠g} |J_gy| = a_g(1 − a_g) = J_gg, by the rules: the radius is Σ_y (1 − δ_gy)|J_gy| (the row's sum
+    less its diagonal term, sifted out); off the diagonal |J_gy| = |a_g||a_y| = a_g a_y, the weights being positive
+    (|a_x| = a_x: e^{z_x} / Σ_k e^{z_k} unfolded from their definition); then a_g leaves the sum and Σ_y a_y = 1.
+    ``weights``: the weights' definition (by default a = softmax(z), the claim's assumption)."""
+    weights = define_weights(pf) if weights is None else weights
+    row = pf.cite_external(sp.Eq(N, _g + _s, evaluate=False), reference,
+                           "the disc's row g is one of J's n rows: 1 ≤ g ≤ n, n = g + s with s ≥ 0")
+    delta = sp.KroneckerDelta(_g, _y)
+    off_diagonal = 1 - delta
+    split = pf.linearity(sp.Sum(off_diagonal * sp.Abs(JAC[_g, _y]), (_y, 1, N)),
+                         sp.Sum(sp.Abs(JAC[_g, _y]), (_y, 1, N)) - sp.Sum(delta * sp.Abs(JAC[_g, _y]), (_y, 1, N)),
+                         "Σ_y (1 − δ_gy)|J_gy| = Σ_y |J_gy| − Σ_y δ_gy |J_gy|")
+    sift_abs = pf.rewrite(sp.Sum(delta * sp.Abs(JAC[_g, _y]), (_y, 1, N)), sp.Abs(JAC[_g, _g]), [row],
+                          "sifting: Σ_y δ_gy |J_gy| = |J_gg|, as 1 ≤ g ≤ n")
+    row_sum = pf.rewrite(sp.Sum(sp.Abs(JAC[_g, _y]), (_y, 1, N)),
+                         sp.Sum(off_diagonal * sp.Abs(JAC[_g, _y]), (_y, 1, N)) + sp.Abs(JAC[_g, _g]),
+                         [split, sift_abs], "the row's Σ_y |J_gy| is its off-diagonal part plus |J_gg|")
+    inside = pf.identity(off_diagonal * sp.Abs(JAC[_g, _y]), sp.Abs(off_diagonal * JAC[_g, _y]),
+                         "1 − δ_gy ≥ 0 enters the absolute value")
+    factors = pf.rewrite(sp.Abs(off_diagonal * JAC[_g, _y]), sp.Abs(1 - delta) * sp.Abs(_a[_g]) * sp.Abs(_a[_y]),
+                         [entries], "(1 − δ_gy)(a_g δ_gy − a_g a_y) = −(1 − δ_gy) a_g a_y, as δ_gy² = δ_gy")
+    unit = pf.identity(sp.Abs(1 - delta), 1 - delta, "δ_gy is 0 or 1")
+    positive = pf.rewrite(sp.Abs(_a[_x]), _a[_x], [weights], "a_x = e^{z_x} / Σ_k e^{z_k} > 0", forall=[_x])
+    entry = pf.rewrite(off_diagonal * sp.Abs(JAC[_g, _y]), off_diagonal * _a[_g] * _a[_y],
+                       [inside, factors, unit, positive],
+                       "(1 − δ_gy)|J_gy| = (1 − δ_gy) a_g a_y: off the diagonal |J_gy| = |a_g||a_y| = a_g a_y",
+                       forall=[_y])
+    pulled = pf.linearity(sp.Sum(off_diagonal * _a[_g] * _a[_y], (_y, 1, N)),
+                          _a[_g] * sp.Sum(_a[_y], (_y, 1, N)) - _a[_g] * sp.Sum(delta * _a[_y], (_y, 1, N)),
+                          "a_g leaves the sums over y")
+    sift = pf.rewrite(sp.Sum(delta * _a[_y], (_y, 1, N)), _a[_g], [row], "sifting: Σ_y δ_gy a_y = a_g, as 1 ≤ g ≤ n")
+    return pf.rewrite(_R[_g], JAC[_g, _g], [radii, row_sum, entry, pulled, total, sift, entries],
+                      "R_g = Σ_y (1 − δ_gy)|J_gy| = a_g Σ_y a_y − a_g² = a_g(1 − a_g) = J_gg")
 
 
 def jacobian_spectrum() -> Derivation:
     """For every n: J symmetric, J·1 = 0, every eigenvalue in [0, 1/2] by Gershgorin's discs, a(1 − a) ≤ 1/4.
 
-    J is defined entrywise (J = diag(a) − a aᵀ, the Jacobian of softmax-jacobian); Σ_j a_j = 1 is cited
-    from softmax-normalisation; Gershgorin's theorem and the δ substitution property are cited."""
+    J is defined entrywise (J = diag(a) − a aᵀ, the Jacobian of softmax-jacobian), the weights as softmax(z) (their
+    positivity makes the Gershgorin radius a_g(1 − a_g): ``gershgorin_radius``); Σ_j a_j = 1 is cited from
+    softmax-normalisation; Gershgorin's theorem and the δ substitution property are cited."""
     pf = Proof("softmax-jacobian-spectrum")
     symmetric, row_sum, low, high, quarter = ns.spectrum_conjuncts()
     entries = pf.define(JAC[_x, _y], jacobian_index_form().xreplace({_i: _x, _j: _y}),
@@ -170,12 +196,7 @@ def jacobian_spectrum() -> Derivation:
                                 "the lower edge of the disc of a row g that holds λ")
     disc_high = pf.cite_external(sp.Le(LAMBDA, JAC[_g, _g] + _R[_g], evaluate=False), reference,
                                  "the upper edge of the same disc")
-    # the computation takes |a_g a_y| = a_g a_y and |a_g − a_g²| = a_g − a_g²: weights in (0, 1], stated here so the
-    # verdict lists what it rests on (softmax weights e^{z_x} / Σ e^z)
-    pf.assume(sp.And(sp.StrictGreaterThan(_a[_x], 0), sp.LessThan(_a[_x], 1)), "0 < a_x ≤ 1 for every x (softmax weights)",
-              forall=[_x])
-    radius = pf.computation(sp.Eq(_R[_g], JAC[_g, _g], evaluate=False), gershgorin_radius_is_the_diagonal,
-                            "R_g = Σ_{j≠g} |J_gj| = a_g(1 − a_g) = J_gg", name="gershgorin_radius_is_the_diagonal")
+    radius = gershgorin_radius(pf, entries, radii, total, reference)
     diag = _a[_g] - _a[_g] ** 2
     edge_low = pf.rewrite(0, JAC[_g, _g] - _R[_g], [radius], "J_gg − R_g = 0")
     edge_high = pf.rewrite(JAC[_g, _g] + _R[_g], 2 * diag, [radius, entries], "J_gg + R_g = 2 a_g(1 − a_g)")
