@@ -84,11 +84,15 @@ import sympy.core.random as sympy_random  # noqa: E402
 _PROBE_DIGITS = 40
 _PROBE_RTOL = sp.Float("1e-25", _PROBE_DIGITS)
 _RESOLVED_BITS = 20  # an evalf result with fewer bits could not be told from 0
+# ... when it is that small; a larger one of few bits is a value evalf knows roughly, which decides nothing (red team:
+# ∫₋₁¹ |t| dt came back as 1.0000 with 19 bits and counted as agreeing with 0)
+_UNRESOLVED_ZERO = sp.Float(f"1e-{_PROBE_DIGITS // 2}")
 _PROBE_TRIES = 4  # probe points tried per wanted probe before the probes give up
 # Instantiation limits: a probe that would expand a sum or product of more terms, or build an exact
 # power, factorial or gamma of a larger argument, is skipped (those are seconds to hours of exact
 # arithmetic that no interrupt can stop).
 _CONFIRM_PROBES = 12  # fresh probes a 0 reached by simplify must survive
+_EDGE_PROBES = 2  # probes at the edge of every symbol's domain (0 or its nearest allowed integers), before the random ones
 _MAX_TERMS = 10**4
 _MAX_EXACT = 10**4
 # CPU seconds one identity may take; past it the identity fails as undecided. Every claim in the
@@ -340,6 +344,16 @@ def _sample_value(sym: sp.Expr, rng: random.Random, lean: int = 0, wide: bool = 
     return value + sp.I * sp.Rational(rng.randint(-40, 40), rng.randint(1, 13))
 
 
+def _edge_value(sym: sp.Expr, step: int) -> sp.Expr:
+    """The ``step``-th value from the edge of the symbol's domain: 0, 1, −1, 2, −2, … (the first ones its
+    assumptions allow). A closed form SymPy gets wrong only at a range's first value (Σ_{k=0}^m (−1)^k C(m, k) = 0,
+    false at m = 0) or a rewrite wrong only at 0 escapes random probes that seldom land there (red team)."""
+    signs = ("positive", "negative", "nonnegative", "nonpositive", "nonzero", "zero", "even", "odd")
+    allowed = [v for v in itertools.chain((0,), *((k, -k) for k in range(1, 21)))
+               if not any(getattr(sp.Integer(v), f"is_{a}") is (not t) for a, t in sym.assumptions0.items() if a in signs)]
+    return sp.Integer(allowed[min(step, len(allowed) - 1)] if allowed else 0)  # (none: the probe loop skips the point)
+
+
 def _probe_symbols(exprs: list[sp.Expr]) -> tuple[list[sp.Symbol], set[sp.Symbol]]:
     """The plain symbols to instantiate, and the limits among them that carry no assumption at all.
 
@@ -377,6 +391,8 @@ def _number(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
         if not part.is_Number:
             raise _Undefined("no finite value")
         if part.is_Float and part._prec < _RESOLVED_BITS:
+            if abs(part) > _UNRESOLVED_ZERO:  # a value of some size known to a few bits (a quadrature gone rough)
+                raise _Undefined(f"evalf resolved {part._prec} bits of a value near {sp.N(part, 3)}")
             bound += abs(part)
             part = sp.Integer(0)
         parts.append(part)
@@ -475,10 +491,13 @@ def _probe(lhs: list[sp.Expr], rhs: list[sp.Expr], probes: int, salt: bytes = b"
     calls: dict = {}
     decided = tried = 0
     skipped = ""
-    while decided < wanted and tried < wanted * _PROBE_TRIES:
-        lean = (-1, 1)[tried] if tried < 2 and not salt else 0
+    edges = [{s: _edge_value(sp.Dummy(integer=True) if s in bare else s, step) for s in syms}
+             for step in range(_EDGE_PROBES if syms else 0)]
+    while decided < wanted + len(edges) and tried < (wanted + len(edges)) * _PROBE_TRIES:
+        lean = (-1, 1)[tried - len(edges)] if len(edges) <= tried < len(edges) + 2 and not salt else 0
         tried += 1
-        point = {s: _sample_value(sp.Dummy(integer=True) if s in bare else s, rng, lean, wide=bool(salt)) for s in syms}
+        point = edges[tried - 1] if tried <= len(edges) else {
+            s: _sample_value(sp.Dummy(integer=True) if s in bare else s, rng, lean, wide=bool(salt)) for s in syms}
         if any(getattr(v, f"is_{k}", None) is (not t) for s, v in point.items() for k, t in s.assumptions0.items()):
             continue  # a point the assumptions exclude (18 for a non-integer x) can refute nothing
         skipped = _too_large(lhs + rhs, point) or ""
