@@ -26,7 +26,7 @@ n = sp.Symbol("n", integer=True, nonnegative=True)
     ("a23", "not shown an integer"),        # Σ_{k=1}^{5/2} 1 = 5/2
     ("a25", "refuted"),                     # Σ_{k=0}^{2} sign(atan k) = 3 (it is 2)
     ("a30", "not established"),             # a step of Σ 1 = 3 taken for Σ sign(atan k) = 3
-    ("a43", "does not simplify to 0"),      # n·sign(atan(n − 1)) = n for every n ≥ 0, by induction
+    ("a43", "refuted at k=1"),              # n·sign(atan(n − 1)) = n for every n ≥ 0, by induction (0 at n = 1)
 ])
 def test_the_red_teams_certificates_are_refused(name, why):
     verdict = check(json.loads((HERE / f"{name}.json").read_text(encoding="utf-8")))
