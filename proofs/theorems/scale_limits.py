@@ -187,11 +187,9 @@ def scale_trap_limits(*, uniform_divisor=D_K, onehot_divisor=1) -> Derivation:
                            "e^{−g_j}: its limit in probability is 1/(1 + Σ_j ν_j)")
     pf.rewrite(sp.Limit(nt.A_MAX, D_K, sp.oo), 1, [top, to_none], "a_max → 1/(1 + Σ_{j=1}^{n−1} 0) = 1 in "
                "probability: one-hot")
-    floor = 1 / (1 + (N_KEYS - 1) * sp.exp(-GAMMA))
-    gauss = sp.erf(T / (sp.sqrt(2) * std_gap))
+    # (only values the steps above checked: a floor or a Gaussian gap probability typed here would be neither)
     return pf.finish(Result(logit_variance_dk=var_u, uniform_tail_bound=tail, uniform_gap_bound=width,
-                            gap_std_unscaled=std_gap, onehot_floor=floor, gaussian_gap_probability=gauss,
-                            symbols=(D_K, N_KEYS, DELTA, T, GAMMA)))
+                            gap_std_unscaled=std_gap, symbols=(D_K, N_KEYS, DELTA, T, GAMMA)))
 
 
 def n_times(expr: sp.Expr) -> sp.Expr:
