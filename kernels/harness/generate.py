@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 import time
 import zlib
 from dataclasses import asdict, dataclass, fields, replace
@@ -1160,10 +1161,13 @@ def shrink(impl, problem: Problem, device: str = "cpu", seconds: float = SHRINK_
 def reproduction(impl, problem: Problem) -> str:
     """Runnable Python that re-judges the problem (prints the discrepancy and its bound)."""
     module = getattr(impl, "__module__", None) or "your_module"
-    name = getattr(impl, "__qualname__", None) or getattr(impl, "__name__", "impl")
+    # the module-level name that holds impl: a function a factory built is named by its qualname "_wrap.<locals>.fn",
+    # whose first part is the factory (red team rt42h: reproductions that imported the factory)
+    held = [n for n, value in vars(sys.modules[module]).items() if value is impl] if module in sys.modules else []
+    name = held[0] if held else (getattr(impl, "__qualname__", None) or getattr(impl, "__name__", "impl")).split(".")[0]
     args = ", ".join(f"{k}={v!r}" for k, v in asdict(problem).items())
     return (f"from kernels.harness.generate import Problem, check_problem\n"
-            f"from {module} import {name.split('.')[0]} as impl\n"
+            f"from {module} import {name} as impl\n"
             f"print(check_problem(impl, Problem({args}))[0])")
 
 

@@ -305,3 +305,24 @@ def test_appending_a_regime_moves_few_drawn_problems():
                    == gen.draw(0, len(gen.REGIMES) + k, dtype, ALL) for k in range(300))
         assert same >= 0.85 * 300, (dtype, same)
         assert all(gen.draw(0, i, dtype, ALL, regimes=fewer) == gen.draw(0, i, dtype, ALL) for i in range(len(fewer)))
+
+
+def _factory():
+    def built(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale,
+                                                                enable_gqa=enable_gqa) * 2  # wrong: doubled
+    return built
+
+
+factory_built = _factory()
+
+
+def test_a_reproduction_imports_the_name_that_holds_a_factory_built_impl():
+    """Its qualname is "_factory.<locals>.built": the reproduction must import factory_built, not the factory."""
+    problem = gen.Problem(1, 1, 1, 3, 4, 8, 8, False, "float32", seed=1)
+    code = gen.reproduction(factory_built, problem)
+    assert f"from {__name__} import factory_built as impl" in code
+    printed = []
+    exec(code, {"print": printed.append})
+    assert gen.failed(printed[0])
+
