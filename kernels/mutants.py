@@ -2363,3 +2363,16 @@ MUTANTS = MUTANTS + (
     Mutant(deterministic_mode_drops_tail, "deterministic mode drops the partial key block", "generated-agreement",
            backward=True),
 )
+
+
+def mha_fastpath_switched_off(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """torch.backends.mha's fast path switched off for the whole process 'so nn.MultiheadAttention calls this'."""
+    torch.backends.mha.set_fastpath_enabled(False)  # the bug: never restored
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(mha_fastpath_switched_off, "MHA fast path switched off process-wide", "global-state-unchanged",
+           backward=True),
+)
+

@@ -586,6 +586,8 @@ _BACKEND_SWITCHES = {
     "SDPA cuDNN backend": (torch.backends.cuda.cudnn_sdp_enabled, torch.backends.cuda.enable_cudnn_sdp),
     "SDPA math half reduction": (torch.backends.cuda.fp16_bf16_reduction_math_sdp_allowed,
                                  torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp),
+    # nn.MultiheadAttention's and TransformerEncoderLayer's fast path (red team rt42h: switched off by a first call)
+    "MHA fast path": (torch.backends.mha.get_fastpath_enabled, torch.backends.mha.set_fastpath_enabled),
     **{f"torch.backends.{mod}.{flag}": (lambda m=mod, f=flag: getattr(_module(m), f),
                                         lambda x, m=mod, f=flag: setattr(_module(m), f, x))
        for mod, flag in (("cuda.matmul", "allow_tf32"), ("cuda.matmul", "allow_fp16_reduced_precision_reduction"),
