@@ -2376,3 +2376,42 @@ MUTANTS = MUTANTS + (
            backward=True),
 )
 
+
+
+def _compressing_pack(t):
+    return t.to(torch.float16) if t.dtype == torch.float32 else t
+
+
+def _compressing_unpack(t):
+    return t.float() if t.dtype == torch.float16 else t
+
+
+def saved_tensor_hooks_leaked_on_refusal(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                         enable_gqa=False):
+    """Activation compression entered by hand (saved_tensors_hooks.__enter__) before the argument checks: a call
+    that is refused leaves the hooks on autograd's stack, and every later graph saves float16 copies."""
+    hooks = torch.autograd.graph.saved_tensors_hooks(_compressing_pack, _compressing_unpack)
+    hooks.__enter__()
+    if k.dtype != q.dtype or v.dtype != q.dtype:  # the bug: raises with the hooks pushed
+        raise RuntimeError(f"q, k, v must share a dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
+    try:
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    finally:
+        hooks.__exit__(None, None, None)
+
+
+def no_grad_output_from_inference_mode(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                       enable_gqa=False):
+    """A 'faster' no-grad path run under inference_mode: the output is an inference tensor."""
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    with torch.inference_mode():  # the bug: the caller did not ask for inference tensors
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(saved_tensor_hooks_leaked_on_refusal, "saved-tensor hooks left pushed by a refused call",
+           "global-state-unchanged", backward=True),
+    Mutant(no_grad_output_from_inference_mode, "an inference tensor returned outside inference_mode",
+           "output-dtype-shape"),
+)

@@ -24,8 +24,10 @@ class Item:
 
 ITEMS: tuple[Item, ...] = (
     Item("output", "returns a tensor of q's dtype and device, shape (..., Nq, Dv), sharing no memory with q, k, v; "
-                   "the same dtype and values with inputs requiring grad",
-         f"{DOC}: 'Output: (N, ..., L, Ev)'", ("output-dtype-shape", "generated-gradients")),
+                   "the same dtype and values with inputs requiring grad; a normal tensor (not an inference "
+                   "tensor) unless called under inference_mode",
+         f"{DOC}: 'Output: (N, ..., L, Ev)'; {MEASURED}: under no_grad the output's is_inference() is False",
+         ("output-dtype-shape", "generated-gradients", "generated-agreement")),
     Item("value", "out = softmax(scale · q kᵀ + mask) v, within the low-precision rule of a float64 golden value and "
                   "the derived rounding bound; at every size, view, mask form and scale drawn",
          f"{DOC} (its reference implementation in the docstring)",
@@ -140,10 +142,11 @@ ITEMS: tuple[Item, ...] = (
     Item("determinism", "the same call twice gives bit-identical outputs and gradients",
          f"{MEASURED}: bit-identical on CPU", ("determinism", "backward-determinism")),
     Item("state", "no state kept between calls: buffers written in place between calls are read anew; the process's "
-                  "global state (flush-to-zero, default dtype, threads, grad mode, SDPA backend switches and other "
-                  "torch.backends flags, torch's RNG without dropout, NumPy's and Python's global RNGs always, NumPy's "
-                  "error handling, the garbage collector, the recursion limit, the working directory) unchanged, "
-                  "after a refused call too",
+                  "global state (flush-to-zero, every zero-argument torch.get_*/is_*/are_* reading and every "
+                  "torch.backends property and getter, found rather than listed; autocast, saved-tensor hooks, "
+                  "torch function and dispatch modes; torch's RNG without dropout, NumPy's and Python's global RNGs "
+                  "always, NumPy's error handling, the garbage collector, the recursion limit, the working directory, "
+                  "trace and profile functions, exception hooks, signal handlers) unchanged, after a refused call too",
          f"{MEASURED}: no global state changed by a call; torch's RNG untouched at dropout_p = 0, NumPy's and "
          "Python's random module's untouched by a forward and backward",
          ("buffers-mutated-between-calls", "mask-mutated-between-calls", "global-state-unchanged",

@@ -10,13 +10,18 @@ answering wrongly fails. Measured on torch 2.13's CPU math backend (see contract
 """
 from __future__ import annotations
 
+import faulthandler
+import functools
 import gc
+import inspect
 import logging
 import math
 import os
 import pickle
 import random
+import signal
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -562,7 +567,88 @@ def _global_state() -> dict:
             "NumPy floating-point error handling": np.geterr(),
             "garbage collector enabled": gc.isenabled(),
             "recursion limit": sys.getrecursionlimit(),
-            "working directory": os.getcwd()}
+            "working directory": os.getcwd(),
+            # (red team rt42h: saved-tensor hooks pushed by hand and left on the stack by a call that raised)
+            "saved-tensor hooks": torch._C._autograd._top_saved_tensors_default_hooks(False),
+            "saved-tensor hooks enabled": torch._C._autograd._saved_tensors_hooks_is_enabled(),
+            "torch function modes": torch._C._len_torch_function_stack(),
+            "torch dispatch modes": torch._C._len_torch_dispatch_stack(),
+            **{f"autocast on {d}": (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in _AUTOCAST},
+            **_PYTHON_HOOKS_READ(),
+            # Every switch torch exposes, found rather than listed (red team rt42h: torch.backends.mha's fast
+            # path was missing from the list): a flag a later torch adds is watched without an edit here.
+            **{f"torch.{name}()": getattr(torch, name)() for name in _torch_getters()},
+            **_backend_flags()}
+
+
+_AUTOCAST = ("cpu", "cuda")
+
+
+def _PYTHON_HOOKS_READ() -> dict:  # noqa: N802  (the interpreter's hooks a library may install and forget)
+    return {"trace function": sys.gettrace(), "profile function": sys.getprofile(),
+            "thread switch interval": sys.getswitchinterval(), "sys.excepthook": sys.excepthook,
+            "threading.excepthook": threading.excepthook, "faulthandler enabled": faulthandler.is_enabled(),
+            **{f"handler of {sig.name}": signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}}
+
+
+_PLAIN = (bool, int, float, str, torch.dtype, torch.device, type(None))
+
+
+def _zero_argument(f) -> bool:
+    try:
+        return not any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                       for p in inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: tried, and dropped if it raises
+        return True
+
+
+def _plain_reading(f):
+    """f() when it takes no argument, warns nothing (deprecated aliases do) and returns a plain value; else None."""
+    if not callable(f) or isinstance(f, type) or not _zero_argument(f):
+        return None
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        try:
+            value = f()
+        except Exception:  # noqa: BLE001  (not a reading on this build: CUDA-only, MPS-only)
+            return None
+    return None if said or not isinstance(value, _PLAIN) else (value,)
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_getters() -> tuple[str, ...]:
+    """torch's zero-argument get_*/is_*/are_* readings of plain values (grad mode, default dtype and device,
+    threads, autocast, deterministic and anomaly modes, warn-always, ...), found once a process."""
+    return tuple(name for name in sorted(dir(torch)) if name.startswith(("get_", "is_", "are_"))
+                 and _plain_reading(getattr(torch, name)) is not None)
+
+
+_LISTED = {id(read) for read, _ in ()}  # filled below, after _BACKEND_SWITCHES: its getters are reported by name
+
+
+def _backend_flags() -> dict:
+    """Every torch.backends module loaded now: its properties (cudnn.enabled, fp32_precision, ...) and its
+    zero-argument get_*/is_*/…_enabled/…_allowed readings. A module the call imports adds readings, which
+    are then compared from the next call on (only names present before and after are compared)."""
+    flags = {}
+    for name, module in sorted(sys.modules.items()):
+        if (module is None or not (name == "torch.backends" or name.startswith("torch.backends."))
+                or any(part.startswith("_") for part in name.split(".")) or ".xeon" in name):
+            continue
+        for attr, prop in vars(type(module)).items():
+            if not attr.startswith("_") and type(prop).__name__ in ("ContextProp", "property"):
+                try:
+                    flags[f"{name}.{attr}"] = getattr(module, attr)
+                except Exception:  # noqa: BLE001
+                    pass
+        for attr, f in list(vars(module).items()):
+            if (attr.startswith("_") or id(f) in _LISTED
+                    or not (attr.startswith(("get_", "is_")) or attr.endswith(("_enabled", "_allowed")))):
+                continue
+            reading = _plain_reading(f)
+            if reading is not None:
+                flags[f"{name}.{attr}()"] = reading[0]
+    return flags
 
 
 def _logging_levels() -> dict:
@@ -597,6 +683,9 @@ _BACKEND_SWITCHES = {
 }
 
 
+_LISTED.update(id(read) for read, _ in _BACKEND_SWITCHES.values())
+
+
 def _module(dotted: str):
     m = torch.backends
     for part in dotted.split("."):
@@ -622,6 +711,50 @@ def _restore(before: dict) -> None:
     sys.setrecursionlimit(before["recursion limit"])
     os.chdir(before["working directory"])
     _restore_python(before)
+    _restore_found(before)
+
+
+def _restore_found(before: dict) -> None:
+    """Put back what the sweeps found (best effort: a reading with no setter stays reported, not restored)."""
+    for _ in range(64):  # saved-tensor hooks a call pushed and never popped
+        top = torch._C._autograd._top_saved_tensors_default_hooks(False)
+        if top == before["saved-tensor hooks"] or top is None:
+            break
+        torch._C._autograd._pop_saved_tensors_default_hooks()
+    (torch._C._autograd._saved_tensors_hooks_enable if before["saved-tensor hooks enabled"]
+     else lambda: torch._C._autograd._saved_tensors_hooks_disable(""))()
+    for _ in range(torch._C._len_torch_function_stack() - before["torch function modes"]):
+        torch._C._pop_torch_function_stack()
+    for _ in range(torch._C._len_torch_dispatch_stack() - before["torch dispatch modes"]):
+        torch._C._pop_torch_dispatch_stack()
+    for d in _AUTOCAST:
+        enabled, dtype = before[f"autocast on {d}"]
+        torch.set_autocast_enabled(d, enabled)
+        torch.set_autocast_dtype(d, dtype)
+    sys.settrace(before["trace function"])
+    sys.setprofile(before["profile function"])
+    sys.setswitchinterval(before["thread switch interval"])
+    sys.excepthook, threading.excepthook = before["sys.excepthook"], before["threading.excepthook"]
+    (faulthandler.enable if before["faulthandler enabled"] else faulthandler.disable)()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(sig) != before[f"handler of {sig.name}"] and before[f"handler of {sig.name}"] is not None:
+                signal.signal(sig, before[f"handler of {sig.name}"])
+    now = _backend_flags()
+    for key, value in before.items():
+        if key.startswith("torch.backends") and not key.endswith("()") and key in now and now[key] != value:
+            module, attr = key.rsplit(".", 1)
+            try:
+                setattr(sys.modules[module], attr, value)
+            except Exception:  # noqa: BLE001
+                pass
+        elif key.startswith("torch.") and key.endswith("()") and key[6:].startswith("get_"):
+            setter = getattr(torch, "set_" + key[10:-2], None)
+            if setter is not None and getattr(torch, key[6:-2])() != value:
+                try:
+                    setter(value)
+                except Exception:  # noqa: BLE001
+                    pass
 
 
 def _restore_python(before: dict) -> None:
@@ -666,7 +799,10 @@ def global_state_unchanged(s: Subject) -> Outcome:
     the garbage collector is enabled, the recursion limit and the working directory (after a refused call too:
     k of another dtype), and the CPU
     RNG state (a call without dropout draws nothing: SDPA, measured), NumPy's global generator and Python's
-    random module's (SDPA touches neither, measured). What
+    random module's (SDPA touches neither, measured). Beside these, every zero-argument torch.get_*/is_*/are_*
+    reading and every torch.backends property and getter is found by a sweep (a flag a later torch adds is watched
+    too), with autocast per device, the saved-tensor hooks' stack top, the torch function and dispatch mode stacks,
+    and the interpreter's trace, profile, exception and signal hooks. What
     changed is put back, so one bad impl does not poison the checks after it."""
     before = _global_state()
     try:
@@ -684,9 +820,10 @@ def global_state_unchanged(s: Subject) -> Outcome:
         after = _global_state()
     finally:
         _restore(before)
-    changed = [name for name in start if not _same(start[name], after[name])]
+    changed = [name for name in start if name in after and not _same(start[name], after[name])]
     # The RNGs are not in the baseline (_RNG_STATES): the run's dropout checks draw from them legitimately.
-    leaked = [name for name in _BASELINE if not _same(_BASELINE[name], before[name]) and name not in changed]
+    leaked = [name for name in _BASELINE
+              if name in before and not _same(_BASELINE[name], before[name]) and name not in changed]
     if leaked:
         _restore({**before, **_BASELINE})
     changed += [f"{name} (left changed by an earlier call of this run)" for name in leaked]
@@ -767,6 +904,8 @@ for _inv in (
                           "(an autotuner's random pick); Python's warnings filters "
                           "(simplefilter('ignore') to silence a library), logging levels, os.environ, sys.path, "
                           "NumPy's error handling (np.seterr), the garbage collector disabled, the recursion limit, "
-                          "the working directory; also after a refused call"),
+                          "the working directory; saved-tensor hooks, autocast, torch function/dispatch modes left "
+                          "pushed; any torch.get_*/is_* reading or torch.backends flag (found, not listed); trace, "
+                          "profile, exception and signal hooks; also after a refused call"),
 ):
     register(_inv)

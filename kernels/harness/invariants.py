@@ -52,6 +52,8 @@ def output_dtype_shape(s: Subject) -> Outcome:
             problems.append(f"shape {tuple(out.shape)} instead of {expected}")
         if out.device != s.q.device:
             problems.append(f"device {out.device} instead of q's {s.q.device}")
+        if out.is_inference():  # (first_call runs under no_grad, never inference_mode)
+            problems.append("an inference tensor, returned by a call not made under inference_mode")
     for name in s.first_call[2]:  # a fast path returning a view: writing into the output changes the caller's input
         problems.append(f"the output shares memory with {name}")
     return Outcome(math.inf if problems else 0.0, 0.0, "; ".join(problems))
@@ -412,7 +414,8 @@ def _needs(*features: str) -> frozenset:
 _CORE: tuple[Invariant, ...] = (
     Invariant("output-dtype-shape", None, output_dtype_shape, lambda c: c.kind not in SYNTHETIC,
               bug_classes="wrong output dtype, shape or device; output a view of an input (a one-key "
-                          "fast path returning v: writing into it corrupts the caller's KV cache)"),
+                          "fast path returning v: writing into it corrupts the caller's KV cache); an inference "
+                          "tensor returned outside inference_mode (a no-grad path run under inference_mode)"),
     Invariant("inputs-untouched", None, inputs_untouched, _random,
               bug_classes="writes into q, k or v (in-place pre-scale)"),
     Invariant("reference-agreement", None, reference_agreement, _random,

@@ -189,6 +189,12 @@ def checked_output(out, q, v) -> torch.Tensor:
     expected = tuple(q.shape[:-1]) + (v.shape[-1],)
     if tuple(out.shape) != expected:
         raise BadOutput(f"output has shape {tuple(out.shape)}, expected {expected}")
+    # An op called outside inference_mode returns a normal tensor, whatever its inputs (SDPA, measured: under
+    # no_grad too). An inference tensor there breaks the caller's autograd later (red team rt42h: a "faster"
+    # no-grad path run under inference_mode escaped); contract item "output".
+    if out.is_inference() and not torch.is_inference_mode_enabled():
+        raise BadOutput("the output is an inference tensor, but the call was not made under inference_mode "
+                        "(the impl ran its own inference_mode: the tensor cannot be saved for a later backward)")
     return out.detach()
 
 
