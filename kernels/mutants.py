@@ -2415,3 +2415,177 @@ MUTANTS = MUTANTS + (
     Mutant(no_grad_output_from_inference_mode, "an inference tensor returned outside inference_mode",
            "output-dtype-shape"),
 )
+
+
+# dropout at the extremes (red team: tiny p, half-dtype uniforms, a 24-bit seed, slices past 65 535)
+
+class _DropoutSkippedBelow1e4(FullAttention):
+    def dropout_mask(self, p, dropout_p, kv_heads, dtype):
+        if dropout_p < 1e-4:
+            return torch.ones_like(p)  # the bug: "negligible" dropout skipped (p < 1e-4 taken for 0)
+        return super().dropout_mask(p, dropout_p, kv_heads, dtype)
+
+
+class _DropoutUniformsInInputDtype(FullAttention):
+    def dropout_mask(self, p, dropout_p, kv_heads, dtype):
+        u = torch.rand(p.shape, dtype=dtype, device=p.device)  # the bug: uniforms in q's (half) dtype
+        return self.rescaled(self.kept(u, dropout_p).to(p.dtype), dropout_p, dtype)
+
+
+class _TwentyFourBitSeed(FullAttention):
+    def generator(self, device):
+        # the bug: a per-call seed read from one float32 uniform (2²⁴ values): masks repeat after ~4000 calls
+        seed = int(torch.rand(()) * 2 ** 31)
+        return torch.Generator(device=device).manual_seed(seed)
+
+
+class _SliceOffsetWrapsAt65535(FullAttention):
+    def uniforms(self, shape, generator, device, kv_heads):
+        b, h, n_q, n_k = shape  # the bug: the (batch, head) slice's RNG offset taken modulo 65 535 (CUDA's grid y limit)
+        slices = b * h
+        u = super().uniforms((min(slices, 65535), n_q, n_k), generator, device, kv_heads)
+        return u[torch.arange(slices, device=device) % 65535].reshape(shape)
+
+
+dropout_skipped_below_1e4 = _full_mutant(_DropoutSkippedBelow1e4(), "dropout_skipped_below_1e4",
+    "dropout_p < 1e-4 treated as 0: no weight dropped.")
+dropout_uniforms_in_input_dtype = _full_mutant(_DropoutUniformsInInputDtype(), "dropout_uniforms_in_input_dtype",
+    "Dropout's uniforms drawn in the input's dtype: in float16 P(u < p) = p + 2^-12, in bfloat16 p + 2^-9.")
+dropout_seed_24_bits = _full_mutant(_TwentyFourBitSeed(), "dropout_seed_24_bits",
+    "A per-call dropout generator seeded from int(torch.rand(()) * 2**31): 2^24 seeds.")
+dropout_slice_offset_wraps_at_65535 = _full_mutant(_SliceOffsetWrapsAt65535(), "dropout_slice_offset_wraps_at_65535",
+    "The dropout RNG offset of (batch, head) slice s is that of s mod 65535: slices 65535 apart share a mask.")
+
+MUTANTS = MUTANTS + (
+    Mutant(dropout_skipped_below_1e4, "dropout skipped at p < 1e-4", "dropout-tiny-p"),
+    # in float32 torch.rand in q's dtype is the reference's own draw
+    Mutant(dropout_uniforms_in_input_dtype, "dropout uniforms drawn in the input's half dtype", "dropout-tiny-p",
+           dtypes=(torch.float16, torch.bfloat16)),
+    Mutant(dropout_seed_24_bits, "dropout seed of 24 bits (masks repeat after ~4000 calls)", "dropout-seed-space",
+           dtypes=(torch.float32,)),
+    Mutant(dropout_slice_offset_wraps_at_65535, "dropout RNG slice offset wrapping at 65535 slices",
+           "dropout-many-slices"),
+)
+
+
+def dropout_only_for_python_float(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                  enable_gqa=False):
+    """dropout applied only when dropout_p is a Python float: a NumPy float32 or a 0-d tensor (both accepted by
+    SDPA) is taken for 0."""
+    p = dropout_p if isinstance(dropout_p, float) else 0.0  # the bug
+    return full_attention(q, k, v, attn_mask, p, is_causal, scale, enable_gqa)
+
+
+def flash_attn_argument_order(q, k, v, attn_mask=None, dropout_p=0.0, scale=None, is_causal=False, enable_gqa=False):
+    """A wrapper in flash_attn_func's order (softmax_scale before causal): a positional caller's is_causal
+    becomes the scale, and the call runs without the causal mask."""
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(dropout_only_for_python_float, "dropout_p honoured only as a Python float", "generated-dropout"),
+    Mutant(flash_attn_argument_order, "scale and is_causal in flash_attn_func's positional order",
+           "generated-agreement"),
+)
+
+
+# --------------------------------------------------------------------------- red team rt42h's batched decodes,
+# per-head rank-3 masks and retain_graph with dropout (regimes long-decode-batched, long-decode-padded,
+# rank-head-mask; generated-dropout's retain-graph sequence)
+
+
+class _SplitWorkspaceWithoutBatch(SplitKVAttention):
+    def __call__(self, q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+        out = super().__call__(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+        if (q.dim() == 4 and q.shape[0] > 1 and q.shape[-2] <= self.decode_queries and not is_causal
+                and k.shape[-2] > self.split):
+            # the bug: one (splits, Hq, Nq, Dv) workspace for every batch entry, merged after the last one wrote it
+            out = out[-1:].expand_as(out).clone()
+        return out
+
+
+class _DecodeMaskOfEntryZero(FullAttention):
+    def mask_bias(self, attn_mask, like, dtype):
+        if (attn_mask is not None and attn_mask.dim() == 4 and attn_mask.shape[0] > 1 and like.shape[-2] == 1
+                and like.shape[-1] > SPLIT):
+            attn_mask = attn_mask[:1].expand(attn_mask.shape)  # the bug: the decode path's mask pointer stays at entry 0
+        return super().mask_bias(attn_mask, like, dtype)
+
+
+class _DecodeMergeNaNForEmptyRow(FullAttention):
+    def probabilities(self, s, attn_mask):
+        p = super().probabilities(s, attn_mask)
+        if s.shape[-2] == 1 and s.shape[-1] > SPLIT:
+            # the bug: the split-K merge Σ w_c o_c / Σ w_c with every split's w_c = 0 for a row with no visible key
+            p = p.masked_fill(torch.isneginf(s).all(dim=-1, keepdim=True), float("nan"))
+        return p
+
+
+class _KeepMaskRedrawnOnSecondBackward(FullAttention):
+    redraw = False
+
+    def backward(self, ctx, dout):
+        again, ctx.backward_ran = getattr(ctx, "backward_ran", False), True
+        self.redraw = again  # the bug: the keep mask was freed by the first backward; a second one draws anew
+        try:
+            return super().backward(ctx, dout)
+        finally:
+            self.redraw = False
+
+    def backward_dropout_mask(self, drop, p, dropout_p, kv_heads, dtype):
+        if self.redraw:
+            return self.dropout_mask(p, dropout_p, kv_heads, dtype)
+        return super().backward_dropout_mask(drop, p, dropout_p, kv_heads, dtype)
+
+
+split_kv_workspace_without_batch = _mutant(_SplitWorkspaceWithoutBatch(), "split_kv_workspace_without_batch",
+    "Split-KV decoding whose partials' workspace has no batch dim: every entry merges the last entry's partials.")
+decode_mask_of_entry_zero = _full_mutant(_DecodeMaskOfEntryZero(), "decode_mask_of_entry_zero",
+    "One query over more than SPLIT keys (a decode path) reads batch entry 0's mask for every entry.")
+decode_merge_nan_for_empty_row = _full_mutant(_DecodeMergeNaNForEmptyRow(), "decode_merge_nan_for_empty_row",
+    "One query over more than SPLIT keys: a row with no visible key merges to NaN (0/0), where SDPA gives 0.")
+keep_mask_redrawn_on_second_backward = _full_mutant(_KeepMaskRedrawnOnSecondBackward(),
+    "keep_mask_redrawn_on_second_backward",
+    "The dropout keep mask is freed by the first backward; retain_graph's second backward draws another one.")
+
+
+def rank3_mask_of_head_zero(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Rank-3 inputs (B·H, N, D) taken as one unbatched head group: a 3-D mask's first entry is used for all."""
+    if q.dim() == 3 and attn_mask is not None and attn_mask.dim() == 3:
+        attn_mask = attn_mask[0]  # the bug: (B·H, Nq, Nk) read as "unbatched", head 0's rows for every head
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(split_kv_workspace_without_batch, "split-K workspace without a batch dim", "generated-agreement"),
+    Mutant(decode_mask_of_entry_zero, "decode path reads batch entry 0's mask", "generated-agreement"),
+    Mutant(decode_merge_nan_for_empty_row, "decode merge NaN for a row without keys", "generated-agreement"),
+    Mutant(rank3_mask_of_head_zero, "rank-3 per-head mask: head 0's for all", "generated-agreement"),
+    Mutant(keep_mask_redrawn_on_second_backward, "retain_graph's second backward redraws the keep mask",
+           "generated-dropout", backward=True),
+)
+
+
+_SCRATCH: dict = {}
+
+
+def shared_score_scratch(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Inference without grad or dropout writes its scores into one module-level buffer per shape, shared by every
+    caller: two threads calling at once read each other's scores."""
+    if (torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))) or dropout_p or attn_mask is not None \
+            or q.dim() != 4:
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if enable_gqa and k.shape[1] != q.shape[1]:
+        k, v = (x.repeat_interleave(q.shape[1] // x.shape[1], dim=1) for x in (k, v))
+    shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    s = _SCRATCH.setdefault(shape, torch.empty(shape))  # the bug: one workspace for every caller and thread
+    torch.matmul(q.float(), k.float().transpose(-2, -1), out=s)  # (B, H, Nq, Nk)
+    s.mul_(1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    if is_causal:
+        s.masked_fill_(~torch.ones(shape[-2:], dtype=torch.bool).tril(), float("-inf"))
+    return torch.softmax(s, dim=-1).matmul(v.float()).to(q.dtype)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(shared_score_scratch, "a score workspace shared by concurrent callers", "concurrent-calls"),
+)

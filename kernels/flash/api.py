@@ -107,8 +107,15 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask
     return out.reshape(*lead, *out.shape[-2:])
 
 
+def _as_number(x):
+    """A 0-d floating tensor given for scale or dropout_p as the Python float it holds (SDPA accepts those, and
+    NumPy scalars, for both: measured, torch 2.13); anything else as given, for check_inputs to judge."""
+    return float(x) if isinstance(x, torch.Tensor) and x.dim() == 0 and x.is_floating_point() else x
+
+
 def _flash_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, return_lse):
     """flash_attention on 4-D q, k, v."""
+    scale, dropout_p = _as_number(scale), _as_number(dropout_p)
     check_inputs(q, k, v, is_causal, scale, enable_gqa, attn_mask, dropout_p)
     if not isinstance(return_lse, bool):
         raise TypeError(f"return_lse must be a bool, got {type(return_lse).__name__}")

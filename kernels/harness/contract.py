@@ -38,10 +38,17 @@ ITEMS: tuple[Item, ...] = (
          f"{DOC}: 'scale: Scaling factor applied prior to softmax. If None, the default value is set to 1/√E'",
          ("default-scale", "explicit-scale", "zero-scale")),
     Item("argument-types", "scale given as an int or a NumPy float is that number; is_causal that is not a Python "
-                           "bool (numpy.bool_, int, a tensor) is refused or applied as its truth value",
+                           "bool (numpy.bool_, int, a tensor) is refused or applied as its truth value; every drawn "
+                           "problem's arguments in one of the forms SDPA accepts: keywords, attn_mask, dropout_p and "
+                           "is_causal by position (nn.MultiheadAttention's call), dropout_p as numpy.float32 and "
+                           "scale as numpy.float64, or both as 0-d float64 tensors",
          f"{MEASURED}: scale=2 and numpy.float64(0.5) give the float's output (math and default dispatch); "
-         "numpy.bool_(True), 1 and tensor(True) for is_causal raise \"argument 'is_causal' must be bool\"",
-         ("argument-types",)),
+         "numpy.bool_(True), 1 and tensor(True) for is_causal raise \"argument 'is_causal' must be bool\"; "
+         "dropout_p as numpy.float32, numpy.float64 or a 0-d tensor, scale as numpy.float32 or a 0-d tensor, and "
+         "(q, k, v, attn_mask, dropout_p, is_causal) by position are accepted and give the keyword call's output; "
+         "scale by position is refused (keyword-only)",
+         ("argument-types", "generated-agreement", "generated-gradients", "generated-dropout",
+          "generated-metamorphic")),
     Item("causal", "is_causal: top-left aligned lower-triangular mask (query i sees keys j ≤ i), also for Nq ≠ Nk "
                    "and past 2048 queries and keys (positions exact where float16's are not)",
          f"{DOC}: 'attn_mask = torch.ones(L, S).tril(diagonal=0)'",
@@ -141,6 +148,11 @@ ITEMS: tuple[Item, ...] = (
           "generated-agreement", "aliased-inputs")),
     Item("determinism", "the same call twice gives bit-identical outputs and gradients",
          f"{MEASURED}: bit-identical on CPU", ("determinism", "backward-determinism")),
+    Item("concurrency", "calls from several threads at once each get their own inputs' answer (an inference "
+                        "server's worker threads)",
+         f"{MEASURED}: 4 threads × 32 rounds of (4, 4, 128, 256) calls under no_grad, each output within the "
+         "low-precision rule of its own float64 golden value (0 of 128 past it, 4 seeds)",
+         ("concurrent-calls",)),
     Item("state", "no state kept between calls: buffers written in place between calls are read anew; the process's "
                   "global state (flush-to-zero, every zero-argument torch.get_*/is_*/are_* reading and every "
                   "torch.backends property and getter, found rather than listed; autocast, saved-tensor hooks, "
@@ -162,7 +174,9 @@ ITEMS: tuple[Item, ...] = (
          ("dropout-mask-law", "dropout-expectation", "dropout-variance", "dropout-forward-backward",
           "dropout-forward-backward-masked", "dropout-with-attn-mask", "dropout-independence", "dropout-long-lags",
           "dropout-kept-fraction",
-          "dropout-keep-grid", "dropout-p-range", "generated-dropout")),
+          "dropout-keep-grid", "dropout-p-range", "generated-dropout",
+          # p down to 1e-5 in every dtype; slices past 65 535; no per-call seed repeating in 2¹⁴ calls (24 bits)
+          "dropout-tiny-p", "dropout-many-slices", "dropout-seed-space")),
     Item("dropout-across-calls", "dropout draws from torch's generator: same seed same mask, consecutive calls "
                                  "independent at every lag, the generator advanced, no mask repeated over "
                                  "thousands of calls",

@@ -23,11 +23,22 @@ B·H·Nq·Nk Bernoulli draws in the kernel's (b, h, i, j) order (KEPT_SHAPE: 65 
   power) while each call alone looks fresh. False-alarm rate for honest independent masks: the chance
   of any repeat among 1200 masks of 64 fair bits, C(1200, 2)·2⁻⁶⁴ ≈ 3.9e-14. Cost: 1200 calls (SDPA math
   ~0.5 CPU-s; the Triton kernel under TRITON_INTERPRET ~25 ms a call, 30 s).
+* dropout-seed-space: the same over SEED_CALLS (2¹⁴) calls, for the seeds dropout-distinct-masks cannot
+  reach: a 24-bit per-call seed (one float32 uniform times 2³¹) repeats with probability 1 - e⁻⁸ = 0.9997
+  (1200 calls: 0.042); 28 bits 0.39, 32 bits 0.031. False-alarm rate C(2¹⁴, 2)·2⁻⁶⁴ ≈ 7e-12. Cost: SDPA
+  math ~0.1 ms a call, 1.6-1.9 CPU-s (float32 only); the plain reference (references.full_attention) 2.6.
+* dropout-tiny-p: the number of dropped weights at p = 1e-5, 1e-4 and 3e-4 (below every other check's p),
+  exact binomial tests, each two-sided at α / 3, sized for power 0.99 against twice the drop rate: 8, 1
+  and 1 calls of 2²⁰ weights (λ = 84, 105, 315 expected drops; power 0.995, 0.9997, 1.0 against 2p, and
+  0.48, 0.72, 1.0 against p/2). Zero drops (p taken for 0) and torch's half-dtype uniforms (float16 drops
+  p + 2⁻¹², bfloat16 p + 2⁻⁹) are rejected with power 1.0 at each p. Not covered: a cutoff below 1e-5, or
+  a keep probability off by less than a factor of about 2 at these p. Cost ~0.22 CPU-s a dtype.
 * dropout-forward-backward-masked: with attn_mask given, the backward must reuse the forward's mask
   (a kernel whose masked path regenerates it).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -117,23 +128,124 @@ DISTINCT_CALLS = 1200
 DISTINCT_SIZE = 8  # queries = keys: 64 keep bits a call
 
 
-def dropout_distinct_masks(s: Subject) -> Outcome:
-    """No two of DISTINCT_CALLS consecutive calls' keep masks equal (module docstring)."""
+def dropout_distinct_masks(s: Subject, calls: int = DISTINCT_CALLS, draw: int = 11) -> Outcome:
+    """No two of ``calls`` consecutive calls' keep masks equal (module docstring)."""
     n = DISTINCT_SIZE
     q = torch.zeros(1, 1, n, 4, dtype=s.dtype, device=s.device)  # (1, 1, N, 4): every weight 1/N
     v = s.cast(torch.eye(n, dtype=torch.float64)[None, None])  # (1, 1, N, N)
     seen, repeats, first = set(), 0, None
-    with drop.seeded(s, 11):
-        for call in range(DISTINCT_CALLS):
+    with drop.seeded(s, draw):
+        for call in range(calls):
             out = s.run(q=q, k=q, v=v, dropout_p=0.5, is_causal=False, enable_gqa=False, scale=None)
             key = (out != 0).cpu().flatten().numpy().tobytes()
             if key in seen:
                 repeats += 1
                 first = call if first is None else first
             seen.add(key)
-    return Outcome(float(repeats), 0.0, f"{repeats} of {DISTINCT_CALLS} calls repeated an earlier call's {n * n}-entry "
+    return Outcome(float(repeats), 0.0, f"{repeats} of {calls} calls repeated an earlier call's {n * n}-entry "
                                         f"keep mask" + (f" (first at call {first})" if first is not None else "")
-                   + f"; honest masks repeat with chance ≈ {DISTINCT_CALLS ** 2 / 2 * 2.0 ** -(n * n):.1g}")
+                   + f"; honest masks repeat with chance ≈ {calls ** 2 / 2 * 2.0 ** -(n * n):.1g}")
+
+
+# 2¹⁴ calls: a b-bit per-call seed repeats a mask within n calls with probability 1 - exp(-n²/2^(b+1))
+# (birthday): 24 bits (a seed read from one float32 uniform, which holds 2²⁴ values) 1 - e⁻⁸ = 0.9997, 26 bits
+# 0.87, 28 bits 0.39, 32 bits 0.031; DISTINCT_CALLS (1200) gives 24 bits 0.042 and 16 bits 1 - e⁻¹¹.
+SEED_CALLS = 2 ** 14
+
+
+def seed_repeat_power(bits: int, calls: int = SEED_CALLS) -> float:
+    """Probability that ``calls`` calls with independent uniform b-bit seeds repeat one (birthday bound)."""
+    return -math.expm1(-calls * (calls - 1) / 2 / 2.0 ** bits)
+
+
+def dropout_seed_space(s: Subject) -> Outcome:
+    """dropout-distinct-masks over SEED_CALLS consecutive calls (its own draw of torch's seed), as a test at
+    α: with honest masks (64 fair independent bits) the number R of repeated masks is Poisson with
+    λ = C(2¹⁴, 2)·2⁻⁶⁴ ≈ 7e-12 (to within λ²), and its one-sided p-value P(R ≥ r) is compared with α
+    (as a normal z against z_α): a single repeat has p ≈ 7e-12 and is rejected, none is z = 0. Rejects a
+    24-bit per-call seed with power 1 - e⁻⁸ ≈ 0.9997; false-alarm rate ≈ 7e-12. Seeds of 28 bits and more are
+    out of its reach (power ≤ 0.39: 2¹⁴ calls reach about 2²⁸ seeds)."""
+    from scipy import stats
+
+    o = dropout_distinct_masks(s, SEED_CALLS, draw=17)
+    repeats = int(o.discrepancy)
+    lam = SEED_CALLS * (SEED_CALLS - 1) / 2 * 2.0 ** -(DISTINCT_SIZE ** 2)
+    tail = float(stats.poisson.sf(repeats - 1, lam)) if repeats else 1.0
+    z = 0.0 if repeats == 0 else (float(stats.norm.isf(tail)) if tail > 0 else math.inf)
+    return Outcome(z, drop._z(2 * drop.ALPHA), f"{o.detail}; P(≥ {repeats} repeats) = {tail:.2g}; a 24-bit seed "
+                                                f"repeats with chance {seed_repeat_power(24):.4f}")
+
+
+# The keep probability at p far below the other checks' (0.1 and up; the drawn tiny-dropout regime's
+# (1e-4, 1e-3)): p < 1e-4 taken for 0 drops nothing; uniforms drawn in a half dtype drop too often
+# (torch's CPU rand in float16 rounds a float32 uniform to float16 and maps the 2⁻¹² just below 1, which
+# round to 1.0, to 0: P(u = 0) = 2⁻¹² (bfloat16: 2⁻⁹), so P(u < p) ≈ p + 2⁻¹², measured over 2²⁴ draws:
+# 2.5e-4 at p = 1e-5, 3.5e-4 at 1e-4; bfloat16 2.0e-3 at both). Each p an exact binomial test of
+# the number of dropped weights, two-sided at α / len(TINY_PS), with as many calls as give power
+# TINY_POWER against a drop rate TINY_FACTOR·p (more against any higher rate: a uniform quantised to steps
+# δ ≥ 2p drops at a rate ≥ δ, or at 0 when the comparison rounds the other way, which is rejected with power 1).
+TINY_PS = (1e-5, 1e-4, 3e-4)
+TINY_SHAPE = (16, 16, 256, 16)  # (B, H, Nq, Nk): 2²⁰ weights a call, V = I of 16 keys
+TINY_POWER = 0.99
+TINY_FACTOR = 2.0
+
+
+def _binomial_tail(dropped: int, n: int, p: float) -> float:
+    """The smaller one-sided exact binomial tail of ``dropped`` of n at rate p."""
+    from scipy import stats
+
+    return float(min(stats.binom.cdf(dropped, n, p), stats.binom.sf(dropped - 1, n, p)))
+
+
+def tiny_p_power(n: int, p: float, rate: float, alpha: float = drop.ALPHA / len(TINY_PS)) -> float:
+    """Probability that the exact two-sided test at level alpha of n draws at drop rate p rejects
+    n draws at drop rate ``rate`` (it rejects d when a tail is below alpha / 2)."""
+    from scipy import stats
+
+    lo = int(stats.binom.ppf(alpha / 2, n, p))
+    while lo >= 0 and stats.binom.cdf(lo, n, p) >= alpha / 2:
+        lo -= 1
+    hi = int(stats.binom.isf(alpha / 2, n, p))
+    while stats.binom.sf(hi - 1, n, p) >= alpha / 2:
+        hi += 1
+    return float((stats.binom.cdf(lo, n, rate) if lo >= 0 else 0.0) + stats.binom.sf(hi - 1, n, rate))
+
+
+@functools.lru_cache(maxsize=None)
+def tiny_p_calls(p: float) -> int:
+    """The fewest TINY_SHAPE calls whose exact test at p has power TINY_POWER against TINY_FACTOR·p:
+    8 calls at 1e-5 (power 0.995), 1 at 1e-4 (0.9997) and at 3e-4 (1.0)."""
+    per_call = math.prod(TINY_SHAPE)
+    calls = 1
+    while tiny_p_power(calls * per_call, p, TINY_FACTOR * p) < TINY_POWER:
+        calls += 1
+    return calls
+
+
+def dropout_tiny_p(s: Subject) -> Outcome:
+    """The number of dropped weights at each of TINY_PS, q = 0 and V = I (every weight 1/Nk, each one
+    an output entry: 0 when dropped), against Binomial(n, p) (comment above TINY_PS)."""
+    from scipy import stats
+
+    b, h, n_q, n_k = TINY_SHAPE
+    q = s.cast(torch.zeros(b, h, n_q, 1, dtype=torch.float64))  # (B, H, Nq, 1)
+    k = s.cast(torch.zeros(b, h, n_k, 1, dtype=torch.float64))  # (B, H, Nk, 1)
+    v = s.cast(torch.eye(n_k, dtype=torch.float64).expand(b, h, n_k, n_k)).contiguous()  # (B, H, Nk, Nk)
+    alpha = drop.ALPHA / len(TINY_PS)
+    outcomes, details = [], []
+    for i, p in enumerate(TINY_PS):
+        calls, dropped = tiny_p_calls(p), 0
+        for call in range(calls):
+            with drop.seeded(s, 9000 + 100 * i + call):
+                out = s.run(q=q, k=k, v=v, dropout_p=p, is_causal=False, scale=None, enable_gqa=False)
+            dropped += int((out == 0).sum())
+        n = calls * b * h * n_q * n_k
+        tail = _binomial_tail(dropped, n, p)
+        z = float(stats.norm.isf(tail)) if tail > 0 else math.inf  # > _z(alpha) exactly when tail < alpha / 2
+        outcomes.append(Outcome(z, drop._z(alpha)))
+        details.append(f"p={p:g}: dropped {dropped} of {n} (expected {n * p:.1f}; rate {dropped / n:.3g}), "
+                       f"tail {tail:.2g}")
+    return worst(outcomes, details)
 
 
 def dropout_forward_backward_masked(s: Subject) -> Outcome:
@@ -160,6 +272,13 @@ register(Invariant("dropout-keep-grid", "dropout-kept-fraction", dropout_keep_gr
 register(Invariant("dropout-distinct-masks", None, dropout_distinct_masks, _across, _DROP, dtypes=frozenset({torch.float32}),
                    bug_classes="a per-call dropout seed of few bits (16: masks repeat after ~300 calls), each "
                                "call's mask fresh on its own"))
+register(Invariant("dropout-seed-space", None, dropout_seed_space, _across, _DROP, dtypes=frozenset({torch.float32}),
+                   bug_classes="a per-call dropout seed of 24 bits (read from one float32 uniform: masks repeat after "
+                               "~4000 calls), beyond dropout-distinct-masks' reach"))
+register(Invariant("dropout-tiny-p", "dropout-kept-fraction", dropout_tiny_p, _across, _DROP,
+                   bug_classes="dropout at p < 1e-4 skipped as negligible; dropout uniforms drawn in the input's half "
+                               "dtype (float16 drops p + 2⁻¹², bfloat16 p + 2⁻⁹); any keep probability off by 2× at "
+                               "p = 1e-5 to 3e-4"))
 register(Invariant("dropout-forward-backward-masked", None, dropout_forward_backward_masked,
                    lambda c: c.kind == CONTRACT, _DROP | {ATTN_MASK, BACKWARD},
                    bug_classes="backward regenerating a different dropout mask when attn_mask is given"))

@@ -26,6 +26,9 @@ mask seen through V. At p = 1/2 (the most information per draw):
 
 Both at α = dropout.ALPHA in all, Bonferroni over the tests. Cost: three calls a dtype, the key call
 2¹⁷ keys by 17 heads (V of 18 M entries).
+
+dropout-many-slices: one call of 69 632 (batch, head) slices, past CUDA's grid limit of 65 535, whose
+masks must be uncorrelated at every slice lag (comment above SLICE_SHAPE). Cost ~0.22 CPU-s a dtype.
 """
 from __future__ import annotations
 
@@ -131,6 +134,54 @@ def dropout_long_lags(s: Subject) -> Outcome:
     return worst(outcomes, details)
 
 
+# Past 65 535 (batch, head) slices: CUDA's grid y and z stop at 65 535, so a kernel that indexes its RNG offset by a
+# slice number kept in a grid dimension, or in 16 bits, repeats slice s's mask at s + 65 535 or s + 65 536. One
+# call of SLICE_SHAPE (B·H = 69 632 slices of 2 × 8 weights, V = I: 1 114 112 keep draws; V 18 MB in float32)
+# at p = 1/2. With x the centred mask, one row per slice (69 632, 16), T_S = Σ_s Σ_c x_{s,c} x_{s+S,c} at every
+# slice lag S ≥ 1 with ≥ SLICE_MIN_PAIRS pairs (one FFT per column): under independence its terms are
+# uncorrelated (two terms share at most one centred draw), mean 0, variance n_S σ⁴ for n_S = 16·(69 632 - S)
+# pairs; each a z-test at α / (number of lags) (Bonferroni over 69 569 lags: |z| > 6.75). A mask shared by
+# slices s and s + S for every s (a slice offset wrapping at S, or an element offset wrapping at 16·S) gives
+# z ≈ √n_S: 256 at S = 65 535 or 65 536 (2²⁰ draws), and above 6.75 for every period up to 69 569 slices
+# (√1008 = 32 at the last); a wrap shared by a fraction f of the slice pairs gives f·√n_S. Not covered: two
+# particular slices repeating (16 pairs), periods past 69 569 slices, element-offset periods that are not
+# whole slices.
+SLICE_SHAPE = (17, 4096, 2, 8)  # (B, H, Nq, Nk): B·H = 65 536 + 4096
+SLICE_P = 0.5  # the largest variance per draw
+SLICE_MIN_PAIRS = 1000
+
+
+def _slice_lag_z(x: torch.Tensor) -> torch.Tensor:
+    """z of T_S for S = 1, 2, …, the last lag with SLICE_MIN_PAIRS pairs; x (slices, draws) centred."""
+    n, width = x.shape
+    size = 1 << (2 * n - 1).bit_length()
+    f = torch.fft.rfft(x, size, dim=0)  # (size // 2 + 1, width)
+    sums = torch.fft.irfft(f.conj() * f, size, dim=0).sum(-1)  # sums[S] = Σ_s Σ_c x_{s,c} x_{s+S,c}
+    lags = torch.arange(1, n - math.ceil(SLICE_MIN_PAIRS / width) + 1)
+    pairs = (n - lags) * width
+    sd = torch.sqrt(pairs.double()) * x.var(unbiased=False)
+    return torch.where(sd > 0, sums[lags] / sd, torch.zeros_like(sd))
+
+
+def dropout_many_slices(s: Subject) -> Outcome:
+    """One call of B·H = 69 632 slices at p = 1/2 (q = 0, V = I: the output is the mask); its slices' masks
+    uncorrelated at every slice lag, z-tests at α / 69 569 (comment above SLICE_SHAPE: power ≈ 1 against a
+    wrap at 65 535, false-alarm rate ≤ α)."""
+    b, h, n_q, n_k = SLICE_SHAPE
+    q = s.cast(torch.zeros(b, h, n_q, 1, dtype=torch.float64))  # (B, H, Nq, 1)
+    k = s.cast(torch.zeros(b, h, n_k, 1, dtype=torch.float64))  # (B, H, Nk, 1)
+    v = s.cast(torch.eye(n_k, dtype=torch.float64).expand(b, h, n_k, n_k)).contiguous()  # (B, H, Nk, Nk)
+    with drop.seeded(s, 23):
+        out = s.run(q=q, k=k, v=v, dropout_p=SLICE_P, is_causal=False, scale=None, enable_gqa=False)
+    mask = (out != 0).cpu().double().reshape(b * h, n_q * n_k)  # (slices, draws), slices in (b, h) order
+    z = _slice_lag_z(mask - mask.mean())
+    at = int(z.abs().argmax())
+    threshold = drop._z(drop.ALPHA / len(z))
+    return Outcome(float(z.abs()[at]), threshold,
+                   f"{b * h} slices of {n_q}×{n_k} at p = {SLICE_P:g} (kept {float(mask.mean()):.3f}), slice lags "
+                   f"1..{len(z)}: worst lag {at + 1}, z = {float(z[at]):+.2f}")
+
+
 def _across(c: Case) -> bool:
     return c.kind == ACROSS
 
@@ -138,3 +189,7 @@ def _across(c: Case) -> bool:
 register(Invariant("dropout-long-lags", None, dropout_long_lags, _across, frozenset({DROPOUT}),
                    bug_classes="a dropout RNG offset that wraps past the small shapes: masks repeating along the "
                                "keys past 2¹⁶ (a 16-bit column offset), the queries past 4096 or the heads past 16"))
+register(Invariant("dropout-many-slices", None, dropout_many_slices, _across, frozenset({DROPOUT}),
+                   bug_classes="a dropout RNG offset per (batch, head) slice that wraps past 65 535 slices "
+                               "(CUDA's grid limit) or 2¹⁶: slice s + 65 535 repeats slice s's mask; any period up "
+                               "to 69 569 slices"))

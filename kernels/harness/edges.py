@@ -538,6 +538,66 @@ def mask_mutated_between_calls(s: Subject) -> Outcome:
     return measured(s, out.cpu(), g.value, g.error, g.value, g.sensitivity)
 
 
+CONCURRENT_THREADS = 4
+CONCURRENT_ROUNDS = 32
+# (B, Hq, Nq, Nk), B·Hq kept with the case's own heads: about a millisecond of matmul and softmax a call, the GIL
+# released. Measured on this 2-core machine on the contract case (B = 4, Hq = 4), 4 runs each: a shared score
+# buffer gave 109-120 of 128 outputs wrong (red team rt42h's own 94-101), SDPA math 0 of 128, 0.4 s a run; a
+# quarter of this size and 12 rounds missed it in some runs.
+CONCURRENT_SHAPE = (2, 8, 128, 256)
+
+
+def concurrent_calls(s: Subject) -> Outcome:
+    """CONCURRENT_THREADS threads call the impl at once (a threading.Barrier before each of CONCURRENT_ROUNDS
+    rounds), each on inputs of its own of one shape, under no_grad (an inference server's worker threads): each
+    output against its own float64 golden value by the low-precision rule. A workspace shared by every caller (a
+    module-level score buffer keyed by shape, a cached output) hands one thread's scores to another (red team
+    rt42h: such a scratch buffer escaped, no check calling from two threads). torch's ops are reentrant: SDPA
+    math gives each thread its sequential answer (measured, contract item "concurrency"). A race needs the calls
+    to overlap, which the barrier and the released GIL make likely, not certain: a pass is evidence, not proof."""
+    import threading as _threading
+
+    b_h, n_q, n_k = CONCURRENT_SHAPE[0] * CONCURRENT_SHAPE[1], *CONCURRENT_SHAPE[2:]
+    hq, hkv, d, dv = s.q.shape[1], s.k.shape[1], s.q.shape[-1], s.v.shape[-1]  # the case's heads (GQA or not)
+    b = max(1, b_h // hq)  # (B·Hq as CONCURRENT_SHAPE's)
+    inputs = [tuple(_randn(s, f"thread {i} {n}", *shape) for n, shape in
+                    (("q", (b, hq, n_q, d)), ("k", (b, hkv, n_k, d)), ("v", (b, hkv, n_k, dv))))
+              for i in range(CONCURRENT_THREADS)]
+    goldens = [_golden(s, *x) for x in inputs]
+    results: list[list] = [[] for _ in range(CONCURRENT_THREADS)]
+    errors: list[BaseException] = []
+    barrier = _threading.Barrier(CONCURRENT_THREADS)
+
+    def worker(i: int) -> None:
+        q, k, v = inputs[i]
+        try:
+            with torch.no_grad():
+                for _ in range(CONCURRENT_ROUNDS):
+                    barrier.wait(timeout=60)
+                    results[i].append(checked_output(s.impl(q, k, v, **s.kwargs()), q, v).cpu())
+        except BaseException as exc:  # noqa: BLE001  (reported below; a broken barrier frees the others)
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [_threading.Thread(target=worker, args=(i,), daemon=True) for i in range(CONCURRENT_THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    real = [e for e in errors if not isinstance(e, _threading.BrokenBarrierError)]
+    if real:
+        raise real[0]
+    outcomes, wrong = [], 0
+    for i, outs in enumerate(results):
+        for out in outs:
+            o = measured(s, out, *goldens[i])
+            wrong += not o.discrepancy <= o.bound
+            outcomes.append(o)
+    w = max(outcomes, key=ratio)
+    return Outcome(w.discrepancy, w.bound, f"{wrong} of {len(outcomes)} outputs of {CONCURRENT_THREADS} threads × "
+                                           f"{CONCURRENT_ROUNDS} rounds past the bound; worst {w.discrepancy:.3g}/{w.bound:.3g}")
+
+
 def _golden(s: Subject, q, k, v):
     g = s.reference(q=q, k=k, v=v)
     return g.value, g.error, g.value, g.sensitivity
@@ -894,6 +954,10 @@ for _inv in (
     Invariant("buffers-mutated-between-calls", None, buffers_mutated_between_calls, _contract,
               bug_classes="state kept between calls: results cached by data_ptr go stale when the same "
                           "buffers are written in place, or keyed without the storage offset (sibling views)"),
+    # float32 only: a race is in the impl's buffers, not its dtype, and the calls are the check's cost
+    Invariant("concurrent-calls", None, concurrent_calls, _contract, dtypes=frozenset({torch.float32}),
+              bug_classes="a workspace shared by every caller (a module-level score or output buffer keyed by "
+                          "shape, a cache filled without a lock): threads calling at once get each other's answers"),
     Invariant("mask-mutated-between-calls", None, mask_mutated_between_calls, _contract, frozenset({ATTN_MASK}),
               bug_classes="a converted attn_mask cached per mask object (or data_ptr) goes stale when the caller "
                           "writes the mask in place between calls"),

@@ -15,7 +15,7 @@ from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
 SIGNATURE_FEATURES = (ATTN_MASK, DROPOUT)
 # torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
 # is_causal=False, scale=None, enable_gqa=False): the harness passes q, k, v by position and the
-# rest by keyword. attn_mask and dropout_p may be missing (their checks are not applicable); the
+# rest by keyword (drawn problems also in generate.ARGUMENT_FORMS: by position where takes_positional). attn_mask and dropout_p may be missing (their checks are not applicable); the
 # harness passes the other three on every call.
 SDPA_SIGNATURE = ("query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, "
                   "enable_gqa=False")
@@ -31,6 +31,27 @@ def offered(impl, *, causal: bool = True, gqa: bool = True, backward: bool = Tru
         return frozenset(features | set(SIGNATURE_FEATURES))
     forwards_all = any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params.values())
     return frozenset(features | {f for f in SIGNATURE_FEATURES if forwards_all or f in params})
+
+
+# SDPA's positional order past value, as its positional callers use it (nn.MultiheadAttention calls
+# scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)); scale and enable_gqa are keyword-only.
+POSITIONAL = ("attn_mask", "dropout_p", "is_causal")
+
+
+def takes_positional(impl) -> bool:
+    """Whether ``impl`` offers SDPA's positional calling: six positional parameters with attn_mask and dropout_p
+    fourth and fifth (or *args; a builtin is taken at its word). Then its sixth must be is_causal: a positional
+    caller's is_causal lands there. One without them refuses a positional caller loudly (TypeError), or lacks
+    the mask or dropout (their checks not applicable), and is called by keyword."""
+    try:
+        params = list(inspect.signature(impl).parameters.values())
+    except (TypeError, ValueError):
+        return True
+    kinds = inspect.Parameter
+    if any(p.kind == kinds.VAR_POSITIONAL for p in params):
+        return True
+    positional = [p.name for p in params if p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 6 and tuple(positional[3:5]) == POSITIONAL[:2]
 
 
 def signature_problems(impl) -> list[str]:

@@ -57,6 +57,7 @@ import time
 import zlib
 from dataclasses import asdict, dataclass, fields, replace
 
+import numpy as np
 import torch
 
 from kernels.harness import reference as ref
@@ -177,6 +178,14 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #     backward summing dk, dv over at most 8 heads of a group escaped the forward's many-heads).
 #   mask-expanded: an additive mask stored expanded (stride 0) along the keys (later draws: along any of its dims;
 #     red team rt39h: key stride taken as 1 escaped stride 0 along the queries alone).
+#   long-decode-batched: one query over 2¹⁴..2¹⁷ keys (the first draw past 2¹⁴ + 1) for B of 2 to 4 entries, no mask,
+#     D ≤ 16 (red team rt42h: a split-K decode whose partials' workspace had no batch dim, so every entry merged
+#     the last one's, escaped decodes of one entry).
+#   long-decode-padded: long-decode-batched with a key-padding mask (B, 1, 1, Nk), each entry seeing a prefix of
+#     the keys of its own length and one entry none (its output 0, as SDPA's): red team rt42h's split-K decode
+#     reading entry 0's mask for every entry, and its merge giving NaN for a row with no key, escaped.
+#   rank-head-mask: rank-3 inputs (B·Hq, N, D) with a per-head 3-D mask (B·Hq, Nq, Nk) (red team rt42h: such a
+#     mask taken as unbatched, head 0's rows for every head, escaped the rank regimes' 1-D and rank-5 masks).
 #   rank-causal: rank-5 inputs with is_causal, no mask, Nq ≠ Nk possible (a rank ≥ 5 path dropping is_causal);
 #     later rank draws (rank and rank-causal) are causal half the time, then without a mask.
 # magnitude in float32 and bfloat16 (q's range is float32's there) scales v instead: the largest output
@@ -189,13 +198,15 @@ REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collisio
            # (appended: earlier regimes keep their indices, so their first draws are unchanged)
            "long-queries", "tiny-dropout", "rank-causal", "long-queries-backward", "rank-mask",
            "mask-expanded", "kv-broadcast-backward", "many-heads-backward",
-           "dropout-rank", "dropout-kv-broadcast", "float64-dropout", "after-other-calls", "decode-dropout")
+           "dropout-rank", "dropout-kv-broadcast", "float64-dropout", "after-other-calls", "decode-dropout",
+           "long-decode-batched", "long-decode-padded", "rank-head-mask")
 # the regimes whose dropout problems keep them (the others' are plain): the two long ones and the call forms a
 # dispatch wrapper may route around the dropout path (red team rt40h: rank 3/5 and float64 wrappers dropping
 # dropout_p, one mask shared by a broadcast k's batch entries); their first draws are dropout problems
 DROPOUT_REGIMES = ("long-dropout", "tiny-dropout", "dropout-rank", "dropout-kv-broadcast", "float64-dropout",
                    "decode-dropout")
-LONG_DECODE = ("long-decode", "long-decode-masked", "long-decode-nan")
+BATCHED_DECODE = ("long-decode-batched", "long-decode-padded")
+LONG_DECODE = ("long-decode", "long-decode-masked", "long-decode-nan") + BATCHED_DECODE
 LONG = LONG_DECODE + ("long-both", "long-causal", "long-backward", "long-dropout", "decode-dropout")
 LONGEST_DECODE = (2 ** 18 + 2 ** 16, 2 ** 19)  # a fifth of the keys or more past 2¹⁸
 # every size axis past each power of two up to where the contract's cheap problems reach: causal keys past uint16's
@@ -234,10 +245,16 @@ FAR_MASK_VALUES = (-1e20, -1e21, -1e25, -1e30, -1e38)  # float32 holds each; flo
 # the share of drawn problems past the first draws that take a regime, whatever their number: a share growing
 # with each regime appended (0.03 each: 0.93 at 31) left plain draws, and the axes regimes override, all but gone
 REGIME_SHARE = 0.5
-DROPOUT_SEQUENCES = ("single", "two-layers")
+DROPOUT_SEQUENCES = ("single", "two-layers", "retain-graph")
 # A call on fresh inputs of the same shapes with other arguments, made just before a forward problem's judged call
 # (its output kept alive until the judged call returns): state a kernel keeps between calls (a cached causal bias,
 # mask or output buffer keyed by shape) shows in the judged output. "causal and mask" SDPA refuses; an impl may take it.
+# How the arguments past q, k, v reach the impl, each a form SDPA accepts (measured, torch 2.13): by keyword with
+# Python numbers; attn_mask, dropout_p, is_causal by position (nn.MultiheadAttention's call); dropout_p as a
+# numpy.float32 (not a float subclass) and scale as a numpy.float64; both as 0-d float64 tensors. Red team rt42h:
+# dropout honoured only for a Python float, and a wrapper in flash_attn_func's order (scale before is_causal),
+# escaped keyword calls with Python floats. Drawn problems cycle through them (_cycled), a coin of their own.
+ARGUMENT_FORMS = ("keywords", "positional", "numpy scalars", "tensor scalars")
 PRIOR_CALLS = ("causal and mask", "mask", "causal", "dropout", "scale")
 PRIOR_CHANCE = 0.25  # of a drawn forward problem (a coin of its own); after-other-calls' first draw has one always  # a dropout problem's calls around its backward (subject.SEQUENCES)
 # the autograd mode of the first draws of the dropout regimes (subject.CONTEXTS; the rest drawn)
@@ -289,6 +306,8 @@ class Problem:
     input_value: str = "NaN"  # that element's value, one of reference.NONFINITE
     context: str = "no_grad"  # the autograd mode of a forward-only call (subject.CONTEXTS; agreement, dropout)
     prior: str | None = None  # a call of PRIOR_CALLS made before the judged one (generated-agreement)
+    arguments: str = "keywords"  # one of ARGUMENT_FORMS: how dropout_p, is_causal and scale reach the impl
+    mask_padding: bool = False  # a (B, 1, 1, Nk) mask as key padding: entry b sees a prefix of its own length, one none
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -322,6 +341,10 @@ class Problem:
             parts.append(f"under {self.context}")
         if self.prior:
             parts.append(f"after a {self.prior} call")
+        if self.mask_padding:
+            parts.append("key padding, one entry without keys")
+        if self.arguments != "keywords":
+            parts.append(f"arguments as {self.arguments}")
         return f"generated: {' '.join(parts)} seed={self.seed}"
 
     @property
@@ -455,6 +478,11 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                 n_q, n_k, d, dv = 1, r.randint(*LONGEST_DECODE), min(d, 8), min(dv, 8)
             if regime in ("long-decode", "long-decode-nan"):  # the mask-free, non-causal path a split-K decoder takes
                 causal, mask = False, None
+            elif regime in BATCHED_DECODE:  # (B ≥ 2 after the cap below, whose long one B·Nk never reaches)
+                batch, n_q, causal, d, dv = r.choice((2, 3, 4)), 1, False, min(d, 16), min(dv, 16)
+                mask = "(B, 1, 1, Nk)" if regime == "long-decode-padded" and ATTN_MASK in features else None
+                if index < len(regimes):
+                    n_k = 2 ** 14 + 1 + r.randrange(2 ** 15)
             elif ATTN_MASK in features:
                 causal, mask = False, r.choice(MASK_FORMS)
         elif regime == "long-causal":
@@ -532,6 +560,11 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         n_q, n_k = min(max(n_q, 2), 64), min(max(n_k, 2), 64)
         if not causal:  # (an impl without is_causal: the rank regime's masked problem, at rank 5)
             mask = ONE_DIM_MASK if ATTN_MASK in features else None
+    elif regime == "rank-head-mask" and ATTN_MASK in features:
+        # rank 3 (below), the mask one of its own per (b, h): (B·Hq, Nq, Nk) at rank 3
+        causal, mask = False, "(B, Hq, Nq, Nk)"
+        hq, hkv = (hq, hkv) if hq > 1 else (2, 2 if hkv > 1 or GQA not in features else 1)
+        n_q, n_k = min(max(n_q, 2), 64), min(max(n_k, 2), 64)
     elif regime == "rank-mask" and ATTN_MASK in features:
         # a mask of the inputs' rank whose leading dim is B ≥ 2 (the first draw; later ones any RANK_MASKS form)
         causal, batch = False, max(batch, 2)
@@ -692,7 +725,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     if relation == DROPOUT_LAW or mask_kind != "additive":
         wide = False
     poisoned = (regime == "mask-nonfinite" or r.random() < NONFINITE_CHANCE) and relation == AGREEMENT and far is None
-    rank = (r.choice(RANKS) if regime in ("rank", "rank-causal", "rank-mask") and relation == AGREEMENT
+    rank = (3 if regime == "rank-head-mask" and relation == AGREEMENT
+            else r.choice(RANKS) if regime in ("rank", "rank-causal", "rank-mask") and relation == AGREEMENT
             or regime == "dropout-rank" and relation == DROPOUT_LAW else 4)
     broadcast = (regime in ("kv-broadcast", "kv-broadcast-backward", "dropout-kv-broadcast")
                  and relation in (AGREEMENT, GRADIENTS, DROPOUT_LAW) and batch >= 2)
@@ -730,6 +764,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                               _rng(seed, dtype, *key, "context").choice(CONTEXTS))
                    if relation in (AGREEMENT, DROPOUT_LAW) else "no_grad",
                    prior=_prior(seed, dtype, key, regime, relation, features, index < len(regimes)),
+                   arguments=_cycled(ARGUMENT_FORMS, seed, dtype, index - len(regimes), "arguments", "keywords"),
+                   mask_padding=regime == "long-decode-padded" and mask == "(B, 1, 1, Nk)" and batch >= 2,
                    # (rank 3 with Hkv < Hq only under enable_gqa: without it B·Hkv heads do not broadcast)
                    enable_gqa=not (hkv == 1 < hq and gqa_flag and rank != 3),
                    # (a learned mask is a parameter, never a stride-0 view: torch refuses the gradient of one)
@@ -826,7 +862,14 @@ def _mask(s: Subject, p: Problem, poisoned: bool = True):
     else:
         shape = (1, p.n_k) if p.mask == ONE_DIM_MASK else _shapes(s)[p.mask]
     label = f"generated {p.mask}"
-    if p.mask_kind == "bool" and p.mask in QUERY_MASKS:  # some rows hidden whole: their output 0
+    if p.mask_padding:  # key padding: entry b sees keys below its length, entry 0 or another none (its output 0)
+        gen = s.rng(label)
+        lengths = torch.randint(1, p.n_k + 1, (p.batch,), generator=gen)
+        lengths[int(torch.randint(p.batch, (), generator=gen))] = 0
+        visible = torch.arange(p.n_k) < lengths.view(-1, 1, 1, 1)  # (B, 1, 1, Nk)
+        m = (visible if p.mask_kind == "bool" else
+             s.cast(torch.zeros(shape, dtype=torch.float64).masked_fill(~visible, float("-inf")))).to(s.device)
+    elif p.mask_kind == "bool" and p.mask in QUERY_MASKS:  # some rows hidden whole: their output 0
         m = (torch.rand(shape, generator=s.rng(label)) < 0.6).to(s.device)
     elif p.mask_kind == "bool":
         m = bool_mask(s, shape, label)
@@ -1025,6 +1068,10 @@ def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
             if p.sequence == "two-layers":  # a dropout call of the same shape (other values) before our backward
                 other = s.impl(*(t.detach().flip(-2).requires_grad_(t.requires_grad) for t in tensors),
                                **_kwargs(s, p, m), dropout_p=p.dropout_p)
+            if p.sequence == "retain-graph":  # the judged backward is the second through this graph (red team
+                # rt42h: a keep mask freed by the first backward, redrawn by the second, escaped single backwards)
+                asked = [t for t in tensors if t.requires_grad] + ([leaf] if leaf is not None else [])
+                torch.autograd.grad(w, asked, d_o.to(w.dtype), retain_graph=True, allow_unused=True)
             outcomes, said = drop.dropped_gradients(s, w, tensors, leaf, _kwargs(s, p, leaf if leaf is not None else m),
                                                     p.dropout_p, d_o)
             del other  # (kept alive until our backward ran, as a model's next layer is)
@@ -1068,12 +1115,40 @@ def _metamorphic(s: Subject, p: Problem, m, r) -> Outcome:
 _JUDGES = {AGREEMENT: _agreement, GRADIENTS: _gradients, DROPOUT_LAW: _dropout, METAMORPHIC: _metamorphic}
 
 
+def _in_form(impl, form: str):
+    """impl called with its arguments past q, k, v in ``form`` (ARGUMENT_FORMS); the harness calls the result as it
+    calls SDPA, by keyword. An impl that cannot take six positional arguments is called by keyword (a positional
+    caller gets a TypeError from it: loud, not wrong)."""
+    from kernels.harness.features import takes_positional
+
+    if form == "keywords" or form == "positional" and not takes_positional(impl):
+        return impl
+    if form == "positional":
+        def called(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, **kwargs):
+            # the keyword-only ones left out at their defaults, as nn.MultiheadAttention's call leaves them
+            kwargs = {name: x for name, x in kwargs.items() if not (name, x) in (("scale", None), ("enable_gqa", False))}
+            return impl(q, k, v, attn_mask, dropout_p, is_causal, **kwargs)
+        return called
+    as_p, as_scale = ((np.float32, np.float64) if form == "numpy scalars"
+                      else (lambda x: torch.tensor(x, dtype=torch.float64),) * 2)
+
+    def called(q, k, v, **kwargs):  # (only the arguments the harness passes: an impl may lack attn_mask, dropout_p)
+        if "dropout_p" in kwargs:
+            kwargs["dropout_p"] = as_p(kwargs["dropout_p"])
+        if kwargs.get("scale") is not None:
+            kwargs["scale"] = as_scale(kwargs["scale"])
+        return impl(q, k, v, **kwargs)
+    return called
+
+
 def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome, str | None]:
     """(outcome, None) or, when impl raised, (a passing outcome, the refusal's text)."""
-    called = impl
+    called = _in_form(impl, problem.arguments)
     if not problem.enable_gqa:  # the impl is told enable_gqa=False; the golden values are GQA's, the same sums
+        formed = called
+
         def called(*args, **kwargs):
-            return impl(*args, **{**kwargs, "enable_gqa": False})
+            return formed(*args, **{**kwargs, "enable_gqa": False})
     s = Subject(called, problem.case(), getattr(torch, problem.dtype), device, problem.seed)
     if problem.magnitude:
         _near_the_top(s)
@@ -1098,7 +1173,7 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
         # this refusal is of a form alone (SDPA takes each)
         plain = replace(problem, mask_storage="contiguous", mask_dtype=None, mask_nonfinite=None, mask_far=None, rank=4,
                         kv_broadcast=False, input_nan=None,
-                        enable_gqa=True,
+                        enable_gqa=True, arguments="keywords",
                         mask="(1, 1, 1, Nk)" if problem.mask == ONE_DIM_MASK else problem.mask)
         if plain != problem and check_problem(impl, plain, device)[1] is None:
             return Outcome(math.inf, 0.0, f"refused an input SDPA accepts ({text}): "
@@ -1114,7 +1189,7 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("input_value", ("NaN",)), ("context", ("no_grad",)), ("prior", (None,)), ("mask_storage", ("contiguous",)),
+    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("input_value", ("NaN",)), ("context", ("no_grad",)), ("prior", (None,)), ("arguments", ("keywords",)), ("mask_padding", (False,)), ("mask_storage", ("contiguous",)),
                           ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
                           ("scale", (None,)),
                           ("causal", (False,)),
@@ -1130,7 +1205,7 @@ def _smaller(p: Problem):
             if p.relation == DROPOUT_LAW and field in ("n_k", "value_dim"):
                 continue
             plain_mask = ({"mask_storage": "contiguous", "mask_dtype": None, "mask_nonfinite": None, "mask_far": None,
-                           "mask_grad": False}
+                           "mask_grad": False, "mask_padding": False}
                           if field == "mask" else {})
             yield replace(p, **{field: value, **plain_mask})
     if p.q_heads != p.kv_heads:

@@ -104,7 +104,12 @@ def cases_for(dtype, part):
 # Not interpreted: dropout-long-lags calls over 2¹⁷ keys and 16 385 queries (a decode over 131 071 keys
 # costs 71 CPU-s interpreted). The kernel cannot wrap where it looks: its Philox counter is (key, query,
 # b·H + h), three 32-bit words (flash/tiles.py dropout_keep). The CUDA run below judges it (every invariant).
-NOT_INTERPRETED = {"dropout-long-lags"}
+# Nor, for their cost, dropout-seed-space (2¹⁴ calls, ~25 ms each interpreted: ~410 s; its 62-bit seed cannot
+# repeat there), dropout-tiny-p and dropout-many-slices (2²⁰-weight calls and 69 632 slices, whose counters are
+# the same three words), and concurrent-calls (128 calls of 2·8·128·256 scores at 0.75 CPU-s each interpreted,
+# measured: 96 CPU-s; flash/api.py allocates every buffer per call, nothing is shared between callers).
+NOT_INTERPRETED = {"dropout-long-lags", "dropout-seed-space", "dropout-tiny-p", "dropout-many-slices",
+                   "concurrent-calls"}
 
 
 def invariants_for(dtype):

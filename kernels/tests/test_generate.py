@@ -27,7 +27,9 @@ def test_draws_depend_on_seed_dtype_and_index_only_and_cover_the_space():
     assert {p.grads for p in problems if p.relation == gen.GRADIENTS} == set(gen.GRAD_SUBSETS)
     dropout = [p.dropout_p for p in problems if p.relation == gen.DROPOUT_LAW]
     assert dropout and all(0 < p < 1 for p in dropout) and max(dropout) > 0.5
-    long = lambda p: p.batch == 1 and max(p.n_q, p.n_k) > 2048 and p.head_dim <= gen.LONG_HEAD_DIM
+    # (one query for 2-4 batch entries: long-decode-batched and -padded, B·Nk ≤ 2¹⁹ under LONG_SCORES too)
+    long = lambda p: ((p.batch == 1 or p.n_q == 1 and p.batch <= 4) and max(p.n_q, p.n_k) > 2048
+                      and p.head_dim <= gen.LONG_HEAD_DIM)
     # (long-queries has a cap of its own; tiny-dropout's Nq is set by its p, TINY_DROPOUT_DROPS expected drops)
     queries = lambda p: p.n_q > 4096 and p.n_k <= gen.LONG_QUERIES_KEYS[1] and p.head_dim <= gen.LONG_QUERIES_HEAD_DIM
     tiny = lambda p: p.relation == gen.DROPOUT_LAW and p.dropout_p < 1e-3 and p.n_k > 2048 and p.batch * p.q_heads == 1
@@ -58,7 +60,13 @@ def test_every_run_draws_each_regime_first():
                 gen.draw(seed, gen.REGIMES.index(name), dtype, ALL)
                 for name in ("dropout-rank", "dropout-kv-broadcast", "float64-dropout", "after-other-calls",
                              "decode-dropout"))
-            assert gen.REGIMES[:23][-1] == "huge-grid-backward" and len(gen.REGIMES) == 36
+            batched, padded, head_mask = (gen.draw(seed, gen.REGIMES.index(name), dtype, ALL)
+                                          for name in ("long-decode-batched", "long-decode-padded", "rank-head-mask"))
+            assert gen.REGIMES[:23][-1] == "huge-grid-backward" and len(gen.REGIMES) == 39
+            for decode_b in (batched, padded):
+                assert decode_b.batch >= 2 and decode_b.n_q == 1 and decode_b.n_k > 2 ** 14, decode_b
+            assert batched.mask is None and padded.mask_padding, (batched, padded)
+            assert head_mask.rank == 3 and head_mask.mask == "(B, Hq, Nq, Nk)", head_mask
             assert decode_dropout.relation == gen.DROPOUT_LAW and decode_dropout.n_q == 1, decode_dropout
             assert decode_dropout.n_k > 2048 and decode_dropout.mask is None and not decode_dropout.causal, decode_dropout
             assert decode_dropout.grads == "" and 0.2 <= decode_dropout.dropout_p <= 0.8, decode_dropout
