@@ -12,6 +12,7 @@ online-softmax reference, and the other correct designs (``_designs``).
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 
 import torch
@@ -27,6 +28,12 @@ def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, en
                                           scale=scale, enable_gqa=enable_gqa)
 
 
+# sdpa_kernel switches process-wide flags and restores what it found on entry: two threads inside it at once
+# leave them switched (the second saved the first's), which global-state-unchanged then reports after
+# concurrent-calls (measured: the flash, memory-efficient and cuDNN backends left off). One caller at a time.
+_BACKEND_SWITCH = threading.Lock()
+
+
 def sdpa_backend(backend_name: str, *, dropout: bool = True, name: str | None = None):
     """torch's SDPA forced onto one backend (``SDPBackend.<backend_name>``): only it may run, so a
     refusal raises instead of falling back. ``dropout=False`` leaves dropout_p out of the signature
@@ -34,11 +41,11 @@ def sdpa_backend(backend_name: str, *, dropout: bool = True, name: str | None = 
     backend = getattr(SDPBackend, backend_name)
     if dropout:
         def on_backend(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-            with sdpa_kernel(backend):
+            with _BACKEND_SWITCH, sdpa_kernel(backend):
                 return sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     else:
         def on_backend(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
-            with sdpa_kernel(backend):
+            with _BACKEND_SWITCH, sdpa_kernel(backend):
                 return sdpa(q, k, v, attn_mask, 0.0, is_causal, scale, enable_gqa)
     on_backend.__name__ = on_backend.__qualname__ = name or f"sdpa[{backend_name.lower()}]"
     on_backend.__doc__ = f"torch's SDPA forced onto its {backend_name.lower()} backend."
