@@ -79,8 +79,18 @@ BAD = {
     "dropout-string": (lambda: _call(dropout_p="0.1"), TypeError, ["dropout_p", "str"]),
     "dropout-bool": (lambda: _call(dropout_p=True), TypeError, ["dropout_p", "bool"]),
     "dropout-complex": (lambda: _call(dropout_p=0.1j), TypeError, ["dropout_p", "complex"]),
-    "dropout-tensor": (lambda: _call(dropout_p=torch.tensor(0.1)), TypeError, ["dropout_p", "Tensor"]),
+    # (a 0-d floating tensor is a number to SDPA and to flash_attention: test_zero_dim_tensor_numbers_are_taken)
+    "dropout-tensor": (lambda: _call(dropout_p=torch.tensor([0.1])), TypeError, ["dropout_p", "Tensor"]),
 }
+
+
+def test_zero_dim_tensor_numbers_are_taken():
+    """SDPA takes scale and dropout_p as 0-d tensors (measured, contract item argument-types); so does the kernel."""
+    torch.manual_seed(0)
+    a = _call(scale=torch.tensor(0.5, dtype=torch.float64), dropout_p=torch.tensor(0.25, dtype=torch.float64))
+    torch.manual_seed(0)
+    b = _call(scale=0.5, dropout_p=0.25)
+    assert torch.equal(a, b)
 
 
 @pytest.mark.parametrize("name", list(BAD))
