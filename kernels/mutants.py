@@ -2587,5 +2587,6 @@ def shared_score_scratch(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False
 
 
 MUTANTS = MUTANTS + (
-    Mutant(shared_score_scratch, "a score workspace shared by concurrent callers", "concurrent-calls"),
+    Mutant(shared_score_scratch, "a score workspace shared by concurrent callers", "concurrent-calls",
+           dtypes=(torch.float32,)),  # (concurrent-calls runs in float32 only: the race is not the dtype's)
 )

@@ -587,6 +587,10 @@ def concurrent_calls(s: Subject) -> Outcome:
     real = [e for e in errors if not isinstance(e, _threading.BrokenBarrierError)]
     if real:
         raise real[0]
+    stuck = [i for i, t in enumerate(threads) if t.is_alive()]
+    if stuck:  # (daemon threads: a deadlocked impl does not keep the process from ending)
+        return Outcome(math.inf, 0.0, f"threads {stuck} still inside the impl after 300 s (a deadlock between "
+                                      f"concurrent callers)")
     outcomes, wrong = [], 0
     for i, outs in enumerate(results):
         for out in outs:
