@@ -61,8 +61,14 @@ def test_every_invariant_names_some_mutant():
 _DECODE = [c for c in DEFAULT_CASES if c.name == "decode-4097"]
 
 
+# The 16-key blocked loop's float32 error grows with its sequential block accumulations: past about 10⁵ keys it leaves
+# the bound (README, "Precision of long sequential loops": a true finding about that design, not a false alarm). The
+# batched long decodes (up to 2¹⁷ keys in float32, added this stop) reach it; its mutants are not long-decode bugs.
+_BLOCKED_REGIMES = tuple(r for r in gen.REGIMES if r not in gen.BATCHED_DECODE)
+
+
 @pytest.mark.parametrize("correct, options", [
-    (references.blocked_attention, {"backward": False}),
+    (references.blocked_attention, {"backward": False, "regimes": _BLOCKED_REGIMES}),
     (references.PlainAttention(), {"backward": False}),
     (references.manual_backward_attention, {}),
     (references.full_attention, {}),
