@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Callable
 
@@ -2589,4 +2590,149 @@ def shared_score_scratch(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False
 MUTANTS = MUTANTS + (
     Mutant(shared_score_scratch, "a score workspace shared by concurrent callers", "concurrent-calls",
            dtypes=(torch.float32,)),  # (concurrent-calls runs in float32 only: the race is not the dtype's)
+)
+
+
+# --------------------------------------------------------------------------- red team rt43h's families: state by path
+# and across calls, judged around every drawn problem (generate.check_problem, PRIOR_CALLS)
+
+LONG_DECODE_KEYS = 4096  # past it, the "decode path" of the mutants below (the long-decode regimes draw 2¹⁴ and more)
+
+
+class _FlushToZeroOnLongDecode(FullAttention):
+    def forward(self, ctx, q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+        if q.shape[-2] == 1 and k.shape[-2] > LONG_DECODE_KEYS:
+            torch.set_flush_denormal(True)  # the bug: a speed-up for the long decode loop, never put back
+        return super().forward(ctx, q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+class _FloatMaskPromotesOutput(FullAttention):
+    def forward(self, ctx, q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+        out = super().forward(ctx, q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+        if attn_mask is not None and attn_mask.is_floating_point() and attn_mask.dtype != q.dtype:
+            return out.to(torch.promote_types(q.dtype, attn_mask.dtype))  # the bug: the mask's dtype promotes
+        return out
+
+
+_STRIDELESS: dict = {}
+
+
+def _staged(x: torch.Tensor | None) -> torch.Tensor | None:
+    """A contiguous copy of x, reused while x's storage lives: keyed by (data_ptr, shape, dtype, version)."""
+    if x is None:
+        return None
+    root = x if x._base is None else x._base
+    key = (x.data_ptr(), tuple(x.shape), x.dtype, x._version)
+    held = _STRIDELESS.get(key)
+    if held is not None and held[0]() is root:
+        return held[1]  # the bug: the strides are not in the key
+    staged = x.detach().contiguous().clone()
+    _STRIDELESS[key] = (weakref.ref(root), staged)
+    while len(_STRIDELESS) > 8:  # bounded: the oldest out
+        _STRIDELESS.pop(next(iter(_STRIDELESS)))
+    return staged
+
+
+def staged_inputs_without_strides(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                  enable_gqa=False):
+    """Inference calls stage k, v and the mask into contiguous buffers reused while the caller's storage lives,
+    keyed by (data_ptr, shape, dtype, version): another view of the same storage gets the stale buffer."""
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return full_attention(q, _staged(k), _staged(v), _staged(attn_mask), dropout_p, is_causal, scale, enable_gqa)
+
+
+flush_to_zero_on_long_decode = _full_mutant(_FlushToZeroOnLongDecode(), "flush_to_zero_on_long_decode",
+    "One query over more than 4096 keys turns flush-to-zero on for the process (a decode speed-up) and leaves it on.")
+float_mask_promotes_output = _full_mutant(_FloatMaskPromotesOutput(), "float_mask_promotes_output",
+    "An additive mask of another float dtype (float32 beside half q) promotes the output to the mask's dtype.")
+
+_MEMO: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+
+
+def output_memo_by_reference(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Inference outputs memoised while alive, keyed by the inputs' (data_ptr, version, shape, strides) and the
+    arguments: the same call again returns the earlier output object itself, whatever the caller wrote into it."""
+    if dropout_p or torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    tensors = (q, k, v) + (() if attn_mask is None else (attn_mask,))
+    key = tuple((t.data_ptr(), t._version, tuple(t.shape), t.stride(), t.dtype) for t in tensors) + (
+        attn_mask is None, float(dropout_p), bool(is_causal), None if scale is None else float(scale), enable_gqa)
+    out = _MEMO.get(key)
+    if out is None:
+        out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+        _MEMO[key] = out
+    return out  # the bug: the memo's object, not a copy
+
+
+_HIDDEN: dict = {}
+
+
+def inference_cached_hidden_mask(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """Without dropout, plain autograd ops with the hidden-key mask cached per (Nq, Nk, causal): built
+    under inference_mode it is an inference tensor, which masked_fill then saves for a training call's backward."""
+    if dropout_p or q.dim() != 4:
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    key = (n_q, n_k, bool(is_causal), q.device)
+    if key not in _HIDDEN:  # the bug: cached whatever the mode it was built in
+        _HIDDEN[key] = (~torch.ones(n_q, n_k, dtype=torch.bool, device=q.device).tril()) if is_causal \
+            else torch.zeros(n_q, n_k, dtype=torch.bool, device=q.device)
+    if enable_gqa and k.shape[1] != q.shape[1]:
+        k, v = (x.repeat_interleave(q.shape[1] // x.shape[1], dim=1) for x in (k, v))
+    s = (q.float() @ k.float().transpose(-2, -1)) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    if attn_mask is not None:
+        s = s + FullAttention().mask_bias(attn_mask, s, q.dtype)
+    s = s.masked_fill(_HIDDEN[key], float("-inf"))  # (B, H, Nq, Nk)
+    empty = torch.isneginf(s).all(-1, keepdim=True)
+    p = torch.softmax(s.masked_fill(empty, 0.0), -1).masked_fill(empty, 0.0)
+    return (p @ v.float()).to(q.dtype)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(flush_to_zero_on_long_decode, "flush-to-zero left on by the long-decode path only", "generated-agreement"),
+    Mutant(float_mask_promotes_output, "a float32 mask promotes a half output", "generated-agreement",
+           dtypes=(torch.float16, torch.bfloat16)),
+    Mutant(staged_inputs_without_strides, "staged k, v and mask cached without their strides", "generated-agreement"),
+    Mutant(output_memo_by_reference, "outputs memoised and returned by reference", "generated-agreement"),
+    Mutant(inference_cached_hidden_mask, "a mask cached as an inference tensor breaks training calls",
+           "generated-agreement"),
+)
+
+
+BATCH_CHUNK = 16
+
+
+def batch_chunks_mask_from_entry_zero(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                      enable_gqa=False):
+    """More than 16 batch entries run in chunks of 16; a per-entry mask is sliced from entry 0 in every chunk."""
+    if q.dim() != 4 or q.shape[0] <= BATCH_CHUNK:
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    outs = []
+    for start in range(0, q.shape[0], BATCH_CHUNK):
+        n = min(BATCH_CHUNK, q.shape[0] - start)
+        m = attn_mask
+        if m is not None and m.dim() == 4 and m.shape[0] > 1:
+            m = m[:n]  # the bug: m[start:start + n]
+        kv = [x if x.shape[0] == 1 else x[start:start + n] for x in (k, v)]
+        outs.append(full_attention(q[start:start + n], *kv, m, dropout_p, is_causal, scale, enable_gqa))
+    return torch.cat(outs)
+
+
+def float64_through_float32_past_1024_keys(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                           enable_gqa=False):
+    """float64 inputs over more than 1024 keys routed through the float32 kernel and cast back."""
+    if q.dtype == torch.float64 and k.shape[-2] > 1024:
+        m = attn_mask.float() if attn_mask is not None and attn_mask.is_floating_point() else attn_mask
+        return full_attention(q.float(), k.float(), v.float(), m, dropout_p, is_causal, scale,
+                              enable_gqa).double()
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(batch_chunks_mask_from_entry_zero, "batch chunks of 16 read the mask from entry 0", "generated-agreement"),
+    # (float64 problems are drawn by the float64-long regime in every dtype's run)
+    Mutant(float64_through_float32_past_1024_keys, "float64 through a float32 kernel past 1024 keys",
+           "generated-agreement"),
 )

@@ -106,6 +106,7 @@ MASK_FORMS = ("(Nq, Nk)", "(Hq, Nq, Nk)", "(B, 1, Nq, Nk)", "(1, Hq, Nq, Nk)", "
               "(B, 1, 1, Nk)", "(1, 1, 1, Nk)", "(Nk,)",  # SDPA broadcasts a 1-D mask too (measured)
               "(B, 1, Nq, 1)", "(Nq, 1)")  # query masks, broadcast over the keys (masks.QUERY_MASKS)
 ONE_DIM_MASK = "(Nk,)"
+PER_ENTRY_MASKS = ("(B, 1, Nq, Nk)", "(B, Hq, Nq, Nk)", "(B, 1, 1, Nk)")  # a mask of its own per batch entry
 NO_MASK = (None,) * 5  # beside MASK_FORMS in the cycle of drawn problems' masks: about a quarter without
 # q, k, v of rank 3 ((B·H, N, D): dim -3 is the heads, grouped under enable_gqa, measured: q (4, 16, 8)
 # with k, v (2, 16, 8) gives head h kv head h // 2) or 5 ((B, 1, H, N, D)): SDPA takes (..., L, E) of rank >= 3
@@ -199,7 +200,7 @@ REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collisio
            "long-queries", "tiny-dropout", "rank-causal", "long-queries-backward", "rank-mask",
            "mask-expanded", "kv-broadcast-backward", "many-heads-backward",
            "dropout-rank", "dropout-kv-broadcast", "float64-dropout", "after-other-calls", "decode-dropout",
-           "long-decode-batched", "long-decode-padded", "rank-head-mask")
+           "long-decode-batched", "long-decode-padded", "rank-head-mask", "many-batch-masks", "float64-long")
 # the regimes whose dropout problems keep them (the others' are plain): the two long ones and the call forms a
 # dispatch wrapper may route around the dropout path (red team rt40h: rank 3/5 and float64 wrappers dropping
 # dropout_p, one mask shared by a broadcast k's batch entries); their first draws are dropout problems
@@ -255,8 +256,18 @@ DROPOUT_SEQUENCES = ("single", "two-layers", "retain-graph")
 # dropout honoured only for a Python float, and a wrapper in flash_attn_func's order (scale before is_causal),
 # escaped keyword calls with Python floats. Drawn problems cycle through them (_cycled), a coin of their own.
 ARGUMENT_FORMS = ("keywords", "positional", "numpy scalars", "tensor scalars")
-PRIOR_CALLS = ("causal and mask", "mask", "causal", "dropout", "scale")
-PRIOR_CHANCE = 0.25  # of a drawn forward problem (a coin of its own); after-other-calls' first draw has one always  # a dropout problem's calls around its backward (subject.SEQUENCES)
+# Beside calls of other arguments, the judged call's own arguments in three sequences (red team rt43h: state kept by
+# reference escaped calls on fresh inputs): "same call, output written" (the same call first, its output then written
+# into: a memo returning its cached output by reference answers with what was written); "other strides" (q, k, v and
+# the mask each read through other strides of the same storage, the same shape and data_ptr: a converted mask or a
+# packed K cached by (data_ptr, shape) without strides is stale); "under inference_mode" (the same call under inference_mode, then the
+# judged one saving for backward: a causal mask or workspace cached as an inference tensor cannot be saved).
+PRIOR_CALLS = ("causal and mask", "mask", "causal", "dropout", "scale", "same call, output written",
+               "other strides", "under inference_mode")
+# a drawn forward problem past the regimes cycles through PRIOR_CALLS (_cycled: each kind meets the agreement
+# relation within len(PRIOR_CALLS) of its problems); a regime's first draw has one by a coin of this chance (most of
+# the regimes' calls are a process's first of their kind)
+PRIOR_CHANCE = 0.25
 # the autograd mode of the first draws of the dropout regimes (subject.CONTEXTS; the rest drawn)
 FIRST_CONTEXTS = {"long-dropout": "inference_mode", "tiny-dropout": "no_grad"}
 # dropout problems (V = I) over one or two keys, two of every five (None: Nk as drawn, 8 at least): the kept
@@ -379,16 +390,18 @@ def _drawn_regime(seed: int, dtype: str, k: int, regimes: tuple[str, ...]):
     return max(regimes, key=lambda name: _rng(seed, dtype, "drawn regime", k, name).random())
 
 
-def _prior(seed: int, dtype: str, key: tuple, regime, relation: str, features: frozenset, first: bool):
-    """A forward problem's PRIOR_CALLS entry or None, by coins of its own (the other fields are drawn as before)."""
+def _prior(seed: int, dtype: str, key: tuple, regime, relation: str, features: frozenset, first: bool, index: int):
+    """A forward problem's PRIOR_CALLS entry or None (``index``: past the regimes), by coins of its own (the other
+    fields are drawn as before)."""
     if relation != AGREEMENT:
         return None
     if regime == "after-other-calls" and first:
         return "causal and mask" if ATTN_MASK in features and CAUSAL in features else "scale"
     coins = _rng(seed, dtype, *key, "prior")
-    offered = [c for c in PRIOR_CALLS if (ATTN_MASK in features or "mask" not in c)
+    offered = [c for c in PRIOR_CALLS if (ATTN_MASK in features or not c.endswith("mask"))
                and (CAUSAL in features or "causal" not in c) and (DROPOUT in features or c != "dropout")]
-    return coins.choice(offered) if coins.random() < PRIOR_CHANCE or regime == "after-other-calls" else None
+    coin = coins.choice(offered) if coins.random() < PRIOR_CHANCE or regime == "after-other-calls" else None
+    return _cycled(tuple(offered), seed, dtype, index, "prior", coin)
 
 
 def chosen_regimes(names=None) -> tuple[str, ...]:
@@ -606,6 +619,19 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         # by shape and added to in place by that call's mask); square, so a cached bias fits either way
         causal, mask, n_q = CAUSAL in features, None, min(max(n_k, 8), 64)  # (64: under MAX_SCORES, kept square)
         n_k = n_q
+    elif regime == "many-batch-masks":
+        # more than 16 batch entries (the first draw past 32), each with a mask of its own where the impl takes one:
+        # a batch loop in chunks that slices the mask from entry 0 in every chunk (red team rt43h) escaped B ≤ 4
+        batch = r.randint(33, 40) if index < len(regimes) else r.randint(17, 40)
+        hq, hkv = r.choice(((1, 1), (2, 1), (2, 2)) if GQA in features else ((1, 1), (2, 2)))
+        n_q, n_k, d, dv, causal = min(max(n_q, 1), 16), min(max(n_k, 2), 64), min(max(d, 1), 32), min(max(dv, 1), 32), False
+        mask = r.choice(PER_ENTRY_MASKS) if ATTN_MASK in features else None
+    elif regime == "float64-long":
+        # float64 past 1024 keys (the first draw past 4096), one head: a wrapper routing float64 through a float32 kernel
+        # past some length (red team rt43h) is judged by float64's bound (the small fixed float64 cases never reach it)
+        n_q, n_k = r.randint(1, 16), r.randint(4097, 8200) if index < len(regimes) else r.randint(1025, 8200)
+        batch, (hq, hkv), d, dv = 1, (1, 1), min(max(d, 1), 64), min(max(dv, 1), 64)
+        causal = False  # (top-left causal with Nq ≤ 16 would hide every key past the 16th)
     elif regime == "far-masked-rows" and ATTN_MASK in features:
         causal, mask, n_q, n_k = False, r.choice(MASK_FORMS[:5]), max(n_q, 2), max(n_k, 2)
     elif regime in ("mask-storage", "mask-nonfinite", "mask-expanded") and ATTN_MASK in features:
@@ -750,7 +776,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     dropout_p = float(f"{dropout_p:.3g}")
     if arguments == "numpy scalars":  # the impl gets numpy.float32(p): the golden values use that very number (red
         dropout_p = float(np.float32(dropout_p))  # team rt43h: 1/(1 - p) off by 2.4e-7 at p = 0.9 failed float64)
-    return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal, "float64" if regime == "float64-dropout" else dtype,
+    return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal,
+                   "float64" if regime in ("float64-dropout", "float64-long") else dtype,
                    layout=layout,
                    mask=mask, mask_kind=mask_kind, dropout_p=dropout_p,
                    grads=grads, scale=scale, relation=relation,
@@ -767,7 +794,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    or _cycled(CONTEXTS, seed, dtype, index - len(regimes), "context",
                               _rng(seed, dtype, *key, "context").choice(CONTEXTS))
                    if relation in (AGREEMENT, DROPOUT_LAW) else "no_grad",
-                   prior=_prior(seed, dtype, key, regime, relation, features, index < len(regimes)),
+                   prior=_prior(seed, dtype, key, regime, relation, features, index < len(regimes),
+                                index - len(regimes)),
                    arguments=arguments,
                    mask_padding=regime == "long-decode-padded" and mask == "(B, 1, 1, Nk)" and batch >= 2,
                    # (rank 3 with Hkv < Hq only under enable_gqa: without it B·Hkv heads do not broadcast)
@@ -925,11 +953,45 @@ def _call_form(p: Problem, q, k, v, m) -> tuple:
     return q, k, v, ({} if m is None else {"attn_mask": _ranked_mask(m, p)})
 
 
-def _prior_call(s: Subject, p: Problem):
-    """The problem's prior call (PRIOR_CALLS) on fresh inputs of the subject's shapes; its output, or None where the
-    impl refused it (SDPA refuses is_causal with a mask; a refusal is no verdict here)."""
+def _other_strides(m: torch.Tensor) -> torch.Tensor | None:
+    """m's storage read through other strides, the same shape, offset and data_ptr (the dims' order reversed, or
+    row-major where m is that already); None where m's storage does not hold that many elements (an expanded mask)."""
+    if m.dim() < 2 or m.numel() < 2:
+        return None
+    strides, step = [0] * m.dim(), 1
+    for i in range(m.dim()):  # dim 0 fastest
+        strides[i], step = step, step * m.shape[i]
+    if tuple(strides) == m.stride():
+        strides = list(torch.empty(0).new_empty(m.shape).stride())
+    if m.untyped_storage().nbytes() < (m.storage_offset() + m.numel()) * m.element_size():
+        return None
+    return m.as_strided(m.shape, strides, m.storage_offset())
+
+
+def _prior_call(s: Subject, p: Problem, called: tuple, mk: dict):
+    """The problem's prior call (PRIOR_CALLS) on fresh inputs of the subject's shapes, or on the judged call's own
+    (``called``, ``mk``) for the kinds that repeat it; its output, or None where the impl refused it (SDPA refuses
+    is_causal with a mask; a refusal is no verdict here)."""
     if p.prior is None:
         return None
+    if p.prior in ("same call, output written", "other strides", "under inference_mode"):
+        kw = {**s.kwargs(), **mk}
+        if p.prior == "other strides":
+            called = tuple(x if _other_strides(x) is None else _other_strides(x) for x in called)
+            if "attn_mask" in mk and _other_strides(mk["attn_mask"]) is not None:
+                kw["attn_mask"] = _other_strides(mk["attn_mask"])
+        try:
+            with torch.inference_mode() if p.prior == "under inference_mode" else torch.no_grad():
+                out = s.impl(*called, **kw)
+        except Exception:  # noqa: BLE001  (refused: nothing was kept)
+            return None
+        # written into unless it shares memory with what the caller passed (that is aliased-inputs' verdict)
+        mine = {x.untyped_storage().data_ptr() for x in (*called, *mk.values()) if torch.is_tensor(x)}
+        if (p.prior == "same call, output written" and torch.is_tensor(out) and out.is_floating_point()
+                and not out.is_inference() and out.untyped_storage().data_ptr() not in mine):
+            with torch.no_grad():
+                out.fill_(float("nan"))
+        return out
     gen = s.rng("prior call")
     q, k, v = (s.cast(torch.randn(x.shape, generator=gen, dtype=torch.float64)) for x in (s.q, s.k, s.v))
     bias = s.cast(torch.randn(p.n_q, p.n_k, generator=gen, dtype=torch.float64))  # (Nq, Nk)
@@ -963,8 +1025,11 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
     # taken on copies of them made before the impl runs (it may write into them; copies keep the strides)
     kept = tuple(ref.copy(x) for x in views)
     *called, mk = _call_form(p, q, k, v, m)
-    earlier = _prior_call(s, p)  # noqa: F841  (alive until the judged call returned, as a model's other layer's)
-    out = s.run_fresh(*called, p.context, **mk)
+    earlier = _prior_call(s, p, tuple(called), mk)  # noqa: F841  (alive until the judged call returned)
+    context = p.context
+    if p.prior == "under inference_mode":  # a training call after an inference one: q requires grad, autograd on
+        called[0], context = called[0].detach().requires_grad_(), "enable_grad"
+    out = s.run_fresh(*called, context, **mk)
     out = out.reshape(p.batch, p.q_heads, p.n_q, p.value_dim)  # (B, Hq, Nq, Dv) whatever the rank
     if clean is not None:  # NaN exactly in the outputs that depend on it (nan-propagation's rule)
         from kernels.harness.edges import nan_placement
@@ -1146,7 +1211,20 @@ def _in_form(impl, form: str):
 
 
 def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome, str | None]:
-    """(outcome, None) or, when impl raised, (a passing outcome, the refusal's text)."""
+    """(outcome, None) or, when impl raised, (a passing outcome, the refusal's text). A problem whose calls left
+    the process changed (edges.process_watched), refused or not, fails whatever its values: global state is judged
+    around every drawn problem's calls, not around one case's (contract item "global-state")."""
+    from kernels.harness.edges import process_watched
+
+    with process_watched() as changed:
+        outcome, refused = _judged(impl, problem, device)
+    if changed:
+        return Outcome(math.inf, 0.0, f"the calls left the process changed: {', '.join(changed)}"
+                                      + (f" (the impl refused: {refused})" if refused else "")), None
+    return outcome, refused
+
+
+def _judged(impl, problem: Problem, device: str) -> tuple[Outcome, str | None]:
     called = _in_form(impl, problem.arguments)
     if not problem.enable_gqa:  # the impl is told enable_gqa=False; the golden values are GQA's, the same sums
         formed = called
@@ -1173,11 +1251,18 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
         return Outcome(math.inf, 0.0, str(exc)), None
     except Exception as exc:  # a refusal: honest, not a failure, unless of a mask's form alone (docstring)
         text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
+        if "Inference tensors" in str(exc) and problem.context != "inference_mode":
+            # torch's own error for an inference tensor saved for backward: the caller passed none and called outside
+            # inference_mode, so the impl kept one from an earlier call (a cached causal mask built under
+            # inference_mode: red team rt43h) or made one itself. Never an honest refusal; no call without the
+            # earlier one can show it in this process (the impl's cache stays)
+            return Outcome(math.inf, 0.0, f"refused with an inference tensor of its own ({text})"), None
         # the same problem with 4-D inputs and a 2-D-or-more mask of plain storage: accepted, it shows
         # this refusal is of a form alone (SDPA takes each)
         plain = replace(problem, mask_storage="contiguous", mask_dtype=None, mask_nonfinite=None, mask_far=None, rank=4,
                         kv_broadcast=False, input_nan=None,
-                        enable_gqa=True, arguments="keywords",
+                        # (no earlier call: refusing a call accepted alone, after another, is a failure too)
+                        prior=None, enable_gqa=True, arguments="keywords",
                         mask="(1, 1, 1, Nk)" if problem.mask == ONE_DIM_MASK else problem.mask)
         if plain != problem and check_problem(impl, plain, device)[1] is None:
             return Outcome(math.inf, 0.0, f"refused an input SDPA accepts ({text}): "

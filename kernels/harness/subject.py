@@ -192,6 +192,11 @@ def checked_output(out, q, v) -> torch.Tensor:
     # An op called outside inference_mode returns a normal tensor, whatever its inputs (SDPA, measured: under
     # no_grad too). An inference tensor there breaks the caller's autograd later (red team rt42h: a "faster"
     # no-grad path run under inference_mode escaped); contract item "output".
+    # SDPA's output has q's dtype whatever the mask's (measured: a float32 additive mask beside float16 q gives
+    # float16); judged on every call, not on the fixed cases alone (red team rt43h: a float32 mask promoted a half
+    # output only on drawn masked problems); contract item "output"
+    if out.dtype != q.dtype:
+        raise BadOutput(f"output dtype {out.dtype}, expected q's {q.dtype}")
     if out.is_inference() and not torch.is_inference_mode_enabled():
         raise BadOutput("the output is an inference tensor, but the call was not made under inference_mode "
                         "(the impl ran its own inference_mode: the tensor cannot be saved for a later backward)")
