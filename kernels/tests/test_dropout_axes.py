@@ -12,6 +12,7 @@ import torch
 from kernels import mutants
 from kernels.harness import dropout as drop
 from kernels.harness import dropout_lags, peers, references, verify_attention
+from kernels.harness.cases import LONG_AXES, THOROUGH_CASES, standard_cases
 from kernels.harness.invariants import DROPOUT, INVARIANTS
 from kernels.mutants import MUTANTS
 
@@ -108,3 +109,41 @@ def test_planted_periods_give_the_stated_z():
     rows = (torch.rand(2 ** 16, 8, generator=g) < 0.5).double()[torch.arange(dropout_lags.PERIOD_ROWS) % 2 ** 16]
     z = dropout_lags.period_z(rows)
     assert int(z.abs().argmax()) + 1 == 2 ** 16 and float(z[2 ** 16 - 1]) == pytest.approx(181.0, rel=0.01)
+
+
+# The larger run's part: the LONG_AXES case (thorough only), the decode path's keys at every lag up to 15 385 and at
+# the powers of two up to 2¹⁶ (comment above dropout_lags.PERIOD_LONG_DECODE_KEYS). Test names with "thorough" run in
+# the long tier (conftest.py).
+
+def _long_axes_case():
+    return [c for c in THOROUGH_CASES if c.kind == LONG_AXES]
+
+
+def test_long_axes_case_is_added_by_the_larger_run_only():
+    assert len(_long_axes_case()) == 1 and not any(c.kind == LONG_AXES for c in standard_cases(thorough=False))
+    assert {i.name for i in INVARIANTS if i.runs_on(_long_axes_case()[0]) and DROPOUT in i.needs} == {INVARIANT}
+
+
+def _long_verdicts(impl, dtypes) -> dict:
+    report = verify_attention(impl, dtypes=dtypes, invariants=[INVARIANT], cases=_long_axes_case())
+    assert report.judged
+    return {c.dtype: c for c in report.checks}
+
+
+def test_thorough_part_rejects_a_16_bit_key_offset_on_the_decode_path():
+    """Keys j and j + 65 536 sharing a draw at Nq = 1: head 16's χ²₈ ≈ 0 (z ≥ 15 against 6.53)."""
+    for dtype, check in _long_verdicts(mutants.dropout_mask_repeats_past_65536_keys, DTYPES).items():
+        assert not check.passed and "at Nq = 1: worst lag 2^16" in check.detail, (dtype, check.detail)
+
+
+def test_thorough_part_rejects_a_decode_split_of_6000_keys():
+    """Past the default's 3097 lags: z = √(16 385 - 6000) = 102 at lag 6000."""
+    check = _long_verdicts(_split_mutant(6000), [torch.float32])["float32"]
+    assert not check.passed and "worst lag 6000, z = +10" in check.detail, check.detail
+
+
+@pytest.mark.parametrize("impl", [peers.sdpa_math, references.full_attention], ids=["sdpa-math", "full-attention"])
+def test_thorough_part_passes_correct_implementations_in_every_dtype(impl):
+    checks = _long_verdicts(impl, DTYPES)
+    assert set(checks) == {"float32", "float16", "bfloat16"}
+    assert all(c.passed for c in checks.values()), [c.detail for c in checks.values()]
