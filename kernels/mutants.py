@@ -2736,3 +2736,41 @@ MUTANTS = MUTANTS + (
     Mutant(float64_through_float32_past_1024_keys, "float64 through a float32 kernel past 1024 keys",
            "generated-agreement"),
 )
+
+
+# --------------------------------------------------------------------------- dropout RNG counters that wrap or
+# restart along one slice's axis, at a length or on a path the other dropout checks never take: dropout-axis-periods
+
+
+class _RowCounter16Bits(FullAttention):
+    def uniforms(self, shape, generator, device, kv_heads):
+        b, h, n_q, n_k = shape  # the bug: the RNG's row (query) counter kept in 16 bits: row i + 65536 draws row i's
+        u = super().uniforms((b, h, min(n_q, 2 ** 16), n_k), generator, device, kv_heads)
+        return u[:, :, torch.arange(n_q, device=device) % 2 ** 16]
+
+
+class _DecodeOffsetRestartsPerSplit(FullAttention):
+    split = SPLIT  # keys per split of the decode path
+
+    def uniforms(self, shape, generator, device, kv_heads):
+        b, h, n_q, n_k = shape
+        if n_q != 1 or n_k <= self.split:
+            return super().uniforms(shape, generator, device, kv_heads)
+        # the bug: one query's keys split like split-K decoding, each split's RNG key offset restarting at 0
+        u = super().uniforms((b, h, 1, self.split), generator, device, kv_heads)
+        return u[..., torch.arange(n_k, device=device) % self.split]
+
+
+dropout_row_counter_16_bits = _full_mutant(_RowCounter16Bits(), "dropout_row_counter_16_bits",
+    "The dropout RNG's row counter kept in 16 bits: rows i and i + 65536 of a slice share their keep masks.")
+decode_dropout_offset_restarts_per_split = _full_mutant(_DecodeOffsetRestartsPerSplit(),
+    "decode_dropout_offset_restarts_per_split",
+    "One query over more than SPLIT keys (a split-K decode path): each split of 1024 keys restarts the dropout RNG's "
+    "key offset, so key j keeps or drops as key j mod 1024 does.")
+
+MUTANTS = MUTANTS + (
+    Mutant(dropout_row_counter_16_bits, "dropout row counter of 16 bits (rows 65536 apart share masks)",
+           "dropout-axis-periods"),
+    Mutant(decode_dropout_offset_restarts_per_split, "decode dropout offset restarting per key split",
+           "dropout-axis-periods"),
+)

@@ -28,7 +28,10 @@ KEPT = "dropout-draws"  # not a shape of its own: many dropout draws for the kep
 CONTRACT = "contract-edges"  # a small shape whose invariants probe SDPA's contract at its edges
 ACROSS = "across-calls"  # not a shape of its own: dropout draws and state across consecutive calls
 POSITIONS = "long-causal-positions"  # causal past POSITION_EXACT keys and queries, values 0 before the end
-SYNTHETIC = (SWEEP, KEPT, ACROSS)  # kinds whose invariant builds its own shapes
+# not a shape of its own: one slice's dropout masks along the keys of the decode path past the default's lengths
+# (thorough only: ~1 CPU-s a dtype, dropout_lags.dropout_axis_periods)
+LONG_AXES = "dropout-long-axes"
+SYNTHETIC = (SWEEP, KEPT, ACROSS, LONG_AXES)  # kinds whose invariant builds its own shapes
 
 # Key lengths of the error-growth sweep: 1, 16 and 128 blocks of 64 (each + 1, so a tail block
 # holds one key). A running sum or accumulator kept in the input's half precision rounds each
@@ -90,6 +93,8 @@ class Case:
             flags.append("dropout draws, p in 0.1, 0.25")
         elif self.kind == ACROSS:
             flags.append("consecutive calls")
+        elif self.kind == LONG_AXES:
+            flags.append("dropout along one slice's long axes")
         elif self.kind == CONTRACT:
             flags.append("contract edges")
         elif self.kind == POSITIONS:
@@ -181,6 +186,7 @@ THOROUGH_CASES: tuple[Case, ...] = DEFAULT_CASES + (
     _c("odd-dim-causal", 1, 2, 2, 129, 129, 100, True, scale=1.7),
     _c("head-dim-256-long", 1, 4, 2, 129, 257, 256, True),
     _c("head-dim-192", 1, 2, 2, 65, 129, 192, False, dv=160),
+    _c("dropout-long-axes", *KEPT_SHAPE, 32, False, LONG_AXES),
 )
 
 # The largest |scaled score| asked of each dtype: a quarter of its range, so that the plain

@@ -176,7 +176,9 @@ ITEMS: tuple[Item, ...] = (
           "dropout-kept-fraction",
           "dropout-keep-grid", "dropout-p-range", "generated-dropout",
           # p down to 1e-5 in every dtype; slices past 65 535; no per-call seed repeating in 2¹⁴ calls (24 bits)
-          "dropout-tiny-p", "dropout-many-slices", "dropout-seed-space")),
+          "dropout-tiny-p", "dropout-many-slices", "dropout-seed-space",
+          # a row counter of 16 bits; a decode path restarting its RNG offset per key split
+          "dropout-axis-periods")),
     Item("dropout-across-calls", "dropout draws from torch's generator: same seed same mask, consecutive calls "
                                  "independent at every lag, the generator advanced, no mask repeated over "
                                  "thousands of calls",

@@ -37,7 +37,7 @@ import math
 import torch
 
 from kernels.harness import dropout as drop
-from kernels.harness.cases import ACROSS, Case
+from kernels.harness.cases import ACROSS, LONG_AXES, Case
 from kernels.harness.invariants import DROPOUT, Invariant, register
 from kernels.harness.subject import Outcome, Subject, worst
 
@@ -121,17 +121,24 @@ def dropout_long_lags(s: Subject) -> Outcome:
         count, where = _repeated_rows(o, n_k)
         outcomes.append(Outcome(float(count), 0.0))
         details.append(f"(B, H, Nq, Nk) = {shape}: {count} repeated masks" + (f" ({where})" if count else ""))
-    _, heads, n_q, n_k = KEY_SHAPE
-    o = _call(s, _key_lag_values(s), KEY_SHAPE, 13)  # (1, H, Nq, Dv)
+    outcome, detail = _key_lag_test(s, KEY_SHAPE, 13, drop.ALPHA / n_tests)
+    outcomes.append(outcome)
+    details.append(detail)
+    return worst(outcomes, details)
+
+
+def _key_lag_test(s: Subject, shape, draw: int, alpha: float) -> tuple[Outcome, str]:
+    """The key-lag call of ``shape`` (B = 1, head h pairing keys 2^h apart): the worst head's two-sided χ² z against
+    z at ``alpha`` (each head's level)."""
+    _, heads, n_q, n_k = shape
+    o = _call(s, _key_lag_values(s), shape, draw)  # (1, H, Nq, Dv)
     sigma2 = 2 * LAG_P * (1 - LAG_P) * ((n_k - 1) // 2) / ((1 - LAG_P) * n_k) ** 2
     t = (o[0] ** 2).sum(dim=(-2, -1)) / sigma2  # (H,): χ²_{Nq·Dv} each under independence
-    threshold = drop._z(drop.ALPHA / n_tests)
     z = [_two_sided_z(float(x), n_q * KEY_DV) if math.isfinite(float(x)) else math.inf for x in t]
     worst_head = max(range(heads), key=lambda hh: z[hh])
-    outcomes.append(Outcome(z[worst_head], threshold))
-    details.append(f"key lags 1..2^{heads - 1}: worst lag 2^{worst_head}, χ²_{n_q * KEY_DV} = "
-                   f"{float(t[worst_head]):.3g} (z = {z[worst_head]:.2f})")
-    return worst(outcomes, details)
+    return (Outcome(z[worst_head], drop._z(alpha)),
+            f"key lags 1..2^{heads - 1} at Nq = {n_q}: worst lag 2^{worst_head}, χ²_{n_q * KEY_DV} = "
+            f"{float(t[worst_head]):.3g} (z = {z[worst_head]:.2f})")
 
 
 # Past 65 535 (batch, head) slices: CUDA's grid y and z stop at 65 535, so a kernel that indexes its RNG offset by a
@@ -193,3 +200,109 @@ register(Invariant("dropout-many-slices", None, dropout_many_slices, _across, fr
                    bug_classes="a dropout RNG offset per (batch, head) slice that wraps past 65 535 slices "
                                "(CUDA's grid limit) or 2¹⁶: slice s + 65 535 repeats slice s's mask; any period up "
                                "to 69 569 slices"))
+
+
+# Along one slice's own axes, at lengths and on a path the calls above never take: a row (query) counter of 16 bits
+# (query i + 65 536 draws query i's mask: REPEAT_SHAPES stop at 2¹⁴ + 1 queries), and a decode path (Nq = 1, the
+# calls above have Nq ≥ 2) that splits the keys like split-K / flash-decoding and restarts its RNG offset in each
+# split (key j draws key j mod 1024's keep, or j mod 1000 for a split that is not a power of two). q = k = 0 and
+# V = I, so each output IS the keep mask (scaled), p = 1/2 (the largest variance per draw), one call each:
+#
+# * decode (PERIOD_DECODE_KEYS = 4097 keys, one query: V = I's 4097 columns in 17 calls of Dv = 256 under one seed, a
+#   1 × 4097 mask; five splits of 1024, the last of one key, as decode-4097): the centred mask x_j,
+#   T_L = Σ_j x_j x_{j+L} at EVERY lag L = 1..3097 (the last with SLICE_MIN_PAIRS = 1000 pairs), one FFT;
+# * rows (PERIOD_ROWS = 2¹⁶ + 2¹² queries × PERIOD_ROW_KEYS = 8 keys: 557 056 draws): T_L = Σ_i Σ_c x_{i,c} x_{i+L,c}
+#   at every row lag L = 1..69 507, one FFT per key column.
+#
+# Under independence the terms of T_L are uncorrelated (two share at most one centred draw), mean 0, variance
+# n_L σ⁴ with n_L the pairs (at p = 1/2 the products of one lag are independent ±σ²: a symmetric binomial), so
+# z_L = T_L / (√n_L σ²) is a z-test, each two-sided at α / (3097 + 69 507) (Bonferroni over both parts' lags:
+# |z| > 6.76; α = dropout.ALPHA), the invariant's false-alarm rate ≤ α. Power: a mask repeating with period P gives
+# z ≈ √n_P at lag P: √(4097 - 1024) = 55 at a 1024-key split (√3097 = 56 at 1000, √2561 = 51 at 1536; any period up
+# to 3097 keys passes 6.76 with ≥ 1000 pairs, 32 at the last), √(8·4096) = 181 at row lag 65 536, and above 6.76
+# for every row period up to 69 507 (a fraction f of the pairs repeating: f·√n). Not covered by these two calls:
+# decode periods past 3097 keys (dropout-long-lags tests the key lags 2^0..2^16 at Nq = 2, not the decode path),
+# row periods past 69 507, a repeat confined to a few particular keys or rows. Cost ≈ 0.11 CPU-s a dtype, most of it
+# the decode calls' V (16.8 M entries in all; measured: 0.33 CPU-s for three dtypes with SDPA math, 0.37 with
+# references.full_attention).
+PERIOD_P = 0.5
+PERIOD_DECODE_KEYS = 4 * 1024 + 1
+PERIOD_ROWS = 2 ** 16 + 2 ** 12
+PERIOD_ROW_KEYS = 8
+PERIOD_MAX_DV = 256
+
+
+def _keep_mask(s: Subject, n_q: int, n_k: int, draw: int) -> torch.Tensor:
+    """The keep mask (Nq, Nk) as float64 0/1 of one (batch, head) slice at p = PERIOD_P, q = k = 0 (every weight 1/Nk),
+    read through V = I (built in the dtype: 0 and 1 are exact). Past PERIOD_MAX_DV keys, V = I's columns go in chunks
+    of PERIOD_MAX_DV, one call each under the same seed (the same draws: dropout-same-seed), so no call asks for a
+    value head dim a kernel may not have (Dv ≤ 256 in FlashAttention)."""
+    q = torch.zeros(1, 1, n_q, 1, dtype=s.dtype, device=s.device)  # (1, 1, Nq, 1)
+    k = torch.zeros(1, 1, n_k, 1, dtype=s.dtype, device=s.device)  # (1, 1, Nk, 1)
+    dv = min(n_k, PERIOD_MAX_DV)
+    chunks = []
+    for start in range(0, n_k, dv):
+        v = torch.zeros(n_k, dv, dtype=s.dtype, device=s.device)  # (Nk, Dv): key start + c in column c
+        width = min(dv, n_k - start)
+        v[start:start + width, :width] = torch.eye(width, dtype=s.dtype, device=s.device)
+        with drop.seeded(s, draw):
+            out = s.run(q=q, k=k, v=v[None, None], dropout_p=PERIOD_P, is_causal=False, scale=None, enable_gqa=False)
+        chunks.append(out[0, 0, :, :width] != 0)  # (Nq, width)
+    return torch.cat(chunks, dim=-1).cpu().double()  # (Nq, Nk)
+
+
+def period_z(mask: torch.Tensor) -> torch.Tensor:
+    """z_L of the lag-L autocorrelation along the first axis of a 0/1 ``mask`` (n, columns), L = 1, 2, … while
+    ≥ SLICE_MIN_PAIRS pairs (the comment above PERIOD_P)."""
+    return _slice_lag_z(mask - mask.mean())
+
+
+# The thorough run's part (case kind LONG_AXES, ~1 CPU-s a dtype): the decode path past the default's 4097 keys.
+# Every lag 1..15 385 of one query's mask over PERIOD_LONG_DECODE_KEYS = 2¹⁴ + 1 keys (65 calls of Dv = 256 under one
+# seed; z-tests as above: a split of up to 15 385 keys, 2048, 4096, 6000 or 8192, gives z ≥ √1000 = 32, √(16 385 -
+# 6000) = 102 at 6000), and the power-of-two key lags 2^0..2^16 at Nq = 1 by dropout-long-lags' paired-keys design
+# (KEY_SHAPE with one query: head h's T ~ χ²₈ two-sided, a key offset of 16 bits gives T ≈ 0 at lag 2^16). Bonferroni
+# over the 15 385 lags and 17 heads: |z| > 6.53. Cost measured: 0.5-0.8 CPU-s a dtype in all.
+PERIOD_LONG_DECODE_KEYS = 2 ** 14 + 1
+
+
+def dropout_axis_periods(s: Subject) -> Outcome:
+    """The keep masks of one slice uncorrelated at every lag along the keys on the decode path (Nq = 1) and along the
+    queries past 2¹⁶ (comment above PERIOD_P: z-tests at α / 72 604, power ≈ 1 against a 1024- or 1000-key split
+    restarting the offset and a 16-bit row counter); on the thorough run's LONG_AXES case, the decode path's keys at
+    every lag up to 15 385 and at the powers of two up to 2¹⁶ instead (comment above PERIOD_LONG_DECODE_KEYS)."""
+    if s.case.kind == LONG_AXES:
+        return _long_decode_periods(s)
+    decode = _keep_mask(s, 1, PERIOD_DECODE_KEYS, 31).T  # (Nk, 1): the one query's mask along the keys
+    rows = _keep_mask(s, PERIOD_ROWS, PERIOD_ROW_KEYS, 32)  # (Nq, Nk)
+    return _lag_outcomes((("decode (Nq = 1) keys", decode), ("rows", rows)))
+
+
+def _lag_outcomes(parts, more_tests: int = 0) -> Outcome:
+    """Each part's (name, mask (n, columns)) worst lag z against z at α / (every part's lags + ``more_tests``)."""
+    zs = [period_z(m) for _, m in parts]
+    threshold = drop._z(drop.ALPHA / (sum(len(z) for z in zs) + more_tests))
+    outcomes, details = [], []
+    for (name, m), z in zip(parts, zs):
+        at = int(z.abs().argmax())
+        outcomes.append(Outcome(float(z.abs()[at]), threshold))
+        details.append(f"{name}: {m.shape[0]}×{m.shape[1]} at p = {PERIOD_P:g} (kept {float(m.mean()):.3f}), lags "
+                       f"1..{len(z)}: worst lag {at + 1}, z = {float(z[at]):+.2f}")
+    return worst(outcomes, details)
+
+
+def _long_decode_periods(s: Subject) -> Outcome:
+    decode = _keep_mask(s, 1, PERIOD_LONG_DECODE_KEYS, 33).T  # (Nk, 1)
+    n_lags = PERIOD_LONG_DECODE_KEYS - SLICE_MIN_PAIRS
+    lags = _lag_outcomes((("decode (Nq = 1) keys", decode),), KEY_LAGS)
+    _, heads, _, n_k = KEY_SHAPE
+    paired, detail = _key_lag_test(s, (1, heads, 1, n_k), 34, drop.ALPHA / (n_lags + KEY_LAGS))
+    return worst([lags, paired], [lags.detail, detail])
+
+
+register(Invariant("dropout-axis-periods", None, dropout_axis_periods, lambda c: c.kind in (ACROSS, LONG_AXES),
+                   frozenset({DROPOUT}),
+                   bug_classes="a dropout RNG counter or offset that wraps or restarts along one slice's axis where "
+                               "no other check looks: a 16-bit row counter (query i + 65 536 repeats query i's mask), "
+                               "a decode path (Nq = 1) restarting its offset in each key split (period 1024, 1000, "
+                               "1536: any period up to 3097 keys; thorough: up to 15 385, and 2^k keys up to 2¹⁶)"))
