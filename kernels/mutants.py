@@ -2650,7 +2650,7 @@ float_mask_promotes_output = _full_mutant(_FloatMaskPromotesOutput(), "float_mas
 _MEMO: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
 
 
-def output_memo_by_reference(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+def output_memo_held_weakly(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """Inference outputs memoised while alive, keyed by the inputs' (data_ptr, version, shape, strides) and the
     arguments: the same call again returns the earlier output object itself, whatever the caller wrote into it."""
     if dropout_p or torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
@@ -2695,7 +2695,7 @@ MUTANTS = MUTANTS + (
     Mutant(float_mask_promotes_output, "a float32 mask promotes a half output", "generated-agreement",
            dtypes=(torch.float16, torch.bfloat16)),
     Mutant(staged_inputs_without_strides, "staged k, v and mask cached without their strides", "generated-agreement"),
-    Mutant(output_memo_by_reference, "outputs memoised and returned by reference", "generated-agreement"),
+    Mutant(output_memo_held_weakly, "outputs memoised weakly and returned by reference", "generated-agreement"),
     Mutant(inference_cached_hidden_mask, "a mask cached as an inference tensor breaks training calls",
            "generated-agreement"),
 )

@@ -62,7 +62,11 @@ def test_every_run_draws_each_regime_first():
                              "decode-dropout"))
             batched, padded, head_mask = (gen.draw(seed, gen.REGIMES.index(name), dtype, ALL)
                                           for name in ("long-decode-batched", "long-decode-padded", "rank-head-mask"))
-            assert gen.REGIMES[:23][-1] == "huge-grid-backward" and len(gen.REGIMES) == 39
+            many_batch, long64 = (gen.draw(seed, gen.REGIMES.index(name), dtype, ALL)
+                                  for name in ("many-batch-masks", "float64-long"))
+            assert gen.REGIMES[:23][-1] == "huge-grid-backward" and len(gen.REGIMES) == 41
+            assert many_batch.batch > 32 and many_batch.mask in gen.PER_ENTRY_MASKS, many_batch
+            assert long64.dtype == "float64" and long64.n_k > 4096 and not long64.causal, long64
             for decode_b in (batched, padded):
                 assert decode_b.batch >= 2 and decode_b.n_q == 1 and decode_b.n_k > 2 ** 14, decode_b
             assert batched.mask is None and padded.mask_padding, (batched, padded)

@@ -93,7 +93,7 @@ def test_other_strides_read_the_same_storage_through_another_layout():
 
 
 @pytest.mark.parametrize("prior, impl", [
-    ("same call, output written", mutants.output_memo_by_reference),
+    ("same call, output written", mutants.output_memo_held_weakly),
     ("other strides", mutants.staged_inputs_without_strides),
     ("under inference_mode", mutants.inference_cached_hidden_mask),
 ])
