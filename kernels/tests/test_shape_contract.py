@@ -83,3 +83,16 @@ _CACHE: dict = {}
 def test_a_cache_of_what_the_impl_builds_itself_passes():
     o = arguments_released(_subject(_causal_mask_cached))
     assert o.discrepancy == 0.0, o.detail
+
+
+def _garbage_cycle(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Leaves the arguments in a reference cycle (garbage, not kept): reference counting cannot free them, the
+    one gc.collect() does, so it must pass."""
+    cycle = [q, k, v, attn_mask]
+    cycle.append(cycle)
+    return references.full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def test_arguments_left_in_garbage_cycles_are_collected_and_pass():
+    o = arguments_released(_subject(_garbage_cycle))
+    assert o.discrepancy == 0.0, o.detail
