@@ -10,6 +10,7 @@ the bug shows.
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 import warnings
@@ -2773,4 +2774,75 @@ MUTANTS = MUTANTS + (
            "dropout-axis-periods"),
     Mutant(decode_dropout_offset_restarts_per_split, "decode dropout offset restarting per key split",
            "dropout-axis-periods"),
+)
+
+
+# --------------------------------------------------------------------------- shapes SDPA refuses or broadcasts
+
+
+def kv_batch_larger_than_q_accepted(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                    enable_gqa=False):
+    """k and v with more batch entries than q (a KV cache allocated for the largest batch) read over q's first
+    entries, where SDPA refuses: batch dims must broadcast."""
+    if q.dim() == k.dim() == v.dim() and k.shape[0] > q.shape[0] and v.shape[0] > q.shape[0]:
+        k, v = k[:q.shape[0]], v[:q.shape[0]]  # the bug: the extra entries silently dropped
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+class _ValueHeadsThroughKeyMap(FullAttention):
+    def kv_for_query_heads(self, q, k, v, enable_gqa):
+        hq, hkv = q.shape[1], k.shape[1]
+        if hq == hkv or v.shape[1] == hkv or (not enable_gqa and hkv != 1):
+            return super().kv_for_query_heads(q, k, v, enable_gqa)
+        index = self.head_index(hq, hkv, q.device)
+        return k[:, index], v[:, index]  # the bug: v's heads read through k's GQA map, not v's own
+
+
+value_heads_read_through_key_map = _full_mutant(_ValueHeadsThroughKeyMap(), "value_heads_read_through_key_map",
+    "v with a head count other than k's (SDPA accepts each dividing Hq) read through k's GQA map.")
+
+
+# --------------------------------------------------------------------------- arguments kept after the call
+
+
+_OUTPUT_MEMO: dict = {}
+
+
+def output_memo_by_reference(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Without grad or dropout, the output memoised by the inputs' (data_ptr, version, shape, strides) and the
+    cached tensor returned by reference; the memo holds the inputs too (so their addresses are not reused) and
+    is never emptied."""
+    tensors = [t for t in (q, k, v, attn_mask) if isinstance(t, torch.Tensor)]
+    if (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)) or dropout_p \
+            or any(t.is_inference() for t in tensors):  # (an inference tensor has no version counter)
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    key = (tuple((t.data_ptr(), t._version, t.shape, t.stride(), t.dtype) for t in tensors),
+           attn_mask is None, is_causal, scale, enable_gqa)
+    if key not in _OUTPUT_MEMO:  # the bug: every call's inputs and output kept for good
+        _OUTPUT_MEMO[key] = (tensors, full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa))
+    return _OUTPUT_MEMO[key][1]
+
+
+@functools.lru_cache(maxsize=None)  # the bug: unbounded, keyed by the mask tensor: every caller's mask kept alive
+def _bool_mask_bias(mask, version, dtype, device):
+    return torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(~mask, float("-inf"))
+
+
+class _MaskCacheUnbounded(FullAttention):
+    def mask_bias(self, attn_mask, like, dtype):
+        if attn_mask is None or attn_mask.dtype != torch.bool or attn_mask.is_inference():
+            return super().mask_bias(attn_mask, like, dtype)
+        return _bool_mask_bias(attn_mask, attn_mask._version, like.dtype, like.device)  # (version: never stale)
+
+
+mask_cache_unbounded = _full_mutant(_MaskCacheUnbounded(), "mask_cache_unbounded",
+    "Boolean masks converted to additive ones through an unbounded functools.lru_cache keyed by the mask tensor.")
+
+
+MUTANTS = MUTANTS + (
+    Mutant(kv_batch_larger_than_q_accepted, "k/v batch larger than q's accepted", "shape-contract"),
+    Mutant(value_heads_read_through_key_map, "v's heads read through k's GQA map", "shape-contract"),
+    Mutant(output_memo_by_reference, "an output memo returning the cached tensor by reference",
+           "arguments-released"),
+    Mutant(mask_cache_unbounded, "an unbounded cache of converted masks keyed by the mask", "arguments-released"),
 )

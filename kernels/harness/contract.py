@@ -76,7 +76,8 @@ ITEMS: tuple[Item, ...] = (
                     "broadcast to (B, Hq, Nq, Nk) are refused",
          f"{MEASURED}: 'Expected query, key, and value to have the same dtype'; 'The size of tensor a (Nk) must "
          "match the size of tensor b (Nk + 3) at non-singleton dimension 3'", ("refused-inputs",
-                                                                              "attn-mask-shape-refused")),
+                                                                              "attn-mask-shape-refused",
+                                                                              "shape-contract")),
     Item("mask-dtype", "an attn_mask of a dtype other than bool, float32 and q's (every integer dtype, float64 "
                        "beside float32 q, the other half type) is refused",
          f"{MEASURED}: torch 2.13's math SDPA accepts exactly bool, float32 and q's dtype for each q dtype "
@@ -162,7 +163,7 @@ ITEMS: tuple[Item, ...] = (
          f"{MEASURED}: no global state changed by a call; torch's RNG untouched at dropout_p = 0, NumPy's and "
          "Python's random module's untouched by a forward and backward",
          ("buffers-mutated-between-calls", "mask-mutated-between-calls", "global-state-unchanged",
-          "dropout-rng-advances")),
+          "dropout-rng-advances", "arguments-released")),
     Item("dropout", "dropout_p: each weight kept with probability 1 - p, independently (of every other weight of "
                     "the call: no mask repeating along keys, queries, heads or batch), kept ones scaled 1/(1-p); "
                     "p = 1 gives 0, p > 1 raises, p < 0 (and NaN) raises or applies no dropout; the backward reuses the forward's mask (also with attn_mask), for every "

@@ -168,6 +168,174 @@ def mask_shape_refused(s: Subject) -> Outcome:
                    f"accepted: {', '.join(accepted)}" if accepted else f"all {2 * len(shapes)} refused")
 
 
+# ===================================================================== shapes over a generated space
+
+SHAPE_TENSORS = "qkv"
+SHAPE_DIMS = ("batch", "heads", "length", "head dim")
+# Each of q, k, v alone, and k and v together (a KV cache's pair: its batch, heads and length move as one; their
+# head dims are D and Dv, not one size): (name, indices into (q, k, v)).
+SHAPE_PERTURBED = (("q", (0,)), ("k", (1,)), ("v", (2,)), ("k and v", (1, 2)))
+
+
+def _shape_values(n: int, dim: int, hq: int) -> dict[str, int]:
+    """What one dim of size ``n`` becomes: one more, twice, a broadcastable 1, and for the heads a count not
+    dividing Hq (the perturbations a caller's off-by-one, doubled or squeezed dim makes)."""
+    values = {"+1": n + 1, "×2": 2 * n, "1": 1}
+    if dim == 1:
+        values["non-divisor"] = next(h for h in range(2, hq + 2) if hq % h)
+    return values
+
+
+def shape_space(s: Subject) -> list[tuple[str, tuple, bool]]:
+    """(name, (q, k, v) shapes, enable_gqa) for each perturbation, each distinct shape set once: the case's GQA
+    shapes with enable_gqa (and without it: Hkv ≠ Hq then needs the flag), its MHA shapes (k, v with Hq heads)
+    without enable_gqa, and from each base every (tensor, dim, value) of _shape_values, k and v also together
+    (SHAPE_PERTURBED)."""
+    q, k, v = (tuple(t.shape) for t in (s.q, s.k, s.v))
+    hq = q[1]
+    bases = [("MHA", (q, (*k[:1], hq, *k[2:]), (*v[:1], hq, *v[2:])), False)]
+    if k[1] != hq:
+        bases[:0] = [("GQA enable_gqa", (q, k, v), True)]
+    space, seen = [], set()
+    if k[1] != hq:
+        space.append((f"Hkv = {k[1]} with Hq = {hq} without enable_gqa", (q, k, v), False))
+        seen.add(((q, k, v), False))
+    for base, shapes, gqa in bases:
+        for tensors, which in SHAPE_PERTURBED:
+            i = which[0]
+            for dim, dim_name in enumerate(SHAPE_DIMS[:3] if len(which) > 1 else SHAPE_DIMS):
+                for how, n in _shape_values(shapes[i][dim], dim, hq).items():
+                    new = list(shapes)
+                    for j in which:
+                        new[j] = (*shapes[j][:dim], n, *shapes[j][dim + 1:])
+                    key = (tuple(new), gqa)
+                    if n == shapes[i][dim] or key in seen:
+                        continue
+                    seen.add(key)
+                    space.append((f"{base}: {tensors} {dim_name} {how} ({shapes[i][dim]} → {n})", tuple(new), gqa))
+    return space
+
+
+def _sdpa_accepts(q, k, v, gqa: bool):
+    """SDPA's math backend on the shapes (float64 on the CPU): its output's shape, or None where it raises."""
+    from kernels.harness.peers import sdpa_math
+
+    try:
+        return tuple(sdpa_math(q.cpu().double(), k.cpu().double(), v.cpu().double(), enable_gqa=gqa).shape)
+    except RuntimeError:  # SDPA's refusals are RuntimeErrors (measured for every refusal in shape_space)
+        return None
+
+
+def shape_contract(s: Subject) -> Outcome:
+    """Shapes judged over a generated space (shape_space: each of q, k, v and the pair k, v, each dim, +1, ×2, 1
+    and a non-divisor head count, from the case's GQA and MHA shapes; 96 perturbations on the contract case, one
+    forward each), SDPA's math backend asked at run time which it accepts (59 refused, 37 answered on the contract
+    case; measured, torch 2.13: a batch or head count of 1 broadcasts,
+    also q's; v's heads map through v's own count; k/v batches larger than q's, lengths of k and v that differ,
+    head counts not dividing Hq raise). Where SDPA raises the impl must refuse: returning anything is the failure
+    (red team: k/v batches larger than q's accepted). Where it answers, the impl may refuse (honest) or answer
+    SDPA's output shape, agreeing with the float64 golden value by the low-precision rule (red team: v's heads
+    read through k's GQA map)."""
+    accepted, judged, outcomes, refused_ok, honest = [], [], [], 0, 0
+    for name, shapes, gqa in shape_space(s):
+        q, k, v = (_randn(s, f"shape {name} {t}", *shape) for t, shape in zip(SHAPE_TENSORS, shapes))
+        expected = _sdpa_accepts(q, k, v, gqa)
+        try:
+            out = s._call(q, k, v, enable_gqa=gqa)[0]
+        except Exception:  # a refusal: the contract where SDPA refuses, honest where it answers
+            refused_ok += expected is None
+            honest += expected is not None
+            continue
+        if expected is None:
+            accepted.append(name)
+            continue
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != expected or out.dtype != s.dtype:
+            got = f"{tuple(out.shape)} {out.dtype}" if isinstance(out, torch.Tensor) else type(out).__name__
+            outcomes.append(Outcome(math.inf, 0.0))
+            judged.append(f"{name}: returned {got}, SDPA {expected} {s.dtype}")
+            continue
+        o = against(s, out.detach(), s.reference(q, k, v, enable_gqa=gqa))
+        outcomes.append(o)
+        judged.append(f"{name}: {o.discrepancy:.3g}/{o.bound:.3g}")
+    summary = (f"{refused_ok + len(accepted)} SDPA refuses ({refused_ok} refused), {len(outcomes) + honest} it "
+               f"answers ({honest} refused, {len(outcomes)} judged)")
+    failing = [j for o, j in zip(outcomes, judged) if not ratio(o) <= 1]
+    said = ([f"accepted where SDPA raises: {'; '.join(accepted)}"] if accepted else []) + \
+        ([f"past the bound: {'; '.join(failing)}"] if failing else [])
+    if not outcomes:
+        return Outcome(math.inf if accepted else 0.0, 0.0, ". ".join(said + [summary]))
+    w = max(zip(outcomes, judged), key=lambda x: ratio(x[0]))
+    if accepted:
+        return Outcome(math.inf, 0.0, ". ".join(said + [summary]))
+    return Outcome(w[0].discrepancy, w[0].bound, ". ".join(said + [summary] + ([] if failing else [f"worst {w[1]}"])))
+
+
+# ===================================================================== arguments released
+
+def _released_call(s: Subject, mask: str | None, grad: bool, refs: dict) -> None:
+    """One call (forward, and backward when ``grad``) on fresh tensors; only weak references to them and to the
+    output leave, in ``refs`` (filled before the call, so a refusal leaves them too)."""
+    import weakref
+
+    from kernels.harness.masks import additive_mask, bool_mask
+
+    q, k, v = (_randn(s, f"released {t}", *x.shape) for t, x in zip("qkv", (s.q, s.k, s.v)))
+    kw = s.kwargs()
+    args = {"q": q, "k": k, "v": v}
+    if mask is not None:
+        shape = (s.q.shape[0], 1, s.case.n_q, s.case.n_k)  # (B, 1, Nq, Nk)
+        args["attn_mask"] = (bool_mask if mask == "bool" else additive_mask)(s, shape, f"released {mask}")
+        kw.update(attn_mask=args["attn_mask"], is_causal=False)
+    for t in (q, k, v):
+        t.requires_grad_(grad)
+    refs.update({name: weakref.ref(t) for name, t in args.items()})
+    with torch.enable_grad() if grad else torch.no_grad():
+        out = s.impl(q, k, v, **kw)
+    if isinstance(out, torch.Tensor):
+        refs["output"] = weakref.ref(out)
+    checked_output(out, q, v)
+    if grad and out.requires_grad:  # a forward-only impl's output does not: its forward alone is judged
+        torch.autograd.grad(out, (q, k, v), _randn(s, "released dO", *out.shape))
+
+
+def arguments_released(s: Subject) -> Outcome:
+    """A call keeps nothing of what it was given or returned: fresh q, k, v (and a boolean and an additive
+    attn_mask where the signature offers one), dropout off, under no_grad and with requires_grad (forward and
+    backward); every argument and the output held only by weakref.ref once the caller drops them, and after one
+    gc.collect() (only where reference counting left one alive) each reference must be dead. Exact, no statistics:
+    one reference kept is the finding (red team: an output memo returning the cached tensor by reference, keyed by
+    the inputs' data_ptr and version; an unbounded functools.lru_cache of converted masks keyed by the mask, which
+    keeps every caller's mask alive).
+    What an impl builds itself (a causal mask of a shape, a workspace) may be kept: only the caller's tensors and
+    the result are watched."""
+    from kernels.harness.features import offered
+
+    masks = ("bool", "additive") if ATTN_MASK in offered(s.impl) else (None,)
+    legs, notes = {}, []
+    for grad in (False, True):
+        for mask in masks:
+            leg = f"{'requires_grad, forward + backward' if grad else 'no_grad'}{f', {mask} mask' if mask else ''}"
+            legs[leg] = {}
+            try:
+                _released_call(s, mask, grad, legs[leg])
+            except Exception as exc:  # a refusal is honest; what it kept is still judged
+                notes.append(f"{leg} {_refused(exc)}")
+    def survivors():
+        return [f"{leg}: {', '.join(alive)}" for leg, refs in legs.items()
+                if (alive := [name for name, r in refs.items() if r() is not None])]
+
+    # What reference counting freed needs no collection (a full one costs ~0.2 s in a whole run's heap, measured);
+    # a reference cycle holding a tensor (autograd's graph, a closure) is freed by the one gc.collect() before any
+    # survivor is named.
+    kept = survivors()
+    if kept:
+        gc.collect()
+        kept = survivors()
+    detail = "; ".join(([f"kept alive after the call: {'; '.join(kept)}"] if kept else [f"{len(legs)} calls released "
+                        "every argument and the output"]) + notes)
+    return Outcome(math.inf if kept else 0.0, 0.0, detail)
+
+
 MASK_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16,
                torch.float32, torch.float64)
 
@@ -1009,5 +1177,13 @@ for _inv in (
                           "the working directory; saved-tensor hooks, autocast, torch function/dispatch modes left "
                           "pushed; any torch.get_*/is_* reading or torch.backends flag (found, not listed); trace, "
                           "profile, exception and signal hooks; also after a refused call"),
+    Invariant("shape-contract", None, shape_contract, _contract,
+              bug_classes="q, k, v shapes SDPA refuses accepted (k/v batches larger than q's, a head count not "
+                          "dividing Hq, k and v lengths or head dims that differ) or shapes it accepts answered "
+                          "wrongly (a broadcast batch or head of 1, v's heads read through k's GQA map)"),
+    Invariant("arguments-released", None, arguments_released, _contract,
+              bug_classes="state held across calls by reference: an output memo returning the cached tensor (keyed "
+                          "by data_ptr and version), an unbounded cache of converted masks keyed by the mask tensor, "
+                          "any argument or result kept alive after the call (memory grows with every call)"),
 ):
     register(_inv)

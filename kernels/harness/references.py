@@ -86,6 +86,8 @@ class Attention(Options):
         hq, hkv = q.shape[1], k.shape[1]
         if hq == hkv:
             return k, v
+        if v.shape[1] != hkv:  # SDPA maps v's heads by v's own count: k's map would read the wrong v heads
+            raise ValueError(f"k has {hkv} heads and v {v.shape[1]}: k and v of different head counts are not served")
         if not enable_gqa and hkv != 1:  # SDPA's contract: one KV head broadcasts, other counts need enable_gqa
             raise ValueError(f"q has {hq} heads but k and v have {hkv}; pass enable_gqa=True")
         index = self.head_index(hq, hkv, q.device)
