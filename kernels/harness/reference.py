@@ -52,7 +52,13 @@ def causal_mask(n_q: int, n_k: int, device=None) -> torch.Tensor:
 
 
 def repeat_kv(x: torch.Tensor, n_q_heads: int) -> torch.Tensor:
-    """KV heads repeated so that query head h reads KV head h // (Hq / Hkv)."""
+    """KV heads repeated so that query head h reads KV head h // (Hq / Hkv); refused where Hkv does not divide Hq,
+    as SDPA refuses (shape-contract found float64_reference answering q of 1 head beside 2 KV heads)."""
+    if x.shape[-3] == n_q_heads:  # (0 heads too: an empty dim)
+        return x
+    if x.shape[-3] == 0 or n_q_heads % x.shape[-3]:
+        raise ValueError(f"enable_gqa: the query heads ({n_q_heads}) must be a multiple of the key/value heads "
+                         f"({x.shape[-3]})")
     group = n_q_heads // x.shape[-3]
     return x.repeat_interleave(group, dim=-3)  # (..., Hq, N, D): dim -3 is the heads at every rank, as in SDPA
 
