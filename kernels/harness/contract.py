@@ -23,10 +23,12 @@ class Item:
 
 
 ITEMS: tuple[Item, ...] = (
-    Item("output", "returns a tensor of q's dtype and device, shape (..., Nq, Dv), sharing no memory with q, k, v; "
+    Item("output", "returns a tensor of q's dtype (whatever the mask's: judged on every call) and device, shape "
+                   "(..., Nq, Dv), sharing no memory with q, k, v; "
                    "the same dtype and values with inputs requiring grad; a normal tensor (not an inference "
                    "tensor) unless called under inference_mode",
-         f"{DOC}: 'Output: (N, ..., L, Ev)'; {MEASURED}: under no_grad the output's is_inference() is False",
+         f"{DOC}: 'Output: (N, ..., L, Ev)'; {MEASURED}: under no_grad the output's is_inference() is False; a "
+         "float32 additive mask beside float16 q gives a float16 output",
          ("output-dtype-shape", "generated-gradients", "generated-agreement")),
     Item("value", "out = softmax(scale · q kᵀ + mask) v, within the low-precision rule of a float64 golden value and "
                   "the derived rounding bound; at every size, view, mask form and scale drawn",
@@ -159,11 +161,16 @@ ITEMS: tuple[Item, ...] = (
                   "torch.backends property and getter, found rather than listed; autocast, saved-tensor hooks, "
                   "torch function and dispatch modes; torch's RNG without dropout, NumPy's and Python's global RNGs "
                   "always, NumPy's error handling, the garbage collector, the recursion limit, the working directory, "
-                  "trace and profile functions, exception hooks, signal handlers) unchanged, after a refused call too",
+                  "trace and profile functions, exception hooks, signal handlers) unchanged, after a refused call too, "
+                  "judged around every drawn problem's calls and around concurrent callers; the same call after "
+                  "its earlier output was written into, after its storage was read through other strides, and a "
+                  "training call after an inference_mode one give the call's own answer; no reference to the "
+                  "arguments or the output kept after the call",
          f"{MEASURED}: no global state changed by a call; torch's RNG untouched at dropout_p = 0, NumPy's and "
-         "Python's random module's untouched by a forward and backward",
+         "Python's random module's untouched by a forward and backward; every argument and the output freed "
+         "once the caller drops them",
          ("buffers-mutated-between-calls", "mask-mutated-between-calls", "global-state-unchanged",
-          "dropout-rng-advances", "arguments-released")),
+          "dropout-rng-advances", "arguments-released", "generated-agreement")),
     Item("dropout", "dropout_p: each weight kept with probability 1 - p, independently (of every other weight of "
                     "the call: no mask repeating along keys, queries, heads or batch), kept ones scaled 1/(1-p); "
                     "p = 1 gives 0, p > 1 raises, p < 0 (and NaN) raises or applies no dropout; the backward reuses the forward's mask (also with attn_mask), for every "
