@@ -2846,3 +2846,46 @@ MUTANTS = MUTANTS + (
            "arguments-released"),
     Mutant(mask_cache_unbounded, "an unbounded cache of converted masks keyed by the mask", "arguments-released"),
 )
+
+
+# --------------------------------------------------------------------------- non-finite inputs on fast paths
+
+
+def one_key_fast_path_returns_v(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                enable_gqa=False):
+    """Over one key (and no mask or dropout) every weight is 1: v is returned as each query's output, its scores
+    never computed, so a NaN or infinity in q or k vanishes."""
+    if k.shape[-2] == 1 and attn_mask is None and not dropout_p and q.dim() == 4 and q.shape[-2] > 0:
+        if enable_gqa and v.shape[1] != q.shape[1]:
+            v = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
+        return v.expand(*torch.broadcast_shapes(q.shape[:-2], v.shape[:-2]), q.shape[-2], v.shape[-1]).clone()
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+SKIP_BELOW = -88.0  # exp of less is below float32's smallest normal: the block "contributes nothing"
+
+
+def underflowed_key_blocks_skipped(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                   enable_gqa=False):
+    """Key blocks of 64 whose scores all fall SKIP_BELOW under their rows' maxima are skipped (their weights
+    underflow anyway): a NaN or infinity in such a block's v never reaches the output."""
+    if attn_mask is not None or dropout_p or is_causal or q.dim() != 4 or 0 in q.shape or 0 in k.shape:
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if enable_gqa and k.shape[1] != q.shape[1]:
+        k, v = (x.repeat_interleave(q.shape[1] // x.shape[1], dim=1) for x in (k, v))
+    work = torch.promote_types(q.dtype, torch.float32)
+    s = (q.to(work) @ k.to(work).transpose(-2, -1)) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    below = (s - s.amax(-1, keepdim=True)) < SKIP_BELOW  # (B, H, Nq, Nk)
+    keep = torch.ones(k.shape[-2], dtype=torch.bool)
+    for start in range(0, k.shape[-2], 64):
+        if bool(below[..., start:start + 64].all()):
+            keep[start:start + 64] = False  # the bug: a NaN in v there is dropped with the block
+    p = FullAttention().softmax_rows(s)[..., keep]  # (B, H, Nq, kept keys)
+    return (p @ v.to(work)[..., keep, :]).to(q.dtype)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(one_key_fast_path_returns_v, "one-key fast path returning v (NaN in q or k hidden)", "generated-agreement"),
+    Mutant(underflowed_key_blocks_skipped, "key blocks of underflowing weights skipped (NaN in v hidden)",
+           "generated-agreement"),
+)

@@ -200,7 +200,8 @@ REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collisio
            "long-queries", "tiny-dropout", "rank-causal", "long-queries-backward", "rank-mask",
            "mask-expanded", "kv-broadcast-backward", "many-heads-backward",
            "dropout-rank", "dropout-kv-broadcast", "float64-dropout", "after-other-calls", "decode-dropout",
-           "long-decode-batched", "long-decode-padded", "rank-head-mask", "many-batch-masks", "float64-long")
+           "long-decode-batched", "long-decode-padded", "rank-head-mask", "many-batch-masks", "float64-long",
+           "nan-one-key", "nan-underflowed-keys")
 # the regimes whose dropout problems keep them (the others' are plain): the two long ones and the call forms a
 # dispatch wrapper may route around the dropout path (red team rt40h: rank 3/5 and float64 wrappers dropping
 # dropout_p, one mask shared by a broadcast k's batch entries); their first draws are dropout problems
@@ -319,6 +320,7 @@ class Problem:
     prior: str | None = None  # a call of PRIOR_CALLS made before the judged one (generated-agreement)
     arguments: str = "keywords"  # one of ARGUMENT_FORMS: how dropout_p, is_causal and scale reach the impl
     mask_padding: bool = False  # a (B, 1, 1, Nk) mask as key padding: entry b sees a prefix of its own length, one none
+    underflow: bool = False  # the first half of the keys' scores far below the rest (see _underflowing_keys)
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -354,6 +356,8 @@ class Problem:
             parts.append(f"after a {self.prior} call")
         if self.mask_padding:
             parts.append("key padding, one entry without keys")
+        if self.underflow:
+            parts.append("the first half of the keys' weights underflowing")
         if self.arguments != "keywords":
             parts.append(f"arguments as {self.arguments}")
         return f"generated: {' '.join(parts)} seed={self.seed}"
@@ -632,6 +636,14 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         n_q, n_k = r.randint(1, 16), r.randint(4097, 8200) if index < len(regimes) else r.randint(1025, 8200)
         batch, (hq, hkv), d, dv = 1, (1, 1), min(max(d, 1), 64), min(max(dv, 1), 64)
         causal = False  # (top-left causal with Nq ≤ 16 would hide every key past the 16th)
+    elif regime in ("nan-one-key", "nan-underflowed-keys"):
+        # a non-finite input element on a fast path (red team rt43h): over one key (a path returning v as it is, or
+        # weights of 1 without the score's NaN), or in a leading half of the keys whose weights underflow to 0 (a
+        # kernel skipping a block whose scores all fall far below the running max hides its NaN in v; float64
+        # attention, whose weights there are 0 or subnormal, gives NaN: 0 · NaN); every key visible, no mask
+        causal, mask, batch = False, None, 1  # (one batch entry: under MAX_SCORES, whose cap would halve Nk)
+        n_q, d, dv = min(max(n_q, 1), 32), min(max(d, 1), 64), min(max(dv, 1), 64)
+        n_k = 1 if regime == "nan-one-key" else r.randint(130, 400)
     elif regime == "far-masked-rows" and ATTN_MASK in features:
         causal, mask, n_q, n_k = False, r.choice(MASK_FORMS[:5]), max(n_q, 2), max(n_k, 2)
     elif regime in ("mask-storage", "mask-nonfinite", "mask-expanded") and ATTN_MASK in features:
@@ -687,6 +699,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         scale = r.choice(OVERFLOWING_SCALES)
     if late_values:  # scores of size 1 or less: the weight of one key past 2048 is ~1/N, not exp(-100)
         scale = r.choice((None, 1e-6, -1e-6))
+    if regime == "nan-underflowed-keys":  # (the default scale: another sign or size would not underflow those keys)
+        scale = None
     if regime == "wide-head" and not scale:  # scale 0 makes every score 0: no head dim would show
         scale = None
     if regime in ("kv-broadcast-backward", "many-heads-backward") and scale is not None and abs(scale) < 0.1:
@@ -767,9 +781,12 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         grads, dropout_mask_grad = "", False
     gqa_flag = r.random() < 0.5
     nan_in = r.choice("qkv")
+    if regime == "nan-underflowed-keys" and index < len(regimes):
+        nan_in = "v"  # (the first draw: a value read only through weights that underflow)
     # (every key visible: a NaN key that causal or a mask hides is NaN in SDPA math's output, as it adds the
     # mask to the NaN score, and not in the masked-out float64 golden value; either is defensible)
-    input_nan = (nan_in if (regime == "long-decode-nan" or r.random() < NONFINITE_CHANCE / 2) and relation == AGREEMENT
+    input_nan = (nan_in if (regime in ("long-decode-nan", "nan-one-key", "nan-underflowed-keys")
+                            or r.random() < NONFINITE_CHANCE / 2) and relation == AGREEMENT
                  and mask is None and not causal and not broadcast and 0 not in (batch, hq, n_q, n_k, d, dv)
                  and regime != "long-queries" else None)
     arguments = _cycled(ARGUMENT_FORMS, seed, dtype, index - len(regimes), "arguments", "keywords")
@@ -798,6 +815,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                                 index - len(regimes)),
                    arguments=arguments,
                    mask_padding=regime == "long-decode-padded" and mask == "(B, 1, 1, Nk)" and batch >= 2,
+                   underflow=regime == "nan-underflowed-keys" and relation == AGREEMENT,
                    # (rank 3 with Hkv < Hq only under enable_gqa: without it B·Hkv heads do not broadcast)
                    enable_gqa=not (hkv == 1 < hq and gqa_flag and rank != 3),
                    # (a learned mask is a parameter, never a stride-0 view: torch refuses the gradient of one)
@@ -822,6 +840,25 @@ def _late_values(s: Subject) -> None:
     v = s.v.clone()
     v[:, :, :POSITION_EXACT - POSITION_ZEROED_BEFORE] = 0.0
     s.v = v * POSITION_VALUE_SCALE
+
+
+UNDERFLOW_SCORE = -1000.0  # the least |score| of an underflowing key, times √D: exp(-1000) is 0 in float64 too
+
+
+def _underflowing_keys(s: Subject) -> None:
+    """q's entries made positive and the first half of the keys' k entries negative, of a size that puts every
+    score of those keys at UNDERFLOW_SCORE or below (whatever the scale's sign: it is applied to q as drawn, so the
+    scale is taken as 1/√D), while the other keys' scores stay of size 1: their weights are exactly 0 in float64."""
+    n_k = s.k.shape[-2]
+    if n_k < 2 or s.q.numel() == 0:
+        return
+    q = s.q.abs() + 0.5  # (B, Hq, Nq, D), every entry ≥ 0.5
+    k = s.k.clone()
+    d = s.q.shape[-1]
+    # |score| ≥ 0.5·Σ|k_i|/√D ≥ 0.5·D·c/√D for |k_i| ≥ c: c = 2·|UNDERFLOW_SCORE|/√D
+    c = 2 * abs(UNDERFLOW_SCORE) / math.sqrt(d)
+    k[..., : n_k // 2, :] = -(k[..., : n_k // 2, :].abs() + c)
+    s.q, s.k = s.cast(q.double()), s.cast(k.double())
 
 
 def _near_the_top(s: Subject) -> None:
@@ -1016,7 +1053,10 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
         clean = s.reference(attn_mask=m)
         x = getattr(s, p.input_nan).clone()
         where = _rng(p.seed, "input nan")
-        x[tuple(where.randrange(n) for n in x.shape)] = float(p.input_value)
+        at = [where.randrange(n) for n in x.shape]
+        if p.underflow and p.input_nan in ("k", "v"):
+            at[-2] = where.randrange(max(1, p.n_k // 2))  # a key whose weights underflow
+        x[tuple(at)] = float(p.input_value)
         setattr(s, p.input_nan, x)
     q, k, v = views = tuple(_view(x, p.layout, r, cache=i > 0) for i, x in enumerate((s.q, s.k, s.v)))
     # the plain reference's error on these very views: BLAS takes another accumulation order for
@@ -1236,6 +1276,8 @@ def _judged(impl, problem: Problem, device: str) -> tuple[Outcome, str | None]:
         _near_the_top(s)
     if problem.late_values:
         _late_values(s)
+    if problem.underflow:
+        _underflowing_keys(s)
     if problem.kv_broadcast:
         s.k, s.v = (x[:1].expand(x.shape).contiguous() for x in (s.k, s.v))  # (B, Hkv, Nk, D): one entry, repeated
     r = _rng(problem.seed, "layout")
@@ -1278,7 +1320,7 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("input_value", ("NaN",)), ("context", ("no_grad",)), ("prior", (None,)), ("arguments", ("keywords",)), ("mask_padding", (False,)), ("mask_storage", ("contiguous",)),
+    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("input_value", ("NaN",)), ("context", ("no_grad",)), ("prior", (None,)), ("arguments", ("keywords",)), ("mask_padding", (False,)), ("underflow", (False,)), ("mask_storage", ("contiguous",)),
                           ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
                           ("scale", (None,)),
                           ("causal", (False,)),

@@ -1,7 +1,8 @@
 """The families red team rt43h's escapes belong to, each closed by a design that covers the family: the process state
 judged around every drawn problem's calls (not one fixed case's), the output's dtype judged on every call, the judged
 call's own arguments in call sequences (its output written into, its storage read through other strides, an
-inference_mode call first), more than 16 batch entries with masks of their own, float64 past 1024 keys. Each check
+inference_mode call first), more than 16 batch entries with masks of their own, float64 past 1024 keys, non-finite
+inputs on the fast paths (one key; keys whose weights underflow). Each check
 rejects a bug of its family and passes the correct references and SDPA's math backend."""
 from __future__ import annotations
 
@@ -130,3 +131,29 @@ def test_the_new_regimes_reach_past_the_sizes_they_are_for():
                    (long64, mutants.float64_through_float32_past_1024_keys)):
         _fails(bug, p)
         _passes(p)
+
+
+# ------------------------------------------------------------------ non-finite inputs on fast paths
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_non_finite_inputs_reach_the_one_key_and_underflowed_block_paths(dtype):
+    features = offered(full_attention, backward=True)
+    one_key, underflow = (gen.draw(0, gen.REGIMES.index(name), dtype, features, regimes=gen.REGIMES)
+                          for name in ("nan-one-key", "nan-underflowed-keys"))
+    for p, bug in ((one_key, mutants.one_key_fast_path_returns_v),
+                   (underflow, mutants.underflowed_key_blocks_skipped)):
+        _passes(p)
+    assert "non-finite expected" in _fails(mutants.underflowed_key_blocks_skipped, underflow)
+    if one_key.input_nan in ("q", "k"):  # (a non-finite v reaches the output through v itself)
+        _fails(mutants.one_key_fast_path_returns_v, one_key)
+
+
+def test_the_underflowing_keys_weigh_nothing_in_float64():
+    features = offered(full_attention, backward=True)
+    p = gen.draw(0, gen.REGIMES.index("nan-underflowed-keys"), "float32", features, regimes=gen.REGIMES)
+    s = gen.Subject(full_attention, p.case(), torch.float32, "cpu", p.seed)
+    gen._underflowing_keys(s)
+    k = s.k.double().repeat_interleave(p.q_heads // p.kv_heads, dim=1)  # (B, Hq, Nk, D)
+    scores = (s.q.double() @ k.transpose(-2, -1)) / p.head_dim ** 0.5  # (B, Hq, Nq, Nk)
+    weights = torch.softmax(scores, -1)
+    assert float(weights[..., : p.n_k // 2].max()) == 0.0 and float(scores[..., : p.n_k // 2].max()) <= -1000
