@@ -31,8 +31,8 @@ from kernels.harness.subject import Outcome, Subject, measured
 
 # A drawn gradient problem's dO (None: finite random, as ever), cycled (generate._cycled): four problems in seven
 # finite, each non-finite kind within seven gradient problems. Seven: prime to every other cycled axis' length (3, 4,
-# 8, 9, 15), so that over a run's gradient problems each kind meets each context, sequence, scale and mask form (six
-# would tie a kind to one context and the finite dO to half the sequences).
+# 8, 9, 15), so no kind is tied to some values of another axis (six would tie each kind to one context and the finite
+# dO to half the sequences).
 DOUT_VALUES = (None, "NaN", None, "+inf", None, "-inf", None)
 
 

@@ -262,7 +262,7 @@ def calling_context(context: str):
 # writes into change under the caller).
 SEQUENCES = ("single", "two-layers", "retain-graph", "held")
 
-# The mode a gradient problem's forward and backward run in, together (subject.CONTEXTS are forward-only calls):
+# The mode a gradient problem's forward and backward run in, together (CONTEXTS are forward-only calls'):
 # autograd on; torch's deterministic mode on as well (a kernel's fixed-order backward path, one a model trained
 # reproducibly takes); anomaly detection on (a debugging run's path; without its NaN check, which would raise on a
 # backward that rightly returns NaN for a non-finite dO). SDPA gives the same gradients in each (measured, math backend).
