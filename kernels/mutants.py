@@ -2889,3 +2889,59 @@ MUTANTS = MUTANTS + (
     Mutant(underflowed_key_blocks_skipped, "key blocks of underflowing weights skipped (NaN in v hidden)",
            "generated-agreement"),
 )
+
+
+# backward paths the drawn gradient problems never reached: a non-finite dO, a backward under a drawn mode (torch's
+# deterministic mode), gradients held while the next backward of the shape runs (red team: each escaped)
+
+
+class _BackwardClampsNonfiniteDout(ManualBackwardAttention):
+    def upstream(self, dout):
+        top = torch.finfo(dout.dtype).max
+        return dout.clamp(-top, top)  # the bug: an infinite dO "sanitised" to the largest finite value
+
+
+class _ScoreGradientNanToNum(ManualBackwardAttention):
+    def score_gradient(self, p, dp, d):
+        return torch.nan_to_num(p * (dp - d))  # the bug: NaN from dO (or the inputs) hidden as 0, ±inf as ±max
+
+
+class _DeterministicBackwardDropsTailBlock(ManualBackwardAttention):
+    def score_gradient(self, p, dp, d):
+        ds = super().score_gradient(p, dp, d)  # (B, H, Nq, Nk)
+        if torch.are_deterministic_algorithms_enabled():  # the fixed-order path's key loop: whole blocks only
+            ds = ds.clone()
+            ds[..., ds.shape[-1] - ds.shape[-1] % BLOCK:] = 0  # the bug: the partial last block never visited
+        return ds
+
+
+class _GradientsInPersistentBuffers(ManualBackwardAttention):
+    workspace: dict = {}
+
+    def backward(self, ctx, dout):
+        grads = super().backward(ctx, dout)
+        key = tuple((g.shape, g.dtype, g.device) for g in grads)
+        held = self.workspace.setdefault(key, tuple(torch.empty_like(g) for g in grads))
+        return tuple(h.copy_(g) for h, g in zip(held, grads))  # the bug: the next backward of this shape overwrites them
+
+
+backward_clamps_nonfinite_dout = _mutant(_BackwardClampsNonfiniteDout(), "backward_clamps_nonfinite_dout",
+    "The backward clamps dO to the finite range: an infinite dO gives finite gradients where SDPA's are not.")
+backward_score_gradient_nan_to_num = _mutant(_ScoreGradientNanToNum(), "backward_score_gradient_nan_to_num",
+    "The backward runs dS through nan_to_num: a NaN in dO leaves dq's row and dk finite, SDPA's NaN.")
+deterministic_backward_drops_tail_block = _mutant(_DeterministicBackwardDropsTailBlock(),
+    "deterministic_backward_drops_tail_block",
+    "Under torch.use_deterministic_algorithms(True) the backward's key loop skips the partial last block of 16 keys.")
+gradients_in_persistent_buffers = _mutant(_GradientsInPersistentBuffers(), "gradients_in_persistent_buffers",
+    "dq, dk, dv returned in one buffer per shape: the next backward of that shape changes the caller's gradients.")
+
+MUTANTS = MUTANTS + (
+    Mutant(backward_clamps_nonfinite_dout, "an infinite dO clamped to the finite range in the backward",
+           "generated-gradients", backward=True),
+    Mutant(backward_score_gradient_nan_to_num, "dS through nan_to_num in the backward", "generated-gradients",
+           backward=True),
+    Mutant(deterministic_backward_drops_tail_block, "deterministic-mode backward drops the partial last key block",
+           "generated-gradients", backward=True),
+    Mutant(gradients_in_persistent_buffers, "gradients in per-shape buffers the next backward overwrites",
+           "generated-gradients", backward=True),
+)

@@ -63,8 +63,9 @@ import torch
 from kernels.harness import reference as ref
 from kernels.harness.cases import Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
-from kernels.harness.subject import (CONTEXTS, SEQUENCES, BadOutput, Subject, against, calling_context, checked_output,
-                                     relation, strided, subset_gradients, worst)
+from kernels.harness import backward_values as bv
+from kernels.harness.subject import (CONTEXTS, GRADIENT_CONTEXTS, SEQUENCES, BadOutput, Subject, against, calling_context,
+                                     checked_output, relation, strided, subset_gradients, worst)
 
 AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC = ("generated-agreement", "generated-gradients",
                                                  "generated-dropout", "generated-metamorphic")
@@ -321,6 +322,8 @@ class Problem:
     arguments: str = "keywords"  # one of ARGUMENT_FORMS: how dropout_p, is_causal and scale reach the impl
     mask_padding: bool = False  # a (B, 1, 1, Nk) mask as key padding: entry b sees a prefix of its own length, one none
     underflow: bool = False  # the first half of the keys' scores far below the rest (see _underflowing_keys)
+    grad_context: str = "enable_grad"  # the mode forward and backward run in (subject.GRADIENT_CONTEXTS; gradients)
+    dout_value: str | None = None  # one element of dO made this (reference.NONFINITE; backward_values; gradients)
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -358,6 +361,10 @@ class Problem:
             parts.append("key padding, one entry without keys")
         if self.underflow:
             parts.append("the first half of the keys' weights underflowing")
+        if self.relation == GRADIENTS and self.grad_context != "enable_grad":
+            parts.append(f"forward and backward under {self.grad_context}")
+        if self.dout_value:
+            parts.append(f"{self.dout_value} in dO")
         if self.arguments != "keywords":
             parts.append(f"arguments as {self.arguments}")
         return f"generated: {' '.join(parts)} seed={self.seed}"
@@ -822,12 +829,17 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    mask_grad=(relation == GRADIENTS or relation == DROPOUT_LAW and dropout_mask_grad and BACKWARD in features)
                    and mask is not None and mask_kind == "additive"
                    and not storage.startswith("expanded") and 0 not in (batch, hq, n_q, n_k, d, dv),
-                   sequence=_cycled(SEQUENCES, seed, dtype, index - len(regimes), "sequence", "single")
+                   # (five steps: four sequences would meet each of the four argument forms in one pairing only)
+                   sequence=_cycled(SEQUENCES + ("single",), seed, dtype, index - len(regimes), "sequence", "single")
                    if relation == GRADIENTS
                    # a dropout backward after another dropout forward (red team rt39h: a backward redrawing its
                    # mask from the last forward's seed escaped single calls); a coin of its own
                    else _rng(seed, dtype, *key, "dropout sequence").choice(DROPOUT_SEQUENCES)
-                   if relation == DROPOUT_LAW and (grads or dropout_mask_grad) else "single")
+                   if relation == DROPOUT_LAW and (grads or dropout_mask_grad) else "single",
+                   grad_context=_cycled(GRADIENT_CONTEXTS, seed, dtype, index - len(regimes), "grad context",
+                                        "enable_grad") if relation == GRADIENTS else "enable_grad",
+                   dout_value=_cycled(bv.DOUT_VALUES, seed, dtype, index - len(regimes), "dout value", None)
+                   if relation == GRADIENTS else None)
 
 
 def _late_values(s: Subject) -> None:
@@ -1109,11 +1121,24 @@ def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
     if p.layout != "contiguous" or p.kv_broadcast:  # the plain reference on these very views, as _agreement's
         plain = tuple(x.cpu() for x in ref.output_and_grads(ref.attention, *tensors, s.dout, **_kwargs(s, p, m))[1])
         out_golden = s.reference(*(x.detach() for x in tensors), attn_mask=m)
-    if p.kv_broadcast:  # k, v are one entry repeated over the batch: theirs are the sums of the repeated ones'
-        summed = lambda xs: tuple(x if i == 0 or not torch.is_tensor(x) else x.sum(0, keepdim=True)  # noqa: E731
-                                  for i, x in enumerate(xs))
-        gold, scales = summed(gold), type(scales)(summed(scales.sizes), summed(scales.sensitivities))
-    outcomes, details = subset_gradients(s, tensors, _kwargs(s, p, m), gold, plain, scales, p.sequence, out_golden)
+    summed = lambda xs: xs if not p.kv_broadcast else tuple(  # noqa: E731  (k, v one entry repeated over the batch:
+        x if i == 0 or not torch.is_tensor(x) else x.sum(0, keepdim=True) for i, x in enumerate(xs))  # theirs summed)
+    gold, scales = summed(gold), type(scales)(summed(scales.sizes), summed(scales.sensitivities))
+    # dO with one non-finite element (backward_values): the clean dO's values above set the bound of the finite entries
+    clean_dout, said = s.dout, [] if p.grad_context == "enable_grad" else [f"under {p.grad_context}"]
+    dout = bv.poisoned(s, _kwargs(s, p, m), p.dout_value)
+    nonfinite = None
+    if dout is not None:
+        s.dout, nonfinite = dout[0], summed(bv.golden(s, dout[0], _kwargs(s, p, m)))
+        said.append(f"dO{list(dout[1])} = {p.dout_value}")
+    elif p.dout_value is not None:
+        said.append(f"dO finite (no row sees every key, scale 0 or one key: {p.dout_value} not placed)")
+    try:
+        outcomes, details = subset_gradients(s, tensors, _kwargs(s, p, m), gold, plain, scales, p.sequence, out_golden,
+                                             p.grad_context, nonfinite)
+    finally:
+        s.dout = clean_dout  # (the learned mask's gradient below: the clean dO's)
+    details = said + details
     if p.mask_grad and m is not None:
         from kernels.harness.masks import broadcast_gradient_relation, mask_gradient_outcome
 
@@ -1320,7 +1345,7 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("input_value", ("NaN",)), ("context", ("no_grad",)), ("prior", (None,)), ("arguments", ("keywords",)), ("mask_padding", (False,)), ("underflow", (False,)), ("mask_storage", ("contiguous",)),
+    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("dout_value", (None,)), ("grad_context", ("enable_grad",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("input_value", ("NaN",)), ("context", ("no_grad",)), ("prior", (None,)), ("arguments", ("keywords",)), ("mask_padding", (False,)), ("underflow", (False,)), ("mask_storage", ("contiguous",)),
                           ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
                           ("scale", (None,)),
                           ("causal", (False,)),

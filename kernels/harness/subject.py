@@ -262,29 +262,59 @@ def calling_context(context: str):
 # How a backward is reached: right after its own forward; after a second forward of the same shape on
 # other values (two layers of one model); or as the second of two backwards through one graph
 # (retain_graph=True). Each must give the single call's gradients (state kept per shape or consumed in place
-# by the first backward does not).
-SEQUENCES = ("single", "two-layers", "retain-graph")
+# by the first backward does not). "held": the gradients are kept while a second forward and backward of the same
+# shape (other values) run, and judged after it (gradients returned in a per-shape workspace the next backward
+# writes into change under the caller).
+SEQUENCES = ("single", "two-layers", "retain-graph", "held")
+
+# The mode a gradient problem's forward and backward run in, together (CONTEXTS are forward-only calls'):
+# autograd on; torch's deterministic mode on as well (a kernel's fixed-order backward path, one a model trained
+# reproducibly takes); anomaly detection on (a debugging run's path; without its NaN check, which would raise on a
+# backward that rightly returns NaN for a non-finite dO). SDPA gives the same gradients in each (measured, math backend).
+GRADIENT_CONTEXTS = ("enable_grad", "deterministic", "anomaly")
+
+
+@contextlib.contextmanager
+def gradient_context(context: str):
+    if context not in GRADIENT_CONTEXTS:
+        raise ValueError(f"context must be one of {', '.join(GRADIENT_CONTEXTS)}; got {context!r}")
+    with contextlib.ExitStack() as stack:
+        if context == "deterministic":
+            stack.enter_context(_deterministic())  # (its no_grad undone just below)
+        if context == "anomaly":
+            stack.enter_context(torch.autograd.set_detect_anomaly(True, check_nan=False))
+        stack.enter_context(torch.enable_grad())
+        yield
 
 
 def subset_gradients(s: Subject, tensors, kwargs: dict, golden, plain, scales: GradientScales,
-                     sequence: str = "single", output: Golden | None = None):
+                     sequence: str = "single", output: Golden | None = None, context: str = "enable_grad",
+                     nonfinite: tuple | None = None):
     """impl called on ``tensors`` (q, k, v as leaves, some requiring grad), differentiated for those
-    alone with s.dout, in the call ``sequence`` (SEQUENCES): each gradient against its golden value by
-    the low-precision rule, one asked for and missing (None) a failure. (outcomes, details) of the
-    asked gradients, in q, k, v order. With ``output`` (its golden value) the output of this call, on
-    the grad path, is judged too: q's dtype (as on the no-grad path) and its values."""
-    out = s.impl(*tensors, **kwargs)
-    checked_output(out, s.q, s.v)
-    if output is not None and out.dtype != s.q.dtype:
-        raise BadOutput(f"with inputs requiring grad the output is {out.dtype}, not q's {s.q.dtype}")
-    wanted = [t for t in tensors if t.requires_grad]
-    if sequence == "two-layers":  # the same shape, other values (keys and queries reversed), before our backward
-        other = s.impl(*(t.detach().flip(-2).requires_grad_(t.requires_grad) for t in tensors), **kwargs)
-    if sequence == "retain-graph":
-        torch.autograd.grad(out, wanted, ref.copy(s.dout), allow_unused=True, retain_graph=True)
-    got = iter(torch.autograd.grad(out, wanted, ref.copy(s.dout), allow_unused=True))
-    if sequence == "two-layers":
-        del other  # kept alive until our backward ran, as a model's next layer is
+    alone with s.dout, in the call ``sequence`` (SEQUENCES) and the mode ``context`` (GRADIENT_CONTEXTS, forward
+    and backward inside it): each gradient against its golden value by the low-precision rule, one asked for and
+    missing (None) a failure. (outcomes, details) of the asked gradients, in q, k, v order. With ``output`` (its
+    golden value) the output of this call, on the grad path, is judged too: q's dtype (as on the no-grad path) and
+    its values. With ``nonfinite`` (the float64 gradients for s.dout, which then holds one non-finite element;
+    golden, plain and scales are the clean dO's) each gradient is judged by backward_values.placed."""
+    with gradient_context(context):
+        out = s.impl(*tensors, **kwargs)
+        checked_output(out, s.q, s.v)
+        if output is not None and out.dtype != s.q.dtype:
+            raise BadOutput(f"with inputs requiring grad the output is {out.dtype}, not q's {s.q.dtype}")
+        wanted = [t for t in tensors if t.requires_grad]
+        if sequence == "two-layers":  # the same shape, other values (keys and queries reversed), before our backward
+            other = s.impl(*(t.detach().flip(-2).requires_grad_(t.requires_grad) for t in tensors), **kwargs)
+        if sequence == "retain-graph":
+            torch.autograd.grad(out, wanted, ref.copy(s.dout), allow_unused=True, retain_graph=True)
+        grads = torch.autograd.grad(out, wanted, ref.copy(s.dout), allow_unused=True)
+        if sequence == "two-layers":
+            del other  # kept alive until our backward ran, as a model's next layer is
+        if sequence == "held":  # our gradients held (as returned, no copy) through the next layer's forward and backward
+            again = [t.detach().flip(-2).requires_grad_(t.requires_grad) for t in tensors]
+            torch.autograd.grad(s.impl(*again, **kwargs), [t for t in again if t.requires_grad], ref.copy(s.dout),
+                                allow_unused=True)
+    got = iter(grads)
     outcomes, details = [], []
     if output is not None:
         outcomes.append(against(s, out.detach(), output))
@@ -297,8 +327,16 @@ def subset_gradients(s: Subject, tensors, kwargs: dict, golden, plain, scales: G
             outcomes.append(Outcome(math.inf, 0.0))
             details.append(f"{name} missing")
             continue
-        o = measured(s, g.detach().cpu(), golden[i], tol.max_abs_error(plain[i], golden[i]), scales.sizes[i],
-                     scales.sensitivities[i])
+        error = tol.max_abs_error(plain[i], golden[i])
+        if nonfinite is not None:
+            from kernels.harness.backward_values import placed
+
+            o, said = placed(s, g.detach().cpu(), nonfinite[i], error, scales.sizes[i], scales.sensitivities[i],
+                             bool(torch.isinf(s.dout).any()))
+            outcomes.append(o)
+            details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g} ({said})")
+            continue
+        o = measured(s, g.detach().cpu(), golden[i], error, scales.sizes[i], scales.sensitivities[i])
         outcomes.append(o)
         details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
     return outcomes, details
