@@ -1470,8 +1470,15 @@ for _name, _needs, _bugs in (
                              "overflowing float16, a mask's strides ignored, a float32 mask cast to half q's dtype, "
                              "a NaN mask entry sanitised, a non-contiguous mask refused, is_causal dropped at rank 5, "
                              "query chunks past 4096 restarting causal positions or reading batch 0's K/V, "
-                             "a bfloat16 output stored through float16)"),
-    (GRADIENTS, frozenset({BACKWARD}), "gradients wrong for a drawn requires_grad subset, view, mask form or size"),
+                             "a bfloat16 output stored through float16; red team rt43h: process state changed on one "
+                             "path only (flush-to-zero on a long decode), a float32 mask promoting a half output, "
+                             "state kept by reference (an output memo, a cache keyed without strides, a cached "
+                             "inference tensor), batch chunks of 16 reading the mask from entry 0, float64 through "
+                             "float32 past 1024 keys, NaN hidden by a one-key or underflowed-block fast path)"),
+    (GRADIENTS, frozenset({BACKWARD}), "gradients wrong for a drawn requires_grad subset, view, mask form or size; "
+                                       "a backward wrong under a drawn mode (deterministic, anomaly), a non-finite "
+                                       "dO clamped or sanitised, gradients returned in buffers the next backward of "
+                                       "the shape overwrites"),
     (DROPOUT_LAW, frozenset({DROPOUT}), "dropout wrong at a drawn p (biased threshold, rescale, p < 1e-3 taken "
                                         "for 0) or shape"),
     (METAMORPHIC, frozenset(), "batch entries interfering, key order mattering, boolean and additive masks "
