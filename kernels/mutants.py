@@ -2945,3 +2945,27 @@ MUTANTS = MUTANTS + (
     Mutant(gradients_in_persistent_buffers, "gradients in per-shape buffers the next backward overwrites",
            "generated-gradients", backward=True),
 )
+
+
+_RECOMPUTE_STASH: list = []
+
+
+class _InputsStashedForRecompute(FullAttention):
+    def forward(self, ctx, q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+        _RECOMPUTE_STASH.append((q, k, v))  # the bug: a recompute stash outside ctx, never emptied
+        return super().forward(ctx, q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def inputs_stashed_for_recompute(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """Training calls (an input requiring grad) append q, k, v to a module-level recompute stash that nothing
+    empties: every step's inputs stay alive."""
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        return _InputsStashedForRecompute()(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(inputs_stashed_for_recompute, "training inputs stashed outside ctx, never freed",
+           "arguments-released-backward", backward=True),
+)

@@ -170,7 +170,7 @@ ITEMS: tuple[Item, ...] = (
          "Python's random module's untouched by a forward and backward; every argument and the output freed "
          "once the caller drops them",
          ("buffers-mutated-between-calls", "mask-mutated-between-calls", "global-state-unchanged",
-          "dropout-rng-advances", "arguments-released", "generated-agreement")),
+          "dropout-rng-advances", "arguments-released", "arguments-released-backward", "generated-agreement")),
     Item("dropout", "dropout_p: each weight kept with probability 1 - p, independently (of every other weight of "
                     "the call: no mask repeating along keys, queries, heads or batch), kept ones scaled 1/(1-p); "
                     "p = 1 gives 0, p > 1 raises, p < 0 (and NaN) raises or applies no dropout; the backward reuses the forward's mask (also with attn_mask), for every "

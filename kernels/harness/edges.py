@@ -33,8 +33,8 @@ from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import CONTRACT, Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, register
-from kernels.harness.subject import (Outcome, Subject, against, checked_output, gradients_against, measured, ratio,
-                                     subset_gradients, worst)
+from kernels.harness.subject import (BadOutput, Outcome, Subject, against, checked_output, gradients_against,
+                                     measured, ratio, subset_gradients, worst)
 
 
 def _contract(c: Case) -> bool:
@@ -299,6 +299,15 @@ def _released_call(s: Subject, mask: str | None, grad: bool, refs: dict) -> None
 
 
 def arguments_released(s: Subject) -> Outcome:
+    return _arguments_released(s, (False,))
+
+
+def arguments_released_backward(s: Subject) -> Outcome:
+    """arguments-released's calls with q, k, v requiring grad, forward and backward (an impl offering a backward)."""
+    return _arguments_released(s, (True,))
+
+
+def _arguments_released(s: Subject, grads: tuple) -> Outcome:
     """A call keeps nothing of what it was given or returned: fresh q, k, v (and a boolean and an additive
     attn_mask where the signature offers one), dropout off, under no_grad and with requires_grad (forward and
     backward); every argument and the output held only by weakref.ref once the caller drops them, and after one
@@ -312,12 +321,14 @@ def arguments_released(s: Subject) -> Outcome:
 
     masks = ("bool", "additive") if ATTN_MASK in offered(s.impl) else (None,)
     legs, notes = {}, []
-    for grad in (False, True):
+    for grad in grads:
         for mask in masks:
             leg = f"{'requires_grad, forward + backward' if grad else 'no_grad'}{f', {mask} mask' if mask else ''}"
             legs[leg] = {}
             try:
                 _released_call(s, mask, grad, legs[leg])
+            except BadOutput as exc:  # it answered, wrongly
+                return Outcome(math.inf, 0.0, f"{leg}: {exc}")
             except Exception as exc:  # a refusal is honest; what it kept is still judged
                 notes.append(f"{leg} {_refused(exc)}")
     def survivors():
@@ -1185,5 +1196,8 @@ for _inv in (
               bug_classes="state held across calls by reference: an output memo returning the cached tensor (keyed "
                           "by data_ptr and version), an unbounded cache of converted masks keyed by the mask tensor, "
                           "any argument or result kept alive after the call (memory grows with every call)"),
+    Invariant("arguments-released-backward", None, arguments_released_backward, _contract, _BWD,
+              bug_classes="a training call's inputs kept past the call and its backward (tensors stashed in a "
+                          "module-level recompute cache outside ctx.save_for_backward: memory grows every step)"),
 ):
     register(_inv)

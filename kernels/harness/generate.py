@@ -410,7 +410,8 @@ def _prior(seed: int, dtype: str, key: tuple, regime, relation: str, features: f
         return "causal and mask" if ATTN_MASK in features and CAUSAL in features else "scale"
     coins = _rng(seed, dtype, *key, "prior")
     offered = [c for c in PRIOR_CALLS if (ATTN_MASK in features or not c.endswith("mask"))
-               and (CAUSAL in features or "causal" not in c) and (DROPOUT in features or c != "dropout")]
+               and (CAUSAL in features or "causal" not in c) and (DROPOUT in features or c != "dropout")
+               and (BACKWARD in features or c != "under inference_mode")]  # (its judged call takes q requiring grad)
     coin = coins.choice(offered) if coins.random() < PRIOR_CHANCE or regime == "after-other-calls" else None
     return _cycled(tuple(offered), seed, dtype, index, "prior", coin)
 

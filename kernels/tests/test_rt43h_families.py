@@ -157,3 +157,18 @@ def test_the_underflowing_keys_weigh_nothing_in_float64():
     scores = (s.q.double() @ k.transpose(-2, -1)) / p.head_dim ** 0.5  # (B, Hq, Nq, Nk)
     weights = torch.softmax(scores, -1)
     assert float(weights[..., : p.n_k // 2].max()) == 0.0 and float(scores[..., : p.n_k // 2].max()) <= -1000
+
+
+def test_training_inputs_stashed_past_the_call_fail_only_the_backward_leg():
+    def leg(impl, invariant):
+        report = verify_attention(impl, invariants=[invariant], dtypes=[torch.float32])
+        assert report.judged
+        return report.passed
+
+    assert not leg(mutants.inputs_stashed_for_recompute, "arguments-released-backward")
+    assert leg(mutants.inputs_stashed_for_recompute, "arguments-released")
+    assert leg(full_attention, "arguments-released-backward")
+    # a forward-only run never calls with inputs requiring grad (test_harness's spy): the leg is not applicable
+    report = verify_attention(full_attention, invariants=["arguments-released-backward"], dtypes=[torch.float32],
+                              backward=False)
+    assert not report.judged

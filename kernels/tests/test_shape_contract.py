@@ -64,7 +64,8 @@ def test_the_verdict_names_wrong_answers_to_shapes_sdpa_accepts():
 
 def test_the_survivors_are_named():
     detail = arguments_released(_subject(mutants.mask_cache_unbounded)).detail
-    assert "no_grad, bool mask: attn_mask;" in detail and "additive" not in detail.split("kept alive")[1], detail
+    assert "no_grad, bool mask: attn_mask" in detail and "bool mask: attn_mask," not in detail, detail
+    assert "additive" not in detail.split("kept alive")[1], detail
     detail = arguments_released(_subject(mutants.output_memo_by_reference)).detail
     assert "no_grad, bool mask: q, k, v, attn_mask, output" in detail, detail
 
