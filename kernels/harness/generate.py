@@ -1089,6 +1089,18 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
 
         gold = ref.attention64(s.q.cpu(), s.k.cpu(), s.v.cpu(), **_kwargs(s, p, None if m is None else m.cpu()))
         o, said = nan_placement(s, out.cpu().double(), gold, clean.error, clean.sensitivity)
+        if failed(o):
+            # a row whose every score the infinite input made -inf (one key, -inf in q): SDPA math gives 0 there (its
+            # safe softmax, measured), a plain softmax 0/0 = NaN, which shows the bad input rather than hiding it;
+            # either is accepted (a problem with no mask and no causal: the only -inf scores are the input's)
+            k64 = ref.repeat_kv(s.k.cpu().double(), p.q_heads)
+            scale = 1 / math.sqrt(p.head_dim) if p.scale is None else p.scale
+            empty = torch.isneginf(scale * s.q.cpu().double() @ k64.transpose(-2, -1)).all(-1, keepdim=True)
+            if bool(empty.any()):
+                o2, said2 = nan_placement(s, out.cpu().double(), gold.masked_fill(empty, math.nan), clean.error,
+                                          clean.sensitivity)
+                if not failed(o2):
+                    o, said = o2, f"{said2} (rows of -inf scores only: NaN, as a plain softmax gives)"
         return Outcome(o.discrepancy, o.bound, f"{p.input_value} in {p.input_nan}: {said}")
     if p.mask_nonfinite and m is not None:  # NaN exactly in the rows the entry reaches, as in float64 (nan-propagation's rule)
         from kernels.harness.edges import nan_placement
@@ -1136,7 +1148,7 @@ def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
         said.append(f"dO finite (no row sees every key, scale 0 or one key: {p.dout_value} not placed)")
     try:
         outcomes, details = subset_gradients(s, tensors, _kwargs(s, p, m), gold, plain, scales, p.sequence, out_golden,
-                                             p.grad_context, nonfinite)
+                                             p.grad_context, nonfinite, bv.placed)
     finally:
         s.dout = clean_dout  # (the learned mask's gradient below: the clean dO's)
     details = said + details

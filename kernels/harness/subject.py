@@ -289,14 +289,15 @@ def gradient_context(context: str):
 
 def subset_gradients(s: Subject, tensors, kwargs: dict, golden, plain, scales: GradientScales,
                      sequence: str = "single", output: Golden | None = None, context: str = "enable_grad",
-                     nonfinite: tuple | None = None):
+                     nonfinite: tuple | None = None, placed: Callable | None = None):
     """impl called on ``tensors`` (q, k, v as leaves, some requiring grad), differentiated for those
     alone with s.dout, in the call ``sequence`` (SEQUENCES) and the mode ``context`` (GRADIENT_CONTEXTS, forward
     and backward inside it): each gradient against its golden value by the low-precision rule, one asked for and
     missing (None) a failure. (outcomes, details) of the asked gradients, in q, k, v order. With ``output`` (its
     golden value) the output of this call, on the grad path, is judged too: q's dtype (as on the no-grad path) and
     its values. With ``nonfinite`` (the float64 gradients for s.dout, which then holds one non-finite element;
-    golden, plain and scales are the clean dO's) each gradient is judged by backward_values.placed."""
+    golden, plain and scales are the clean dO's) each gradient is judged by ``placed`` (backward_values.placed, passed
+    in: subject is below the modules that judge placement)."""
     with gradient_context(context):
         out = s.impl(*tensors, **kwargs)
         checked_output(out, s.q, s.v)
@@ -329,8 +330,6 @@ def subset_gradients(s: Subject, tensors, kwargs: dict, golden, plain, scales: G
             continue
         error = tol.max_abs_error(plain[i], golden[i])
         if nonfinite is not None:
-            from kernels.harness.backward_values import placed
-
             o, said = placed(s, g.detach().cpu(), nonfinite[i], error, scales.sizes[i], scales.sensitivities[i],
                              bool(torch.isinf(s.dout).any()))
             outcomes.append(o)
