@@ -1008,11 +1008,15 @@ def _other_strides(m: torch.Tensor) -> torch.Tensor | None:
     row-major where m is that already); None where m's storage does not hold that many elements (an expanded mask)."""
     if m.dim() < 2 or m.numel() < 2:
         return None
-    strides, step = [0] * m.dim(), 1
-    for i in range(m.dim()):  # dim 0 fastest
-        strides[i], step = step, step * m.shape[i]
+    def dense(order):  # the strides of m's shape laid out with the dims of ``order`` fastest first
+        strides, step = [0] * m.dim(), 1
+        for i in order:
+            strides[i], step = step, step * m.shape[i]
+        return strides
+
+    strides = dense(range(m.dim()))  # dim 0 fastest
     if tuple(strides) == m.stride():
-        strides = list(torch.empty(0).new_empty(m.shape).stride())
+        strides = dense(reversed(range(m.dim())))  # (row-major)
     if m.untyped_storage().nbytes() < (m.storage_offset() + m.numel()) * m.element_size():
         return None
     return m.as_strided(m.shape, strides, m.storage_offset())
@@ -1027,9 +1031,11 @@ def _prior_call(s: Subject, p: Problem, called: tuple, mk: dict):
     if p.prior in ("same call, output written", "other strides", "under inference_mode"):
         kw = {**s.kwargs(), **mk}
         if p.prior == "other strides":
-            called = tuple(x if _other_strides(x) is None else _other_strides(x) for x in called)
-            if "attn_mask" in mk and _other_strides(mk["attn_mask"]) is not None:
-                kw["attn_mask"] = _other_strides(mk["attn_mask"])
+            others = [(x, _other_strides(x)) for x in called]
+            called = tuple(x if other is None else other for x, other in others)
+            other = _other_strides(mk["attn_mask"]) if "attn_mask" in mk else None
+            if other is not None:
+                kw["attn_mask"] = other
         try:
             with torch.inference_mode() if p.prior == "under inference_mode" else torch.no_grad():
                 out = s.impl(*called, **kw)
