@@ -2484,7 +2484,15 @@ def flash_attn_argument_order(q, k, v, attn_mask=None, dropout_p=0.0, scale=None
     return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
 
+def causal_unless_false_by_identity(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                    enable_gqa=False):
+    """is_causal tested as `is not False`: numpy.bool_(False), 0 and tensor(False) turn the causal mask on (SDPA
+    refuses each of them)."""
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal is not False, scale, enable_gqa)  # the bug
+
+
 MUTANTS = MUTANTS + (
+    Mutant(causal_unless_false_by_identity, "is_causal tested by identity with False", "argument-types"),
     Mutant(dropout_only_for_python_float, "dropout_p honoured only as a Python float", "generated-dropout"),
     Mutant(flash_attn_argument_order, "scale and is_causal in flash_attn_func's positional order",
            "generated-agreement"),

@@ -40,12 +40,13 @@ ITEMS: tuple[Item, ...] = (
          f"{DOC}: 'scale: Scaling factor applied prior to softmax. If None, the default value is set to 1/√E'",
          ("default-scale", "explicit-scale", "zero-scale")),
     Item("argument-types", "scale given as an int or a NumPy float is that number; is_causal that is not a Python "
-                           "bool (numpy.bool_, int, a tensor) is refused or applied as its truth value; every drawn "
+                           "bool (numpy.bool_, int, a tensor), true or false, is refused or applied as its truth value; every drawn "
                            "problem's arguments in one of the forms SDPA accepts: keywords, attn_mask, dropout_p and "
                            "is_causal by position (nn.MultiheadAttention's call), dropout_p as numpy.float32 and "
                            "scale as numpy.float64, or both as 0-d float64 tensors",
          f"{MEASURED}: scale=2 and numpy.float64(0.5) give the float's output (math and default dispatch); "
-         "numpy.bool_(True), 1 and tensor(True) for is_causal raise \"argument 'is_causal' must be bool\"; "
+         "numpy.bool_, int and tensor forms of True and of False for is_causal raise \"argument 'is_causal' must be "
+         "bool\"; "
          "dropout_p as numpy.float32, numpy.float64 or a 0-d tensor, scale as numpy.float32 or a 0-d tensor, and "
          "(q, k, v, attn_mask, dropout_p, is_causal) by position are accepted and give the keyword call's output; "
          "scale by position is refused (keyword-only)",

@@ -372,7 +372,7 @@ def mask_dtype_refused(s: Subject) -> Outcome:
 
 def argument_types(s: Subject) -> Outcome:
     """scale given as an int or a NumPy float is that number (SDPA math and default dispatch, measured: the float's
-    output); is_causal given as numpy.bool_, int or a 0-d tensor is refused (SDPA: "argument 'is_causal' must be
+    output); is_causal given as numpy.bool_, int or a 0-d tensor, true or false, is refused (SDPA: "argument 'is_causal' must be
     bool") or applied as its truth value (red team rt41h: `scale` used only when a Python float, and `is_causal is
     True`, escaped). Judged against the float64 golden value of the plain float and bool."""
     outcomes, said = [], []
@@ -380,16 +380,18 @@ def argument_types(s: Subject) -> Outcome:
         o = against(s, s.run(scale=given), s.reference(scale=value))
         outcomes.append(o)
         said.append(f"scale {_type_name(given)} {given}: {o.discrepancy:.3g}/{o.bound:.3g}")
-    causal = s.reference(is_causal=True)
-    for given in (np.bool_(True), 1, torch.tensor(True)):
+    # each form with both truth values (red team rt44h: `is_causal is not False` turned numpy.bool_(False), 0 and
+    # tensor(False) into causal attention, and the truthy forms alone could not show it)
+    golden = {True: s.reference(is_causal=True), False: s.reference()}
+    for given in (np.bool_(True), 1, torch.tensor(True), np.bool_(False), 0, torch.tensor(False)):
         try:
             out = s.run(is_causal=given)
         except Exception as exc:  # refusing is SDPA's own answer
-            said.append(f"is_causal {_type_name(given)} {_refused(exc)}")
+            said.append(f"is_causal {_type_name(given)} {bool(given)} {_refused(exc)}")
             continue
-        o = against(s, out, causal)
+        o = against(s, out, golden[bool(given)])
         outcomes.append(o)
-        said.append(f"is_causal {_type_name(given)}: {o.discrepancy:.3g}/{o.bound:.3g}")
+        said.append(f"is_causal {_type_name(given)} {bool(given)}: {o.discrepancy:.3g}/{o.bound:.3g}")
     return worst(outcomes, said)
 
 
@@ -1131,7 +1133,8 @@ for _inv in (
                           "gradients of aliased inputs overwriting instead of summing"),
     Invariant("argument-types", None, argument_types, _contract, frozenset({CAUSAL}),
               bug_classes="scale honoured only as a Python float (an int or NumPy scale taken for None); is_causal "
-                          "tested by identity (numpy.bool_(True), 1 or a tensor accepted and read as False)"),
+                          "tested by identity (numpy.bool_(True), 1 or a tensor accepted and read as False; numpy.bool_(False), 0 "
+                          "or tensor(False) read as True by `is not False`)"),
     Invariant("dropout-p-range", "dropout-kept-fraction", dropout_p_range, _contract, frozenset({DROPOUT}),
               bug_classes="dropout_p = 1 dividing by 1 - p = 0 (NaN/inf) or keeping weights; p > 1 accepted; "
                           "p < 0 or NaN accepted and applied (rescaled by 1/(1 - p))"),
