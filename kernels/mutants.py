@@ -2977,3 +2977,79 @@ MUTANTS = MUTANTS + (
     Mutant(inputs_stashed_for_recompute, "training inputs stashed outside ctx, never freed",
            "arguments-released-backward", backward=True),
 )
+
+
+# --------------------------------------------------------------------------- red team rt44h: one feature wrong on one
+# path only (a split-KV prefill, a split-K decode, a broadcast k, v), which the regimes' one-axis-at-a-time problems
+# never paired: the covering array's rows (paths.py) meet every (path, feature) pair in every run
+
+PREFILL_QUERIES, PREFILL_KEYS, PREFILL_SPLIT = 16, 8192, 4096  # the split-KV prefill path of the mutant below
+
+
+class _PrefillSplitsReadMaskFromColumnZero(FullAttention):
+    def mask_bias(self, attn_mask, like, dtype):
+        bias = super().mask_bias(attn_mask, like, dtype)
+        n_q, n_k = like.shape[-2:]
+        if bias is None or n_q < PREFILL_QUERIES or n_k <= PREFILL_KEYS or bias.shape[-1] == 1:
+            return bias
+        # the bug: each split of PREFILL_SPLIT keys reads the mask's columns from 0, not from its own first key
+        return bias[..., torch.arange(n_k, device=bias.device) % PREFILL_SPLIT]
+
+
+class _SpeculativeDecodeDropoutRestartsPerSplit(FullAttention):
+    def uniforms(self, shape, generator, device, kv_heads):
+        b, h, n_q, n_k = shape
+        if not 2 <= n_q <= 8 or n_k <= 2 * SPLIT:
+            return super().uniforms(shape, generator, device, kv_heads)
+        # the bug: a few queries' keys split like split-K decoding, each split's RNG key offset restarting at 0
+        u = super().uniforms((b, h, n_q, SPLIT), generator, device, kv_heads)
+        return u[..., torch.arange(n_k, device=device) % SPLIT]
+
+
+prefill_splits_read_mask_from_column_zero = _full_mutant(
+    _PrefillSplitsReadMaskFromColumnZero(), "prefill_splits_read_mask_from_column_zero",
+    "A split-KV prefill path (16 queries or more over more than 8192 keys) whose splits of 4096 keys each read "
+    "attn_mask's columns from 0.")
+speculative_decode_dropout_restarts_per_split = _full_mutant(
+    _SpeculativeDecodeDropoutRestartsPerSplit(), "speculative_decode_dropout_restarts_per_split",
+    "A speculative-decode path (2 to 8 queries over more than 2048 keys) restarting the dropout RNG's key offset in "
+    "each split of 1024 keys: key j keeps or drops as key j mod 1024 does.")
+
+
+DECODE_KEYS = 2 ** 14  # the split-K decode path of the mutant below: Nq ≤ 8 over this many keys or more
+
+
+def decode_float64_in_float32(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """The split-K decode path (Nq ≤ 8 over 2¹⁴ keys or more) has float32 accumulators only: float64 inputs are
+    computed in float32 there (a float64 wrapper that never reaches the decode path's dtype dispatch)."""
+    if q.dtype == torch.float64 and q.shape[-2] <= 8 and k.shape[-2] >= DECODE_KEYS:
+        mask = attn_mask if attn_mask is None or attn_mask.dtype == torch.bool else attn_mask.float()
+        return full_attention(q.float(), k.float(), v.float(), mask, dropout_p, is_causal, scale,
+                              enable_gqa).double()  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def broadcast_kv_folds_batch_into_queries(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                          enable_gqa=False):
+    """k, v of batch 1 against q's batch B (a shared prompt's cache): q's batch folded into its queries, one batch
+    entry of B·Nq queries. Right without causal; with is_causal, entry b's query i takes position b·Nq + i and sees
+    keys up to there (the fold forgets that causal positions restart per entry)."""
+    if q.dim() >= 4 and k.shape[0] == 1 < q.shape[0] and attn_mask is None:
+        b, n_q = q.shape[0], q.shape[-2]
+        folded = q.movedim(0, -3).flatten(-3, -2).unsqueeze(0)  # (1, ..., B·Nq, D)
+        out = full_attention(folded, k, v, None, dropout_p, is_causal, scale, enable_gqa)  # (1, ..., B·Nq, Dv)
+        return out.squeeze(0).unflatten(-2, (b, n_q)).movedim(-3, 0)  # (B, ..., Nq, Dv)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(prefill_splits_read_mask_from_column_zero, "split-KV prefill splits reading the mask from column 0",
+           "generated-agreement"),
+    Mutant(decode_float64_in_float32, "float64 in float32 on the split-K decode path", "generated-agreement"),
+    # (its forward is wrong; seed 0's array pairs a broadcast k, v with causal on gradient rows, which judge the
+    # output too, and on dropout and rank-5 forward rows)
+    Mutant(broadcast_kv_folds_batch_into_queries, "broadcast k, v: q's batch folded into causal positions",
+           "generated-gradients", backward=True),
+    Mutant(speculative_decode_dropout_restarts_per_split, "speculative-decode dropout offset restarting per split",
+           "generated-dropout"),
+)

@@ -291,6 +291,57 @@ def _lag_outcomes(parts, more_tests: int = 0) -> Outcome:
     return worst(outcomes, details)
 
 
+# Drawn dropout problems' keep masks along the keys and the queries (axis_periods): at lag L the statistic is
+# S_L = Σ x_s x_{s+L} over the pairs both counted, x = keep - (1 - p), mean 0 and variance exactly
+# n_L·(p(1 - p))² for independent draws (n_L: the counted pairs, from the same FFT of the 0/1 counted indicator, so a
+# causal or masked pattern of counted entries is accounted for). Its normal approximation holds at the Bonferroni
+# tail (z ≈ 6-7) where one Edgeworth term moves the tail by less than a factor 2: a product term's skewness is
+# γ = (1 - 2p)²/(p(1 - p)), the sum's γ/√n_L, and γ·(z³ - 3z)/(6√n_L) < 1 at z = 6.5 needs n_L ≥ AXIS_PAIRS_PER_SKEW·γ²
+# (so every lag at p = 1/2; 2400 pairs at p = 1/4; none at p < 1e-3, where coinciding drops are rare events).
+AXIS_PAIRS_PER_SKEW = 1700
+
+
+def _counted_lag_z(x: torch.Tensor, counted: torch.Tensor, p: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(lags, z) of S_L for every lag L ≥ 1 with enough counted pairs (comment above); x, counted (n, columns)."""
+    n = x.shape[0]
+    size = 1 << (2 * n - 1).bit_length()
+
+    def lagged(t):  # Σ_c Σ_s t_{s,c} t_{s+L,c} for L = 1 .. n - 1
+        f = torch.fft.rfft(t, size, dim=0)
+        return torch.fft.irfft(f.conj() * f, size, dim=0).sum(-1)[1:n]
+
+    sums, pairs = lagged(x), lagged(counted.double()).round()
+    skew = (1 - 2 * p) ** 2 / (p * (1 - p))
+    enough = pairs >= max(SLICE_MIN_PAIRS, AXIS_PAIRS_PER_SKEW * skew ** 2)
+    return torch.arange(1, n)[enough], sums[enough] / (pairs[enough].sqrt() * p * (1 - p))
+
+
+def axis_periods(w: torch.Tensor, counted: torch.Tensor, p: float) -> Outcome | None:
+    """A drawn dropout problem's keep masks uncorrelated at every lag along the keys and along the queries (W = P∘M/(1-p)
+    of V = I, (B, Hq, Nq, Nk), ``counted``: the entries whose P the law counts; the other axes' entries are the
+    columns of each lag's sum). Red team rt44h: a split-K decode or split-KV prefill restarting the dropout offset in
+    each split repeats a mask along the keys that no slice-pair test sees. z-tests at α / (every lag tested, both
+    axes; comment above AXIS_PAIRS_PER_SKEW); None where no lag has enough counted pairs."""
+    if not 0 < p < 1:
+        return None
+    x = torch.where(counted, (w != 0).double() - (1 - p), 0.0)  # (B, Hq, Nq, Nk)
+    parts = []
+    for name, dim in (("keys", 3), ("queries", 2)):
+        along = lambda t: t.movedim(dim, 0).reshape(t.shape[dim], -1)  # noqa: E731  (n, the other entries)
+        lags, z = _counted_lag_z(along(x), along(counted), p)
+        if len(z):
+            parts.append((name, lags, z))
+    if not parts:
+        return None
+    threshold = drop._z(drop.ALPHA / sum(len(z) for _, _, z in parts))
+    outcomes, details = [], []
+    for name, lags, z in parts:
+        at = int(z.abs().argmax())
+        outcomes.append(Outcome(float(z.abs()[at]), threshold))
+        details.append(f"{name}: {len(z)} lags, worst lag {int(lags[at])}, z = {float(z[at]):+.2f}")
+    return worst(outcomes, details)
+
+
 def _long_decode_periods(s: Subject) -> Outcome:
     decode = _keep_mask(s, 1, PERIOD_LONG_DECODE_KEYS, 33).T  # (Nk, 1)
     n_lags = PERIOD_LONG_DECODE_KEYS - SLICE_MIN_PAIRS

@@ -23,8 +23,9 @@ weights that "nothing dropped" is rejected (tiny-dropout), rank-5 inputs with is
 gradients past 16384 queries (long-queries-backward), rank-5 inputs with a rank-5 mask of batch B ≥ 2
 (rank-mask), an additive mask expanded along the keys (mask-expanded); in
 float32 and bfloat16 the magnitude regime scales v so the output passes float16's 65504), then draws them at
-random among the rest. A run judges a count of problems (the regimes and
-DEFAULT_DRAWN more per dtype), not a time. Each problem is judged by one of four relations,
+random among the rest. After each dtype's regimes come its rows of the covering array (paths.py: every pair of a
+path's size class and a feature, or of two features, in every run). A run judges a count of problems (the regimes,
+the covering rows and DEFAULT_DRAWN more per dtype), not a time. Each problem is judged by one of four relations,
 in turn:
 
 * generated-agreement: the forward against float64 (tolerance.py's rule, the plain same-precision
@@ -75,8 +76,8 @@ RELATIONS = (AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC)
 # Per dtype: the regimes (drawn first) and then DRAWN_PROBLEMS more, rotating through the relations.
 DEFAULT_DRAWN = 64  # 16 per relation (the 6 s budget this replaced drew 62 on an idle machine)
 THOROUGH_DRAWN = 1600
-# A safety cap on the wall-clock (per run, all dtypes together), reported when hit (the report's notes):
-# a slow impl still ends. The default run's problems take about 6 CPU-s on SDPA math.
+# A safety cap (per run, all dtypes together) in CPU seconds, or three times as many wall seconds, reported when hit
+# (the report's notes): a slow impl still ends. The default run's drawn problems take about 10 CPU-s on SDPA math.
 DEFAULT_SECONDS = 60.0
 THOROUGH_SECONDS = 600.0
 SHRINK_SECONDS = 10.0  # per run, all failures together: an impl failing everything still ends in seconds
@@ -324,6 +325,7 @@ class Problem:
     underflow: bool = False  # the first half of the keys' scores far below the rest (see _underflowing_keys)
     grad_context: str = "enable_grad"  # the mode forward and backward run in (subject.GRADIENT_CONTEXTS; gradients)
     dout_value: str | None = None  # one element of dO made this (reference.NONFINITE; backward_values; gradients)
+    path: str | None = None  # the size class of a covering-array problem (paths.PATHS)
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -367,6 +369,8 @@ class Problem:
             parts.append(f"{self.dout_value} in dO")
         if self.arguments != "keywords":
             parts.append(f"arguments as {self.arguments}")
+        if self.path:
+            parts.append(f"(covering row: {self.path} path, {self.dtype})")
         return f"generated: {' '.join(parts)} seed={self.seed}"
 
     @property
@@ -1070,7 +1074,8 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
     clean = None
     if p.input_nan:  # the clean problem's golden values set the bound; one element of the input made NaN
         clean = s.reference(attn_mask=m)
-        x = getattr(s, p.input_nan).clone()
+        clean_input = getattr(s, p.input_nan)
+        x = clean_input.clone()
         where = _rng(p.seed, "input nan")
         at = [where.randrange(n) for n in x.shape]
         if p.underflow and p.input_nan in ("k", "v"):
@@ -1096,12 +1101,16 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
         gold = ref.attention64(s.q.cpu(), s.k.cpu(), s.v.cpu(), **_kwargs(s, p, None if m is None else m.cpu()))
         o, said = nan_placement(s, out.cpu().double(), gold, clean.error, clean.sensitivity)
         if failed(o):
-            # a row whose every score the infinite input made -inf (one key, -inf in q): SDPA math gives 0 there (its
-            # safe softmax, measured), a plain softmax 0/0 = NaN, which shows the bad input rather than hiding it;
-            # either is accepted (a problem with no mask and no causal: the only -inf scores are the input's)
-            k64 = ref.repeat_kv(s.k.cpu().double(), p.q_heads)
-            scale = 1 / math.sqrt(p.head_dim) if p.scale is None else p.scale
-            empty = torch.isneginf(scale * s.q.cpu().double() @ k64.transpose(-2, -1)).all(-1, keepdim=True)
+            # a row whose every score is -inf, one at least made so by the infinite input (one key, -inf in q; or the
+            # keys causal leaves it): SDPA math gives 0 there without causal (its safe softmax, measured) and NaN
+            # with it, a plain softmax 0/0 = NaN, which shows the bad input rather than hiding it; either is accepted
+            kw = _kwargs(s, p, None if m is None else ref._float64_mask(m.cpu()))
+
+            def empty_rows(q, k):  # (B, Hq, Nq, 1)
+                return torch.isneginf(ref.scores(q.cpu().double(), k.cpu().double(), **kw)).all(-1, keepdim=True)
+
+            unpoisoned = {"q": s.q, "k": s.k, p.input_nan: clean_input}
+            empty = empty_rows(s.q, s.k) & ~empty_rows(unpoisoned["q"], unpoisoned["k"])
             if bool(empty.any()):
                 o2, said2 = nan_placement(s, out.cpu().double(), gold.masked_fill(empty, math.nan), clean.error,
                                           clean.sensitivity)
@@ -1187,6 +1196,7 @@ def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
     gradients needed autograd on and the problem drew another mode (no_grad, inference_mode), the same seeded
     call again in that mode, its W by the law too."""
     from kernels.harness import dropout as drop
+    from kernels.harness.dropout_lags import axis_periods
 
     v1 = drop.one_hot_values(s)
     tensors = [ref.copy(x).requires_grad_(n in p.grads) for x, n in zip((s.q, s.k, v1), "qkv")]
@@ -1214,8 +1224,11 @@ def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
         w64 = w.detach().cpu().double()
         law = drop._mask_law(s, w64, attn_mask=m, p=p.dropout_p, with_bias=False)
         # (red team rt40h: one mask shared by a broadcast k's batch entries, or by a mask's broadcast heads)
-        shared = drop.slices_independent(w64, drop._probabilities(s, attn_mask=m) > drop.P_FLOOR, p.dropout_p)
+        counted = drop._probabilities(s, attn_mask=m) > drop.P_FLOOR
+        shared = drop.slices_independent(w64, counted, p.dropout_p)
         law = law if shared is None else worst([law, shared], [law.detail, f"slices: {shared.detail}"])
+        periods = axis_periods(w64, counted, p.dropout_p)
+        law = law if periods is None else worst([law, periods], [law.detail, f"periods: {periods.detail}"])
         if w.requires_grad:
             other = None
             if p.sequence == "two-layers":  # a dropout call of the same shape (other values) before our backward
@@ -1426,7 +1439,7 @@ def reproduction(impl, problem: Problem) -> str:
 def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: frozenset, *,
                      value_dim: bool = True, only=None, problems: int | None = None,
                      shrink_seconds: float = SHRINK_SECONDS, regimes: tuple[str, ...] = REGIMES,
-                     notes: list | None = None, drawn: int | None = None):
+                     notes: list | None = None, drawn: int | None = None, covering: int = 1):
     """Yield (problem as drawn, outcome, refusal, repro or None) for ``problems`` problems of the chosen
     relations per dtype (the regimes among them, drawn first), or for those of the chosen relations
     among the first ``drawn`` problems per dtype (what a run of every relation judges), stopping early
@@ -1434,46 +1447,66 @@ def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: 
     ``notes`` and never stops the regimes (each dtype's first len(regimes) draws). Without either, problems are drawn until ``seconds`` pass, and the regimes and one problem of each
     relation per dtype are judged however slow the machine. A failure carries its reproduction;
     it is shrunk first while the run's ``shrink_seconds`` (all failures together) last, and says so
-    when they are spent."""
+    when they are spent. ``covering``: each dtype's pass judges its rows of that many covering arrays (paths.py) after
+    its regimes, whatever the cap, and not counted among ``problems`` (0: none)."""
     relations = [rel for rel in RELATIONS if only is None or rel in only]
     if not relations or (seconds <= 0 and not problems and not drawn):
         return
     shrink_left = shrink_seconds
+
+    def judged_one(problem):
+        nonlocal shrink_left
+        outcome, refused = check_problem(impl, problem, device)
+        repro = None
+        if refused is None and failed(outcome):
+            if shrink_left > 0:
+                started = time.perf_counter()
+                small, small_outcome = shrink(impl, problem, device, shrink_left)
+                shrink_left -= time.perf_counter() - started
+                # (the check stays the drawn problem: the report's "only with ..." conditions compare drawn
+                # failures with drawn passes; a shrunk one beside them named its shrinking's artefacts, red team
+                # rt43h: "only with D ≤ 1, one query" for a bug of p's type)
+                repro = (f"shrunk from {problem.describe()} to {small.describe()} "
+                         f"({small_outcome.discrepancy:.3g}/{small_outcome.bound:.3g}); reproduce with:\n"
+                         + reproduction(impl, small))
+            else:
+                repro = (f"not shrunk (the run's {shrink_seconds:g} s for shrinking are spent); "
+                         f"reproduce with:\n" + reproduction(impl, problem))
+        return problem, outcome, refused, repro
+
+    names = tuple(str(d).removeprefix("torch.") for d in dtypes)
     floor = len(regimes) + len(RELATIONS)
-    for dtype in dtypes:
-        name = str(dtype).removeprefix("torch.")
-        deadline = time.perf_counter() + seconds / len(dtypes) if seconds > 0 else math.inf
+    for dtype, name in zip(dtypes, names):
+        budget = seconds / len(dtypes) if seconds > 0 else math.inf
+        wall, cpu = time.perf_counter(), time.process_time()
+
+        def within() -> bool:
+            # CPU seconds, which another process's load hardly moves (red team rt44h: the wall-clock cap cut 19 of
+            # 107 float16 problems in every run at load 3.5), or three times the budget in wall seconds (a device's
+            # time is no CPU time of ours)
+            return time.process_time() - cpu < budget and time.perf_counter() - wall < 3 * budget
+
         index = judged = 0
         # the regimes (the first len(regimes) draws) are judged whatever the cap: what a run covers for certain must
         # not depend on the machine's load (red team rt39h: 21-33 of 92 problems judged at load, fewer than the regimes)
         while (((judged < problems if problems else index < drawn)
-                and (time.perf_counter() < deadline or index < len(regimes)))
-               if problems or drawn else (time.perf_counter() < deadline or index < floor)):
+                and (within() or index < len(regimes)))
+               if problems or drawn else (within() or index < floor)):
+            if index == len(regimes) and covering:  # after the regimes, the covering array's rows (paths.py), whatever
+                from kernels.harness import paths  # the cap too  (a lazy import: paths builds on this module)
+
+                for problem in paths.problems(seed, name, names, features, value_dim, covering):
+                    if problem.relation in relations:
+                        yield judged_one(problem)
             problem = draw(seed, index, name, features, value_dim=value_dim, regimes=regimes)
             index += 1
             if problem.relation not in relations:
                 continue
             judged += 1
-            outcome, refused = check_problem(impl, problem, device)
-            repro = None
-            if refused is None and failed(outcome):
-                if shrink_left > 0:
-                    started = time.perf_counter()
-                    small, small_outcome = shrink(impl, problem, device, shrink_left)
-                    shrink_left -= time.perf_counter() - started
-                    # (the check stays the drawn problem: the report's "only with ..." conditions compare drawn
-                    # failures with drawn passes; a shrunk one beside them named its shrinking's artefacts, red team
-                    # rt43h: "only with D ≤ 1, one query" for a bug of p's type)
-                    repro = (f"shrunk from {problem.describe()} to {small.describe()} "
-                             f"({small_outcome.discrepancy:.3g}/{small_outcome.bound:.3g}); reproduce with:\n"
-                             + reproduction(impl, small))
-                else:
-                    repro = (f"not shrunk (the run's {shrink_seconds:g} s for shrinking are spent); "
-                             f"reproduce with:\n" + reproduction(impl, problem))
-            yield problem, outcome, refused, repro
+            yield judged_one(problem)
         if (judged < problems if problems else drawn and index < drawn) and notes is not None:
             done, planned = (judged, problems) if problems else (index, drawn)
-            notes.append(f"generated problems ({name}): the safety cap of {seconds / len(dtypes):.3g} s was hit "
+            notes.append(f"generated problems ({name}): the safety cap of {seconds / len(dtypes):.3g} CPU-s was hit "
                          f"after {done} of {planned} problems; the rest were not judged")
 
 
@@ -1493,13 +1526,17 @@ for _name, _needs, _bugs in (
                              "path only (flush-to-zero on a long decode), a float32 mask promoting a half output, "
                              "state kept by reference (an output memo, a cache keyed without strides, a cached "
                              "inference tensor), batch chunks of 16 reading the mask from entry 0, float64 through "
-                             "float32 past 1024 keys, NaN hidden by a one-key or underflowed-block fast path)"),
+                             "float32 past 1024 keys, NaN hidden by a one-key or underflowed-block fast path; red "
+                             "team rt44h, through the covering array's rows: a feature wrong on one path only, "
+                             "split-KV prefill splits reading the mask from column 0, float64 in float32 on the "
+                             "split-K decode path, a broadcast k, v folding q's batch into causal positions)"),
     (GRADIENTS, frozenset({BACKWARD}), "gradients wrong for a drawn requires_grad subset, view, mask form or size; "
                                        "a backward wrong under a drawn mode (deterministic, anomaly), a non-finite "
                                        "dO clamped or sanitised, gradients returned in buffers the next backward of "
                                        "the shape overwrites"),
     (DROPOUT_LAW, frozenset({DROPOUT}), "dropout wrong at a drawn p (biased threshold, rescale, p < 1e-3 taken "
-                                        "for 0) or shape"),
+                                        "for 0) or shape; a keep mask repeating along the keys or the queries on one "
+                                        "path (a speculative decode restarting its offset per split of 1024 keys)"),
     (METAMORPHIC, frozenset(), "batch entries interfering, key order mattering, boolean and additive masks "
                                "disagreeing"),
 ):

@@ -255,7 +255,24 @@ def case_shape(description: str) -> dict | None:
     b, hq, hkv, nq, nk, d, dv = (int(x) if x else None for x in m.groups()[:7])
     rest = m.group(9)
     return dict(B=b, Hq=hq, Hkv=hkv, Nq=nq, Nk=nk, D=d, Dv=d if dv is None else dv, causal=m.group(8) == "causal",
-                scaled="scale=" in rest, kind=next((k for k in _KINDS if k in rest), "random"))
+                scaled="scale=" in rest, kind=next((k for k in _KINDS if k in rest), "random"),
+                features=frozenset(phrase.format(x).replace("a additive", "an additive")
+                                   for phrase, pattern in _FEATURES for x in pattern.findall(rest)))
+
+
+# The features a drawn problem's description names beside its sizes (generate.Problem.describe), each a condition the
+# root causes may name (red team rt44h: six failures of one (Nk,) mask form were blamed on "D > 128" and "a partial
+# last key block", the mask never named)
+_FEATURES = (("a {}", re.compile(r"((?:bool|additive) mask \([^)]*\))")),
+             ("a {} mask", re.compile(r"(?:bool|additive) mask (\([^)]*\))")),
+             ("the {}", re.compile(r"\(covering row: (\S+ path)")),
+             ("{}", re.compile(r"\b(rank-\d inputs)")),
+             ("{} inputs", re.compile(r"^\s*(transposed|permuted|offset|slice)\b")),  # (the layout: the first word)
+             ("{}", re.compile(r"(k, v of batch 1 broadcast)")),
+             ("{}", re.compile(r"((?:NaN|[+-]inf) in [qkv])")),
+             ("a {} call first", re.compile(r"after a (.*?) call")),
+             ("arguments as {}", re.compile(r"arguments as (numpy scalars|tensor scalars|positional)")),
+             ("{}", re.compile(r"\b(dropout) \d")))
 
 
 def case_size(check: Check) -> float:
@@ -293,6 +310,8 @@ def _predicates(checks: list[Check], across_invariants: bool):
     def flag(phrase, test, kind=0):
         preds.append((phrase, lambda c: shapes[c.case] is not None and test(shapes[c.case]), kind))
 
+    for feature in sorted(set().union(*(sh["features"] for sh in known))):
+        flag(f"only with {feature}", lambda sh, f=feature: f in sh["features"])
     flag("only with is_causal", lambda sh: sh["causal"])
     flag("only without is_causal", lambda sh: not sh["causal"])
     flag("only with GQA or MQA (Hq ≠ Hkv)", lambda sh: sh["Hq"] != sh["Hkv"])

@@ -4,8 +4,8 @@ NAME is a design of kernels.harness.peers (default: sdpa-math, the plain PyTorch
 issue's 60 s budget is stated for) or MOD:FN. One default ``verify_attention`` run each, with its
 options as the survey uses them; printed: wall-clock and CPU seconds (the machine is shared: CPU
 seconds move less with load, and the load average is printed beside them), then CPU seconds by part:
-the fixed cases per invariant, per case and per (invariant, case), the drawn problems per relation and the regimes (each
-dtype's first len(generate.REGIMES) problems) apart from the rest. Each check's CPU seconds are
+the fixed cases per invariant, per case and per (invariant, case), the drawn problems per relation, with the regimes (each
+dtype's first len(generate.REGIMES) problems) and the covering array's rows (paths.py) apart from the rest. Each check's CPU seconds are
 ``Check.seconds``; the first check of a case pays for the golden values its later checks share.
 """
 from __future__ import annotations
@@ -34,7 +34,9 @@ def split(report) -> dict[str, Counter]:
     parts = {"invariant": Counter(), "case": Counter(), "pair": Counter(), "generated": Counter()}
     drawn_so_far = Counter()
     for c in report.checks:
-        if c.invariant in gen.RELATIONS and c.case_name.startswith("generated-"):
+        if c.invariant in gen.RELATIONS and "(covering row:" in c.case:
+            parts["generated"]["covering rows (paths.py)"] += c.seconds
+        elif c.invariant in gen.RELATIONS and c.case_name.startswith("generated-"):
             drawn_so_far[c.dtype] += 1
             regime = drawn_so_far[c.dtype] <= len(gen.REGIMES)
             parts["generated"]["regimes (first draws)" if regime else c.invariant] += c.seconds

@@ -9,6 +9,7 @@ import torch
 
 from kernels.harness import edges
 from kernels.harness import generate as gen
+from kernels.harness import paths
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import Case, narrowed, standard_cases
 from kernels.harness.features import check_signature, offered
@@ -109,7 +110,8 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     Beside the fixed cases (and the contract's, ``cases.CONTRACT_CASES``), ``generate_problems``
     problems drawn from the whole input space are judged per dtype (``generate.py``; with ``invariants``
     naming some generated relations, those of the same problems): by default the
-    regimes and generate.DEFAULT_DRAWN more (THOROUGH_DRAWN with ``thorough``), whatever the
+    regimes, the rows of a pairwise covering array over paths and features (``paths.py``; THOROUGH_ARRAYS arrays
+    with ``thorough``) and generate.DEFAULT_DRAWN more (THOROUGH_DRAWN with ``thorough``), whatever the
     machine's speed, with ``generate_seconds`` (default generate.DEFAULT_SECONDS or THOROUGH_SECONDS)
     only a safety cap, told in the report's notes when hit. ``generate_seconds`` given alone is a time
     budget instead (0: no drawn problems); with ``cases`` given none are drawn unless asked for (the
@@ -149,7 +151,8 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
         clock = time.process_time()
         for problem, outcome, refused, repro in gen.generated_checks(
                 impl, dtypes, device, seed, generate_seconds, features, value_dim=value_dim, only=only,
-                drawn=generate_problems, regimes=regimes, notes=report.notes):
+                drawn=generate_problems, regimes=regimes, notes=report.notes,
+                covering=paths.THOROUGH_ARRAYS if thorough else 1):
             spent = time.process_time() - clock  # drawing, judging and shrinking the problem
             detail = outcome.detail if repro is None else f"{outcome.detail}\n{repro}"
             report.checks.append(Check(invariant=problem.relation, claim_id=None, case=problem.describe(),

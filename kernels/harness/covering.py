@@ -1,0 +1,80 @@
+"""Pairwise (strength-2) covering arrays: rows of factor values in which every allowed pair of values of two
+factors appears in some row.
+
+Why: a kernel's dispatcher picks a code path from a region of sizes (one query over 2¹⁴ keys, 16 queries over
+8192, 33 batch entries), and each path has its own copy of every feature (mask, causal, GQA, dropout, dtype,
+NaN handling, gradients). Drawing each feature at random beside each size leaves most (path, feature) pairs out of
+a run of a few dozen problems, and regimes that move one axis past a threshold pin the others (red team rt44h: 13
+of 31 escapes were a feature wrong on one path only). A covering array meets every pair in a few dozen rows.
+
+The construction is the greedy one of AETG (Cohen et al., IEEE TSE 1997): each row starts from an uncovered pair
+and fixes the other factors one at a time, in a random order, to the value covering most uncovered pairs; of a
+few such candidates the row covering most is kept. No library for it is installed here (allpairspy and pypict
+are not in the package index of these machines), and the constraints below need only a few lines.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Callable, Mapping
+
+Row = dict
+
+
+def allowed_pairs(factors: Mapping[str, tuple], allowed: Callable[[Row], bool]) -> set:
+    """Every pair ((factor a, value), (factor b, value)), a before b in ``factors``' order, that some whole row
+    ``allowed`` accepts holds (a constraint reads only the factors a partial row has)."""
+    names = list(factors)
+    return {((a, x), (b, y)) for i, a in enumerate(names) for b in names[i + 1:]
+            for x in factors[a] for y in factors[b] if allowed({a: x, b: y}) and _completable({a: x, b: y}, factors, allowed)}
+
+
+def _pairs_of(row: Row, names: list) -> set:
+    present = [n for n in names if n in row]
+    return {((a, row[a]), (b, row[b])) for i, a in enumerate(present) for b in present[i + 1:]}
+
+
+def _completable(row: Row, factors: Mapping[str, tuple], allowed: Callable[[Row], bool]) -> bool:
+    """Whether some whole row extends ``row`` (depth-first; the constraints are loose, so the first branches end)."""
+    rest = [n for n in factors if n not in row]
+    if not rest:
+        return True
+    return any(allowed(trial := {**row, rest[0]: value}) and _completable(trial, factors, allowed)
+               for value in factors[rest[0]])
+
+
+def covering_array(factors: Mapping[str, tuple], allowed: Callable[[Row], bool], rng: random.Random,
+                   candidates: int = 8) -> list[Row]:
+    """Rows (factor -> value), each accepted whole by ``allowed``, covering every pair some such row holds. Each
+    value is fixed only where the row can still be completed, so every started row ends whole."""
+    if not factors:
+        raise ValueError("factors must name at least one factor")
+    empty = [name for name, values in factors.items() if not values]
+    if empty:
+        raise ValueError(f"factors: {', '.join(empty)} has no values")
+    names = list(factors)
+    uncovered = allowed_pairs(factors, allowed)
+    rows: list[Row] = []
+    while uncovered:
+        best, gain = None, set()
+        for _ in range(candidates):
+            (a, x), (b, y) = rng.choice(sorted(uncovered))
+            row = {a: x, b: y}
+            for name in rng.sample([n for n in names if n not in row], len(names) - len(row)):
+                scored = [(len(_pairs_of(trial, names) & uncovered), rng.random(), value)
+                          for value in factors[name]
+                          if allowed(trial := {**row, name: value}) and _completable(trial, factors, allowed)]
+                row[name] = max(scored)[2]
+            covered = _pairs_of(row, names) & uncovered
+            if len(covered) > len(gain):
+                best, gain = row, covered
+        rows.append(best)
+        uncovered -= gain
+    return rows
+
+
+def uncovered_pairs(rows: list[Row], factors: Mapping[str, tuple], allowed: Callable[[Row], bool]) -> set:
+    """The allowed pairs no row holds (for tests and reports)."""
+    names = list(factors)
+    held = set(itertools.chain.from_iterable(_pairs_of(r, names) for r in rows))
+    return allowed_pairs(factors, allowed) - held

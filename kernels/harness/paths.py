@@ -1,0 +1,192 @@
+"""Every (path, feature) pair in every run: problems from a pairwise covering array (covering.py) over the size
+classes a kernel's dispatcher tells apart and the features each path must carry.
+
+A FlashAttention-style kernel chooses a code path from a region of sizes: a split-K decode for one query over
+many keys, a speculative decode for a few, a split-KV prefill for a chunk of queries over more than 8192 keys,
+query chunks past 1024, batch chunks past 32. Each path has its own copy of the mask reading, the causal offset,
+the GQA head map, the dropout RNG, the accumulator dtype, the NaN handling and the backward. Red team rt44h's
+largest family (13 of 31 escapes) was one feature wrong on one path: the regimes move one axis past a threshold
+with the other features pinned, and random draws leave most pairs out of a default run. Here the factors are the
+path (PATHS) and the features (FEATURE_LEVELS); the rows cover every allowed pair of values of two factors (path ×
+mask form, path × dtype, mask × dtype, causal × kv broadcast, NaN × path, dropout × path, ...); ``problems`` turns
+each row into a generate.Problem judged by its relation (forward against float64, the gradients of the inputs
+requiring grad and the output, the dropout law with V = I), in the row's dtype. float64 rows run in the first dtype's
+pass, as do the rows of a dtype the run lacks (in the first dtype).
+
+Sizes are drawn inside each path's ranges per run seed, with D ≤ 16 past the small path, so a long problem costs
+O(B·Hq·Nq·Nk·D) with B·Hq·Nq·Nk ≤ 3.3e6: the whole array is ~40 problems a run, ~5 CPU-s (timing.py).
+"""
+from __future__ import annotations
+
+import functools
+import zlib
+
+from kernels.harness import reference as ref
+from kernels.harness.covering import covering_array
+from kernels.harness.generate import AGREEMENT, DROPOUT_LAW, GRAD_SUBSETS, GRADIENTS, HEAD_DIMS, Problem, _rng
+from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
+
+# name: ((B least, most), (Nq least, most), (Nk least, most), largest D), each range inclusive. The lengths sit past
+# the thresholds of the paths rt44h's kernels took: one query or 2-8 over 2¹⁴ keys (split-K decode), 16-40 queries
+# over 8192 (split-KV prefill), 1025-2100 queries (chunks of 1024, and the backward's), 33-40 entries (batch chunks of
+# 32), and one query past 2¹⁷ keys (256-way splits of 512).
+PATHS = {
+    "small": ((1, 3), (1, 64), (1, 64), 64),
+    "decode": ((1, 4), (1, 1), (2 ** 14 + 1, 2 ** 15), 16),
+    "spec-decode": ((1, 2), (2, 8), (2 ** 14 + 1, 2 ** 15), 16),
+    "prefill": ((1, 1), (16, 20), (2 ** 13 + 1, 12000), 16),
+    "long-queries": ((1, 1), (1025, 2100), (17, 200), 16),
+    "many-batch": ((33, 40), (1, 8), (2, 48), 16),
+    "longest-decode": ((1, 1), (1, 1), (2 ** 17 + 1, 2 ** 17 + 2 ** 15), 8),
+}
+# A dropout problem takes V = I (Dv = Nk): the harness's own work (v drawn, one-hot values, the law's float64
+# sensitivities) is O(B·Hkv·Nk²) and the impl's O(B·Hq·Nq·Nk²) (measured: 5.8 s for B·Hq = 8 slices over 3461 keys in
+# float64). Its keys stay past 2048 on the decode paths (a split of 1024 or 2048) but short of their plain lengths,
+# within DROPOUT_COST; the prefill's 16 queries over 8192 keys cost 1e9 a slice and are left out (allowed()).
+DROPOUT_KEYS = {"decode": (2049, 2600), "spec-decode": (2049, 2600)}
+DROPOUT_COST = 2 ** 25  # B·Hq·Nq·Nk² of a dropout problem
+# B·Hq·Nq·Nk of a forward problem and of a gradient one (the float64 golden values, their sensitivities and, for the
+# gradients, float64 autograd over every requires_grad subset cost O(that · D) several times over: measured at load 1,
+# ~0.1 s a forward problem of 2¹⁸ scores; the gradients' ten times that)
+SCORES = {AGREEMENT: 2 ** 18, GRADIENTS: 2 ** 16}
+MASKS = {  # level: (form, kind) of generate.MASK_FORMS
+    "bool key padding": ("(B, 1, 1, Nk)", "bool"),
+    "additive (Nq, Nk)": ("(Nq, Nk)", "additive"),
+    "bool (B, Hq, Nq, Nk)": ("(B, Hq, Nq, Nk)", "bool"),
+    "additive key bias": ("(1, 1, 1, Nk)", "additive"),
+}
+HEAD_LEVELS = {"1/1": (1, 1), "2/2": (2, 2), "4/2": (4, 2), "4/1": (4, 1)}
+RELATIONS = {"forward": AGREEMENT, "gradients": GRADIENTS, "dropout": DROPOUT_LAW}
+EXPLICIT_SCALES = (0.3, 2.0, -0.5)
+FEATURE_LEVELS = {
+    "mask": ("none",) + tuple(MASKS),
+    "mask dtype": ("q's", "float32"),  # a float32 additive mask beside half q (shifted by generate.MASK_SHIFT)
+    "causal": (False, True),
+    "heads": tuple(HEAD_LEVELS),
+    "kv batch": ("own", "broadcast"),  # k, v of batch 1 broadcast over q's
+    # one element of q, k or v (k or v only where no key is hidden); "v underflowed": where the weights are 0
+    "nonfinite": ("none", "one input", "v underflowed"),
+    "relation": tuple(RELATIONS),
+    "rank": (4, 3, 5),
+    "layout": ("contiguous", "transposed", "slice"),
+    "scale": ("default", "explicit"),
+}
+HALF = ("float16", "bfloat16")
+# every run's array has every dtype as a level, whatever dtypes the run asks for, so a run of one dtype judges the
+# same rows (and pairs) as the default run: a row of a dtype the run lacks runs in the run's first dtype
+DTYPES = ("float32", "float16", "bfloat16", "float64")
+THOROUGH_ARRAYS = 8
+
+
+def factors(features: frozenset) -> dict[str, tuple]:
+    """The covering array's factors for an impl with ``features``: levels an impl lacks the feature for are left out
+    (as the fixed cases switch them off)."""
+    levels = dict(FEATURE_LEVELS)
+    if ATTN_MASK not in features:
+        levels["mask"], levels["mask dtype"] = ("none",), ("q's",)
+    if CAUSAL not in features:
+        levels["causal"] = (False,)
+    if GQA not in features:
+        levels["heads"] = ("1/1", "2/2")
+    levels["relation"] = tuple(r for r in RELATIONS if (r != "dropout" or DROPOUT in features)
+                               and (r != "gradients" or BACKWARD in features))
+    return {"path": tuple(PATHS), "dtype": DTYPES, **levels}
+
+
+def allowed(row: dict) -> bool:
+    """The constraints, each on two factors: what SDPA refuses, what a relation cannot judge, what costs too much."""
+    def has(a, b):
+        return a in row and b in row
+
+    relation, nonfinite, mask = row.get("relation"), row.get("nonfinite"), row.get("mask")
+    rules = (
+        has("mask", "causal") and mask != "none" and row["causal"],  # SDPA refuses attn_mask with is_causal
+        # a NaN key a mask or causal hides: SDPA math's output is NaN there (it adds the mask to the NaN score), the
+        # masked-out float64 golden value's not; either is defensible, so there only a NaN in q (problem() picks it)
+        has("nonfinite", "mask") and nonfinite == "v underflowed" and mask != "none",
+        has("nonfinite", "causal") and nonfinite == "v underflowed" and row["causal"],
+        has("nonfinite", "relation") and nonfinite != "none" and relation != "forward",
+        has("nonfinite", "kv batch") and nonfinite != "none" and row["kv batch"] == "broadcast",
+        has("nonfinite", "scale") and nonfinite == "v underflowed" and row["scale"] == "explicit",
+        has("kv batch", "rank") and row["kv batch"] == "broadcast" and row["rank"] == 3,
+        has("rank", "relation") and row["rank"] != 4 and relation == "gradients",  # (gradients at rank 4)
+        has("relation", "path") and relation == "dropout" and row["path"] in ("longest-decode", "prefill"),
+        # a float64 backward over 2¹⁷ keys costs seconds (generate.draw leaves the long decodes out of gradients too)
+        has("relation", "path") and relation == "gradients" and row["path"] == "longest-decode",
+        has("relation", "layout") and relation == "dropout" and row["layout"] != "contiguous",
+        has("relation", "mask dtype") and relation == "dropout" and row["mask dtype"] == "float32",
+        has("mask dtype", "mask") and row["mask dtype"] == "float32" and not mask.startswith("additive"),
+        has("mask dtype", "dtype") and row["mask dtype"] == "float32" and row["dtype"] not in HALF,
+    )
+    return not any(rules)
+
+
+@functools.lru_cache(maxsize=8)  # (each dtype's pass asks for the run's array)
+def rows(seed: int, features: frozenset, array: int = 0) -> tuple[dict, ...]:
+    """The run's covering array number ``array`` (a function of the seed, the features and that number alone)."""
+    return tuple(covering_array(factors(features), allowed, _rng(seed, "covering", sorted(features), array)))
+
+
+def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int = 0) -> Problem:
+    """Row ``index`` of the run's array as a Problem of its path's sizes (drawn by a generator of its own)."""
+    r = _rng(seed, "covering problem", index, *((array,) if array else ()))
+    (b_lo, b_hi), (q_lo, q_hi), (k_lo, k_hi), d_cap = PATHS[row["path"]]
+    relation = RELATIONS[row["relation"]]
+    grads = r.choice(GRAD_SUBSETS) if relation == GRADIENTS else ""
+    if relation == DROPOUT_LAW and row["path"] in DROPOUT_KEYS:
+        k_lo, k_hi = DROPOUT_KEYS[row["path"]]
+    batch, n_q, n_k = r.randint(b_lo, b_hi), r.randint(q_lo, q_hi), r.randint(k_lo, k_hi)
+    hq, hkv = HEAD_LEVELS[row["heads"]]
+    broadcast = row["kv batch"] == "broadcast"
+    if broadcast:
+        batch = max(batch, 2)
+    if relation == DROPOUT_LAW:  # enough weights for the kept fraction (generate.draw's least)
+        n_k = max(n_k, 8)
+    # within the cost: Nq, then B, then Nk halved towards the path's least (B not below 2 when k, v are broadcast)
+    cost, cap = ((lambda: batch * hq * n_q * n_k ** 2, DROPOUT_COST) if relation == DROPOUT_LAW
+                 else (lambda: batch * hq * n_q * n_k, SCORES[relation]))
+    least_batch = 2 if broadcast else b_lo
+    while cost() > cap and (n_q > q_lo or batch > least_batch or n_k > k_lo):
+        if n_q > q_lo:
+            n_q = max(q_lo, n_q // 2)
+        elif batch > least_batch:
+            batch = max(least_batch, batch // 2)
+        else:
+            n_k = max(k_lo, n_k // 2)
+    if row["nonfinite"] == "v underflowed" or relation == GRADIENTS:
+        n_k = max(n_k, 2)  # (a first half of the keys to underflow; over one key dq and dk are exactly 0)
+    d = r.choice([x for x in HEAD_DIMS if x <= d_cap])
+    dv = r.choice([x for x in HEAD_DIMS if x <= d_cap]) if value_dim and r.random() < 0.3 else d
+    if relation == DROPOUT_LAW:
+        dv = n_k
+    form, kind = MASKS.get(row["mask"], (None, "bool"))
+    hidden = form is not None or row["causal"]  # (some key hidden: a non-finite input in q, see allowed())
+    nonfinite = {"none": None, "one input": "q" if hidden else r.choice("qkv"), "v underflowed": "v"}[row["nonfinite"]]
+    scale = r.choice(EXPLICIT_SCALES) if row["scale"] == "explicit" else None
+    return Problem(batch, hq, hkv, n_q, n_k, d, dv, bool(row["causal"]), row["dtype"], layout=row["layout"],
+                   mask=form, mask_kind=kind,
+                   # p in [0.3, 0.7]: its keep masks' lags are then judged from 1000 counted pairs on
+                   # (dropout_lags.AXIS_PAIRS_PER_SKEW); the drawn problems step through the other p (generate.DROPOUT_PS)
+                   dropout_p=float(f"{r.uniform(0.3, 0.7):.3g}") if relation == DROPOUT_LAW else 0.0,
+                   grads=grads, scale=scale, relation=relation,
+                   seed=zlib.crc32(repr((seed, row["dtype"], "covering", index) + ((array,) if array else ())).encode()),
+                   mask_dtype="float32" if row["mask dtype"] == "float32" and form is not None else None,
+                   rank=row["rank"], kv_broadcast=broadcast,
+                   input_nan=nonfinite, input_value=r.choice(ref.NONFINITE) if nonfinite else "NaN",
+                   underflow=row["nonfinite"] == "v underflowed",
+                   mask_grad=relation == GRADIENTS and kind == "additive" and form is not None,
+                   path=row["path"])
+
+
+def problems(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset, value_dim: bool = True,
+             arrays: int = 1):
+    """The run's covering problems for the pass over ``dtype`` of the run's ``dtypes``: the rows of that dtype, and in
+    the first pass float64's and those of any dtype the run lacks (there in the first dtype); of ``arrays`` arrays (the
+    thorough run's THOROUGH_ARRAYS: each pair then met at that many sizes and with that many other rows' values)."""
+    first = dtype == dtypes[0]
+    for array in range(arrays):
+        for index, row in enumerate(rows(seed, features, array)):
+            if row["dtype"] == dtype or first and row["dtype"] == "float64":
+                yield problem(row, seed, index, value_dim, array)
+            elif first and row["dtype"] not in dtypes:
+                yield problem({**row, "dtype": dtype}, seed, index, value_dim, array)

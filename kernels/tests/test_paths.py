@@ -1,0 +1,159 @@
+"""The covering array over paths and features (covering.py, paths.py): every allowed pair of factor values in every
+run, each row a problem of its path's sizes; a feature wrong on one path only (red team rt44h's largest family) is
+rejected by the row that pairs them, and the drawn dropout problems' keep masks are judged at every lag along the keys
+and the queries."""
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from kernels import mutants
+from kernels.harness import covering, paths
+from kernels.harness import generate as gen
+from kernels.harness.dropout_lags import axis_periods
+from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
+from kernels.harness.peers import sdpa_math
+from kernels.harness.references import full_attention
+
+ALL = frozenset({ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA})
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+@pytest.mark.parametrize("features", [ALL, frozenset(), frozenset({CAUSAL, GQA}), frozenset({ATTN_MASK, DROPOUT})])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_array_covers_every_pair_some_allowed_row_holds(features, seed):
+    rows = paths.rows(seed, features)
+    factors = paths.factors(features)
+    assert all(paths.allowed(r) and set(r) == set(factors) for r in rows)
+    assert covering.uncovered_pairs(list(rows), factors, paths.allowed) == set()
+    assert len(rows) < 70  # (a few dozen: the product of the two largest factors' levels is 35)
+
+
+def test_pairs_the_constraints_exclude_are_not_asked_for():
+    factors = {"a": (0, 1), "b": (0, 1), "c": (0, 1)}
+    allowed = lambda row: not (row.get("a") == 1 and row.get("b") == 1)  # noqa: E731
+    rows = covering.covering_array(factors, allowed, random.Random(0))
+    assert all(allowed(r) for r in rows)
+    assert covering.uncovered_pairs(rows, factors, allowed) == set()
+    assert not any(r["a"] == 1 and r["b"] == 1 for r in rows)
+    # a pair two constraints exclude together (a=1 forces c=0, b=1 forces c=1) is not required either
+    both = lambda row: not (row.get("a") == 1 and row.get("c") == 1 or row.get("b") == 1 and row.get("c") == 0)  # noqa: E731
+    assert ((("a", 1), ("b", 1))) not in covering.allowed_pairs(factors, both)
+
+
+def test_an_empty_factor_is_refused_by_name():
+    with pytest.raises(ValueError, match="factors: b has no values"):
+        covering.covering_array({"a": (1,), "b": ()}, lambda r: True, random.Random(0))
+
+
+def test_every_row_is_a_problem_of_its_paths_sizes():
+    rows = paths.rows(0, ALL)
+    problems = [paths.problem(r, 0, i) for i, r in enumerate(rows)]
+    for row, p in zip(rows, problems):
+        (_, _), (q_lo, q_hi), (k_lo, k_hi), d_cap = paths.PATHS[row["path"]]
+        if p.relation != gen.DROPOUT_LAW:  # (dropout's keys: paths.DROPOUT_KEYS)
+            assert k_lo <= p.n_k <= k_hi, (row, p.describe())
+        assert q_lo <= p.n_q <= q_hi and p.head_dim <= d_cap and p.dtype == row["dtype"] and p.path == row["path"]
+        assert (p.mask is not None) == (row["mask"] != "none") and p.causal == row["causal"]
+        assert p.kv_broadcast == (row["kv batch"] == "broadcast") and p.rank == row["rank"]
+    # past each path's threshold: a split-K decode, a speculative one, a split-KV prefill, query chunks, batch chunks
+    assert any(p.path == "decode" and p.n_q == 1 and p.n_k > 2 ** 14 and p.mask for p in problems)
+    assert any(p.path == "prefill" and p.n_q >= 16 and p.n_k > 8192 and p.mask for p in problems)
+    assert any(p.path == "many-batch" and p.batch > 32 and p.relation == gen.DROPOUT_LAW for p in problems)
+    assert any(p.path == "longest-decode" and p.n_k > 2 ** 17 and p.dtype == "float64" for p in problems)
+    # each dtype's pass takes its rows, float64's in the first
+    passes = {d: list(paths.problems(0, d, DTYPES, ALL)) for d in DTYPES}
+    assert sum(map(len, passes.values())) == len(rows)
+    assert {p.dtype for p in passes["float32"]} == {"float32", "float64"}
+    # a run of one dtype judges the same rows, those of the other dtypes in its own
+    alone = list(paths.problems(0, "float16", ("float16",), ALL))
+    assert len(alone) == len(rows) and {p.dtype for p in alone} == {"float16", "float64"}
+
+
+@pytest.mark.parametrize("name", ["prefill_splits_read_mask_from_column_zero", "decode_float64_in_float32",
+                                  "broadcast_kv_folds_batch_into_queries"])
+def test_a_feature_wrong_on_one_path_is_rejected_by_a_covering_row_and_no_regime(name):
+    """The regimes' first draws pass it (they pin the other features); the covering rows of the same run do not."""
+    impl = getattr(mutants, name)
+    mutant = next(m for m in mutants.MUTANTS if m.name == name)
+    features = frozenset(ALL if mutant.backward else ALL - {BACKWARD})
+    judged = list(gen.generated_checks(impl, [torch.float32], "cpu", 0, 0, features, only={mutant.caught_by},
+                                       problems=len(gen.REGIMES), shrink_seconds=0))
+    failing = [p for p, o, refused, _ in judged if refused is None and gen.failed(o)]
+    assert failing and all(p.path for p in failing), [p.describe() for p in failing]
+
+
+def test_a_keep_mask_repeating_along_the_keys_on_one_path_is_rejected_by_its_lags():
+    """A speculative decode (2-8 queries) restarting its dropout offset every 1024 keys: the slice-pair and kept-fraction
+    tests pass it, the lag test along the keys of the drawn dropout problems does not."""
+    judged = gen.generated_checks(mutants.speculative_decode_dropout_restarts_per_split, [torch.float32], "cpu", 0, 0,
+                                  ALL, only={gen.DROPOUT_LAW}, problems=len(gen.REGIMES), shrink_seconds=0)
+    failing = [o for p, o, refused, _ in judged if refused is None and gen.failed(o)]
+    assert failing and all("worst lag 1024" in o.detail for o in failing), [o.detail for o in failing]
+
+
+def test_the_covering_rows_pass_the_correct_designs():
+    for impl in (sdpa_math, full_attention):
+        for dtype in DTYPES:
+            for p in paths.problems(1, dtype, DTYPES, ALL):
+                o, refused = gen.check_problem(impl, p)
+                assert refused is None and not gen.failed(o), (impl.__name__, p.describe(), o)
+
+
+def test_axis_periods_rejects_a_mask_repeating_along_the_keys_and_passes_independent_ones():
+    g = torch.Generator().manual_seed(0)
+    p, shape = 0.3, (2, 2, 3, 3000)
+    counted = torch.ones(shape, dtype=torch.bool)
+    fresh = (torch.rand(shape, generator=g, dtype=torch.float64) >= p).double()  # (B, H, Nq, Nk)
+    assert not gen.failed(axis_periods(fresh, counted, p))
+    repeating = fresh[..., torch.arange(shape[-1]) % 1024]  # a split of 1024 keys restarting the offset
+    o = axis_periods(repeating, counted, p)
+    assert gen.failed(o) and "worst lag 1024" in o.detail
+    rows = fresh[:, :, torch.arange(3) % 1]  # every query the same mask
+    assert gen.failed(axis_periods(rows.expand(2, 2, 3, 3000).contiguous(), counted, p))
+    # entries the law does not count (P underflowed, masked) are left out, not read as dropped
+    hidden = counted.clone()
+    hidden[..., ::7] = False
+    assert not gen.failed(axis_periods(fresh * hidden, hidden, p))
+
+
+def test_a_row_of_minus_inf_scores_from_an_infinite_input_under_causal_may_be_nan_or_zero():
+    """-inf in q with a negative scale over the one key causal leaves row 0: SDPA math gives NaN, a safe softmax 0;
+    both pass, an output hiding the NaN in the other rows does not."""
+    p = gen.Problem(batch=2, q_heads=1, kv_heads=1, n_q=4, n_k=48, head_dim=16, value_dim=16, causal=True,
+                    dtype="float64", scale=-0.5, seed=1946363592, input_nan="q", input_value="-inf")
+    for impl in (sdpa_math, full_attention):
+        o, refused = gen.check_problem(impl, p)
+        assert refused is None and not gen.failed(o), (impl.__name__, o)
+
+    def hiding(q, k, v, **kwargs):
+        return torch.nan_to_num(sdpa_math(q, k, v, **kwargs), nan=0.0)
+
+    o, _ = gen.check_problem(hiding, gen.Problem(**{**p.__dict__, "causal": False}))
+    assert gen.failed(o)
+
+
+def test_the_root_causes_name_a_drawn_problems_mask_form_path_and_layout():
+    """Red team rt44h: six failures of one (Nk,) mask form were blamed on "D > 128" and a partial key block."""
+    from kernels.harness.report import Check, conditions
+
+    def check(p, passed):
+        return Check(invariant=gen.AGREEMENT, claim_id=None, case=p.describe(), case_name=f"generated-{p.seed}",
+                     dtype=p.dtype, device="cpu", discrepancy=0.0 if passed else 1.0, bound=0.5, passed=passed)
+
+    drawn = [gen.draw(0, i, "float32", ALL) for i in range(len(gen.REGIMES), len(gen.REGIMES) + 200)]
+    drawn = [p for p in drawn if p.relation == gen.AGREEMENT]
+    for wrong, expected in ((lambda p: p.mask == "(Nk,)", "with a (Nk,) mask"),
+                            (lambda p: p.mask == "(Nk,)" and p.mask_kind == "additive", "with an additive mask (Nk,)"),
+                            (lambda p: p.layout == "slice", "only with slice inputs"),
+                            (lambda p: p.rank == 5, "only with rank-5 inputs")):
+        checks = [check(p, not wrong(p)) for p in drawn]
+        assert any(not c.passed for c in checks)
+        found = conditions([c for c in checks if not c.passed], [c for c in checks if c.passed])
+        assert any(expected in f for f in found), (expected, found)
+    rows = [paths.problem(r, 0, i) for i, r in enumerate(paths.rows(0, ALL))]
+    checks = [check(p, p.path != "prefill") for p in rows]
+    assert "only with the prefill path" in conditions([c for c in checks if not c.passed],
+                                                      [c for c in checks if c.passed])
