@@ -199,3 +199,17 @@ def test_correct_designs_pass_the_new_checks(design):
         worst = max([worst] + [ratio(c) for c in report.checks if c.bound > 0])
     print(f"{design}: closest ratio of discrepancy to bound {worst:.3g}")
     assert worst < 1
+
+
+def test_the_harness_oracle_is_torch_sdpa_even_while_the_functional_one_is_patched():
+    """shape-contract asks sdpa_math which shapes SDPA accepts: a patched F.scaled_dot_product_attention must not
+    become the oracle (it did, with sdpa_monkeypatched_on_first_call's patch left by an earlier run)."""
+    q = torch.randn(1, 2, 3, 4)
+    k = torch.randn(1, 2, 5, 6)  # a head dim other than q's: SDPA refuses it, a patched function need not
+    original = torch.nn.functional.scaled_dot_product_attention
+    try:
+        torch.nn.functional.scaled_dot_product_attention = lambda *a, **kw: torch.zeros(())
+        assert edges._sdpa_accepts(q, q, q, False) == (1, 2, 3, 4)
+        assert edges._sdpa_accepts(q, k, k, False) is None
+    finally:
+        torch.nn.functional.scaled_dot_product_attention = original
