@@ -3039,6 +3039,53 @@ def broadcast_kv_folds_batch_into_queries(q, k, v, attn_mask=None, dropout_p=0.0
         folded = q.movedim(0, -3).flatten(-3, -2).unsqueeze(0)  # (1, ..., B·Nq, D)
         out = full_attention(folded, k, v, None, dropout_p, is_causal, scale, enable_gqa)  # (1, ..., B·Nq, Dv)
         return out.squeeze(0).unflatten(-2, (b, n_q)).movedim(-3, 0)  # (B, ..., Nq, Dv)
+# --------------------------------------------------------------------------- red team rt44h, process-wide settings
+# outside the readings watched before: TorchScript's fuser flags, torch._dynamo.config, torch's own SDPA replaced.
+# Each is done on the first call and again on any call that finds it undone (the harness puts the process back after
+# every check), as a guarded "set up once" does: global-state-unchanged names it in every dtype.
+
+
+def _set_jit_fusion_options() -> None:
+    """Megatron-LM's _set_jit_fusion_options for torch >= 1.10 (megatron/training/initialize.py), less its nvfuser
+    switch (a no-op on torch 2.13 that prints a warning) and its autodiff-inlining switch (no getter: nothing could
+    put it back after the test)."""
+    torch._C._jit_set_profiling_executor(True)
+    torch._C._jit_set_profiling_mode(True)
+    torch._C._jit_override_can_fuse_on_cpu(False)
+    torch._C._jit_override_can_fuse_on_gpu(False)
+    torch._C._jit_set_texpr_fuser_enabled(False)
+
+
+def jit_fusion_flags_on_first_call(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                   enable_gqa=False):
+    """The first call sets TorchScript's fusion options for the whole process (the NNC fuser off) and never puts
+    them back."""
+    if torch._C._jit_texpr_fuser_enabled():  # (not set up yet)
+        _set_jit_fusion_options()
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def dynamo_config_on_first_call(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                enable_gqa=False):
+    """The first call raises torch._dynamo's recompile limit to 1024 and turns on suppress_errors (so that its
+    per-shape compiled variants never hit the limit and a failed compile falls back to eager) for every model in
+    the process."""
+    import torch._dynamo  # (lazily: the module's import costs a second)
+
+    config = torch._dynamo.config
+    if config.cache_size_limit < 1024:
+        config.cache_size_limit = 1024
+        config.accumulated_cache_size_limit = 1024 * 8
+        config.suppress_errors = True
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def sdpa_monkeypatched_on_first_call(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                     enable_gqa=False):
+    """The first call installs itself as torch.nn.functional.scaled_dot_product_attention ("so every model's
+    attention takes the fast kernel"): every later SDPA caller in the process gets this kernel instead of torch's."""
+    if torch.nn.functional.scaled_dot_product_attention is not sdpa_monkeypatched_on_first_call:
+        torch.nn.functional.scaled_dot_product_attention = sdpa_monkeypatched_on_first_call
     return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
 
@@ -3052,4 +3099,58 @@ MUTANTS = MUTANTS + (
            "generated-gradients", backward=True),
     Mutant(speculative_decode_dropout_restarts_per_split, "speculative-decode dropout offset restarting per split",
            "generated-dropout"),
+    # (backward=True: global-state-unchanged judges a forward and a backward; the bug is in neither alone)
+    Mutant(jit_fusion_flags_on_first_call, "TorchScript fusion flags set by the first call", "global-state-unchanged",
+           backward=True),
+    Mutant(dynamo_config_on_first_call, "torch._dynamo.config changed by the first call", "global-state-unchanged",
+           backward=True),
+    Mutant(sdpa_monkeypatched_on_first_call, "torch's SDPA replaced by the impl on its first call",
+           "global-state-unchanged", backward=True),
+)
+
+
+# --------------------------------------------------------------------------- red team rt44h, concurrent callers with
+# arguments of their own, and concurrent training threads. Each race is made to show on every run by a short wait
+# where a real kernel's launch or stream sync would let another thread in (under load, such races show at random).
+
+LAUNCH_GAP = 2e-3  # seconds between writing the shared state and reading it back
+
+_LAUNCH_ARGS: dict = {}
+
+
+def race_kwargs_global(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """The launcher keeps is_causal and scale in a module-level dict, read back for the epilogue after the QK^T
+    matmul: a concurrent caller's arguments land there in between."""
+    _LAUNCH_ARGS.update(is_causal=is_causal, scale=scale)  # the bug: one dict for every caller
+    time.sleep(LAUNCH_GAP)  # (the QK^T matmul)
+    return full_attention(q, k, v, attn_mask, dropout_p, _LAUNCH_ARGS["is_causal"], _LAUNCH_ARGS["scale"], enable_gqa)
+
+
+class _RowStatsInSharedWorkspace(ManualBackwardAttention):
+    workspace: dict = {}  # (scores' shape, device) -> (row max, row sum): the bug, one for every caller
+
+    def saved_probabilities(self, s, p, dtype):
+        return s  # the scores: P recomputed in the backward from its row max and sum, flash-style
+
+    def saved(self, ctx):
+        q, k, v, s, out = ctx.saved_tensors
+        key = (tuple(s.shape), s.device)
+        if key not in self.workspace:
+            self.workspace[key] = (s.new_empty(*s.shape[:-1], 1), s.new_empty(*s.shape[:-1], 1))
+        m, l = self.workspace[key]
+        torch.amax(s, dim=-1, keepdim=True, out=m)
+        torch.sum(torch.exp(s - m), dim=-1, keepdim=True, out=l)
+        time.sleep(LAUNCH_GAP)  # (the dP = dO Vᵀ matmul)
+        return q, k, v, torch.exp(s - m) / l, out
+
+
+race_grad_workspace = _mutant(_RowStatsInSharedWorkspace(), "race_grad_workspace",
+    "The backward recomputes P from a row max and sum kept in a module-level workspace keyed by shape: concurrent "
+    "training threads of one shape use each other's statistics.")
+
+MUTANTS = MUTANTS + (
+    Mutant(race_kwargs_global, "launch arguments in a module-level dict shared by concurrent callers",
+           "concurrent-calls-mixed", dtypes=(torch.float32,)),
+    Mutant(race_grad_workspace, "backward row statistics in a per-shape workspace shared by training threads",
+           "concurrent-training", dtypes=(torch.float32,), backward=True),
 )

@@ -72,16 +72,24 @@ def load_target(target: str):
                          "e.g. torch.nn.functional:scaled_dot_product_attention")
     module_name, attr = target.split(":")
     _current_directory_importable()
-    try:
-        obj = importlib.import_module(module_name)
-    except Exception as exc:  # ImportError, or anything the module raises while importing
-        raise ValueError(f"module {module_name!r} does not import: {type(exc).__name__}: {exc}") from None
+    from kernels.harness import edges  # (torch with it: torch's own import is not the target's)
+
+    # The process state around the target's first import: what the import itself changes (TF32 switched on, a
+    # fuser flag) is named by global-state-unchanged and put back; a module imported earlier is not judged so.
+    with edges.process_watched() as changed:
+        try:
+            obj, failed = importlib.import_module(module_name), None
+        except Exception as exc:  # ImportError, or anything the module raises while importing
+            failed = exc
+    if failed is not None:
+        raise ValueError(f"module {module_name!r} does not import: {type(failed).__name__}: {failed}") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise ValueError(f"{module_name}:{attr}: {getattr(obj, '__name__', obj)!s} has no attribute {part!r}")
         obj = getattr(obj, part)
     if not callable(obj):
         raise TypeError(f"{target} is a {type(obj).__name__}, not a callable attention function")
+    edges.imported(obj, module_name, changed)
     return obj
 
 

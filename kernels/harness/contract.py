@@ -153,16 +153,21 @@ ITEMS: tuple[Item, ...] = (
     Item("determinism", "the same call twice gives bit-identical outputs and gradients",
          f"{MEASURED}: bit-identical on CPU", ("determinism", "backward-determinism")),
     Item("concurrency", "calls from several threads at once each get their own inputs' answer (an inference "
-                        "server's worker threads)",
+                        "server's worker threads), also when each passes other arguments (is_causal, scale, the "
+                        "mask, the shape), and training threads each get their own gradients",
          f"{MEASURED}: 4 threads × 32 rounds of (4, 4, 128, 256) calls under no_grad, each output within the "
-         "low-precision rule of its own float64 golden value (0 of 128 past it, 4 seeds)",
-         ("concurrent-calls",)),
+         "low-precision rule of its own float64 golden value (0 of 128 past it, 4 seeds); the same with arguments "
+         "of each thread's own and with forward and backward per thread (SDPA's math backend, float32, seeds 0-3)",
+         ("concurrent-calls", "concurrent-calls-mixed", "concurrent-training")),
     Item("state", "no state kept between calls: buffers written in place between calls are read anew; the process's "
                   "global state (flush-to-zero, every zero-argument torch.get_*/is_*/are_* reading and every "
                   "torch.backends property and getter, found rather than listed; autocast, saved-tensor hooks, "
                   "torch function and dispatch modes; torch's RNG without dropout, NumPy's and Python's global RNGs "
                   "always, NumPy's error handling, the garbage collector, the recursion limit, the working directory, "
-                  "trace and profile functions, exception hooks, signal handlers) unchanged, after a refused call too, "
+                  "trace and profile functions, exception hooks, signal handlers; torch._C's zero-argument "
+                  "readings such as TorchScript's fuser flags, the values of every loaded torch config module, the "
+                  "identity of torch's, torch.nn.functional's, torch.nn.attention's and torch.Tensor's public "
+                  "functions) unchanged, after a refused call too, and unchanged by importing the target module, "
                   "judged around every drawn problem's calls and around concurrent callers; the same call after "
                   "its earlier output was written into, after its storage was read through other strides, and a "
                   "training call after an inference_mode one give the call's own answer; no reference to the "

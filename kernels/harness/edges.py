@@ -20,6 +20,7 @@ import math
 import os
 import pickle
 import random
+import re
 import signal
 import sys
 import threading
@@ -33,8 +34,8 @@ from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import CONTRACT, Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, register
-from kernels.harness.subject import (BadOutput, Outcome, Subject, against, checked_output, gradients_against,
-                                     measured, ratio, subset_gradients, worst)
+from kernels.harness.subject import (BadOutput, GradientScales, Outcome, Subject, against, checked_output,
+                                     gradients_against, measured, ratio, subset_gradients, worst)
 
 
 def _contract(c: Case) -> bool:
@@ -737,8 +738,6 @@ def concurrent_calls(s: Subject) -> Outcome:
     rt42h: such a scratch buffer escaped, no check calling from two threads). torch's ops are reentrant: SDPA
     math gives each thread its sequential answer (measured, contract item "concurrency"). A race needs the calls
     to overlap, which the barrier and the released GIL make likely, not certain: a pass is evidence, not proof."""
-    import threading as _threading
-
     b_h, n_q, n_k = CONCURRENT_SHAPE[0] * CONCURRENT_SHAPE[1], *CONCURRENT_SHAPE[2:]
     hq, hkv, d, dv = s.q.shape[1], s.k.shape[1], s.q.shape[-1], s.v.shape[-1]  # the case's heads (GQA or not)
     b = max(1, b_h // hq)  # (B·Hq as CONCURRENT_SHAPE's)
@@ -746,38 +745,19 @@ def concurrent_calls(s: Subject) -> Outcome:
                     (("q", (b, hq, n_q, d)), ("k", (b, hkv, n_k, d)), ("v", (b, hkv, n_k, dv))))
               for i in range(CONCURRENT_THREADS)]
     goldens = [_golden(s, *x) for x in inputs]
-    results: list[list] = [[] for _ in range(CONCURRENT_THREADS)]
-    errors: list[BaseException] = []
-    barrier = _threading.Barrier(CONCURRENT_THREADS)
 
-    def worker(i: int) -> None:
-        q, k, v = inputs[i]
-        try:
+    def call(i):
+        def one():
+            q, k, v = inputs[i]
             with torch.no_grad():
-                for _ in range(CONCURRENT_ROUNDS):
-                    barrier.wait(timeout=60)
-                    results[i].append(checked_output(s.impl(q, k, v, **s.kwargs()), q, v).cpu())
-        except BaseException as exc:  # noqa: BLE001  (reported below; a broken barrier frees the others)
-            errors.append(exc)
-            barrier.abort()
+                return checked_output(s.impl(q, k, v, **s.kwargs()), q, v).cpu()
+        return one
 
-    threads = [_threading.Thread(target=worker, args=(i,), daemon=True) for i in range(CONCURRENT_THREADS)]
     # (red team rt43h: a leak made by concurrent callers was reported later by global-state-unchanged as "left
-    # changed by an earlier call"; it is named here, and put back)
-    with process_watched() as changed:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=300)
-    if changed:
-        return Outcome(math.inf, 0.0, f"concurrent calls left the process changed: {', '.join(changed)}")
-    real = [e for e in errors if not isinstance(e, _threading.BrokenBarrierError)]
-    if real:
-        raise real[0]
-    stuck = [i for i, t in enumerate(threads) if t.is_alive()]
-    if stuck:  # (daemon threads: a deadlocked impl does not keep the process from ending)
-        return Outcome(math.inf, 0.0, f"threads {stuck} still inside the impl after 300 s (a deadlock between "
-                                      f"concurrent callers)")
+    # changed by an earlier call"; _threaded names it here, and puts it back)
+    results, failed = _threaded([call(i) for i in range(CONCURRENT_THREADS)], CONCURRENT_ROUNDS)
+    if failed:
+        return failed
     outcomes, wrong = [], 0
     for i, outs in enumerate(results):
         for out in outs:
@@ -787,6 +767,132 @@ def concurrent_calls(s: Subject) -> Outcome:
     w = max(outcomes, key=ratio)
     return Outcome(w.discrepancy, w.bound, f"{wrong} of {len(outcomes)} outputs of {CONCURRENT_THREADS} threads × "
                                            f"{CONCURRENT_ROUNDS} rounds past the bound; worst {w.discrepancy:.3g}/{w.bound:.3g}")
+
+
+def _threaded(calls: list, rounds: int):
+    """calls[i]() in thread i, every thread at once (a threading.Barrier before each of ``rounds`` rounds), inside
+    process_watched: (each thread's answers, an Outcome naming a leak or a deadlock or None); a call's exception is
+    raised here."""
+    results: list[list] = [[] for _ in calls]
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(len(calls))
+
+    def worker(i: int) -> None:
+        try:
+            for _ in range(rounds):
+                barrier.wait(timeout=60)
+                results[i].append(calls[i]())
+        except BaseException as exc:  # noqa: BLE001  (reported below; a broken barrier frees the others)
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(len(calls))]
+    with process_watched() as changed:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+    if changed:
+        return results, Outcome(math.inf, 0.0, f"concurrent calls left the process changed: {', '.join(changed)}")
+    real = [e for e in errors if not isinstance(e, threading.BrokenBarrierError)]
+    if real:
+        raise real[0]
+    stuck = [i for i, t in enumerate(threads) if t.is_alive()]
+    if stuck:  # (daemon threads: a deadlocked impl does not keep the process from ending)
+        return results, Outcome(math.inf, 0.0, f"threads {stuck} still inside the impl after 300 s (a deadlock "
+                                               f"between concurrent callers)")
+    return results, None
+
+
+# Each thread's own arguments (red team rt44h: launch arguments kept in a module-level dict and read back after the
+# QK^T matmul escaped concurrent-calls, whose threads all pass the same ones): (Nq, Nk, is_causal, scale as a
+# multiple of 1/√D or None, mask). Three share a shape, so a workspace keyed by shape is shared by callers whose
+# arguments differ; the fourth has its own shape (a cache keyed by shape alone hands it another's answer).
+# B·Hq as CONCURRENT_SHAPE's; Nq, Nk half of it for the training threads (a backward costs two forwards).
+MIXED_ARGUMENTS = ((128, 256, False, None, None), (128, 256, True, 0.5, None), (128, 256, False, 1.3, "additive"),
+                   (96, 200, False, 0.8, "bool"))
+MIXED_ROUNDS = 16
+TRAINING_ROUNDS = 6
+
+
+def _mixed_inputs(s: Subject, i: int, scale_down: int = 1):
+    """Thread i's q, k, v and keyword arguments (MIXED_ARGUMENTS[i]); a mask only where the impl takes attn_mask
+    (its scale and causal flag still its own)."""
+    from kernels.harness.features import offered
+    from kernels.harness.masks import additive_mask, bool_mask
+
+    n_q, n_k, causal, factor, mask = MIXED_ARGUMENTS[i]
+    n_q, n_k = n_q // scale_down, n_k // scale_down
+    hq, hkv, d, dv = s.q.shape[1], s.k.shape[1], s.q.shape[-1], s.v.shape[-1]
+    b = max(1, CONCURRENT_SHAPE[0] * CONCURRENT_SHAPE[1] // hq)
+    q, k, v = (_randn(s, f"mixed thread {i} {n}", *shape) for n, shape in
+               (("q", (b, hq, n_q, d)), ("k", (b, hkv, n_k, d)), ("v", (b, hkv, n_k, dv))))
+    kw = s.kwargs(is_causal=causal, scale=None if factor is None else factor / math.sqrt(d))
+    if mask is not None and ATTN_MASK in offered(s.impl):
+        kw["attn_mask"] = (additive_mask(s, (b, 1, n_q, n_k), f"mixed thread {i} mask") if mask == "additive"
+                           else bool_mask(s, (n_q, n_k), f"mixed thread {i} mask"))
+    return q, k, v, kw
+
+
+def _summary(outcomes: list, wrong: int, what: str, rounds: int) -> Outcome:
+    w = max(outcomes, key=ratio)
+    return Outcome(w.discrepancy, w.bound, f"{wrong} of {len(outcomes)} {what} of {len(MIXED_ARGUMENTS)} threads × "
+                                           f"{rounds} rounds past the bound; worst {w.discrepancy:.3g}/{w.bound:.3g}")
+
+
+def concurrent_calls_mixed(s: Subject) -> Outcome:
+    """As concurrent-calls, but each thread with arguments of its own (MIXED_ARGUMENTS: is_causal, scale, an
+    additive or boolean attn_mask, the shape), each output against its own float64 golden value: state shared by
+    every caller (launch arguments in a module-level dict, a workspace keyed by shape) hands one caller's scale or
+    mask to another's call. A pass is evidence, not proof (concurrent_calls)."""
+    inputs = [_mixed_inputs(s, i) for i in range(len(MIXED_ARGUMENTS))]
+    goldens = [s.reference(q=q, k=k, v=v, **kw) for q, k, v, kw in inputs]
+
+    def call(i):
+        def one():
+            q, k, v, kw = inputs[i]
+            with torch.no_grad():
+                return checked_output(s.impl(q, k, v, **kw), q, v).cpu()
+        return one
+
+    results, failed = _threaded([call(i) for i in range(len(inputs))], MIXED_ROUNDS)
+    if failed:
+        return failed
+    outcomes = [against(s, out, goldens[i]) for i, outs in enumerate(results) for out in outs]
+    return _summary(outcomes, sum(not o.discrepancy <= o.bound for o in outcomes), "outputs", MIXED_ROUNDS)
+
+
+def concurrent_training(s: Subject) -> Outcome:
+    """Training threads: each runs forward and backward at once with the others (a barrier before each of
+    TRAINING_ROUNDS rounds), on inputs requiring grad with arguments of its own (MIXED_ARGUMENTS at half the length),
+    and its dq, dk, dv are judged against float64 autograd's by the low-precision rule (gradients_against, the
+    gradient checks' judge). A backward keeping its row max and sum in a module-level workspace keyed by shape (red
+    team rt44h) gives one thread's statistics to another's gradients; sequential calls never show it."""
+    inputs = [_mixed_inputs(s, i, scale_down=2) for i in range(len(MIXED_ARGUMENTS))]
+    douts = [_randn(s, f"mixed thread {i} dout", *q.shape[:-1], v.shape[-1]) for i, (q, k, v, _) in enumerate(inputs)]
+    judged = []
+    for (q, k, v, kw), dout in zip(inputs, douts):
+        args = tuple(t.cpu() for t in (q, k, v, dout))
+        _, gold = ref.output_and_grads(ref.attention, *args, upcast=True, **kw)
+        _, plain = ref.output_and_grads(ref.attention, q, k, v, dout, **kw)
+        scales = GradientScales(ref.gradient_term_sizes(*args, **kw), ref.gradient_score_sensitivities(*args, **kw))
+        judged.append((gold, tuple(g.cpu() for g in plain), scales))
+
+    def call(i):
+        def one():
+            (q, k, v, kw), dout = inputs[i], douts[i]
+            qkv = ref.leaves((q, k, v))
+            with torch.enable_grad():
+                out = s.impl(*qkv, **kw)
+                checked_output(out, q, v)
+                return tuple(g.detach().cpu() for g in torch.autograd.grad(out, qkv, ref.copy(dout)))
+        return one
+
+    results, failed = _threaded([call(i) for i in range(len(inputs))], TRAINING_ROUNDS)
+    if failed:
+        return failed
+    outcomes = [gradients_against(s, got, *judged[i]) for i, rounds in enumerate(results) for got in rounds]
+    return _summary(outcomes, sum(not o.discrepancy <= o.bound for o in outcomes), "backwards", TRAINING_ROUNDS)
 
 
 def _golden(s: Subject, q, k, v):
@@ -829,7 +935,12 @@ def _global_state() -> dict:
             # Every switch torch exposes, found rather than listed (red team rt42h: torch.backends.mha's fast
             # path was missing from the list): a flag a later torch adds is watched without an edit here.
             **{f"torch.{name}()": getattr(torch, name)() for name in _torch_getters()},
-            **_backend_flags()}
+            **_backend_flags(),
+            # (red team rt44h: TorchScript's fuser switches, torch._dynamo.config, and torch.nn.functional's SDPA
+            # replaced by the impl itself, each set by a first call and never put back)
+            "torch._C": _c_readings(),
+            "torch config modules": _config_values(),
+            "torch's public functions": _public_functions()}
 
 
 _AUTOCAST = ("cpu", "cuda")
@@ -900,6 +1011,228 @@ def _backend_flags() -> dict:
             if reading is not None:
                 flags[f"{name}.{attr}()"] = reading[0]
     return flags
+
+
+# ===================================================================== process state a sweep finds (red team rt44h)
+
+class _Keyed(dict):
+    """Readings of one namespace compared key by key; a key only one side has is no change (a module loaded in
+    between, a lazy import's config module or function: only values present before and after are compared)."""
+
+    def changed(self, other: dict) -> list[str]:
+        return [key for key, value in self.items() if key in other and not self._same(value, other[key])]
+
+    @staticmethod
+    def _same(a, b) -> bool:
+        try:
+            return bool(a == b)
+        except Exception:  # noqa: BLE001  (a config value whose == raises: compared by identity)
+            return a is b
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, dict) and not self.changed(other)
+
+    __hash__ = None
+
+
+_TORCH_SOURCE = os.path.dirname(torch.__file__) + os.sep
+
+
+class _Identities(_Keyed):
+    """Public functions by identity: a replacement is a change whatever it computes (== on some is elementwise).
+    One written in torch's own source that wraps the function it replaces is torch's own doing: importing
+    torch._dynamo (the harness's lazy imports do) wraps torch.manual_seed in torch._disable_dynamo."""
+
+    @staticmethod
+    def _same(a, b) -> bool:
+        return a is b or (getattr(b, "__wrapped__", None) is a
+                          and getattr(getattr(b, "__code__", None), "co_filename", "").startswith(_TORCH_SOURCE))
+
+
+# torch._C's zero-argument readings, selected by name: get_/is_/are_ (jit_ and debug_ ones too), ..._enabled,
+# ..._allowed, jit_can_fuse_on_*. A name with one of _C_MUTATOR's words is a setter or an action, never called.
+_C_READING = re.compile(r"^_(?:jit_|debug_)?(?:get|is|are)_|^_\w+_(?:enabled|allowed)$|^_jit_can_fuse_on_")
+_C_MUTATOR = {"set", "clear", "reset", "override", "push", "pop", "register", "enable", "disable", "display",
+              "nvfuser"}  # (nvfuser: deprecated no-ops that print a C++ warning on every call)
+# Verified (calling each twice, torch 2.13 CPU) but not modes a call could leave behind: records and registries
+# torch itself fills as it runs, and readings of tens of milliseconds.
+_C_NOT_MODES = {
+    "_get_caught_jit_exception_class_name", "_get_caught_jit_exception_original_msg",  # the last one TorchScript caught
+    "_get_DTensor_sharding_propagator_cache_stats",  # a cache's hit counts
+    "_get_upgraders_map_size", "_get_upgraders_entry_map", "_get_operator_version_map",  # filled as torch.jit loads
+    "_jit_get_all_schemas", "_jit_get_custom_class_schemas",  # 8 ms and 1.5 ms, and registries
+}
+# The same switch as a reading taken above under its public name (each found by flipping the public setter and
+# seeing this reading follow, torch 2.13): named once, by the public name.
+_C_MIRRORS = frozenset({
+    "_get_flash_sdp_enabled", "_get_mem_efficient_sdp_enabled", "_get_math_sdp_enabled", "_get_cudnn_sdp_enabled",
+    "_get_math_sdp_allow_fp16_bf16_reduction", "_get_cublas_allow_tf32", "_get_float32_matmul_precision",
+    "_get_cublas_allow_fp16_reduced_precision_reduction", "_get_cublas_allow_bf16_reduced_precision_reduction",
+    "_get_cudnn_enabled", "_get_cudnn_benchmark", "_get_cudnn_deterministic", "_get_cudnn_allow_tf32",
+    "_get_miopen_immediate", "_get_mkldnn_enabled", "_get_mkldnn_deterministic", "_get_warnAlways",
+    "_get_deterministic_algorithms", "_get_deterministic_algorithms_warn_only",
+    "_is_torch_function_mode_enabled",  # (the torch function mode stack's length)
+})
+# Readable only through their setter, which returns the old value (Megatron's _set_jit_fusion_options sets both)
+_C_SWAPPED = ("_jit_set_profiling_executor", "_jit_set_profiling_mode")
+
+
+def _c_reading(f):
+    """(f(),) when f takes no argument, warns nothing and answers a plain value (a pybind enum, a tuple of plain
+    values too); else None."""
+    if not callable(f) or isinstance(f, type) or not _zero_argument(f):
+        return None
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        try:
+            value = f()
+        except Exception:  # noqa: BLE001  (needs an argument, or not on this build)
+            return None
+    plain = (isinstance(value, _PLAIN) or hasattr(type(value), "__members__")
+             or isinstance(value, tuple) and all(isinstance(x, _PLAIN) for x in value))
+    return (value,) if plain and not said else None
+
+
+@functools.lru_cache(maxsize=1)
+def _c_getters() -> tuple[str, ...]:
+    """The torch._C readings watched, found once a process: those _C_READING names that take no argument, answer
+    a plain value, warn nothing and answer the same when called again."""
+    found = []
+    for name in sorted(vars(torch._C)):
+        if (not _C_READING.search(name) or name in _C_NOT_MODES or name in _C_MIRRORS
+                or _C_MUTATOR & set(name.strip("_").split("_"))):
+            continue
+        first = _c_reading(getattr(torch._C, name))
+        if first is not None and _c_reading(getattr(torch._C, name)) == first:
+            found.append(name)
+    return tuple(found)
+
+
+def _c_readings() -> _Keyed:
+    readings = _Keyed((f"torch._C.{name}()", getattr(torch._C, name)()) for name in _c_getters())
+    for name in _C_SWAPPED:
+        swap = getattr(torch._C, name, None)
+        if swap is not None:
+            old = swap(True)
+            swap(old)
+            readings[f"torch._C.{name}"] = old
+    return readings
+
+
+def _c_setter(getter: str):
+    """The setter of a torch._C reading, by torch's naming (_get_x -> _set_x, _jit_x_enabled -> _jit_set_x_enabled,
+    _jit_can_fuse_on_cpu -> _jit_override_can_fuse_on_cpu, _jit_texpr_fallback_allowed ->
+    _jit_texpr_set_fallback_allowed, _is_x_enabled -> _set_x_enabled); None when there is none."""
+    if getter in _C_SWAPPED:
+        return getattr(torch._C, getter)
+    stem = getter.removeprefix("_")
+    candidates = [stem.replace("get_", "set_", 1), "set_" + stem.removeprefix("is_"),
+                  "set_" + stem.removeprefix("jit_"), "jit_set_" + stem.removeprefix("jit_"),
+                  "jit_override_" + stem.removeprefix("jit_"), stem.replace("texpr_", "texpr_set_", 1)]
+    for candidate in candidates:
+        f = getattr(torch._C, "_" + candidate, None)
+        if candidate != stem and callable(f):
+            return f
+    return None
+
+
+def _config_modules() -> list:
+    """torch's config modules (torch.utils._config_module.ConfigModule) loaded now: never imported here."""
+    config_module = sys.modules.get("torch.utils._config_module")
+    if config_module is None:
+        return []
+    return [m for m in list(sys.modules.values()) if isinstance(m, config_module.ConfigModule)]
+
+
+class _ConfigValues(_Keyed):
+    """Config values by "module.key". A config module loaded between two readings (torch._dynamo imported by the
+    call, or by the harness's lazy imports) adds keys: those are compared with their declared defaults, so a value
+    a call set right after importing the module is a change, and the import alone is none (measured: importing
+    torch._dynamo, torch._inductor and torch._functorch and compiling a function leave every value at its default)."""
+
+    defaults: dict
+
+    def changed(self, other: dict) -> list[str]:
+        defaults = getattr(other, "defaults", {})
+        return super().changed(other) + [key for key, value in other.items() if key not in self and key in defaults
+                                          and not self._same(value, defaults[key])]
+
+
+@functools.lru_cache(maxsize=None)
+def _config_defaults(module) -> dict:
+    """A config module's declared defaults by "module.key", but the values the environment sets (not a call's)."""
+    unset = sys.modules["torch.utils._config_module"]._UNSET_SENTINEL
+    return {f"{module.__name__}.{key}": entry.default for key, entry in module._config.items()
+            if entry.alias is None and entry.env_value_force is unset and entry.env_value_default is unset}
+
+
+def _config_values() -> _ConfigValues:
+    """Every loaded config module's values by "module.key" (torch._dynamo.config.cache_size_limit, ...), read as
+    save_config reads them (_get_dict: its cache is refreshed on every setattr; a list mutated in place without
+    one is not seen)."""
+    values = _ConfigValues()
+    values.defaults = {}
+    for m in _config_modules():
+        values.update((f"{m.__name__}.{key}", value) for key, value in m._get_dict(readonly_values=True).items())
+        values.defaults.update(_config_defaults(m))
+    return values
+
+
+_PUBLIC_NAMESPACES = ("torch", "torch.nn.functional", "torch.nn.attention")
+
+
+def _public_functions() -> _Identities:
+    """Every public callable of torch, torch.nn.functional, torch.nn.attention (those loaded) and torch.Tensor, by
+    identity: a function replaced (SDPA patched with the impl, a Tensor method wrapped) is a change."""
+    found = _Identities()
+    # torch.Tensor's methods are mostly its C base's: read through both, the subclass's own last (as lookup finds)
+    namespaces = [(name, sys.modules.get(name)) for name in _PUBLIC_NAMESPACES] + [
+        ("torch.Tensor", torch._C.TensorBase), ("torch.Tensor", torch.Tensor)]
+    for prefix, namespace in namespaces:
+        if namespace is not None:
+            found.update((f"{prefix}.{attr}", f) for attr, f in list(vars(namespace).items())
+                         if not attr.startswith("_") and callable(f))
+    return found
+
+
+def _restore_swept(before: dict) -> None:
+    """Put back the torch._C readings (those with a setter), config values and public functions a call changed."""
+    now = _c_readings()
+    for key in before["torch._C"].changed(now):
+        setter = _c_setter(key.removeprefix("torch._C.").removesuffix("()"))
+        if setter is not None:
+            try:
+                setter(before["torch._C"][key])
+            except Exception:  # noqa: BLE001  (stays reported, not restored)
+                pass
+    modules, was, now = {m.__name__: m for m in _config_modules()}, before["torch config modules"], _config_values()
+    for key in was.changed(now):
+        module, attr = key.rsplit(".", 1)
+        while module not in modules and "." in module:  # (a dotted key: torch._inductor.config's triton.cudagraphs)
+            module, rest = module.rsplit(".", 1)
+            attr = f"{rest}.{attr}"
+        if module in modules:
+            setattr(modules[module], attr, was[key] if key in was else now.defaults[key])
+    for key in before["torch's public functions"].changed(_public_functions()):
+        prefix, attr = key.rsplit(".", 1)
+        was = before["torch's public functions"][key]
+        if prefix == "torch.Tensor" and vars(torch._C.TensorBase).get(attr) is was:
+            delattr(torch.Tensor, attr)  # (the C base's method, shadowed by the one set on torch.Tensor)
+        else:
+            setattr(torch.Tensor if prefix == "torch.Tensor" else sys.modules[prefix], attr, was)
+
+
+def _changes(before: dict, after: dict, skipped=()) -> list[str]:
+    """The names of the readings that differ, a namespace's (_Keyed) by the keys that changed."""
+    names = []
+    for name, value in before.items():
+        if name in skipped or name not in after:
+            continue
+        if isinstance(value, _Keyed):
+            names += value.changed(after[name])
+        elif not _same(value, after[name]):
+            names.append(name)
+    return names
 
 
 def _logging_levels() -> dict:
@@ -986,7 +1319,8 @@ def _restore_found(before: dict) -> None:
     sys.setprofile(before["profile function"])
     sys.setswitchinterval(before["thread switch interval"])
     sys.excepthook, threading.excepthook = before["sys.excepthook"], before["threading.excepthook"]
-    (faulthandler.enable if before["faulthandler enabled"] else faulthandler.disable)()
+    if faulthandler.is_enabled() != before["faulthandler enabled"]:  # (enable() needs sys.stderr's file number)
+        (faulthandler.enable if before["faulthandler enabled"] else faulthandler.disable)()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             if signal.getsignal(sig) != before[f"handler of {sig.name}"] and before[f"handler of {sig.name}"] is not None:
@@ -1009,6 +1343,8 @@ def _restore_found(before: dict) -> None:
                     setter(value)
                 except Exception:  # noqa: BLE001
                     pass
+    if "torch._C" in before:
+        _restore_swept(before)
 
 
 def _restore_python(before: dict) -> None:
@@ -1074,13 +1410,14 @@ def global_state_unchanged(s: Subject) -> Outcome:
         after = _global_state()
     finally:
         _restore(before)
-    changed = [name for name in start if name in after and not _same(start[name], after[name])]
+    changed = _changes(start, after)
     # The RNGs are not in the baseline (_RNG_STATES): the run's dropout checks draw from them legitimately.
-    leaked = [name for name in _BASELINE
-              if name in before and not _same(_BASELINE[name], before[name]) and name not in changed]
+    leaked = [name for name in _changes(_BASELINE, before) if name not in changed]
     if leaked:
         _restore({**before, **_BASELINE})
     changed += [f"{name} (left changed by an earlier call of this run)" for name in leaked]
+    changed += [f"{name} (set by importing {module})" for impl, module, names in _IMPORTED if impl is s.impl
+                for name in names]
     return Outcome(math.inf if changed else 0.0, 0.0, f"changed: {', '.join(changed)}" if changed else "")
 
 
@@ -1103,10 +1440,24 @@ def process_watched():
         yield changed
     finally:
         after = _global_state()
-        changed += [name for name in before if name in after and name not in _PER_CALL_SKIPPED
-                    and not _same(before[name], after[name])]
+        changed += _changes(before, after, _PER_CALL_SKIPPED)
         if changed:
             _restore({**after, **{k: v for k, v in before.items() if k not in _PER_CALL_SKIPPED}})
+
+
+# (impl, module, what importing the module changed) for each target loaded by name (cli.load_target)
+_IMPORTED: list[tuple] = []
+
+
+def imported(impl, module: str, changed: list[str]) -> None:
+    """Record what importing ``module`` (the module ``impl`` was loaded from) changed in the process, judged by
+    global-state-unchanged (red team rt44h: a module whose import set TF32 and the float32 matmul precision passed,
+    the run's baseline being taken after the import). Only a target loaded by name is judged so: an impl handed to
+    verify_attention was imported by the caller, whose process holds its own settings (a conftest's, other
+    libraries'), none of which a later reading can tell from the import's."""
+    _IMPORTED[:] = [entry for entry in _IMPORTED if entry[0] is not impl]
+    if changed:
+        _IMPORTED.append((impl, module, list(changed)))
 
 
 def _same(a, b) -> bool:
@@ -1178,6 +1529,15 @@ for _inv in (
     Invariant("concurrent-calls", None, concurrent_calls, _contract, dtypes=frozenset({torch.float32}),
               bug_classes="a workspace shared by every caller (a module-level score or output buffer keyed by "
                           "shape, a cache filled without a lock): threads calling at once get each other's answers"),
+    Invariant("concurrent-calls-mixed", None, concurrent_calls_mixed, _contract, frozenset({CAUSAL}),
+              dtypes=frozenset({torch.float32}),
+              bug_classes="state shared by concurrent callers with different arguments: launch arguments (scale, "
+                          "is_causal, the mask) in a module-level dict read back after the matmul, a workspace keyed "
+                          "by shape alone: one thread's scale, causal flag or mask used for another's call"),
+    Invariant("concurrent-training", None, concurrent_training, _contract, frozenset({BACKWARD, CAUSAL}),
+              dtypes=frozenset({torch.float32}),
+              bug_classes="backward state shared by concurrent training threads (row max and sum in a module-level "
+                          "workspace keyed by shape): one thread's statistics in another's gradients"),
     Invariant("mask-mutated-between-calls", None, mask_mutated_between_calls, _contract, frozenset({ATTN_MASK}),
               bug_classes="a converted attn_mask cached per mask object (or data_ptr) goes stale when the caller "
                           "writes the mask in place between calls"),
@@ -1190,7 +1550,9 @@ for _inv in (
                           "NumPy's error handling (np.seterr), the garbage collector disabled, the recursion limit, "
                           "the working directory; saved-tensor hooks, autocast, torch function/dispatch modes left "
                           "pushed; any torch.get_*/is_* reading or torch.backends flag (found, not listed); trace, "
-                          "profile, exception and signal hooks; also after a refused call"),
+                          "profile, exception and signal hooks; also after a refused call; torch._C's readings "
+                          "(TorchScript fuser flags), torch's config modules (torch._dynamo.config), a public torch "
+                          "function replaced (SDPA patched); the target module's own import changing any of these"),
     Invariant("shape-contract", None, shape_contract, _contract,
               bug_classes="q, k, v shapes SDPA refuses accepted (k/v batches larger than q's, a head count not "
                           "dividing Hq, k and v lengths or head dims that differ) or shapes it accepts answered "

@@ -16,16 +16,21 @@ import threading
 import warnings
 
 import torch
-import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from kernels.harness import reference as ref
 
 
+# torch's own binding, not F's attribute at call time: an impl that installs itself as
+# F.scaled_dot_product_attention (red team rt44h) would otherwise become the harness's own SDPA oracle (shape-contract
+# asks sdpa_math which shapes SDPA accepts); global-state-unchanged names the patch.
+_TORCH_SDPA = torch._C._nn.scaled_dot_product_attention
+
+
 def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """torch's SDPA with its default CPU dispatch."""
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
-                                          scale=scale, enable_gqa=enable_gqa)
+    return _TORCH_SDPA(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                       enable_gqa=enable_gqa)
 
 
 # sdpa_kernel switches process-wide flags and restores what it found on entry: two threads inside it at once
