@@ -43,8 +43,8 @@ PATHS = {
 # sensitivities) is O(B·Hkv·Nk²) and the impl's O(B·Hq·Nq·Nk²) (measured: 5.8 s for B·Hq = 8 slices over 3461 keys in
 # float64). Its keys stay past 2048 on the decode paths (a split of 1024 or 2048) but short of their plain lengths,
 # within DROPOUT_COST; the prefill's 16 queries over 8192 keys cost 1e9 a slice and are left out (allowed()).
-DROPOUT_KEYS = {"decode": (2049, 2600), "spec-decode": (2049, 2600)}
-DROPOUT_COST = 2 ** 25  # B·Hq·Nq·Nk² of a dropout problem
+DROPOUT_KEYS = {"decode": (2049, 2400), "spec-decode": (2049, 2400)}
+DROPOUT_COST = 2 ** 24  # B·Hq·Nq·Nk² of a dropout problem
 # B·Hq·Nq·Nk of a forward problem and of a gradient one (the float64 golden values, their sensitivities and, for the
 # gradients, float64 autograd over every requires_grad subset cost O(that · D) several times over: measured at load 1,
 # ~0.1 s a forward problem of 2¹⁸ scores; the gradients' ten times that)
