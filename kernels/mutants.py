@@ -3154,3 +3154,48 @@ MUTANTS = MUTANTS + (
     Mutant(race_grad_workspace, "backward row statistics in a per-shape workspace shared by training threads",
            "concurrent-training", dtypes=(torch.float32,), backward=True),
 )
+
+
+# rt44h's families: a mask form in no hand list (a per-head key bias broadcast over the queries), structured additive
+# mask values (ALiBi beside -inf padding) and the decode path's bfloat16 store (red team: each escaped the harness)
+
+
+class _KeyPaddingFromHeadZero(FullAttention):
+    def mask_bias(self, attn_mask, like, dtype):
+        if attn_mask is not None and attn_mask.dim() == 4 and _one_row(attn_mask, like):
+            attn_mask = attn_mask[:, :1]  # the bug: a query-broadcast mask taken as (B, 1, 1, Nk) key padding
+        return super().mask_bias(attn_mask, like, dtype)
+
+
+class _AlibiWithPaddingAsBool(FullAttention):
+    def mask_bias(self, attn_mask, like, dtype):
+        if (attn_mask is not None and attn_mask.is_floating_point() and attn_mask.numel()
+                and attn_mask.max() == 0 and torch.isneginf(attn_mask.min())):
+            attn_mask = attn_mask == 0  # the bug: "a 0/-inf padding mask", its finite biases dropped
+        return super().mask_bias(attn_mask, like, dtype)
+
+
+class _DecodeTruncatingBfloat16Store(BlockedAttention):
+    def stored(self, out, out_dtype):
+        if out_dtype != torch.bfloat16 or out.shape[-2] != 1:
+            return super().stored(out, out_dtype)
+        bits = out.to(torch.float32).contiguous().view(torch.int32) & -65536  # the bug: low 16 bits dropped
+        return bits.view(torch.float32).to(torch.bfloat16)  # exact: the dropped bits are already zero
+
+
+mask_keypad_head0 = _full_mutant(_KeyPaddingFromHeadZero(), "mask_keypad_head0",
+    "A 4-D mask broadcast over the queries taken as key padding, its heads read from head 0: a (1, Hq, 1, Nk) "
+    "per-head key bias (ALiBi at decode) loses heads 1...")
+alibi_with_padding_as_bool = _full_mutant(_AlibiWithPaddingAsBool(), "alibi_with_padding_as_bool",
+    "An additive mask whose max is 0 and min -inf sent to the boolean path as mask == 0: ALiBi or relative-position "
+    "biases beside -inf padding dropped.")
+decode_output_truncated_bf16 = _mutant(_DecodeTruncatingBfloat16Store(), "decode_output_truncated_bf16",
+    "The decode path (one query) stores its bfloat16 output by truncation (toward zero).")
+
+MUTANTS = MUTANTS + (
+    Mutant(mask_keypad_head0, "a query-broadcast mask read as key padding from head 0", "generated-agreement"),
+    Mutant(alibi_with_padding_as_bool, "an ALiBi mask with -inf padding sent to the boolean path",
+           "generated-agreement"),
+    Mutant(decode_output_truncated_bf16, "truncating (biased) bfloat16 store on the decode path",
+           "rounding-bias-decode", dtypes=(torch.bfloat16,)),
+)

@@ -25,7 +25,8 @@ import torch
 
 from kernels.harness.cases import RANDOM
 from kernels.harness.invariants import Invariant, _proved, register
-from kernels.harness.subject import Outcome, Subject
+from kernels.harness import reference as ref
+from kernels.harness.subject import Outcome, Subject, worst
 
 ALPHA = 1e-6
 MIN_ROWS = 64
@@ -83,6 +84,41 @@ def rounding_bias(s: Subject) -> Outcome:
     return bias_outcome(s.output(), s.base.value, s.dtype)
 
 
+# The decode path (one query row per (batch, head)): no fixed case has MIN_ROWS rows of it (decode-4097 has 4), so the
+# decode case builds its own: B = 2 and 32 query heads (the case's grouping kept), one query, over 257 keys at the
+# case's head dim and over the case's keys (past 4096: a split-K path) at a head dim of 16. Red team rt44h: a decode
+# kernel truncating its bfloat16 store escaped. Each shape's two statistics at ALPHA, as rounding-bias's.
+DECODE_BATCH, DECODE_HEADS = 2, 32
+DECODE_SHORT_KEYS, DECODE_LONG_HEAD_DIM = 257, 16
+LONG_DECODE_KEYS = 4096
+
+
+def decode_shapes(c) -> dict[str, tuple[int, int, int, int, int]]:
+    """{label: (B, Hq, Hkv, Nk, D)} of the decode shapes built on case ``c`` (one query each, B·Hq = MIN_ROWS)."""
+    hkv = DECODE_HEADS * c.kv_heads // c.q_heads
+    return {f"Nk={DECODE_SHORT_KEYS}": (DECODE_BATCH, DECODE_HEADS, hkv, DECODE_SHORT_KEYS, c.head_dim),
+            f"Nk={c.n_k}, D={DECODE_LONG_HEAD_DIM}": (DECODE_BATCH, DECODE_HEADS, hkv, c.n_k, DECODE_LONG_HEAD_DIM)}
+
+
+def rounding_bias_decode(s: Subject) -> Outcome:
+    """rounding-bias's test on one-query problems of MIN_ROWS rows (decode_shapes), the worst shape's."""
+    outcomes, details = [], []
+    for label, (b, hq, hkv, nk, d) in decode_shapes(s.case).items():
+        gen = s.rng(f"decode bias {label}")
+        q, k, v = (s.cast(torch.randn(shape, generator=gen, dtype=torch.float64))
+                   for shape in ((b, hq, 1, d), (b, hkv, nk, d), (b, hkv, nk, d)))
+        kw = s.kwargs(is_causal=False, enable_gqa=hq != hkv)
+        o = bias_outcome(s.run(q, k, v, **kw), ref.attention64(q.cpu(), k.cpu(), v.cpu(), **kw), s.dtype)
+        outcomes.append(o)
+        details.append(f"B={b} Hq={hq} Hkv={hkv} Nq=1 {label}: z {o.discrepancy:.3g}/{o.bound:.3g}, {o.detail}")
+    return worst(outcomes, details)
+
+
+register(Invariant("rounding-bias-decode", "round-to-nearest-unbiased", rounding_bias_decode,
+                   lambda c: c.kind == RANDOM and c.n_q == 1 and c.n_k > LONG_DECODE_KEYS,
+                   bug_classes="biased rounding of the decode path's output (a one-query kernel truncating its "
+                               "bfloat16 store)",
+                   dtypes=BIASED_DTYPES))
 register(Invariant("rounding-bias", "round-to-nearest-unbiased", rounding_bias,
                    lambda c: c.kind == RANDOM and c.batch * c.q_heads * c.n_q >= MIN_ROWS,
                    bug_classes="biased rounding of the output (truncating bfloat16 store)",

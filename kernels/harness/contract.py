@@ -120,7 +120,7 @@ ITEMS: tuple[Item, ...] = (
          "k or v: NaN or ±inf in exactly float64's outputs, of float64's kind, in float32, float16 and bfloat16",
          ("nan-propagation", "generated-agreement")),
     Item("precision", "error does not grow with length beyond the reference's; rounding unbiased",
-         f"{MEASURED}: math backend's error flat in Nk up to 8193", ("error-growth", "rounding-bias",
+         f"{MEASURED}: math backend's error flat in Nk up to 8193", ("error-growth", "rounding-bias", "rounding-bias-decode",
                                                                      "generated-agreement")),
     Item("gradients", "dq, dk, dv (GQA: summed over the group) as autograd of the reference, for every subset of "
                       "q, k, v requiring grad, under every mask form (with is_causal too), any scale (0 included), "

@@ -7,7 +7,8 @@ values that hit kernels' edges (1, odd, tile ± 1 at 16, 32, 64, 128, past 256, 
 probability 0 or lengths past 2048 where float16 positions stop being exact); the run's dtypes; q,
 k, v as contiguous tensors, (B, N, H, D) storage viewed transposed, a random permutation of the
 storage order, or views at a storage offset; no mask or a boolean or additive mask of every
-broadcast form, its storage contiguous, a transposed view, a stride-0 expand over the query rows or a
+broadcast pattern (each of B, Hq, Nq, Nk full or 1 at ranks 4 to 1), additive values random or structured (ALiBi,
+ALiBi with -inf padding, 0/-inf, the dtype's most negative number), its storage contiguous, a transposed view, a stride-0 expand over the query rows or a
 slice at a storage offset, an additive one in q's dtype or (half q) float32 (what SDPA accepts beside
 bool), now and then with one NaN entry; now and then one NaN, +inf or -inf in q, k or v (every key visible); dropout p in (0, 1), fixed
 values, uniform and log-uniform down to 1e-4 (now and then over one to three keys), each dropout problem with a
@@ -63,6 +64,7 @@ import torch
 
 from kernels.harness import reference as ref
 from kernels.harness.cases import Case
+from kernels.harness.masks import BROADCAST_FORMS, STRUCTURED_VALUES
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
 from kernels.harness import backward_values as bv
 from kernels.harness.subject import (CONTEXTS, GRADIENT_CONTEXTS, SEQUENCES, BadOutput, Subject, against, calling_context,
@@ -104,12 +106,19 @@ HEADS = ((1, 1), (2, 2), (3, 3), (2, 1), (4, 2), (4, 1), (6, 2), (6, 3), (8, 2))
 # (and with more batch rows than B): no stride is the product of the later sizes, as a kernel
 # re-deriving one from the shape assumes
 LAYOUTS = ("contiguous", "transposed", "permuted", "offset", "slice")
-MASK_FORMS = ("(Nq, Nk)", "(Hq, Nq, Nk)", "(B, 1, Nq, Nk)", "(1, Hq, Nq, Nk)", "(B, Hq, Nq, Nk)",
-              "(B, 1, 1, Nk)", "(1, 1, 1, Nk)", "(Nk,)",  # SDPA broadcasts a 1-D mask too (measured)
-              "(B, 1, Nq, 1)", "(Nq, 1)")  # query masks, broadcast over the keys (masks.QUERY_MASKS)
+# every broadcast pattern (masks.BROADCAST_FORMS: 16 at rank 4, 8 at rank 3, 4 at rank 2, (Nk,)), not a hand list;
+# those with a key dim of 1 are query masks, broadcast over the keys (masks.QUERY_MASKS)
+MASK_FORMS = BROADCAST_FORMS
 ONE_DIM_MASK = "(Nk,)"
+# the forms whose query and key dims are both full (the regimes' plain masks)
+FULL_MASKS = ("(Nq, Nk)", "(Hq, Nq, Nk)", "(B, 1, Nq, Nk)", "(1, Hq, Nq, Nk)", "(B, Hq, Nq, Nk)")
 PER_ENTRY_MASKS = ("(B, 1, Nq, Nk)", "(B, Hq, Nq, Nk)", "(B, 1, 1, Nk)")  # a mask of its own per batch entry
-NO_MASK = (None,) * 5  # beside MASK_FORMS in the cycle of drawn problems' masks: about a quarter without
+NO_MASK = (None,) * 10  # beside MASK_FORMS in the cycle of drawn problems' masks: about a quarter without
+# forms broadcast over the queries with a row of their own per head (a per-head key bias: ALiBi at decode)
+HEAD_KEY_BIASES = tuple(f for f in MASK_FORMS if len(f.split(", ")) == 4 and f.split(", ")[1:3] == ["Hq", "1"])
+# An additive mask's values (masks.STRUCTURED_VALUES beside random ones), cycled with the mask's kind (_cycled): each
+# entry meets each relation within 8 of its problems, boolean masks three in eight
+MASK_KINDS = ("bool", "random", "alibi", "bool", "alibi-padded", "zero-inf", "bool", "far-finite")
 # q, k, v of rank 3 ((B·H, N, D): dim -3 is the heads, grouped under enable_gqa, measured: q (4, 16, 8)
 # with k, v (2, 16, 8) gives head h kv head h // 2) or 5 ((B, 1, H, N, D)): SDPA takes (..., L, E) of rank >= 3
 RANKS = (3, 5)
@@ -132,7 +141,9 @@ SCALES = (None, None, None, 0.3, 2.0, 1e-6, -0.25, -1.5, 0.0)
 OVERFLOWING_SCALES = (2.0, 3.0, 4.0, -2.0)  # |scale| ≥ 2 takes q at half the range past it
 # Mask forms whose leading dims a kernel can mistake for others: a 2-D (Nq, Nk) mask read as a
 # (B, Nk) key-padding mask when B == Nq, a 3-D (Hq, Nq, Nk) one read as (B, Nq, Nk) when B == Hq.
-AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
+# Generated: every rank-2 form led by Nq and rank-3 form led by Hq.
+AMBIGUOUS_MASKS = {f: "n_q" if f.startswith("(Nq,") else "q_heads" for f in MASK_FORMS
+                   if len(f.split(", ")) == 2 and f.startswith("(Nq,") or len(f.split(", ")) == 3 and f.startswith("(Hq,")}
 # The regimes every run draws first, once each per dtype whatever its budget (then at random, with
 # REGIME_SHARE of the later problems between them): what random shapes reach too rarely to be judged in a default run.
 #   long-decode: Nq ≤ 8 (mostly 1) over 2¹⁴-2¹⁷ keys (split-K decoding past 16 splits of 1024);
@@ -191,6 +202,10 @@ AMBIGUOUS_MASKS = {"(Nq, Nk)": "n_q", "(Hq, Nq, Nk)": "q_heads"}
 #     mask taken as unbatched, head 0's rows for every head, escaped the rank regimes' 1-D and rank-5 masks).
 #   rank-causal: rank-5 inputs with is_causal, no mask, Nq ≠ Nk possible (a rank ≥ 5 path dropping is_causal);
 #     later rank draws (rank and rank-causal) are causal half the time, then without a mask.
+#   mask-head-bias: an additive per-head key bias broadcast over two queries or more (HEAD_KEY_BIASES), Hq ≥ 2; the first
+#     draw (1, Hq, 1, Nk) of ALiBi values with -inf left padding (masks.structured_mask), later draws any of
+#     STRUCTURED_VALUES (red team rt44h: such a mask read as key padding from head 0, and sent to a boolean path as
+#     mask == 0, escaped).
 # magnitude in float32 and bfloat16 (q's range is float32's there) scales v instead: the largest output
 #   in (2^19, 2^20], past float16's range (a bfloat16 kernel storing its output through a float16 buffer).
 REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude",
@@ -203,7 +218,7 @@ REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collisio
            "mask-expanded", "kv-broadcast-backward", "many-heads-backward",
            "dropout-rank", "dropout-kv-broadcast", "float64-dropout", "after-other-calls", "decode-dropout",
            "long-decode-batched", "long-decode-padded", "rank-head-mask", "many-batch-masks", "float64-long",
-           "nan-one-key", "nan-underflowed-keys")
+           "nan-one-key", "nan-underflowed-keys", "mask-head-bias")
 # the regimes whose dropout problems keep them (the others' are plain): the two long ones and the call forms a
 # dispatch wrapper may route around the dropout path (red team rt40h: rank 3/5 and float64 wrappers dropping
 # dropout_p, one mask shared by a broadcast k's batch entries); their first draws are dropout problems
@@ -299,6 +314,7 @@ class Problem:
     dtype: str
     layout: str = "contiguous"
     mask: str | None = None  # a form of MASK_FORMS
+    mask_values: str = "random"  # an additive mask's values: random, or one of masks.STRUCTURED_VALUES
     mask_kind: str = "bool"  # or "additive"
     dropout_p: float = 0.0
     grads: str = "qkv"  # which of q, k, v require grad
@@ -331,7 +347,8 @@ class Problem:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
                  f"D={self.head_dim} Dv={self.value_dim}", "causal" if self.causal else "full", self.layout]
         if self.mask:
-            parts.append(f"{self.mask_kind} mask {self.mask}")
+            values = f" {self.mask_values}" if self.mask_kind == "additive" and self.mask_values != "random" else ""
+            parts.append(f"{self.mask_kind}{values} mask {self.mask}")
             if self.mask_storage != "contiguous" or self.mask_dtype or self.mask_nonfinite:
                 parts.append(f"({', '.join(x for x in (self.mask_storage, self.mask_dtype, self.mask_nonfinite) if x)})")
             if self.mask_far is not None:
@@ -394,6 +411,22 @@ def _cycled(values, seed: int, dtype: str, index: int, axis: str, drawn):
     if index < 0:
         return drawn
     start = _rng(seed, dtype, axis, index % len(RELATIONS)).randrange(len(values))
+    return values[(index // len(RELATIONS) + start) % len(values)]
+
+
+# The mask form's cycle (MASK_FORMS and NO_MASK, 39 entries) is longer than a default run's 16 problems of a relation
+# in a dtype: each (relation, dtype) starts DEFAULT_DRAWN // len(RELATIONS) entries past the one before, so a default
+# run's four relations in one dtype, and one relation's three dtypes, each cover the whole cycle.
+DTYPE_TURNS = {"float32": 0, "float16": 1, "bfloat16": 2}
+
+
+def _spread(values, seed: int, dtype: str, index: int, axis: str, drawn):
+    """Like _cycled, for an axis of more values than a relation's problems in one dtype: the (relation, dtype) pairs
+    start at consecutive windows of the cycle, from a point fixed by (seed, axis)."""
+    if index < 0:
+        return drawn
+    turn = index % len(RELATIONS) + len(RELATIONS) * DTYPE_TURNS.get(dtype, 0)
+    start = _rng(seed, axis).randrange(len(values)) + turn * (DEFAULT_DRAWN // len(RELATIONS))
     return values[(index // len(RELATIONS) + start) % len(values)]
 
 
@@ -486,7 +519,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     # meets each relation (_cycled)
     if ATTN_MASK in features and (not causal or relation == GRADIENTS) and n_k > 0:
         drawn = r.choice(MASK_FORMS) if r.random() < 0.5 else None
-        mask = _cycled(MASK_FORMS + NO_MASK, seed, dtype, index - len(regimes), "mask form", drawn)
+        mask = _spread(MASK_FORMS + NO_MASK, seed, dtype, index - len(regimes), "mask form", drawn)
     if regime == "empty":
         mask = None  # the harness's mask maker has no mask for Nk = 0; the fixed mask cases judge the rest
     if regime in LONG:
@@ -657,10 +690,16 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         n_q, d, dv = min(max(n_q, 1), 32), min(max(d, 1), 64), min(max(dv, 1), 64)
         n_k = 1 if regime == "nan-one-key" else r.randint(130, 400)
     elif regime == "far-masked-rows" and ATTN_MASK in features:
-        causal, mask, n_q, n_k = False, r.choice(MASK_FORMS[:5]), max(n_q, 2), max(n_k, 2)
+        causal, mask, n_q, n_k = False, r.choice(FULL_MASKS), max(n_q, 2), max(n_k, 2)
     elif regime in ("mask-storage", "mask-nonfinite", "mask-expanded") and ATTN_MASK in features:
         # two rows and two keys at least: a (1, Nk) mask's strides say nothing
-        causal, mask, n_q, n_k = False, r.choice(MASK_FORMS[:5]), max(n_q, 2), max(n_k, 2)
+        causal, mask, n_q, n_k = False, r.choice(FULL_MASKS), max(n_q, 2), max(n_k, 2)
+    elif regime == "mask-head-bias" and ATTN_MASK in features:
+        # a per-head key bias broadcast over two queries or more (the first draw (1, Hq, 1, Nk), ALiBi with -inf left
+        # padding): red team rt44h's kernel took a mask broadcast over the queries as key padding with head 0's row
+        hq, hkv = r.choice([h for h in HEADS if h[0] > 1 and (GQA in features or h[0] == h[1])])
+        causal, n_q, n_k = False, min(max(n_q, 2), 64), min(max(n_k, 2), 128)
+        mask = "(1, Hq, 1, Nk)" if index < len(regimes) else r.choice(HEAD_KEY_BIASES)
     elif mask in AMBIGUOUS_MASKS and r.random() < 0.5:  # the same collisions, now and then
         if AMBIGUOUS_MASKS[mask] == "n_q":
             batch = n_q = r.choice((2, 3))
@@ -721,6 +760,10 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         scale = None  # scores of size 1 (or 0): no weight below dropout.P_FLOOR, every one counted
     layout = r.choice(LAYOUTS) if relation != DROPOUT_LAW else "contiguous"
     mask_kind, grads = r.choice(("bool", "additive")), r.choice(GRAD_SUBSETS)
+    # (a cycle of its own past the regimes; the regimes' first draws keep their coin, random values)
+    kind = _cycled(MASK_KINDS, seed, dtype, index - len(regimes), "mask kind",
+                   "bool" if mask_kind == "bool" else "random")
+    mask_kind, mask_values = ("bool", "random") if kind == "bool" else ("additive", kind)
     if regime in ("long-queries", "long-queries-backward"):
         layout = "contiguous"  # (a chunked kernel's batch stride and positions, not a layout)
     if regime in ("kv-broadcast-backward", "many-heads-backward") and grads == "q":  # dk or dv judged
@@ -733,7 +776,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                                                r.choice(DROPOUT_GRADIENTS))
     if relation == DROPOUT_LAW and regime == "float64-dropout" and index < len(regimes):
         # the first draw: a boolean mask beside dropout (red team rt40h: a float64 fallback adding a boolean mask as 0/1)
-        mask, mask_kind, causal, dropout_mask_grad = (r.choice(MASK_FORMS[:5]) if ATTN_MASK in features else None,
+        mask, mask_kind, causal, dropout_mask_grad = (r.choice(FULL_MASKS) if ATTN_MASK in features else None,
                                                       "bool", False, False)
     if relation == DROPOUT_LAW:
         grads = dropout_grads if BACKWARD in features else ""
@@ -758,6 +801,11 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         mask_kind, storage, wide = "additive", "transposed", True
     if regime in ("mask-nonfinite", "learned-mask", "mask-expanded"):
         mask_kind = "additive"
+    if regime == "mask-head-bias" and mask is not None:
+        mask_kind = "additive"
+        mask_values = ("alibi-padded" if index < len(regimes)
+                       else _rng(seed, dtype, *key, "head bias values").choice(STRUCTURED_VALUES))
+        storage = "contiguous" if index < len(regimes) else storage
     if regime == "mask-expanded" and mask is not None:
         storage = "expanded keys" if index < len(regimes) else "expanded"
     if relation == GRADIENTS and mask_kind == "additive" and storage.startswith("expanded"):
@@ -809,6 +857,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    "float64" if regime in ("float64-dropout", "float64-long") else dtype,
                    layout=layout,
                    mask=mask, mask_kind=mask_kind, dropout_p=dropout_p,
+                   mask_values=mask_values if mask is not None and mask_kind == "additive" else "random",
                    grads=grads, scale=scale, relation=relation,
                    seed=zlib.crc32(repr((seed, dtype) + key).encode()), magnitude=magnitude,
                    late_values=late_values, mask_storage=storage,
@@ -940,13 +989,13 @@ def _mask(s: Subject, p: Problem, poisoned: bool = True):
     """The problem's attn_mask, in its storage and dtype (with its non-finite entry unless not poisoned)."""
     if p.mask is None:
         return None
-    from kernels.harness.masks import QUERY_MASKS, _shapes, additive_mask, bool_mask
+    from kernels.harness.masks import QUERY_MASKS, additive_mask, bool_mask, form_shape, structured_mask
 
     # a 1-D mask: the (1, Nk) one's row (the mask makers keep a visible key in every row)
     if p.mask in QUERY_MASKS:
         shape = QUERY_MASKS[p.mask](p.batch, p.q_heads, p.n_q, p.n_k)
     else:
-        shape = (1, p.n_k) if p.mask == ONE_DIM_MASK else _shapes(s)[p.mask]
+        shape = (1, p.n_k) if p.mask == ONE_DIM_MASK else form_shape(p.mask, p.batch, p.q_heads, p.n_q, p.n_k)
     label = f"generated {p.mask}"
     if p.mask_padding:  # key padding: entry b sees keys below its length, entry 0 or another none (its output 0)
         gen = s.rng(label)
@@ -959,6 +1008,9 @@ def _mask(s: Subject, p: Problem, poisoned: bool = True):
         m = (torch.rand(shape, generator=s.rng(label)) < 0.6).to(s.device)
     elif p.mask_kind == "bool":
         m = bool_mask(s, shape, label)
+    elif p.mask_values != "random":  # (a float32 one beside half q unshifted: the structure is the point)
+        m = structured_mask(s, shape, p.mask_values, label, dtype=None if p.mask_dtype is None
+                            else getattr(torch, p.mask_dtype))
     elif p.mask_dtype is None:
         m = additive_mask(s, shape, label)
     else:

@@ -9,6 +9,8 @@ refusing (any exception) or applying both, and rejects anything else.
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 
 import torch
@@ -46,6 +48,70 @@ def additive_mask(s: Subject, shape, label: str, dtype: torch.dtype | None = Non
 
 KEY_PADDING = ("(B, 1, 1, Nk)", "(1, 1, 1, Nk)")  # the one-row forms of _shapes
 
+_DIMS = ("B", "Hq", "Nq", "Nk")
+
+
+def _broadcast_forms() -> tuple[str, ...]:
+    """Every form SDPA broadcasts a mask from, by its pattern rather than by a list: at rank 4 each of (B, Hq, Nq,
+    Nk) full or 1 (16), at rank 3 each of (Hq, Nq, Nk) (8), at rank 2 each of (Nq, Nk) (4), and (Nk,). torch 2.13's
+    math SDPA takes each (measured, boolean and float32, rank-4 and rank-5 inputs: the output of the mask expanded to
+    (B, Hq, Nq, Nk)). Red team rt44h: a (1, Hq, 1, Nk) per-head key bias, in no hand list, read as key padding with
+    head 0's row for every head escaped."""
+    forms = []
+    for rank in (4, 3, 2):
+        for pattern in itertools.product((True, False), repeat=rank):
+            names = [d if full else "1" for d, full in zip(_DIMS[4 - rank:], pattern)]
+            forms.append(f"({', '.join(names)})")
+    return tuple(forms) + ("(Nk,)",)
+
+
+BROADCAST_FORMS = _broadcast_forms()
+
+
+def form_shape(form: str, b: int, h: int, nq: int, nk: int) -> tuple[int, ...]:
+    """The shape of a BROADCAST_FORMS form for a problem of (B, Hq, Nq, Nk)."""
+    if form not in BROADCAST_FORMS:
+        raise ValueError(f"form must be one of BROADCAST_FORMS, got {form!r}")
+    sizes = {"B": b, "Hq": h, "Nq": nq, "Nk": nk, "1": 1}
+    return tuple(sizes[name] for name in form.strip("(,)").split(", "))
+
+
+# Additive mask values beside random ones (additive_mask): structures real callers pass, which a kernel may take a
+# shortcut for. "alibi": -slope_h·|i - j| ≤ 0 (ALiBi's geometric slopes per head), 0 where query i sits at key j (query
+# positions bottom-right aligned, as in a KV cache; a form broadcast over the queries is ALiBi's key bias of the last
+# query, 0 at the last key); "alibi-padded": that plus -inf left padding (max exactly 0, min -inf, finite negatives
+# between: red team rt44h's kernel sending such a mask to its boolean path as mask == 0 escaped random values);
+# "zero-inf": 0 and -inf only; "far-finite": 0 and the mask dtype's most negative finite number (Hugging Face's
+# padding value). Every row keeps a key at 0.
+STRUCTURED_VALUES = ("alibi", "alibi-padded", "zero-inf", "far-finite")
+
+
+def structured_mask(s: Subject, shape, values: str, label: str, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """An additive mask of ``shape`` (a BROADCAST_FORMS shape, any rank) with STRUCTURED_VALUES ``values``, in the
+    inputs' dtype or ``dtype``."""
+    if values not in STRUCTURED_VALUES:
+        raise ValueError(f"values must be one of {STRUCTURED_VALUES}, got {values!r}")
+    gen = s.rng(label)
+    full = (1,) * (4 - len(shape)) + tuple(shape)  # (B|1, Hq|1, Nq|1, Nk|1)
+    if values in ("alibi", "alibi-padded"):
+        b, h, nq, nk = full
+        slopes = 2.0 ** (-8.0 * torch.arange(1, h + 1, dtype=torch.float64) / h)  # (h,): ALiBi's, one per head
+        query = torch.arange(nq, dtype=torch.float64) + (nk - nq)  # (nq,): positions bottom-right aligned
+        distance = (query[:, None] - torch.arange(nk, dtype=torch.float64)).abs()  # (nq, nk)
+        m = (0.0 - slopes.view(h, 1, 1) * distance).expand(full).clone()  # (B|1, Hq|1, Nq|1, Nk|1); +0, not -0
+        if values == "alibi-padded" and nk > 1:
+            # left padding (generation's batches): entry b hides its first pad_b ≤ Nk/2 keys, one entry at least one;
+            # the last key, 0 for the last query, stays visible, and half the keys at least (finite biases to show)
+            pads = torch.randint(0, nk // 2 + 1, (b,), generator=gen)
+            pads[int(torch.randint(b, (), generator=gen))] = int(torch.randint(1, nk // 2 + 1, (), generator=gen))
+            m = m.masked_fill(torch.arange(nk) < pads.view(b, 1, 1, 1), float("-inf"))
+    else:
+        visible = _rows_see_a_key(torch.rand(full, generator=gen) < 0.6, gen)
+        hidden = float("-inf") if values == "zero-inf" else torch.finfo(dtype or s.dtype).min
+        m = torch.zeros(full, dtype=torch.float64).masked_fill(~visible, hidden)
+    m = m.reshape(shape)
+    return s.cast(m) if dtype is None else m.to(dtype=dtype, device=s.device)
+
 
 def _shapes(s: Subject) -> dict[str, tuple]:
     """SDPA broadcasts the mask over batch, heads and queries: every form a caller uses (the
@@ -60,7 +126,7 @@ def _shapes(s: Subject) -> dict[str, tuple]:
 
 # Query masks: a key dim of 1, broadcast over the keys (SDPA takes them, measured); a row of the mask hides
 # or shifts a whole query row, so the generator draws them without _rows_see_a_key (a hidden row gives 0)
-QUERY_MASKS = {"(B, 1, Nq, 1)": lambda b, h, nq, nk: (b, 1, nq, 1), "(Nq, 1)": lambda b, h, nq, nk: (nq, 1)}
+QUERY_MASKS = {form: functools.partial(form_shape, form) for form in BROADCAST_FORMS if form.endswith(", 1)")}
 
 
 def late_keys_mask(s: Subject) -> torch.Tensor:
