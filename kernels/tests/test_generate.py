@@ -65,7 +65,7 @@ def test_every_run_draws_each_regime_first():
             many_batch, long64, one_key, underflow = (
                 gen.draw(seed, gen.REGIMES.index(name), dtype, ALL)
                 for name in ("many-batch-masks", "float64-long", "nan-one-key", "nan-underflowed-keys"))
-            assert gen.REGIMES[:23][-1] == "huge-grid-backward" and len(gen.REGIMES) == 43
+            assert gen.REGIMES[:23][-1] == "huge-grid-backward" and len(gen.REGIMES) == 45
             assert one_key.n_k == 1 and one_key.input_nan and one_key.mask is None, one_key
             assert underflow.underflow and underflow.input_nan == "v" and underflow.n_k > 128, underflow
             assert many_batch.batch > 32 and many_batch.mask in gen.PER_ENTRY_MASKS, many_batch
