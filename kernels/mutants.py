@@ -3199,3 +3199,162 @@ MUTANTS = MUTANTS + (
     Mutant(decode_output_truncated_bf16, "truncating (biased) bfloat16 store on the decode path",
            "rounding-bias-decode", dtypes=(torch.bfloat16,)),
 )
+
+
+# state kept across calls and autograd plumbing (red team: each escaped every sequence that kept the dtype fixed within
+# a pass, re-checked no earlier output, wrote no input outside autograd's version counter, wrote no frozen input before
+# the backward, or took gradients at rank 4 alone)
+
+import threading  # noqa: E402  (this block's own)
+
+_FIRST_DTYPE = threading.local()
+
+
+def workspace_dtype_of_first_call(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                  enable_gqa=False):
+    """The accumulator workspace is allocated per thread, keyed by the shapes alone, in the working dtype of the first
+    call of those shapes: a float64 call after a float32 (or half) one of the same shapes accumulates in float32."""
+    from kernels.harness.references import work_dtype_for
+
+    held = _FIRST_DTYPE.__dict__.setdefault("by_shape", {})
+    work = held.setdefault((q.shape, k.shape, v.shape), work_dtype_for(q.dtype))  # the bug: the dtype not in the key
+    if attn_mask is not None and attn_mask.is_floating_point():
+        attn_mask = attn_mask.to(work)
+    out = full_attention(q.to(work), k.to(work), v.to(work), attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return out.to(q.dtype)
+
+
+_CAUSAL_BIAS: dict = {}
+
+
+def causal_bias_cached_in_first_dtype(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                      enable_gqa=False):
+    """is_causal served as an additive 0/-inf bias cached per (Nq, Nk) in the first call's dtype and handed to SDPA:
+    a float32 call after a bfloat16 one of the same lengths gets a bfloat16 mask, which SDPA refuses."""
+    from kernels.harness.peers import sdpa_math
+
+    if is_causal and attn_mask is None and q.dim() >= 2 and k.dim() >= 2:
+        key = (q.shape[-2], k.shape[-2], q.device)  # the bug: the dtype not in the key
+        if key not in _CAUSAL_BIAS:
+            hidden = ~torch.ones(key[0], key[1], dtype=torch.bool, device=q.device).tril()
+            _CAUSAL_BIAS[key] = torch.zeros(key[:2], dtype=q.dtype, device=q.device).masked_fill(hidden, float("-inf"))
+        attn_mask, is_causal = _CAUSAL_BIAS[key], False
+    return sdpa_math(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                     enable_gqa=enable_gqa)
+
+
+_STATIC_OUT = threading.local()
+
+
+def output_in_static_buffer(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """A forward-only call (no input requiring grad) writes its output into a per-thread buffer kept per shape and
+    dtype and returns a fresh view of it: the next such call of the shape overwrites the caller's earlier output."""
+    out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if torch.is_inference_mode_enabled() or out.requires_grad:
+        return out
+    buffers = _STATIC_OUT.__dict__.setdefault("by_shape", {})
+    buf = buffers.setdefault((out.shape, out.dtype, out.device), torch.empty_like(out))
+    return buf.copy_(out).view(out.shape)  # the bug: every caller's output is the same memory
+
+
+_UPCAST_KV = threading.local()
+
+
+def kcache_keyed_by_version(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """K and V upcast to the working dtype once and cached (the last pair per thread), keyed by (data_ptr, shape,
+    strides, dtype, _version) and a weak reference to the tensor: a write that moves no version counter (through
+    .data, a NumPy view, untyped_storage()) leaves the cached copy stale."""
+    from kernels.harness.references import work_dtype_for
+
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    work = work_dtype_for(q.dtype)
+
+    def key(x):
+        return x.data_ptr(), tuple(x.shape), x.stride(), x.dtype, x._version  # the bug: the values' own changes unseen
+
+    held = getattr(_UPCAST_KV, "last", None)
+    if (held is None or held[0] != (key(k), key(v)) or held[1]() is not k or held[2]() is not v):
+        held = ((key(k), key(v)), weakref.ref(k), weakref.ref(v), k.to(work, copy=True), v.to(work, copy=True))
+        _UPCAST_KV.last = held
+    if attn_mask is not None and attn_mask.is_floating_point():
+        attn_mask = attn_mask.to(work)
+    return full_attention(q.to(work), held[3], held[4], attn_mask, dropout_p, is_causal, scale, enable_gqa).to(q.dtype)
+
+
+class _FrozenKvByReference(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, is_causal, scale, enable_gqa):
+        wanted = ctx.needs_input_grad[:3]
+        ctx.save_for_backward(*(x for x, w in zip((q, k, v), wanted) if w))
+        ctx.frozen = {i: x for i, (x, w) in enumerate(zip((q, k, v), wanted)) if not w}  # the bug: no version check
+        ctx.options = (is_causal, scale, enable_gqa)
+        with torch.no_grad():
+            return full_attention(q, k, v, None, 0.0, is_causal, scale, enable_gqa)
+
+    @staticmethod
+    def backward(ctx, dout):
+        saved = iter(ctx.saved_tensors)
+        inputs = [ctx.frozen[i] if i in ctx.frozen else next(saved) for i in range(3)]
+        is_causal, scale, enable_gqa = ctx.options
+        with torch.enable_grad():  # P recomputed from q and k, as a FlashAttention backward does
+            leaves = [x.detach().requires_grad_() for x in inputs]
+            out = full_attention(*leaves, None, 0.0, is_causal, scale, enable_gqa)
+            grads = torch.autograd.grad(out, leaves, dout)
+        return tuple(g if w else None for g, w in zip(grads, ctx.needs_input_grad[:3])) + (None, None, None)
+
+
+def frozen_kv_on_ctx_by_reference(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """A recomputing backward: inputs requiring grad saved with save_for_backward, frozen ones (a KV cache,
+    requires_grad False) kept on ctx by reference: written in place before the backward, they are read new and
+    untracked."""
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        return _FrozenKvByReference.apply(q, k, v, is_causal, scale, enable_gqa)
+    return full_attention(q, k, v, None, 0.0, is_causal, scale, enable_gqa)
+
+
+class _AnyRankGqa(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, is_causal, scale, enable_gqa):
+        group = q.shape[-3] // k.shape[-3] if enable_gqa else 1
+        kk, vv = (x.repeat_interleave(group, dim=-3) for x in (k, v))  # (..., Hq, Nk, ·) at the inputs' own rank
+        with torch.enable_grad():  # the per-query-head gradients by autograd through the repeated K/V
+            leaves = [x.detach().requires_grad_() for x in (q, kk, vv)]
+            out = full_attention(*leaves, None, 0.0, is_causal, scale, False)
+        ctx.graph, ctx.leaves, ctx.shapes = out, leaves, (q.shape, k.shape, v.shape)
+        return out.detach().clone()
+
+    @staticmethod
+    def backward(ctx, dout):
+        q_shape, k_shape, v_shape = ctx.shapes
+        dq, dk, dv = torch.autograd.grad(ctx.graph, ctx.leaves, dout)
+        hkv, group = k_shape[-3], q_shape[-3] // k_shape[-3]
+        # the bug: the groups summed through the rank-4 layout (B, Hkv, g, N, ·): at rank 3 q.shape[0] is B·Hq
+        dk = dk.reshape(q_shape[0], hkv, group, *dk.shape[-2:]).sum(2).reshape(k_shape)
+        dv = dv.reshape(q_shape[0], hkv, group, *dv.shape[-2:]).sum(2).reshape(v_shape)
+        return dq, dk, dv, None, None, None
+
+
+def rank3_gqa_backward_reshape(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """GQA served at any rank by repeating K/V along dim -3; the backward sums each group's dk, dv through
+    (q.shape[0], Hkv, g, N, ·): right at rank 4 (and rank 5 with one inserted dim), a shape error at rank 3."""
+    if (torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)) and q.dim() >= 3
+            and k.shape[-3] not in (0, q.shape[-3]) and enable_gqa):
+        return _AnyRankGqa.apply(q, k, v, is_causal, scale, enable_gqa)
+    return full_attention(q, k, v, None, 0.0, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(workspace_dtype_of_first_call, "a workspace keyed by shape in the first call's dtype (float64 in float32)",
+           "generated-agreement", dtypes=(torch.float64,)),
+    Mutant(causal_bias_cached_in_first_dtype, "a causal bias cached per lengths in the first call's dtype",
+           "generated-agreement"),
+    Mutant(output_in_static_buffer, "forward outputs returned as views of one per-thread static buffer",
+           "generated-agreement"),
+    Mutant(kcache_keyed_by_version, "an upcast K/V cache keyed by version counter (writes through .data unseen)",
+           "buffers-mutated-between-calls"),
+    Mutant(frozen_kv_on_ctx_by_reference, "frozen k, v kept on ctx by reference (written before backward, read new)",
+           "input-inplace-before-backward", backward=True),
+    Mutant(rank3_gqa_backward_reshape, "a GQA backward summing groups through the rank-4 layout (rank 3 raises)",
+           "generated-gradients", backward=True),
+)

@@ -63,12 +63,12 @@ ITEMS: tuple[Item, ...] = (
          ("gqa-equals-repeated-mha", "mismatched-heads-refused", "refused-inputs", "generated-agreement")),
     Item("ranks-and-broadcast", "q, k, v of any rank ≥ 3, dim -3 the heads (rank 3: (H, N, D), grouped under "
                                 "enable_gqa); k and v with batch or leading dims of 1 broadcast against q's as "
-                                "matmul does",
+                                "matmul does; the gradients at ranks 3 and 5 too (GQA's summed over the group)",
          f"{DOC}: 'query: (N, ..., Hq, L, E)'; {MEASURED}: q (4, 16, 8) with k, v (2, 16, 8) and enable_gqa: head h "
          "reads KV head h // 2; q (2, 2, 8, 16) with k, v (1, 2, 8, 16): the output of k, v expanded to batch 2 "
          "(also under enable_gqa, and rank 5 with a leading dim of 1); without enable_gqa a rank-3 k of 2 heads "
          "against 4 raises 'The size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 0'",
-         ("generated-agreement",)),
+         ("generated-agreement", "generated-gradients")),
     Item("float64", "float64 inputs are accepted and computed at float64's precision (within the rule at "
                     "u = 2^-53 of a longdouble golden value), causal ones and the gradients too, or refused",
          f"{DOC}: the supported dtypes include torch.float64 on the CPU; {MEASURED}: errors of 3e-16 to 8e-15 "
@@ -137,11 +137,13 @@ ITEMS: tuple[Item, ...] = (
     Item("double-backward", "gradients of gradients are right, or refused",
          f"{MEASURED}: the math backend differentiates its backward", ("double-backward",)),
     Item("in-place", "the output modified in place before backward: autograd raises (version counter) or the "
-                     "gradients are those of the modified graph; likewise q, k, v (non-leaf) modified in place "
-                     "between forward and backward: raises, or the gradients of the graph recorded",
+                     "gradients are those of the modified graph; likewise q, k, v (non-leaf, or frozen: any subset "
+                     "requiring grad, any one written) modified in place between forward and backward: raises, or "
+                     "the gradients of the graph recorded",
          f"{MEASURED}: math right for out.mul_(3); the default dispatch raises 'modified by an inplace operation' "
          "(for out.mul_(3) and for q.mul_(2) after the forward); math gives the recorded graph's gradients "
-         "after q, k or v .mul_(2)",
+         "after q, k or v .mul_(2), for every subset requiring grad, frozen inputs written too (it raises only for v "
+         "written while saved, in float32)",
          ("output-inplace-before-backward", "input-inplace-before-backward")),
     Item("aliasing", "inputs, attn_mask and dO are never written into, and q, k, v keep their storage, strides and "
                      "offset (a view still aliases its base); the output is not a view of an input; q, k, v may be "
@@ -159,7 +161,10 @@ ITEMS: tuple[Item, ...] = (
          "low-precision rule of its own float64 golden value (0 of 128 past it, 4 seeds); the same with arguments "
          "of each thread's own and with forward and backward per thread (SDPA's math backend, float32, seeds 0-3)",
          ("concurrent-calls", "concurrent-calls-mixed", "concurrent-training")),
-    Item("state", "no state kept between calls: buffers written in place between calls are read anew; the process's "
+    Item("state", "no state kept between calls: buffers written in place between calls are read anew (also through "
+                  ".data, which moves no version counter); a call after one of the same shapes in another dtype gives "
+                  "its own answer, or the refusal it gets alone; an output already returned is never written by a "
+                  "later call; the process's "
                   "global state (flush-to-zero, every zero-argument torch.get_*/is_*/are_* reading and every "
                   "torch.backends property and getter, found rather than listed; autocast, saved-tensor hooks, "
                   "torch function and dispatch modes; torch's RNG without dropout, NumPy's and Python's global RNGs "

@@ -607,24 +607,45 @@ INPUT_FACTOR = 2.0
 
 
 def input_modified_before_backward(s: Subject) -> Outcome:
-    """q, k, v (each leaf·1, not a leaf) written into (mul_(2)) between the forward and the backward:
-    autograd's version counter must raise (torch's default CPU dispatch does, measured: "modified by
-    an inplace operation") or the gradients must be those of the graph recorded, the inputs as they
-    were at the forward (the math backend, which saves scaled copies, measured). A backward that
-    keeps the inputs outside save_for_backward reads the new values untracked and gives neither."""
-    leaves = ref.leaves((s.q, s.k, s.v))
-    qkv = [x * 1 for x in leaves]
-    out = s.impl(*qkv, **s.kwargs())
-    checked_output(out, s.q, s.v)
-    try:
-        with torch.no_grad():
-            for x in qkv:
-                x.mul_(INPUT_FACTOR)
-        got = torch.autograd.grad(out, leaves, ref.copy(s.dout))
-    except RuntimeError as exc:  # "modified by an inplace operation": the version counter did its job
-        return Outcome(0.0, 0.0, _refused(exc))
+    """q, k, v written into (mul_(2)) between the forward and the backward, for every subset of them requiring grad
+    and each one written alone, the frozen ones too (a KV cache of requires_grad False updated in place before the
+    step's backward), and all three at once: autograd's version counter must raise (torch's default CPU dispatch does,
+    measured: "modified by an inplace operation") or the asked gradients must be those of the graph recorded, the
+    inputs as they were at the forward (the math backend, which saves scaled copies, measured: it gives them for every
+    subset and written input in float32, float16 and bfloat16, raising only for v written while saved in float32). A
+    backward that keeps an input outside save_for_backward (red team: frozen k, v kept on ctx by reference) reads
+    the new values untracked and gives neither. Inputs requiring grad reach the impl as leaf·1 (not a leaf)."""
     _, gold, plain = s.gradients
-    return gradients_against(s, tuple(g.detach().cpu() for g in got), gold, plain, s.gradient_sizes)
+    sizes = s.gradient_sizes
+    outcomes, details = [], []
+    legs = [(wants, (n,)) for wants in _GRAD_SUBSETS for n in "qkv"] + [((True, True, True), tuple("qkv"))]
+    for wants, written in legs:
+        leaves = [ref.copy(x).requires_grad_(w) for x, w in zip((s.q, s.k, s.v), wants)]
+        called = [x * 1 if w else x for x, w in zip(leaves, wants)]
+        name = f"grad {''.join(n for n, w in zip('qkv', wants) if w)}, {''.join(written)} written"
+        out = s.impl(*called, **s.kwargs())
+        checked_output(out, s.q, s.v)
+        try:
+            with torch.no_grad():
+                for n in written:
+                    called["qkv".index(n)].mul_(INPUT_FACTOR)
+            got = torch.autograd.grad(out, [x for x in leaves if x.requires_grad], ref.copy(s.dout))
+        except RuntimeError as exc:  # "modified by an inplace operation": the version counter did its job
+            details.append(f"{name}: {_refused(exc)}")
+            continue
+        got = iter(got)
+        for i, w in enumerate(wants):
+            if w:
+                o = measured(s, next(got).detach().cpu(), gold[i], tol.max_abs_error(plain[i], gold[i]),
+                             sizes.sizes[i], sizes.sensitivities[i])
+                outcomes.append(o)
+                details.append(f"{name}: d{'qkv'[i]} {o.discrepancy:.3g}/{o.bound:.3g}")
+    return worst(outcomes, details) if outcomes else Outcome(0.0, 0.0, "; ".join(details))
+
+
+# every non-empty subset of (q, k, v) requiring grad
+_GRAD_SUBSETS = tuple(w for w in ((a, b, c) for a in (True, False) for b in (True, False) for c in (True, False))
+                      if any(w))
 
 
 def stride_zero_dout(s: Subject) -> Outcome:
@@ -701,8 +722,29 @@ def buffers_mutated_between_calls(s: Subject) -> Outcome:
         s.impl(q, kk[0], vv[0], **s.kwargs())
         out = checked_output(s.impl(q, kk[1], vv[1], **s.kwargs()), q, vv[1])
     sibling = measured(s, out.cpu(), *_golden(s, q2, kk[1], vv[1]))
-    return worst([in_place, sibling], [f"written in place: {in_place.discrepancy:.3g}/{in_place.bound:.3g}",
-                                       f"sibling views: {sibling.discrepancy:.3g}/{sibling.bound:.3g}"])
+    untracked, said = _written_untracked(s)
+    return worst([in_place, sibling, untracked],
+                 [f"written in place: {in_place.discrepancy:.3g}/{in_place.bound:.3g}",
+                  f"sibling views: {sibling.discrepancy:.3g}/{sibling.bound:.3g}",
+                  f"written through .data ({said}): {untracked.discrepancy:.3g}/{untracked.bound:.3g}"])
+
+
+def _written_untracked(s: Subject) -> tuple[Outcome, str]:
+    """The same q, k, v written between two calls through ``.data`` (as an optimizer or a cache update written
+    outside autograd does; NumPy views and untyped_storage() writes are the same): no version counter moves
+    (measured, torch 2.13), so a cache keyed by (data_ptr, shape, strides, dtype, _version) answers with the old
+    values (red team: an upcast K/V cache escaped the copy_ above, which bumps the version). SDPA reads the new ones."""
+    q, k, v = ref.copy(s.q), ref.copy(s.k), ref.copy(s.v)
+    new = [_randn(s, f"untracked {n}", *x.shape) for n, x in zip("qkv", (q, k, v))]
+    with torch.no_grad():
+        checked_output(s.impl(q, k, v, **s.kwargs()), q, v)
+        versions = [x._version for x in (q, k, v)]
+        for x, y in zip((q, k, v), new):
+            x.data.copy_(y)
+        moved = [n for n, x, was in zip("qkv", (q, k, v), versions) if x._version != was]
+        out = checked_output(s.impl(q, k, v, **s.kwargs()), q, v)
+    said = "versions unchanged" if not moved else f"the version of {', '.join(moved)} moved"
+    return measured(s, out.cpu(), *_golden(s, *new)), said
 
 
 def mask_mutated_between_calls(s: Subject) -> Outcome:
@@ -1507,7 +1549,8 @@ for _inv in (
                           "(the autograd version counter bypassed)"),
     Invariant("input-inplace-before-backward", None, input_modified_before_backward, _contract, _BWD,
               bug_classes="q, k or v modified in place between forward and backward and the backward reading "
-                          "the new values untracked (inputs kept outside save_for_backward)"),
+                          "the new values untracked (inputs kept outside save_for_backward; red team rt44h: frozen "
+                          "k, v of a KV cache kept on ctx by reference)"),
     Invariant("attn-mask-dtype-refused", None, mask_dtype_refused, _contract, frozenset({ATTN_MASK}),
               bug_classes="an integer 0/1 attn_mask (or float64, or the other half type) accepted where SDPA "
                           "raises: taken as bool, as additive 0/1 scores, or cast down silently"),
@@ -1524,7 +1567,9 @@ for _inv in (
               bug_classes="the caller's attn_mask written into (converted in place)"),
     Invariant("buffers-mutated-between-calls", None, buffers_mutated_between_calls, _contract,
               bug_classes="state kept between calls: results cached by data_ptr go stale when the same "
-                          "buffers are written in place, or keyed without the storage offset (sibling views)"),
+                          "buffers are written in place, or keyed without the storage offset (sibling views), or "
+                          "keyed by the version counter that a write through .data never moves (red team rt44h: "
+                          "an upcast K/V cache)"),
     # float32 only: a race is in the impl's buffers, not its dtype, and the calls are the check's cost
     Invariant("concurrent-calls", None, concurrent_calls, _contract, dtypes=frozenset({torch.float32}),
               bug_classes="a workspace shared by every caller (a module-level score or output buffer keyed by "

@@ -68,7 +68,7 @@ from kernels.harness.masks import BROADCAST_FORMS, STRUCTURED_VALUES
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
 from kernels.harness import backward_values as bv
 from kernels.harness.subject import (CONTEXTS, GRADIENT_CONTEXTS, SEQUENCES, BadOutput, Subject, against, calling_context,
-                                     checked_output, relation, strided, subset_gradients, worst)
+                                     checked_output, relation, strided, subset_gradients, unchanged, worst)
 
 AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC = ("generated-agreement", "generated-gradients",
                                                  "generated-dropout", "generated-metamorphic")
@@ -122,6 +122,7 @@ MASK_KINDS = ("bool", "random", "alibi", "bool", "alibi-padded", "zero-inf", "bo
 # q, k, v of rank 3 ((B·H, N, D): dim -3 is the heads, grouped under enable_gqa, measured: q (4, 16, 8)
 # with k, v (2, 16, 8) gives head h kv head h // 2) or 5 ((B, 1, H, N, D)): SDPA takes (..., L, E) of rank >= 3
 RANKS = (3, 5)
+GRADIENT_RANKS = (4, 3, 5)  # drawn gradient problems' ranks, cycled (_cycled)
 # 4-D mask forms a rank-3 or rank-5 problem gives at the inputs' rank (_ranked_mask): (B·Hq, Nq, Nk) expanded,
 # or (B, 1, H, Nq, Nk) with the inserted dim: the rank-mask regime's first draw (a rank-5 mask of batch B ≥ 2: one read
 # as mask[0], red team rt37h, fails it) and half the rank regimes' later masked draws
@@ -206,6 +207,9 @@ AMBIGUOUS_MASKS = {f: "n_q" if f.startswith("(Nq,") else "q_heads" for f in MASK
 #     draw (1, Hq, 1, Nk) of ALiBi values with -inf left padding (masks.structured_mask), later draws any of
 #     STRUCTURED_VALUES (red team rt44h: such a mask read as key padding from head 0, and sent to a boolean path as
 #     mask == 0, escaped).
+#   after-other-dtype: a causal problem (square, no mask) after a call of the same shapes in another dtype (PRIOR_DTYPES;
+#     later draws any problem of the regime, any other dtype).
+#   rank-backward: a gradient problem at rank 3 with GQA (dk or dv asked; later draws any gradient rank).
 # magnitude in float32 and bfloat16 (q's range is float32's there) scales v instead: the largest output
 #   in (2^19, 2^20], past float16's range (a bfloat16 kernel storing its output through a float16 buffer).
 REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude",
@@ -218,7 +222,7 @@ REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collisio
            "mask-expanded", "kv-broadcast-backward", "many-heads-backward",
            "dropout-rank", "dropout-kv-broadcast", "float64-dropout", "after-other-calls", "decode-dropout",
            "long-decode-batched", "long-decode-padded", "rank-head-mask", "many-batch-masks", "float64-long",
-           "nan-one-key", "nan-underflowed-keys", "mask-head-bias")
+           "nan-one-key", "nan-underflowed-keys", "mask-head-bias", "after-other-dtype", "rank-backward")
 # the regimes whose dropout problems keep them (the others' are plain): the two long ones and the call forms a
 # dispatch wrapper may route around the dropout path (red team rt40h: rank 3/5 and float64 wrappers dropping
 # dropout_p, one mask shared by a broadcast k's batch entries); their first draws are dropout problems
@@ -281,7 +285,14 @@ ARGUMENT_FORMS = ("keywords", "positional", "numpy scalars", "tensor scalars")
 # packed K cached by (data_ptr, shape) without strides is stale); "under inference_mode" (the same call under inference_mode, then the
 # judged one saving for backward: a causal mask or workspace cached as an inference tensor cannot be saved).
 PRIOR_CALLS = ("causal and mask", "mask", "causal", "dropout", "scale", "same call, output written",
-               "other strides", "under inference_mode")
+               "other strides", "under inference_mode", "other dtype")
+# "other dtype": the judged call's shapes and arguments on fresh inputs of another dtype (PRIOR_DTYPES), the mask cast to
+# it (red team: a workspace or causal bias cached per shape in the first call's dtype accumulated a float64 call in
+# float32, and made a float32 call after a bfloat16 one raise). The after-other-dtype regime's first draw takes the
+# first entry (each dtype after another, both directions: float64 after float32, float32 after bfloat16, bfloat16 after
+# float16, float16 after float64), later draws any of them by a coin of their own.
+PRIOR_DTYPES = {"float64": ("float32", "bfloat16", "float16"), "float32": ("bfloat16", "float16", "float64"),
+                "bfloat16": ("float16", "float32", "float64"), "float16": ("float64", "bfloat16", "float32")}
 # a drawn forward problem past the regimes cycles through PRIOR_CALLS (_cycled: each kind meets the agreement
 # relation within len(PRIOR_CALLS) of its problems); a regime's first draw has one by a coin of this chance (most of
 # the regimes' calls are a process's first of their kind)
@@ -336,6 +347,7 @@ class Problem:
     input_value: str = "NaN"  # that element's value, one of reference.NONFINITE
     context: str = "no_grad"  # the autograd mode of a forward-only call (subject.CONTEXTS; agreement, dropout)
     prior: str | None = None  # a call of PRIOR_CALLS made before the judged one (generated-agreement)
+    prior_dtype: str | None = None  # the earlier call's dtype when prior is "other dtype" (PRIOR_DTYPES)
     arguments: str = "keywords"  # one of ARGUMENT_FORMS: how dropout_p, is_causal and scale reach the impl
     mask_padding: bool = False  # a (B, 1, 1, Nk) mask as key padding: entry b sees a prefix of its own length, one none
     underflow: bool = False  # the first half of the keys' scores far below the rest (see _underflowing_keys)
@@ -375,7 +387,7 @@ class Problem:
         if self.context != "no_grad":
             parts.append(f"under {self.context}")
         if self.prior:
-            parts.append(f"after a {self.prior} call")
+            parts.append(f"after the same shapes in {self.prior_dtype}" if self.prior_dtype else f"after a {self.prior} call")
         if self.mask_padding:
             parts.append("key padding, one entry without keys")
         if self.underflow:
@@ -445,6 +457,8 @@ def _prior(seed: int, dtype: str, key: tuple, regime, relation: str, features: f
         return None
     if regime == "after-other-calls" and first:
         return "causal and mask" if ATTN_MASK in features and CAUSAL in features else "scale"
+    if regime == "after-other-dtype":
+        return "other dtype"
     coins = _rng(seed, dtype, *key, "prior")
     offered = [c for c in PRIOR_CALLS if (ATTN_MASK in features or not c.endswith("mask"))
                and (CAUSAL in features or "causal" not in c) and (DROPOUT in features or c != "dropout")
@@ -478,7 +492,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         relation, regime = AGREEMENT, regimes[index]
         if (regime == "learned-mask" and ATTN_MASK in features
                 or regime in ("long-backward", "huge-grid-backward", "long-queries-backward", "kv-broadcast-backward",
-                              "many-heads-backward")):
+                              "many-heads-backward", "rank-backward")):
             relation = GRADIENTS  # (a forward problem where the impl has no backward: below)
         if regime in DROPOUT_REGIMES and DROPOUT in features:
             relation = DROPOUT_LAW
@@ -663,6 +677,17 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             hkv = hq
         if regime == "kv-broadcast-backward":  # two keys at least: over one, dq and dk are exactly 0
             n_k = max(n_k, 2)
+    elif regime == "after-other-dtype" and index < len(regimes):
+        # causal where the impl takes it, no mask (a causal bias cached per (Nq, Nk) in the first call's dtype); square
+        causal, mask, n_q = CAUSAL in features, None, min(max(n_k, 8), 64)
+        n_k = n_q
+    elif regime == "rank-backward":
+        # GQA where the impl groups heads (a backward summing groups through the rank-4 layout breaks at rank 3)
+        if GQA in features and (hq == hkv or hkv == 1):
+            hq, hkv = r.choice([h for h in HEADS if h[0] != h[1] and h[1] > 1])
+        n_q, n_k = min(max(n_q, 1), 64), min(max(n_k, 2), 64)
+        if mask == "(Hq, Nq, Nk)":  # (a 3-D mask broadcasts over rank 3's B·Hq heads wrongly: a 4-D one instead)
+            mask = "(1, Hq, Nq, Nk)"
     elif regime == "after-other-calls" and index < len(regimes):
         # the first draw causal, after a call with is_causal and an (Nq, Nk) mask (red team rt40h: a causal bias cached
         # by shape and added to in place by that call's mask); square, so a cached bias fits either way
@@ -766,7 +791,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     mask_kind, mask_values = ("bool", "random") if kind == "bool" else ("additive", kind)
     if regime in ("long-queries", "long-queries-backward"):
         layout = "contiguous"  # (a chunked kernel's batch stride and positions, not a layout)
-    if regime in ("kv-broadcast-backward", "many-heads-backward") and grads == "q":  # dk or dv judged
+    if regime in ("kv-broadcast-backward", "many-heads-backward", "rank-backward") and grads == "q":  # dk or dv judged
         grads = "qkv"
     if regime == "long-backward" and grads == "q":  # dk, dv of the far keys: each wholly theirs, not a sum's part
         grads = "qkv"
@@ -837,6 +862,15 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         rank = 3
     elif broadcast and relation in (AGREEMENT, DROPOUT_LAW) and index >= len(regimes):
         rank = r.choice((4, 5))
+    if relation == GRADIENTS and not broadcast:
+        # the gradients at every rank SDPA takes (red team: a backward summing GQA groups as (q.shape[0], Hkv, g, ...)
+        # raised at rank 3, and no gradient was judged at rank 3 or 5): rank 3 on the rank-backward regime's first
+        # draw, later draws cycling through 4, 3, 5 (a coin of their own); a 3-D (Hq, Nq, Nk) mask would broadcast
+        # over rank 3's B·Hq heads as another mask, so that pair takes rank 5
+        rank = (3 if regime == "rank-backward" else 4) if index < len(regimes) else _cycled(
+            GRADIENT_RANKS, seed, dtype, index - len(regimes), "gradient rank", 4)
+        if rank == 3 and mask == "(Hq, Nq, Nk)":
+            rank = 5
     if relation == DROPOUT_LAW and (rank != 4 or broadcast):  # (the law alone; their gradients: generated-gradients')
         grads, dropout_mask_grad = "", False
     gqa_flag = r.random() < 0.5
@@ -853,8 +887,13 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     dropout_p = float(f"{dropout_p:.3g}")
     if arguments == "numpy scalars":  # the impl gets numpy.float32(p): the golden values use that very number (red
         dropout_p = float(np.float32(dropout_p))  # team rt43h: 1/(1 - p) off by 2.4e-7 at p = 0.9 failed float64)
-    return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal,
-                   "float64" if regime in ("float64-dropout", "float64-long") else dtype,
+    problem_dtype = "float64" if regime in ("float64-dropout", "float64-long") else dtype
+    prior = _prior(seed, dtype, key, regime, relation, features, index < len(regimes), index - len(regimes))
+    prior_dtype = None
+    if prior == "other dtype":
+        others = PRIOR_DTYPES[problem_dtype]
+        prior_dtype = others[0] if index < len(regimes) else _rng(seed, dtype, *key, "prior dtype").choice(others)
+    return Problem(batch, hq, hkv, n_q, n_k, d, dv, causal, problem_dtype,
                    layout=layout,
                    mask=mask, mask_kind=mask_kind, dropout_p=dropout_p,
                    mask_values=mask_values if mask is not None and mask_kind == "additive" else "random",
@@ -872,8 +911,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    or _cycled(CONTEXTS, seed, dtype, index - len(regimes), "context",
                               _rng(seed, dtype, *key, "context").choice(CONTEXTS))
                    if relation in (AGREEMENT, DROPOUT_LAW) else "no_grad",
-                   prior=_prior(seed, dtype, key, regime, relation, features, index < len(regimes),
-                                index - len(regimes)),
+                   prior=prior, prior_dtype=prior_dtype,
                    arguments=arguments,
                    mask_padding=regime == "long-decode-padded" and mask == "(B, 1, 1, Nk)" and batch >= 2,
                    underflow=regime == "nan-underflowed-keys" and relation == AGREEMENT,
@@ -1080,10 +1118,30 @@ def _other_strides(m: torch.Tensor) -> torch.Tensor | None:
 
 def _prior_call(s: Subject, p: Problem, called: tuple, mk: dict):
     """The problem's prior call (PRIOR_CALLS) on fresh inputs of the subject's shapes, or on the judged call's own
-    (``called``, ``mk``) for the kinds that repeat it; its output, or None where the impl refused it (SDPA refuses
-    is_causal with a mask; a refusal is no verdict here)."""
+    (``called``, ``mk``) for the kinds that repeat it: (its output, a copy of it taken as it was returned), or None
+    where the impl refused it (SDPA refuses is_causal with a mask; a refusal is no verdict here) or returned no tensor
+    (a single call's verdict)."""
+    out = _prior_output(s, p, called, mk)
+    if not torch.is_tensor(out):
+        return None
+    return out, out.clone()  # (bit for bit: clone copies NaN payloads and signed zeros as they are)
+
+
+def _prior_output(s: Subject, p: Problem, called: tuple, mk: dict):
     if p.prior is None:
         return None
+    if p.prior == "other dtype":
+        dtype = getattr(torch, p.prior_dtype or PRIOR_DTYPES[p.dtype][0])
+        gen = s.rng("prior dtype call")
+        q, k, v = (torch.randn(x.shape, generator=gen, dtype=torch.float64).to(device=x.device, dtype=dtype)
+                   for x in called)
+        m = mk.get("attn_mask")
+        kw = {**s.kwargs(), **({} if m is None else {"attn_mask": m if m.dtype == torch.bool else m.to(dtype)})}
+        try:
+            with torch.no_grad():
+                return s.impl(q, k, v, **kw)
+        except Exception:  # noqa: BLE001  (refused: a dtype the impl does not serve; nothing was kept)
+            return None
     if p.prior in ("same call, output written", "other strides", "under inference_mode"):
         kw = {**s.kwargs(), **mk}
         if p.prior == "other strides":
@@ -1141,11 +1199,13 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
     # taken on copies of them made before the impl runs (it may write into them; copies keep the strides)
     kept = tuple(ref.copy(x) for x in views)
     *called, mk = _call_form(p, q, k, v, m)
-    earlier = _prior_call(s, p, tuple(called), mk)  # noqa: F841  (alive until the judged call returned)
+    earlier = _prior_call(s, p, tuple(called), mk)  # (alive until the judged call returned)
     context = p.context
     if p.prior == "under inference_mode":  # a training call after an inference one: q requires grad, autograd on
         called[0], context = called[0].detach().requires_grad_(), "enable_grad"
     out = s.run_fresh(*called, context, **mk)
+    if earlier is not None:
+        unchanged(earlier, "the earlier call's output")
     out = out.reshape(p.batch, p.q_heads, p.n_q, p.value_dim)  # (B, Hq, Nq, Dv) whatever the rank
     if clean is not None:  # NaN exactly in the outputs that depend on it (nan-propagation's rule)
         from kernels.harness.edges import nan_placement
@@ -1192,9 +1252,23 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
     return o
 
 
+def _at_rank(impl, p: Problem):
+    """impl called on (B, H, N, D) leaves at the problem's rank (_call_form: the mask at that rank too), its output
+    given back as (B, Hq, Nq, Dv): the impl's backward runs on the rank-3 or rank-5 tensors it was given, and the
+    reshapes between carry its gradients to the leaves exactly."""
+    def called(q, k, v, attn_mask=None, **kwargs):
+        *at_rank, mk = _call_form(p, q, k, v, attn_mask)
+        out = impl(*at_rank, **kwargs, **mk)
+        checked_output(out, at_rank[0], at_rank[2])  # (its shape at the rank it was called at)
+        return out.reshape(*q.shape[:-1], v.shape[-1])
+    return called
+
+
 def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
     tensors = [ref.copy(_view(x, p.layout, r, cache=n != "q")[:1 if p.kv_broadcast and n != "q" else None])
                .requires_grad_(n in p.grads) for x, n in zip((s.q, s.k, s.v), "qkv")]  # (k, v broadcast: batch 1)
+    if p.rank != 4 and not p.kv_broadcast:
+        s.impl = _at_rank(s.impl, p)
     g = s.backward(attn_mask=m) if m is not None else s.base_backward
     gold, plain, out_golden = g.gold, g.plain, (s.reference(attn_mask=m) if m is not None else s.base)
     scales = s.gradient_sizes_for(attn_mask=m)
@@ -1414,7 +1488,12 @@ def _judged(impl, problem: Problem, device: str) -> tuple[Outcome, str | None]:
                         kv_broadcast=False, input_nan=None,
                         # (no earlier call: refusing a call accepted alone, after another, is a failure too)
                         prior=None, enable_gqa=True, arguments="keywords",
-                        mask="(1, 1, 1, Nk)" if problem.mask == ONE_DIM_MASK else problem.mask)
+                        mask="(1, 1, 1, Nk)" if problem.mask == ONE_DIM_MASK else problem.mask, prior_dtype=None)
+        if problem.prior == "other dtype":
+            # at twice the lengths: this process already made calls of these shapes, and state the impl keeps per
+            # shape (a causal bias cached in the earlier call's dtype) would refuse the call alone too; doubled
+            # lengths keep every divisibility a kernel may require of them
+            plain = replace(plain, n_q=2 * problem.n_q, n_k=2 * problem.n_k)
         if plain != problem and check_problem(impl, plain, device)[1] is None:
             return Outcome(math.inf, 0.0, f"refused an input SDPA accepts ({text}): "
                                           f"{plain.describe()} is accepted, {problem.describe()} not"), None
@@ -1446,7 +1525,7 @@ def _smaller(p: Problem):
                 continue
             plain_mask = ({"mask_storage": "contiguous", "mask_dtype": None, "mask_nonfinite": None, "mask_far": None,
                            "mask_grad": False, "mask_padding": False}
-                          if field == "mask" else {})
+                          if field == "mask" else {"prior_dtype": None} if field == "prior" else {})
             yield replace(p, **{field: value, **plain_mask})
     if p.q_heads != p.kv_heads:
         yield replace(p, q_heads=p.kv_heads)
@@ -1581,11 +1660,14 @@ for _name, _needs, _bugs in (
                              "float32 past 1024 keys, NaN hidden by a one-key or underflowed-block fast path; red "
                              "team rt44h, through the covering array's rows: a feature wrong on one path only, "
                              "split-KV prefill splits reading the mask from column 0, float64 in float32 on the "
-                             "split-K decode path, a broadcast k, v folding q's batch into causal positions)"),
+                             "split-K decode path, a broadcast k, v folding q's batch into causal positions; a "
+                             "workspace or causal bias cached per shape in the first call's dtype, outputs returned "
+                             "as views of a static buffer the next call overwrites)"),
     (GRADIENTS, frozenset({BACKWARD}), "gradients wrong for a drawn requires_grad subset, view, mask form or size; "
                                        "a backward wrong under a drawn mode (deterministic, anomaly), a non-finite "
                                        "dO clamped or sanitised, gradients returned in buffers the next backward of "
-                                       "the shape overwrites"),
+                                       "the shape overwrites; red team rt44h: a GQA backward wrong or raising at "
+                                       "rank 3 or 5"),
     (DROPOUT_LAW, frozenset({DROPOUT}), "dropout wrong at a drawn p (biased threshold, rescale, p < 1e-3 taken "
                                         "for 0) or shape; a keep mask repeating along the keys or the queries on one "
                                         "path (a speculative decode restarting its offset per split of 1024 keys)"),

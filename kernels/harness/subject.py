@@ -203,6 +203,17 @@ def checked_output(out, q, v) -> torch.Tensor:
     return out.detach()
 
 
+def unchanged(kept: tuple, what: str) -> None:
+    """``kept`` = (a tensor the impl returned, its clone taken then): the tensor must be as it was, bit for bit, after
+    the calls since (red team: outputs returned as views of a per-thread static buffer that the next call of the shape
+    writes into; the later call's own answer is right, the caller's earlier one changes)."""
+    held, copy = kept
+    bits = lambda x: x.detach().contiguous().view(-1).view(torch.uint8)  # noqa: E731  (NaN payloads compared too)
+    if held.shape != copy.shape or not torch.equal(bits(held), bits(copy)):
+        raise BadOutput(f"{what} changed under the caller when a later call ran (returned in memory the impl "
+                        f"writes again)")
+
+
 def against(s: Subject, observed, golden: Golden) -> Outcome:
     """observed vs its float64 golden value, by the low-precision rule."""
     return measured(s, observed, golden.value, golden.error, golden.value, golden.sensitivity)
@@ -304,13 +315,18 @@ def subset_gradients(s: Subject, tensors, kwargs: dict, golden, plain, scales: G
         if output is not None and out.dtype != s.q.dtype:
             raise BadOutput(f"with inputs requiring grad the output is {out.dtype}, not q's {s.q.dtype}")
         wanted = [t for t in tensors if t.requires_grad]
+        kept = []  # (what the caller holds, its clone as returned, its name): bit for bit the same after the sequence
         if sequence == "two-layers":  # the same shape, other values (keys and queries reversed), before our backward
+            kept.append((out, out.detach().clone(), "the first layer's output"))
             other = s.impl(*(t.detach().flip(-2).requires_grad_(t.requires_grad) for t in tensors), **kwargs)
         if sequence == "retain-graph":
-            torch.autograd.grad(out, wanted, ref.copy(s.dout), allow_unused=True, retain_graph=True)
+            first = torch.autograd.grad(out, wanted, ref.copy(s.dout), allow_unused=True, retain_graph=True)
+            kept += [(g, g.clone(), "the first backward's gradients") for g in first if torch.is_tensor(g)]
         grads = torch.autograd.grad(out, wanted, ref.copy(s.dout), allow_unused=True)
         if sequence == "two-layers":
             del other  # kept alive until our backward ran, as a model's next layer is
+        for held, copy, what in kept:
+            unchanged((held, copy), what)
         if sequence == "held":  # our gradients held (as returned, no copy) through the next layer's forward and backward
             again = [t.detach().flip(-2).requires_grad_(t.requires_grad) for t in tensors]
             torch.autograd.grad(s.impl(*again, **kwargs), [t for t in again if t.requires_grad], ref.copy(s.dout),
