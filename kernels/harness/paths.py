@@ -94,7 +94,8 @@ def factors(features: frozenset) -> dict[str, tuple]:
 
 
 def allowed(row: dict) -> bool:
-    """The constraints, each on two factors: what SDPA refuses, what a relation cannot judge, what costs too much."""
+    """The constraints, on two factors each (one on three): what SDPA refuses, what a relation cannot judge, what costs
+    too much."""
     def has(a, b):
         return a in row and b in row
 
@@ -109,7 +110,9 @@ def allowed(row: dict) -> bool:
         has("nonfinite", "kv batch") and nonfinite != "none" and row["kv batch"] == "broadcast",
         has("nonfinite", "scale") and nonfinite == "v underflowed" and row["scale"] == "explicit",
         has("kv batch", "rank") and row["kv batch"] == "broadcast" and row["rank"] == 3,
-        has("rank", "relation") and row["rank"] != 4 and relation == "gradients",  # (gradients at rank 4)
+        # (generate._gradients takes a broadcast k, v at rank 4 only)
+        has("rank", "relation") and "kv batch" in row and row["rank"] != 4 and relation == "gradients"
+        and row["kv batch"] == "broadcast",
         has("relation", "path") and relation == "dropout" and row["path"] in ("longest-decode", "prefill"),
         # a float64 backward over 2¹⁷ keys costs seconds (generate.draw leaves the long decodes out of gradients too)
         has("relation", "path") and relation == "gradients" and row["path"] == "longest-decode",
