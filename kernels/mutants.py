@@ -3039,6 +3039,22 @@ def broadcast_kv_folds_batch_into_queries(q, k, v, attn_mask=None, dropout_p=0.0
         folded = q.movedim(0, -3).flatten(-3, -2).unsqueeze(0)  # (1, ..., B·Nq, D)
         out = full_attention(folded, k, v, None, dropout_p, is_causal, scale, enable_gqa)  # (1, ..., B·Nq, Dv)
         return out.squeeze(0).unflatten(-2, (b, n_q)).movedim(-3, 0)  # (B, ..., Nq, Dv)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(prefill_splits_read_mask_from_column_zero, "split-KV prefill splits reading the mask from column 0",
+           "generated-agreement"),
+    Mutant(decode_float64_in_float32, "float64 in float32 on the split-K decode path", "generated-agreement"),
+    # (its forward is wrong; seed 0's array pairs a broadcast k, v with causal on gradient rows, which judge the
+    # output too, and on dropout and rank-5 forward rows)
+    Mutant(broadcast_kv_folds_batch_into_queries, "broadcast k, v: q's batch folded into causal positions",
+           "generated-gradients", backward=True),
+    Mutant(speculative_decode_dropout_restarts_per_split, "speculative-decode dropout offset restarting per split",
+           "generated-dropout"),
+)
+
+
 # --------------------------------------------------------------------------- red team rt44h, process-wide settings
 # outside the readings watched before: TorchScript's fuser flags, torch._dynamo.config, torch's own SDPA replaced.
 # Each is done on the first call and again on any call that finds it undone (the harness puts the process back after
@@ -3090,15 +3106,6 @@ def sdpa_monkeypatched_on_first_call(q, k, v, attn_mask=None, dropout_p=0.0, is_
 
 
 MUTANTS = MUTANTS + (
-    Mutant(prefill_splits_read_mask_from_column_zero, "split-KV prefill splits reading the mask from column 0",
-           "generated-agreement"),
-    Mutant(decode_float64_in_float32, "float64 in float32 on the split-K decode path", "generated-agreement"),
-    # (its forward is wrong; seed 0's array pairs a broadcast k, v with causal on gradient rows, which judge the
-    # output too, and on dropout and rank-5 forward rows)
-    Mutant(broadcast_kv_folds_batch_into_queries, "broadcast k, v: q's batch folded into causal positions",
-           "generated-gradients", backward=True),
-    Mutant(speculative_decode_dropout_restarts_per_split, "speculative-decode dropout offset restarting per split",
-           "generated-dropout"),
     # (backward=True: global-state-unchanged judges a forward and a backward; the bug is in neither alone)
     Mutant(jit_fusion_flags_on_first_call, "TorchScript fusion flags set by the first call", "global-state-unchanged",
            backward=True),
