@@ -7,6 +7,7 @@ from dataclasses import replace
 import torch
 
 from kernels.harness import generate as gen
+from kernels.harness import paths
 from kernels.harness.features import offered
 from kernels.harness.peers import sdpa_math
 from kernels.mutants import head_dim_tail_dropped
@@ -262,10 +263,12 @@ def test_the_budget_bounds_the_time_and_zero_draws_nothing(monkeypatch):
     from types import SimpleNamespace
     import itertools
 
-    ticks = itertools.count(0.0, 100.0)  # every look at the clock: 100 s later
-    monkeypatch.setattr(gen, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
+    ticks = itertools.count(0.0, 100.0)  # every look at either clock: 100 s later
+    monkeypatch.setattr(gen, "time", SimpleNamespace(perf_counter=lambda: next(ticks), process_time=lambda: next(ticks)))
     drawn = list(gen.generated_checks(sdpa_math, [torch.float32], "cpu", 0, 2.0, ALL))
-    assert len(drawn) == len(gen.REGIMES) + len(gen.RELATIONS)
+    rows = len(list(paths.problems(0, "float32", ("float32",), ALL)))  # the covering rows, whatever the cap
+    assert len(drawn) == len(gen.REGIMES) + rows + len(gen.RELATIONS)
+    assert sum(p.path is not None for p, _, _, _ in drawn) == rows
     assert not any(gen.failed(o) for _, o, _, _ in drawn)
 
 
@@ -288,11 +291,12 @@ def test_the_default_budget_is_a_count_and_a_hit_cap_is_told():
     speed; a cap that stops it early says so in the report's notes, and never stops the regimes."""
     from kernels.harness import verify_attention
 
+    rows = len(list(paths.problems(0, "float32", ("float32",), ALL)))  # the covering array's, whatever the cap
     report = verify_attention(sdpa_math, dtypes=["float32"], invariants=list(gen.RELATIONS))
-    assert len(report.checks) == len(gen.REGIMES) + gen.DEFAULT_DRAWN and not report.notes, report.notes
+    assert len(report.checks) == len(gen.REGIMES) + rows + gen.DEFAULT_DRAWN and not report.notes, report.notes
     capped = verify_attention(sdpa_math, dtypes=["float32"], invariants=list(gen.RELATIONS), generate_seconds=1e-9,
                               generate_problems=len(gen.REGIMES) + gen.DEFAULT_DRAWN)
-    assert len(capped.checks) == len(gen.REGIMES) and "safety cap" in capped.notes[0], capped.notes
+    assert len(capped.checks) == len(gen.REGIMES) + rows and "safety cap" in capped.notes[0], capped.notes
     assert f"after {len(gen.REGIMES)} of {len(gen.REGIMES) + gen.DEFAULT_DRAWN}" in capped.notes[0], capped.notes
 
 
