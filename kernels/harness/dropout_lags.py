@@ -322,7 +322,7 @@ def axis_periods(w: torch.Tensor, counted: torch.Tensor, p: float) -> Outcome | 
     columns of each lag's sum). Red team rt44h: a split-K decode or split-KV prefill restarting the dropout offset in
     each split repeats a mask along the keys that no slice-pair test sees. z-tests at α / (every lag tested, both
     axes; comment above AXIS_PAIRS_PER_SKEW); None where no lag has enough counted pairs."""
-    if not 0 < p < 1:
+    if not 0 < p < 1 or w.numel() == 0:  # (an empty problem: nothing to correlate, and no FFT of length 0)
         return None
     x = torch.where(counted, (w != 0).double() - (1 - p), 0.0)  # (B, Hq, Nq, Nk)
     parts = []
