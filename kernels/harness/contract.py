@@ -101,7 +101,9 @@ ITEMS: tuple[Item, ...] = (
                  "with no visible key give 0, also with one key (Nk = 1); with is_causal applied together or refused; a mask "
                  "that does not broadcast (more key columns or query rows, another batch or head size) refused",
          f"{DOC}: 'attn_mask: Attention mask; shape must be broadcastable'; {MEASURED}: empty rows 0, mask + "
-         "is_causal raises on math; Nk = 1 with the key hidden (False or -inf) output 0; a mask of shape "
+         "is_causal raises on math; every pattern of (B, Hq, Nq, Nk) each full or 1, at ranks 4 to 1 (29), boolean and "
+         "float, with rank-4 and rank-5 inputs, gives the output of the mask expanded; Nk = 1 with the key hidden "
+         "(False or -inf) output 0; a row with every key at -inf output 0; a mask of shape "
          "(B, Hq, Nq, Nk + 3) raises 'The size of tensor a (Nk) must match the size of tensor b (Nk + 3) at "
          "non-singleton dimension 3' (likewise Nq + 2, B + 1, Hq + 1: dimensions 2, 0, 1); the mask of any strides "
          "(transposed, stride-0 expanded, at a storage offset) and, with half q, float32, kept in float32 (a "
@@ -120,8 +122,8 @@ ITEMS: tuple[Item, ...] = (
          "k or v: NaN or ±inf in exactly float64's outputs, of float64's kind, in float32, float16 and bfloat16",
          ("nan-propagation", "generated-agreement")),
     Item("precision", "error does not grow with length beyond the reference's; rounding unbiased",
-         f"{MEASURED}: math backend's error flat in Nk up to 8193", ("error-growth", "rounding-bias", "rounding-bias-decode",
-                                                                     "generated-agreement")),
+         f"{MEASURED}: math backend's error flat in Nk up to 8193",
+         ("error-growth", "rounding-bias", "rounding-bias-decode", "generated-agreement")),
     Item("gradients", "dq, dk, dv (GQA: summed over the group) as autograd of the reference, for every subset of "
                       "q, k, v requiring grad, under every mask form (with is_causal too), any scale (0 included), "
                       "non-contiguous and stride-0 dO; also after a second forward of the same shape and as the "

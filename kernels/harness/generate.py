@@ -8,7 +8,8 @@ probability 0 or lengths past 2048 where float16 positions stop being exact); th
 k, v as contiguous tensors, (B, N, H, D) storage viewed transposed, a random permutation of the
 storage order, or views at a storage offset; no mask or a boolean or additive mask of every
 broadcast pattern (each of B, Hq, Nq, Nk full or 1 at ranks 4 to 1), additive values random or structured (ALiBi,
-ALiBi with -inf padding, 0/-inf, the dtype's most negative number), its storage contiguous, a transposed view, a stride-0 expand over the query rows or a
+ALiBi with -inf padding, 0/-inf, the dtype's most negative number), its storage contiguous, a transposed view, a
+stride-0 expand over the query rows or a
 slice at a storage offset, an additive one in q's dtype or (half q) float32 (what SDPA accepts beside
 bool), now and then with one NaN entry; now and then one NaN, +inf or -inf in q, k or v (every key visible); dropout p in (0, 1), fixed
 values, uniform and log-uniform down to 1e-4 (now and then over one to three keys), each dropout problem with a
@@ -144,7 +145,7 @@ OVERFLOWING_SCALES = (2.0, 3.0, 4.0, -2.0)  # |scale| ≥ 2 takes q at half the 
 # (B, Nk) key-padding mask when B == Nq, a 3-D (Hq, Nq, Nk) one read as (B, Nq, Nk) when B == Hq.
 # Generated: every rank-2 form led by Nq and rank-3 form led by Hq.
 AMBIGUOUS_MASKS = {f: "n_q" if f.startswith("(Nq,") else "q_heads" for f in MASK_FORMS
-                   if len(f.split(", ")) == 2 and f.startswith("(Nq,") or len(f.split(", ")) == 3 and f.startswith("(Hq,")}
+                   if (len(f.split(", ")), f.split(",")[0]) in ((2, "(Nq"), (3, "(Hq"))}
 # The regimes every run draws first, once each per dtype whatever its budget (then at random, with
 # REGIME_SHARE of the later problems between them): what random shapes reach too rarely to be judged in a default run.
 #   long-decode: Nq ≤ 8 (mostly 1) over 2¹⁴-2¹⁷ keys (split-K decoding past 16 splits of 1024);
@@ -203,8 +204,8 @@ AMBIGUOUS_MASKS = {f: "n_q" if f.startswith("(Nq,") else "q_heads" for f in MASK
 #     mask taken as unbatched, head 0's rows for every head, escaped the rank regimes' 1-D and rank-5 masks).
 #   rank-causal: rank-5 inputs with is_causal, no mask, Nq ≠ Nk possible (a rank ≥ 5 path dropping is_causal);
 #     later rank draws (rank and rank-causal) are causal half the time, then without a mask.
-#   mask-head-bias: an additive per-head key bias broadcast over two queries or more (HEAD_KEY_BIASES), Hq ≥ 2; the first
-#     draw (1, Hq, 1, Nk) of ALiBi values with -inf left padding (masks.structured_mask), later draws any of
+#   mask-head-bias: an additive per-head key bias broadcast over two queries or more (HEAD_KEY_BIASES), Hq ≥ 2; the
+#     first draw (1, Hq, 1, Nk) of ALiBi values with -inf left padding (masks.structured_mask), later draws any of
 #     STRUCTURED_VALUES (red team rt44h: such a mask read as key padding from head 0, and sent to a boolean path as
 #     mask == 0, escaped).
 #   after-other-dtype: a causal problem (square, no mask) after a call of the same shapes in another dtype (PRIOR_DTYPES;
@@ -724,7 +725,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         # padding): red team rt44h's kernel took a mask broadcast over the queries as key padding with head 0's row
         hq, hkv = r.choice([h for h in HEADS if h[0] > 1 and (GQA in features or h[0] == h[1])])
         causal, n_q, n_k = False, min(max(n_q, 2), 64), min(max(n_k, 2), 128)
-        mask = "(1, Hq, 1, Nk)" if index < len(regimes) else r.choice(HEAD_KEY_BIASES)
+        # (additive: a key dim of 1 would add one constant to a row, which shifts nothing)
+        mask = "(1, Hq, 1, Nk)" if index < len(regimes) else r.choice([f for f in HEAD_KEY_BIASES if f.endswith("Nk)")])
     elif mask in AMBIGUOUS_MASKS and r.random() < 0.5:  # the same collisions, now and then
         if AMBIGUOUS_MASKS[mask] == "n_q":
             batch = n_q = r.choice((2, 3))
@@ -1662,7 +1664,9 @@ for _name, _needs, _bugs in (
                              "split-KV prefill splits reading the mask from column 0, float64 in float32 on the "
                              "split-K decode path, a broadcast k, v folding q's batch into causal positions; a "
                              "workspace or causal bias cached per shape in the first call's dtype, outputs returned "
-                             "as views of a static buffer the next call overwrites)"),
+                             "as views of a static buffer the next call overwrites, a mask broadcast over the queries "
+                             "read as key padding from head 0, an ALiBi mask with -inf padding sent to a boolean path "
+                             "as mask == 0)"),
     (GRADIENTS, frozenset({BACKWARD}), "gradients wrong for a drawn requires_grad subset, view, mask form or size; "
                                        "a backward wrong under a drawn mode (deterministic, anomaly), a non-finite "
                                        "dO clamped or sanitised, gradients returned in buffers the next backward of "

@@ -77,8 +77,8 @@ def form_shape(form: str, b: int, h: int, nq: int, nk: int) -> tuple[int, ...]:
 
 
 # Additive mask values beside random ones (additive_mask): structures real callers pass, which a kernel may take a
-# shortcut for. "alibi": -slope_h·|i - j| ≤ 0 (ALiBi's geometric slopes per head), 0 where query i sits at key j (query
-# positions bottom-right aligned, as in a KV cache; a form broadcast over the queries is ALiBi's key bias of the last
+# shortcut for. "alibi": -slope_h·|i - j| ≤ 0 (ALiBi's geometric slopes per head), 0 where query i sits at key j
+# (query positions bottom-right aligned, as in a KV cache; a form broadcast over the queries is ALiBi's key bias of the last
 # query, 0 at the last key); "alibi-padded": that plus -inf left padding (max exactly 0, min -inf, finite negatives
 # between: red team rt44h's kernel sending such a mask to its boolean path as mask == 0 escaped random values);
 # "zero-inf": 0 and -inf only; "far-finite": 0 and the mask dtype's most negative finite number (Hugging Face's
