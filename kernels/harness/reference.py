@@ -41,7 +41,9 @@ def require_sdpa_mask(attn_mask, dtype: torch.dtype) -> None:
 
 
 def default_scale(head_dim: int) -> float:
-    return 1.0 / math.sqrt(head_dim)
+    # D = 0: every score is an empty sum, 0 whatever the scale (SDPA gives the mean of v, measured); 1/√0 raised
+    # ZeroDivisionError inside the harness, which a drawn dropout problem of D = 0 reported as the impl's refusal
+    return 1.0 / math.sqrt(head_dim) if head_dim else 1.0
 
 
 def causal_mask(n_q: int, n_k: int, device=None) -> torch.Tensor:

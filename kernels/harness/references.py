@@ -19,11 +19,10 @@ and these classes hold no bug. kernels/tests/test_mutants.py checks that each pa
 from __future__ import annotations
 
 import functools
-import math
 
 import torch
 
-from kernels.harness.reference import flattened_mask, require_sdpa_inputs, require_sdpa_mask
+from kernels.harness.reference import default_scale, flattened_mask, require_sdpa_inputs, require_sdpa_mask
 from kernels.harness.rounding_bound import declare_recipe
 
 BLOCK = 16  # small, so the harness's lengths (37, 53, 127) span several blocks and a partial one
@@ -74,7 +73,7 @@ class Attention(Options):
     """The steps every implementation here shares: scale, KV heads, causal visibility."""
 
     def resolved_scale(self, scale, head_dim: int) -> float:
-        return 1.0 / math.sqrt(head_dim) if scale is None else scale
+        return default_scale(head_dim) if scale is None else scale
 
     def head_index(self, hq: int, hkv: int, device) -> torch.Tensor:
         """The KV head each query head reads: SDPA maps query head h to KV head h // (Hq / Hkv)."""
