@@ -689,8 +689,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         if GQA in features and (hq == hkv or hkv == 1):
             hq, hkv = r.choice([h for h in HEADS if h[0] != h[1] and h[1] > 1])
         n_q, n_k = min(max(n_q, 1), 64), min(max(n_k, 2), 64)
-        if mask == "(Hq, Nq, Nk)":  # (a 3-D mask broadcasts over rank 3's B·Hq heads wrongly: a 4-D one instead)
-            mask = "(1, Hq, Nq, Nk)"
+        if mask is not None and mask.startswith("(Hq,") and mask.count(",") == 2:  # (a 3-D mask of Hq heads
+            mask = "(1, Hq, Nq, Nk)"  # broadcasts over rank 3's B·Hq heads as another mask: a 4-D one instead)
     elif regime == "after-other-calls" and index < len(regimes):
         # the first draw causal, after a call with is_causal and an (Nq, Nk) mask (red team rt40h: a causal bias cached
         # by shape and added to in place by that call's mask); square, so a cached bias fits either way
@@ -873,8 +873,10 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         # over rank 3's B·Hq heads as another mask, so that pair takes rank 5
         rank = (3 if regime == "rank-backward" else 4) if index < len(regimes) else _cycled(
             GRADIENT_RANKS, seed, dtype, index - len(regimes), "gradient rank", 4)
-        if rank == 3 and mask == "(Hq, Nq, Nk)":
-            rank = 5
+        if rank == 3 and mask is not None and mask.startswith("(Hq,") and mask.count(",") == 2:  # (every 3-D form
+            rank = 5  # of Hq heads: (Hq, Nq, Nk), (Hq, 1, Nk), (Hq, Nq, 1), (Hq, 1, 1))
+        if causal and mask is not None:
+            rank = 4  # SDPA refuses attn_mask with is_causal at rank 3 and accepts it at rank 4 (measured, torch 2.13)
     if relation == DROPOUT_LAW and (rank != 4 or broadcast):  # (the law alone; their gradients: generated-gradients')
         grads, dropout_mask_grad = "", False
     gqa_flag = r.random() < 0.5
@@ -1574,7 +1576,7 @@ def reproduction(impl, problem: Problem) -> str:
 def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: frozenset, *,
                      value_dim: bool = True, only=None, problems: int | None = None,
                      shrink_seconds: float = SHRINK_SECONDS, regimes: tuple[str, ...] = REGIMES,
-                     notes: list | None = None, drawn: int | None = None, covering: int = 1):
+                     notes: list | None = None, drawn: int | None = None, covering=None):
     """Yield (problem as drawn, outcome, refusal, repro or None) for ``problems`` problems of the chosen
     relations per dtype (the regimes among them, drawn first), or for those of the chosen relations
     among the first ``drawn`` problems per dtype (what a run of every relation judges), stopping early
@@ -1582,8 +1584,8 @@ def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: 
     ``notes`` and never stops the regimes (each dtype's first len(regimes) draws). Without either, problems are drawn until ``seconds`` pass, and the regimes and one problem of each
     relation per dtype are judged however slow the machine. A failure carries its reproduction;
     it is shrunk first while the run's ``shrink_seconds`` (all failures together) last, and says so
-    when they are spent. ``covering``: each dtype's pass judges its rows of that many covering arrays (paths.py) after
-    its regimes, whatever the cap, and not counted among ``problems`` (0: none)."""
+    when they are spent. ``covering`` (paths.after_regimes: dtype name -> problems): each dtype's pass judges its
+    covering rows after its regimes, whatever the cap, not counted among ``problems``."""
     relations = [rel for rel in RELATIONS if only is None or rel in only]
     if not relations or (seconds <= 0 and not problems and not drawn):
         return
@@ -1624,15 +1626,16 @@ def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: 
         index = judged = 0
         # the regimes (the first len(regimes) draws) are judged whatever the cap: what a run covers for certain must
         # not depend on the machine's load (red team rt39h: 21-33 of 92 problems judged at load, fewer than the regimes)
-        while (((judged < problems if problems else index < drawn)
-                and (within() or index < len(regimes)))
-               if problems or drawn else (within() or index < floor)):
-            if index == len(regimes) and covering:  # after the regimes, the covering array's rows (paths.py), whatever
-                from kernels.harness import paths  # the cap too  (a lazy import: paths builds on this module)
-
-                for problem in paths.problems(seed, name, names, features, value_dim, covering):
+        covered = covering is None
+        while True:
+            if index == len(regimes) and not covered:  # after the regimes, the covering rows, whatever the cap
+                covered = True
+                for problem in covering(name):
                     if problem.relation in relations:
                         yield judged_one(problem)
+            if not (((judged < problems if problems else index < drawn) and (within() or index < len(regimes)))
+                    if problems or drawn else (within() or index < floor)):
+                break
             problem = draw(seed, index, name, features, value_dim=value_dim, regimes=regimes)
             index += 1
             if problem.relation not in relations:

@@ -193,3 +193,9 @@ def problems(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
                 yield problem(row, seed, index, value_dim, array)
             elif first and row["dtype"] not in dtypes:
                 yield problem({**row, "dtype": dtype}, seed, index, value_dim, array)
+
+
+def after_regimes(seed: int, dtypes, features: frozenset, value_dim: bool = True, arrays: int = 1):
+    """generate.generated_checks' ``covering``: the problems of a dtype's pass (by name) over the run's ``dtypes``."""
+    names = tuple(str(d).removeprefix("torch.") for d in dtypes)
+    return lambda name: problems(seed, name, names, features, value_dim, arrays)

@@ -152,7 +152,8 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
         for problem, outcome, refused, repro in gen.generated_checks(
                 impl, dtypes, device, seed, generate_seconds, features, value_dim=value_dim, only=only,
                 drawn=generate_problems, regimes=regimes, notes=report.notes,
-                covering=paths.THOROUGH_ARRAYS if thorough else 1):
+                covering=paths.after_regimes(seed, dtypes, features, value_dim,
+                                             paths.THOROUGH_ARRAYS if thorough else 1)):
             spent = time.process_time() - clock  # drawing, judging and shrinking the problem
             detail = outcome.detail if repro is None else f"{outcome.detail}\n{repro}"
             report.checks.append(Check(invariant=problem.relation, claim_id=None, case=problem.describe(),

@@ -265,7 +265,8 @@ def test_the_budget_bounds_the_time_and_zero_draws_nothing(monkeypatch):
 
     ticks = itertools.count(0.0, 100.0)  # every look at either clock: 100 s later
     monkeypatch.setattr(gen, "time", SimpleNamespace(perf_counter=lambda: next(ticks), process_time=lambda: next(ticks)))
-    drawn = list(gen.generated_checks(sdpa_math, [torch.float32], "cpu", 0, 2.0, ALL))
+    drawn = list(gen.generated_checks(sdpa_math, [torch.float32], "cpu", 0, 2.0, ALL,
+                                      covering=paths.after_regimes(0, [torch.float32], ALL)))
     rows = len(list(paths.problems(0, "float32", ("float32",), ALL)))  # the covering rows, whatever the cap
     assert len(drawn) == len(gen.REGIMES) + rows + len(gen.RELATIONS)
     assert sum(p.path is not None for p, _, _, _ in drawn) == rows

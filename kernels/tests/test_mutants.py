@@ -11,6 +11,7 @@ import torch
 
 from kernels import mutants
 from kernels.harness import generate as gen
+from kernels.harness import paths
 from kernels.harness import references, verify_attention
 from kernels.harness.features import offered
 from kernels.harness.cases import DEFAULT_CASES
@@ -44,6 +45,7 @@ def test_generated_problems_refuse_the_mutants_only_they_reach_in_every_dtype(mu
     features = offered(mutant.fn, backward=mutant.backward)
     for dtype in mutant.dtypes:
         judged = gen.generated_checks(mutant.fn, [dtype], "cpu", 0, 0, features, only={mutant.caught_by},
+                                      covering=paths.after_regimes(0, [dtype], features),
                                       problems=PROBLEMS, shrink_seconds=0)
         assert any(refused is None and gen.failed(o) for _, o, refused, _ in judged), (mutant.name, dtype)
 

@@ -81,6 +81,7 @@ def test_a_feature_wrong_on_one_path_is_rejected_by_a_covering_row_and_no_regime
     mutant = next(m for m in mutants.MUTANTS if m.name == name)
     features = frozenset(ALL if mutant.backward else ALL - {BACKWARD})
     judged = list(gen.generated_checks(impl, [torch.float32], "cpu", 0, 0, features, only={mutant.caught_by},
+                                       covering=paths.after_regimes(0, [torch.float32], features),
                                        problems=len(gen.REGIMES), shrink_seconds=0))
     failing = [p for p, o, refused, _ in judged if refused is None and gen.failed(o)]
     assert failing and all(p.path for p in failing), [p.describe() for p in failing]
@@ -90,7 +91,8 @@ def test_a_keep_mask_repeating_along_the_keys_on_one_path_is_rejected_by_its_lag
     """A speculative decode (2-8 queries) restarting its dropout offset every 1024 keys: the slice-pair and kept-fraction
     tests pass it, the lag test along the keys of the drawn dropout problems does not."""
     judged = gen.generated_checks(mutants.speculative_decode_dropout_restarts_per_split, [torch.float32], "cpu", 0, 0,
-                                  ALL, only={gen.DROPOUT_LAW}, problems=len(gen.REGIMES), shrink_seconds=0)
+                                  ALL, only={gen.DROPOUT_LAW}, problems=len(gen.REGIMES), shrink_seconds=0,
+                                  covering=paths.after_regimes(0, [torch.float32], ALL))
     failing = [o for p, o, refused, _ in judged if refused is None and gen.failed(o)]
     assert failing and all("worst lag 1024" in o.detail for o in failing), [o.detail for o in failing]
 

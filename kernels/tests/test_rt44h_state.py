@@ -73,6 +73,7 @@ def test_a_workspace_in_the_first_calls_dtype_fails_float64_after_float32():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_a_causal_bias_cached_in_the_first_dtype_is_a_refusal_the_call_alone_does_not_get(dtype):
+    mutants._CAUSAL_BIAS.clear()  # (its cache outlives a test: another test's calls of these lengths left theirs)
     p = _regime(mutants.causal_bias_cached_in_first_dtype, "after-other-dtype", dtype)
     assert "refused an input SDPA accepts" in _fails(mutants.causal_bias_cached_in_first_dtype, p)
 

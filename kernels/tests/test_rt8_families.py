@@ -90,7 +90,7 @@ def test_contract_space_rank3_gqa_and_kv_broadcast(fn):
     from kernels.harness import generate as gen
 
     drawn = verify_attention(fn, backward=False, invariants=[gen.AGREEMENT], generate_seconds=1e-9)
-    assert {c.dtype for c in drawn.failures} == set(drawn.dtypes), drawn.failure_lines()
+    assert set(drawn.dtypes) <= {c.dtype for c in drawn.failures}, drawn.failure_lines()  # (float64: covering rows)
     fixed = verify_attention(fn, dtypes=["float32"], backward=False, generate_seconds=0,
                              invariants=["reference-agreement", "gqa-equals-repeated-mha", "strided-inputs"])
     assert fixed.passed, fixed.failure_lines()
