@@ -1006,17 +1006,23 @@ def _zero_argument(f) -> bool:
         return True
 
 
-def _plain_reading(f):
-    """f() when it takes no argument, warns nothing (deprecated aliases do) and returns a plain value; else None."""
+def _quiet_call(f):
+    """(f(),) when f takes no argument and answers without raising or warning (deprecated aliases warn); else None."""
     if not callable(f) or isinstance(f, type) or not _zero_argument(f):
         return None
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         try:
             value = f()
-        except Exception:  # noqa: BLE001  (not a reading on this build: CUDA-only, MPS-only)
+        except Exception:  # noqa: BLE001  (not a reading on this build: CUDA-only, MPS-only; or needs an argument)
             return None
-    return None if said or not isinstance(value, _PLAIN) else (value,)
+    return None if said else (value,)
+
+
+def _plain_reading(f):
+    """(f(),) when f is a quiet zero-argument call returning a plain value; else None."""
+    got = _quiet_call(f)
+    return got if got is not None and isinstance(got[0], _PLAIN) else None
 
 
 @functools.lru_cache(maxsize=1)
@@ -1122,17 +1128,13 @@ _C_SWAPPED = ("_jit_set_profiling_executor", "_jit_set_profiling_mode")
 def _c_reading(f):
     """(f(),) when f takes no argument, warns nothing and answers a plain value (a pybind enum, a tuple of plain
     values too); else None."""
-    if not callable(f) or isinstance(f, type) or not _zero_argument(f):
+    got = _quiet_call(f)
+    if got is None:
         return None
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always")
-        try:
-            value = f()
-        except Exception:  # noqa: BLE001  (needs an argument, or not on this build)
-            return None
+    value = got[0]
     plain = (isinstance(value, _PLAIN) or hasattr(type(value), "__members__")
              or isinstance(value, tuple) and all(isinstance(x, _PLAIN) for x in value))
-    return (value,) if plain and not said else None
+    return got if plain else None
 
 
 @functools.lru_cache(maxsize=1)
