@@ -161,3 +161,25 @@ def test_the_root_causes_name_a_drawn_problems_mask_form_path_and_layout():
     checks = [check(p, p.path != "prefill") for p in rows]
     assert "only with the prefill path" in conditions([c for c in checks if not c.passed],
                                                       [c for c in checks if c.passed])
+
+
+def test_the_kept_fraction_is_judged_by_the_exact_binomial_tail():
+    """One drop among 192 weights at p = 1.92e-4 (probability 3.6%) passes; the normal approximation read it as
+    z = -5.0. A kept fraction 5 points low over 10 000 weights still fails, as under the normal approximation."""
+    from kernels.harness.dropout import _z, binomial_z
+
+    assert abs(binomial_z(191, 192, 1 - 1.92e-4)) < 2.0
+    assert abs(binomial_z(7000, 10000, 0.75)) > _z() and abs(binomial_z(8000, 10000, 0.75)) > _z()
+    assert binomial_z(10000, 10000, 1.0) == 0.0 and binomial_z(9999, 10000, 1.0) == float("inf")
+
+
+def test_degenerate_dropout_problems_are_judged_not_refused():
+    """D = 0 (every score an empty sum: SDPA's mean of v) and B = 0 went through the harness's own division by zero
+    and an FFT of length 0, each reported as the impl's refusal."""
+    base = dict(q_heads=4, kv_heads=1, n_q=8, n_k=100, value_dim=100, causal=False, dtype="float32", dropout_p=0.1,
+                grads="", relation=gen.DROPOUT_LAW, seed=1125024622)
+    for p in (gen.Problem(batch=3, head_dim=0, **base), gen.Problem(batch=0, head_dim=8, **base)):
+        for impl in (sdpa_math, full_attention):
+            o, refused = gen.check_problem(impl, p)
+            assert refused is None and not gen.failed(o), (impl.__name__, p.describe(), o, refused)
+    assert axis_periods(torch.zeros(0, 1, 8, 100), torch.zeros(0, 1, 8, 100, dtype=torch.bool), 0.1) is None
