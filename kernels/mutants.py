@@ -3365,3 +3365,52 @@ MUTANTS = MUTANTS + (
     Mutant(rank3_gqa_backward_reshape, "a GQA backward summing groups through the rank-4 layout (rank 3 raises)",
            "generated-gradients", backward=True),
 )
+
+
+# --------------------------------------------------------------------------- red team rt44h, paths guarded by the plain
+# form: a kernel's own path taken only when every other feature is plain (rank 4, k, v of q's batch, no mask, no
+# causal, contiguous, no gradients), as real fast paths are. The pairwise covering rows met each (path, feature) pair
+# beside some other feature not plain; the plain rows (paths.plain_rows) meet each path in each dtype with none.
+
+
+def _plain_form(q, k, v, attn_mask, is_causal, scale) -> bool:
+    return (q.dim() == 4 and k.shape[0] == q.shape[0] and attn_mask is None and not is_causal and scale is None
+            and all(t.is_contiguous() and not t.requires_grad for t in (q, k, v)))
+
+
+def plain_decode_float64_in_float32(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                    enable_gqa=False):
+    """A split-K decode path (one query over 2¹⁴ keys or more) taken only for the plain form, with float32
+    accumulators only: float64 inputs computed in float32 there."""
+    if (q.dtype == torch.float64 and q.shape[-2] == 1 and k.shape[-2] >= DECODE_KEYS
+            and _plain_form(q, k, v, attn_mask, is_causal, scale)):
+        return full_attention(q.float(), k.float(), v.float(), None, dropout_p, False, None, enable_gqa).double()
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+class _DecodeDropoutSharedOverBatch(FullAttention):
+    def uniforms(self, shape, generator, device, kv_heads):
+        b, h, n_q, n_k = shape
+        # the bug: the RNG offset taken from (head, query, key) alone, so every batch entry draws one mask
+        return super().uniforms((1, h, n_q, n_k), generator, device, kv_heads).expand(shape)
+
+
+_decode_dropout_shared_over_batch = _DecodeDropoutSharedOverBatch()
+
+
+def plain_decode_dropout_shared_over_batch(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                           enable_gqa=False):
+    """A decode path with dropout (8 queries or fewer over more than 2048 keys, the plain form) whose keep mask is
+    drawn per head and broadcast over the batch entries."""
+    if 0 < dropout_p < 1 and q.shape[-2] <= 8 and k.shape[-2] > 2048 and _plain_form(q, k, v, attn_mask, is_causal,
+                                                                                      scale):
+        return _decode_dropout_shared_over_batch(q, k, v, None, dropout_p, False, None, enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(plain_decode_float64_in_float32, "float64 in float32 on a split-K decode path of the plain form only",
+           "generated-agreement"),
+    Mutant(plain_decode_dropout_shared_over_batch, "a plain-form decode's dropout mask shared by the batch entries",
+           "generated-dropout"),
+)

@@ -44,27 +44,35 @@ def _completable(row: Row, factors: Mapping[str, tuple], allowed: Callable[[Row]
 
 
 def covering_array(factors: Mapping[str, tuple], allowed: Callable[[Row], bool], rng: random.Random,
-                   candidates: int = 8) -> list[Row]:
-    """Rows (factor -> value), each accepted whole by ``allowed``, covering every pair some such row holds. Each
-    value is fixed only where the row can still be completed, so every started row ends whole."""
+                   candidates: int = 8, base: tuple[Row, ...] = ()) -> list[Row]:
+    """Rows (factor -> value), each accepted whole by ``allowed``, covering every pair some such row holds: the
+    ``base`` rows first, then greedy ones for the pairs they leave. Each value is fixed only where the row can still
+    be completed, so every started row ends whole. Where values tie on pairs covered, a factor's first value (its
+    plain level) is taken: a kernel's special path is often guarded by every other feature being plain (rank 4,
+    contiguous, no mask), so rows whose spare factors are plain meet such guards more often than random ones."""
     if not factors:
         raise ValueError("factors must name at least one factor")
     empty = [name for name, values in factors.items() if not values]
     if empty:
         raise ValueError(f"factors: {', '.join(empty)} has no values")
     names = list(factors)
+    for row in base:
+        if set(row) != set(names) or not allowed(row) or any(row[n] not in factors[n] for n in names):
+            raise ValueError(f"base: {row} is not a whole allowed row of the factors")
     uncovered = allowed_pairs(factors, allowed)
-    rows: list[Row] = []
+    rows: list[Row] = list(base)
+    for row in base:
+        uncovered -= _pairs_of(row, names)
     while uncovered:
         best, gain = None, set()
         for _ in range(candidates):
             (a, x), (b, y) = rng.choice(sorted(uncovered))
             row = {a: x, b: y}
             for name in rng.sample([n for n in names if n not in row], len(names) - len(row)):
-                scored = [(len(_pairs_of(trial, names) & uncovered), rng.random(), value)
+                scored = [(len(_pairs_of(trial, names) & uncovered), value == factors[name][0], rng.random(), value)
                           for value in factors[name]
                           if allowed(trial := {**row, name: value}) and _completable(trial, factors, allowed)]
-                row[name] = max(scored)[2]
+                row[name] = max(scored)[3]
             covered = _pairs_of(row, names) & uncovered
             if len(covered) > len(gain):
                 best, gain = row, covered

@@ -53,10 +53,13 @@ change while the same relation still fails, and stops at a fixed point or its ti
 """
 from __future__ import annotations
 
+import functools
 import math
+import os
 import random
 import sys
 import time
+import traceback
 import zlib
 from dataclasses import asdict, dataclass, fields, replace
 
@@ -1453,8 +1456,36 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
     return outcome, refused
 
 
+IMPL = "_attention_impl"  # an impl's marking wrapper (below) names the impl it calls, for recipe_for
+_RAISED = "_raised_by_the_impl"
+
+
+def _marking(impl):
+    """impl, each exception it raises marked as its own: only those are its refusals (_judged). Without the mark a
+    defect of the harness raised while judging (a division by zero on an empty problem, an FFT of length 0) read as
+    the impl refusing the problem, and the problem passed unjudged."""
+    @functools.wraps(impl)
+    def marked(*args, **kwargs):
+        try:
+            return impl(*args, **kwargs)
+        except Exception as exc:
+            setattr(exc, _RAISED, True)
+            raise
+    setattr(marked, IMPL, getattr(impl, IMPL, impl))
+    return marked
+
+
+def _raised_by_the_impl(exc: BaseException) -> bool:
+    """Raised in an impl call, or by autograd running the impl's graph (its backward: a custom Function's, a version
+    counter it left, an output it detached)."""
+    if getattr(exc, _RAISED, False):
+        return True
+    autograd = os.path.join("torch", "autograd", "")
+    return any(autograd in frame.f_code.co_filename for frame, _ in traceback.walk_tb(exc.__traceback__))
+
+
 def _judged(impl, problem: Problem, device: str) -> tuple[Outcome, str | None]:
-    called = _in_form(impl, problem.arguments)
+    called = _in_form(_marking(impl), problem.arguments)
     if not problem.enable_gqa:  # the impl is told enable_gqa=False; the golden values are GQA's, the same sums
         formed = called
 
@@ -1482,6 +1513,11 @@ def _judged(impl, problem: Problem, device: str) -> tuple[Outcome, str | None]:
         return Outcome(math.inf, 0.0, str(exc)), None
     except Exception as exc:  # a refusal: honest, not a failure, unless of a mask's form alone (docstring)
         text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
+        if not _raised_by_the_impl(exc):
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            return Outcome(math.inf, 0.0, f"the harness could not judge this problem ({text}, raised at "
+                                          f"{os.path.basename(where.filename)}:{where.lineno}, outside the impl's "
+                                          f"calls): a harness defect or an output it could not read"), None
         if "Inference tensors" in str(exc) and problem.context != "inference_mode":
             # torch's own error for an inference tensor saved for backward: the caller passed none and called outside
             # inference_mode, so the impl kept one from an earlier call (a cached causal mask built under

@@ -14,7 +14,8 @@ requiring grad and the output, the dropout law with V = I), in the row's dtype. 
 pass, as do the rows of a dtype the run lacks (in the first dtype).
 
 Sizes are drawn inside each path's ranges per run seed, with D ≤ 16 past the small path, so a long problem costs
-O(B·Hq·Nq·Nk·D) with B·Hq·Nq·Nk ≤ 3.3e6: the whole array is ~40 problems a run, ~5 CPU-s (timing.py).
+O(B·Hq·Nq·Nk·D) with B·Hq·Nq·Nk ≤ 2¹⁸: the whole array is ~71 problems a run (28 plain rows, ~43 pairwise), ~3.5 CPU-s
+(timing.py).
 """
 from __future__ import annotations
 
@@ -28,14 +29,15 @@ from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
 
 # name: ((B least, most), (Nq least, most), (Nk least, most), largest D), each range inclusive. The lengths sit past
 # the thresholds of the paths rt44h's kernels took: one query or 2-8 over 2¹⁴ keys (split-K decode), 16-40 queries
-# over 8192 (split-KV prefill), 1025-2100 queries (chunks of 1024, and the backward's), 33-40 entries (batch chunks of
-# 32), and one query past 2¹⁷ keys (256-way splits of 512).
+# over 8192 (split-KV prefill), 1025-16448 queries (chunks of 1024, and the backward's: up to 16 of them, where an
+# accumulator kept in half across chunks drifts), 33-40 entries (batch chunks of 32), and one query past 2¹⁷ keys
+# (256-way splits of 512).
 PATHS = {
     "small": ((1, 3), (1, 64), (1, 64), 64),
     "decode": ((1, 4), (1, 1), (2 ** 14 + 1, 2 ** 15), 16),
     "spec-decode": ((1, 2), (2, 8), (2 ** 14 + 1, 2 ** 15), 16),
     "prefill": ((1, 1), (16, 20), (2 ** 13 + 1, 12000), 16),
-    "long-queries": ((1, 1), (1025, 2100), (17, 200), 16),
+    "long-queries": ((1, 1), (1025, 16448), (2, 200), 16),
     "many-batch": ((33, 40), (1, 8), (2, 48), 16),
     "longest-decode": ((1, 1), (1, 1), (2 ** 17 + 1, 2 ** 17 + 2 ** 15), 8),
 }
@@ -49,6 +51,11 @@ DROPOUT_COST = 2 ** 24  # B·Hq·Nq·Nk² of a dropout problem
 # gradients, float64 autograd over every requires_grad subset cost O(that · D) several times over: measured at load 1,
 # ~0.1 s a forward problem of 2¹⁸ scores; the gradients' ten times that)
 SCORES = {AGREEMENT: 2 ** 18, GRADIENTS: 2 ** 16}
+# Past the cost, the sizes are halved in this order, the axis that makes the path last (rt44h: the long-queries
+# gradient row, halved in Nq first, came down to 1025 queries, one chunk and a query, so dk, dv summed in half across
+# chunks stayed within the bound)
+HALVING = {"long-queries": ("n_k", "batch", "n_q"), "many-batch": ("n_q", "n_k", "batch")}
+HALVING_DEFAULT = ("n_q", "batch", "n_k")
 MASKS = {  # level: (form, kind) of generate.MASK_FORMS
     "bool key padding": ("(B, 1, 1, Nk)", "bool"),
     "additive (Nq, Nk)": ("(Nq, Nk)", "additive"),
@@ -124,10 +131,28 @@ def allowed(row: dict) -> bool:
     return not any(rules)
 
 
+def plain_rows(features: frozenset) -> tuple[dict, ...]:
+    """One row per (path, dtype) with every feature at its plain level (no mask, rank 4, contiguous, k, v of q's
+    batch, the default scale), the relations taking turns so that each path meets each of its relations plain. Red
+    team rt44h: a path's own code guarded by the plain form (a split-K decode taken only without a mask, a batch-chunk
+    dropout only at rank 4 with k, v of q's batch) is met by no pairwise row whose spare factors are not plain: its
+    float64 accumulators in float32, its dropout seeds shared by batch entries escaped."""
+    levels = factors(features)
+    plain = {name: values[0] for name, values in levels.items() if name not in ("path", "dtype", "relation")}
+    out = []
+    for path in levels["path"]:
+        relations = [r for r in levels["relation"] if allowed({"path": path, "relation": r})]
+        for i, dtype in enumerate(levels["dtype"]):
+            out.append({"path": path, "dtype": dtype, **plain, "relation": relations[i % len(relations)]})
+    return tuple(out)
+
+
 @functools.lru_cache(maxsize=8)  # (each dtype's pass asks for the run's array)
 def rows(seed: int, features: frozenset, array: int = 0) -> tuple[dict, ...]:
-    """The run's covering array number ``array`` (a function of the seed, the features and that number alone)."""
-    return tuple(covering_array(factors(features), allowed, _rng(seed, "covering", sorted(features), array)))
+    """The run's covering array number ``array`` (a function of the seed, the features and that number alone): the
+    plain rows, then pairwise ones."""
+    return tuple(covering_array(factors(features), allowed, _rng(seed, "covering", sorted(features), array),
+                                base=plain_rows(features)))
 
 
 def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int = 0) -> Problem:
@@ -141,21 +166,21 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     batch, n_q, n_k = r.randint(b_lo, b_hi), r.randint(q_lo, q_hi), r.randint(k_lo, k_hi)
     hq, hkv = HEAD_LEVELS[row["heads"]]
     broadcast = row["kv batch"] == "broadcast"
-    if broadcast:
-        batch = max(batch, 2)
+    # two entries at least where the path allows: a broadcast k, v needs them, and the dropout law's slice pairs
+    # judge entries against each other (rt44h: one keep mask per head broadcast over a decode's batch)
+    least_batch = min(2, b_hi) if broadcast or relation == DROPOUT_LAW else b_lo
+    batch = max(batch, least_batch)
     if relation == DROPOUT_LAW:  # enough weights for the kept fraction (generate.draw's least)
         n_k = max(n_k, 8)
-    # within the cost: Nq, then B, then Nk halved towards the path's least (B not below 2 when k, v are broadcast)
-    cost, cap = ((lambda: batch * hq * n_q * n_k ** 2, DROPOUT_COST) if relation == DROPOUT_LAW
-                 else (lambda: batch * hq * n_q * n_k, SCORES[relation]))
-    least_batch = 2 if broadcast else b_lo
-    while cost() > cap and (n_q > q_lo or batch > least_batch or n_k > k_lo):
-        if n_q > q_lo:
-            n_q = max(q_lo, n_q // 2)
-        elif batch > least_batch:
-            batch = max(least_batch, batch // 2)
-        else:
-            n_k = max(k_lo, n_k // 2)
+    # within the cost: halved in the path's HALVING order towards its least (B not below least_batch)
+    size = {"batch": batch, "n_q": n_q, "n_k": n_k}
+    least = {"batch": least_batch, "n_q": q_lo, "n_k": k_lo}
+    cost, cap = ((lambda: size["batch"] * hq * size["n_q"] * size["n_k"] ** 2, DROPOUT_COST) if relation == DROPOUT_LAW
+                 else (lambda: size["batch"] * hq * size["n_q"] * size["n_k"], SCORES[relation]))
+    for axis in HALVING.get(row["path"], HALVING_DEFAULT):
+        while cost() > cap and size[axis] > least[axis]:
+            size[axis] = max(least[axis], size[axis] // 2)
+    batch, n_q, n_k = size["batch"], size["n_q"], size["n_k"]
     if row["nonfinite"] == "v underflowed" or relation == GRADIENTS:
         n_k = max(n_k, 2)  # (a first half of the keys to underflow; over one key dq and dk are exactly 0)
     d = r.choice([x for x in HEAD_DIMS if x <= d_cap])

@@ -58,6 +58,7 @@ def _known():
 
 def recipe_for(impl, dtype: torch.dtype) -> R.Recipe:
     name = str(dtype).removeprefix("torch.")
+    impl = getattr(impl, "_attention_impl", impl)  # (generate._marking's wrapper: the impl it calls)
     declared = getattr(impl, ATTRIBUTE, None)
     if declared is None:
         try:

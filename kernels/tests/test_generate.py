@@ -255,6 +255,36 @@ def test_a_wrong_answer_is_a_failure_not_a_refusal():
         assert refused is None and gen.failed(outcome), outcome
 
 
+def test_an_error_of_the_harness_is_a_failure_that_says_so_not_the_impl_refusing(monkeypatch):
+    """Only exceptions raised in the impl's calls (or by autograd running its graph) are its refusals: one raised by
+    the harness's own judging code is told as the harness's, and fails the problem rather than passing it unjudged."""
+    problem = gen.draw(0, 0, "float32", ALL)
+
+    def broken_judge(s, p, m, r):
+        s.run()
+        return 1 / 0  # a defect of the judge, after the impl answered
+
+    monkeypatch.setitem(gen._JUDGES, problem.relation, broken_judge)
+    outcome, refused = gen.check_problem(sdpa_math, problem)
+    assert refused is None and gen.failed(outcome) and "harness could not judge" in outcome.detail, outcome
+
+    def refuses_in_backward(q, k, v, **kw):
+        class Refusing(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.clone()
+
+            @staticmethod
+            def backward(ctx, g):
+                raise NotImplementedError("no backward for this shape")
+        return Refusing.apply(sdpa_math(q, k, v, **kw))
+
+    monkeypatch.undo()
+    grads = next(p for p in (gen.draw(0, i, "float32", ALL) for i in range(200)) if p.relation == gen.GRADIENTS)
+    outcome, refused = gen.check_problem(refuses_in_backward, grads)
+    assert refused and "no backward" in refused, (outcome, refused)
+
+
 def test_the_budget_bounds_the_time_and_zero_draws_nothing(monkeypatch):
     """A budget of 2 s on a clock that is past it at the first look: the run judges its floor (each
     regime once, one problem of each relation) and draws nothing more. A fake clock, not a timed

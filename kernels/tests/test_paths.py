@@ -29,7 +29,7 @@ def test_the_array_covers_every_pair_some_allowed_row_holds(features, seed):
     factors = paths.factors(features)
     assert all(paths.allowed(r) and set(r) == set(factors) for r in rows)
     assert covering.uncovered_pairs(list(rows), factors, paths.allowed) == set()
-    assert len(rows) < 70  # (a few dozen: the product of the two largest factors' levels is 35)
+    assert len(rows) < len(paths.plain_rows(features)) + 50  # (the plain rows and a few dozen: path × mask is 35)
 
 
 def test_pairs_the_constraints_exclude_are_not_asked_for():
@@ -85,6 +85,25 @@ def test_a_feature_wrong_on_one_path_is_rejected_by_a_covering_row_and_no_regime
                                        problems=len(gen.REGIMES), shrink_seconds=0))
     failing = [p for p, o, refused, _ in judged if refused is None and gen.failed(o)]
     assert failing and all(p.path for p in failing), [p.describe() for p in failing]
+
+
+@pytest.mark.parametrize("name", ["plain_decode_float64_in_float32", "plain_decode_dropout_shared_over_batch"])
+def test_a_path_taken_only_in_the_plain_form_is_rejected_by_a_plain_row_and_no_pairwise_one(name):
+    """Its path is guarded by every other feature being plain: the plain rows (one per path and dtype) reject it, the
+    pairwise rows of the same seed (their spare factors drawn to cover pairs) do not."""
+    impl = getattr(mutants, name)
+    relation = next(m for m in mutants.MUTANTS if m.name == name).caught_by
+    judged = list(gen.generated_checks(impl, [torch.float32], "cpu", 0, 0, ALL, only={relation},
+                                       covering=paths.after_regimes(0, [torch.float32], ALL),
+                                       problems=len(gen.REGIMES), shrink_seconds=0))
+    failing = [p for p, o, refused, _ in judged if refused is None and gen.failed(o)]
+    assert failing, name
+    assert all(p.path and p.rank == 4 and p.mask is None and not p.causal and p.layout == "contiguous"
+               and not p.kv_broadcast and p.scale is None for p in failing), [p.describe() for p in failing]
+    pairwise = covering.covering_array(paths.factors(ALL), paths.allowed, gen._rng(0, "covering", sorted(ALL), 0))
+    for index, row in enumerate(pairwise):
+        o, refused = gen.check_problem(impl, paths.problem(row, 0, index))
+        assert refused is None and not gen.failed(o), (row, o)
 
 
 def test_a_keep_mask_repeating_along_the_keys_on_one_path_is_rejected_by_its_lags():
