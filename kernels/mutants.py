@@ -3414,3 +3414,27 @@ MUTANTS = MUTANTS + (
     Mutant(plain_decode_dropout_shared_over_batch, "a plain-form decode's dropout mask shared by the batch entries",
            "generated-dropout"),
 )
+
+
+# --------------------------------------------------------------------------- red team rt45h, dropout RNG counters
+# repeating along a diagonal of (slice, query, key): each axis alone, and every slice pair at equal positions, look
+# independent; dropout_lags.axis_periods judges every lag of the three.
+
+
+class _DropoutCounterWithoutRowStride(FullAttention):
+    def uniforms(self, shape, generator, device, kv_heads):
+        b, h, n_q, n_k = shape
+        # the bug: the counter of weight (i, j) is i + j (the row stride Nk forgotten), so M[i + 1, j] = M[i, j + 1]
+        u = super().uniforms((b, h, 1, n_q + n_k), generator, device, kv_heads)[:, :, 0]  # (B, H, Nq + Nk)
+        return u[..., torch.arange(n_q, device=device)[:, None] + torch.arange(n_k, device=device)]
+
+
+dropout_counter_without_row_stride = _full_mutant(
+    _DropoutCounterWithoutRowStride(), "dropout_counter_without_row_stride",
+    "Dropout's RNG counter for weight (i, j) is i + j, the row stride forgotten: every anti-diagonal keeps or drops "
+    "as one, which no lag along the queries or the keys alone shows.")
+
+MUTANTS = MUTANTS + (
+    Mutant(dropout_counter_without_row_stride, "a dropout counter without its row stride (anti-diagonals repeat)",
+           "generated-dropout"),
+)

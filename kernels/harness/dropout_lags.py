@@ -301,45 +301,54 @@ def _lag_outcomes(parts, more_tests: int = 0) -> Outcome:
 AXIS_PAIRS_PER_SKEW = 1700
 
 
-def _counted_lag_z(x: torch.Tensor, counted: torch.Tensor, p: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(lags, z) of S_L for every lag L ≥ 1 with enough counted pairs (comment above); x, counted (n, columns)."""
-    n = x.shape[0]
-    size = 1 << (2 * n - 1).bit_length()
+_AXES = ("slices", "queries", "keys")
 
-    def lagged(t):  # Σ_c Σ_s t_{s,c} t_{s+L,c} for L = 1 .. n - 1
-        f = torch.fft.rfft(t, size, dim=0)
-        return torch.fft.irfft(f.conj() * f, size, dim=0).sum(-1)[1:n]
+
+def _counted_lag_z_nd(x: torch.Tensor, counted: torch.Tensor, p: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(lags (n, 3), z) of S_L for every lag L = (Δslice, Δquery, Δkey) of one half-space (S_{-L} = S_L) with enough
+    counted pairs (comment above AXIS_PAIRS_PER_SKEW); x, counted (S, Nq, Nk). One FFT autocorrelation, padded to
+    2n - 1 along each axis so that no lag wraps."""
+    sizes = [2 * n - 1 for n in x.shape]
+
+    def lagged(t):  # R[L] = Σ_t t_t · t_{t+L}, L's components modulo each size
+        f = torch.fft.rfftn(t, s=sizes)
+        return torch.fft.irfftn(f * f.conj(), s=sizes)
 
     sums, pairs = lagged(x), lagged(counted.double()).round()
+    a, b, c = torch.meshgrid(*(torch.where(torch.arange(m) < n, torch.arange(m), torch.arange(m) - m)
+                               for m, n in zip(sizes, x.shape)), indexing="ij")  # signed lag components
+    half = (a > 0) | (a == 0) & (b > 0) | (a == 0) & (b == 0) & (c > 0)
     skew = (1 - 2 * p) ** 2 / (p * (1 - p))
-    enough = pairs >= max(SLICE_MIN_PAIRS, AXIS_PAIRS_PER_SKEW * skew ** 2)
-    return torch.arange(1, n)[enough], sums[enough] / (pairs[enough].sqrt() * p * (1 - p))
+    enough = half & (pairs >= max(SLICE_MIN_PAIRS, AXIS_PAIRS_PER_SKEW * skew ** 2))
+    lags = torch.stack([a[enough], b[enough], c[enough]], dim=1)
+    return lags, sums[enough] / (pairs[enough].sqrt() * p * (1 - p))
+
+
+def _lag_text(lag) -> str:
+    moved = [(int(x), name) for x, name in zip(lag, _AXES) if x]
+    if len(moved) == 1:
+        return f"{moved[0][0]} along the {moved[0][1]}"
+    return "(" + ", ".join(f"Δ{name.removesuffix('s').replace('querie', 'query')} {int(x):+d}"
+                           for x, name in zip(lag, _AXES)) + ")"
 
 
 def axis_periods(w: torch.Tensor, counted: torch.Tensor, p: float) -> Outcome | None:
-    """A drawn dropout problem's keep masks uncorrelated at every lag along the keys and along the queries (W = P∘M/(1-p)
-    of V = I, (B, Hq, Nq, Nk), ``counted``: the entries whose P the law counts; the other axes' entries are the
-    columns of each lag's sum). Red team rt44h: a split-K decode or split-KV prefill restarting the dropout offset in
-    each split repeats a mask along the keys that no slice-pair test sees. z-tests at α / (every lag tested, both
-    axes; comment above AXIS_PAIRS_PER_SKEW); None where no lag has enough counted pairs."""
+    """A drawn dropout problem's keep masks uncorrelated at every lag of (slice, query, key) (W = P∘M/(1-p) of V = I,
+    (B, Hq, Nq, Nk), its (batch, head) slices in order; ``counted``: the entries whose P the law counts). Red team
+    rt44h: a split-K decode or split-KV prefill restarting the dropout offset in each split repeats a mask along the
+    keys that no slice-pair test sees. Red team rt45h: an RNG counter forgetting the row stride (row + column: the
+    lag (Δquery +1, Δkey -1)) or the slice stride (slice s's row i is slice s - 1's row i + 1) repeats a mask
+    along a diagonal no one axis holds; so every lag, not the three axes. z-tests at α / (every lag tested; comment
+    above AXIS_PAIRS_PER_SKEW); None where no lag has enough counted pairs."""
     if not 0 < p < 1 or w.numel() == 0:  # (an empty problem: nothing to correlate, and no FFT of length 0)
         return None
-    x = torch.where(counted, (w != 0).double() - (1 - p), 0.0)  # (B, Hq, Nq, Nk)
-    parts = []
-    for name, dim in (("keys", 3), ("queries", 2)):
-        along = lambda t: t.movedim(dim, 0).reshape(t.shape[dim], -1)  # noqa: E731  (n, the other entries)
-        lags, z = _counted_lag_z(along(x), along(counted), p)
-        if len(z):
-            parts.append((name, lags, z))
-    if not parts:
+    x = torch.where(counted, (w != 0).double() - (1 - p), 0.0).flatten(0, 1)  # (B·Hq, Nq, Nk)
+    lags, z = _counted_lag_z_nd(x, counted.flatten(0, 1), p)
+    if not len(z):
         return None
-    threshold = drop._z(drop.ALPHA / sum(len(z) for _, _, z in parts))
-    outcomes, details = [], []
-    for name, lags, z in parts:
-        at = int(z.abs().argmax())
-        outcomes.append(Outcome(float(z.abs()[at]), threshold))
-        details.append(f"{name}: {len(z)} lags, worst lag {int(lags[at])}, z = {float(z[at]):+.2f}")
-    return worst(outcomes, details)
+    at = int(z.abs().argmax())
+    return Outcome(float(z.abs()[at]), drop._z(drop.ALPHA / len(z)),
+                   f"{len(z)} lags of (slice, query, key), worst lag {_lag_text(lags[at])}, z = {float(z[at]):+.2f}")
 
 
 def _long_decode_periods(s: Subject) -> Outcome:

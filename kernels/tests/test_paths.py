@@ -141,6 +141,24 @@ def test_axis_periods_rejects_a_mask_repeating_along_the_keys_and_passes_indepen
     assert not gen.failed(axis_periods(fresh * hidden, hidden, p))
 
 
+def test_axis_periods_rejects_masks_repeating_along_a_diagonal_of_slices_queries_and_keys():
+    """Red team rt45h: a counter of i + j (the row stride forgotten) and a slice offset of s·Nk (slice s's row i is
+    slice s - 1's row i + 1): no axis alone and no slice pair at equal positions repeats."""
+    g = torch.Generator().manual_seed(1)
+    p, (s, n_q, n_k) = 0.4, (4, 16, 64)
+    counted = torch.ones(1, s, n_q, n_k, dtype=torch.bool)
+    u = torch.rand(1, s, n_q + n_k, generator=g, dtype=torch.float64)
+    antidiagonal = (u[..., torch.arange(n_q)[:, None] + torch.arange(n_k)] >= p).double()  # (1, S, Nq, Nk)
+    o = axis_periods(antidiagonal, counted, p)
+    assert gen.failed(o) and "(Δslice +0, Δquery +1, Δkey -1)" in o.detail, o.detail
+    stream = torch.rand((s + n_q) * n_k, generator=g, dtype=torch.float64)
+    shifted = torch.stack([stream[i * n_k:(i + n_q) * n_k] for i in range(s)]).reshape(1, s, n_q, n_k)
+    o = axis_periods((shifted >= p).double(), counted, p)
+    assert gen.failed(o) and "(Δslice +1, Δquery -1, Δkey +0)" in o.detail, o.detail
+    assert not gen.failed(axis_periods((torch.rand(counted.shape, generator=g, dtype=torch.float64) >= p).double(),
+                                       counted, p))
+
+
 def test_a_row_of_minus_inf_scores_from_an_infinite_input_under_causal_may_be_nan_or_zero():
     """-inf in q with a negative scale over the one key causal leaves row 0: SDPA math gives NaN, a safe softmax 0;
     both pass, an output hiding the NaN in the other rows does not."""
