@@ -859,6 +859,8 @@ class _SixteenBitSeed(FullAttention):
 
 dropout_seed_16_bits = _full_mutant(_SixteenBitSeed(), "dropout_seed_16_bits",
     "Each call's dropout seed drawn with 16 bits: masks fresh per call, but repeated across ~300 calls.")
+
+
 def refuses_rank_other_than_4(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
     """q, k, v other than 4-D refused; SDPA takes (..., L, E) of any rank >= 3 (and 3-D (N, L, E) is common)."""
     if q.dim() != 4:
@@ -866,15 +868,6 @@ def refuses_rank_other_than_4(q, k, v, *, is_causal=False, scale=None, enable_gq
     return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
 
 
-class _OneDimMaskRefused(FullAttention):
-    def mask_bias(self, attn_mask, like, dtype):
-        if attn_mask is not None and attn_mask.dim() < 2:
-            raise ValueError("attn_mask must be 2-D, 3-D or 4-D")  # the bug: SDPA broadcasts a (Nk,) mask
-        return super().mask_bias(attn_mask, like, dtype)
-
-
-one_dim_mask_refused = _full_mutant(_OneDimMaskRefused(), "one_dim_mask_refused",
-    "A 1-D (Nk,) attn_mask refused, which SDPA broadcasts like (1, 1, 1, Nk).")
 head_dim_floor_chunks = _mutant(_HeadDimFloorChunks(), "head_dim_floor_chunks",
     "Head dims past 128 taken in floor(D / 128) chunks of 128: the tail of D = 129..255 dropped from QKᵀ.")
 gqa_big_groups_tiled = _mutant(_GqaBigGroupsTiled(), "gqa_big_groups_tiled",
@@ -1391,7 +1384,6 @@ MUTANTS = MUTANTS + (
     Mutant(dropout_seed_16_bits, "dropout seed of 16 bits (masks repeat across calls)", "dropout-distinct-masks",
            dtypes=(torch.float32,)),
     Mutant(refuses_rank_other_than_4, "3-D and 5-D q, k, v refused", "generated-agreement"),
-    Mutant(one_dim_mask_refused, "1-D (Nk,) attn_mask refused", "generated-agreement"),
     Mutant(head_dim_floor_chunks, "head dims 129..255 in floor(D/128) chunks", "generated-agreement"),
     Mutant(gqa_big_groups_tiled, "GQA groups > 8 tiled (h % Hkv)", "generated-agreement"),
     Mutant(batch_heads_tail_chunk_dropped, "last partial chunk of 256 batch-heads never run", "generated-agreement"),

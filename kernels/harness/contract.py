@@ -102,7 +102,9 @@ ITEMS: tuple[Item, ...] = (
                  "that does not broadcast (more key columns or query rows, another batch or head size) refused",
          f"{DOC}: 'attn_mask: Attention mask; shape must be broadcastable'; {MEASURED}: empty rows 0, mask + "
          "is_causal raises on math; every pattern of (B, Hq, Nq, Nk) each full or 1, at ranks 4 to 1 (29), boolean and "
-         "float, with rank-4 and rank-5 inputs, gives the output of the mask expanded; Nk = 1 with the key hidden "
+         "float, with rank-4 and rank-5 inputs, gives the output of the mask expanded on the math backend, while the "
+         "default CPU dispatch raises IndexError 'Dimension out of range' for a (Nk,) mask without dropout (so a (Nk,) "
+         "mask may be refused; accepted, it is read as (1, 1, 1, Nk)); Nk = 1 with the key hidden "
          "(False or -inf) output 0; a row with every key at -inf output 0; a mask of shape "
          "(B, Hq, Nq, Nk + 3) raises 'The size of tensor a (Nk) must match the size of tensor b (Nk + 3) at "
          "non-singleton dimension 3' (likewise Nq + 2, B + 1, Hq + 1: dimensions 2, 0, 1); the mask of any strides "

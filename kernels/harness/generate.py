@@ -1524,6 +1524,11 @@ def _judged(impl, problem: Problem, device: str) -> tuple[Outcome, str | None]:
             # inference_mode: red team rt43h) or made one itself. Never an honest refusal; no call without the
             # earlier one can show it in this process (the impl's cache stays)
             return Outcome(math.inf, 0.0, f"refused with an inference tensor of its own ({text})"), None
+        if problem.mask == ONE_DIM_MASK and check_problem(impl, replace(problem, mask="(1, 1, 1, Nk)"), device)[1] is None:
+            # a (Nk,) mask refused, its (1, 1, 1, Nk) twin accepted: SDPA's own default CPU dispatch refuses it
+            # (torch 2.13, measured: IndexError 'Dimension out of range' unless dropout or the math backend runs), so
+            # either answer keeps the contract; accepted, it must be read as (1, 1, 1, Nk) (the judges' golden values)
+            return Outcome(0.0, 0.0, f"refused a (Nk,) mask, as SDPA's default CPU dispatch does ({text})"), text
         # the same problem with 4-D inputs and a 2-D-or-more mask of plain storage: accepted, it shows
         # this refusal is of a form alone (SDPA takes each)
         plain = replace(problem, mask_storage="contiguous", mask_dtype=None, mask_nonfinite=None, mask_far=None, rank=4,

@@ -62,7 +62,9 @@ MASKS = {  # level: (form, kind) of generate.MASK_FORMS
     "bool (B, Hq, Nq, Nk)": ("(B, Hq, Nq, Nk)", "bool"),
     "additive key bias": ("(1, 1, 1, Nk)", "additive"),
 }
-HEAD_LEVELS = {"1/1": (1, 1), "2/2": (2, 2), "4/2": (4, 2), "4/1": (4, 1)}
+# Hq/Hkv: MHA, GQA groups of 2 and 4, and of 3 over two KV heads (red team rt45h: a KV head taken as h >> log2(g),
+# right for every group of a power of two)
+HEAD_LEVELS = {"1/1": (1, 1), "2/2": (2, 2), "4/2": (4, 2), "4/1": (4, 1), "6/2": (6, 2)}
 RELATIONS = {"forward": AGREEMENT, "gradients": GRADIENTS, "dropout": DROPOUT_LAW}
 EXPLICIT_SCALES = (0.3, 2.0, -0.5)
 FEATURE_LEVELS = {

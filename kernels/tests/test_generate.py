@@ -285,6 +285,18 @@ def test_an_error_of_the_harness_is_a_failure_that_says_so_not_the_impl_refusing
     assert refused and "no backward" in refused, (outcome, refused)
 
 
+def test_a_one_dim_mask_may_be_refused_as_sdpas_default_cpu_dispatch_refuses_it():
+    """torch 2.13's default CPU dispatch raises IndexError for a (Nk,) mask (its math backend broadcasts it): the
+    refusal is honest where the (1, 1, 1, Nk) twin is accepted."""
+    from kernels.harness.peers import sdpa
+
+    problem = replace(gen.draw(0, 0, "float32", ALL), mask=gen.ONE_DIM_MASK, mask_kind="bool", causal=False,
+                      relation=gen.AGREEMENT, dropout_p=0.0, rank=4, kv_broadcast=False, input_nan=None)
+    outcome, refused = gen.check_problem(sdpa, problem)
+    assert refused and "IndexError" in refused and not gen.failed(outcome), (outcome, refused)
+    assert "as SDPA's default CPU dispatch does" in outcome.detail, outcome
+
+
 def test_the_budget_bounds_the_time_and_zero_draws_nothing(monkeypatch):
     """A budget of 2 s on a clock that is past it at the first look: the run judges its floor (each
     regime once, one problem of each relation) and draws nothing more. A fake clock, not a timed
