@@ -189,7 +189,10 @@ def test_the_root_causes_name_a_drawn_problems_mask_form_path_and_layout():
     for wrong, expected in ((lambda p: p.mask == form, f"with a {form} mask"),
                             (lambda p: p.mask == form and p.mask_kind == "additive", f"with an additive mask {form}"),
                             (lambda p: p.layout == "slice", "only with slice inputs"),
-                            (lambda p: p.rank == 5, "only with rank-5 inputs")):
+                            (lambda p: p.rank == 5, "only with rank-5 inputs"),
+                            # (rt45h: impls built on torch's CPU flash SDPA, NaN under is_causal at scale ≤ 0, were
+                            # blamed on "is_causal" and "a partial last key block")
+                            (lambda p: p.scale is not None and p.scale <= 0, "only with a scale ≤ 0")):
         checks = [check(p, not wrong(p)) for p in drawn]
         assert any(not c.passed for c in checks)
         found = conditions([c for c in checks if not c.passed], [c for c in checks if c.passed])
