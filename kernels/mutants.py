@@ -3430,3 +3430,18 @@ MUTANTS = MUTANTS + (
     Mutant(dropout_counter_without_row_stride, "a dropout counter without its row stride (anti-diagonals repeat)",
            "generated-dropout"),
 )
+
+
+def decode_path_under_no_grad(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """A split-K decode path (one query over more than 2048 keys) run under no_grad, "decode is inference": its
+    output carries no graph, so a 1-token training step's gradients are silently missing."""
+    if q.shape[-2] == 1 and k.shape[-2] > 2048:
+        with torch.no_grad():
+            return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(decode_path_under_no_grad, "a decode path run under no_grad (its output detached from the graph)",
+           "generated-gradients", backward=True),
+)

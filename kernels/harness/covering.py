@@ -44,12 +44,13 @@ def _completable(row: Row, factors: Mapping[str, tuple], allowed: Callable[[Row]
 
 
 def covering_array(factors: Mapping[str, tuple], allowed: Callable[[Row], bool], rng: random.Random,
-                   candidates: int = 8, base: tuple[Row, ...] = ()) -> list[Row]:
+                   candidates: int = 8, base: tuple[Row, ...] = (), plain: frozenset = frozenset()) -> list[Row]:
     """Rows (factor -> value), each accepted whole by ``allowed``, covering every pair some such row holds: the
     ``base`` rows first, then greedy ones for the pairs they leave. Each value is fixed only where the row can still
-    be completed, so every started row ends whole. Where values tie on pairs covered, a factor's first value (its
-    plain level) is taken: a kernel's special path is often guarded by every other feature being plain (rank 4,
-    contiguous, no mask), so rows whose spare factors are plain meet such guards more often than random ones."""
+    be completed, so every started row ends whole. Where values tie on pairs covered, the first value of a factor
+    named in ``plain`` (its plain level) is taken, of another a random one: a kernel's special path is often guarded
+    by every other feature being plain (rank 4, contiguous, no mask), so rows whose spare features are plain meet such
+    guards more often than random ones (a dtype or a path has no plain level)."""
     if not factors:
         raise ValueError("factors must name at least one factor")
     empty = [name for name, values in factors.items() if not values]
@@ -69,7 +70,7 @@ def covering_array(factors: Mapping[str, tuple], allowed: Callable[[Row], bool],
             (a, x), (b, y) = rng.choice(sorted(uncovered))
             row = {a: x, b: y}
             for name in rng.sample([n for n in names if n not in row], len(names) - len(row)):
-                scored = [(len(_pairs_of(trial, names) & uncovered), value == factors[name][0], rng.random(), value)
+                scored = [(len(_pairs_of(trial, names) & uncovered), name in plain and value == factors[name][0], rng.random(), value)
                           for value in factors[name]
                           if allowed(trial := {**row, name: value}) and _completable(trial, factors, allowed)]
                 row[name] = max(scored)[3]

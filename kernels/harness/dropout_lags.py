@@ -308,20 +308,21 @@ def _counted_lag_z_nd(x: torch.Tensor, counted: torch.Tensor, p: float) -> tuple
     """(lags (n, 3), z) of S_L for every lag L = (Δslice, Δquery, Δkey) of one half-space (S_{-L} = S_L) with enough
     counted pairs (comment above AXIS_PAIRS_PER_SKEW); x, counted (S, Nq, Nk). One FFT autocorrelation, padded to
     2n - 1 along each axis so that no lag wraps."""
-    sizes = [2 * n - 1 for n in x.shape]
+    sizes = [1 << (2 * n - 2).bit_length() for n in x.shape]  # ≥ 2n - 1, a power of two (a prime length is slow)
 
     def lagged(t):  # R[L] = Σ_t t_t · t_{t+L}, L's components modulo each size
         f = torch.fft.rfftn(t, s=sizes)
         return torch.fft.irfftn(f * f.conj(), s=sizes)
 
     sums, pairs = lagged(x), lagged(counted.double()).round()
-    a, b, c = torch.meshgrid(*(torch.where(torch.arange(m) < n, torch.arange(m), torch.arange(m) - m)
-                               for m, n in zip(sizes, x.shape)), indexing="ij")  # signed lag components
+    signed = [torch.where(torch.arange(m) < n, torch.arange(m), torch.arange(m) - m) for m, n in zip(sizes, x.shape)]
+    a, b, c = signed[0][:, None, None], signed[1][None, :, None], signed[2][None, None, :]  # (broadcast, not copied)
     half = (a > 0) | (a == 0) & (b > 0) | (a == 0) & (b == 0) & (c > 0)
     skew = (1 - 2 * p) ** 2 / (p * (1 - p))
-    enough = half & (pairs >= max(SLICE_MIN_PAIRS, AXIS_PAIRS_PER_SKEW * skew ** 2))
-    lags = torch.stack([a[enough], b[enough], c[enough]], dim=1)
-    return lags, sums[enough] / (pairs[enough].sqrt() * p * (1 - p))
+    enough = (half & (pairs >= max(SLICE_MIN_PAIRS, AXIS_PAIRS_PER_SKEW * skew ** 2))).nonzero()  # (n, 3)
+    lags = torch.stack([signed[i][enough[:, i]] for i in range(3)], dim=1)
+    at = tuple(enough.T)
+    return lags, sums[at] / (pairs[at].sqrt() * p * (1 - p))
 
 
 def _lag_text(lag) -> str:

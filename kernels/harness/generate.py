@@ -71,8 +71,8 @@ from kernels.harness.cases import Case
 from kernels.harness.masks import BROADCAST_FORMS, STRUCTURED_VALUES
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
 from kernels.harness import backward_values as bv
-from kernels.harness.subject import (CONTEXTS, GRADIENT_CONTEXTS, SEQUENCES, BadOutput, Subject, against, calling_context,
-                                     checked_output, relation, strided, subset_gradients, unchanged, worst)
+from kernels.harness.subject import (CONTEXTS, GRADIENT_CONTEXTS, SEQUENCES, BadOutput, Subject, against, attached,
+                                     calling_context, checked_output, relation, strided, subset_gradients, unchanged, worst)
 
 AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC = ("generated-agreement", "generated-gradients",
                                                  "generated-dropout", "generated-metamorphic")
@@ -560,6 +560,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                 n_q, n_k, d, dv = 1, r.randint(*LONGEST_DECODE), min(d, 8), min(dv, 8)
             if regime in ("long-decode", "long-decode-nan"):  # the mask-free, non-causal path a split-K decoder takes
                 causal, mask = False, None
+            if regime == "long-decode-nan" and index < len(regimes):  # (its first draw 2¹⁷ ± 1 keys: D ≤ 16 keeps
+                d, dv = min(d, 16), min(dv, 16)  # it at 0.4 CPU-s, not 1.5; paths.py meets D past 128 per path)
             elif regime in BATCHED_DECODE:  # (B ≥ 2 after the cap below, whose long one B·Nk never reaches)
                 batch, n_q, causal, d, dv = r.choice((2, 3, 4)), 1, False, min(d, 16), min(dv, 16)
                 mask = "(B, 1, 1, Nk)" if regime == "long-decode-padded" and ATTN_MASK in features else None
@@ -1354,6 +1356,8 @@ def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
             details.append(f"mask gradient refused ({type(exc).__name__})")
             leaf = None
             w = call(m)
+        if p.grads or leaf is not None:
+            attached(w, [*tensors, *([leaf] if leaf is not None else [])])
         w = w.reshape(p.batch, p.q_heads, p.n_q, p.n_k)  # (B, Hq, Nq, Nk) whatever the rank
         checked_output(w, s.q, v1)
         w64 = w.detach().cpu().double()

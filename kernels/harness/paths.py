@@ -14,7 +14,7 @@ requiring grad and the output, the dropout law with V = I), in the row's dtype. 
 pass, as do the rows of a dtype the run lacks (in the first dtype).
 
 Sizes are drawn inside each path's ranges per run seed, with D ≤ 16 past the small path, so a long problem costs
-O(B·Hq·Nq·Nk·D) with B·Hq·Nq·Nk ≤ 2¹⁸: the whole array is ~71 problems a run (28 plain rows, ~43 pairwise), ~3.5 CPU-s
+O(B·Hq·Nq·Nk·D) with B·Hq·Nq·Nk ≤ 2¹⁸: the whole array is ~69 problems a run (24 plain rows, ~45 pairwise), ~6 CPU-s
 (timing.py).
 """
 from __future__ import annotations
@@ -46,7 +46,11 @@ PATHS = {
 # float64). Its keys stay past 2048 on the decode paths (a split of 1024 or 2048) but short of their plain lengths,
 # within DROPOUT_COST; the prefill's 16 queries over 8192 keys cost 1e9 a slice and are left out (allowed()).
 DROPOUT_KEYS = {"decode": (2049, 2400), "spec-decode": (2049, 2400)}
-DROPOUT_COST = 2 ** 24  # B·Hq·Nq·Nk² of a dropout problem
+# B·Hq·Nq·Nk·max(Nk, DROPOUT_ENTRY) of a dropout problem: V = I's O(Nk²) a slice's row, and past few keys the
+# per-weight work (the law, the slice pairs, the lag FFT padded to powers of two) as if of 256 keys (measured: 3.5
+# CPU-s for 6 heads × 13 506 queries × 11 keys, whose Nk² cost was 0.6 of the cap)
+DROPOUT_COST = 2 ** 24
+DROPOUT_ENTRY = 256
 # B·Hq·Nq·Nk of a forward problem and of a gradient one (the float64 golden values, their sensitivities and, for the
 # gradients, float64 autograd over every requires_grad subset cost O(that · D) several times over: measured at load 1,
 # ~0.1 s a forward problem of 2¹⁸ scores; the gradients' ten times that)
@@ -79,7 +83,11 @@ FEATURE_LEVELS = {
     "rank": (4, 3, 5),
     "layout": ("contiguous", "transposed", "slice"),
     "scale": ("default", "explicit"),
+    # D and Dv up to the path's cap, or past 128 (a kernel's wide-head template, its own accumulators: red team
+    # rt45h's decode kept them in half for D > 128 only)
+    "head dim": ("narrow", "wide"),
 }
+WIDE = (129, 192)  # (past the 128-channel template, into the next two: 160, 192)
 HALF = ("float16", "bfloat16")
 # every run's array has every dtype as a level, whatever dtypes the run asks for, so a run of one dtype judges the
 # same rows (and pairs) as the default run: a row of a dtype the run lacks runs in the run's first dtype
@@ -125,6 +133,17 @@ def allowed(row: dict) -> bool:
         has("relation", "path") and relation == "dropout" and row["path"] in ("longest-decode", "prefill"),
         # a float64 backward over 2¹⁷ keys costs seconds (generate.draw leaves the long decodes out of gradients too)
         has("relation", "path") and relation == "gradients" and row["path"] == "longest-decode",
+        # a head of 129-256 channels on the longest paths or with gradients or dropout: 1-10 CPU-s of float64 work
+        # each (the halving cannot go below a path's least sizes: 2¹⁷ keys, 16 queries over 8193, 1025 queries)
+        has("head dim", "path") and row["head dim"] == "wide" and row["path"] in ("longest-decode", "prefill",
+                                                                                   "long-queries"),
+        has("head dim", "relation") and row["head dim"] == "wide" and relation != "forward",
+        # more than two query heads over the decode paths' 2049+ keys (V = I for dropout, or a wide head) or over the
+        # batch chunks' 33+ entries (dropout's slice pairs, O((B·Hq)²)): 1-2 CPU-s each, past their caps (a path's
+        # least sizes bound the halving)
+        has("heads", "path") and HEAD_LEVELS[row["heads"]][0] > 2 and (
+            row["path"] in ("decode", "spec-decode") and (row.get("relation") == "dropout" or row.get("head dim") == "wide")
+            or row["path"] == "many-batch" and row.get("relation") == "dropout"),
         has("relation", "layout") and relation == "dropout" and row["layout"] != "contiguous",
         has("relation", "mask dtype") and relation == "dropout" and row["mask dtype"] == "float32",
         has("mask dtype", "mask") and row["mask dtype"] == "float32" and not mask.startswith("additive"),
@@ -134,7 +153,7 @@ def allowed(row: dict) -> bool:
 
 
 def plain_rows(features: frozenset) -> tuple[dict, ...]:
-    """One row per (path, dtype) with every feature at its plain level (no mask, rank 4, contiguous, k, v of q's
+    """One row per (path, dtype), the small path's aside, with every feature at its plain level (no mask, rank 4, contiguous, k, v of q's
     batch, the default scale), the relations taking turns so that each path meets each of its relations plain. Red
     team rt44h: a path's own code guarded by the plain form (a split-K decode taken only without a mask, a batch-chunk
     dropout only at rank 4 with k, v of q's batch) is met by no pairwise row whose spare factors are not plain: its
@@ -142,7 +161,7 @@ def plain_rows(features: frozenset) -> tuple[dict, ...]:
     levels = factors(features)
     plain = {name: values[0] for name, values in levels.items() if name not in ("path", "dtype", "relation")}
     out = []
-    for path in levels["path"]:
+    for path in levels["path"][1:]:  # (the small path's plain problems are the fixed cases' and most draws')
         relations = [r for r in levels["relation"] if allowed({"path": path, "relation": r})]
         for i, dtype in enumerate(levels["dtype"]):
             out.append({"path": path, "dtype": dtype, **plain, "relation": relations[i % len(relations)]})
@@ -154,7 +173,7 @@ def rows(seed: int, features: frozenset, array: int = 0) -> tuple[dict, ...]:
     """The run's covering array number ``array`` (a function of the seed, the features and that number alone): the
     plain rows, then pairwise ones."""
     return tuple(covering_array(factors(features), allowed, _rng(seed, "covering", sorted(features), array),
-                                base=plain_rows(features)))
+                                base=plain_rows(features), plain=frozenset(FEATURE_LEVELS) - {"relation"}))
 
 
 def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int = 0) -> Problem:
@@ -169,24 +188,31 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     hq, hkv = HEAD_LEVELS[row["heads"]]
     broadcast = row["kv batch"] == "broadcast"
     # two entries at least where the path allows: a broadcast k, v needs them, and the dropout law's slice pairs
-    # judge entries against each other (rt44h: one keep mask per head broadcast over a decode's batch)
-    least_batch = min(2, b_hi) if broadcast or relation == DROPOUT_LAW else b_lo
-    batch = max(batch, least_batch)
+    # judge entries against each other (rt44h: one keep mask per head broadcast over a decode's batch; the plain
+    # rows' one head keeps them within the cost)
+    least_batch = min(2, b_hi) if broadcast else b_lo
+    batch = max(batch, min(2, b_hi) if relation == DROPOUT_LAW else least_batch)  # (halved to one past the cost)
     if relation == DROPOUT_LAW:  # enough weights for the kept fraction (generate.draw's least)
         n_k = max(n_k, 8)
     # within the cost: halved in the path's HALVING order towards its least (B not below least_batch)
     size = {"batch": batch, "n_q": n_q, "n_k": n_k}
-    least = {"batch": least_batch, "n_q": q_lo, "n_k": k_lo}
-    cost, cap = ((lambda: size["batch"] * hq * size["n_q"] * size["n_k"] ** 2, DROPOUT_COST) if relation == DROPOUT_LAW
-                 else (lambda: size["batch"] * hq * size["n_q"] * size["n_k"], SCORES[relation]))
+    least = {"batch": least_batch, "n_q": q_lo, "n_k": max(k_lo, 8) if relation == DROPOUT_LAW else k_lo}
+    if row["head dim"] == "wide":
+        d = r.randint(*WIDE)
+        dv = r.randint(*WIDE) if value_dim and r.random() < 0.3 else d
+    else:
+        d = r.choice([x for x in HEAD_DIMS if x <= d_cap])
+        dv = r.choice([x for x in HEAD_DIMS if x <= d_cap]) if value_dim and r.random() < 0.3 else d
+    width = max(1, (d + dv) // 32)  # (the float64 work grows with D + Dv: a score of narrow heads counts one)
+    cost, cap = ((lambda: size["batch"] * hq * size["n_q"] * size["n_k"] * max(size["n_k"], DROPOUT_ENTRY),
+                  DROPOUT_COST) if relation == DROPOUT_LAW
+                 else (lambda: size["batch"] * hq * size["n_q"] * size["n_k"] * width, SCORES[relation]))
     for axis in HALVING.get(row["path"], HALVING_DEFAULT):
         while cost() > cap and size[axis] > least[axis]:
             size[axis] = max(least[axis], size[axis] // 2)
     batch, n_q, n_k = size["batch"], size["n_q"], size["n_k"]
     if row["nonfinite"] == "v underflowed" or relation == GRADIENTS:
         n_k = max(n_k, 2)  # (a first half of the keys to underflow; over one key dq and dk are exactly 0)
-    d = r.choice([x for x in HEAD_DIMS if x <= d_cap])
-    dv = r.choice([x for x in HEAD_DIMS if x <= d_cap]) if value_dim and r.random() < 0.3 else d
     if relation == DROPOUT_LAW:
         dv = n_k
     form, kind = MASKS.get(row["mask"], (None, "bool"))

@@ -135,6 +135,7 @@ class Subject:
         d_o = ref.copy(dout)  # strides kept: a non-contiguous dO stays non-contiguous
         out = self.impl(*qkv, **kw)
         checked_output(out, q, v)
+        attached(out, qkv)
         got = torch.autograd.grad(out, qkv, d_o)
         for name, g, x in zip(("dq", "dk", "dv"), got, (q, k, v)):
             if not isinstance(g, torch.Tensor) or tuple(g.shape) != tuple(x.shape):
@@ -201,6 +202,15 @@ def checked_output(out, q, v) -> torch.Tensor:
         raise BadOutput("the output is an inference tensor, but the call was not made under inference_mode "
                         "(the impl ran its own inference_mode: the tensor cannot be saved for a later backward)")
     return out.detach()
+
+
+def attached(out: torch.Tensor, inputs) -> None:
+    """Under grad mode the output of inputs requiring grad carries the graph (SDPA's does, measured): a detached one
+    is a wrong answer, not a refusal. Red team rt45h: a decode path run under no_grad ("decode is inference") returned
+    an output with no grad_fn; the harness's backward then raised inside autograd, which read as the impl refusing."""
+    if torch.is_grad_enabled() and any(t.requires_grad for t in inputs) and not out.requires_grad:
+        raise BadOutput("the output is detached from the graph: inputs require grad under grad mode, but it has no "
+                        "grad_fn (gradients through it would be silently missing)")
 
 
 def unchanged(kept: tuple, what: str) -> None:
@@ -312,6 +322,7 @@ def subset_gradients(s: Subject, tensors, kwargs: dict, golden, plain, scales: G
     with gradient_context(context):
         out = s.impl(*tensors, **kwargs)
         checked_output(out, s.q, s.v)
+        attached(out, [*tensors, *(x for x in kwargs.values() if torch.is_tensor(x))])
         if output is not None and out.dtype != s.q.dtype:
             raise BadOutput(f"with inputs requiring grad the output is {out.dtype}, not q's {s.q.dtype}")
         wanted = [t for t in tensors if t.requires_grad]

@@ -285,6 +285,20 @@ def test_an_error_of_the_harness_is_a_failure_that_says_so_not_the_impl_refusing
     assert refused and "no backward" in refused, (outcome, refused)
 
 
+def test_an_output_detached_from_the_graph_is_a_failure_not_a_refusal():
+    """Red team rt45h: a path run under no_grad returns an output with no grad_fn; autograd then raises in the
+    harness's backward, which read as the impl refusing the problem."""
+    def detached(q, k, v, **kw):
+        with torch.no_grad():
+            return sdpa_math(q, k, v, **kw)
+
+    drawn = [gen.draw(0, i, "float32", ALL) for i in range(len(gen.REGIMES), len(gen.REGIMES) + 64)]
+    for relation in (gen.GRADIENTS, gen.DROPOUT_LAW):
+        problem = next(p for p in drawn if p.relation == relation and p.grads)
+        outcome, refused = gen.check_problem(detached, problem)
+        assert refused is None and gen.failed(outcome) and "detached from the graph" in outcome.detail, outcome
+
+
 def test_a_one_dim_mask_may_be_refused_as_sdpas_default_cpu_dispatch_refuses_it():
     """torch 2.13's default CPU dispatch raises IndexError for a (Nk,) mask (its math backend broadcasts it): the
     refusal is honest where the (1, 1, 1, Nk) twin is accepted."""
