@@ -560,8 +560,6 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                 n_q, n_k, d, dv = 1, r.randint(*LONGEST_DECODE), min(d, 8), min(dv, 8)
             if regime in ("long-decode", "long-decode-nan"):  # the mask-free, non-causal path a split-K decoder takes
                 causal, mask = False, None
-            if regime == "long-decode-nan" and index < len(regimes):  # (its first draw 2¹⁷ ± 1 keys: D ≤ 16 keeps
-                d, dv = min(d, 16), min(dv, 16)  # it at 0.4 CPU-s, not 1.5; paths.py meets D past 128 per path)
             elif regime in BATCHED_DECODE:  # (B ≥ 2 after the cap below, whose long one B·Nk never reaches)
                 batch, n_q, causal, d, dv = r.choice((2, 3, 4)), 1, False, min(d, 16), min(dv, 16)
                 mask = "(B, 1, 1, Nk)" if regime == "long-decode-padded" and ATTN_MASK in features else None
@@ -569,6 +567,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                     n_k = 2 ** 14 + 1 + r.randrange(2 ** 15)
             elif ATTN_MASK in features:
                 causal, mask = False, r.choice(MASK_FORMS)
+            if regime == "long-decode-nan" and index < len(regimes):  # (its first draw 2¹⁷ ± 1 keys: D ≤ 16 keeps
+                d, dv = min(d, 16), min(dv, 16)  # it at 0.4 CPU-s, not 1.5; paths.py meets D past 128 per path)
         elif regime == "long-causal":
             n_q, n_k, d, dv = r.randint(1, 8), r.randint(*LONG_CAUSAL_KEYS), min(d, 16), min(dv, 16)
             causal, mask = CAUSAL in features, None

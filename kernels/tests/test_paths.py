@@ -56,7 +56,9 @@ def test_every_row_is_a_problem_of_its_paths_sizes():
         (_, _), (q_lo, q_hi), (k_lo, k_hi), d_cap = paths.PATHS[row["path"]]
         if p.relation != gen.DROPOUT_LAW:  # (dropout's keys: paths.DROPOUT_KEYS)
             assert k_lo <= p.n_k <= k_hi, (row, p.describe())
-        assert q_lo <= p.n_q <= q_hi and p.head_dim <= d_cap and p.dtype == row["dtype"] and p.path == row["path"]
+        wide = row["head dim"] == "wide"
+        assert (paths.WIDE[0] <= p.head_dim <= paths.WIDE[1]) if wide else p.head_dim <= d_cap, (row, p.describe())
+        assert q_lo <= p.n_q <= q_hi and p.dtype == row["dtype"] and p.path == row["path"]
         assert (p.mask is not None) == (row["mask"] != "none") and p.causal == row["causal"]
         assert p.kv_broadcast == (row["kv batch"] == "broadcast") and p.rank == row["rank"]
     # past each path's threshold: a split-K decode, a speculative one, a split-KV prefill, query chunks, batch chunks
