@@ -70,7 +70,8 @@ def covering_array(factors: Mapping[str, tuple], allowed: Callable[[Row], bool],
             (a, x), (b, y) = rng.choice(sorted(uncovered))
             row = {a: x, b: y}
             for name in rng.sample([n for n in names if n not in row], len(names) - len(row)):
-                scored = [(len(_pairs_of(trial, names) & uncovered), name in plain and value == factors[name][0], rng.random(), value)
+                scored = [(len(_pairs_of(trial, names) & uncovered), name in plain and value == factors[name][0],
+                           rng.random(), value)
                           for value in factors[name]
                           if allowed(trial := {**row, name: value}) and _completable(trial, factors, allowed)]
                 row[name] = max(scored)[3]

@@ -133,7 +133,7 @@ def allowed(row: dict) -> bool:
         has("relation", "path") and relation == "dropout" and row["path"] in ("longest-decode", "prefill"),
         # a float64 backward over 2¹⁷ keys costs seconds (generate.draw leaves the long decodes out of gradients too)
         has("relation", "path") and relation == "gradients" and row["path"] == "longest-decode",
-        # a head of 129-256 channels on the longest paths or with gradients or dropout: 1-10 CPU-s of float64 work
+        # a head of 129-192 channels on the longest paths or with gradients or dropout: 1-10 CPU-s of float64 work
         # each (the halving cannot go below a path's least sizes: 2¹⁷ keys, 16 queries over 8193, 1025 queries)
         has("head dim", "path") and row["head dim"] == "wide" and row["path"] in ("longest-decode", "prefill",
                                                                                    "long-queries"),
@@ -141,9 +141,9 @@ def allowed(row: dict) -> bool:
         # more than two query heads over the decode paths' 2049+ keys (V = I for dropout, or a wide head) or over the
         # batch chunks' 33+ entries (dropout's slice pairs, O((B·Hq)²)): 1-2 CPU-s each, past their caps (a path's
         # least sizes bound the halving)
-        has("heads", "path") and HEAD_LEVELS[row["heads"]][0] > 2 and (
-            row["path"] in ("decode", "spec-decode") and (row.get("relation") == "dropout" or row.get("head dim") == "wide")
-            or row["path"] == "many-batch" and row.get("relation") == "dropout"),
+        has("heads", "path") and HEAD_LEVELS[row["heads"]][0] > 2
+        and (row.get("relation") == "dropout" and row["path"] in ("decode", "spec-decode", "many-batch")
+             or row.get("head dim") == "wide" and row["path"] in ("decode", "spec-decode")),
         has("relation", "layout") and relation == "dropout" and row["layout"] != "contiguous",
         has("relation", "mask dtype") and relation == "dropout" and row["mask dtype"] == "float32",
         has("mask dtype", "mask") and row["mask dtype"] == "float32" and not mask.startswith("additive"),
@@ -153,11 +153,11 @@ def allowed(row: dict) -> bool:
 
 
 def plain_rows(features: frozenset) -> tuple[dict, ...]:
-    """One row per (path, dtype), the small path's aside, with every feature at its plain level (no mask, rank 4, contiguous, k, v of q's
-    batch, the default scale), the relations taking turns so that each path meets each of its relations plain. Red
-    team rt44h: a path's own code guarded by the plain form (a split-K decode taken only without a mask, a batch-chunk
-    dropout only at rank 4 with k, v of q's batch) is met by no pairwise row whose spare factors are not plain: its
-    float64 accumulators in float32, its dropout seeds shared by batch entries escaped."""
+    """One row per (path, dtype), the small path's aside, with every feature at its plain level (no mask, rank 4,
+    contiguous, k, v of q's batch, the default scale), the relations taking turns so that each path meets each of its
+    relations plain. Red team rt44h: a path's own code guarded by the plain form (a split-K decode taken only without
+    a mask, a batch-chunk dropout only at rank 4 with k, v of q's batch) is met by no pairwise row whose spare factors
+    are not plain: its float64 accumulators in float32, its dropout seeds shared by batch entries escaped."""
     levels = factors(features)
     plain = {name: values[0] for name, values in levels.items() if name not in ("path", "dtype", "relation")}
     out = []
