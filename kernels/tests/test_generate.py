@@ -299,6 +299,18 @@ def test_an_output_detached_from_the_graph_is_a_failure_not_a_refusal():
         assert refused is None and gen.failed(outcome) and "detached from the graph" in outcome.detail, outcome
 
 
+def test_an_impl_declaring_a_recipe_is_judged_on_float64_problems():
+    """A recipe's derived bound is of float32 and the half types: on float64 problems it raised, and the problem read
+    as the impl's refusal until harness errors were told apart (found by that change: blocked_attention's float64
+    covering rows)."""
+    from kernels.harness.references import blocked_attention
+
+    problem = gen.Problem(batch=1, q_heads=1, kv_heads=1, n_q=4, n_k=64, head_dim=8, value_dim=8, causal=False,
+                          dtype="float64", relation=gen.AGREEMENT, seed=1)
+    outcome, refused = gen.check_problem(blocked_attention, problem)
+    assert refused is None and not gen.failed(outcome), (outcome, refused)
+
+
 def test_a_one_dim_mask_may_be_refused_as_sdpas_default_cpu_dispatch_refuses_it():
     """torch 2.13's default CPU dispatch raises IndexError for a (Nk,) mask (its math backend broadcasts it): the
     refusal is honest where the (1, 1, 1, Nk) twin is accepted."""
