@@ -55,7 +55,8 @@ def _broadcast_forms() -> tuple[str, ...]:
     """Every form SDPA broadcasts a mask from, by its pattern rather than by a list: at rank 4 each of (B, Hq, Nq,
     Nk) full or 1 (16), at rank 3 each of (Hq, Nq, Nk) (8), at rank 2 each of (Nq, Nk) (4), and (Nk,). torch 2.13's
     math SDPA takes each (measured, boolean and float32, rank-4 and rank-5 inputs: the output of the mask expanded to
-    (B, Hq, Nq, Nk)). Red team rt44h: a (1, Hq, 1, Nk) per-head key bias, in no hand list, read as key padding with
+    (B, Hq, Nq, Nk)); its default CPU dispatch refuses (Nk,) without dropout, so that refusal is allowed
+    (generate._judged). Red team rt44h: a (1, Hq, 1, Nk) per-head key bias, in no hand list, read as key padding with
     head 0's row for every head escaped."""
     forms = []
     for rank in (4, 3, 2):
