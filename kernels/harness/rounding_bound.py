@@ -56,9 +56,12 @@ def _known():
     return {F.scaled_dot_product_attention: "torch-cpu-sdpa", flash_attention: flash_recipe}
 
 
+WRAPPED = "_attention_impl"  # the attribute a harness wrapper (generate._marking) names the impl it calls by
+
+
 def recipe_for(impl, dtype: torch.dtype) -> R.Recipe:
     name = str(dtype).removeprefix("torch.")
-    impl = getattr(impl, "_attention_impl", impl)  # (generate._marking's wrapper: the impl it calls)
+    impl = getattr(impl, WRAPPED, impl)
     declared = getattr(impl, ATTRIBUTE, None)
     if declared is None:
         try:
