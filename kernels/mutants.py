@@ -3445,3 +3445,38 @@ MUTANTS = MUTANTS + (
     Mutant(decode_path_under_no_grad, "a decode path run under no_grad (its output detached from the graph)",
            "generated-gradients", backward=True),
 )
+
+
+class _MaskByReference(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, attn_mask, is_causal, scale, enable_gqa):
+        ctx.save_for_backward(q, k, v)
+        ctx.mask = attn_mask  # the bug: a frozen mask kept by reference, outside save_for_backward's version check
+        ctx.options = (is_causal, scale, enable_gqa)
+        with torch.no_grad():
+            return full_attention(q, k, v, attn_mask, 0.0, is_causal, scale, enable_gqa)
+
+    @staticmethod
+    def backward(ctx, dout):
+        is_causal, scale, enable_gqa = ctx.options
+        with torch.enable_grad():  # P recomputed from q, k and the mask, as a FlashAttention backward does
+            leaves = [x.detach().requires_grad_() for x in ctx.saved_tensors]
+            out = full_attention(*leaves, ctx.mask, 0.0, is_causal, scale, enable_gqa)
+            grads = torch.autograd.grad(out, leaves, dout)
+        return tuple(g if w else None for g, w in zip(grads, ctx.needs_input_grad[:3])) + (None,) * 4
+
+
+def frozen_mask_on_ctx_by_reference(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                    enable_gqa=False):
+    """A recomputing backward that keeps a frozen attn_mask on ctx by reference: a caller reusing the mask buffer
+    (written before the backward) gets the gradients of the new mask."""
+    frozen_mask = attn_mask is not None and not attn_mask.requires_grad and not dropout_p
+    if frozen_mask and torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        return _MaskByReference.apply(q, k, v, attn_mask, is_causal, scale, enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(frozen_mask_on_ctx_by_reference, "a frozen attn_mask kept on ctx by reference (written before backward)",
+           "mask-inplace-before-backward", backward=True),
+)

@@ -142,13 +142,14 @@ ITEMS: tuple[Item, ...] = (
          f"{MEASURED}: the math backend differentiates its backward", ("double-backward",)),
     Item("in-place", "the output modified in place before backward: autograd raises (version counter) or the "
                      "gradients are those of the modified graph; likewise q, k, v (non-leaf, or frozen: any subset "
-                     "requiring grad, any one written) modified in place between forward and backward: raises, or "
-                     "the gradients of the graph recorded",
+                     "requiring grad, any one written) or a frozen attn_mask (a reused buffer) modified in place "
+                     "between forward and backward: raises, or the gradients of the graph recorded",
          f"{MEASURED}: math right for out.mul_(3); the default dispatch raises 'modified by an inplace operation' "
          "(for out.mul_(3) and for q.mul_(2) after the forward); math gives the recorded graph's gradients "
          "after q, k or v .mul_(2), for every subset requiring grad, frozen inputs written too (it raises only for v "
-         "written while saved, in float32)",
-         ("output-inplace-before-backward", "input-inplace-before-backward")),
+         "written while saved, in float32); and for a bool mask set all True or an additive one doubled after the "
+         "forward",
+         ("output-inplace-before-backward", "input-inplace-before-backward", "mask-inplace-before-backward")),
     Item("aliasing", "inputs, attn_mask and dO are never written into, and q, k, v keep their storage, strides and "
                      "offset (a view still aliases its base); the output is not a view of an input; q, k, v may be "
                      "one tensor (attn(x, x, x)): its gradient is dq + dk + dv",

@@ -1,5 +1,5 @@
-"""Pairwise (strength-2) covering arrays: rows of factor values in which every allowed pair of values of two
-factors appears in some row.
+"""Covering arrays: rows of factor values in which every allowed pair of values of two factors appears in some row
+(strength 2), and, where asked, every allowed triple of values of named factor triples (mixed strength).
 
 Why: a kernel's dispatcher picks a code path from a region of sizes (one query over 2¹⁴ keys, 16 queries over
 8192, 33 batch entries), and each path has its own copy of every feature (mask, causal, GQA, dropout, dtype,
@@ -29,9 +29,33 @@ def allowed_pairs(factors: Mapping[str, tuple], allowed: Callable[[Row], bool]) 
             for x in factors[a] for y in factors[b] if allowed({a: x, b: y}) and _completable({a: x, b: y}, factors, allowed)}
 
 
+def allowed_triples(factors: Mapping[str, tuple], allowed: Callable[[Row], bool], triples,
+                    wanted: Callable[[Row], bool] = lambda row: True) -> set:
+    """Every value triple ((a, x), (b, y), (c, z)) of the factor triples ``triples`` (names in ``factors``' order)
+    that ``wanted`` asks for and some whole row ``allowed`` accepts holds."""
+    out = set()
+    for shape in triples:
+        for values in itertools.product(*(factors[n] for n in shape)):
+            row = dict(zip(shape, values))
+            if wanted(row) and allowed(row) and _completable(row, factors, allowed):
+                out.add(tuple(zip(shape, values)))
+    return out
+
+
 def _pairs_of(row: Row, names: list) -> set:
     present = [n for n in names if n in row]
     return {((a, row[a]), (b, row[b])) for i, a in enumerate(present) for b in present[i + 1:]}
+
+
+def _held(row: Row, shapes) -> set:
+    """The value tuples ``row`` holds of the factor tuples ``shapes`` whose factors it has."""
+    return {tuple((n, row[n]) for n in shape) for shape in shapes if all(n in row for n in shape)}
+
+
+def not_held(rows, targets: set) -> set:
+    """The value tuples of ``targets`` no row of ``rows`` holds."""
+    shapes = {tuple(n for n, _ in t) for t in targets}
+    return set(targets) - set(itertools.chain.from_iterable(_held(r, shapes) for r in rows))
 
 
 def _completable(row: Row, factors: Mapping[str, tuple], allowed: Callable[[Row], bool]) -> bool:
@@ -44,9 +68,11 @@ def _completable(row: Row, factors: Mapping[str, tuple], allowed: Callable[[Row]
 
 
 def covering_array(factors: Mapping[str, tuple], allowed: Callable[[Row], bool], rng: random.Random,
-                   candidates: int = 8, base: tuple[Row, ...] = (), plain: frozenset = frozenset()) -> list[Row]:
-    """Rows (factor -> value), each accepted whole by ``allowed``, covering every pair some such row holds: the
-    ``base`` rows first, then greedy ones for the pairs they leave. Each value is fixed only where the row can still
+                   candidates: int = 8, base: tuple[Row, ...] = (), plain: frozenset = frozenset(),
+                   targets: set | None = None) -> list[Row]:
+    """Rows (factor -> value), each accepted whole by ``allowed``, covering every pair some such row holds (or the
+    value tuples ``targets``, of allowed_pairs or allowed_triples): the ``base`` rows first, then greedy ones for the
+    tuples they leave. Each value is fixed only where the row can still
     be completed, so every started row ends whole. Where values tie on pairs covered, the first value of a factor
     named in ``plain`` (its plain level) is taken, of another a random one: a kernel's special path is often guarded
     by every other feature being plain (rank 4, contiguous, no mask), so rows whose spare features are plain meet such
@@ -60,22 +86,22 @@ def covering_array(factors: Mapping[str, tuple], allowed: Callable[[Row], bool],
     for row in base:
         if set(row) != set(names) or not allowed(row) or any(row[n] not in factors[n] for n in names):
             raise ValueError(f"base: {row} is not a whole allowed row of the factors")
-    uncovered = allowed_pairs(factors, allowed)
+    uncovered = set(allowed_pairs(factors, allowed) if targets is None else targets)
+    shapes = {tuple(n for n, _ in t) for t in uncovered}
     rows: list[Row] = list(base)
     for row in base:
-        uncovered -= _pairs_of(row, names)
+        uncovered -= _held(row, shapes)
     while uncovered:
         best, gain = None, set()
         for _ in range(candidates):
-            (a, x), (b, y) = rng.choice(sorted(uncovered))
-            row = {a: x, b: y}
+            row = dict(rng.choice(sorted(uncovered)))
             for name in rng.sample([n for n in names if n not in row], len(names) - len(row)):
-                scored = [(len(_pairs_of(trial, names) & uncovered), name in plain and value == factors[name][0],
+                scored = [(len(_held(trial, shapes) & uncovered), name in plain and value == factors[name][0],
                            rng.random(), value)
                           for value in factors[name]
                           if allowed(trial := {**row, name: value}) and _completable(trial, factors, allowed)]
                 row[name] = max(scored)[3]
-            covered = _pairs_of(row, names) & uncovered
+            covered = _held(row, shapes) & uncovered
             if len(covered) > len(gain):
                 best, gain = row, covered
         rows.append(best)
@@ -85,6 +111,4 @@ def covering_array(factors: Mapping[str, tuple], allowed: Callable[[Row], bool],
 
 def uncovered_pairs(rows: list[Row], factors: Mapping[str, tuple], allowed: Callable[[Row], bool]) -> set:
     """The allowed pairs no row holds (for tests and reports)."""
-    names = list(factors)
-    held = set(itertools.chain.from_iterable(_pairs_of(r, names) for r in rows))
-    return allowed_pairs(factors, allowed) - held
+    return not_held(rows, allowed_pairs(factors, allowed))

@@ -643,6 +643,44 @@ def input_modified_before_backward(s: Subject) -> Outcome:
     return worst(outcomes, details) if outcomes else Outcome(0.0, 0.0, "; ".join(details))
 
 
+def _written_masks(s: Subject) -> dict:
+    """name: (a frozen mask of the case, the write a caller reusing its buffer makes)."""
+    from kernels.harness.masks import additive_mask, bool_mask
+
+    shape = (s.case.batch, 1, s.case.n_q, s.case.n_k)  # (B, 1, Nq, Nk): a per-entry padding or document mask
+    return {"bool (B, 1, Nq, Nk) set all True": (bool_mask(s, shape, "mask written"), lambda m: m.fill_(True)),
+            "additive (B, 1, Nq, Nk) doubled": (additive_mask(s, shape, "additive mask written"), lambda m: m.mul_(2))}
+
+
+def mask_modified_before_backward(s: Subject) -> Outcome:
+    """A frozen attn_mask written into between the forward and the backward (a mask buffer the caller reuses for the
+    next step: a bool one set all True, an additive one doubled), q, k, v requiring grad: autograd's version counter
+    must raise, or the gradients must be those of the mask at the forward (measured: torch 2.13's math backend and its
+    default CPU dispatch give them after either write, float32, float16 and bfloat16). A backward keeping the mask on ctx
+    by reference, outside save_for_backward (red team rt45h), reads the written one untracked and gives neither."""
+    outcomes, details = [], []
+    for name, (m, write) in _written_masks(s).items():
+        kept = ref.copy(m)  # (the golden values' mask, as at the forward)
+        leaves = ref.leaves((s.q, s.k, s.v))
+        out = s.impl(*leaves, **s.kwargs(attn_mask=m, is_causal=False))
+        checked_output(out, s.q, s.v)
+        try:
+            with torch.no_grad():
+                write(m)
+            got = torch.autograd.grad(out, leaves, ref.copy(s.dout))
+        except RuntimeError as exc:  # "modified by an inplace operation": the version counter did its job
+            details.append(f"{name}: {_refused(exc)}")
+            continue
+        kw = s.kwargs(attn_mask=kept.cpu(), is_causal=False)
+        _, gold = ref.output_and_grads(ref.attention, *(t.cpu() for t in (s.q, s.k, s.v, s.dout)), upcast=True, **kw)
+        _, plain = ref.output_and_grads(ref.attention, s.q, s.k, s.v, s.dout, **s.kwargs(attn_mask=kept, is_causal=False))
+        o = gradients_against(s, tuple(g.detach().cpu() for g in got), gold, tuple(g.cpu() for g in plain),
+                              s.gradient_sizes_for(attn_mask=kept, is_causal=False))
+        outcomes.append(o)
+        details.append(f"{name}: {o.detail}")
+    return worst(outcomes, details) if outcomes else Outcome(0.0, 0.0, "; ".join(details))
+
+
 # every non-empty subset of (q, k, v) requiring grad
 _GRAD_SUBSETS = tuple(w for w in ((a, b, c) for a in (True, False) for b in (True, False) for c in (True, False))
                       if any(w))
@@ -1553,6 +1591,11 @@ for _inv in (
               bug_classes="q, k or v modified in place between forward and backward and the backward reading "
                           "the new values untracked (inputs kept outside save_for_backward; red team rt44h: frozen "
                           "k, v of a KV cache kept on ctx by reference)"),
+    Invariant("mask-inplace-before-backward", None, mask_modified_before_backward, _contract,
+              frozenset({ATTN_MASK, BACKWARD}),
+              bug_classes="a frozen attn_mask written into between forward and backward (a reused mask buffer) and "
+                          "the backward reading the new mask untracked (a mask kept on ctx by reference; red team "
+                          "rt45h)"),
     Invariant("attn-mask-dtype-refused", None, mask_dtype_refused, _contract, frozenset({ATTN_MASK}),
               bug_classes="an integer 0/1 attn_mask (or float64, or the other half type) accepted where SDPA "
                           "raises: taken as bool, as additive 0/1 scores, or cast down silently"),

@@ -112,6 +112,10 @@ HEADS = ((1, 1), (2, 2), (3, 3), (2, 1), (4, 2), (4, 1), (6, 2), (6, 3), (8, 2))
 # (and with more batch rows than B): no stride is the product of the later sizes, as a kernel
 # re-deriving one from the shape assumes
 LAYOUTS = ("contiguous", "transposed", "permuted", "offset", "slice")
+# inputs of stride 0 along the sequence, their values equal along it (q's rows: a prompt shared by a beam; k, v's keys):
+# the covering array's layouts (paths.py). Red team rt45h: a fast path for stride-0 q computing one row and broadcasting
+# it (causal, a row's mask and dropout lost), one for stride-0 k, v returning v (empty rows and dropout lost), escaped
+STRIDE_ZERO = {"q stride 0": "q", "k, v stride 0": "kv"}
 # every broadcast pattern (masks.BROADCAST_FORMS: 16 at rank 4, 8 at rank 3, 4 at rank 2, (Nk,)), not a hand list;
 # those with a key dim of 1 are query masks, broadcast over the keys (masks.QUERY_MASKS)
 MASK_FORMS = BROADCAST_FORMS
@@ -1012,6 +1016,9 @@ def _past_float16(s: Subject, m) -> None:
 
 def _view(x: torch.Tensor, layout: str, r: random.Random, cache: bool = False) -> torch.Tensor:
     """The same values in another memory layout (``cache``: k or v, whose "slice" is a KV cache's)."""
+    if layout in STRIDE_ZERO:
+        expanded = "kv" if cache else "q"
+        return x[:, :, :1].clone().expand(x.shape) if STRIDE_ZERO[layout] == expanded else x.clone()  # (B, H, N, D)
     if layout == "slice":
         # (B, N, H, D) storage larger along B and N (a KV cache), and for q along every dim; taken at an offset
         b, h, n, d = x.shape
@@ -1508,6 +1515,10 @@ def _judged(impl, problem: Problem, device: str) -> tuple[Outcome, str | None]:
         _underflowing_keys(s)
     if problem.kv_broadcast:
         s.k, s.v = (x[:1].expand(x.shape).contiguous() for x in (s.k, s.v))  # (B, Hkv, Nk, D): one entry, repeated
+    for name in ("q", "k", "v") if problem.layout in STRIDE_ZERO else ():
+        if name in STRIDE_ZERO[problem.layout]:  # one row (q) or one key (k, v) repeated along the sequence
+            x = getattr(s, name)
+            setattr(s, name, x[:, :, :1].expand(x.shape).contiguous())  # (B, H, N, D)
     r = _rng(problem.seed, "layout")
     try:
         m = _mask(s, problem)

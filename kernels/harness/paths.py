@@ -23,8 +23,9 @@ import functools
 import zlib
 
 from kernels.harness import reference as ref
-from kernels.harness.covering import covering_array
-from kernels.harness.generate import AGREEMENT, DROPOUT_LAW, GRAD_SUBSETS, GRADIENTS, HEAD_DIMS, Problem, _rng
+from kernels.harness.covering import allowed_triples, covering_array, not_held
+from kernels.harness.generate import (AGREEMENT, DROPOUT_LAW, GRAD_SUBSETS, GRADIENTS, HEAD_DIMS, STRIDE_ZERO, Problem,
+                                     _rng)
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
 
 # name: ((B least, most), (Nq least, most), (Nk least, most), largest D), each range inclusive. The lengths sit past
@@ -81,7 +82,7 @@ FEATURE_LEVELS = {
     "nonfinite": ("none", "one input", "v underflowed"),
     "relation": tuple(RELATIONS),
     "rank": (4, 3, 5),
-    "layout": ("contiguous", "transposed", "slice"),
+    "layout": ("contiguous", "transposed", "slice") + tuple(STRIDE_ZERO),  # (and stride 0 along the sequence)
     "scale": ("default", "explicit"),
     # D and Dv up to the path's cap, or past 128 (a kernel's wide-head template, its own accumulators: red team
     # rt45h's decode kept them in half for D > 128 only)
@@ -93,6 +94,19 @@ HALF = ("float16", "bfloat16")
 # same rows (and pairs) as the default run: a row of a dtype the run lacks runs in the run's first dtype
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 THOROUGH_ARRAYS = 8
+# Every (path, a, b) triple of these factors is met too, past the small path and dropout (red team rt45h: 6 of its
+# 15 escapes were one path with two features: GQA over several KV heads with a per-head mask, k, v broadcast with a
+# per-entry mask or with gradients, an additive mask's gradient, D past 128 in half, a default scale with D not a
+# multiple of 32, each on a decode or prefill path alone, while the pairs were each met on another path). The
+# factors a path's own kernel branches on; the forms (rank, layout, the mask's dtype, non-finite inputs) are met
+# pairwise. The rows they add are drawn at their path's least sizes: TRIPLE_SCORES of the forward cost.
+TRIPLE_FACTORS = ("dtype", "mask", "causal", "heads", "kv batch", "relation", "scale", "head dim")
+TRIPLE_ROW = "triple"
+# heads in the triples: several heads each with its own KV head, one KV head for all, several groups of a size not a
+# power of two (the pairs meet the rest)
+TRIPLE_HEADS = ("2/2", "4/1", "6/2")
+TRIPLE_CANDIDATES = 4
+TRIPLE_SHRINK = 8
 
 
 def factors(features: frozenset) -> dict[str, tuple]:
@@ -145,6 +159,8 @@ def allowed(row: dict) -> bool:
         and (row.get("relation") == "dropout" and row["path"] in ("decode", "spec-decode", "many-batch")
              or row.get("head dim") == "wide" and row["path"] in ("decode", "spec-decode")),
         has("relation", "layout") and relation == "dropout" and row["layout"] != "contiguous",
+        # (one input element made non-finite, or keys made to underflow, in values repeated along the sequence)
+        has("nonfinite", "layout") and nonfinite != "none" and row["layout"] in STRIDE_ZERO,
         has("relation", "mask dtype") and relation == "dropout" and row["mask dtype"] == "float32",
         has("mask dtype", "mask") and row["mask dtype"] == "float32" and not mask.startswith("additive"),
         has("mask dtype", "dtype") and row["mask dtype"] == "float32" and row["dtype"] not in HALF,
@@ -168,12 +184,37 @@ def plain_rows(features: frozenset) -> tuple[dict, ...]:
     return tuple(out)
 
 
+def _triple_wanted(row: dict) -> bool:
+    return row.get("path") != "small" and row.get("heads", TRIPLE_HEADS[0]) in TRIPLE_HEADS
+
+
+def _cheap(row: dict) -> bool:
+    """allowed() for the rows the triples add: no dropout (V = I, O(Nk²) a row), and a wide head with one entry of k,
+    v and two heads at most (0.5-1 CPU-s a row otherwise over a decode's 16 385 keys)."""
+    wide = row.get("head dim") == "wide"
+    return allowed(row) and row.get("relation") != "dropout" and not (
+        wide and (row.get("kv batch") == "broadcast" or HEAD_LEVELS[row.get("heads", "1/1")][0] > 2))
+
+
+def triples(features: frozenset) -> set:
+    """Every allowed value triple (path, a, b) of the factors in TRIPLE_FACTORS, the small path and dropout aside."""
+    levels = factors(features)
+    names = [n for n in levels if n in TRIPLE_FACTORS]
+    shapes = [("path", a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    return allowed_triples(levels, _cheap, shapes, _triple_wanted)
+
+
 @functools.lru_cache(maxsize=8)  # (each dtype's pass asks for the run's array)
 def rows(seed: int, features: frozenset, array: int = 0) -> tuple[dict, ...]:
     """The run's covering array number ``array`` (a function of the seed, the features and that number alone): the
-    plain rows, then pairwise ones."""
-    return tuple(covering_array(factors(features), allowed, _rng(seed, "covering", sorted(features), array),
-                                base=plain_rows(features), plain=frozenset(FEATURE_LEVELS) - {"relation"}))
+    plain rows, then pairwise ones, then the rows for the (path, a, b) triples those leave, marked TRIPLE_ROW (drawn
+    at their path's least sizes, problem())."""
+    levels, plain = factors(features), frozenset(FEATURE_LEVELS) - {"relation"}
+    rng = _rng(seed, "covering", sorted(features), array)
+    pairwise = covering_array(levels, allowed, rng, base=plain_rows(features), plain=plain)
+    more = covering_array(levels, _cheap, rng, candidates=TRIPLE_CANDIDATES, plain=plain,
+                          targets=not_held(pairwise, triples(features)))
+    return tuple(pairwise) + tuple({**row, TRIPLE_ROW: True} for row in more)
 
 
 def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int = 0) -> Problem:
@@ -207,6 +248,8 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     cost, cap = ((lambda: size["batch"] * hq * size["n_q"] * size["n_k"] * max(size["n_k"], DROPOUT_ENTRY),
                   DROPOUT_COST) if relation == DROPOUT_LAW
                  else (lambda: size["batch"] * hq * size["n_q"] * size["n_k"] * width, SCORES[relation]))
+    if row.get(TRIPLE_ROW):
+        cap //= TRIPLE_SHRINK
     for axis in HALVING.get(row["path"], HALVING_DEFAULT):
         while cost() > cap and size[axis] > least[axis]:
             size[axis] = max(least[axis], size[axis] // 2)
@@ -231,6 +274,9 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
                    input_nan=nonfinite, input_value=r.choice(ref.NONFINITE) if nonfinite else "NaN",
                    underflow=row["nonfinite"] == "v underflowed",
                    mask_grad=relation == GRADIENTS and kind == "additive" and form is not None,
+                   # key padding of prefixes, one entry's empty: each path's empty rows (red team rt45h: a stride-0 k, v
+                   # fast path returning v for them escaped)
+                   mask_padding=row["mask"] == "bool key padding" and batch >= 2,
                    path=row["path"])
 
 

@@ -162,7 +162,10 @@ def float64_reference(q, k, v, *, attn_mask=None, is_causal=False, scale=None, e
 
 def copy(t: torch.Tensor, dtype=None) -> torch.Tensor:
     """A fresh copy with t's strides, whatever they are: clone() keeps only the strides of a dense
-    layout (a permutation) and makes a view with a head-dim stride of 2 contiguous."""
+    layout (a permutation) and makes a view with a head-dim stride of 2 contiguous; stride 0 stays stride 0."""
+    repeated = [i for i, (n, st) in enumerate(zip(t.shape, t.stride())) if st == 0 and n > 1]
+    if repeated:  # stride 0 (an expanded view): a copy of what it repeats, expanded alike (no writing into overlap)
+        return copy(t.narrow(repeated[0], 0, 1), dtype).expand(t.shape)
     out = torch.empty_strided(t.shape, t.stride(), dtype=dtype or t.dtype, device=t.device)
     return out.copy_(t.detach())
 
