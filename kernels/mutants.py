@@ -3041,7 +3041,7 @@ MUTANTS = MUTANTS + (
     # (its forward is wrong; seed 0's array pairs a broadcast k, v with causal on a dropout row of the batch-chunks
     # path, whose W = P∘M/(1-p) is judged against the causal P: strength 2 meets the pair, not the relation too)
     Mutant(broadcast_kv_folds_batch_into_queries, "broadcast k, v: q's batch folded into causal positions",
-           "generated-dropout"),
+           "generated-agreement"),
     Mutant(speculative_decode_dropout_restarts_per_split, "speculative-decode dropout offset restarting per split",
            "generated-dropout"),
 )
@@ -3479,4 +3479,138 @@ def frozen_mask_on_ctx_by_reference(q, k, v, attn_mask=None, dropout_p=0.0, is_c
 MUTANTS = MUTANTS + (
     Mutant(frozen_mask_on_ctx_by_reference, "a frozen attn_mask kept on ctx by reference (written before backward)",
            "mask-inplace-before-backward", backward=True),
+)
+
+
+# ----------------------------------------------------------------- size classes, stride-0 inputs, a path × two features
+# (paths.py's covering rows: red team rt46h held all its bugs in size classes no draw reached; rt45h's stride-0 fast
+# paths and one-path interactions of two features)
+
+def _causal_tiles_visible(n_q, n_k, tile, device):
+    """Top-left causal with each diagonal tile seen whole: key j visible to query i iff j ≤ i or both in one tile."""
+    i, j = torch.arange(n_q, device=device)[:, None], torch.arange(n_k, device=device)
+    return (j <= i) | (j // tile == i // tile)  # (Nq, Nk)
+
+
+def tiles_causal_diagonal_whole(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """An even-tiles kernel (both lengths multiples of 128, 2²⁰ scores or more, no bounds checks) that takes each
+    diagonal 128 × 128 tile as fully visible under causal."""
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    if is_causal and n_q % 128 == 0 and n_k % 128 == 0 and n_q * n_k >= 2 ** 20:
+        return full_attention(q, k, v, _causal_tiles_visible(n_q, n_k, 128, q.device), dropout_p, False, scale,
+                              enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def long_prefill_causal_from_each_split(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                        enable_gqa=False):
+    """A long-prefill path (4096 queries or more over 4096 keys or more) whose 2048-key splits each take causal
+    positions from 0: key j is visible to query i iff j mod 2048 ≤ i."""
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    if is_causal and n_q >= 4096 and n_k >= 4096:
+        visible = torch.arange(n_k, device=q.device) % 2048 <= torch.arange(n_q, device=q.device)[:, None]
+        return full_attention(q, k, v, visible, dropout_p, False, scale, enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def batched_decode_mask_of_entry_zero(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                      enable_gqa=False):
+    """A serving batch's packed decode (one query each, B·Hq ≥ 32, 1024 keys or more) reading every entry's key
+    padding from batch entry 0."""
+    if (attn_mask is not None and q.dim() == 4 and q.shape[-2] == 1 and q.shape[0] * q.shape[1] >= 32
+            and k.shape[-2] >= 1024 and attn_mask.dim() == 4 and attn_mask.shape[0] > 1):
+        attn_mask = attn_mask[:1]
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def batch_slices_floor(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Batch slices of 4 entries (B ≥ 8, 64 queries and keys or more) counted as B // 4: the last B % 4 entries are
+    never computed (left 0)."""
+    out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    b = q.shape[0]
+    if q.dim() == 4 and b >= 8 and q.shape[-2] >= 64 and k.shape[-2] >= 64 and b % 4:
+        out = torch.cat([out[: b - b % 4], torch.zeros_like(out[b - b % 4:])])
+    return out
+
+
+def mla_scale_from_value_dim(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """An MLA kernel (D 576, Dv 512) whose default scale is 1/√Dv."""
+    if scale is None and q.shape[-1] == 576 and v.shape[-1] == 512:
+        scale = 512 ** -0.5
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def medium_head_partials_in_half(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """A 128-channel template (64 < D ≤ 128) over more than 8192 keys storing its 4096-key splits' partial outputs in
+    float16 before the log-sum-exp merge."""
+    if not (64 < q.shape[-1] <= 128 and k.shape[-2] > 8192) or dropout_p or q.dim() != 4:
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    s = ref.scores(q.double(), k.double(), is_causal=is_causal, scale=scale, enable_gqa=enable_gqa,
+                   attn_mask=ref._float64_mask(attn_mask))  # (B, Hq, Nq, Nk)
+    v = ref.repeat_kv(v.double(), q.shape[-3]) if enable_gqa else v.double()
+    parts, lses = [], []
+    for start in range(0, k.shape[-2], 4096):
+        block = s[..., start:start + 4096]  # (B, Hq, Nq, split)
+        lse = torch.logsumexp(block, -1, keepdim=True)
+        weights = torch.where(torch.isneginf(lse), 0.0, (block - lse).exp())  # (a split whose keys are all hidden: 0)
+        parts.append((weights @ v[..., start:start + 4096, :]).half())  # the bug: half partials
+        lses.append(lse)
+    lse = torch.logsumexp(torch.cat(lses, -1), -1, keepdim=True)
+    merged = sum(p.double() * torch.where(torch.isneginf(l), 0.0, (l - lse).exp()) for p, l in zip(parts, lses))
+    return torch.nan_to_num(merged, nan=0.0).to(q.dtype)  # (a row with no visible key: 0)
+
+
+def q_stride_zero_one_row(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """A fast path for q of stride 0 along the queries ("all rows equal"): one row computed and broadcast, so each
+    row's own causal range or mask row is lost."""
+    if q.dim() >= 2 and q.shape[-2] > 1 and q.stride(-2) == 0:
+        m = attn_mask
+        if m is not None and m.dim() >= 2 and m.shape[-2] > 1:
+            m = m[..., :1, :]
+        one = full_attention(q[..., :1, :], k, v, m, dropout_p, is_causal, scale, enable_gqa)
+        return one.expand(*one.shape[:-2], q.shape[-2], one.shape[-1])
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def kv_stride_zero_returns_v(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """A fast path for k, v of stride 0 along the keys ("one key repeated"): v's row is the answer, so a row with no
+    visible key gets v instead of 0."""
+    if q.dim() == 4 and k.shape[-2] > 1 and k.stride(-2) == 0 and v.stride(-2) == 0 and not dropout_p:
+        group = q.shape[-3] // v.shape[-3] if enable_gqa else 1
+        row = v[..., :1, :].repeat_interleave(group, dim=-3)  # (B, Hq, 1, Dv)
+        return row.expand(*q.shape[:-1], v.shape[-1]).to(q.dtype)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def decode_gqa_head_mask_transposed(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                    enable_gqa=False):
+    """A split-K decode (one query over more than 2¹⁴ keys) packing a GQA group's query heads per KV head as
+    (Hkv, g) but reading a per-head mask's heads in (g, Hkv) order: right for one KV head or groups of one, and
+    without a per-head mask."""
+    hq, hkv = q.shape[-3], k.shape[-3]
+    if (attn_mask is not None and q.dim() == 4 and q.shape[-2] == 1 and k.shape[-2] > 2 ** 14 and enable_gqa
+            and 1 < hkv < hq and attn_mask.dim() == 4 and attn_mask.shape[1] == hq):
+        g = hq // hkv
+        attn_mask = attn_mask.unflatten(1, (g, hkv)).transpose(1, 2).flatten(1, 2)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(tiles_causal_diagonal_whole, "an even-tiles path seeing its diagonal causal tiles whole",
+           "generated-agreement"),
+    Mutant(long_prefill_causal_from_each_split, "a long prefill's splits taking causal positions from 0",
+           "generated-agreement"),
+    Mutant(batched_decode_mask_of_entry_zero, "a serving batch's decode reading entry 0's key padding for all",
+           "generated-agreement"),
+    Mutant(batch_slices_floor, "batch slices of 4 counted as B // 4 (the last entries never computed)",
+           "generated-agreement"),
+    Mutant(mla_scale_from_value_dim, "an MLA kernel's default scale from Dv", "generated-agreement"),
+    Mutant(medium_head_partials_in_half, "a 128-channel template's split partials stored in float16",
+           "generated-agreement", dtypes=(torch.float32,)),
+    Mutant(q_stride_zero_one_row, "a stride-0 q fast path computing one row for all", "generated-agreement"),
+    Mutant(kv_stride_zero_returns_v, "a stride-0 k, v fast path returning v (empty rows given v)",
+           "generated-agreement"),
+    Mutant(decode_gqa_head_mask_transposed, "a decode's per-head mask read in (g, Hkv) order under GQA",
+           "generated-agreement"),
 )

@@ -41,7 +41,29 @@ PATHS = {
     "long-queries": ((1, 1), (1025, 16448), (2, 200), 16),
     "many-batch": ((33, 40), (1, 8), (2, 48), 16),
     "longest-decode": ((1, 1), (1, 1), (2 ** 17 + 1, 2 ** 17 + 2 ** 15), 8),
+    # the size classes of serving and training shapes a dispatcher tells apart besides (red team rt46h: 8 paths, each
+    # at sizes no draw reached, held all 34 of its bugs): both lengths whole tiles of 128 past 2²⁰ scores (an
+    # even-tiles kernel without bounds checks), a long prefill (4096 queries over 4096 keys or more; judged on sampled
+    # query rows, generate.SAMPLE_ABOVE), a serving batch of one query each (B·Hq ≥ 32 over 1024+ keys), and batch
+    # slices (B ≥ 8 with 64+ queries and keys)
+    "tiles": ((1, 1), (1024, 1536), (1024, 1536), 16),
+    "long-prefill": ((1, 1), (4096, 4224), (4096, 4224), 16),
+    "batched-decode": ((32, 40), (1, 1), (1024, 4096), 16),
+    "batch-slices": ((9, 11), (64, 160), (64, 160), 16),  # (9-11: no whole number of slices of 4 or 8)
 }
+# a thorough run's paths besides: a training step's backward over 2048 queries and keys or more, and dropout over more
+# than 4096 keys with 16 queries or more (red team rt46h; 2-10 CPU-s a row, past a default run's budget)
+THOROUGH_PATHS = {
+    "long-backward": ((1, 1), (2048, 2176), (2048, 2176), 8),
+    "long-dropout": ((1, 1), (16, 20), (4097, 4300), 8),
+}
+ALL_PATHS = {**PATHS, **THOROUGH_PATHS}
+PATH_RELATIONS = {"long-prefill": ("forward",), "long-backward": ("gradients",), "long-dropout": ("dropout",)}
+MULTIPLE_OF = {"tiles": 128}  # a path's lengths are multiples of this
+# the paths whose least sizes cost a second or more a triple row (their pairs are met; triples() leaves them out), and
+# whose plain rows are of two dtypes (a half one and float32; the others meet them pairwise)
+COSTLY = ("tiles", "long-prefill") + tuple(THOROUGH_PATHS)
+COSTLY_PLAIN_DTYPES = ("float32", "bfloat16")
 # A dropout problem takes V = I (Dv = Nk): the harness's own work (v drawn, one-hot values, the law's float64
 # sensitivities) is O(B·Hkv·Nk²) and the impl's O(B·Hq·Nq·Nk²) (measured: 5.8 s for B·Hq = 8 slices over 3461 keys in
 # float64). Its keys stay past 2048 on the decode paths (a split of 1024 or 2048) but short of their plain lengths,
@@ -59,7 +81,8 @@ SCORES = {AGREEMENT: 2 ** 18, GRADIENTS: 2 ** 16}
 # Past the cost, the sizes are halved in this order, the axis that makes the path last (rt44h: the long-queries
 # gradient row, halved in Nq first, came down to 1025 queries, one chunk and a query, so dk, dv summed in half across
 # chunks stayed within the bound)
-HALVING = {"long-queries": ("n_k", "batch", "n_q"), "many-batch": ("n_q", "n_k", "batch")}
+HALVING = {"long-queries": ("n_k", "batch", "n_q"), "many-batch": ("n_q", "n_k", "batch"),
+           "batch-slices": ("n_q", "n_k")}
 HALVING_DEFAULT = ("n_q", "batch", "n_k")
 MASKS = {  # level: (form, kind) of generate.MASK_FORMS
     "bool key padding": ("(B, 1, 1, Nk)", "bool"),
@@ -68,8 +91,9 @@ MASKS = {  # level: (form, kind) of generate.MASK_FORMS
     "additive key bias": ("(1, 1, 1, Nk)", "additive"),
 }
 # Hq/Hkv: MHA, GQA groups of 2 and 4, and of 3 over two KV heads (red team rt45h: a KV head taken as h >> log2(g),
-# right for every group of a power of two)
-HEAD_LEVELS = {"1/1": (1, 1), "2/2": (2, 2), "4/2": (4, 2), "4/1": (4, 1), "6/2": (6, 2)}
+# right for every group of a power of two), and a group of two query heads: the costly paths' GQA (red team rt46h: a
+# long prefill's KV head taken as h // Hkv, where the costly paths took two query heads at most, without a group)
+HEAD_LEVELS = {"1/1": (1, 1), "2/2": (2, 2), "4/2": (4, 2), "4/1": (4, 1), "6/2": (6, 2), "2/1": (2, 1)}
 RELATIONS = {"forward": AGREEMENT, "gradients": GRADIENTS, "dropout": DROPOUT_LAW}
 EXPLICIT_SCALES = (0.3, 2.0, -0.5)
 FEATURE_LEVELS = {
@@ -86,32 +110,49 @@ FEATURE_LEVELS = {
     "scale": ("default", "explicit"),
     # D and Dv up to the path's cap, or past 128 (a kernel's wide-head template, its own accumulators: red team
     # rt45h's decode kept them in half for D > 128 only)
-    "head dim": ("narrow", "wide"),
+    # and the head dims of real models: 65-128 (a 128-channel template over many keys) and DeepSeek's MLA (D 576, Dv 512)
+    "head dim": ("narrow", "wide", "medium", "MLA"),
 }
 WIDE = (129, 192)  # (past the 128-channel template, into the next two: 160, 192)
+MEDIUM = (72, 80, 96, 100, 112, 127, 128)
+BROAD = ("wide", "medium")  # the head dims past the narrow ones (allowed(): forward only, and not on the longest paths)
+MLA = (576, 512)
 HALF = ("float16", "bfloat16")
 # every run's array has every dtype as a level, whatever dtypes the run asks for, so a run of one dtype judges the
 # same rows (and pairs) as the default run: a row of a dtype the run lacks runs in the run's first dtype
 DTYPES = ("float32", "float16", "bfloat16", "float64")
-THOROUGH_ARRAYS = 8
-# Every (path, a, b) triple of these factors is met too, past the small path and dropout (red team rt45h: 6 of its
-# 15 escapes were one path with two features: GQA over several KV heads with a per-head mask, k, v broadcast with a
-# per-entry mask or with gradients, an additive mask's gradient, D past 128 in half, a default scale with D not a
-# multiple of 32, each on a decode or prefill path alone, while the pairs were each met on another path). The
-# factors a path's own kernel branches on; the forms (rank, layout, the mask's dtype, non-finite inputs) are met
-# pairwise. The rows they add are drawn at their path's least sizes: TRIPLE_SCORES of the forward cost.
+THOROUGH_ARRAYS = 4
+# Every (path, a, b) triple of these factors is met too, past the small path, the costly paths and dropout (red team
+# rt45h: 6 of its 15 escapes were one path with two features: GQA over several KV heads with a per-head mask, k, v
+# broadcast with a per-entry mask or with gradients, an additive mask's gradient, D past 128 in half, a default scale
+# with D not a multiple of 32, each on a decode or prefill path alone, while the pairs were each met on another path).
+# The factors a path's own kernel branches on; the forms (rank, layout, the mask's dtype, non-finite inputs) are met
+# pairwise. A default run meets the triples of the structural features (the mask, the head map, k, v's batch, the
+# gradients) with groups of a size not a power of two over several KV heads, or a group of two over one (TRIPLE_HEADS);
+# a thorough run every triple of TRIPLE_FACTORS with every head level. The rows they add are drawn at their path's
+# least sizes (TRIPLE_SHRINK: an eighth of the cost cap).
 TRIPLE_FACTORS = ("dtype", "mask", "causal", "heads", "kv batch", "relation", "scale", "head dim")
+DEFAULT_TRIPLE_FACTORS = ("mask", "heads", "kv batch", "relation")
+TRIPLE_HEADS = ("6/2", "2/1")
 TRIPLE_ROW = "triple"
-# heads in the triples: several heads each with its own KV head, one KV head for all, several groups of a size not a
-# power of two (the pairs meet the rest)
-TRIPLE_HEADS = ("2/2", "4/1", "6/2")
 TRIPLE_CANDIDATES = 4
 TRIPLE_SHRINK = 8
 
 
-def factors(features: frozenset) -> dict[str, tuple]:
+def chosen_paths(names=None) -> tuple[str, ...] | None:
+    """``names`` checked against PATHS (None: every path, a thorough run's besides)."""
+    if names is None:
+        return None
+    names = tuple(names) if not isinstance(names, str) else (names,)
+    unknown = [n for n in names if n not in ALL_PATHS]
+    if unknown or not names:
+        raise ValueError(f"paths: {', '.join(map(repr, unknown)) or 'none given'}; the paths are {', '.join(ALL_PATHS)}")
+    return names
+
+
+def factors(features: frozenset, thorough: bool = False, kept: tuple[str, ...] | None = None) -> dict[str, tuple]:
     """The covering array's factors for an impl with ``features``: levels an impl lacks the feature for are left out
-    (as the fixed cases switch them off)."""
+    (as the fixed cases switch them off); a thorough run's paths too; only the paths ``kept`` when given."""
     levels = dict(FEATURE_LEVELS)
     if ATTN_MASK not in features:
         levels["mask"], levels["mask dtype"] = ("none",), ("q's",)
@@ -121,7 +162,10 @@ def factors(features: frozenset) -> dict[str, tuple]:
         levels["heads"] = ("1/1", "2/2")
     levels["relation"] = tuple(r for r in RELATIONS if (r != "dropout" or DROPOUT in features)
                                and (r != "gradients" or BACKWARD in features))
-    return {"path": tuple(PATHS), "dtype": DTYPES, **levels}
+    paths = tuple(PATHS) + (tuple(THOROUGH_PATHS) if thorough else ())
+    paths = tuple(p for p in paths if set(PATH_RELATIONS.get(p, levels["relation"])) & set(levels["relation"])
+                  and (kept is None or p in kept))
+    return {"path": paths, "dtype": DTYPES, **levels}
 
 
 def allowed(row: dict) -> bool:
@@ -147,20 +191,47 @@ def allowed(row: dict) -> bool:
         has("relation", "path") and relation == "dropout" and row["path"] in ("longest-decode", "prefill"),
         # a float64 backward over 2¹⁷ keys costs seconds (generate.draw leaves the long decodes out of gradients too)
         has("relation", "path") and relation == "gradients" and row["path"] == "longest-decode",
-        # a head of 129-192 channels on the longest paths or with gradients or dropout: 1-10 CPU-s of float64 work
-        # each (the halving cannot go below a path's least sizes: 2¹⁷ keys, 16 queries over 8193, 1025 queries)
-        has("head dim", "path") and row["head dim"] == "wide" and row["path"] in ("longest-decode", "prefill",
-                                                                                   "long-queries"),
-        has("head dim", "relation") and row["head dim"] == "wide" and relation != "forward",
+        # a head of 65-192 channels on the longest paths or with gradients or dropout: 1-10 CPU-s of float64 work
+        # each (the halving cannot go below a path's least sizes: 2¹⁷ keys, 16 queries over 8193, 1025 queries);
+        # MLA's 576 channels on the small path alone, and not with dropout (V = I sets Dv)
+        has("head dim", "path") and row["head dim"] in BROAD and row["path"] in ("longest-decode", "prefill",
+                                                                                 "long-queries") + COSTLY,
+        has("head dim", "relation") and row["head dim"] in BROAD and relation != "forward",
+        has("head dim", "path") and row["head dim"] == "wide" and row["path"] in ("batched-decode", "batch-slices"),
+        has("head dim", "path") and row["head dim"] == "MLA" and row["path"] != "small",
+        has("head dim", "relation") and row["head dim"] == "MLA" and relation == "dropout",
+        # the long prefill forward only (its golden values on sampled rows), no dropout on the whole tiles or the
+        # serving batch (V = I over 1024+ keys: O(Nk²) a row); one or two heads and k, v of q's batch on the costly paths
+        has("relation", "path") and relation not in PATH_RELATIONS.get(row["path"], (relation,)),
+        has("relation", "path") and relation == "dropout" and row["path"] in ("tiles", "batched-decode"),
+        has("heads", "path") and row["path"] in COSTLY and HEAD_LEVELS[row["heads"]][0] > 2,
+        # (a serving batch's gradients: 32 entries, two heads at most)
+        has("heads", "path") and row["path"] == "batched-decode" and relation == "gradients"
+        and HEAD_LEVELS[row["heads"]][0] > 2,
+        has("kv batch", "path") and row["path"] in COSTLY and row["kv batch"] == "broadcast",
+        # (a path of one batch entry: k, v of batch 1 are its own)
+        has("kv batch", "path") and row["kv batch"] == "broadcast" and ALL_PATHS[row["path"]][0][1] < 2,
+        # (the long prefill's sampled rows are judged without a non-finite input)
+        has("nonfinite", "path") and row["path"] == "long-prefill" and nonfinite != "none",
         # more than two query heads over the decode paths' 2049+ keys (V = I for dropout, or a wide head) or over the
         # batch chunks' 33+ entries (dropout's slice pairs, O((B·Hq)²)): 1-2 CPU-s each, past their caps (a path's
         # least sizes bound the halving)
         has("heads", "path") and HEAD_LEVELS[row["heads"]][0] > 2
-        and (row.get("relation") == "dropout" and row["path"] in ("decode", "spec-decode", "many-batch")
-             or row.get("head dim") == "wide" and row["path"] in ("decode", "spec-decode")),
+        and (row.get("relation") == "dropout" and row["path"] in ("decode", "spec-decode", "many-batch",
+                                                                   "batch-slices")
+             or row.get("head dim") in BROAD and row["path"] in ("decode", "spec-decode", "batched-decode")),
         has("relation", "layout") and relation == "dropout" and row["layout"] != "contiguous",
         # (one input element made non-finite, or keys made to underflow, in values repeated along the sequence)
         has("nonfinite", "layout") and nonfinite != "none" and row["layout"] in STRIDE_ZERO,
+        # one key repeated: every visible key the same score and value, so the output is v's row wherever a key is
+        # visible, whatever the scale, the mask's values, causal or the head map; only an empty row (the key padding
+        # level's empty entry) tells it apart. Elsewhere it would hide the row's other features (red team rt46h's
+        # even-tiles path ignoring an explicit scale met its only explicit-scale row there)
+        has("layout", "mask") and row["layout"] == "k, v stride 0" and mask != "bool key padding",
+        has("layout", "scale") and row["layout"] == "k, v stride 0" and row["scale"] != "default",
+        has("layout", "relation") and row["layout"] == "k, v stride 0" and relation != "forward",
+        has("layout", "heads") and row["layout"] == "k, v stride 0" and row["heads"] != "1/1",
+        has("layout", "path") and row["layout"] == "k, v stride 0" and ALL_PATHS[row["path"]][0][1] < 2,  # (one entry)
         has("relation", "mask dtype") and relation == "dropout" and row["mask dtype"] == "float32",
         has("mask dtype", "mask") and row["mask dtype"] == "float32" and not mask.startswith("additive"),
         has("mask dtype", "dtype") and row["mask dtype"] == "float32" and row["dtype"] not in HALF,
@@ -168,64 +239,73 @@ def allowed(row: dict) -> bool:
     return not any(rules)
 
 
-def plain_rows(features: frozenset) -> tuple[dict, ...]:
+def plain_rows(features: frozenset, thorough: bool = False, kept=None) -> tuple[dict, ...]:
     """One row per (path, dtype), the small path's aside, with every feature at its plain level (no mask, rank 4,
     contiguous, k, v of q's batch, the default scale), the relations taking turns so that each path meets each of its
     relations plain. Red team rt44h: a path's own code guarded by the plain form (a split-K decode taken only without
     a mask, a batch-chunk dropout only at rank 4 with k, v of q's batch) is met by no pairwise row whose spare factors
     are not plain: its float64 accumulators in float32, its dropout seeds shared by batch entries escaped."""
-    levels = factors(features)
+    levels = factors(features, thorough, kept)
     plain = {name: values[0] for name, values in levels.items() if name not in ("path", "dtype", "relation")}
     out = []
-    for path in levels["path"][1:]:  # (the small path's plain problems are the fixed cases' and most draws')
+    for path in (p for p in levels["path"] if p != "small"):  # (the small path's: the fixed cases' and most draws')
         relations = [r for r in levels["relation"] if allowed({"path": path, "relation": r})]
-        for i, dtype in enumerate(levels["dtype"]):
+        dtypes = COSTLY_PLAIN_DTYPES if path in COSTLY else levels["dtype"]
+        for i, dtype in enumerate(dtypes):
             out.append({"path": path, "dtype": dtype, **plain, "relation": relations[i % len(relations)]})
     return tuple(out)
 
 
-def _triple_wanted(row: dict) -> bool:
-    return row.get("path") != "small" and row.get("heads", TRIPLE_HEADS[0]) in TRIPLE_HEADS
+def _triple_wanted(thorough: bool):
+    def wanted(row: dict) -> bool:
+        return row.get("path") not in ("small",) + COSTLY and (thorough or row.get("heads", "6/2") in TRIPLE_HEADS)
+    return wanted
 
 
 def _cheap(row: dict) -> bool:
     """allowed() for the rows the triples add: no dropout (V = I, O(Nk²) a row), and a wide head with one entry of k,
     v and two heads at most (0.5-1 CPU-s a row otherwise over a decode's 16 385 keys)."""
-    wide = row.get("head dim") == "wide"
+    wide = row.get("head dim") in BROAD
     return allowed(row) and row.get("relation") != "dropout" and not (
         wide and (row.get("kv batch") == "broadcast" or HEAD_LEVELS[row.get("heads", "1/1")][0] > 2))
 
 
-def triples(features: frozenset) -> set:
-    """Every allowed value triple (path, a, b) of the factors in TRIPLE_FACTORS, the small path and dropout aside."""
-    levels = factors(features)
-    names = [n for n in levels if n in TRIPLE_FACTORS]
+def triples(features: frozenset, thorough: bool = False, kept=None) -> set:
+    """Every allowed value triple (path, a, b) of a run's triple factors (DEFAULT_TRIPLE_FACTORS, or TRIPLE_FACTORS in
+    a thorough run), the small and costly paths and dropout aside."""
+    levels = factors(features, thorough, kept)
+    names = [n for n in levels if n in (TRIPLE_FACTORS if thorough else DEFAULT_TRIPLE_FACTORS)]
     shapes = [("path", a, b) for i, a in enumerate(names) for b in names[i + 1:]]
-    return allowed_triples(levels, _cheap, shapes, _triple_wanted)
+    return allowed_triples(levels, _cheap, shapes, _triple_wanted(thorough))
 
 
-@functools.lru_cache(maxsize=8)  # (each dtype's pass asks for the run's array)
-def rows(seed: int, features: frozenset, array: int = 0) -> tuple[dict, ...]:
-    """The run's covering array number ``array`` (a function of the seed, the features and that number alone): the
-    plain rows, then pairwise ones, then the rows for the (path, a, b) triples those leave, marked TRIPLE_ROW (drawn
-    at their path's least sizes, problem())."""
-    levels, plain = factors(features), frozenset(FEATURE_LEVELS) - {"relation"}
+@functools.lru_cache(maxsize=16)  # (each dtype's pass asks for the run's array)
+def rows(seed: int, features: frozenset, array: int = 0, thorough: bool = False, kept=None) -> tuple[dict, ...]:
+    """The run's covering array number ``array`` (a function of the seed, the features, that number and ``thorough``
+    alone): the plain rows, then pairwise ones, then the rows for the (path, a, b) triples those leave, marked
+    TRIPLE_ROW (drawn at their path's least sizes, problem()). A thorough run's first array adds THOROUGH_PATHS and
+    every triple of TRIPLE_FACTORS; its others are as a default run's, of other seeds."""
+    full = thorough and array == 0  # (the thorough paths and triples once a run; its other arrays as a default run's)
+    levels, plain = factors(features, full, kept), frozenset(FEATURE_LEVELS) - {"relation"}
     rng = _rng(seed, "covering", sorted(features), array)
-    pairwise = covering_array(levels, allowed, rng, base=plain_rows(features), plain=plain)
+    pairwise = covering_array(levels, allowed, rng, base=plain_rows(features, full, kept), plain=plain)
     more = covering_array(levels, _cheap, rng, candidates=TRIPLE_CANDIDATES, plain=plain,
-                          targets=not_held(pairwise, triples(features)))
+                          targets=not_held(pairwise, triples(features, full, kept)))
     return tuple(pairwise) + tuple({**row, TRIPLE_ROW: True} for row in more)
 
 
 def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int = 0) -> Problem:
     """Row ``index`` of the run's array as a Problem of its path's sizes (drawn by a generator of its own)."""
     r = _rng(seed, "covering problem", index, *((array,) if array else ()))
-    (b_lo, b_hi), (q_lo, q_hi), (k_lo, k_hi), d_cap = PATHS[row["path"]]
+    (b_lo, b_hi), (q_lo, q_hi), (k_lo, k_hi), d_cap = ALL_PATHS[row["path"]]
     relation = RELATIONS[row["relation"]]
     grads = r.choice(GRAD_SUBSETS) if relation == GRADIENTS else ""
     if relation == DROPOUT_LAW and row["path"] in DROPOUT_KEYS:
         k_lo, k_hi = DROPOUT_KEYS[row["path"]]
     batch, n_q, n_k = r.randint(b_lo, b_hi), r.randint(q_lo, q_hi), r.randint(k_lo, k_hi)
+    if row["path"] in MULTIPLE_OF:
+        tile = MULTIPLE_OF[row["path"]]
+        n_q, n_k = (r.randint(lo // tile, hi // tile) * tile for lo, hi in ((q_lo, q_hi), (k_lo, k_hi)))
     hq, hkv = HEAD_LEVELS[row["heads"]]
     broadcast = row["kv batch"] == "broadcast"
     # two entries at least where the path allows: a broadcast k, v needs them, and the dropout law's slice pairs
@@ -238,7 +318,12 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     # within the cost: halved in the path's HALVING order towards its least (B not below least_batch)
     size = {"batch": batch, "n_q": n_q, "n_k": n_k}
     least = {"batch": least_batch, "n_q": q_lo, "n_k": max(k_lo, 8) if relation == DROPOUT_LAW else k_lo}
-    if row["head dim"] == "wide":
+    if row["head dim"] == "MLA":
+        d, dv = MLA if value_dim else (MLA[0], MLA[0])
+    elif row["head dim"] == "medium":
+        d = r.choice(MEDIUM)
+        dv = r.choice(MEDIUM) if value_dim and r.random() < 0.3 else d
+    elif row["head dim"] == "wide":
         d = r.randint(*WIDE)
         dv = r.randint(*WIDE) if value_dim and r.random() < 0.3 else d
     else:
@@ -281,20 +366,20 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
 
 
 def problems(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset, value_dim: bool = True,
-             arrays: int = 1):
+             arrays: int = 1, kept: tuple[str, ...] | None = None):
     """The run's covering problems for the pass over ``dtype`` of the run's ``dtypes``: the rows of that dtype, and in
     the first pass float64's and those of any dtype the run lacks (there in the first dtype); of ``arrays`` arrays (the
     thorough run's THOROUGH_ARRAYS: each pair then met at that many sizes and with that many other rows' values)."""
     first = dtype == dtypes[0]
     for array in range(arrays):
-        for index, row in enumerate(rows(seed, features, array)):
+        for index, row in enumerate(rows(seed, features, array, arrays > 1, kept)):
             if row["dtype"] == dtype or first and row["dtype"] == "float64":
                 yield problem(row, seed, index, value_dim, array)
             elif first and row["dtype"] not in dtypes:
                 yield problem({**row, "dtype": dtype}, seed, index, value_dim, array)
 
 
-def after_regimes(seed: int, dtypes, features: frozenset, value_dim: bool = True, arrays: int = 1):
+def after_regimes(seed: int, dtypes, features: frozenset, value_dim: bool = True, arrays: int = 1, kept=None):
     """generate.generated_checks' ``covering``: the problems of a dtype's pass (by name) over the run's ``dtypes``."""
     names = tuple(str(d).removeprefix("torch.") for d in dtypes)
-    return lambda name: problems(seed, name, names, features, value_dim, arrays)
+    return lambda name: problems(seed, name, names, features, value_dim, arrays, kept)

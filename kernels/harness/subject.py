@@ -213,13 +213,27 @@ def attached(out: torch.Tensor, inputs) -> None:
                         "grad_fn (gradients through it would be silently missing)")
 
 
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """a and b of one shape and bit for bit equal (NaN payloads compared too)."""
+    bits = lambda x: x.detach().contiguous().view(-1).view(torch.uint8)  # noqa: E731
+    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(bits(a), bits(b))
+
+
+def untouched(given, kept, names) -> None:
+    """The tensors ``given`` to a call are bit for bit their copies ``kept`` from before it (contract item aliasing:
+    inputs are never written into; red team rt46h: a long-prefill path pre-scaling the caller's q in place, which no
+    fixed case's sizes reached)."""
+    written = [n for n, x, c in zip(names, given, kept) if x is not None and not same_bits(x, c)]
+    if written:
+        raise BadOutput(f"the call wrote into the caller's {', '.join(written)}")
+
+
 def unchanged(kept: tuple, what: str) -> None:
     """``kept`` = (a tensor the impl returned, its clone taken then): the tensor must be as it was, bit for bit, after
     the calls since (red team: outputs returned as views of a per-thread static buffer that the next call of the shape
     writes into; the later call's own answer is right, the caller's earlier one changes)."""
     held, copy = kept
-    bits = lambda x: x.detach().contiguous().view(-1).view(torch.uint8)  # noqa: E731  (NaN payloads compared too)
-    if held.shape != copy.shape or not torch.equal(bits(held), bits(copy)):
+    if not same_bits(held, copy):
         raise BadOutput(f"{what} changed under the caller when a later call ran (returned in memory the impl "
                         f"writes again)")
 

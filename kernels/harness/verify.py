@@ -9,7 +9,7 @@ import torch
 
 from kernels.harness import edges
 from kernels.harness import generate as gen
-from kernels.harness import paths
+from kernels.harness import paths as paths_mod
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import Case, narrowed, standard_cases
 from kernels.harness.features import check_signature, offered
@@ -97,7 +97,7 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
                      backward: bool = True, value_dim: bool = True, seed: int = 0, thorough: bool = False,
                      cases: Iterable[Case] | None = None, invariants: Iterable[str] | None = None,
                      generate_seconds: float | None = None, generate_problems: int | None = None,
-                     regimes: Iterable[str] | None = None) -> ConformanceReport:
+                     regimes: Iterable[str] | None = None, paths: Iterable[str] | None = None) -> ConformanceReport:
     """Judge an SDPA-compatible ``impl(q, k, v, attn_mask=, dropout_p=, is_causal=, scale=, enable_gqa=)``.
 
     ``value_dim=False`` runs the Dv ≠ D cases with Dv = D (for an impl that has only one head dim).
@@ -117,7 +117,8 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     budget instead (0: no drawn problems); with ``cases`` given none are drawn unless asked for (the
     caller chose what to run). ``regimes`` (names of generate.REGIMES, all by default)
     are the regimes drawn first and at random: an impl whose long paths cost minutes (interpreted
-    kernels over 2¹⁷ keys) and are judged by fixed cases may leave some out."""
+    kernels over 2¹⁷ keys) and are judged by fixed cases may leave some out; ``paths`` (names of paths.PATHS, all by
+    default) likewise the covering array's size classes (its pairs and triples are then those of the paths kept)."""
     device, dtypes = _validated(impl, device, dtypes)
     only = _invariant_names(invariants)
     start = time.perf_counter()
@@ -129,6 +130,7 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
         raise ValueError(f"generate_problems must be a whole number >= 0, got {generate_problems!r}")
     features = offered(impl, causal=causal, gqa=gqa, backward=backward)
     regimes = gen.chosen_regimes(regimes)
+    kept_paths = paths_mod.chosen_paths(paths)
     if generate_problems is None and (generate_seconds is not None or cases is not None):
         generate_seconds = generate_seconds or 0.0  # a time budget (the caller's), or none beside its cases
     else:
@@ -152,8 +154,8 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
         for problem, outcome, refused, repro in gen.generated_checks(
                 impl, dtypes, device, seed, generate_seconds, features, value_dim=value_dim, only=only,
                 drawn=generate_problems, regimes=regimes, notes=report.notes,
-                covering=paths.after_regimes(seed, dtypes, features, value_dim,
-                                             paths.THOROUGH_ARRAYS if thorough else 1)):
+                covering=paths_mod.after_regimes(seed, dtypes, features, value_dim,
+                                                 paths_mod.THOROUGH_ARRAYS if thorough else 1, kept_paths)):
             spent = time.process_time() - clock  # drawing, judging and shrinking the problem
             detail = outcome.detail if repro is None else f"{outcome.detail}\n{repro}"
             report.checks.append(Check(invariant=problem.relation, claim_id=None, case=problem.describe(),

@@ -69,6 +69,10 @@ GENERATE_SECONDS = 2.0
 # cases: decode-4097, the 8193-key error sweep and causal-2056 in float16. Nor long-queries (the grid
 # has one program per query block at any Nq: no chunk of 4096 queries) and tiny-dropout (V = I over 2049+
 # keys; dropout is judged by the fixed dropout cases).
+# The covering array's paths it is drawn on: the short ones. For the same reason as the regimes: one loop at any length
+# (no split-K decode, no query or batch chunks), judged long by the fixed cases; the longer paths' rows cost 10-70 CPU-s
+# each interpreted (a decode over 2¹⁴ keys and more; whole tiles of 1024², a long prefill of 4096²).
+KERNEL_PATHS = ("small", "many-batch", "batch-slices")
 KERNEL_REGIMES = ("mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude", "mask-storage",
                   "mask-nonfinite", "rank", "rank-causal")
 FAR, REST = "long keys and draws", "other cases"  # with each long case's name: the float32 items' parts
@@ -142,7 +146,7 @@ def test_flash_attention_passes_the_harness(dtype, part):
     judged = set()
     for cases, invariants, seconds in runs_for(dtype, part):
         report = verify_attention(flash_attention, dtypes=[dtype], cases=cases, invariants=invariants,
-                                  generate_seconds=seconds, regimes=KERNEL_REGIMES)
+                                  generate_seconds=seconds, regimes=KERNEL_REGIMES, paths=KERNEL_PATHS)
         assert report.passed, "\n".join(report.failure_lines())
         assert not report.not_applicable, "flash_attention offers SDPA's whole contract"
         judged |= {(c.invariant, c.case_name) for c in report.judged}

@@ -27,9 +27,30 @@ DTYPES = ("float32", "float16", "bfloat16")
 def test_the_array_covers_every_pair_some_allowed_row_holds(features, seed):
     rows = paths.rows(seed, features)
     factors = paths.factors(features)
-    assert all(paths.allowed(r) and set(r) == set(factors) for r in rows)
+    assert all(paths.allowed(r) and set(r) - {paths.TRIPLE_ROW} == set(factors) for r in rows)
     assert covering.uncovered_pairs(list(rows), factors, paths.allowed) == set()
-    assert len(rows) < len(paths.plain_rows(features)) + 50  # (the plain rows and a few dozen: path × mask is 35)
+    pairwise = [r for r in rows if not r.get(paths.TRIPLE_ROW)]
+    assert len(pairwise) < len(paths.plain_rows(features)) + 90  # (the plain rows and a few dozen: path × layout is 55)
+    # and every (path, a, b) triple of the default run's triple factors
+    assert covering.not_held(rows, paths.triples(features)) == set()
+
+
+def test_a_thorough_array_covers_every_triple_of_every_triple_factor():
+    rows = paths.rows(0, ALL, 0, thorough=True)
+    wanted = paths.triples(ALL, thorough=True)
+    assert len(wanted) > len(paths.triples(ALL)) and covering.not_held(rows, wanted) == set()
+    assert covering.not_held(rows, covering.allowed_pairs(paths.factors(ALL), paths.allowed)) == set()
+
+
+def test_mixed_strength_arrays_cover_the_triples_asked_for():
+    factors = {"a": (0, 1, 2), "b": (0, 1), "c": (0, 1, 2), "d": (0, 1)}
+    allowed = lambda row: not (row.get("b") == 1 and row.get("d") == 1)  # noqa: E731
+    wanted = covering.allowed_triples(factors, allowed, [("a", "b", "c"), ("a", "c", "d")])
+    assert len(wanted) == 3 * 2 * 3 + 3 * 3 * 2
+    pairwise = covering.covering_array(factors, allowed, random.Random(0))
+    assert covering.not_held(pairwise, wanted)  # (pairs alone leave some: 9 rows cannot hold 18 (a, b, c) triples)
+    rows = covering.covering_array(factors, allowed, random.Random(0), targets=wanted)
+    assert all(allowed(r) for r in rows) and covering.not_held(rows, wanted) == set()
 
 
 def test_pairs_the_constraints_exclude_are_not_asked_for():
@@ -56,8 +77,11 @@ def test_every_row_is_a_problem_of_its_paths_sizes():
         (_, _), (q_lo, q_hi), (k_lo, k_hi), d_cap = paths.PATHS[row["path"]]
         if p.relation != gen.DROPOUT_LAW:  # (dropout's keys: paths.DROPOUT_KEYS)
             assert k_lo <= p.n_k <= k_hi, (row, p.describe())
-        wide = row["head dim"] == "wide"
-        assert (paths.WIDE[0] <= p.head_dim <= paths.WIDE[1]) if wide else p.head_dim <= d_cap, (row, p.describe())
+        expected = {"wide": lambda d: paths.WIDE[0] <= d <= paths.WIDE[1], "medium": lambda d: d in paths.MEDIUM,
+                    "MLA": lambda d: d == paths.MLA[0], "narrow": lambda d: d <= d_cap}[row["head dim"]]
+        assert expected(p.head_dim), (row, p.describe())
+        if row["path"] in paths.MULTIPLE_OF:
+            assert p.n_q % paths.MULTIPLE_OF[row["path"]] == 0 == p.n_k % paths.MULTIPLE_OF[row["path"]], p.describe()
         assert q_lo <= p.n_q <= q_hi and p.dtype == row["dtype"] and p.path == row["path"]
         assert (p.mask is not None) == (row["mask"] != "none") and p.causal == row["causal"]
         assert p.kv_broadcast == (row["kv batch"] == "broadcast") and p.rank == row["rank"]
@@ -66,6 +90,14 @@ def test_every_row_is_a_problem_of_its_paths_sizes():
     assert any(p.path == "prefill" and p.n_q >= 16 and p.n_k > 8192 and p.mask for p in problems)
     assert any(p.path == "many-batch" and p.batch > 32 and p.relation == gen.DROPOUT_LAW for p in problems)
     assert any(p.path == "longest-decode" and p.n_k > 2 ** 17 and p.dtype == "float64" for p in problems)
+    # and the size classes of serving and training shapes (red team rt46h), with the head dims of real models
+    assert any(p.path == "tiles" and p.n_q * p.n_k >= 2 ** 20 and p.causal for p in problems)
+    assert any(p.path == "long-prefill" and min(p.n_q, p.n_k) >= 4096 and gen.sampled_rows(p) is not None
+               for p in problems)
+    assert any(p.path == "batched-decode" and p.batch * p.q_heads >= 32 and p.n_k >= 1024 and p.mask for p in problems)
+    assert any(p.path == "batch-slices" and p.batch >= 8 and min(p.n_q, p.n_k) >= 64 for p in problems)
+    assert any(p.head_dim == 576 and p.value_dim == 512 for p in problems)
+    assert any(64 < p.head_dim <= 128 and p.n_k > 8192 for p in problems)
     # each dtype's pass takes its rows, float64's in the first
     passes = {d: list(paths.problems(0, d, DTYPES, ALL)) for d in DTYPES}
     assert sum(map(len, passes.values())) == len(rows)
@@ -225,3 +257,46 @@ def test_degenerate_dropout_problems_are_judged_not_refused():
             o, refused = gen.check_problem(impl, p)
             assert refused is None and not gen.failed(o), (impl.__name__, p.describe(), o, refused)
     assert axis_periods(torch.zeros(0, 1, 8, 100), torch.zeros(0, 1, 8, 100, dtype=torch.bool), 0.1) is None
+
+
+def _first_failure(impl, relation: str, dtype=torch.float32, features=ALL):
+    """The first of a run's problems (regimes, then covering rows) failing ``impl``, or None."""
+    judged = gen.generated_checks(impl, [dtype], "cpu", 0, 0, features, only={relation}, problems=len(gen.REGIMES),
+                                  covering=paths.after_regimes(0, [dtype], features), shrink_seconds=0)
+    return next((p for p, o, refused, _ in judged if refused is None and gen.failed(o)), None)
+
+
+@pytest.mark.parametrize("name, path", [
+    ("tiles_causal_diagonal_whole", "tiles"), ("long_prefill_causal_from_each_split", "long-prefill"),
+    ("batched_decode_mask_of_entry_zero", "batched-decode"), ("batch_slices_floor", "batch-slices"),
+    ("mla_scale_from_value_dim", None), ("medium_head_partials_in_half", None),
+    ("q_stride_zero_one_row", None), ("kv_stride_zero_returns_v", None),
+    ("decode_gqa_head_mask_transposed", ("decode", "longest-decode")),
+])
+def test_a_size_class_a_stride_zero_path_or_a_path_with_two_features_is_rejected_by_a_covering_row(name, path):
+    """Red team rt46h's family (a path at sizes no draw reached: whole tiles past 2²⁰ scores, a long prefill, a
+    serving batch, batch slices, MLA's head dims, a 128-channel template over many keys), rt45h's stride-0 fast paths
+    and a decode's per-head mask under GQA (a path with two features): no regime reaches them, a covering row does."""
+    failing = _first_failure(getattr(mutants, name), gen.AGREEMENT)
+    assert failing is not None and failing.path, name
+    assert path is None or failing.path in ((path,) if isinstance(path, str) else path), failing.describe()
+
+
+def test_the_long_prefill_is_judged_on_sampled_rows_of_its_own_query_order():
+    p = gen.Problem(1, 1, 1, 4096, 4100, 8, 8, True, "float32", path="long-prefill", seed=5)
+    rows = gen.sampled_rows(p)
+    assert rows is not None and len(rows) == gen.SAMPLED_ROWS and rows[0] == 0 and rows[-1] == p.n_q - 1
+    assert bool((rows[1:] > rows[:-1]).all())
+    assert gen.sampled_rows(gen.Problem(1, 1, 1, 256, 256, 8, 8, True, "float32")) is None
+    o, refused = gen.check_problem(sdpa_math, p)
+    assert refused is None and not gen.failed(o) and "sampled query rows" in o.detail
+    o, _ = gen.check_problem(mutants.long_prefill_causal_from_each_split, p)
+    assert gen.failed(o)
+
+
+def test_a_copy_of_an_expanded_view_keeps_stride_zero():
+    from kernels.harness import reference as ref
+
+    x = torch.randn(2, 3, 1, 4).expand(2, 3, 5, 4)
+    c = ref.copy(x)
+    assert c.stride() == x.stride() and torch.equal(c, x) and c.untyped_storage().data_ptr() != x.data_ptr()
