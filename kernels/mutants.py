@@ -3614,3 +3614,27 @@ MUTANTS = MUTANTS + (
     Mutant(decode_gqa_head_mask_transposed, "a decode's per-head mask read in (g, Hkv) order under GQA",
            "generated-agreement"),
 )
+
+
+_TILE_MASKS: dict = {}
+
+
+def tiles_mask_cached_by_pointer(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """An even-tiles path (lengths multiples of 128, 2²⁰ scores or more) caching its additive form of attn_mask by
+    (data_ptr, shape, dtype, strides): a mask buffer the caller rewrites in place for the next step is read stale."""
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    if attn_mask is not None and n_q % 128 == 0 and n_k % 128 == 0 and n_q * n_k >= 2 ** 20:
+        key = (attn_mask.data_ptr(), tuple(attn_mask.shape), attn_mask.dtype, attn_mask.stride())
+        if key not in _TILE_MASKS:
+            _TILE_MASKS.clear()  # (one entry: the last mask)
+            _TILE_MASKS[key] = (attn_mask.to(torch.float32) if attn_mask.is_floating_point()
+                                else torch.zeros(attn_mask.shape).masked_fill(~attn_mask, float("-inf")))
+        attn_mask = _TILE_MASKS[key].to(q.dtype if q.is_floating_point() else torch.float32)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(tiles_mask_cached_by_pointer, "an even-tiles path caching its converted mask by pointer (stale after a write)",
+           "generated-agreement"),
+)

@@ -24,20 +24,21 @@ Row = dict
 def allowed_pairs(factors: Mapping[str, tuple], allowed: Callable[[Row], bool]) -> set:
     """Every pair ((factor a, value), (factor b, value)), a before b in ``factors``' order, that some whole row
     ``allowed`` accepts holds (a constraint reads only the factors a partial row has)."""
-    names = list(factors)
+    names, memo = list(factors), {}
     return {((a, x), (b, y)) for i, a in enumerate(names) for b in names[i + 1:]
-            for x in factors[a] for y in factors[b] if allowed({a: x, b: y}) and _completable({a: x, b: y}, factors, allowed)}
+            for x in factors[a] for y in factors[b]
+            if allowed({a: x, b: y}) and _completable({a: x, b: y}, factors, allowed, memo)}
 
 
 def allowed_triples(factors: Mapping[str, tuple], allowed: Callable[[Row], bool], triples,
                     wanted: Callable[[Row], bool] = lambda row: True) -> set:
     """Every value triple ((a, x), (b, y), (c, z)) of the factor triples ``triples`` (names in ``factors``' order)
     that ``wanted`` asks for and some whole row ``allowed`` accepts holds."""
-    out = set()
+    out, memo = set(), {}
     for shape in triples:
         for values in itertools.product(*(factors[n] for n in shape)):
             row = dict(zip(shape, values))
-            if wanted(row) and allowed(row) and _completable(row, factors, allowed):
+            if wanted(row) and allowed(row) and _completable(row, factors, allowed, memo):
                 out.add(tuple(zip(shape, values)))
     return out
 
@@ -58,13 +59,18 @@ def not_held(rows, targets: set) -> set:
     return set(targets) - set(itertools.chain.from_iterable(_held(r, shapes) for r in rows))
 
 
-def _completable(row: Row, factors: Mapping[str, tuple], allowed: Callable[[Row], bool]) -> bool:
-    """Whether some whole row extends ``row`` (depth-first; the constraints are loose, so the first branches end)."""
+def _completable(row: Row, factors: Mapping[str, tuple], allowed: Callable[[Row], bool], memo: dict | None = None) -> bool:
+    """Whether some whole row extends ``row`` (depth-first; the constraints are loose, so the first branches end);
+    ``memo`` keeps the answers of one factors-and-allowed pair."""
+    key = frozenset(row.items()) if memo is not None else None
+    if key is not None and key in memo:
+        return memo[key]
     rest = [n for n in factors if n not in row]
-    if not rest:
-        return True
-    return any(allowed(trial := {**row, rest[0]: value}) and _completable(trial, factors, allowed)
-               for value in factors[rest[0]])
+    answer = not rest or any(allowed(trial := {**row, rest[0]: value}) and _completable(trial, factors, allowed, memo)
+                             for value in factors[rest[0]])
+    if key is not None:
+        memo[key] = answer
+    return answer
 
 
 def covering_array(factors: Mapping[str, tuple], allowed: Callable[[Row], bool], rng: random.Random,
@@ -88,18 +94,22 @@ def covering_array(factors: Mapping[str, tuple], allowed: Callable[[Row], bool],
             raise ValueError(f"base: {row} is not a whole allowed row of the factors")
     uncovered = set(allowed_pairs(factors, allowed) if targets is None else targets)
     shapes = {tuple(n for n, _ in t) for t in uncovered}
+    # (a value's gain counts the tuples of the factor it sets: the others are the same for each of its values)
+    shapes_of = {name: {shape for shape in shapes if name in shape} for name in names}
+    memo: dict = {}
     rows: list[Row] = list(base)
     for row in base:
         uncovered -= _held(row, shapes)
     while uncovered:
         best, gain = None, set()
+        pool = sorted(uncovered)
         for _ in range(candidates):
-            row = dict(rng.choice(sorted(uncovered)))
+            row = dict(rng.choice(pool))
             for name in rng.sample([n for n in names if n not in row], len(names) - len(row)):
-                scored = [(len(_held(trial, shapes) & uncovered), name in plain and value == factors[name][0],
+                scored = [(len(_held(trial, shapes_of[name]) & uncovered), name in plain and value == factors[name][0],
                            rng.random(), value)
                           for value in factors[name]
-                          if allowed(trial := {**row, name: value}) and _completable(trial, factors, allowed)]
+                          if allowed(trial := {**row, name: value}) and _completable(trial, factors, allowed, memo)]
                 row[name] = max(scored)[3]
             covered = _held(row, shapes) & uncovered
             if len(covered) > len(gain):

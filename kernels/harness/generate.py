@@ -26,7 +26,8 @@ gradients past 16384 queries (long-queries-backward), rank-5 inputs with a rank-
 (rank-mask), an additive mask expanded along the keys (mask-expanded); in
 float32 and bfloat16 the magnitude regime scales v so the output passes float16's 65504), then draws them at
 random among the rest. After each dtype's regimes come its rows of the covering array (paths.py: every pair of a
-path's size class and a feature, or of two features, in every run). A run judges a count of problems (the regimes,
+path's size class and a feature, or of two features, and every triple of a path and two structural features, in
+every run). A run judges a count of problems (the regimes,
 the covering rows and DEFAULT_DRAWN more per dtype), not a time. Each problem is judged by one of four relations,
 in turn:
 
@@ -298,7 +299,12 @@ ARGUMENT_FORMS = ("keywords", "positional", "numpy scalars", "tensor scalars")
 # packed K cached by (data_ptr, shape) without strides is stale); "under inference_mode" (the same call under inference_mode, then the
 # judged one saving for backward: a causal mask or workspace cached as an inference tensor cannot be saved).
 PRIOR_CALLS = ("causal and mask", "mask", "causal", "dropout", "scale", "same call, output written",
-               "other strides", "under inference_mode", "other dtype")
+               "other strides", "under inference_mode", "other dtype", "same buffers, written")
+# "same buffers, written": the same call on the very tensors the judged call takes (q, k, v and the mask: one data_ptr,
+# shape, dtype and strides) holding other values, which the caller then writes in place before the judged call (a
+# KV cache or a mask buffer reused across steps): a converted mask or upcast K/V cached by pointer answers with the
+# earlier values (red team rt46h: an even-tiles path caching its converted mask by (data_ptr, shape, dtype)). The
+# covering array's "earlier call" factor puts it on every path (paths.py).
 # "other dtype": the judged call's shapes and arguments on fresh inputs of another dtype (PRIOR_DTYPES), the mask cast to
 # it (red team: a workspace or causal bias cached per shape in the first call's dtype accumulated a float64 call in
 # float32, and made a float32 call after a bfloat16 one raise). The after-other-dtype regime's first draw takes the
@@ -1148,6 +1154,31 @@ def _prior_call(s: Subject, p: Problem, called: tuple, mk: dict):
     return out, out.clone()  # (bit for bit: clone copies NaN payloads and signed zeros as they are)
 
 
+def _writable(x) -> bool:
+    return torch.is_tensor(x) and x.numel() > 0 and all(st != 0 or n <= 1 for n, st in zip(x.shape, x.stride()))
+
+
+def _on_written_buffers(s: Subject, called: tuple, mk: dict):
+    """The call on ``called`` and ``mk``'s mask holding other values (q, k, v negated and rolled along the sequence,
+    the mask rolled along the keys), then each buffer written back in place to the judged values. None where it was
+    refused. Buffers of stride 0 (expanded) are left as they are: no caller writes into them."""
+    kw = {**s.kwargs(), **mk}
+    buffers = [x for x in (*called, mk.get("attn_mask")) if _writable(x) and not x.requires_grad]
+    kept = [x.clone() for x in buffers]
+    with torch.no_grad():
+        for x in buffers:
+            other = x.roll(1, -1) if x is mk.get("attn_mask") else -x.roll(1, -2)
+            x.copy_(other)
+        try:
+            out = s.impl(*called, **kw)
+        except Exception:  # noqa: BLE001  (refused: nothing was kept)
+            out = None
+        finally:
+            for x, was in zip(buffers, kept):
+                x.copy_(was)  # (the caller's in-place write: the same storage, new values and version)
+    return out
+
+
 def _prior_output(s: Subject, p: Problem, called: tuple, mk: dict):
     if p.prior is None:
         return None
@@ -1163,6 +1194,8 @@ def _prior_output(s: Subject, p: Problem, called: tuple, mk: dict):
                 return s.impl(q, k, v, **kw)
         except Exception:  # noqa: BLE001  (refused: a dtype the impl does not serve; nothing was kept)
             return None
+    if p.prior == "same buffers, written":
+        return _on_written_buffers(s, called, mk)
     if p.prior in ("same call, output written", "other strides", "under inference_mode"):
         kw = {**s.kwargs(), **mk}
         if p.prior == "other strides":

@@ -1,20 +1,25 @@
-"""Every (path, feature) pair in every run: problems from a pairwise covering array (covering.py) over the size
-classes a kernel's dispatcher tells apart and the features each path must carry.
+"""Every (path, feature) pair and every (path, feature, feature) triple of the structural features in every run:
+problems from a covering array (covering.py) over the size classes a kernel's dispatcher tells apart and the features
+each path must carry.
 
 A FlashAttention-style kernel chooses a code path from a region of sizes: a split-K decode for one query over
 many keys, a speculative decode for a few, a split-KV prefill for a chunk of queries over more than 8192 keys,
-query chunks past 1024, batch chunks past 32. Each path has its own copy of the mask reading, the causal offset,
-the GQA head map, the dropout RNG, the accumulator dtype, the NaN handling and the backward. Red team rt44h's
-largest family (13 of 31 escapes) was one feature wrong on one path: the regimes move one axis past a threshold
-with the other features pinned, and random draws leave most pairs out of a default run. Here the factors are the
-path (PATHS) and the features (FEATURE_LEVELS); the rows cover every allowed pair of values of two factors (path ×
-mask form, path × dtype, mask × dtype, causal × kv broadcast, NaN × path, dropout × path, ...); ``problems`` turns
-each row into a generate.Problem judged by its relation (forward against float64, the gradients of the inputs
-requiring grad and the output, the dropout law with V = I), in the row's dtype. float64 rows run in the first dtype's
+query chunks past 1024, batch chunks past 32, whole tiles without bounds checks, a long prefill, a serving batch's
+packed decode, batch slices. Each path has its own copy of the mask reading, the causal offset, the GQA head map, the
+dropout RNG, the accumulator dtype, the NaN handling and the backward. Red team rt44h's largest family (13 of 31
+escapes) was one feature wrong on one path: the regimes move one axis past a threshold with the other features
+pinned, and random draws leave most pairs out of a default run; rt45h's (6 of 15) one path with two features; rt46h
+put all 34 of its bugs on paths at sizes no draw reached. Here the factors are the path (PATHS, THOROUGH_PATHS) and
+the features (FEATURE_LEVELS); the rows cover every allowed pair of values of two factors (path × mask form, path ×
+dtype, mask × dtype, causal × kv broadcast, NaN × path, dropout × path, ...) and every allowed (path, a, b) triple of
+the structural factors (triples()); ``problems`` turns each row into a generate.Problem judged by its relation
+(forward against float64, on sampled query rows past generate.SAMPLE_ABOVE scores; the gradients of the inputs
+requiring grad and the output; the dropout law with V = I), in the row's dtype. float64 rows run in the first dtype's
 pass, as do the rows of a dtype the run lacks (in the first dtype).
 
-Sizes are drawn inside each path's ranges per run seed, with D ≤ 16 past the small path, so a long problem costs
-O(B·Hq·Nq·Nk·D) with B·Hq·Nq·Nk ≤ 2¹⁸: the whole array is ~69 problems a run (24 plain rows, ~45 pairwise), ~6 CPU-s
+Sizes are drawn inside each path's ranges per run seed, with D ≤ 16 past the small path (but for the head-dim
+factor's wider levels), so a long problem costs O(B·Hq·Nq·Nk·D) with B·Hq·Nq·Nk ≤ 2¹⁸ where the path's least sizes
+allow: the whole array is ~208 problems a run (36 plain rows, ~78 pairwise, ~94 for the triples and plain_formed), ~17 CPU-s
 (timing.py).
 """
 from __future__ import annotations
@@ -23,7 +28,7 @@ import functools
 import zlib
 
 from kernels.harness import reference as ref
-from kernels.harness.covering import allowed_triples, covering_array, not_held
+from kernels.harness.covering import _completable, allowed_triples, covering_array, not_held
 from kernels.harness.generate import (AGREEMENT, DROPOUT_LAW, GRAD_SUBSETS, GRADIENTS, HEAD_DIMS, STRIDE_ZERO, Problem,
                                      _rng)
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
@@ -112,6 +117,9 @@ FEATURE_LEVELS = {
     # rt45h's decode kept them in half for D > 128 only)
     # and the head dims of real models: 65-128 (a 128-channel template over many keys) and DeepSeek's MLA (D 576, Dv 512)
     "head dim": ("narrow", "wide", "medium", "MLA"),
+    # the same call just before on the very buffers, holding other values the caller then overwrote in place
+    # (generate.PRIOR_CALLS' "same buffers, written": state a path caches by pointer goes stale)
+    "earlier call": ("none", "same buffers, written"),
 }
 WIDE = (129, 192)  # (past the 128-channel template, into the next two: 160, 192)
 MEDIUM = (72, 80, 96, 100, 112, 127, 128)
@@ -135,6 +143,9 @@ TRIPLE_FACTORS = ("dtype", "mask", "causal", "heads", "kv batch", "relation", "s
 DEFAULT_TRIPLE_FACTORS = ("mask", "heads", "kv batch", "relation")
 TRIPLE_HEADS = ("6/2", "2/1")
 TRIPLE_ROW = "triple"
+# the structural features and the input forms (plain_formed)
+FEATURE_FACTORS = ("dtype", "mask", "mask dtype", "causal", "heads", "scale", "head dim")
+FORM_FACTORS = ("kv batch", "nonfinite", "rank", "layout", "earlier call")
 TRIPLE_CANDIDATES = 4
 TRIPLE_SHRINK = 8
 
@@ -221,6 +232,7 @@ def allowed(row: dict) -> bool:
                                                                    "batch-slices")
              or row.get("head dim") in BROAD and row["path"] in ("decode", "spec-decode", "batched-decode")),
         has("relation", "layout") and relation == "dropout" and row["layout"] != "contiguous",
+        has("earlier call", "relation") and row["earlier call"] != "none" and relation != "forward",  # (agreement's)
         # (one input element made non-finite, or keys made to underflow, in values repeated along the sequence)
         has("nonfinite", "layout") and nonfinite != "none" and row["layout"] in STRIDE_ZERO,
         # one key repeated: every visible key the same score and value, so the output is v's row wherever a key is
@@ -272,11 +284,29 @@ def _cheap(row: dict) -> bool:
 
 def triples(features: frozenset, thorough: bool = False, kept=None) -> set:
     """Every allowed value triple (path, a, b) of a run's triple factors (DEFAULT_TRIPLE_FACTORS, or TRIPLE_FACTORS in
-    a thorough run), the small and costly paths and dropout aside."""
+    a thorough run), the small and costly paths and dropout aside; and the plain-formed rows' tuples (plain_formed)."""
     levels = factors(features, thorough, kept)
     names = [n for n in levels if n in (TRIPLE_FACTORS if thorough else DEFAULT_TRIPLE_FACTORS)]
     shapes = [("path", a, b) for i, a in enumerate(names) for b in names[i + 1:]]
-    return allowed_triples(levels, _cheap, shapes, _triple_wanted(thorough))
+    return allowed_triples(levels, _cheap, shapes, _triple_wanted(thorough)) | plain_formed(levels)
+
+
+def plain_formed(levels: dict) -> set:
+    """Each level of each structural feature (FEATURE_FACTORS) on each path but the small one, in a forward problem
+    whose input forms (FORM_FACTORS) are all plain: a path's own code is often taken only for the forms it serves (rank
+    4, contiguous, finite, k and v of q's batch), the rest handed to another path. Red team rt46h: its paths handed
+    other ranks, broadcast k, v and non-finite inputs to SDPA; its long prefill's causal offset, an even-tiles path's
+    diagonal tiles, a 128-channel template's NaN handling met causal, or the head dims, only in rows of rank 5, a
+    gradient problem or a stride-0 layout, and escaped."""
+    plain = tuple((f, levels[f][0]) for f in FORM_FACTORS if f in levels)
+    out = set()
+    for path in levels["path"]:
+        for f in FEATURE_FACTORS:
+            for value in levels.get(f, ()):
+                row = {"path": path, "relation": "forward", f: value, **dict(plain)}
+                if path != "small" and _cheap(row) and _completable(row, levels, _cheap):
+                    out.add(tuple(sorted(row.items(), key=lambda kv: list(levels).index(kv[0]))))
+    return out
 
 
 @functools.lru_cache(maxsize=16)  # (each dtype's pass asks for the run's array)
@@ -362,6 +392,7 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
                    # key padding of prefixes, one entry's empty: each path's empty rows (red team rt45h: a stride-0 k, v
                    # fast path returning v for them escaped)
                    mask_padding=row["mask"] == "bool key padding" and batch >= 2,
+                   prior=None if row["earlier call"] == "none" else row["earlier call"],
                    path=row["path"])
 
 

@@ -110,7 +110,7 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     Beside the fixed cases (and the contract's, ``cases.CONTRACT_CASES``), ``generate_problems``
     problems drawn from the whole input space are judged per dtype (``generate.py``; with ``invariants``
     naming some generated relations, those of the same problems): by default the
-    regimes, the rows of a pairwise covering array over paths and features (``paths.py``; THOROUGH_ARRAYS arrays
+    regimes, the rows of a covering array over paths and features (every pair, and triples) (``paths.py``; THOROUGH_ARRAYS arrays
     with ``thorough``) and generate.DEFAULT_DRAWN more (THOROUGH_DRAWN with ``thorough``), whatever the
     machine's speed, with ``generate_seconds`` (default generate.DEFAULT_SECONDS or THOROUGH_SECONDS)
     only a safety cap, told in the report's notes when hit. ``generate_seconds`` given alone is a time

@@ -35,6 +35,23 @@ def test_the_array_covers_every_pair_some_allowed_row_holds(features, seed):
     assert covering.not_held(rows, paths.triples(features)) == set()
 
 
+def test_each_feature_level_meets_each_path_in_a_forward_row_of_plain_forms():
+    """A path's own code is often taken only for the input forms it serves: each level of each structural feature
+    meets each path (the small one aside) in a forward row whose forms (rank, layout, k, v's batch, finite inputs, no
+    earlier call) are all plain."""
+    rows = paths.rows(0, ALL)
+    for path in paths.PATHS:
+        if path == "small":
+            continue
+        for feature in paths.FEATURE_FACTORS:
+            for value in paths.factors(ALL)[feature]:
+                wanted = {"path": path, "relation": "forward", feature: value}
+                if not paths.allowed({**wanted, **{f: paths.factors(ALL)[f][0] for f in paths.FORM_FACTORS}}):
+                    continue
+                assert any(all(r[f] == v for f, v in wanted.items())
+                           and all(r[f] == paths.factors(ALL)[f][0] for f in paths.FORM_FACTORS) for r in rows), wanted
+
+
 def test_a_thorough_array_covers_every_triple_of_every_triple_factor():
     rows = paths.rows(0, ALL, 0, thorough=True)
     wanted = paths.triples(ALL, thorough=True)
@@ -267,11 +284,11 @@ def _first_failure(impl, relation: str, dtype=torch.float32, features=ALL):
 
 
 @pytest.mark.parametrize("name, path", [
-    ("tiles_causal_diagonal_whole", "tiles"), ("long_prefill_causal_from_each_split", "long-prefill"),
+    ("tiles_causal_diagonal_whole", ("tiles", "long-prefill")), ("long_prefill_causal_from_each_split", "long-prefill"),
     ("batched_decode_mask_of_entry_zero", "batched-decode"), ("batch_slices_floor", "batch-slices"),
     ("mla_scale_from_value_dim", None), ("medium_head_partials_in_half", None),
     ("q_stride_zero_one_row", None), ("kv_stride_zero_returns_v", None),
-    ("decode_gqa_head_mask_transposed", ("decode", "longest-decode")),
+    ("decode_gqa_head_mask_transposed", ("decode", "longest-decode")), ("tiles_mask_cached_by_pointer", "tiles"),
 ])
 def test_a_size_class_a_stride_zero_path_or_a_path_with_two_features_is_rejected_by_a_covering_row(name, path):
     """Red team rt46h's family (a path at sizes no draw reached: whole tiles past 2²⁰ scores, a long prefill, a
