@@ -317,3 +317,9 @@ def test_a_copy_of_an_expanded_view_keeps_stride_zero():
     x = torch.randn(2, 3, 1, 4).expand(2, 3, 5, 4)
     c = ref.copy(x)
     assert c.stride() == x.stride() and torch.equal(c, x) and c.untyped_storage().data_ptr() != x.data_ptr()
+
+
+def test_an_unknown_path_is_refused_by_name():
+    with pytest.raises(ValueError, match="paths: 'nope'"):
+        paths.chosen_paths(["nope"])
+    assert paths.chosen_paths(["small", "tiles"]) == ("small", "tiles") and paths.chosen_paths(None) is None
