@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 
+import scipy.fft
 import torch
 
 from kernels.harness import dropout as drop
@@ -311,8 +312,10 @@ def _counted_lag_z_nd(x: torch.Tensor, counted: torch.Tensor, p: float) -> tuple
     sizes = [1 << (2 * n - 2).bit_length() for n in x.shape]  # ≥ 2n - 1, a power of two (a prime length is slow)
 
     def lagged(t):  # R[L] = Σ_t t_t · t_{t+L}, L's components modulo each size
-        f = torch.fft.rfftn(t, s=sizes)
-        return torch.fft.irfftn(f * f.conj(), s=sizes)
+        # (SciPy's pocketfft, not torch.fft: torch 2.13's CPU irfftn writes out of bounds on some 3-D sizes, e.g.
+        # (16, 4096, 16) from a (6, 1103, 8) mask: heap corruption, then a crash problems later, measured here)
+        f = scipy.fft.rfftn(t.detach().cpu().numpy(), s=sizes)
+        return torch.from_numpy(scipy.fft.irfftn(f * f.conj(), s=sizes))
 
     sums, pairs = lagged(x), lagged(counted.double()).round()
     signed = [torch.where(torch.arange(m) < n, torch.arange(m), torch.arange(m) - m) for m, n in zip(sizes, x.shape)]

@@ -22,15 +22,16 @@ from collections import defaultdict
 from kernels.harness.cli import load_target
 from kernels.harness.subject import ratio
 from kernels.harness.verify import verify_attention
+from kernels.harness.workers import cpu_seconds
 
 
 def survey(impl, seeds: int, progress=None, **options) -> tuple[list, dict, float]:
     """(failed checks, worst ratio per (invariant, dtype), mean CPU seconds per run) over seeds 0..seeds-1.
 
     ``progress(seed, failures, worst)`` is called after each seed (a long survey can be read as it goes).
-    CPU seconds, not wall: the machine the survey runs on is shared."""
+    CPU seconds, not wall (the machine the survey runs on is shared), of both processes of a run (workers.py)."""
     failures, worst = [], defaultdict(float)
-    start = time.process_time()
+    start = cpu_seconds()
     for seed in range(seeds):
         report = verify_attention(impl, seed=seed, **options)
         failures += [(seed, f) for f in report.failures]
@@ -38,7 +39,7 @@ def survey(impl, seeds: int, progress=None, **options) -> tuple[list, dict, floa
             worst[(c.invariant, c.dtype)] = max(worst[(c.invariant, c.dtype)], ratio(c))
         if progress is not None:
             progress(seed, failures, worst)
-    return failures, dict(worst), (time.process_time() - start) / seeds
+    return failures, dict(worst), (cpu_seconds() - start) / seeds
 
 
 def _progress(seed, failures, worst):

@@ -3,7 +3,8 @@
 NAME is a design of kernels.harness.peers (default: sdpa-math, the plain PyTorch implementation the
 issue's 60 s budget is stated for) or MOD:FN. One default ``verify_attention`` run each, with its
 options as the survey uses them; printed: wall-clock and CPU seconds (the machine is shared: CPU
-seconds move less with load, and the load average is printed beside them), then CPU seconds by part:
+seconds move less with load, and the load average is printed beside them; a run shares its parts with a forked
+process where it can, workers.py: the CPU seconds are both processes'), then CPU seconds by part:
 the fixed cases per invariant, per case and per (invariant, case), the drawn problems per relation, with the regimes (each
 dtype's first len(generate.REGIMES) problems) and the covering array's rows (paths.py) apart from the rest. Each check's CPU seconds are
 ``Check.seconds``; the first check of a case pays for the golden values its later checks share.
@@ -16,6 +17,7 @@ import time
 from collections import Counter
 
 from kernels.harness import generate as gen
+from kernels.harness import workers
 from kernels.harness.cli import load_target
 from kernels.harness.verify import verify_attention
 
@@ -51,14 +53,15 @@ def main(argv=None) -> int:
     names = (sys.argv[1:] if argv is None else argv) or ["sdpa-math"]
     for name in names:
         impl, options = _target(name)
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall, cpu = time.perf_counter(), workers.cpu_seconds()
         report = verify_attention(impl, **options)
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        wall, cpu = time.perf_counter() - wall, workers.cpu_seconds() - cpu
         parts = split(report)
         fixed, drawn = sum(parts["invariant"].values()), sum(parts["generated"].values())
         print(f"{name}: {'passed' if report.passed else 'FAILED'}, {len(report.judged)} checks; "
-              f"{wall:.1f} s wall, {cpu:.1f} CPU-s (load {os.getloadavg()[0]:.1f}): fixed cases {fixed:.1f}, "
-              f"drawn problems {drawn:.1f}, the rest {cpu - fixed - drawn:.1f}")
+              f"{wall:.1f} s wall in {workers.default_workers('cpu')} process(es), {cpu:.1f} CPU-s in all "
+              f"(load {os.getloadavg()[0]:.1f}); the checks' CPU-s, both processes: fixed cases {fixed:.1f}, "
+              f"drawn problems {drawn:.1f}")
         for note in report.notes:
             print(f"  note: {note}")
         for part, title in (("invariant", "fixed cases, by invariant"), ("case", "fixed cases, by case"),

@@ -11,6 +11,7 @@ from kernels.harness import edges
 from kernels.harness import generate as gen
 from kernels.harness import paths as paths_mod
 from kernels.harness import tolerance as tol
+from kernels.harness import workers as workers_mod
 from kernels.harness.cases import Case, narrowed, standard_cases
 from kernels.harness.features import check_signature, offered
 from kernels.harness.invariants import INVARIANTS, Subject
@@ -97,7 +98,8 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
                      backward: bool = True, value_dim: bool = True, seed: int = 0, thorough: bool = False,
                      cases: Iterable[Case] | None = None, invariants: Iterable[str] | None = None,
                      generate_seconds: float | None = None, generate_problems: int | None = None,
-                     regimes: Iterable[str] | None = None, paths: Iterable[str] | None = None) -> ConformanceReport:
+                     regimes: Iterable[str] | None = None, paths: Iterable[str] | None = None,
+                     workers: int | None = None) -> ConformanceReport:
     """Judge an SDPA-compatible ``impl(q, k, v, attn_mask=, dropout_p=, is_causal=, scale=, enable_gqa=)``.
 
     ``value_dim=False`` runs the Dv ≠ D cases with Dv = D (for an impl that has only one head dim).
@@ -118,9 +120,16 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     caller chose what to run). ``regimes`` (names of generate.REGIMES, all by default)
     are the regimes drawn first and at random: an impl whose long paths cost minutes (interpreted
     kernels over 2¹⁷ keys) and are judged by fixed cases may leave some out; ``paths`` (names of paths.PATHS, all by
-    default) likewise the covering array's size classes (its pairs and triples are then those of the paths kept)."""
+    default) likewise the covering array's size classes (its pairs and triples are then those of the paths kept).
+
+    The run's parts (each dtype's fixed cases, each dtype's drawn problems) are shared by ``workers`` processes, this
+    one and a forked copy (``workers.py``): by default two where forking is safe and a second core is free, else one
+    (``ATTENTION_PROOFS_WORKERS=1`` keeps every run in one process). The split depends on the parts alone, so the
+    checks and the report are the same whichever number of workers ran them."""
     device, dtypes = _validated(impl, device, dtypes)
     only = _invariant_names(invariants)
+    if not (workers is None or workers in (1, 2) and not isinstance(workers, bool)):
+        raise ValueError(f"workers must be 1, 2 or None (two where forking is safe), got {workers!r}")
     start = time.perf_counter()
     chosen = list(cases) if cases is not None else list(standard_cases(thorough))
     if not (generate_seconds is None or isinstance(generate_seconds, (int, float)) and generate_seconds >= 0):
@@ -141,30 +150,59 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
         if generate_problems == 0:
             generate_seconds = 0.0
     report = ConformanceReport(_name(impl), device, tuple(str(d).removeprefix("torch.") for d in dtypes))
-    subjects: dict = {}
+    covering = paths_mod.after_regimes(seed, dtypes, features, value_dim,
+                                       paths_mod.THOROUGH_ARRAYS if thorough else 1, kept_paths)
+    generating = bool(generate_problems) or generate_seconds > 0
+    parts = [(FIXED, d) for d in dtypes] + [(GENERATED, d) for d in dtypes if generating]
+
+    def run(part, notes):
+        kind, dtype = part
+        if kind == FIXED:
+            subjects: dict = {}  # (per part: its cases share their inputs and golden values)
+            for item in planned(chosen, dtype, features, causal=causal, gqa=gqa, value_dim=value_dim, only=only):
+                yield run_item(item, impl, dtype, device, seed, subjects)
+            return
+        # each dtype's pass its share of the safety cap and of the time for shrinking, whichever process runs it
+        clock = time.process_time()
+        for problem, outcome, refused, repro in gen.generated_checks(
+                impl, [dtype], device, seed, generate_seconds / len(dtypes), features, value_dim=value_dim,
+                only=only, drawn=generate_problems, regimes=regimes, notes=notes,
+                shrink_seconds=gen.SHRINK_SECONDS / len(dtypes), covering=covering):
+            spent = time.process_time() - clock  # drawing, judging and shrinking the problem
+            detail = outcome.detail if repro is None else f"{outcome.detail}\n{repro}"
+            yield Check(invariant=problem.relation, claim_id=None, case=problem.describe(),
+                        case_name=f"generated-{problem.seed}", dtype=problem.dtype, device=device,
+                        discrepancy=outcome.discrepancy, bound=outcome.bound,
+                        passed=outcome.discrepancy <= outcome.bound, detail=detail, seconds=spent)
+            clock = time.process_time()
+
     with one_thread():
         # the process state before the impl's first call (global-state-unchanged); taken inside
         # one_thread, whose thread count every check then runs under
         edges.remember_baseline()
-        for dtype in dtypes:
-            for item in planned(chosen, dtype, features, causal=causal, gqa=gqa, value_dim=value_dim, only=only):
-                report.checks.append(run_item(item, impl, dtype, device, seed, subjects))
-        subjects.clear()
-        clock = time.process_time()
-        for problem, outcome, refused, repro in gen.generated_checks(
-                impl, dtypes, device, seed, generate_seconds, features, value_dim=value_dim, only=only,
-                drawn=generate_problems, regimes=regimes, notes=report.notes,
-                covering=paths_mod.after_regimes(seed, dtypes, features, value_dim,
-                                                 paths_mod.THOROUGH_ARRAYS if thorough else 1, kept_paths)):
-            spent = time.process_time() - clock  # drawing, judging and shrinking the problem
-            detail = outcome.detail if repro is None else f"{outcome.detail}\n{repro}"
-            report.checks.append(Check(invariant=problem.relation, claim_id=None, case=problem.describe(),
-                                       case_name=f"generated-{problem.seed}", dtype=problem.dtype, device=device,
-                                       discrepancy=outcome.discrepancy, bound=outcome.bound,
-                                       passed=outcome.discrepancy <= outcome.bound, detail=detail, seconds=spent))
-            clock = time.process_time()
+        weights = [_weight(part, chosen, features, only, regimes, generate_problems, covering, value_dim, causal, gqa)
+                   for part in parts]
+        results, notes = workers_mod.run_parts(parts, run, weights, workers_mod.default_workers(device)
+                                               if workers is None else workers, seen=report.checks.append)
+    report.checks[:] = [check for part in results for check in part]  # the parts' order, however they were run
+    report.notes += notes
     report.seconds = time.perf_counter() - start
     return report
+
+
+FIXED, GENERATED = "fixed cases", "generated problems"
+# Rough CPU seconds a fixed check and a drawn problem take (a default run of SDPA's math backend: 1709 checks in 22.8 s,
+# 538 problems in 45.8 s): only the two processes' shares of a run are set by them (workers.split).
+_FIXED_CHECK_SECONDS, _PROBLEM_SECONDS = 0.013, 0.085
+
+
+def _weight(part, chosen, features, only, regimes, drawn, covering, value_dim, causal, gqa) -> float:
+    kind, dtype = part
+    if kind == FIXED:
+        return _FIXED_CHECK_SECONDS * len(planned(chosen, dtype, features, causal=causal, gqa=gqa,
+                                                  value_dim=value_dim, only=only))
+    name = str(dtype).removeprefix("torch.")
+    return _PROBLEM_SECONDS * (len(regimes) + (drawn or 0) + sum(1 for _ in covering(name)))
 
 
 def _invariant_names(names) -> set[str] | None:
