@@ -2328,6 +2328,28 @@ MUTANTS = MUTANTS + (
 )
 
 
+class _AliasedKeyValueTwice(FullAttention):
+    """A cross-attention fast path for one memory tensor as keys and values (`attn(q, m, m)`): the key slot's gradient
+    added twice into the shared leaf (red team rt47's family; attn(x, x, x), q being k too, takes the plain path)."""
+
+    def __call__(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        out = super().__call__(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+        if k is not v or q is k or not k.requires_grad:
+            return out
+        # the bug: dk once more in the graph (0 in value)
+        again = FullAttention.__call__(self, q.detach(), k, v.detach(), attn_mask, dropout_p, is_causal, scale,
+                                       enable_gqa)
+        return out + (again - again.detach())
+
+
+aliased_key_value_twice = _full_mutant(_AliasedKeyValueTwice(), "aliased_key_value_twice",
+    "When k is v and q apart, the shared leaf's gradient holds dk twice.")
+
+MUTANTS = MUTANTS + (
+    Mutant(aliased_key_value_twice, "k is v, q apart: dk added twice", "aliased-inputs", backward=True),
+)
+
+
 class _HeadDimTemplate224(BlockedAttention):
     """Head dims dispatched to templates of 32, 64, …, 256 channels; the 224 template reads only 192 of them."""
 
@@ -3637,4 +3659,25 @@ def tiles_mask_cached_by_pointer(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
 MUTANTS = MUTANTS + (
     Mutant(tiles_mask_cached_by_pointer, "an even-tiles path caching its converted mask by pointer (stale after a write)",
            "generated-agreement"),
+)
+
+
+class _CausalMaskSniffed(FullAttention):
+    """A fast path recognising a boolean mask as the causal one by its first and last rows (sampling a few entries
+    instead of reading the mask), then running is_causal=True without it (red team rt47's family)."""
+
+    def __call__(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        if (attn_mask is not None and attn_mask.dtype == torch.bool and attn_mask.dim() >= 2 and not is_causal
+                and attn_mask.shape[-2:] == (q.shape[-2], k.shape[-2]) and q.shape[-2] >= 2):
+            tril = torch.ones(attn_mask.shape[-2:], dtype=torch.bool, device=attn_mask.device).tril()  # (Nq, Nk)
+            if bool((attn_mask[..., 0, :] == tril[0]).all()) and bool((attn_mask[..., -1, :] == tril[-1]).all()):
+                return super().__call__(q, k, v, None, dropout_p, True, scale, enable_gqa)  # the bug
+        return super().__call__(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+causal_mask_sniffed = _full_mutant(_CausalMaskSniffed(), "causal_mask_sniffed",
+    "A boolean mask whose first and last rows are tril's taken for the causal mask (its other rows never read).")
+
+MUTANTS = MUTANTS + (
+    Mutant(causal_mask_sniffed, "a boolean mask taken as causal from its first and last rows", "generated-agreement"),
 )

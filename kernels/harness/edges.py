@@ -396,31 +396,53 @@ def argument_types(s: Subject) -> Outcome:
     return worst(outcomes, said)
 
 
+# Every way q, k, v can share tensors, as groups of the one leaf each group is: all three (self-attention), and each pair
+# with the third apart (red team rt47: q is k with v apart, and k is v with q apart, escaped a check of all three only)
+ALIASINGS = (("qkv",), ("qk", "v"), ("qv", "k"), ("kv", "q"))
+
+
 def aliased_inputs(s: Subject) -> Outcome:
-    """q, k and v one tensor x (self-attention as `attn(x, x, x)`): the output is that of three copies, and x's
-    gradient is dq + dk + dv, against float64 autograd through one leaf by the low-precision rule, the plain
-    reference also given one leaf (autograd sums the three in x's dtype for both); the floor at the three gradients'
-    term sizes summed (red team rt41h: dq taken as 2·dS·Q when q is k, dS not symmetric, escaped)."""
+    """For each way of ALIASINGS, the tensors of a group one leaf (`attn(x, x, x)`, `attn(x, x, v)`, `attn(q, m, m)`,
+    ...): the output is that of copies, and a shared leaf's gradient is the sum of its group's (dq + dk for q is k),
+    against float64 autograd through the same leaves by the low-precision rule, the plain reference also given them
+    (autograd sums in the leaf's dtype for both); each leaf's floor at its group's gradient term sizes summed (red team
+    rt41h: dq taken as 2·dS·Q when q is k, dS not symmetric; rt47: the same with v apart, and dk + dv returned in both
+    slots when k is v). Every tensor takes k's shape (B, Hkv, Nk, D), so any two can be one."""
     kw = s.kwargs(enable_gqa=False)
-    x0 = s.k  # (B, Hkv, Nk, D): q = k = v
-    dout = s.cast(torch.randn(x0.shape, generator=s.rng("aliased dO"), dtype=torch.float64))  # (B, Hkv, Nk, D)
+    shape = s.k.shape  # (B, Hkv, Nk, D)
+    dout = s.cast(torch.randn(shape, generator=s.rng("aliased dO"), dtype=torch.float64))  # (B, Hkv, Nk, D)
+    drawn = {name: s.cast(torch.randn(shape, generator=s.rng(f"aliased {name}"), dtype=torch.float64))
+             for name in "qkv"}
+    outcomes, said = [], []
+    for groups in ALIASINGS:
+        values = {g: drawn[g[0]] for g in groups}  # (B, Hkv, Nk, D) each
 
-    def through_one_leaf(fn, dtype=None):
-        x = ref.copy(x0, dtype).requires_grad_()
-        out = fn(x, x, x, **kw)
-        return out, torch.autograd.grad(out, x, dout.to(out.dtype))[0]
+        def through_leaves(fn, dtype=None):
+            leaves = {g: ref.copy(values[g], dtype).requires_grad_() for g in groups}
+            by_name = {name: leaves[g] for g in groups for name in g}
+            out = fn(by_name["q"], by_name["k"], by_name["v"], **kw)
+            grads = torch.autograd.grad(out, list(leaves.values()), dout.to(out.dtype))
+            return out, dict(zip(groups, grads))
 
-    out, got = through_one_leaf(s.impl)
-    checked_output(out, x0, x0)
-    gold = through_one_leaf(ref.attention, torch.float64)[1]
-    plain = through_one_leaf(ref.attention)[1]
-    args = tuple(t.cpu() for t in (x0, x0, x0, dout))
-    size = sum(ref.gradient_term_sizes(*args, **kw))
-    sensitivity = sum(ref.gradient_score_sensitivities(*args, **kw))
-    forward = against(s, out.detach(), s.reference(x0, x0, x0, enable_gqa=False))
-    gradient = measured(s, got.cpu(), gold, tol.max_abs_error(plain.cpu(), gold), size, sensitivity)
-    return worst([forward, gradient], [f"output {forward.discrepancy:.3g}/{forward.bound:.3g}",
-                                       f"dx = dq + dk + dv {gradient.discrepancy:.3g}/{gradient.bound:.3g}"])
+        out, got = through_leaves(s.impl)
+        inputs = [values[g] for name in "qkv" for g in groups if name in g]  # q, k, v as called
+        checked_output(out, inputs[0], inputs[2])
+        gold = through_leaves(ref.attention, torch.float64)[1]
+        plain = through_leaves(ref.attention)[1]
+        args = tuple(t.cpu() for t in (*inputs, dout))
+        sizes = dict(zip("qkv", ref.gradient_term_sizes(*args, **kw)))
+        sensitivities = dict(zip("qkv", ref.gradient_score_sensitivities(*args, **kw)))
+        shared = next(g for g in groups if len(g) > 1)
+        name = "attn(" + ", ".join("x" if n in shared else n for n in "qkv") + ")"
+        forward = against(s, out.detach(), s.reference(*inputs, enable_gqa=False))
+        outcomes.append(forward)
+        said.append(f"{name}: output {forward.discrepancy:.3g}/{forward.bound:.3g}")
+        for g in groups:
+            o = measured(s, got[g].cpu(), gold[g], tol.max_abs_error(plain[g].cpu(), gold[g]),
+                         sum(sizes[n] for n in g), sum(sensitivities[n] for n in g))
+            outcomes.append(o)
+            said.append(f"{name}: d{'x' if len(g) > 1 else g} = {' + '.join('d' + n for n in g)} {o.discrepancy:.3g}/{o.bound:.3g}")
+    return worst(outcomes, said)
 
 
 def _type_name(x) -> str:
@@ -1562,8 +1584,9 @@ for _inv in (
               bug_classes="k and v of different lengths accepted (v read over k's length: silently truncated, "
                           "or read past its end)"),
     Invariant("aliased-inputs", None, aliased_inputs, _contract, _BWD,
-              bug_classes="q, k, v one tensor (attn(x, x, x)): a fast path for q is k taking dS as symmetric, or "
-                          "gradients of aliased inputs overwriting instead of summing"),
+              bug_classes="q, k, v sharing tensors (attn(x, x, x), attn(x, x, v), attn(q, m, m), attn(x, k, x)): a fast "
+                          "path for q is k taking dS as symmetric, or gradients of aliased inputs overwriting instead "
+                          "of summing, or one slot's gradient returned in both"),
     Invariant("argument-types", None, argument_types, _contract, frozenset({CAUSAL}),
               bug_classes="scale honoured only as a Python float (an int or NumPy scale taken for None); is_causal "
                           "tested by identity (numpy.bool_(True), 1 or a tensor accepted and read as False; numpy.bool_(False), 0 "

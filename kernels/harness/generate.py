@@ -371,12 +371,14 @@ class Problem:
     grad_context: str = "enable_grad"  # the mode forward and backward run in (subject.GRADIENT_CONTEXTS; gradients)
     dout_value: str | None = None  # one element of dO made this (reference.NONFINITE; backward_values; gradients)
     path: str | None = None  # the size class of a covering-array problem (paths.PATHS)
+    mask_near: str | None = None  # a boolean mask one entry off this structure (masks.NEAR_STRUCTURES)
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
                  f"D={self.head_dim} Dv={self.value_dim}", "causal" if self.causal else "full", self.layout]
         if self.mask:
-            values = f" {self.mask_values}" if self.mask_kind == "additive" and self.mask_values != "random" else ""
+            values = (f" {self.mask_values}" if self.mask_kind == "additive" and self.mask_values != "random"
+                      else f" ({self.mask_near}, one entry off)" if self.mask_near else "")
             parts.append(f"{self.mask_kind}{values} mask {self.mask}")
             if self.mask_storage != "contiguous" or self.mask_dtype or self.mask_nonfinite:
                 parts.append(f"({', '.join(x for x in (self.mask_storage, self.mask_dtype, self.mask_nonfinite) if x)})")
@@ -503,6 +505,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     rotate through the relations. A drawn problem is keyed by its place past the regimes, and its regime chosen by
     highest random weight, so appending a regime leaves every regime problem and most drawn ones as they were
     (only those the new regime wins, and those its larger share turns from none to one)."""
+    from kernels.harness.masks import NEAR_STRUCTURES, QUERY_MASKS  # (masks imports this module's neighbours)
+
     key = (index,) if index < len(regimes) else ("drawn", index - len(regimes))
     r = _rng(seed, dtype, *key)
     if index < len(regimes):
@@ -936,6 +940,11 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    prior=prior, prior_dtype=prior_dtype,
                    arguments=arguments,
                    mask_padding=regime == "long-decode-padded" and mask == "(B, 1, 1, Nk)" and batch >= 2,
+                   # (a coin of its own, so the other fields are drawn as before: half the boolean masks of two rows
+                   # or more are one entry off a structure a kernel may recognise by sampling a few entries)
+                   mask_near=_rng(seed, dtype, *key, "near structure").choice(NEAR_STRUCTURES + (None,) * 3)
+                   if mask is not None and mask_kind == "bool" and mask not in QUERY_MASKS and mask != ONE_DIM_MASK
+                   and n_q >= 3 and n_k >= 2 else None,
                    underflow=regime == "nan-underflowed-keys" and relation == AGREEMENT,
                    # (rank 3 with Hkv < Hq only under enable_gqa: without it B·Hkv heads do not broadcast)
                    enable_gqa=not (hkv == 1 < hq and gqa_flag and rank != 3),
@@ -1052,7 +1061,8 @@ def _mask(s: Subject, p: Problem, poisoned: bool = True):
     """The problem's attn_mask, in its storage and dtype (with its non-finite entry unless not poisoned)."""
     if p.mask is None:
         return None
-    from kernels.harness.masks import QUERY_MASKS, additive_mask, bool_mask, form_shape, structured_mask
+    from kernels.harness.masks import (QUERY_MASKS, additive_mask, bool_mask, form_shape, near_structured_mask,
+                                       structured_mask)
 
     # a 1-D mask: the (1, Nk) one's row (the mask makers keep a visible key in every row)
     if p.mask in QUERY_MASKS:
@@ -1067,6 +1077,8 @@ def _mask(s: Subject, p: Problem, poisoned: bool = True):
         visible = torch.arange(p.n_k) < lengths.view(-1, 1, 1, 1)  # (B, 1, 1, Nk)
         m = (visible if p.mask_kind == "bool" else
              s.cast(torch.zeros(shape, dtype=torch.float64).masked_fill(~visible, float("-inf")))).to(s.device)
+    elif p.mask_kind == "bool" and p.mask_near:
+        m = near_structured_mask(shape, p.mask_near, s.rng(label)).to(s.device)
     elif p.mask_kind == "bool" and p.mask in QUERY_MASKS:  # some rows hidden whole: their output 0
         m = (torch.rand(shape, generator=s.rng(label)) < 0.6).to(s.device)
     elif p.mask_kind == "bool":

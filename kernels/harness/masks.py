@@ -114,6 +114,36 @@ def structured_mask(s: Subject, shape, values: str, label: str, dtype: torch.dty
     return s.cast(m) if dtype is None else m.to(dtype=dtype, device=s.device)
 
 
+# Boolean masks one entry off a structure a kernel may recognise (red team rt47: a boolean mask taken for the causal
+# one when its first and last rows are tril's): causal (top-left, as is_causal), key padding (every row the same
+# prefix of keys) and all visible. The entry is in a middle row (not the first or last) and middle key.
+NEAR_STRUCTURES = ("causal", "key padding", "all visible")
+
+
+def near_structured_mask(shape, structure: str, gen: torch.Generator) -> torch.Tensor:
+    """A boolean mask of ``shape`` (rank 2 or more, Nq ≥ 3, Nk ≥ 2), ``structure`` of NEAR_STRUCTURES in every
+    (Nq, Nk) slice but one entry of one slice flipped, every row still seeing a key."""
+    if structure not in NEAR_STRUCTURES:
+        raise ValueError(f"structure must be one of {NEAR_STRUCTURES}, got {structure!r}")
+    *lead, nq, nk = shape
+    if nq < 3 or nk < 2:
+        raise ValueError(f"shape: a mask one entry off a structure needs Nq >= 3 and Nk >= 2, got {tuple(shape)}")
+    if structure == "causal":
+        rows = ref.causal_mask(nq, nk)  # (Nq, Nk)
+    elif structure == "key padding":
+        rows = (torch.arange(nk) < int(torch.randint(1, nk, (), generator=gen))).expand(nq, nk)  # (Nq, Nk)
+    else:
+        rows = torch.ones(nq, nk, dtype=torch.bool)
+    m = rows.expand(*lead, nq, nk).clone()  # (..., Nq, Nk)
+    slice_at = [int(torch.randint(n, (), generator=gen)) for n in lead]
+    i = int(torch.randint(1, nq - 1, (), generator=gen))
+    j = int(torch.randint(0, nk, (), generator=gen))
+    if structure == "causal" and j == 0:  # (key 0 is each row's visible key under causal masking)
+        j = min(i + 1, nk - 1) if i + 1 < nk else 1
+    m[(*slice_at, i, j)] = ~m[(*slice_at, i, j)]
+    return _rows_see_a_key(m, gen) if not m[(*slice_at, i)].any() else m
+
+
 def _shapes(s: Subject) -> dict[str, tuple]:
     """SDPA broadcasts the mask over batch, heads and queries: every form a caller uses (the
     key-padding masks (B, 1, 1, Nk) and (1, 1, 1, Nk) have one row, which a kernel reading the

@@ -32,6 +32,7 @@ from kernels.harness.covering import _completable, allowed_triples, covering_arr
 from kernels.harness.generate import (AGREEMENT, DROPOUT_LAW, GRAD_SUBSETS, GRADIENTS, HEAD_DIMS, STRIDE_ZERO, Problem,
                                      _rng)
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
+from kernels.harness.masks import NEAR_STRUCTURES
 
 # name: ((B least, most), (Nq least, most), (Nk least, most), largest D), each range inclusive. The lengths sit past
 # the thresholds of the paths rt44h's kernels took: one query or 2-8 over 2¹⁴ keys (split-K decode), 16-40 queries
@@ -89,11 +90,14 @@ SCORES = {AGREEMENT: 2 ** 18, GRADIENTS: 2 ** 16}
 HALVING = {"long-queries": ("n_k", "batch", "n_q"), "many-batch": ("n_q", "n_k", "batch"),
            "batch-slices": ("n_q", "n_k")}
 HALVING_DEFAULT = ("n_q", "batch", "n_k")
+NEAR = "bool (Nq, Nk) one entry off a structure"
 MASKS = {  # level: (form, kind) of generate.MASK_FORMS
     "bool key padding": ("(B, 1, 1, Nk)", "bool"),
     "additive (Nq, Nk)": ("(Nq, Nk)", "additive"),
     "bool (B, Hq, Nq, Nk)": ("(B, Hq, Nq, Nk)", "bool"),
     "additive key bias": ("(1, 1, 1, Nk)", "additive"),
+    # causal, key padding or all visible but one entry (masks.NEAR_STRUCTURES, by the row's index), where Nq >= 3
+    NEAR: ("(Nq, Nk)", "bool"),
 }
 # Hq/Hkv: MHA, GQA groups of 2 and 4, and of 3 over two KV heads (red team rt45h: a KV head taken as h >> log2(g),
 # right for every group of a power of two), and a group of two query heads: the costly paths' GQA (red team rt46h: a
@@ -393,6 +397,8 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
                    # fast path returning v for them escaped)
                    mask_padding=row["mask"] == "bool key padding" and batch >= 2,
                    prior=None if row["earlier call"] == "none" else row["earlier call"],
+                   mask_near=NEAR_STRUCTURES[index % len(NEAR_STRUCTURES)] if row["mask"] == NEAR and n_q >= 3
+                   and n_k >= 2 else None,
                    path=row["path"])
 
 
