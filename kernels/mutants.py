@@ -3681,3 +3681,106 @@ causal_mask_sniffed = _full_mutant(_CausalMaskSniffed(), "causal_mask_sniffed",
 MUTANTS = MUTANTS + (
     Mutant(causal_mask_sniffed, "a boolean mask taken as causal from its first and last rows", "generated-agreement"),
 )
+
+
+class _SlicesPerThreadRemainderDropped(FullAttention):
+    """The (batch, head) slices shared among torch.get_num_threads() workers, S // n each: the S mod n slices left
+    over are never computed (zero) when n > 1 (red team rt47's family; the harness's own checks run on one thread)."""
+
+    def __call__(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        out = super().__call__(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+        n = torch.get_num_threads()
+        slices = out.shape[:-2].numel()
+        if n == 1 or out.dim() < 3 or slices % n == 0:
+            return out
+        done = torch.arange(slices, device=out.device) < slices // n * n  # (S,): the slices a worker took
+        return out * done.view(out.shape[:-2] + (1, 1)).to(out.dtype)  # the bug
+
+
+slices_per_thread_remainder_dropped = _full_mutant(_SlicesPerThreadRemainderDropped(),
+    "slices_per_thread_remainder_dropped",
+    "Past one intra-op thread, the (batch, head) slices left over by the share per thread are zero.")
+
+MUTANTS = MUTANTS + (
+    Mutant(slices_per_thread_remainder_dropped, "slices left over by the threads' shares never computed",
+           "thread-count"),
+)
+
+
+def logging_disabled_by_the_call(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """Warnings from a noisy dependency silenced by logging.disable, process-wide and never undone (red team rt47)."""
+    import logging
+
+    logging.disable(logging.WARNING)  # the bug: every logger of the caller's process silenced
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(logging_disabled_by_the_call, "logging disabled process-wide by a call", "global-state-unchanged",
+           backward=True),
+)
+
+
+# ------------------------------------------------------------------ each axis past a threshold (red team rt47)
+
+def huge_batch_chunks_read_kv_of_entry_zero(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                            enable_gqa=False):
+    """Past 64 batch entries, chunks of 64 whose k, v are sliced from the chunk's start only once: every entry of a
+    chunk reads its first entry's keys and values."""
+    if q.dim() == 4 and q.shape[0] > 64 and k.shape[0] == q.shape[0]:
+        start = torch.arange(q.shape[0], device=q.device) // 64 * 64  # (B,): each chunk's first entry
+        k, v = k[start], v[start]
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def huge_queries_causal_rows_in_int16(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                      enable_gqa=False):
+    """Causal row positions held in int16: past 32 767 queries they wrap negative and those rows see no key."""
+    if is_causal and q.shape[-2] > 32767:
+        rows = torch.arange(q.shape[-2], device=q.device).to(torch.int16).to(torch.int64)  # (Nq,): wrapped
+        visible = torch.arange(k.shape[-2], device=q.device)[None, :] <= rows[:, None]  # (Nq, Nk)
+        return full_attention(q, k, v, visible, dropout_p, False, scale, enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def million_keys_decode_drops_the_mask(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                       enable_gqa=False):
+    """A decode's second level of split-K, past 2¹⁹ keys, launched without the mask."""
+    if q.shape[-2] == 1 and k.shape[-2] > 2 ** 19:
+        attn_mask = None
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def many_heads_kv_head_by_modulo(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """Past 512 query heads, a GQA head map of h % Hkv instead of h // (Hq / Hkv)."""
+    hq, hkv = q.shape[-3], k.shape[-3]
+    if enable_gqa and q.dim() >= 3 and hq > 512 and hkv < hq:
+        index = torch.arange(hq, device=q.device) % hkv  # (Hq,): the bug
+        k, v = k.index_select(-3, index), v.index_select(-3, index)
+        enable_gqa = False
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def huge_head_dim_tail_chunk_dropped(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                     enable_gqa=False):
+    """Past 640 channels, q·k in chunks of 128 whose partial last chunk is dropped (the default scale from all D)."""
+    d = q.shape[-1]
+    if d > 640 and d % 128:
+        whole = d // 128 * 128
+        scale = d ** -0.5 if scale is None else scale
+        q, k = q[..., :whole], k[..., :whole]
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(huge_batch_chunks_read_kv_of_entry_zero, "past 64 batch entries, chunks reading their first entry's k, v",
+           "generated-agreement"),
+    Mutant(huge_queries_causal_rows_in_int16, "causal row positions in int16 past 32 767 queries",
+           "generated-agreement"),
+    Mutant(million_keys_decode_drops_the_mask, "a decode past 2¹⁹ keys dropping the mask", "generated-agreement"),
+    Mutant(many_heads_kv_head_by_modulo, "past 512 query heads, the KV head taken as h % Hkv", "generated-agreement"),
+    Mutant(huge_head_dim_tail_chunk_dropped, "past 640 channels, the partial last 128-channel chunk dropped",
+           "generated-agreement"),
+)

@@ -161,11 +161,13 @@ ITEMS: tuple[Item, ...] = (
          f"{MEASURED}: bit-identical on CPU", ("determinism", "backward-determinism")),
     Item("concurrency", "calls from several threads at once each get their own inputs' answer (an inference "
                         "server's worker threads), also when each passes other arguments (is_causal, scale, the "
-                        "mask, the shape), and training threads each get their own gradients",
+                        "mask, the shape), and training threads each get their own gradients; a call's answer is "
+                        "the same at any intra-op thread count (torch.set_num_threads)",
          f"{MEASURED}: 4 threads × 32 rounds of (4, 4, 128, 256) calls under no_grad, each output within the "
          "low-precision rule of its own float64 golden value (0 of 128 past it, 4 seeds); the same with arguments "
-         "of each thread's own and with forward and backward per thread (SDPA's math backend, float32, seeds 0-3)",
-         ("concurrent-calls", "concurrent-calls-mixed", "concurrent-training")),
+         "of each thread's own and with forward and backward per thread (SDPA's math backend, float32, seeds 0-3); "
+         "drawn problems at 2 and 3 intra-op threads within the rule (SDPA's math backend)",
+         ("concurrent-calls", "concurrent-calls-mixed", "concurrent-training", "thread-count")),
     Item("state", "no state kept between calls: buffers written in place between calls are read anew (also through "
                   ".data, which moves no version counter); a call after one of the same shapes in another dtype gives "
                   "its own answer, or the refusal it gets alone; an output already returned is never written by a "

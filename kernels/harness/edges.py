@@ -1027,6 +1027,11 @@ def _global_state() -> dict:
             "garbage collector enabled": gc.isenabled(),
             "recursion limit": sys.getrecursionlimit(),
             "working directory": os.getcwd(),
+            # (red team rt47: logging.disable(WARNING) and torch.set_printoptions(precision=2) set by a first call)
+            "logging disabled at or below": logging.root.manager.disable,
+            "torch print options": tuple(sorted(vars(torch._tensor_str.PRINT_OPTS).items())),
+            "NumPy print options": np.get_printoptions(),
+            "thread switch interval": sys.getswitchinterval(),
             # (red team rt42h: saved-tensor hooks pushed by hand and left on the stack by a call that raised)
             "saved-tensor hooks": torch._C._autograd._top_saved_tensors_default_hooks(False),
             "saved-tensor hooks enabled": torch._C._autograd._saved_tensors_hooks_is_enabled(),
@@ -1398,6 +1403,10 @@ def _restore(before: dict) -> None:
     (gc.enable if before["garbage collector enabled"] else gc.disable)()
     sys.setrecursionlimit(before["recursion limit"])
     os.chdir(before["working directory"])
+    logging.disable(before["logging disabled at or below"])
+    torch.set_printoptions(**dict(before["torch print options"]))
+    np.set_printoptions(**before["NumPy print options"])
+    sys.setswitchinterval(before["thread switch interval"])
     _restore_python(before)
     _restore_found(before)
 

@@ -79,6 +79,12 @@ from kernels.harness.subject import (CONTEXTS, GRADIENT_CONTEXTS, SEQUENCES, Bad
 AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC = ("generated-agreement", "generated-gradients",
                                                  "generated-dropout", "generated-metamorphic")
 RELATIONS = (AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC)
+# Drawn problems judged again with several intra-op threads (verify.py runs them in its own process: workers.py). The
+# harness runs its checks with one thread (kernels.threads.one_thread), so a kernel splitting its work by
+# torch.get_num_threads() (slices, query rows or key splits per thread) took only its one-thread path (red team rt47)
+THREAD_COUNT = "thread-count"
+THREAD_COUNTS = (2, 3)  # (3: no whole share of 2 or 4 slices; past this machine's cores too, which torch allows)
+THREAD_PROBLEMS = 12  # each dtype's first drawn problems past the default ones, at 2 and 3 threads in turn
 
 # A run's coverage is a problem count, not a time: the same problems whatever the machine's speed or load.
 # Per dtype: the regimes (drawn first) and then DRAWN_PROBLEMS more, rotating through the relations.
@@ -150,7 +156,7 @@ MASK_SHIFT = 300.0  # added to a float32 additive mask beside half q (masks.addi
 NONFINITE = ("nan",)
 NONFINITE_CHANCE = 0.1
 # 0.0 too: every weight equal (SDPA uses an explicit 0 as given), in the backward as in the forward
-SCALES = (None, None, None, 0.3, 2.0, 1e-6, -0.25, -1.5, 0.0)
+SCALES = (None, None, None, 0.3, 2.0, 1e-6, -0.25, -1.5, 0.0, 12.0)  # (12: scores past 80, red team rt47's clamp)
 OVERFLOWING_SCALES = (2.0, 3.0, 4.0, -2.0)  # |scale| ≥ 2 takes q at half the range past it
 # Mask forms whose leading dims a kernel can mistake for others: a 2-D (Nq, Nk) mask read as a
 # (B, Nk) key-padding mask when B == Nq, a 3-D (Hq, Nq, Nk) one read as (B, Nq, Nk) when B == Hq.
@@ -322,7 +328,10 @@ TINY_KEYS = (None, 1, None, 2, None)
 GRAD_SUBSETS = ("qkv", "q", "kv", "v", "qk", "k")
 # A dropout problem's p, cycled (_cycled): fixed values, uniform on (0.01, 0.99), log-uniform on (0.001, 0.99)
 # and on (1e-4, 1e-2) (a "negligible p" shortcut sits there; two such problems in a default run)
-DROPOUT_PS = (0.1, 0.25, 0.5, 0.7, 0.9, "uniform", "log", "tiny")
+# "near one": 1 - 10^U(-3, -2), past 0.99 (red team rt47: p > 0.99 taken for 1), over enough weights that a mask
+# keeping none is rare (NEAR_ONE_KEPT expected kept weights at least)
+DROPOUT_PS = (0.1, 0.25, 0.5, 0.7, 0.9, "uniform", "log", "tiny", "near one")
+NEAR_ONE_KEPT = 24
 # A dropout problem's backward (impls with one), cycled: the inputs requiring grad ("": none) and whether an
 # additive mask requires grad (a learned bias), each pair within a default run's 16 dropout problems
 DROPOUT_GRADIENTS = tuple((g, m) for g in GRAD_SUBSETS + ("",) for m in (False, True))
@@ -372,6 +381,7 @@ class Problem:
     dout_value: str | None = None  # one element of dO made this (reference.NONFINITE; backward_values; gradients)
     path: str | None = None  # the size class of a covering-array problem (paths.PATHS)
     mask_near: str | None = None  # a boolean mask one entry off this structure (masks.NEAR_STRUCTURES)
+    threads: int = 1  # torch's intra-op threads during the calls (THREAD_COUNT)
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -384,6 +394,8 @@ class Problem:
                 parts.append(f"({', '.join(x for x in (self.mask_storage, self.mask_dtype, self.mask_nonfinite) if x)})")
             if self.mask_far is not None:
                 parts.append(f"rows at {self.mask_far:g}")
+        if self.threads != 1:
+            parts.append(f"on {self.threads} intra-op threads")
         if self.dropout_p:
             parts.append(f"dropout {self.dropout_p:g}")
         if self.relation == GRADIENTS or self.relation == DROPOUT_LAW and (self.grads or self.mask_grad):
@@ -755,14 +767,17 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
         else:
             batch = max(batch, 2)
             hq, hkv = batch, (batch if GQA not in features else r.choice((1, batch)))
-    dropout_p, least = 0.0, 1
+    dropout_p, least, near_one = 0.0, 1, False
     if relation == DROPOUT_LAW:
         kind = _cycled(DROPOUT_PS, seed, dtype, index - len(regimes), "dropout p", r.choice(DROPOUT_PS))
         log_range = {"log": (-3.0, math.log10(0.99)), "tiny": (-4.0, -2.0)}
         dropout_p = (r.uniform(0.01, 0.99) if kind == "uniform" else 10 ** r.uniform(*log_range[kind])
-                     if kind in log_range else kind)
+                     if kind in log_range else float(f"{1 - 10 ** r.uniform(-3.0, -2.0):.4g}") if kind == "near one"
+                     else kind)
         least = 8  # V = I: Dv = Nk, and enough weights for the kept fraction
         n_q, n_k = max(n_q, least), max(n_k, least)
+        if kind == "near one":  # (its queries, after the keys are set below)
+            near_one = True
         # every few dropout problems one or two keys: the weights a one-key fast path returns as 1
         if regime == "tiny-dropout":
             # one head, no mask, D ≤ 64 and a default scale: every weight near 1/Nk, counted (> dropout.P_FLOOR)
@@ -774,6 +789,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             n_q = 1  # (its kept fraction counted over B·H·Nk > 1024 weights)
         elif regime != "long-dropout":
             n_k = _cycled(TINY_KEYS, seed, dtype, index - len(regimes), "tiny keys", None) or n_k
+        if near_one:
+            n_q = max(n_q, math.ceil(NEAR_ONE_KEPT / ((1 - dropout_p) * n_k * batch * hq)))
     if relation == METAMORPHIC and r.random() < 0.5 and regime is None:
         batch = max(batch, 2)
     if regime == "cache-slice":  # two batch entries at least (before the cap): a batch stride is read only past the first
@@ -1548,7 +1565,15 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
     from kernels.harness.edges import process_watched
 
     with process_watched() as changed:
-        outcome, refused = _judged(impl, problem, device)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(problem.threads)
+        try:
+            outcome, refused = _judged(impl, problem, device)
+        finally:
+            during = torch.get_num_threads()
+            torch.set_num_threads(threads)  # (process_watched compares around this: a change the call made is below)
+        if during != problem.threads:
+            changed.append(f"intra-op threads (set to {during} by the call, from {problem.threads})")
     if changed:
         return Outcome(math.inf, 0.0, f"the calls left the process changed: {', '.join(changed)}"
                                       + (f" (the impl refused: {refused})" if refused else "")), None
@@ -1794,6 +1819,16 @@ def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: 
                          f"after {done} of {planned} problems; the rest were not judged")
 
 
+def thread_problems(seed: int, dtype, features: frozenset, *, value_dim: bool = True,
+                    regimes: tuple[str, ...] = REGIMES):
+    """The THREAD_COUNT problems of a dtype's pass: the THREAD_PROBLEMS drawn past the default run's, their relation
+    kept, on THREAD_COUNTS threads in turn (only in a process whose OpenMP pool works: not a forked child)."""
+    name = str(dtype).removeprefix("torch.")
+    first = len(regimes) + DEFAULT_DRAWN
+    return [replace(draw(seed, first + i, name, features, value_dim=value_dim, regimes=regimes),
+                    threads=THREAD_COUNTS[i % len(THREAD_COUNTS)]) for i in range(THREAD_PROBLEMS)]
+
+
 def _never(case) -> bool:  # run by the generator, never on the fixed cases
     return False
 
@@ -1828,5 +1863,9 @@ for _name, _needs, _bugs in (
                                         "path (a speculative decode restarting its offset per split of 1024 keys)"),
     (METAMORPHIC, frozenset(), "batch entries interfering, key order mattering, boolean and additive masks "
                                "disagreeing"),
+    (THREAD_COUNT, frozenset(), "work split by torch.get_num_threads() wrong past one thread: the slices, query rows "
+                                "or key splits left over by the share per thread never computed, causal positions "
+                                "restarting in each thread's rows, key splits merged by their key count (red team "
+                                "rt47)"),
 ):
     register(Invariant(_name, None, lambda s: Outcome(0.0, 0.0), _never, _needs, bug_classes=_bugs))

@@ -56,19 +56,29 @@ PATHS = {
     "long-prefill": ((1, 1), (4096, 4224), (4096, 4224), 16),
     "batched-decode": ((32, 40), (1, 1), (1024, 4096), 16),
     "batch-slices": ((9, 11), (64, 160), (64, 160), 16),  # (9-11: no whole number of slices of 4 or 8)
+    # each axis past the thresholds a dispatcher or an index type sets (red team rt47: a batch chunked past 64 entries,
+    # causal row positions in int16 past 32 767 queries, a second level of split-K past 2¹⁹ keys), the other axes
+    # least, so a row costs what its one long axis costs
+    "huge-batch": ((65, 130), (1, 4), (1, 24), 16),
+    "huge-queries": ((1, 1), (33000, 40000), (1, 8), 8),  # (rows past 32 767: Nq past 32 768)
+    "million-keys": ((1, 1), (1, 1), (2 ** 19 + 1, 2 ** 20 + 2 ** 17), 8),
 }
 # a thorough run's paths besides: a training step's backward over 2048 queries and keys or more, and dropout over more
 # than 4096 keys with 16 queries or more (red team rt46h; 2-10 CPU-s a row, past a default run's budget)
 THOROUGH_PATHS = {
     "long-backward": ((1, 1), (2048, 2176), (2048, 2176), 8),
     "long-dropout": ((1, 1), (16, 20), (4097, 4300), 8),
+    # one slice of more than 2²⁵ scores (red team rt47: query chunks of 2048 past that, causal rows from 0 in each;
+    # judged on sampled rows; 2-5 CPU-s a row in float32 and bfloat16)
+    "big-slice": ((1, 1), (5800, 6300), (5800, 6300), 8),
 }
 ALL_PATHS = {**PATHS, **THOROUGH_PATHS}
-PATH_RELATIONS = {"long-prefill": ("forward",), "long-backward": ("gradients",), "long-dropout": ("dropout",)}
+PATH_RELATIONS = {"long-prefill": ("forward",), "long-backward": ("gradients",), "long-dropout": ("dropout",),
+                  "million-keys": ("forward",), "big-slice": ("forward",), "huge-queries": ("forward", "gradients")}
 MULTIPLE_OF = {"tiles": 128}  # a path's lengths are multiples of this
 # the paths whose least sizes cost a second or more a triple row (their pairs are met; triples() leaves them out), and
 # whose plain rows are of two dtypes (a half one and float32; the others meet them pairwise)
-COSTLY = ("tiles", "long-prefill") + tuple(THOROUGH_PATHS)
+COSTLY = ("tiles", "long-prefill", "million-keys", "huge-queries") + tuple(THOROUGH_PATHS)
 COSTLY_PLAIN_DTYPES = ("float32", "bfloat16")
 # A dropout problem takes V = I (Dv = Nk): the harness's own work (v drawn, one-hot values, the law's float64
 # sensitivities) is O(B·Hkv·Nk²) and the impl's O(B·Hq·Nq·Nk²) (measured: 5.8 s for B·Hq = 8 slices over 3461 keys in
@@ -91,6 +101,7 @@ HALVING = {"long-queries": ("n_k", "batch", "n_q"), "many-batch": ("n_q", "n_k",
            "batch-slices": ("n_q", "n_k")}
 HALVING_DEFAULT = ("n_q", "batch", "n_k")
 NEAR = "bool (Nq, Nk) one entry off a structure"
+MANY_HEADS = "1024/2"
 MASKS = {  # level: (form, kind) of generate.MASK_FORMS
     "bool key padding": ("(B, 1, 1, Nk)", "bool"),
     "additive (Nq, Nk)": ("(Nq, Nk)", "additive"),
@@ -102,7 +113,9 @@ MASKS = {  # level: (form, kind) of generate.MASK_FORMS
 # Hq/Hkv: MHA, GQA groups of 2 and 4, and of 3 over two KV heads (red team rt45h: a KV head taken as h >> log2(g),
 # right for every group of a power of two), and a group of two query heads: the costly paths' GQA (red team rt46h: a
 # long prefill's KV head taken as h // Hkv, where the costly paths took two query heads at most, without a group)
-HEAD_LEVELS = {"1/1": (1, 1), "2/2": (2, 2), "4/2": (4, 2), "4/1": (4, 1), "6/2": (6, 2), "2/1": (2, 1)}
+HEAD_LEVELS = {"1/1": (1, 1), "2/2": (2, 2), "4/2": (4, 2), "4/1": (4, 1), "6/2": (6, 2), "2/1": (2, 1),
+               # past 512 query heads (red team rt47: h % Hkv for h // g past a head count), on the small path alone
+               MANY_HEADS: (1024, 2)}
 RELATIONS = {"forward": AGREEMENT, "gradients": GRADIENTS, "dropout": DROPOUT_LAW}
 EXPLICIT_SCALES = (0.3, 2.0, -0.5)
 FEATURE_LEVELS = {
@@ -120,7 +133,8 @@ FEATURE_LEVELS = {
     # D and Dv up to the path's cap, or past 128 (a kernel's wide-head template, its own accumulators: red team
     # rt45h's decode kept them in half for D > 128 only)
     # and the head dims of real models: 65-128 (a 128-channel template over many keys) and DeepSeek's MLA (D 576, Dv 512)
-    "head dim": ("narrow", "wide", "medium", "MLA"),
+    # and past 640 (red team rt47: a 128-channel chunk loop dropping the tail past five chunks), on the small path
+    "head dim": ("narrow", "wide", "medium", "MLA", "huge"),
     # the same call just before on the very buffers, holding other values the caller then overwrote in place
     # (generate.PRIOR_CALLS' "same buffers, written": state a path caches by pointer goes stale)
     "earlier call": ("none", "same buffers, written"),
@@ -129,6 +143,7 @@ WIDE = (129, 192)  # (past the 128-channel template, into the next two: 160, 192
 MEDIUM = (72, 80, 96, 100, 112, 127, 128)
 BROAD = ("wide", "medium")  # the head dims past the narrow ones (allowed(): forward only, and not on the longest paths)
 MLA = (576, 512)
+HUGE = (641, 1024)
 HALF = ("float16", "bfloat16")
 # every run's array has every dtype as a level, whatever dtypes the run asks for, so a run of one dtype judges the
 # same rows (and pairs) as the default run: a row of a dtype the run lacks runs in the run's first dtype
@@ -212,8 +227,13 @@ def allowed(row: dict) -> bool:
         has("head dim", "path") and row["head dim"] in BROAD and row["path"] in ("longest-decode", "prefill",
                                                                                  "long-queries") + COSTLY,
         has("head dim", "relation") and row["head dim"] in BROAD and relation != "forward",
-        has("head dim", "path") and row["head dim"] == "wide" and row["path"] in ("batched-decode", "batch-slices"),
-        has("head dim", "path") and row["head dim"] == "MLA" and row["path"] != "small",
+        has("head dim", "path") and row["head dim"] == "wide" and row["path"] in ("batched-decode", "batch-slices",
+                                                                                  "huge-batch"),
+        has("head dim", "path") and row["head dim"] in ("MLA", "huge") and row["path"] != "small",
+        has("head dim", "relation") and row["head dim"] == "huge" and relation != "forward",
+        has("heads", "path") and row["heads"] == MANY_HEADS and row["path"] != "small",
+        has("heads", "relation") and row["heads"] == MANY_HEADS and relation == "dropout",
+        has("heads", "head dim") and row["heads"] == MANY_HEADS and row["head dim"] != "narrow",
         has("head dim", "relation") and row["head dim"] == "MLA" and relation == "dropout",
         # the long prefill forward only (its golden values on sampled rows), no dropout on the whole tiles or the
         # serving batch (V = I over 1024+ keys: O(Nk²) a row); one or two heads and k, v of q's batch on the costly paths
@@ -233,7 +253,7 @@ def allowed(row: dict) -> bool:
         # least sizes bound the halving)
         has("heads", "path") and HEAD_LEVELS[row["heads"]][0] > 2
         and (row.get("relation") == "dropout" and row["path"] in ("decode", "spec-decode", "many-batch",
-                                                                   "batch-slices")
+                                                                   "batch-slices", "huge-batch")
              or row.get("head dim") in BROAD and row["path"] in ("decode", "spec-decode", "batched-decode")),
         has("relation", "layout") and relation == "dropout" and row["layout"] != "contiguous",
         has("earlier call", "relation") and row["earlier call"] != "none" and relation != "forward",  # (agreement's)
@@ -357,6 +377,9 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     elif row["head dim"] == "medium":
         d = r.choice(MEDIUM)
         dv = r.choice(MEDIUM) if value_dim and r.random() < 0.3 else d
+    elif row["head dim"] == "huge":
+        d = r.randint(*HUGE)
+        dv = r.randint(*HUGE) if value_dim and r.random() < 0.5 else d
     elif row["head dim"] == "wide":
         d = r.randint(*WIDE)
         dv = r.randint(*WIDE) if value_dim and r.random() < 0.3 else d

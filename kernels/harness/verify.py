@@ -154,9 +154,17 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
                                        paths_mod.THOROUGH_ARRAYS if thorough else 1, kept_paths)
     generating = bool(generate_problems) or generate_seconds > 0
     parts = [(FIXED, d) for d in dtypes] + [(GENERATED, d) for d in dtypes if generating]
+    # the drawn problems again on several threads: in this process (a forked child's OpenMP pool is gone: workers.py)
+    threaded = [(THREADED, d) for d in dtypes if generating and (only is None or gen.THREAD_COUNT in only)]
 
     def run(part, notes):
         kind, dtype = part
+        if kind == THREADED:
+            for problem in gen.thread_problems(seed, dtype, features, value_dim=value_dim, regimes=regimes):
+                clock = time.process_time()
+                outcome, refused = gen.check_problem(impl, problem, device)
+                yield _drawn_check(problem, outcome, None, device, time.process_time() - clock, gen.THREAD_COUNT)
+            return
         if kind == FIXED:
             subjects: dict = {}  # (per part: its cases share their inputs and golden values)
             for item in planned(chosen, dtype, features, causal=causal, gqa=gqa, value_dim=value_dim, only=only):
@@ -168,12 +176,8 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
                 impl, [dtype], device, seed, generate_seconds / len(dtypes), features, value_dim=value_dim,
                 only=only, drawn=generate_problems, regimes=regimes, notes=notes,
                 shrink_seconds=gen.SHRINK_SECONDS / len(dtypes), covering=covering):
-            spent = time.process_time() - clock  # drawing, judging and shrinking the problem
-            detail = outcome.detail if repro is None else f"{outcome.detail}\n{repro}"
-            yield Check(invariant=problem.relation, claim_id=None, case=problem.describe(),
-                        case_name=f"generated-{problem.seed}", dtype=problem.dtype, device=device,
-                        discrepancy=outcome.discrepancy, bound=outcome.bound,
-                        passed=outcome.discrepancy <= outcome.bound, detail=detail, seconds=spent)
+            # (CPU seconds of drawing, judging and shrinking the problem)
+            yield _drawn_check(problem, outcome, repro, device, time.process_time() - clock)
             clock = time.process_time()
 
     with one_thread():
@@ -182,15 +186,25 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
         edges.remember_baseline()
         weights = [_weight(part, chosen, features, only, regimes, generate_problems, covering, value_dim, causal, gqa)
                    for part in parts]
-        results, notes = workers_mod.run_parts(parts, run, weights, workers_mod.default_workers(device)
-                                               if workers is None else workers, seen=report.checks.append)
+        results, notes = workers_mod.run_parts(parts + threaded, run, weights + [0.0] * len(threaded),
+                                               workers_mod.default_workers(device) if workers is None else workers,
+                                               seen=report.checks.append,
+                                               here=range(len(parts), len(parts) + len(threaded)))
     report.checks[:] = [check for part in results for check in part]  # the parts' order, however they were run
     report.notes += notes
     report.seconds = time.perf_counter() - start
     return report
 
 
-FIXED, GENERATED = "fixed cases", "generated problems"
+FIXED, GENERATED, THREADED = "fixed cases", "generated problems", "generated problems on several threads"
+
+
+def _drawn_check(problem, outcome, repro, device, seconds: float, invariant: str | None = None) -> Check:
+    detail = outcome.detail if repro is None else f"{outcome.detail}\n{repro}"
+    return Check(invariant=invariant or problem.relation, claim_id=None, case=problem.describe(),
+                 case_name=f"generated-{problem.seed}", dtype=problem.dtype, device=device,
+                 discrepancy=outcome.discrepancy, bound=outcome.bound, passed=outcome.discrepancy <= outcome.bound,
+                 detail=detail, seconds=seconds)
 # Rough CPU seconds a fixed check and a drawn problem take (a default run of SDPA's math backend: 1709 checks in 22.8 s,
 # 538 problems in 45.8 s): only the two processes' shares of a run are set by them (workers.split).
 _FIXED_CHECK_SECONDS, _PROBLEM_SECONDS = 0.013, 0.085

@@ -47,12 +47,16 @@ def can_fork(device: str) -> bool:
             and not torch.cuda.is_initialized())
 
 
-def split(weights: Sequence[float], bins: int = 2) -> list[list[int]]:
-    """The parts' indices in ``bins`` groups of near-equal weight: heaviest first, each to the lightest group (ties to
-    the first), each group in the parts' order."""
+def split(weights: Sequence[float], bins: int = 2, here: Iterable[int] = ()) -> list[list[int]]:
+    """The parts' indices in ``bins`` groups of near-equal weight: those ``here`` in the first, then the heaviest
+    first, each to the lightest group (ties to the first), each group in the parts' order."""
     groups: list[list[int]] = [[] for _ in range(bins)]
     load = [0.0] * bins
-    for i in sorted(range(len(weights)), key=lambda i: (-weights[i], i)):
+    here = set(here)
+    for i in here:
+        groups[0].append(i)
+        load[0] += weights[i]
+    for i in sorted(set(range(len(weights))) - here, key=lambda i: (-weights[i], i)):
         lightest = min(range(bins), key=lambda b: (load[b], b))
         groups[lightest].append(i)
         load[lightest] += weights[i]
@@ -60,9 +64,11 @@ def split(weights: Sequence[float], bins: int = 2) -> list[list[int]]:
 
 
 def run_parts(parts: Sequence, run: Callable[[object, list], Iterable], weights: Sequence[float], workers: int,
-              seen: Callable[[object], None] = lambda result: None) -> tuple[list[list], list[str]]:
+              seen: Callable[[object], None] = lambda result: None,
+              here: Iterable[int] = ()) -> tuple[list[list], list[str]]:
     """(each part's results, in the parts' order; the notes) of ``run(part, notes)`` for every part, in ``workers``
-    processes (1 or 2). ``seen(result)`` is called in this process for every result as it arrives (progress).
+    processes (1 or 2), the parts ``here`` (indices) in this one. ``seen(result)`` is called in this process for every
+    result as it arrives (progress).
 
     A child that ends without finishing its parts (a crash in the impl, killed) leaves them to this process, which
     runs them after its own and says so in the notes: a crash then shows as it would in one process."""
@@ -70,7 +76,8 @@ def run_parts(parts: Sequence, run: Callable[[object, list], Iterable], weights:
         raise ValueError(f"workers must be 1 or 2, got {workers!r}")
     results: list[list | None] = [None] * len(parts)
     notes: list[list[str]] = [[] for _ in parts]
-    mine, theirs = (split(weights) if workers == 2 and len(parts) > 1 else [list(range(len(parts))), []])
+    mine, theirs = (split(weights, here=here) if workers == 2 and len(parts) > 1
+                   else [list(range(len(parts))), []])
     child = _fork(parts, run, theirs) if theirs else None
     for i in mine:
         results[i] = []

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from kernels import mutants
-from kernels.harness import covering, paths
+from kernels.harness import covering, masks, paths
 from kernels.harness import generate as gen
 from kernels.harness.dropout_lags import axis_periods
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
@@ -30,7 +30,9 @@ def test_the_array_covers_every_pair_some_allowed_row_holds(features, seed):
     assert all(paths.allowed(r) and set(r) - {paths.TRIPLE_ROW} == set(factors) for r in rows)
     assert covering.uncovered_pairs(list(rows), factors, paths.allowed) == set()
     pairwise = [r for r in rows if not r.get(paths.TRIPLE_ROW)]
-    assert len(pairwise) < len(paths.plain_rows(features)) + 90  # (the plain rows and a few dozen: path × layout is 55)
+    # (the plain rows and about the largest pair of factors' levels, the least any pairwise array holds: path × mask)
+    levels = sorted((len(v) for v in factors.values()), reverse=True)
+    assert len(pairwise) < len(paths.plain_rows(features)) + 1.5 * levels[0] * levels[1]
     # and every (path, a, b) triple of the default run's triple factors
     assert covering.not_held(rows, paths.triples(features)) == set()
 
@@ -95,7 +97,8 @@ def test_every_row_is_a_problem_of_its_paths_sizes():
         if p.relation != gen.DROPOUT_LAW:  # (dropout's keys: paths.DROPOUT_KEYS)
             assert k_lo <= p.n_k <= k_hi, (row, p.describe())
         expected = {"wide": lambda d: paths.WIDE[0] <= d <= paths.WIDE[1], "medium": lambda d: d in paths.MEDIUM,
-                    "MLA": lambda d: d == paths.MLA[0], "narrow": lambda d: d <= d_cap}[row["head dim"]]
+                    "MLA": lambda d: d == paths.MLA[0], "narrow": lambda d: d <= d_cap,
+                    "huge": lambda d: paths.HUGE[0] <= d <= paths.HUGE[1]}[row["head dim"]]
         assert expected(p.head_dim), (row, p.describe())
         if row["path"] in paths.MULTIPLE_OF:
             assert p.n_q % paths.MULTIPLE_OF[row["path"]] == 0 == p.n_k % paths.MULTIPLE_OF[row["path"]], p.describe()
@@ -115,6 +118,12 @@ def test_every_row_is_a_problem_of_its_paths_sizes():
     assert any(p.path == "batch-slices" and p.batch >= 8 and min(p.n_q, p.n_k) >= 64 for p in problems)
     assert any(p.head_dim == 576 and p.value_dim == 512 for p in problems)
     assert any(64 < p.head_dim <= 128 and p.n_k > 8192 for p in problems)
+    # and each axis past a threshold (red team rt47): batch, queries (causal too), keys, heads, head dim
+    assert any(p.path == "huge-batch" and p.batch > 64 and p.kv_broadcast for p in problems)
+    assert any(p.path == "huge-queries" and p.n_q > 32768 and p.causal for p in problems)
+    assert any(p.path == "million-keys" and p.n_k > 2 ** 19 and p.mask for p in problems)
+    assert any(p.q_heads > 512 for p in problems) and any(p.head_dim > 640 for p in problems)
+    assert {p.mask_near for p in problems} >= set(masks.NEAR_STRUCTURES)
     # each dtype's pass takes its rows, float64's in the first
     passes = {d: list(paths.problems(0, d, DTYPES, ALL)) for d in DTYPES}
     assert sum(map(len, passes.values())) == len(rows)
@@ -288,7 +297,8 @@ def _first_failure(impl, relation: str, dtype=torch.float32, features=ALL):
     ("batched_decode_mask_of_entry_zero", "batched-decode"), ("batch_slices_floor", "batch-slices"),
     ("mla_scale_from_value_dim", None), ("medium_head_partials_in_half", None),
     ("q_stride_zero_one_row", None), ("kv_stride_zero_returns_v", None),
-    ("decode_gqa_head_mask_transposed", ("decode", "longest-decode")), ("tiles_mask_cached_by_pointer", "tiles"),
+    ("decode_gqa_head_mask_transposed", ("decode", "longest-decode")),
+    ("tiles_mask_cached_by_pointer", ("tiles", "long-prefill")),  # (4096 and more: whole tiles too)
 ])
 def test_a_size_class_a_stride_zero_path_or_a_path_with_two_features_is_rejected_by_a_covering_row(name, path):
     """Red team rt46h's family (a path at sizes no draw reached: whole tiles past 2²⁰ scores, a long prefill, a
