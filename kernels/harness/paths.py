@@ -62,6 +62,7 @@ PATHS = {
     "huge-batch": ((65, 130), (1, 4), (1, 24), 16),
     "huge-queries": ((1, 1), (33000, 40000), (1, 8), 8),  # (rows past 32 767: Nq past 32 768)
     "million-keys": ((1, 1), (1, 1), (2 ** 19 + 1, 2 ** 20 + 2 ** 17), 8),
+    "many-heads": ((1, 2), (1, 8), (1, 64), 16),  # (heads: HEADS_TIMES, 256 to 1536 query heads)
 }
 # a thorough run's paths besides: a training step's backward over 2048 queries and keys or more, and dropout over more
 # than 4096 keys with 16 queries or more (red team rt46h; 2-10 CPU-s a row, past a default run's budget)
@@ -101,7 +102,6 @@ HALVING = {"long-queries": ("n_k", "batch", "n_q"), "many-batch": ("n_q", "n_k",
            "batch-slices": ("n_q", "n_k")}
 HALVING_DEFAULT = ("n_q", "batch", "n_k")
 NEAR = "bool (Nq, Nk) one entry off a structure"
-MANY_HEADS = "1024/2"
 MASKS = {  # level: (form, kind) of generate.MASK_FORMS
     "bool key padding": ("(B, 1, 1, Nk)", "bool"),
     "additive (Nq, Nk)": ("(Nq, Nk)", "additive"),
@@ -113,9 +113,9 @@ MASKS = {  # level: (form, kind) of generate.MASK_FORMS
 # Hq/Hkv: MHA, GQA groups of 2 and 4, and of 3 over two KV heads (red team rt45h: a KV head taken as h >> log2(g),
 # right for every group of a power of two), and a group of two query heads: the costly paths' GQA (red team rt46h: a
 # long prefill's KV head taken as h // Hkv, where the costly paths took two query heads at most, without a group)
-HEAD_LEVELS = {"1/1": (1, 1), "2/2": (2, 2), "4/2": (4, 2), "4/1": (4, 1), "6/2": (6, 2), "2/1": (2, 1),
-               # past 512 query heads (red team rt47: h % Hkv for h // g past a head count), on the small path alone
-               MANY_HEADS: (1024, 2)}
+HEAD_LEVELS = {"1/1": (1, 1), "2/2": (2, 2), "4/2": (4, 2), "4/1": (4, 1), "6/2": (6, 2), "2/1": (2, 1)}
+# a path whose heads are its row's head level times this (red team rt47: h % Hkv for h // g past 512 query heads)
+HEADS_TIMES = {"many-heads": 256}
 RELATIONS = {"forward": AGREEMENT, "gradients": GRADIENTS, "dropout": DROPOUT_LAW}
 EXPLICIT_SCALES = (0.3, 2.0, -0.5)
 FEATURE_LEVELS = {
@@ -231,9 +231,9 @@ def allowed(row: dict) -> bool:
                                                                                   "huge-batch"),
         has("head dim", "path") and row["head dim"] in ("MLA", "huge") and row["path"] != "small",
         has("head dim", "relation") and row["head dim"] == "huge" and relation != "forward",
-        has("heads", "path") and row["heads"] == MANY_HEADS and row["path"] != "small",
-        has("heads", "relation") and row["heads"] == MANY_HEADS and relation == "dropout",
-        has("heads", "head dim") and row["heads"] == MANY_HEADS and row["head dim"] != "narrow",
+        # (hundreds of heads: dropout's slice pairs are O((B·Hq)²), and a broad head multiplies every score's cost)
+        has("relation", "path") and relation == "dropout" and row["path"] in HEADS_TIMES,
+        has("head dim", "path") and row["head dim"] in BROAD and row["path"] in HEADS_TIMES,
         has("head dim", "relation") and row["head dim"] == "MLA" and relation == "dropout",
         # the long prefill forward only (its golden values on sampled rows), no dropout on the whole tiles or the
         # serving batch (V = I over 1024+ keys: O(Nk²) a row); one or two heads and k, v of q's batch on the costly paths
@@ -360,7 +360,7 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     if row["path"] in MULTIPLE_OF:
         tile = MULTIPLE_OF[row["path"]]
         n_q, n_k = (r.randint(lo // tile, hi // tile) * tile for lo, hi in ((q_lo, q_hi), (k_lo, k_hi)))
-    hq, hkv = HEAD_LEVELS[row["heads"]]
+    hq, hkv = (n * HEADS_TIMES.get(row["path"], 1) for n in HEAD_LEVELS[row["heads"]])
     broadcast = row["kv batch"] == "broadcast"
     # two entries at least where the path allows: a broadcast k, v needs them, and the dropout law's slice pairs
     # judge entries against each other (rt44h: one keep mask per head broadcast over a decode's batch; the plain

@@ -155,7 +155,8 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     generating = bool(generate_problems) or generate_seconds > 0
     parts = [(FIXED, d) for d in dtypes] + [(GENERATED, d) for d in dtypes if generating]
     # the drawn problems again on several threads: in this process (a forked child's OpenMP pool is gone: workers.py)
-    threaded = [(THREADED, d) for d in dtypes if generating and (only is None or gen.THREAD_COUNT in only)]
+    # (with a count of problems, as the default and thorough runs have; a caller's time budget alone draws none)
+    threaded = [(THREADED, d) for d in dtypes if generate_problems and (only is None or gen.THREAD_COUNT in only)]
 
     def run(part, notes):
         kind, dtype = part
