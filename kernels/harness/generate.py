@@ -789,7 +789,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             n_q = 1  # (its kept fraction counted over B·H·Nk > 1024 weights)
         elif regime != "long-dropout":
             n_k = _cycled(TINY_KEYS, seed, dtype, index - len(regimes), "tiny keys", None) or n_k
-        if near_one:
+        if near_one and regime is None and n_k * batch * hq > 0:  # (a regime's sizes are its own; an empty problem)
             n_q = max(n_q, math.ceil(NEAR_ONE_KEPT / ((1 - dropout_p) * n_k * batch * hq)))
     if relation == METAMORPHIC and r.random() < 0.5 and regime is None:
         batch = max(batch, 2)
