@@ -517,7 +517,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     rotate through the relations. A drawn problem is keyed by its place past the regimes, and its regime chosen by
     highest random weight, so appending a regime leaves every regime problem and most drawn ones as they were
     (only those the new regime wins, and those its larger share turns from none to one)."""
-    from kernels.harness.masks import NEAR_STRUCTURES, QUERY_MASKS  # (masks imports this module's neighbours)
+    from kernels.harness.masks import NEAR_STRUCTURES  # (masks imports this module's neighbours)
 
     key = (index,) if index < len(regimes) else ("drawn", index - len(regimes))
     r = _rng(seed, dtype, *key)
@@ -769,7 +769,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             hq, hkv = batch, (batch if GQA not in features else r.choice((1, batch)))
     dropout_p, least, near_one = 0.0, 1, False
     if relation == DROPOUT_LAW:
-        kind = _cycled(DROPOUT_PS, seed, dtype, index - len(regimes), "dropout p", r.choice(DROPOUT_PS))
+        # (a regime draws as it did before "near one": its sizes, and a test of its power, are its own)
+        kind = _cycled(DROPOUT_PS, seed, dtype, index - len(regimes), "dropout p", r.choice(DROPOUT_PS[:-1]))
         log_range = {"log": (-3.0, math.log10(0.99)), "tiny": (-4.0, -2.0)}
         dropout_p = (r.uniform(0.01, 0.99) if kind == "uniform" else 10 ** r.uniform(*log_range[kind])
                      if kind in log_range else float(f"{1 - 10 ** r.uniform(-3.0, -2.0):.4g}") if kind == "near one"
@@ -809,7 +810,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             batch, hq, hkv = 1, 1, 1
     if relation == DROPOUT_LAW:
         dv = n_k
-    scale = _cycled(SCALES, seed, dtype, index - len(regimes), "scale", r.choice(SCALES))
+    scale = _cycled(SCALES, seed, dtype, index - len(regimes), "scale", r.choice(SCALES[:-1]))  # (the same)
     magnitude = regime == "magnitude"
     late_values = regime == "long-both"
     if magnitude:
@@ -960,7 +961,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    # (a coin of its own, so the other fields are drawn as before: half the boolean masks of two rows
                    # or more are one entry off a structure a kernel may recognise by sampling a few entries)
                    mask_near=_rng(seed, dtype, *key, "near structure").choice(NEAR_STRUCTURES + (None,) * 3)
-                   if mask is not None and mask_kind == "bool" and mask not in QUERY_MASKS and mask != ONE_DIM_MASK
+                   if mask is not None and mask_kind == "bool" and "Nq, Nk" in mask  # (a query dim of Nq)
                    and n_q >= 3 and n_k >= 2 else None,
                    underflow=regime == "nan-underflowed-keys" and relation == AGREEMENT,
                    # (rank 3 with Hkv < Hq only under enable_gqa: without it B·Hkv heads do not broadcast)

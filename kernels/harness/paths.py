@@ -413,7 +413,10 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
                    seed=zlib.crc32(repr((seed, row["dtype"], "covering", index) + ((array,) if array else ())).encode()),
                    mask_dtype="float32" if row["mask dtype"] == "float32" and form is not None else None,
                    rank=row["rank"], kv_broadcast=broadcast,
-                   input_nan=nonfinite, input_value=r.choice(ref.NONFINITE) if nonfinite else "NaN",
+                   # (±inf in q beside hidden keys: the hidden scores ±inf, SDPA math's added mask makes NaN of +inf
+                   # and -inf where a kernel selecting by the mask gives -inf; either is defensible, as for a NaN key)
+                   input_nan=nonfinite, input_value=("NaN" if hidden else r.choice(ref.NONFINITE)) if nonfinite
+                   else "NaN",
                    underflow=row["nonfinite"] == "v underflowed",
                    mask_grad=relation == GRADIENTS and kind == "additive" and form is not None,
                    # key padding of prefixes, one entry's empty: each path's empty rows (red team rt45h: a stride-0 k, v

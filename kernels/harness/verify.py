@@ -164,7 +164,9 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
             for problem in gen.thread_problems(seed, dtype, features, value_dim=value_dim, regimes=regimes):
                 clock = time.process_time()
                 outcome, refused = gen.check_problem(impl, problem, device)
-                yield _drawn_check(problem, outcome, None, device, time.process_time() - clock, gen.THREAD_COUNT)
+                repro = ("reproduce with:\n" + gen.reproduction(impl, problem)
+                         if refused is None and gen.failed(outcome) else None)
+                yield _drawn_check(problem, outcome, repro, device, time.process_time() - clock, gen.THREAD_COUNT)
             return
         if kind == FIXED:
             subjects: dict = {}  # (per part: its cases share their inputs and golden values)
