@@ -156,7 +156,8 @@ MASK_SHIFT = 300.0  # added to a float32 additive mask beside half q (masks.addi
 NONFINITE = ("nan",)
 NONFINITE_CHANCE = 0.1
 # 0.0 too: every weight equal (SDPA uses an explicit 0 as given), in the backward as in the forward
-SCALES = (None, None, None, 0.3, 2.0, 1e-6, -0.25, -1.5, 0.0, 12.0)  # (12: scores past 80, red team rt47's clamp)
+REGIME_SCALES = (None, None, None, 0.3, 2.0, 1e-6, -0.25, -1.5, 0.0)
+SCALES = REGIME_SCALES + (12.0,)  # (12: scores past 80, red team rt47's clamp; drawn problems only)
 OVERFLOWING_SCALES = (2.0, 3.0, 4.0, -2.0)  # |scale| ≥ 2 takes q at half the range past it
 # Mask forms whose leading dims a kernel can mistake for others: a 2-D (Nq, Nk) mask read as a
 # (B, Nk) key-padding mask when B == Nq, a 3-D (Hq, Nq, Nk) one read as (B, Nq, Nk) when B == Hq.
@@ -330,7 +331,8 @@ GRAD_SUBSETS = ("qkv", "q", "kv", "v", "qk", "k")
 # and on (1e-4, 1e-2) (a "negligible p" shortcut sits there; two such problems in a default run)
 # "near one": 1 - 10^U(-3, -2), past 0.99 (red team rt47: p > 0.99 taken for 1), over enough weights that a mask
 # keeping none is rare (NEAR_ONE_KEPT expected kept weights at least)
-DROPOUT_PS = (0.1, 0.25, 0.5, 0.7, 0.9, "uniform", "log", "tiny", "near one")
+REGIME_DROPOUT_PS = (0.1, 0.25, 0.5, 0.7, 0.9, "uniform", "log", "tiny")  # (a regime's: its power is its own)
+DROPOUT_PS = REGIME_DROPOUT_PS + ("near one",)
 NEAR_ONE_KEPT = 24
 # A dropout problem's backward (impls with one), cycled: the inputs requiring grad ("": none) and whether an
 # additive mask requires grad (a learned bias), each pair within a default run's 16 dropout problems
@@ -770,7 +772,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     dropout_p, least, near_one = 0.0, 1, False
     if relation == DROPOUT_LAW:
         # (a regime draws as it did before "near one": its sizes, and a test of its power, are its own)
-        kind = _cycled(DROPOUT_PS, seed, dtype, index - len(regimes), "dropout p", r.choice(DROPOUT_PS[:-1]))
+        kind = _cycled(DROPOUT_PS, seed, dtype, index - len(regimes), "dropout p", r.choice(REGIME_DROPOUT_PS))
         log_range = {"log": (-3.0, math.log10(0.99)), "tiny": (-4.0, -2.0)}
         dropout_p = (r.uniform(0.01, 0.99) if kind == "uniform" else 10 ** r.uniform(*log_range[kind])
                      if kind in log_range else float(f"{1 - 10 ** r.uniform(-3.0, -2.0):.4g}") if kind == "near one"
@@ -810,7 +812,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
             batch, hq, hkv = 1, 1, 1
     if relation == DROPOUT_LAW:
         dv = n_k
-    scale = _cycled(SCALES, seed, dtype, index - len(regimes), "scale", r.choice(SCALES[:-1]))  # (the same)
+    scale = _cycled(SCALES, seed, dtype, index - len(regimes), "scale", r.choice(REGIME_SCALES))
     magnitude = regime == "magnitude"
     late_values = regime == "long-both"
     if magnitude:

@@ -148,7 +148,7 @@ def _fork(parts, run, indices: list[int]) -> _Child:
         os.close(w)
         return _Child(pid, r)
     os.close(r)  # the child: run its parts, send each result, leave without the parent's exit handlers
-    code = 0
+    code, i = 0, indices[0]
     try:
         torch.set_num_threads(1)
         with os.fdopen(w, "wb") as out:
