@@ -55,10 +55,11 @@ def as_four_dims(q, k, v, attn_mask):
     if q.dim() == 3:
         return q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), attn_mask
     lead = q.shape[:-3]
-    four = [t.reshape(-1, *t.shape[-3:]) for t in (q, k, v)]  # (B·…, H, N, D)
+    # sizes spelled out: reshape(-1, ...) is ambiguous for a tensor of no elements (no keys: SDPA accepts it)
+    four = [t.reshape(math.prod(t.shape[:-3]), *t.shape[-3:]) for t in (q, k, v)]  # (B·…, H, N, D)
     if isinstance(attn_mask, torch.Tensor) and attn_mask.dim() > 3:
         m = attn_mask[(None,) * (q.dim() - attn_mask.dim())]  # as many dims as q
-        attn_mask = m.expand(*lead, *m.shape[-3:]).reshape(-1, *m.shape[-3:])
+        attn_mask = m.expand(*lead, *m.shape[-3:]).reshape(math.prod(lead), *m.shape[-3:])
     return (*four, attn_mask)
 
 

@@ -94,7 +94,7 @@ def flex_eager(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=
         if min(q.dim(), k.dim(), v.dim()) < 3:
             raise ValueError("q, k and v must have rank 3 or more")
         lead = torch.broadcast_shapes(q.shape[:-3], k.shape[:-3], v.shape[:-3])
-        four = [x.expand(*lead, *x.shape[-3:]).reshape(-1, *x.shape[-3:]) for x in (q, k, v)]
+        four = [ref.leading_flattened(x.expand(*lead, *x.shape[-3:])) for x in (q, k, v)]
         out = flex_eager(*four, ref.flattened_mask(attn_mask, lead), is_causal, scale, enable_gqa)  # (B', H, Nq, Dv)
         return out.reshape(*lead, *out.shape[-3:])
     if k.shape[0] != q.shape[0] and k.shape[0] == v.shape[0] == 1:  # a batch of one K/V broadcasts, as in SDPA

@@ -13,13 +13,19 @@ import torch
 NONFINITE = ("NaN", "+inf", "-inf")
 
 
+def leading_flattened(t: torch.Tensor) -> torch.Tensor:
+    """t (*lead, H, N, D) as (prod(lead), H, N, D). The size is spelled out: reshape(-1, ...) is ambiguous for a
+    tensor of no elements and raises (rank-5 inputs with no keys, which SDPA accepts: the survey's seed 3)."""
+    return t.reshape(math.prod(t.shape[:-3]), *t.shape[-3:])
+
+
 def flattened_mask(mask, lead: torch.Size):
     """A mask of 4 dims or more against inputs with leading dims ``lead``: (prod(lead), ·, Nq, Nk), the
     entries each (batch index, head) reads (red team rt37h: rank-5 masks of batch > 1 were never drawn)."""
     if mask is None or mask.dim() <= 3:
         return mask
     tail = mask.shape[-3:]
-    return mask.expand(*lead, *tail).reshape(-1, *tail)  # (B', 1 or H, Nq or 1, Nk)
+    return leading_flattened(mask.expand(*lead, *tail))  # (B', 1 or H, Nq or 1, Nk)
 
 
 def require_sdpa_inputs(q, k, v, attn_mask=None) -> None:

@@ -22,7 +22,8 @@ import functools
 
 import torch
 
-from kernels.harness.reference import default_scale, flattened_mask, require_sdpa_inputs, require_sdpa_mask
+from kernels.harness.reference import (default_scale, flattened_mask, leading_flattened, require_sdpa_inputs,
+                                      require_sdpa_mask)
 from kernels.harness.rounding_bound import declare_recipe
 
 BLOCK = 16  # small, so the harness's lengths (37, 53, 127) span several blocks and a partial one
@@ -47,7 +48,7 @@ def any_rank(call):
     def wrapped(self, q, k, v, *args, **kwargs):
         if q.dim() == k.dim() == v.dim() == 4 or min(q.dim(), k.dim(), v.dim()) < 3:
             return call(self, q, k, v, *args, **kwargs)
-        four = [x.unsqueeze(0) if x.dim() == 3 else x.reshape(-1, *x.shape[-3:]) for x in (q, k, v)]
+        four = [x.unsqueeze(0) if x.dim() == 3 else leading_flattened(x) for x in (q, k, v)]
         if q.dim() >= 5:  # a mask with leading dims of its own: flattened with q's (one of 3 dims broadcasts as it is)
             if args:
                 args = (flattened_mask(args[0], q.shape[:-3]),) + tuple(args[1:])
