@@ -3784,3 +3784,78 @@ MUTANTS = MUTANTS + (
     Mutant(huge_head_dim_tail_chunk_dropped, "past 640 channels, the partial last 128-channel chunk dropped",
            "generated-agreement"),
 )
+
+
+# ------------------------------------------------------- broad heads on the long paths, expanded k, v (red team rt48)
+
+def expanded_kv_heads_folded_into_rows(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                       enable_gqa=False):
+    """k, v of one head expanded over the KV heads (stride 0: MQA served as MHA) taken by a fast path that folds the
+    query heads into rows over the one head, is_causal then applied to the folded rows (row h·Nq + i, not i)."""
+    b, hq, n_q, d = q.shape if q.dim() == 4 else (0, 0, 0, 0)
+    if (q.dim() == 4 and k.dim() == 4 and k.shape[1] > 1 and k.stride(1) == 0 and v.stride(1) == 0
+            and attn_mask is None):
+        folded = q.reshape(b, 1, hq * n_q, d)  # (B, 1, Hq·Nq, D)
+        out = full_attention(folded, k[:, :1], v[:, :1], None, dropout_p, is_causal, scale)  # (B, 1, Hq·Nq, Dv)
+        return out.reshape(b, hq, n_q, v.shape[-1])
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def expanded_kv_batch_folded_into_rows(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                       enable_gqa=False):
+    """k, v of one prompt expanded over a beam's batch entries (stride 0) taken by a fast path that folds the entries
+    into rows over the one entry, is_causal then applied to the folded rows."""
+    if (q.dim() == 4 and k.dim() == 4 and k.shape[0] > 1 and k.stride(0) == 0 and v.stride(0) == 0
+            and attn_mask is None and k.shape[1] == q.shape[1]):
+        b, hq, n_q, d = q.shape
+        folded = q.transpose(0, 1).reshape(1, hq, b * n_q, d)  # (1, Hq, B·Nq, D)
+        out = full_attention(folded, k[:1], v[:1], None, dropout_p, is_causal, scale)  # (1, Hq, B·Nq, Dv)
+        return out.reshape(hq, b, n_q, v.shape[-1]).transpose(0, 1)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def tiles_second_channel_chunk_misread(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                       enable_gqa=False):
+    """An even-tiles path (lengths multiples of 128, 2²⁰ scores or more) whose wide-head template (128 < D ≤ 256)
+    reads k's second 128-channel chunk from channel 64."""
+    n_q, n_k, d = q.shape[-2], k.shape[-2], q.shape[-1]
+    if n_q % 128 == 0 and n_k % 128 == 0 and n_q * n_k >= 2 ** 20 and 128 < d <= 256:
+        k = torch.cat([k[..., :128], k[..., 64:64 + d - 128]], dim=-1)  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def prefill_value_channels_past_64_zero(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                        enable_gqa=False):
+    """A split-KV prefill (2-64 queries over more than 8192 keys) whose partials' workspace holds 64 value channels:
+    the output's channels past 64 are 0."""
+    out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if 2 <= q.shape[-2] <= 64 and k.shape[-2] > 8192 and v.shape[-1] > 64:
+        out = torch.cat([out[..., :64], torch.zeros_like(out[..., 64:])], dim=-1)
+    return out
+
+
+class _BatchSlicesBackwardDefaultScale(FullAttention):
+    def backward(self, ctx, dout):
+        q, k = ctx.saved_tensors[:2]  # (B, H, Nq, D), (B, H, Nk, D)
+        if q.shape[0] >= 8 and q.shape[-2] >= 64 and k.shape[-2] >= 64:
+            dtype, scale, *rest = ctx.meta
+            ctx.meta = (dtype, q.shape[-1] ** -0.5, *rest)  # the bug: the backward re-derives the scale from D
+        return super().backward(ctx, dout)
+
+
+batch_slices_backward_default_scale = _full_mutant(_BatchSlicesBackwardDefaultScale(),
+    "batch_slices_backward_default_scale",
+    "A training path's backward (8+ batch entries, 64+ queries and keys) taking the scale as 1/√D, not the given one.")
+
+MUTANTS = MUTANTS + (
+    Mutant(expanded_kv_heads_folded_into_rows, "k, v expanded over heads: query heads folded into causal rows",
+           "generated-agreement"),
+    Mutant(expanded_kv_batch_folded_into_rows, "k, v expanded over batch: entries folded into causal rows",
+           "generated-agreement"),
+    Mutant(tiles_second_channel_chunk_misread, "an even-tiles path's second 128-channel chunk read from channel 64",
+           "generated-agreement"),
+    Mutant(prefill_value_channels_past_64_zero, "a split-KV prefill's value channels past 64 left 0",
+           "generated-agreement"),
+    Mutant(batch_slices_backward_default_scale, "a batch-slices backward ignoring an explicit scale",
+           "generated-gradients", backward=True),
+)

@@ -123,7 +123,11 @@ LAYOUTS = ("contiguous", "transposed", "permuted", "offset", "slice")
 # inputs of stride 0 along the sequence, their values equal along it (q's rows: a prompt shared by a beam; k, v's keys):
 # the covering array's layouts (paths.py). Red team rt45h: a fast path for stride-0 q computing one row and broadcasting
 # it (causal, a row's mask and dropout lost), one for stride-0 k, v returning v (empty rows and dropout lost), escaped
-STRIDE_ZERO = {"q stride 0": "q", "k, v stride 0": "kv"}
+# Along the heads or the batch (red team rt48: k, v of one head expanded over Hkv, MQA served as MHA, or of one prompt
+# expanded over a beam's entries, taken by a fast path folding the query heads or entries into rows, causal applied to
+# the folded rows): their values equal across that dim. layout: (the inputs, the dim of stride 0)
+STRIDE_ZERO = {"q stride 0": ("q", 2), "k, v stride 0": ("kv", 2), "k, v expanded over heads": ("kv", 1),
+               "k, v expanded over batch": ("kv", 0)}
 # every broadcast pattern (masks.BROADCAST_FORMS: 16 at rank 4, 8 at rank 3, 4 at rank 2, (Nk,)), not a hand list;
 # those with a key dim of 1 are query masks, broadcast over the keys (masks.QUERY_MASKS)
 MASK_FORMS = BROADCAST_FORMS
@@ -1053,8 +1057,8 @@ def _past_float16(s: Subject, m) -> None:
 def _view(x: torch.Tensor, layout: str, r: random.Random, cache: bool = False) -> torch.Tensor:
     """The same values in another memory layout (``cache``: k or v, whose "slice" is a KV cache's)."""
     if layout in STRIDE_ZERO:
-        expanded = "kv" if cache else "q"
-        return x[:, :, :1].clone().expand(x.shape) if STRIDE_ZERO[layout] == expanded else x.clone()  # (B, H, N, D)
+        inputs, dim = STRIDE_ZERO[layout]
+        return x.narrow(dim, 0, 1).clone().expand(x.shape) if inputs == ("kv" if cache else "q") else x.clone()  # (B, H, N, D)
     if layout == "slice":
         # (B, N, H, D) storage larger along B and N (a KV cache), and for q along every dim; taken at an offset
         b, h, n, d = x.shape
@@ -1338,7 +1342,7 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
         far = (m.cpu() == torch.tensor(p.mask_far, dtype=m.dtype)).all(-1, keepdim=True)  # broadcasts over (B, Hq, Nq, Dv)
         golden = golden._replace(sensitivity=torch.where(far, 0.0, golden.sensitivity))
     o = against(s, out, golden)
-    if STRIDE_ZERO.get(p.layout) == "kv" and p.n_k > 1:
+    if STRIDE_ZERO.get(p.layout) == ("kv", 2) and p.n_k > 1:
         # every key the same: the plain reference's weights are equal and its sums nearly exact, so its error (the
         # rule's scale) is far below what a correct kernel summing Nk equal terms in another order makes (red team
         # rt46h's blocked online softmax: 4.5e-13 in float64 over 31 843 keys, 56× that bound). Recursive summation's
@@ -1369,7 +1373,11 @@ SAMPLED_ROWS = 48
 def sampled_rows(p: Problem) -> torch.Tensor | None:
     """The query rows judged of a problem past SAMPLE_ABOVE scores (None: every row): the first and the last, the
     rows on each side of a few 64-row tile edges, and random ones."""
-    if p.batch * p.q_heads * p.n_q * p.n_k <= SAMPLE_ABOVE or p.n_q <= SAMPLED_ROWS:
+    # a covering row's score of broad heads counts as (D + Dv) / 32 narrow ones: its path's least sizes are past the
+    # cost the halving aims at (paths.SCORES), and broad heads were left off the long paths until red team rt48's
+    # escapes (a tiles path's second 128-channel chunk, a prefill workspace's 64 value channels)
+    width = 1 if p.path is None else max(1, (p.head_dim + p.value_dim) // 32)
+    if p.batch * p.q_heads * p.n_q * p.n_k * width <= SAMPLE_ABOVE or p.n_q <= SAMPLED_ROWS:
         return None
     r = _rng(p.seed, "sampled rows")
     edges = r.sample(range(64, p.n_q, 64), min(SAMPLED_ROWS // 4, (p.n_q - 1) // 64))
@@ -1629,9 +1637,10 @@ def _judged(impl, problem: Problem, device: str) -> tuple[Outcome, str | None]:
     if problem.kv_broadcast:
         s.k, s.v = (x[:1].expand(x.shape).contiguous() for x in (s.k, s.v))  # (B, Hkv, Nk, D): one entry, repeated
     for name in ("q", "k", "v") if problem.layout in STRIDE_ZERO else ():
-        if name in STRIDE_ZERO[problem.layout]:  # one row (q) or one key (k, v) repeated along the sequence
+        inputs, dim = STRIDE_ZERO[problem.layout]
+        if name in inputs:  # one row (q) or one key (k, v) repeated along the sequence, or one head or entry of k, v
             x = getattr(s, name)
-            setattr(s, name, x[:, :, :1].expand(x.shape).contiguous())  # (B, H, N, D)
+            setattr(s, name, x.narrow(dim, 0, 1).expand(x.shape).contiguous())  # (B, H, N, D)
     r = _rng(problem.seed, "layout")
     try:
         m = _mask(s, problem)

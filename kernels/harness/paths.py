@@ -128,7 +128,7 @@ FEATURE_LEVELS = {
     "nonfinite": ("none", "one input", "v underflowed"),
     "relation": tuple(RELATIONS),
     "rank": (4, 3, 5),
-    "layout": ("contiguous", "transposed", "slice") + tuple(STRIDE_ZERO),  # (and stride 0 along the sequence)
+    "layout": ("contiguous", "transposed", "slice") + tuple(STRIDE_ZERO),  # (and stride 0: generate.STRIDE_ZERO)
     "scale": ("default", "explicit"),
     # D and Dv up to the path's cap, or past 128 (a kernel's wide-head template, its own accumulators: red team
     # rt45h's decode kept them in half for D > 128 only)
@@ -139,12 +139,13 @@ FEATURE_LEVELS = {
     # (generate.PRIOR_CALLS' "same buffers, written": state a path caches by pointer goes stale)
     "earlier call": ("none", "same buffers, written"),
 }
-WIDE = (129, 192)  # (past the 128-channel template, into the next two: 160, 192)
+WIDE = (129, 256)  # (past the 128-channel template, up to FlashAttention's largest head dim; rt48: a 256-channel one)
 MEDIUM = (72, 80, 96, 100, 112, 127, 128)
 BROAD = ("wide", "medium")  # the head dims past the narrow ones (allowed(): forward only, and not on the longest paths)
 MLA = (576, 512)
 HUGE = (641, 1024)
 HALF = ("float16", "bfloat16")
+EXPANDED = ("k, v expanded over heads", "k, v expanded over batch")
 # every run's array has every dtype as a level, whatever dtypes the run asks for, so a run of one dtype judges the
 # same rows (and pairs) as the default run: a row of a dtype the run lacks runs in the run's first dtype
 DTYPES = ("float32", "float16", "bfloat16", "float64")
@@ -159,7 +160,7 @@ THOROUGH_ARRAYS = 4
 # a thorough run every triple of TRIPLE_FACTORS with every head level. The rows they add are drawn at their path's
 # least sizes (TRIPLE_SHRINK: an eighth of the cost cap).
 TRIPLE_FACTORS = ("dtype", "mask", "causal", "heads", "kv batch", "relation", "scale", "head dim")
-DEFAULT_TRIPLE_FACTORS = ("mask", "heads", "kv batch", "relation")
+DEFAULT_TRIPLE_FACTORS = ("mask", "heads", "kv batch", "relation", "scale")
 TRIPLE_HEADS = ("6/2", "2/1")
 TRIPLE_ROW = "triple"
 # the structural features and the input forms (plain_formed)
@@ -224,11 +225,13 @@ def allowed(row: dict) -> bool:
         # a head of 65-192 channels on the longest paths or with gradients or dropout: 1-10 CPU-s of float64 work
         # each (the halving cannot go below a path's least sizes: 2¹⁷ keys, 16 queries over 8193, 1025 queries);
         # MLA's 576 channels on the small path alone, and not with dropout (V = I sets Dv)
-        has("head dim", "path") and row["head dim"] in BROAD and row["path"] in ("longest-decode", "prefill",
-                                                                                 "long-queries") + COSTLY,
+        # (red team rt48: a 256-channel template on the split-K decode, a tiles path's second 128-channel chunk, a
+        # prefill workspace of 64 value channels, each escaped where no broad head met the path; those paths' forward
+        # rows are now judged on sampled query rows, generate.sampled_rows, so only a million keys' or a long
+        # prefill's own call stays too costly)
+        has("head dim", "path") and row["head dim"] in BROAD and row["path"] in ("million-keys", "long-prefill")
+        + tuple(THOROUGH_PATHS),
         has("head dim", "relation") and row["head dim"] in BROAD and relation != "forward",
-        has("head dim", "path") and row["head dim"] == "wide" and row["path"] in ("batched-decode", "batch-slices",
-                                                                                  "huge-batch"),
         has("head dim", "path") and row["head dim"] in ("MLA", "huge") and row["path"] != "small",
         has("head dim", "relation") and row["head dim"] == "huge" and relation != "forward",
         # (hundreds of heads: dropout's slice pairs are O((B·Hq)²), and a broad head multiplies every score's cost)
@@ -268,6 +271,11 @@ def allowed(row: dict) -> bool:
         has("layout", "relation") and row["layout"] == "k, v stride 0" and relation != "forward",
         has("layout", "heads") and row["layout"] == "k, v stride 0" and row["heads"] != "1/1",
         has("layout", "path") and row["layout"] == "k, v stride 0" and ALL_PATHS[row["path"]][0][1] < 2,  # (one entry)
+        # k, v of one head or entry expanded: a forward form (as stride 0 along the keys), over two KV heads or entries
+        has("layout", "relation") and row["layout"] in EXPANDED and relation != "forward",
+        has("layout", "heads") and row["layout"] == "k, v expanded over heads" and HEAD_LEVELS[row["heads"]][1] < 2,
+        has("layout", "path") and row["layout"] == "k, v expanded over batch" and ALL_PATHS[row["path"]][0][1] < 2,
+        has("layout", "kv batch") and row["layout"] == "k, v expanded over batch" and row["kv batch"] == "broadcast",
         has("relation", "mask dtype") and relation == "dropout" and row["mask dtype"] == "float32",
         has("mask dtype", "mask") and row["mask dtype"] == "float32" and not mask.startswith("additive"),
         has("mask dtype", "dtype") and row["mask dtype"] == "float32" and row["dtype"] not in HALF,
@@ -365,7 +373,7 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     # two entries at least where the path allows: a broadcast k, v needs them, and the dropout law's slice pairs
     # judge entries against each other (rt44h: one keep mask per head broadcast over a decode's batch; the plain
     # rows' one head keeps them within the cost)
-    least_batch = min(2, b_hi) if broadcast else b_lo
+    least_batch = min(2, b_hi) if broadcast or row["layout"] == "k, v expanded over batch" else b_lo
     batch = max(batch, min(2, b_hi) if relation == DROPOUT_LAW else least_batch)  # (halved to one past the cost)
     if relation == DROPOUT_LAW:  # enough weights for the kept fraction (generate.draw's least)
         n_k = max(n_k, 8)
