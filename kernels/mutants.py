@@ -3859,3 +3859,56 @@ MUTANTS = MUTANTS + (
     Mutant(batch_slices_backward_default_scale, "a batch-slices backward ignoring an explicit scale",
            "generated-gradients", backward=True),
 )
+
+
+# -------------------------------------------- dropout at the long paths' own sizes (red team rt48; path_key_lags)
+
+def _repeated_keys(m: torch.Tensor, period: int) -> torch.Tensor:
+    """m (..., Nk) with keys j and j + period sharing a draw: its first ``period`` keys tiled along the keys."""
+    reps = -(-m.shape[-1] // period)
+    return m[..., :period].repeat(*([1] * (m.dim() - 1)), reps)[..., :m.shape[-1]]
+
+
+class _PrefillDropoutRestartsPerSplit(FullAttention):
+    def dropout_mask(self, p, dropout_p, kv_heads, dtype):
+        m = super().dropout_mask(p, dropout_p, kv_heads, dtype)  # (B, H, Nq, Nk)
+        if 2 <= p.shape[-2] <= 64 and p.shape[-1] > 8192:
+            m = _repeated_keys(m, 2048)  # the bug: each 2048-key split restarts the RNG's key offset
+        return m
+
+
+class _TilesDropoutRestartsPerTile(FullAttention):
+    def dropout_mask(self, p, dropout_p, kv_heads, dtype):
+        m = super().dropout_mask(p, dropout_p, kv_heads, dtype)  # (B, H, Nq, Nk)
+        n_q, n_k = p.shape[-2:]
+        if n_q % 128 == 0 and n_k % 128 == 0 and n_q * n_k >= 2 ** 20:
+            m = _repeated_keys(m, 128)  # the bug: the key offset is the tile-local column
+        return m
+
+
+class _ServingBatchDropoutSharedOverEntries(FullAttention):
+    def dropout_mask(self, p, dropout_p, kv_heads, dtype):
+        m = super().dropout_mask(p, dropout_p, kv_heads, dtype)  # (B, H, Nq, Nk)
+        b, h, n_q, n_k = p.shape
+        if n_q == 1 and b * h >= 32 and n_k >= 1024:
+            m = m[:1].expand_as(m)  # the bug: the RNG slice is the head alone, one mask for every entry
+        return m
+
+
+prefill_dropout_restarts_per_split = _full_mutant(_PrefillDropoutRestartsPerSplit(),
+    "prefill_dropout_restarts_per_split",
+    "A split-KV prefill (2-64 queries over more than 8192 keys) restarting dropout's key offset in each 2048-key split.")
+tiles_dropout_restarts_per_tile = _full_mutant(_TilesDropoutRestartsPerTile(), "tiles_dropout_restarts_per_tile",
+    "An even-tiles path (lengths multiples of 128, 2²⁰ scores or more) taking dropout's key offset tile by tile.")
+serving_batch_dropout_shared_over_entries = _full_mutant(_ServingBatchDropoutSharedOverEntries(),
+    "serving_batch_dropout_shared_over_entries",
+    "A serving batch's decode (one query each, B·Hq ≥ 32, 1024+ keys) drawing one keep mask for all its entries.")
+
+MUTANTS = MUTANTS + (
+    Mutant(prefill_dropout_restarts_per_split, "a split-KV prefill's dropout restarting per 2048-key split",
+           "generated-dropout"),
+    Mutant(tiles_dropout_restarts_per_tile, "an even-tiles path's dropout restarting per 128-key tile",
+           "generated-dropout"),
+    Mutant(serving_batch_dropout_shared_over_entries, "a serving batch's one keep mask for all entries",
+           "generated-dropout"),
+)

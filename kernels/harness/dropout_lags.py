@@ -62,10 +62,10 @@ def _call(s: Subject, v: torch.Tensor, shape, draw: int) -> torch.Tensor:
                      enable_gqa=False).cpu().double()
 
 
-def _repeated_rows(o: torch.Tensor, n_k: int) -> tuple[int, str]:
+def _repeated_rows(o: torch.Tensor, n_k: int, tol: float | None = None) -> tuple[int, str]:
     """(repeated pairs, where the first ones are) in o (B, H, Nq, Dv) at power-of-two lags along each axis,
-    and exact repeats at any lag of the flattened rows."""
-    tol = REPEAT_TOL / ((1 - LAG_P) * n_k)
+    and exact repeats at any lag of the flattened rows (within ``tol``, by default REPEAT_TOL's at LAG_P)."""
+    tol = REPEAT_TOL / ((1 - LAG_P) * n_k) if tol is None else tol
     count, where = 0, []
     for axis, name in ((0, "batch"), (1, "heads"), (2, "queries")):
         n, lag = o.shape[axis], 1
@@ -370,3 +370,81 @@ register(Invariant("dropout-axis-periods", None, dropout_axis_periods, lambda c:
                                "no other check looks: a 16-bit row counter (query i + 65 536 repeats query i's mask), "
                                "a decode path (Nq = 1) restarting its offset in each key split (period 1024, 1000, "
                                "1536: any period up to 3097 keys; thorough: up to 15 385, and 2^k keys up to 2¹⁶)"))
+
+
+# A covering row's dropout on a long path (paths.KEY_LAG_PATHS: a split-K decode over 2¹⁴+ keys, a split-KV prefill
+# over 8192+, whole tiles of 1024², a serving batch, one query past 2¹⁷ keys), where V = I (O(Nk²) a slice) cannot go.
+# Red team rt48: a prefill's RNG key index restarting in each 2048-key split, a tiles path's restarting in each tile
+# of 128 keys, a serving batch sharing one mask over its entries, a decode ignoring dropout_p: each at the path's sizes
+# only. With q = k = 0 every weight is 1/Nk, and one call with V of PATH_DV columns, the same for every slice, reads
+# the keep masks through V (O(Nk · Dv) a slice):
+# * a column of ones: o = kept/((1 - p)·Nk), each row's kept count; all rows' counts against Binomial(rows·Nk, 1 - p);
+# * REPEAT_DV standard normal columns: two rows (any batch entry, head or query) with one mask give one output
+#   (_repeated_rows, at every power-of-two lag along the batch, the heads and the queries);
+# * KEY_DV columns a lag L for every power of two L < Nk with PATH_MIN_PAIRS pairs: key j + L carries minus key j's
+#   ±1 (j in the even blocks of L), so o's variance is 2p(1-p)·pairs/((1-p)·Nk)² when the two keys draw independently
+#   and o is 0 when keys L apart share a draw: T = Σ o²/σ² over the rows' KEY_DV outputs is χ² (two-sided, as
+#   _key_lag_test). A restart every T keys for T a power of two repeats the mask at lag T (and every multiple).
+# All at α = dropout.ALPHA, Bonferroni over the tests.
+PATH_MIN_PAIRS = 64
+
+
+def path_values(s: Subject, n_k: int) -> tuple[torch.Tensor, list[tuple[int, int]]]:
+    """V (Nk, 1 + REPEAT_DV + KEY_DV·lags) in float64 and [(lag, pairs)] of its lag columns."""
+    g = s.rng("dropout path lags")
+    j = torch.arange(n_k)
+    columns, lags = [torch.ones(n_k, 1, dtype=torch.float64),
+                     torch.randn(n_k, REPEAT_DV, generator=g, dtype=torch.float64)], []
+    lag = 1
+    while lag < n_k:
+        first = j[(j // lag) % 2 == 0]
+        first = first[first + lag < n_k]
+        if len(first) >= PATH_MIN_PAIRS:
+            signs = (torch.randint(0, 2, (len(first), KEY_DV), generator=g) * 2 - 1).double()
+            c = torch.zeros(n_k, KEY_DV, dtype=torch.float64)
+            c[first], c[first + lag] = signs, -signs
+            columns.append(c)
+            lags.append((lag, len(first)))
+        lag *= 2
+    return torch.cat(columns, dim=-1), lags
+
+
+def path_key_lags(s: Subject, batch: int, q_heads: int, kv_heads: int, n_q: int, n_k: int, p: float,
+                  call) -> Outcome:
+    """The dropout law at a long path's sizes: ``call(q, k, v)`` makes the problem's seeded call (its rank, its
+    argument forms) on q = k = 0 of (B, Hq, Nq, 1), (B, Hkv, Nk, 1) and this V (B, Hkv, Nk, Dv), and gives
+    (B, Hq, Nq, Dv)."""
+    v64, lags = path_values(s, n_k)
+    q = s.cast(torch.zeros(batch, q_heads, n_q, 1, dtype=torch.float64))  # (B, Hq, Nq, 1)
+    k = s.cast(torch.zeros(batch, kv_heads, n_k, 1, dtype=torch.float64))  # (B, Hkv, Nk, 1)
+    v = s.cast(v64).expand(batch, kv_heads, n_k, v64.shape[-1]).contiguous()  # (B, Hkv, Nk, Dv)
+    o = call(q, k, v).detach().cpu().double()  # (B, Hq, Nq, Dv)
+    if not torch.isfinite(o).all():
+        return Outcome(math.inf, 0.0, "non-finite output")
+    n_tests = 2 + len(lags)
+    outcomes, details = [], []
+    # kept counts: rounded to whole keys (a half output's rounding moves a count by a fraction of Nk/256)
+    kept = int(torch.round(o[..., 0] * (1 - p) * n_k).sum())
+    n = batch * q_heads * n_q * n_k
+    z = drop.binomial_z(kept, n, 1 - p)
+    outcomes.append(Outcome(abs(z) if math.isfinite(z) else math.inf, drop._z(drop.ALPHA / n_tests)))
+    details.append(f"kept {kept} of {n} (expected {1 - p:.3g}): z = {z:+.2f}")
+    normal = o[..., 1:1 + REPEAT_DV]
+    # a repeat computed in another order: within a few ulps of the output's size, past the least a key moves a column
+    ulps = 4 * torch.finfo(s.dtype).eps * float(normal.abs().max())
+    count, where = _repeated_rows(normal, n_k, tol=max(REPEAT_TOL / ((1 - p) * n_k), ulps))
+    outcomes.append(Outcome(float(count), 0.0))
+    details.append(f"{count} repeated masks" + (f" ({where})" if count else ""))
+    worst_z, worst_lag = 0.0, None
+    for i, (lag, pairs) in enumerate(lags):
+        cols = o[..., 1 + REPEAT_DV + i * KEY_DV:1 + REPEAT_DV + (i + 1) * KEY_DV]
+        sigma2 = 2 * p * (1 - p) * pairs / ((1 - p) * n_k) ** 2
+        t = float((cols ** 2).sum()) / sigma2
+        zl = _two_sided_z(t, cols.numel())
+        if zl >= worst_z:
+            worst_z, worst_lag = zl, (lag, t, cols.numel())
+    if worst_lag is not None:
+        outcomes.append(Outcome(worst_z, drop._z(drop.ALPHA / n_tests)))
+        lag, t, dof = worst_lag
+        details.append(f"key lags 1..{lags[-1][0]}: worst lag {lag}, χ²_{dof} = {t:.3g} (z = {worst_z:.2f})")
+    return worst(outcomes, details)

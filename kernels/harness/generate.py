@@ -1368,6 +1368,9 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
 # O(Nq·Nk·D)): the size classes of long prefills (paths.py; 4096 queries over 4096 keys, 1.5 CPU-s judged whole)
 SAMPLE_ABOVE = 2 ** 22
 SAMPLED_ROWS = 48
+# the covering paths whose dropout rows are judged at the path's own sizes through V's columns, q = k = 0, no mask
+# and no causal (dropout_lags.path_key_lags), where V = I would be O(Nk²) a slice
+KEY_LAG_PATHS = ("decode", "spec-decode", "prefill", "longest-decode", "tiles", "batched-decode")
 
 
 def sampled_rows(p: Problem) -> torch.Tensor | None:
@@ -1456,8 +1459,16 @@ def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
     gradients needed autograd on and the problem drew another mode (no_grad, inference_mode), the same seeded
     call again in that mode, its W by the law too."""
     from kernels.harness import dropout as drop
-    from kernels.harness.dropout_lags import axis_periods
+    from kernels.harness.dropout_lags import axis_periods, path_key_lags
 
+    if p.path in KEY_LAG_PATHS:  # V = I over the path's keys is O(Nk²) a slice: the masks read through V's columns
+        def seeded_call(q, k, v):  # (B, Hq, Nq, Dv)
+            *called, mk = _call_form(p, q, k, v, None)
+            with drop.seeded(s, 0), calling_context(p.context):
+                out = s.impl(*called, **{**s.kwargs(), **mk}, dropout_p=p.dropout_p)
+            return checked_output(out, called[0], called[2]).reshape(p.batch, p.q_heads, p.n_q, v.shape[-1])
+
+        return path_key_lags(s, p.batch, p.q_heads, p.kv_heads, p.n_q, p.n_k, p.dropout_p, seeded_call)
     v1 = drop.one_hot_values(s)
     tensors = [ref.copy(x).requires_grad_(n in p.grads) for x, n in zip((s.q, s.k, v1), "qkv")]
     leaf = m.detach().requires_grad_() if p.mask_grad and m is not None else None

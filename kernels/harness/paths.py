@@ -29,8 +29,8 @@ import zlib
 
 from kernels.harness import reference as ref
 from kernels.harness.covering import _completable, allowed_triples, covering_array, not_held
-from kernels.harness.generate import (AGREEMENT, DROPOUT_LAW, GRAD_SUBSETS, GRADIENTS, HEAD_DIMS, STRIDE_ZERO, Problem,
-                                     _rng)
+from kernels.harness.generate import (AGREEMENT, DROPOUT_LAW, GRAD_SUBSETS, GRADIENTS, HEAD_DIMS, KEY_LAG_PATHS,
+                                     STRIDE_ZERO, Problem, _rng)
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
 from kernels.harness.masks import NEAR_STRUCTURES
 
@@ -83,9 +83,8 @@ COSTLY = ("tiles", "long-prefill", "million-keys", "huge-queries") + tuple(THORO
 COSTLY_PLAIN_DTYPES = ("float32", "bfloat16")
 # A dropout problem takes V = I (Dv = Nk): the harness's own work (v drawn, one-hot values, the law's float64
 # sensitivities) is O(B·Hkv·Nk²) and the impl's O(B·Hq·Nq·Nk²) (measured: 5.8 s for B·Hq = 8 slices over 3461 keys in
-# float64). Its keys stay past 2048 on the decode paths (a split of 1024 or 2048) but short of their plain lengths,
-# within DROPOUT_COST; the prefill's 16 queries over 8192 keys cost 1e9 a slice and are left out (allowed()).
-DROPOUT_KEYS = {"decode": (2049, 2400), "spec-decode": (2049, 2400)}
+# float64), within DROPOUT_COST; on the long paths (generate.KEY_LAG_PATHS) q = k = 0 and V of O(log Nk) columns
+# instead (dropout_lags.path_key_lags), at the path's own sizes.
 # B·Hq·Nq·Nk·max(Nk, DROPOUT_ENTRY) of a dropout problem: V = I's O(Nk²) a slice's row, and past few keys the
 # per-weight work (the law, the slice pairs, the lag FFT padded to powers of two) as if of 256 keys (measured: 3.5
 # CPU-s for 6 heads × 13 506 queries × 11 keys, whose Nk² cost was 0.6 of the cap)
@@ -94,7 +93,7 @@ DROPOUT_ENTRY = 256
 # B·Hq·Nq·Nk of a forward problem and of a gradient one (the float64 golden values, their sensitivities and, for the
 # gradients, float64 autograd over every requires_grad subset cost O(that · D) several times over: measured at load 1,
 # ~0.1 s a forward problem of 2¹⁸ scores; the gradients' ten times that)
-SCORES = {AGREEMENT: 2 ** 18, GRADIENTS: 2 ** 16}
+SCORES = {AGREEMENT: 2 ** 18, GRADIENTS: 2 ** 16, DROPOUT_LAW: 2 ** 18}  # (dropout's: of its key-lag rows)
 # Past the cost, the sizes are halved in this order, the axis that makes the path last (rt44h: the long-queries
 # gradient row, halved in Nq first, came down to 1025 queries, one chunk and a query, so dk, dv summed in half across
 # chunks stayed within the bound)
@@ -219,7 +218,6 @@ def allowed(row: dict) -> bool:
         # (generate._gradients takes a broadcast k, v at rank 4 only)
         has("rank", "relation") and "kv batch" in row and row["rank"] != 4 and relation == "gradients"
         and row["kv batch"] == "broadcast",
-        has("relation", "path") and relation == "dropout" and row["path"] in ("longest-decode", "prefill"),
         # a float64 backward over 2¹⁷ keys costs seconds (generate.draw leaves the long decodes out of gradients too)
         has("relation", "path") and relation == "gradients" and row["path"] == "longest-decode",
         # a head of 65-192 channels on the longest paths or with gradients or dropout: 1-10 CPU-s of float64 work
@@ -241,7 +239,9 @@ def allowed(row: dict) -> bool:
         # the long prefill forward only (its golden values on sampled rows), no dropout on the whole tiles or the
         # serving batch (V = I over 1024+ keys: O(Nk²) a row); one or two heads and k, v of q's batch on the costly paths
         has("relation", "path") and relation not in PATH_RELATIONS.get(row["path"], (relation,)),
-        has("relation", "path") and relation == "dropout" and row["path"] in ("tiles", "batched-decode"),
+        # (dropout on the long paths: q = k = 0 and V's columns, generate.KEY_LAG_PATHS; no mask, no causal there)
+        has("relation", "path") and relation == "dropout" and row["path"] in KEY_LAG_PATHS
+        and (row.get("mask", "none") != "none" or row.get("causal", False)),
         has("heads", "path") and row["path"] in COSTLY and HEAD_LEVELS[row["heads"]][0] > 2,
         # (a serving batch's gradients: 32 entries, two heads at most)
         has("heads", "path") and row["path"] == "batched-decode" and relation == "gradients"
@@ -320,7 +320,7 @@ def triples(features: frozenset, thorough: bool = False, kept=None) -> set:
     levels = factors(features, thorough, kept)
     names = [n for n in levels if n in (TRIPLE_FACTORS if thorough else DEFAULT_TRIPLE_FACTORS)]
     shapes = [("path", a, b) for i, a in enumerate(names) for b in names[i + 1:]]
-    return allowed_triples(levels, _cheap, shapes, _triple_wanted(thorough)) | plain_formed(levels)
+    return allowed_triples(levels, _cheap, shapes, _triple_wanted(thorough)) | plain_formed(levels) | one_form(levels)
 
 
 def plain_formed(levels: dict) -> set:
@@ -338,6 +338,23 @@ def plain_formed(levels: dict) -> set:
                 row = {"path": path, "relation": "forward", f: value, **dict(plain)}
                 if path != "small" and _cheap(row) and _completable(row, levels, _cheap):
                     out.add(tuple(sorted(row.items(), key=lambda kv: list(levels).index(kv[0]))))
+    return out
+
+
+def one_form(levels: dict) -> set:
+    """Each non-plain level of each input form (FORM_FACTORS) with each level of each structural feature
+    (FEATURE_FACTORS), the other forms plain, in a forward problem on the small path. A fast path is often keyed on
+    one form with the rest plain (red team rt48: k, v expanded over the heads taken as MQA, at rank 4 without a mask,
+    its query heads folded into causal rows; the pair (expanded, causal) was met at rank 5 only)."""
+    plain = {f: levels[f][0] for f in FORM_FACTORS if f in levels}
+    out = set()
+    for f in plain:
+        for form in levels[f][1:]:
+            for g in FEATURE_FACTORS:
+                for value in levels.get(g, ()):
+                    row = {**plain, "path": "small", "relation": "forward", f: form, g: value}
+                    if _cheap(row) and _completable(row, levels, _cheap):
+                        out.add(tuple(sorted(row.items(), key=lambda kv: list(levels).index(kv[0]))))
     return out
 
 
@@ -362,8 +379,6 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     (b_lo, b_hi), (q_lo, q_hi), (k_lo, k_hi), d_cap = ALL_PATHS[row["path"]]
     relation = RELATIONS[row["relation"]]
     grads = r.choice(GRAD_SUBSETS) if relation == GRADIENTS else ""
-    if relation == DROPOUT_LAW and row["path"] in DROPOUT_KEYS:
-        k_lo, k_hi = DROPOUT_KEYS[row["path"]]
     batch, n_q, n_k = r.randint(b_lo, b_hi), r.randint(q_lo, q_hi), r.randint(k_lo, k_hi)
     if row["path"] in MULTIPLE_OF:
         tile = MULTIPLE_OF[row["path"]]
@@ -395,8 +410,9 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
         d = r.choice([x for x in HEAD_DIMS if x <= d_cap])
         dv = r.choice([x for x in HEAD_DIMS if x <= d_cap]) if value_dim and r.random() < 0.3 else d
     width = max(1, (d + dv) // 32)  # (the float64 work grows with D + Dv: a score of narrow heads counts one)
+    lagged = relation == DROPOUT_LAW and row["path"] in KEY_LAG_PATHS  # (V of O(log Nk) columns, not V = I)
     cost, cap = ((lambda: size["batch"] * hq * size["n_q"] * size["n_k"] * max(size["n_k"], DROPOUT_ENTRY),
-                  DROPOUT_COST) if relation == DROPOUT_LAW
+                  DROPOUT_COST) if relation == DROPOUT_LAW and not lagged
                  else (lambda: size["batch"] * hq * size["n_q"] * size["n_k"] * width, SCORES[relation]))
     if row.get(TRIPLE_ROW):
         cap //= TRIPLE_SHRINK
@@ -406,7 +422,7 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     batch, n_q, n_k = size["batch"], size["n_q"], size["n_k"]
     if row["nonfinite"] == "v underflowed" or relation == GRADIENTS:
         n_k = max(n_k, 2)  # (a first half of the keys to underflow; over one key dq and dk are exactly 0)
-    if relation == DROPOUT_LAW:
+    if relation == DROPOUT_LAW and not lagged:
         dv = n_k
     form, kind = MASKS.get(row["mask"], (None, "bool"))
     hidden = form is not None or row["causal"]  # (some key hidden: a non-finite input in q, see allowed())

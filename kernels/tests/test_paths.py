@@ -94,8 +94,7 @@ def test_every_row_is_a_problem_of_its_paths_sizes():
     problems = [paths.problem(r, 0, i) for i, r in enumerate(rows)]
     for row, p in zip(rows, problems):
         (_, _), (q_lo, q_hi), (k_lo, k_hi), d_cap = paths.PATHS[row["path"]]
-        if p.relation != gen.DROPOUT_LAW:  # (dropout's keys: paths.DROPOUT_KEYS)
-            assert k_lo <= p.n_k <= k_hi, (row, p.describe())
+        assert k_lo <= p.n_k <= k_hi, (row, p.describe())
         expected = {"wide": lambda d: paths.WIDE[0] <= d <= paths.WIDE[1], "medium": lambda d: d in paths.MEDIUM,
                     "MLA": lambda d: d == paths.MLA[0], "narrow": lambda d: d <= d_cap,
                     "huge": lambda d: paths.HUGE[0] <= d <= paths.HUGE[1]}[row["head dim"]]
