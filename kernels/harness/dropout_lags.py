@@ -441,7 +441,7 @@ def path_key_lags(s: Subject, batch: int, q_heads: int, kv_heads: int, n_q: int,
         sigma2 = 2 * p * (1 - p) * pairs / ((1 - p) * n_k) ** 2
         t = float((cols ** 2).sum()) / sigma2
         zl = _two_sided_z(t, cols.numel())
-        if zl >= worst_z:
+        if worst_lag is None or zl > worst_z:  # (ties: the least lag, a repeat's period, not its multiples)
             worst_z, worst_lag = zl, (lag, t, cols.numel())
     if worst_lag is not None:
         outcomes.append(Outcome(worst_z, drop._z(drop.ALPHA / n_tests)))

@@ -1875,15 +1875,20 @@ for _name, _needs, _bugs in (
                              "workspace or causal bias cached per shape in the first call's dtype, outputs returned "
                              "as views of a static buffer the next call overwrites, a mask broadcast over the queries "
                              "read as key padding from head 0, an ALiBi mask with -inf padding sent to a boolean path "
-                             "as mask == 0)"),
+                             "as mask == 0; red team rt48: k, v expanded over the heads or the batch folded into "
+                             "causal rows, a wide-head template's second channel chunk on the tiles path, a prefill "
+                             "workspace of 64 value channels, a 256-channel decode template)"),
     (GRADIENTS, frozenset({BACKWARD}), "gradients wrong for a drawn requires_grad subset, view, mask form or size; "
                                        "a backward wrong under a drawn mode (deterministic, anomaly), a non-finite "
                                        "dO clamped or sanitised, gradients returned in buffers the next backward of "
                                        "the shape overwrites; red team rt44h: a GQA backward wrong or raising at "
-                                       "rank 3 or 5"),
+                                       "rank 3 or 5; rt48: a training path's backward ignoring an explicit scale"),
     (DROPOUT_LAW, frozenset({DROPOUT}), "dropout wrong at a drawn p (biased threshold, rescale, p < 1e-3 taken "
                                         "for 0) or shape; a keep mask repeating along the keys or the queries on one "
-                                        "path (a speculative decode restarting its offset per split of 1024 keys)"),
+                                        "path (a speculative decode restarting its offset per split of 1024 keys); "
+                                        "red team rt48, at the long paths' own sizes: a prefill restarting per "
+                                        "2048-key split, a tiles path per 128-key tile, a serving batch's one mask "
+                                        "for all entries, a decode ignoring dropout_p"),
     (METAMORPHIC, frozenset(), "batch entries interfering, key order mattering, boolean and additive masks "
                                "disagreeing"),
     (THREAD_COUNT, frozenset(), "work split by torch.get_num_threads() wrong past one thread: the slices, query rows "

@@ -19,8 +19,8 @@ pass, as do the rows of a dtype the run lacks (in the first dtype).
 
 Sizes are drawn inside each path's ranges per run seed, with D ≤ 16 past the small path (but for the head-dim
 factor's wider levels), so a long problem costs O(B·Hq·Nq·Nk·D) with B·Hq·Nq·Nk ≤ 2¹⁸ where the path's least sizes
-allow: the whole array is ~208 problems a run (36 plain rows, ~78 pairwise, ~94 for the triples and plain_formed), ~17 CPU-s
-(timing.py).
+allow: the whole array is ~400 problems a run at seed 0 with every feature (plain rows, pairwise ones, and the rows for
+the triples, plain_formed and one_form), ~26 CPU-s (timing.py).
 """
 from __future__ import annotations
 

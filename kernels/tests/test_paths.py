@@ -159,6 +159,8 @@ def test_a_path_taken_only_in_the_plain_form_is_rejected_by_a_plain_row_and_no_p
     assert failing, name
     assert all(p.path and p.rank == 4 and p.mask is None and not p.causal and p.layout == "contiguous"
                and not p.kv_broadcast and p.scale is None for p in failing), [p.describe() for p in failing]
+    if relation == gen.DROPOUT_LAW:
+        return  # (a decode's dropout rows are judged with no mask and no causal, path_key_lags: pairwise ones meet it too)
     pairwise = covering.covering_array(paths.factors(ALL), paths.allowed, gen._rng(0, "covering", sorted(ALL), 0))
     for index, row in enumerate(pairwise):
         o, refused = gen.check_problem(impl, paths.problem(row, 0, index))
