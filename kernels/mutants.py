@@ -3806,10 +3806,10 @@ def expanded_kv_batch_folded_into_rows(q, k, v, attn_mask=None, dropout_p=0.0, i
     """k, v of one prompt expanded over a beam's batch entries (stride 0) taken by a fast path that folds the entries
     into rows over the one entry, is_causal then applied to the folded rows."""
     if (q.dim() == 4 and k.dim() == 4 and k.shape[0] > 1 and k.stride(0) == 0 and v.stride(0) == 0
-            and attn_mask is None and k.shape[1] == q.shape[1]):
+            and attn_mask is None):
         b, hq, n_q, d = q.shape
         folded = q.transpose(0, 1).reshape(1, hq, b * n_q, d)  # (1, Hq, B·Nq, D)
-        out = full_attention(folded, k[:1], v[:1], None, dropout_p, is_causal, scale)  # (1, Hq, B·Nq, Dv)
+        out = full_attention(folded, k[:1], v[:1], None, dropout_p, is_causal, scale, enable_gqa)  # (1, Hq, B·Nq, Dv)
         return out.reshape(hq, b, n_q, v.shape[-1]).transpose(0, 1)
     return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
@@ -3911,4 +3911,40 @@ MUTANTS = MUTANTS + (
            "generated-dropout"),
     Mutant(serving_batch_dropout_shared_over_entries, "a serving batch's one keep mask for all entries",
            "generated-dropout"),
+)
+
+
+# ------------------------------------------ a split-KV prefill past one query tile (red team rt48; prefill 16-200 q)
+
+def _split_kv_prefill(q, k) -> bool:
+    return 16 <= q.shape[-2] <= 256 and k.shape[-2] > 8192
+
+
+def prefill_causal_rows_per_query_tile(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                       enable_gqa=False):
+    """A split-KV prefill whose causal row positions are tile-local past its first query tile of 64: query i sees
+    the keys j ≤ i mod 64."""
+    if is_causal and _split_kv_prefill(q, k):
+        rows = torch.arange(q.shape[-2], device=q.device) % 64  # (Nq,): the bug
+        visible = torch.arange(k.shape[-2], device=q.device)[None, :] <= rows[:, None]  # (Nq, Nk)
+        return full_attention(q, k, v, visible, dropout_p, False, scale, enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def prefill_query_tiles_share_a_workspace(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                          enable_gqa=False):
+    """A split-KV prefill whose partials' workspace is not indexed by the query tile of 64: every tile's rows merge
+    the first tile's partials."""
+    out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)  # (..., Nq, Dv)
+    if _split_kv_prefill(q, k) and q.shape[-2] > 64:
+        first = torch.arange(q.shape[-2], device=q.device) % 64  # (Nq,): the bug, row r of tile t reads row r
+        out = out.index_select(-2, first)
+    return out
+
+
+MUTANTS = MUTANTS + (
+    Mutant(prefill_causal_rows_per_query_tile, "a split-KV prefill's causal rows tile-local past 64 queries",
+           "generated-agreement"),
+    Mutant(prefill_query_tiles_share_a_workspace, "a split-KV prefill's query tiles merging the first tile's partials",
+           "generated-agreement"),
 )

@@ -43,7 +43,8 @@ PATHS = {
     "small": ((1, 3), (1, 64), (1, 64), 64),
     "decode": ((1, 4), (1, 1), (2 ** 14 + 1, 2 ** 15), 16),
     "spec-decode": ((1, 2), (2, 8), (2 ** 14 + 1, 2 ** 15), 16),
-    "prefill": ((1, 1), (16, 20), (2 ** 13 + 1, 12000), 16),
+    # (16-200 queries: past one query tile of 64 or 128, red team rt48's workspace and causal positions per tile)
+    "prefill": ((1, 1), (16, 200), (2 ** 13 + 1, 12000), 16),
     "long-queries": ((1, 1), (1025, 16448), (2, 200), 16),
     "many-batch": ((33, 40), (1, 8), (2, 48), 16),
     "longest-decode": ((1, 1), (1, 1), (2 ** 17 + 1, 2 ** 17 + 2 ** 15), 8),
@@ -100,6 +101,9 @@ SCORES = {AGREEMENT: 2 ** 18, GRADIENTS: 2 ** 16, DROPOUT_LAW: 2 ** 18}  # (drop
 HALVING = {"long-queries": ("n_k", "batch", "n_q"), "many-batch": ("n_q", "n_k", "batch"),
            "batch-slices": ("n_q", "n_k")}
 HALVING_DEFAULT = ("n_q", "batch", "n_k")
+# and for the forward and dropout rows (their golden values on sampled query rows past generate.SAMPLE_ABOVE, the
+# key-lag call's O(Nk·log Nk) a query), the prefill's queries kept past its query tiles
+UNGRADED_HALVING = {"prefill": ("batch", "n_k")}
 NEAR = "bool (Nq, Nk) one entry off a structure"
 MASKS = {  # level: (form, kind) of generate.MASK_FORMS
     "bool key padding": ("(B, 1, 1, Nk)", "bool"),
@@ -416,7 +420,9 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
                  else (lambda: size["batch"] * hq * size["n_q"] * size["n_k"] * width, SCORES[relation]))
     if row.get(TRIPLE_ROW):
         cap //= TRIPLE_SHRINK
-    for axis in HALVING.get(row["path"], HALVING_DEFAULT):
+    halving = (UNGRADED_HALVING if relation != GRADIENTS else {}).get(row["path"]) or HALVING.get(row["path"],
+                                                                                                 HALVING_DEFAULT)
+    for axis in halving:
         while cost() > cap and size[axis] > least[axis]:
             size[axis] = max(least[axis], size[axis] // 2)
     batch, n_q, n_k = size["batch"], size["n_q"], size["n_k"]
