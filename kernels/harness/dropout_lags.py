@@ -89,15 +89,20 @@ def _key_lag_values(s: Subject) -> torch.Tensor:
     _, h, _, n_k = KEY_SHAPE
     g = s.rng("dropout key lags")
     signs = torch.randint(0, 2, (h, n_k, KEY_DV), generator=g, dtype=torch.int8) * 2 - 1  # (H, Nk, Dv)
-    j = torch.arange(n_k)
     v = torch.zeros(h, n_k, KEY_DV, dtype=torch.int8)
     for head in range(h):
         lag = 2 ** head
-        first = j[(j // lag) % 2 == 0]
-        first = first[first + lag < n_k]
+        first = _paired_keys(n_k, lag)
         v[head, first] = signs[head, first]
         v[head, first + lag] = -signs[head, first]
     return s.cast(v[None].double())  # (1, H, Nk, Dv)
+
+
+def _paired_keys(n_k: int, lag: int) -> torch.Tensor:
+    """The keys j in the even blocks of ``lag`` whose partner j + lag is a key: each pair's first key."""
+    j = torch.arange(n_k)
+    first = j[(j // lag) % 2 == 0]
+    return first[first + lag < n_k]
 
 
 def _two_sided_z(t: float, dof: int) -> float:
@@ -392,13 +397,11 @@ PATH_MIN_PAIRS = 64
 def path_values(s: Subject, n_k: int) -> tuple[torch.Tensor, list[tuple[int, int]]]:
     """V (Nk, 1 + REPEAT_DV + KEY_DV·lags) in float64 and [(lag, pairs)] of its lag columns."""
     g = s.rng("dropout path lags")
-    j = torch.arange(n_k)
     columns, lags = [torch.ones(n_k, 1, dtype=torch.float64),
                      torch.randn(n_k, REPEAT_DV, generator=g, dtype=torch.float64)], []
     lag = 1
     while lag < n_k:
-        first = j[(j // lag) % 2 == 0]
-        first = first[first + lag < n_k]
+        first = _paired_keys(n_k, lag)
         if len(first) >= PATH_MIN_PAIRS:
             signs = (torch.randint(0, 2, (len(first), KEY_DV), generator=g) * 2 - 1).double()
             c = torch.zeros(n_k, KEY_DV, dtype=torch.float64)
