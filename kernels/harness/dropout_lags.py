@@ -431,7 +431,8 @@ def path_key_lags(s: Subject, batch: int, q_heads: int, kv_heads: int, n_q: int,
     n = batch * q_heads * n_q * n_k
     z = drop.binomial_z(kept, n, 1 - p)
     outcomes.append(Outcome(abs(z) if math.isfinite(z) else math.inf, drop._z(drop.ALPHA / n_tests)))
-    details.append(f"kept {kept} of {n} (expected {1 - p:.3g}): z = {z:+.2f}")
+    # (what was trusted: the path is taken by shape; its masks are judged with q = k = 0, no mask and no causal)
+    details.append(f"q = k = 0, V's columns: kept {kept} of {n} (expected {1 - p:.3g}): z = {z:+.2f}")
     normal = o[..., 1:1 + REPEAT_DV]
     # a repeat computed in another order: within a few ulps of the output's size, past the least a key moves a column
     ulps = 4 * torch.finfo(s.dtype).eps * float(normal.abs().max())
