@@ -1334,7 +1334,8 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
         golden = s.reference(kept[0].index_select(-2, rows.to(kept[0].device)), *kept[1:], attn_mask=mask,
                              is_causal=False)
         o = against(s, out.index_select(-2, rows.to(out.device)), golden)
-        return Outcome(o.discrepancy, o.bound, f"{len(rows)} sampled query rows of {p.n_q}")
+        o = Outcome(o.discrepancy, o.bound, f"{len(rows)} sampled query rows of {p.n_q}")
+        return _summation_bounded(s, p, o, kept[2]) if s.dtype == torch.float64 else o
     golden = s.reference(*kept, attn_mask=m)
     if p.mask_far is not None and m is not None:
         # a far row's scores all round to its mask value, in float32 as in float64: its answer is the
@@ -1342,16 +1343,8 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
         far = (m.cpu() == torch.tensor(p.mask_far, dtype=m.dtype)).all(-1, keepdim=True)  # broadcasts over (B, Hq, Nq, Dv)
         golden = golden._replace(sensitivity=torch.where(far, 0.0, golden.sensitivity))
     o = against(s, out, golden)
-    if STRIDE_ZERO.get(p.layout) == ("kv", 2) and p.n_k > 1:
-        # every key the same: the plain reference's weights are equal and its sums nearly exact, so its error (the
-        # rule's scale) is far below what a correct kernel summing Nk equal terms in another order makes (red team
-        # rt46h's blocked online softmax: 4.5e-13 in float64 over 31 843 keys, 56× that bound). Recursive summation's
-        # worst case (Higham, Accuracy and Stability, §4.2) bounds both sums, in the accumulator's unit roundoff
-        # (float32's for the half types): 2·Nk·u·max|v|; a row with no visible key is still 0 exactly
-        u = 2.0 ** -53 if s.dtype == torch.float64 else 2.0 ** -24
-        summed = 2 * p.n_k * u * float(golden.value.abs().max())
-        if o.bound < summed:
-            o = Outcome(o.discrepancy, summed, f"{o.detail} (bound 2·Nk·u·max|v| = {summed:.3g}: one key repeated)")
+    if STRIDE_ZERO.get(p.layout) == ("kv", 2) or s.dtype == torch.float64:
+        o = _summation_bounded(s, p, o, kept[2])
     if m is None and p.layout == "contiguous" and not p.empty:
         from kernels.harness.rounding_bound import ATTRIBUTE, check
 
@@ -1362,6 +1355,27 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
             d = check(s)
             return worst([o, d], [f"low-precision rule {o.discrepancy:.3g}/{o.bound:.3g}", d.detail])
     return o
+
+
+def _summation_bounded(s: Subject, p: Problem, o: Outcome, v) -> Outcome:
+    """``o`` with its bound raised to recursive summation's worst case (Higham, Accuracy and Stability, §4.2) over
+    the problem's Nk keys in the accumulator's unit roundoff u (float32's for the half types): 2·Nk·u·max|v| bounds
+    the error of both sums (weights and weighted values) in any order and any blocking; a row with no visible key is
+    still 0 exactly. Where the rule's scale (the plain reference's own error) is no bound of a correct kernel:
+    - one key repeated (k, v of stride 0 along the keys): the plain reference's weights are equal and its sums
+      nearly exact (red team rt46h's blocked online softmax: 4.5e-13 in float64 over 31 843 keys, 56× the rule);
+    - float64, which has no wider accumulator: a blocked loop's sequential block sums over 2¹⁷ keys or more err
+      1.5-1.9× the rule (red team rt48's correct FlashAttention-2 loop and split-K decode: 2.13e-14 against 1.13e-14 at
+      Nk = 131 073). The bound is still below float32's unit roundoff past 2²⁹ keys, so float64 computed in
+      float32 anywhere fails it by orders of magnitude."""
+    if p.n_k <= 1:
+        return o
+    u = 2.0 ** -53 if s.dtype == torch.float64 else 2.0 ** -24
+    finite = v.detach()[torch.isfinite(v.detach())]
+    summed = 2 * p.n_k * u * (float(finite.abs().max()) if finite.numel() else 0.0)
+    if o.bound >= summed:
+        return o
+    return Outcome(o.discrepancy, summed, f"{o.detail} (bound 2·Nk·u·max|v| = {summed:.3g}, recursive summation's)")
 
 
 # B·Hq·Nq·Nk of a forward problem past which only sampled query rows get golden values (O(rows·Nk·D) in float64, not

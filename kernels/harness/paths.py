@@ -142,6 +142,7 @@ FEATURE_LEVELS = {
     # (generate.PRIOR_CALLS' "same buffers, written": state a path caches by pointer goes stale)
     "earlier call": ("none", "same buffers, written"),
 }
+STALE = FEATURE_LEVELS["earlier call"][1]
 WIDE = (129, 256)  # (past the 128-channel template, up to FlashAttention's largest head dim; rt48: a 256-channel one)
 MEDIUM = (72, 80, 96, 100, 112, 127, 128)
 BROAD = ("wide", "medium")  # the head dims past the narrow ones (allowed(): forward only, and not on the longest paths)
@@ -288,19 +289,22 @@ def allowed(row: dict) -> bool:
 
 
 def plain_rows(features: frozenset, thorough: bool = False, kept=None) -> tuple[dict, ...]:
-    """One row per (path, dtype), the small path's aside, with every feature at its plain level (no mask, rank 4,
-    contiguous, k, v of q's batch, the default scale), the relations taking turns so that each path meets each of its
-    relations plain. Red team rt44h: a path's own code guarded by the plain form (a split-K decode taken only without
-    a mask, a batch-chunk dropout only at rank 4 with k, v of q's batch) is met by no pairwise row whose spare factors
-    are not plain: its float64 accumulators in float32, its dropout seeds shared by batch entries escaped."""
+    """Rows with every feature at its plain level (no mask, rank 4, contiguous, k, v of q's batch, the default scale)
+    on each path but the small one: its first relation (the forward, where the path has it) in each dtype, and each
+    other relation once, in a dtype that turns with the path. Red team rt44h: a path's own code guarded by the plain
+    form (a split-K decode taken only without a mask, a batch-chunk dropout only at rank 4 with k, v of q's batch) is
+    met by no pairwise row whose spare factors are not plain: its float64 accumulators in float32, its dropout seeds
+    shared by batch entries escaped. (The relations once took turns over the dtypes: a path with two relations then
+    met float64 only with dropout, and a float64-in-float32 decode escaped.)"""
     levels = factors(features, thorough, kept)
     plain = {name: values[0] for name, values in levels.items() if name not in ("path", "dtype", "relation")}
     out = []
-    for path in (p for p in levels["path"] if p != "small"):  # (the small path's: the fixed cases' and most draws')
-        relations = [r for r in levels["relation"] if allowed({"path": path, "relation": r})]
+    for i, path in enumerate(p for p in levels["path"] if p != "small"):  # (the small path's: the fixed cases')
+        first, *others = [r for r in levels["relation"] if allowed({"path": path, "relation": r})]
         dtypes = COSTLY_PLAIN_DTYPES if path in COSTLY else levels["dtype"]
-        for i, dtype in enumerate(dtypes):
-            out.append({"path": path, "dtype": dtype, **plain, "relation": relations[i % len(relations)]})
+        out += [{"path": path, "dtype": dtype, **plain, "relation": first} for dtype in dtypes]
+        out += [{"path": path, "dtype": dtypes[(i + j) % len(dtypes)], **plain, "relation": r}
+                for j, r in enumerate(others, 1)]
     return tuple(out)
 
 
@@ -333,15 +337,20 @@ def plain_formed(levels: dict) -> set:
     4, contiguous, finite, k and v of q's batch), the rest handed to another path. Red team rt46h: its paths handed
     other ranks, broadcast k, v and non-finite inputs to SDPA; its long prefill's causal offset, an even-tiles path's
     diagonal tiles, a 128-channel template's NaN handling met causal, or the head dims, only in rows of rank 5, a
-    gradient problem or a stride-0 layout, and escaped."""
+    gradient problem or a stride-0 layout, and escaped. And on each path a mask (its level turning with the path)
+    after the same call on the buffers the caller then wrote (STALE): a path converting the mask and caching the
+    result by pointer goes stale only there, a triple the pairs do not hold."""
     plain = tuple((f, levels[f][0]) for f in FORM_FACTORS if f in levels)
+    masks = [m for m in levels.get("mask", ())[1:] if allowed({"mask": m, "earlier call": STALE})]
     out = set()
-    for path in levels["path"]:
-        for f in FEATURE_FACTORS:
-            for value in levels.get(f, ()):
-                row = {"path": path, "relation": "forward", f: value, **dict(plain)}
-                if path != "small" and _cheap(row) and _completable(row, levels, _cheap):
-                    out.add(tuple(sorted(row.items(), key=lambda kv: list(levels).index(kv[0]))))
+    for i, path in enumerate(levels["path"]):
+        wanted = [{f: value} for f in FEATURE_FACTORS for value in levels.get(f, ())]
+        if masks and STALE in levels.get("earlier call", ()):
+            wanted.append({"mask": masks[i % len(masks)], "earlier call": STALE})
+        for extra in wanted:
+            row = {"path": path, "relation": "forward", **dict(plain), **extra}
+            if path != "small" and _cheap(row) and _completable(row, levels, _cheap):
+                out.add(tuple(sorted(row.items(), key=lambda kv: list(levels).index(kv[0]))))
     return out
 
 

@@ -417,3 +417,43 @@ def test_a_reproduction_imports_the_name_that_holds_a_factory_built_impl():
     exec(code, {"print": printed.append})
     assert gen.failed(printed[0])
 
+
+
+def _blocked_float64_with_mask(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """A correct FlashAttention-2 loop over 128-key blocks (red team rt48's ok_base, in short): the sequential block
+    sums of a long decode err more than a plain float64 reference's pairwise ones."""
+    assert dropout_p == 0 and not is_causal
+    k, v = (x.repeat_interleave(q.shape[-3] // x.shape[-3], -3) for x in (k, v))  # (B, Hq, Nk, D)
+    s = (q @ k.transpose(-2, -1)) * (scale if scale is not None else q.shape[-1] ** -0.5)  # (B, Hq, Nq, Nk)
+    if attn_mask is not None:
+        s = s + attn_mask
+    m = torch.full(s.shape[:-1] + (1,), -math.inf, dtype=s.dtype)  # (B, Hq, Nq, 1)
+    l, acc = torch.zeros_like(m), torch.zeros(s.shape[:-1] + (v.shape[-1],), dtype=s.dtype)  # (B, Hq, Nq, Dv)
+    for j in range(0, s.shape[-1], 128):
+        block = s[..., j:j + 128]
+        m_new = torch.maximum(m, block.amax(-1, keepdim=True))
+        p, alpha = torch.exp(block - m_new), torch.exp(m - m_new)
+        l, acc, m = alpha * l + p.sum(-1, keepdim=True), alpha * acc + p @ v[..., j:j + 128, :], m_new
+    return acc / l
+
+
+def test_a_correct_blocked_float64_loop_over_a_long_decode_passes_by_recursive_summations_bound(monkeypatch):
+    """Red team rt48: two correct designs (a FlashAttention-2 loop and a split-K decode) failed float64's rule at
+    131 073 keys by 1.8-1.9×; recursive summation's worst case bounds any order. float64 computed in float32 still fails
+    it by far."""
+    p = gen.Problem(batch=1, q_heads=2, kv_heads=1, n_q=1, n_k=131073, head_dim=1, value_dim=7, causal=False,
+                    dtype="float64", mask="(1, 1, 1, Nk)", mask_kind="additive", relation=gen.AGREEMENT,
+                    seed=4067107140, path="longest-decode")
+    o, refused = gen.check_problem(_blocked_float64_with_mask, p)
+    assert refused is None and not gen.failed(o) and "recursive summation" in o.detail, o
+    with monkeypatch.context() as m:  # the same-precision rule alone: the false alarm
+        m.setattr(gen, "_summation_bounded", lambda s, p, o, v: o)
+        rule, _ = gen.check_problem(_blocked_float64_with_mask, p)
+    assert gen.failed(rule) and rule.discrepancy == o.discrepancy, rule
+
+    def in_float32(q, k, v, **kw):
+        return _blocked_float64_with_mask(q.float(), k.float(), v.float(), **{
+            n: x.float() if torch.is_tensor(x) else x for n, x in kw.items()}).double()
+
+    o, refused = gen.check_problem(in_float32, p)
+    assert refused is None and o.discrepancy > 100 * o.bound, o

@@ -54,6 +54,31 @@ def test_each_feature_level_meets_each_path_in_a_forward_row_of_plain_forms():
                            and all(r[f] == paths.factors(ALL)[f][0] for f in paths.FORM_FACTORS) for r in rows), wanted
 
 
+def test_each_path_meets_a_mask_after_a_call_on_the_buffers_then_written():
+    """A path caching its conversion of the mask by pointer goes stale only with both a mask and that earlier call,
+    a triple no pair holds: every path (the small one aside) meets it, in a forward row of otherwise plain forms."""
+    for features in (ALL, ALL - {BACKWARD}):
+        rows = paths.rows(0, features)
+        plain = {f: paths.factors(features)[f][0] for f in paths.FORM_FACTORS if f != "earlier call"}
+        for path in set(paths.PATHS) - {"small"}:
+            assert any(r["path"] == path and r["relation"] == "forward" and r["mask"] != "none"
+                       and r["earlier call"] == paths.STALE and all(r[f] == v for f, v in plain.items())
+                       for r in rows), (path, features)
+
+
+def test_the_plain_rows_meet_each_path_forward_in_every_dtype_and_each_other_relation():
+    """Whatever relations the impl offers: with two (forward, dropout) taking turns over the dtypes, float64 met the
+    decodes only with dropout, and a float64-in-float32 decode of the plain form escaped."""
+    for features in (ALL, ALL - {BACKWARD}, frozenset()):
+        rows = paths.plain_rows(features)
+        for path in set(paths.PATHS) - {"small"}:
+            relations = {r["relation"] for r in rows if r["path"] == path}
+            assert relations == {r for r in paths.factors(features)["relation"]
+                                 if paths.allowed({"path": path, "relation": r})}, (path, features)
+            forward = {r["dtype"] for r in rows if r["path"] == path and r["relation"] == "forward"}
+            assert forward == set(paths.COSTLY_PLAIN_DTYPES if path in paths.COSTLY else paths.DTYPES), path
+
+
 def test_a_thorough_array_covers_every_triple_of_every_triple_factor():
     rows = paths.rows(0, ALL, 0, thorough=True)
     wanted = paths.triples(ALL, thorough=True)
@@ -148,7 +173,7 @@ def test_a_feature_wrong_on_one_path_is_rejected_by_a_covering_row_and_no_regime
 
 @pytest.mark.parametrize("name", ["plain_decode_float64_in_float32", "plain_decode_dropout_shared_over_batch"])
 def test_a_path_taken_only_in_the_plain_form_is_rejected_by_a_plain_row_and_no_pairwise_one(name):
-    """Its path is guarded by every other feature being plain: the plain rows (one per path and dtype) reject it, the
+    """Its path is guarded by every other feature being plain: the plain rows (each path forward in each dtype) reject it, the
     pairwise rows of the same seed (their spare factors drawn to cover pairs) do not."""
     impl = getattr(mutants, name)
     relation = next(m for m in mutants.MUTANTS if m.name == name).caught_by
