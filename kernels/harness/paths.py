@@ -70,13 +70,22 @@ PATHS = {
 THOROUGH_PATHS = {
     "long-backward": ((1, 1), (2048, 2176), (2048, 2176), 8),
     "long-dropout": ((1, 1), (16, 20), (4097, 4300), 8),
-    # one slice of more than 2²⁵ scores (red team rt47: query chunks of 2048 past that, causal rows from 0 in each;
-    # judged on sampled rows; 2-5 CPU-s a row in float32 and bfloat16)
-    "big-slice": ((1, 1), (5800, 6300), (5800, 6300), 8),
+    # one slice of more than 2²⁶ scores (red team rt47: query chunks of 2048 past 2²⁵, causal rows from 0 in each;
+    # rt48: chunks of 4096 queries past 2²⁶, causal positions and mask rows restarting in each; judged on sampled rows)
+    "big-slice": ((1, 1), (8193, 8400), (8193, 8400), 8),
+    # one step past the default paths' largest axis each (red team rt48, every one past every drawn size: a second
+    # split-K merge level past 2²¹ keys, batch chunks of 256 entries reading the mask from the chunk's own entry, and
+    # GQA's packed rows (query × group) launched in chunks of 65 536 with causal positions chunk-local)
+    "two-million-keys": ((1, 1), (1, 1), (2 ** 21 + 1, 2 ** 21 + 2 ** 18), 8),
+    "batch-257": ((257, 300), (1, 2), (1, 16), 16),
+    "packed-queries": ((1, 1), (16385, 17000), (1, 8), 8),  # (heads: PACKED_HEADS, a group of 4)
 }
+PACKED_HEADS = "4/1"
 ALL_PATHS = {**PATHS, **THOROUGH_PATHS}
 PATH_RELATIONS = {"long-prefill": ("forward",), "long-backward": ("gradients",), "long-dropout": ("dropout",),
-                  "million-keys": ("forward",), "big-slice": ("forward",), "huge-queries": ("forward", "gradients")}
+                  "million-keys": ("forward",), "big-slice": ("forward",), "huge-queries": ("forward", "gradients"),
+                  "two-million-keys": ("forward",), "batch-257": ("forward", "gradients"),
+                  "packed-queries": ("forward", "gradients")}
 MULTIPLE_OF = {"tiles": 128}  # a path's lengths are multiples of this
 # the paths whose least sizes cost a second or more a triple row (their pairs are met; triples() leaves them out), and
 # whose plain rows are of two dtypes (a half one and float32; the others meet them pairwise)
@@ -247,7 +256,9 @@ def allowed(row: dict) -> bool:
         # (dropout on the long paths: q = k = 0 and V's columns, generate.KEY_LAG_PATHS; no mask, no causal there)
         has("relation", "path") and relation == "dropout" and row["path"] in KEY_LAG_PATHS
         and (row.get("mask", "none") != "none" or row.get("causal", False)),
-        has("heads", "path") and row["path"] in COSTLY and HEAD_LEVELS[row["heads"]][0] > 2,
+        has("heads", "path") and row["path"] in COSTLY and row["path"] != "packed-queries"
+        and HEAD_LEVELS[row["heads"]][0] > 2,
+        has("heads", "path") and row["path"] == "packed-queries" and row["heads"] != PACKED_HEADS,
         # (a serving batch's gradients: 32 entries, two heads at most)
         has("heads", "path") and row["path"] == "batched-decode" and relation == "gradients"
         and HEAD_LEVELS[row["heads"]][0] > 2,
@@ -297,9 +308,11 @@ def plain_rows(features: frozenset, thorough: bool = False, kept=None) -> tuple[
     shared by batch entries escaped. (The relations once took turns over the dtypes: a path with two relations then
     met float64 only with dropout, and a float64-in-float32 decode escaped.)"""
     levels = factors(features, thorough, kept)
-    plain = {name: values[0] for name, values in levels.items() if name not in ("path", "dtype", "relation")}
     out = []
     for i, path in enumerate(p for p in levels["path"] if p != "small"):  # (the small path's: the fixed cases')
+        # (each feature's first level the path allows: the packed path's heads are a group of 4)
+        plain = {name: next(v for v in values if allowed({"path": path, name: v}))
+                 for name, values in levels.items() if name not in ("path", "dtype", "relation")}
         first, *others = [r for r in levels["relation"] if allowed({"path": path, "relation": r})]
         dtypes = COSTLY_PLAIN_DTYPES if path in COSTLY else levels["dtype"]
         out += [{"path": path, "dtype": dtype, **plain, "relation": first} for dtype in dtypes]

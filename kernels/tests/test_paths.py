@@ -359,3 +359,74 @@ def test_an_unknown_path_is_refused_by_name():
     with pytest.raises(ValueError, match="paths: 'nope'"):
         paths.chosen_paths(["nope"])
     assert paths.chosen_paths(["small", "tiles"]) == ("small", "tiles") and paths.chosen_paths(None) is None
+
+
+# A thorough run's ladder paths, one step past the default paths' largest axis each, against red team rt48's bugs at
+# those sizes (at rank 4; other ranks go to the correct design, and a path's plain rows are of rank 4).
+def _gqa(q, k):
+    return k.repeat_interleave(q.shape[-3] // k.shape[-3], -3)  # (B, Hq, Nk, D)
+
+
+def _second_merge_level_unscaled(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """A split-K decode past 2²¹ keys merging groups of 2²¹ keys by their sums, each in its own max."""
+    if q.dim() != 4 or k.shape[-2] <= 2 ** 21 or attn_mask is not None or is_causal or dropout_p:
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    k, v = _gqa(q, k), _gqa(q, v)
+    s = (q.double() @ k.double().transpose(-2, -1)) * (scale if scale is not None else q.shape[-1] ** -0.5)  # (B, H, 1, Nk)
+    num = den = 0
+    for j in range(0, k.shape[-2], 2 ** 21):
+        e = torch.exp(s[..., j:j + 2 ** 21] - s[..., j:j + 2 ** 21].amax(-1, keepdim=True))
+        num, den = num + e @ v[..., j:j + 2 ** 21, :].double(), den + e.sum(-1, keepdim=True)  # the bug: no exp(m_g - M)
+    return (num / den).to(q.dtype)
+
+
+def _batch_chunks_read_the_first_masks(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                       enable_gqa=False):
+    """Batch chunks of 256 entries, each reading a per-entry mask from the chunk's own first entries."""
+    b = q.shape[0]
+    if q.dim() != 4 or b <= 256 or attn_mask is None or attn_mask.dim() != 4 or attn_mask.shape[0] != b:
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    kv = (lambda x, c: x[c] if x.shape[0] == b else x)  # noqa: E731
+    return torch.cat([full_attention(q[c], kv(k, c), kv(v, c), attn_mask[:len(range(b)[c])], dropout_p, is_causal,
+                                     scale, enable_gqa) for c in (slice(j, j + 256) for j in range(0, b, 256))])
+
+
+def _packed_rows_chunked_causal(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                enable_gqa=False):
+    """GQA's query rows packed query-major (i·g + h), launched in chunks of 65 536, causal positions chunk-local."""
+    n_q, g = q.shape[-2], q.shape[-3] // k.shape[-3]
+    if q.dim() != 4 or not is_causal or g < 4 or n_q * g <= 65536 or dropout_p:
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    packed = torch.arange(n_q)[None, :] * g + torch.arange(q.shape[-3])[:, None] % g  # (Hq, Nq)
+    position = (packed % 65536) // g
+    visible = torch.arange(k.shape[-2]) <= position[..., None]  # (Hq, Nq, Nk)
+    return full_attention(q, k, v, visible[None], 0.0, False, scale, True)
+
+
+def _query_chunks_causal_from_zero(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                   enable_gqa=False):
+    """Past 2²⁶ scores a slice, chunks of 4096 queries, causal positions from 0 in each."""
+    if q.dim() != 4 or not is_causal or q.shape[-2] * k.shape[-2] <= 2 ** 26 or dropout_p:
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return torch.cat([full_attention(q[..., j:j + 4096, :], k, v, None, 0.0, True, scale, enable_gqa)
+                      for j in range(0, q.shape[-2], 4096)], dim=-2)
+
+
+LADDER_BUGS = {"two-million-keys": _second_merge_level_unscaled, "batch-257": _batch_chunks_read_the_first_masks,
+               "packed-queries": _packed_rows_chunked_causal, "big-slice": _query_chunks_causal_from_zero}
+
+
+@pytest.mark.parametrize("path", LADDER_BUGS)
+def test_a_thorough_ladder_path_rejects_a_bug_past_every_default_size_and_passes_the_correct_design(path):
+    rows = paths.rows(0, ALL, 0, thorough=True)
+    problems = [paths.problem(r, 0, i) for i, r in enumerate(rows) if r["path"] == path]
+    failing = None
+    for p in problems:
+        o, refused = gen.check_problem(LADDER_BUGS[path], p)
+        if refused is None and gen.failed(o):
+            failing = p
+            break
+    assert failing is not None, [p.describe() for p in problems]
+    o, refused = gen.check_problem(full_attention, failing)
+    assert refused is None and not gen.failed(o), (failing.describe(), o)
