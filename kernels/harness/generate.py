@@ -73,8 +73,9 @@ from kernels.harness.masks import BROADCAST_FORMS, STRUCTURED_VALUES
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
 from kernels.harness import backward_values as bv
 from kernels.harness.subject import (CONTEXTS, GRADIENT_CONTEXTS, SEQUENCES, BadOutput, Subject, against, attached,
-                                     calling_context, checked_output, relation, strided, subset_gradients, unchanged,
-                                     untouched, worst)
+                                     calling_context, checked_output, gradients_against, relation, strided,
+                                     subset_gradients, unchanged, untouched, worst)
+from kernels.harness import tolerance as tol
 
 AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC = ("generated-agreement", "generated-gradients",
                                                  "generated-dropout", "generated-metamorphic")
@@ -1415,11 +1416,53 @@ def _at_rank(impl, p: Problem):
     return called
 
 
+# the paths whose gradient rows are judged on sampled rows of dO (_sampled_gradients): a training step's backward past
+# 4096 queries and keys, where float64 autograd over every score costs tens of CPU-s a row
+SAMPLED_BACKWARD_PATHS = ("long-backward",)
+
+
+def _sampled_gradients(s: Subject, p: Problem, m, tensors, rows) -> Outcome:
+    """One backward of q, k and v (paths.problem draws them all, and no mask's gradient, on these paths), dO zero but
+    on the query rows ``rows``. Then dP and D = rowsum(dO∘O) are 0 on the
+    other rows, so is dS = P∘(dP − D), and dq there is 0 exactly, while dk and dv sum over ``rows`` alone: the golden
+    gradients are the sub-problem's of q's rows (causal's as an explicit mask of those rows), O(rows·Nk·D) in float64
+    where the whole backward's are O(Nq·Nk·D). (Red team rt48: a recompute backward taken past 4096 queries and keys,
+    dk without the scale, dv overwritten by each 2048-query chunk, where the longest drawn backward was 2176².)"""
+    dout = torch.zeros_like(s.dout)
+    dout[..., rows, :] = s.dout[..., rows, :]
+    out = s.impl(*tensors, **_kwargs(s, p, m))
+    checked_output(out, tensors[0], tensors[2])
+    attached(out, tensors)
+    got = [g.detach().cpu() for g in torch.autograd.grad(out, tensors, dout.to(out.dtype))]
+    sub = {"is_causal": False, "attn_mask": torch.arange(p.n_k) <= rows[:, None]} if p.causal else {}  # (R, Nk)
+    if m is not None and m.dim() >= 2 and m.shape[-2] == p.n_q:
+        sub["attn_mask"] = m.index_select(-2, rows.to(m.device))
+    elif m is not None:
+        sub["attn_mask"] = m
+    q_rows, d_rows = s.q.index_select(-2, rows.to(s.q.device)), s.dout.index_select(-2, rows.to(s.dout.device))
+    kw = s.kwargs(**sub)
+    _, gold = ref.output_and_grads(ref.attention, q_rows.cpu(), s.k.cpu(), s.v.cpu(), d_rows.cpu(), upcast=True, **kw)
+    _, plain = ref.output_and_grads(ref.attention, q_rows, s.k, s.v, d_rows, **kw)
+    scales = s.gradient_sizes_for(q=q_rows, dout=d_rows, **sub)
+    at_rows = (got[0].index_select(-2, rows), *got[1:])
+    o = gradients_against(s, at_rows, gold, tuple(g.cpu() for g in plain), scales)
+    others = torch.ones(p.n_q, dtype=torch.bool)
+    others[rows] = False
+    stray = tol.max_abs_error(got[0][..., others, :], torch.zeros(()))
+    floor = tol.floor(s.dtype, 0.0)
+    return worst([o, Outcome(stray, floor)],
+                 [f"dO zero but on {len(rows)} sampled query rows of {p.n_q}: {o.detail}",
+                  f"dq off those rows (0 exactly) {stray:.3g}/{floor:.3g}"])
+
+
 def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
     tensors = [ref.copy(_view(x, p.layout, r, cache=n != "q")[:1 if p.kv_broadcast and n != "q" else None])
                .requires_grad_(n in p.grads) for x, n in zip((s.q, s.k, s.v), "qkv")]  # (k, v broadcast: batch 1)
     if p.rank != 4 and not p.kv_broadcast:
         s.impl = _at_rank(s.impl, p)
+    if (p.path in SAMPLED_BACKWARD_PATHS and p.grads == "qkv" and not p.mask_grad and not p.kv_broadcast
+            and (rows := sampled_rows(p)) is not None):
+        return _sampled_gradients(s, p, m, tensors, rows)
     g = s.backward(attn_mask=m) if m is not None else s.base_backward
     gold, plain, out_golden = g.gold, g.plain, (s.reference(attn_mask=m) if m is not None else s.base)
     scales = s.gradient_sizes_for(attn_mask=m)

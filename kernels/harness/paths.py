@@ -30,7 +30,7 @@ import zlib
 from kernels.harness import reference as ref
 from kernels.harness.covering import _completable, allowed_triples, covering_array, not_held
 from kernels.harness.generate import (AGREEMENT, DROPOUT_LAW, GRAD_SUBSETS, GRADIENTS, HEAD_DIMS, KEY_LAG_PATHS,
-                                     STRIDE_ZERO, Problem, _rng)
+                                     SAMPLED_BACKWARD_PATHS, STRIDE_ZERO, Problem, _rng)
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
 from kernels.harness.masks import NEAR_STRUCTURES
 
@@ -68,7 +68,9 @@ PATHS = {
 # a thorough run's paths besides: a training step's backward over 2048 queries and keys or more, and dropout over more
 # than 4096 keys with 16 queries or more (red team rt46h; 2-10 CPU-s a row, past a default run's budget)
 THOROUGH_PATHS = {
-    "long-backward": ((1, 1), (2048, 2176), (2048, 2176), 8),
+    # (past 4096 queries and keys, red team rt48's recompute backward; judged on sampled rows of dO:
+    # generate.SAMPLED_BACKWARD_PATHS)
+    "long-backward": ((1, 1), (4097, 4200), (4097, 4200), 8),
     "long-dropout": ((1, 1), (16, 20), (4097, 4300), 8),
     # one slice of more than 2²⁶ scores (red team rt47: query chunks of 2048 past 2²⁵, causal rows from 0 in each;
     # rt48: chunks of 4096 queries past 2²⁶, causal positions and mask rows restarting in each; judged on sampled rows)
@@ -405,6 +407,8 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     (b_lo, b_hi), (q_lo, q_hi), (k_lo, k_hi), d_cap = ALL_PATHS[row["path"]]
     relation = RELATIONS[row["relation"]]
     grads = r.choice(GRAD_SUBSETS) if relation == GRADIENTS else ""
+    sampled_backward = relation == GRADIENTS and row["path"] in SAMPLED_BACKWARD_PATHS  # (q, k and v, no mask's)
+    grads = "qkv" if sampled_backward else grads
     batch, n_q, n_k = r.randint(b_lo, b_hi), r.randint(q_lo, q_hi), r.randint(k_lo, k_hi)
     if row["path"] in MULTIPLE_OF:
         tile = MULTIPLE_OF[row["path"]]
@@ -470,7 +474,7 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
                    input_nan=nonfinite, input_value=("NaN" if hidden else r.choice(ref.NONFINITE)) if nonfinite
                    else "NaN",
                    underflow=row["nonfinite"] == "v underflowed",
-                   mask_grad=relation == GRADIENTS and kind == "additive" and form is not None,
+                   mask_grad=relation == GRADIENTS and kind == "additive" and form is not None and not sampled_backward,
                    # key padding of prefixes, one entry's empty: each path's empty rows (red team rt45h: a stride-0 k, v
                    # fast path returning v for them escaped)
                    mask_padding=row["mask"] == "bool key padding" and batch >= 2,

@@ -413,8 +413,34 @@ def _query_chunks_causal_from_zero(q, k, v, attn_mask=None, dropout_p=0.0, is_ca
                       for j in range(0, q.shape[-2], 4096)], dim=-2)
 
 
+class _RecomputeBackwardDkUnscaled(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, scale, enable_gqa):
+        ctx.save_for_backward(q, k, v)
+        ctx.scale, ctx.enable_gqa = scale, enable_gqa
+        return full_attention(q, k, v, scale=scale, enable_gqa=enable_gqa)
+
+    @staticmethod
+    def backward(ctx, d_o):
+        leaves = [x.detach().requires_grad_() for x in ctx.saved_tensors]
+        with torch.enable_grad():
+            dq, dk, dv = torch.autograd.grad(full_attention(*leaves, scale=ctx.scale, enable_gqa=ctx.enable_gqa),
+                                             leaves, d_o)
+        scale = ctx.scale if ctx.scale is not None else leaves[0].shape[-1] ** -0.5
+        return dq, dk / scale, dv, None, None  # the bug: dk without the softmax scale
+
+
+def _long_backward_dk_unscaled(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                               enable_gqa=False):
+    """A recompute backward taken past 4096 queries and keys, its dk missing the softmax scale."""
+    if q.dim() != 4 or min(q.shape[-2], k.shape[-2]) < 4096 or attn_mask is not None or is_causal or dropout_p:
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return _RecomputeBackwardDkUnscaled.apply(q, k, v, scale, enable_gqa)
+
+
 LADDER_BUGS = {"two-million-keys": _second_merge_level_unscaled, "batch-257": _batch_chunks_read_the_first_masks,
-               "packed-queries": _packed_rows_chunked_causal, "big-slice": _query_chunks_causal_from_zero}
+               "packed-queries": _packed_rows_chunked_causal, "big-slice": _query_chunks_causal_from_zero,
+               "long-backward": _long_backward_dk_unscaled}
 
 
 @pytest.mark.parametrize("path", LADDER_BUGS)
