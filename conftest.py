@@ -55,11 +55,11 @@ LONG_TIER: dict[str, tuple[str, ...]] = {
                          "kernels/tests/test_mutants.py::test_the_correct_implementations_the_mutants_are_cut_from_pass"
                          "[[][!s]*"),  # all but split-kv-decode (one case, forward only)
     # Every mutant × every dtype through its targeted invariant (1–3 CPU-s each), the drawn
-    # problems against the mutants only they reach (8 per dtype: 4–17 CPU-s each). The regime
+    # problems against the mutants only they reach (a run over the mutant's dtypes: 0.2–63 s each). The regime
     # families' mutants (test_regime_mutants.py) are marked there, all but one. test_generate.py
     # keeps a drawn problem failing, shrinking and reproducing in the default tier.
     "mutant sweep": ("kernels/tests/test_mutants.py::test_mutant_is_refused_by_the_invariant_it_targets_in_every_dtype*",
-                     "kernels/tests/test_mutants.py::test_generated_problems_refuse_the_mutants_only_they_reach*"),
+                     "kernels/tests/test_mutants.py::test_generated_problems_of_a_run_over_the_mutants_dtypes_refuse*"),
     # The power and false-alarm rates at the default sample sizes; the interpreted kernel's
     # unbiasedness over 200 dropout seeds (one module fixture for both tests: 200 interpreted
     # calls). The kernel's kept-fraction tests, and their rejection of a 1% bias, stay.

@@ -886,7 +886,7 @@ ALL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 class Mutant:
     fn: Callable
     bug_class: str
-    caught_by: str  # the invariant expected to name it, in every one of ``dtypes``
+    caught_by: str  # the invariant expected to name it: in every one of ``dtypes`` (a drawn relation: in a run over them)
     dtypes: tuple[torch.dtype, ...] = ALL_DTYPES  # the dtypes the bug shows in
     backward: bool = False  # the bug lives in the backward pass
 
