@@ -241,10 +241,12 @@ def allowed(row: dict) -> bool:
         # MLA's 576 channels on the small path alone, and not with dropout (V = I sets Dv)
         # (red team rt48: a 256-channel template on the split-K decode, a tiles path's second 128-channel chunk, a
         # prefill workspace of 64 value channels, each escaped where no broad head met the path; those paths' forward
-        # rows are now judged on sampled query rows, generate.sampled_rows, so only a million keys' or a long
-        # prefill's own call stays too costly)
-        has("head dim", "path") and row["head dim"] in BROAD and row["path"] in ("million-keys", "long-prefill")
-        + tuple(THOROUGH_PATHS),
+        # rows are now judged on sampled query rows, generate.sampled_rows, so only the calls themselves stay too
+        # costly on a million keys, a long prefill, 2¹⁷ keys and 33 000 queries: measured, 1.5-6.2 CPU-s a row of
+        # SDPA math over 131 073 keys or 33 000 queries at D 80-232, 27 CPU-s of a default run's 119; a broad head's
+        # template meets the split-K decode at 2¹⁴ keys, the query chunks at 1025+ queries)
+        has("head dim", "path") and row["head dim"] in BROAD and row["path"] in (
+            "million-keys", "long-prefill", "longest-decode", "huge-queries") + tuple(THOROUGH_PATHS),
         has("head dim", "relation") and row["head dim"] in BROAD and relation != "forward",
         has("head dim", "path") and row["head dim"] in ("MLA", "huge") and row["path"] != "small",
         has("head dim", "relation") and row["head dim"] == "huge" and relation != "forward",

@@ -362,7 +362,18 @@ def test_an_unknown_path_is_refused_by_name():
 
 
 # A thorough run's ladder paths, one step past the default paths' largest axis each, against red team rt48's bugs at
-# those sizes (at rank 4; other ranks go to the correct design, and a path's plain rows are of rank 4).
+# those sizes (the batch chunks' at rank 4, where the mask's entries are dim 0; the others at any rank).
+def _at_rank_4(bug):
+    """bug on q, k, v of rank 3-5 seen as (B, H, N, D), leading dims flattened (none of these bugs takes a mask)."""
+    def called(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        if attn_mask is not None or q.dim() == 4:
+            return bug(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+        flat = [x.reshape(-1, *x.shape[-3:]) for x in (q, k, v)]  # (B, H, N, D)
+        out = bug(*flat, None, dropout_p, is_causal, scale, enable_gqa)
+        return out.reshape(*q.shape[:-1], v.shape[-1])
+    return called
+
+
 def _gqa(q, k):
     return k.repeat_interleave(q.shape[-3] // k.shape[-3], -3)  # (B, Hq, Nk, D)
 
@@ -438,9 +449,11 @@ def _long_backward_dk_unscaled(q, k, v, attn_mask=None, dropout_p=0.0, is_causal
     return _RecomputeBackwardDkUnscaled.apply(q, k, v, scale, enable_gqa)
 
 
-LADDER_BUGS = {"two-million-keys": _second_merge_level_unscaled, "batch-257": _batch_chunks_read_the_first_masks,
-               "packed-queries": _packed_rows_chunked_causal, "big-slice": _query_chunks_causal_from_zero,
-               "long-backward": _long_backward_dk_unscaled}
+LADDER_BUGS = {"two-million-keys": _at_rank_4(_second_merge_level_unscaled),
+               "batch-257": _batch_chunks_read_the_first_masks,
+               "packed-queries": _at_rank_4(_packed_rows_chunked_causal),
+               "big-slice": _at_rank_4(_query_chunks_causal_from_zero),
+               "long-backward": _at_rank_4(_long_backward_dk_unscaled)}
 
 
 @pytest.mark.parametrize("path", LADDER_BUGS)
