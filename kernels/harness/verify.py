@@ -211,6 +211,7 @@ def _drawn_check(problem, outcome, repro, device, seconds: float, invariant: str
 # Rough CPU seconds a fixed check and a drawn problem take (a default run of SDPA's math backend: 1709 checks in 22.8 s,
 # 538 problems in 45.8 s): only the two processes' shares of a run are set by them (workers.split).
 _FIXED_CHECK_SECONDS, _PROBLEM_SECONDS = 0.013, 0.085
+FLOAT64_ROW = 2.0
 
 
 def _weight(part, chosen, features, only, regimes, drawn, covering, value_dim, causal, gqa) -> float:
@@ -219,7 +220,11 @@ def _weight(part, chosen, features, only, regimes, drawn, covering, value_dim, c
         return _FIXED_CHECK_SECONDS * len(planned(chosen, dtype, features, causal=causal, gqa=gqa,
                                                   value_dim=value_dim, only=only))
     name = str(dtype).removeprefix("torch.")
-    return _PROBLEM_SECONDS * (len(regimes) + (drawn or 0) + sum(1 for _ in covering(name)))
+    # a float64 covering row (the first pass's, beside its own) costs about two of another dtype's: measured on SDPA
+    # math, float32's pass 26.7 CPU-s for 114 rows of its own and 85 of float64, float16's 10.6 for 116 (counted
+    # alike, the first pass took the larger share of the wall time: 61.6 s for 99.8 CPU-s in two processes)
+    return _PROBLEM_SECONDS * (len(regimes) + (drawn or 0) + sum(FLOAT64_ROW if p.dtype == "float64" else 1
+                                                                 for p in covering(name)))
 
 
 def _invariant_names(names) -> set[str] | None:
