@@ -1440,10 +1440,11 @@ def _sampled_gradients(s: Subject, p: Problem, m, tensors, rows) -> Outcome:
     elif m is not None:
         sub["attn_mask"] = m
     q_rows, d_rows = s.q.index_select(-2, rows.to(s.q.device)), s.dout.index_select(-2, rows.to(s.dout.device))
-    kw = s.kwargs(**sub)
-    _, gold = ref.output_and_grads(ref.attention, q_rows.cpu(), s.k.cpu(), s.v.cpu(), d_rows.cpu(), upcast=True, **kw)
-    _, plain = ref.output_and_grads(ref.attention, q_rows, s.k, s.v, d_rows, **kw)
-    scales = s.gradient_sizes_for(q=q_rows, dout=d_rows, **sub)
+    on = lambda device: {n: x.to(device) if torch.is_tensor(x) else x for n, x in sub.items()}  # noqa: E731
+    _, gold = ref.output_and_grads(ref.attention, q_rows.cpu(), s.k.cpu(), s.v.cpu(), d_rows.cpu(), upcast=True,
+                                   **s.kwargs(**on("cpu")))
+    _, plain = ref.output_and_grads(ref.attention, q_rows, s.k, s.v, d_rows, **s.kwargs(**on(s.q.device)))
+    scales = s.gradient_sizes_for(q=q_rows, dout=d_rows, **on("cpu"))
     at_rows = (got[0].index_select(-2, rows), *got[1:])
     o = gradients_against(s, at_rows, gold, tuple(g.cpu() for g in plain), scales)
     others = torch.ones(p.n_q, dtype=torch.bool)
