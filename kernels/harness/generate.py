@@ -1329,11 +1329,8 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
         return Outcome(o.discrepancy, o.bound, f"{p.mask_nonfinite} in the mask: {said}")
     rows = sampled_rows(p)
     if rows is not None:  # each output row is its own query's: the sampled rows' golden values judge them exactly
-        mask = m if not p.causal else torch.arange(p.n_k) <= rows[:, None]  # (R, Nk): causal's rows, top-left
-        if mask is not None and mask.dim() >= 2 and mask.shape[-2] == p.n_q:
-            mask = mask.index_select(-2, rows.to(mask.device))
-        golden = s.reference(kept[0].index_select(-2, rows.to(kept[0].device)), *kept[1:], attn_mask=mask,
-                             is_causal=False)
+        golden = s.reference(kept[0].index_select(-2, rows.to(kept[0].device)), *kept[1:],
+                             attn_mask=_rows_mask(p, m, rows), is_causal=False)
         o = against(s, out.index_select(-2, rows.to(out.device)), golden)
         o = Outcome(o.discrepancy, o.bound, f"{len(rows)} sampled query rows of {p.n_q}")
         return _summation_bounded(s, p, o, kept[2]) if s.dtype == torch.float64 else o
@@ -1356,6 +1353,16 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
             d = check(s)
             return worst([o, d], [f"low-precision rule {o.discrepancy:.3g}/{o.bound:.3g}", d.detail])
     return o
+
+
+def _rows_mask(p: Problem, m, rows: torch.Tensor):
+    """The mask of the query rows ``rows`` alone, for golden values of those rows' sub-problem: causal's as an explicit
+    (R, Nk) mask (top-left, by the rows' own positions), a mask with a query dim its rows, a mask without one as it is."""
+    if p.causal:
+        return torch.arange(p.n_k) <= rows[:, None]  # (R, Nk)
+    if m is not None and m.dim() >= 2 and m.shape[-2] == p.n_q:
+        return m.index_select(-2, rows.to(m.device))
+    return m
 
 
 def _summation_bounded(s: Subject, p: Problem, o: Outcome, v) -> Outcome:
@@ -1434,11 +1441,7 @@ def _sampled_gradients(s: Subject, p: Problem, m, tensors, rows) -> Outcome:
     checked_output(out, tensors[0], tensors[2])
     attached(out, tensors)
     got = [g.detach().cpu() for g in torch.autograd.grad(out, tensors, dout.to(out.dtype))]
-    sub = {"is_causal": False, "attn_mask": torch.arange(p.n_k) <= rows[:, None]} if p.causal else {}  # (R, Nk)
-    if m is not None and m.dim() >= 2 and m.shape[-2] == p.n_q:
-        sub["attn_mask"] = m.index_select(-2, rows.to(m.device))
-    elif m is not None:
-        sub["attn_mask"] = m
+    sub = {"is_causal": False, "attn_mask": _rows_mask(p, m, rows)}
     q_rows, d_rows = s.q.index_select(-2, rows.to(s.q.device)), s.dout.index_select(-2, rows.to(s.dout.device))
     on = lambda device: {n: x.to(device) if torch.is_tensor(x) else x for n, x in sub.items()}  # noqa: E731
     _, gold = ref.output_and_grads(ref.attention, q_rows.cpu(), s.k.cpu(), s.v.cpu(), d_rows.cpu(), upcast=True,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import random
+import re
 
 import pytest
 import torch
@@ -447,6 +448,48 @@ def _long_backward_dk_unscaled(q, k, v, attn_mask=None, dropout_p=0.0, is_causal
     if q.dim() != 4 or min(q.shape[-2], k.shape[-2]) < 4096 or attn_mask is not None or is_causal or dropout_p:
         return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     return _RecomputeBackwardDkUnscaled.apply(q, k, v, scale, enable_gqa)
+
+
+class _RecomputeBackwardDOfTheOutput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, scale):
+        ctx.scale = scale if scale is not None else q.shape[-1] ** -0.5
+        p = torch.softmax((q @ k.transpose(-2, -1)) * ctx.scale, -1)  # (B, H, Nq, Nk)
+        out = p @ v
+        ctx.save_for_backward(q, k, v, p, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, d_o):
+        q, k, v, p, out = ctx.saved_tensors
+        d = (out * out).sum(-1, keepdim=True)  # the bug: rowsum(O∘O) for D = rowsum(dO∘O)
+        ds = p * (d_o @ v.transpose(-2, -1) - d)  # (B, H, Nq, Nk)
+        return ds @ k * ctx.scale, ds.transpose(-2, -1) @ q * ctx.scale, p.transpose(-2, -1) @ d_o, None
+
+
+def _long_backward_d_of_the_output(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                   enable_gqa=False):
+    """A recompute backward past 4096 queries and keys (MHA, no mask) whose D is rowsum(O∘O), not rowsum(dO∘O): dS,
+    and so dq, is non-zero on the rows where dO is zero."""
+    if (q.dim() != 4 or min(q.shape[-2], k.shape[-2]) < 4096 or attn_mask is not None or is_causal or dropout_p
+            or q.shape[-3] != k.shape[-3]):
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return _RecomputeBackwardDOfTheOutput.apply(q, k, v, scale)
+
+
+def test_the_thorough_sampled_backward_judges_dq_on_the_rows_where_do_is_zero():
+    """dO is zero but on the sampled rows, so dq must be 0 exactly on the others: a backward whose D does not vanish
+    there (rowsum(O∘O) for rowsum(dO∘O)) fails that part of the verdict, and the correct design does not."""
+    rows = paths.rows(0, ALL, 0, thorough=True)
+    long = [paths.problem(r, 0, i) for i, r in enumerate(rows) if r["path"] == "long-backward"]
+    judged = [(p, gen.check_problem(_long_backward_d_of_the_output, p)[0]) for p in long
+              if p.mask is None and not p.causal and p.q_heads == p.kv_heads and p.rank == 4]
+    assert judged, [p.describe() for p in long]
+    for p, o in judged:
+        stray, bound = map(float, re.search(r"dq off those rows \(0 exactly\) ([^/]+)/(\S+)", o.detail).groups())
+        assert gen.failed(o) and stray > bound, o
+        right, _ = gen.check_problem(full_attention, p)
+        assert not gen.failed(right) and "dq off those rows (0 exactly) 0/" in right.detail, right
 
 
 LADDER_BUGS = {"two-million-keys": _at_rank_4(_second_merge_level_unscaled),
