@@ -3948,3 +3948,253 @@ MUTANTS = MUTANTS + (
     Mutant(prefill_query_tiles_share_a_workspace, "a split-KV prefill's query tiles merging the first tile's partials",
            "generated-agreement"),
 )
+
+
+# ------------------------------------------- masks of a structure routed to a kernel of their own (red team rt49)
+
+def _exact_rows(attn_mask, q, k, rows) -> bool:
+    """attn_mask is boolean, of a query dim of Nq, and each (Nq, Nk) slice equals ``rows``."""
+    return (attn_mask is not None and attn_mask.dtype == torch.bool and attn_mask.dim() >= 2
+            and attn_mask.shape[-2:] == (q.shape[-2], k.shape[-2]) and bool((attn_mask == rows).all()))
+
+
+def bottom_right_mask_routed_to_causal(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                       enable_gqa=False):
+    """A boolean mask recognised as the bottom-right causal one (a KV cache's new queries) sent to the causal kernel,
+    which aligns top-left: right only when Nq = Nk."""
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    if n_q >= 2 and attn_mask is not None:
+        i = torch.arange(n_q, device=q.device)[:, None]  # (Nq, 1)
+        bottom_right = torch.arange(n_k, device=q.device)[None, :] <= i + (n_k - n_q)  # (Nq, Nk)
+        if _exact_rows(attn_mask, q, k, bottom_right):
+            return full_attention(q, k, v, None, dropout_p, True, scale, enable_gqa)  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def sliding_window_rounded_up(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                              enable_gqa=False):
+    """A boolean mask recognised as a sliding window (each row the w keys up to its diagonal, aligned top-left or
+    bottom-right) sent to a windowed kernel that rounds w up to a multiple of 8: rows see up to 7 keys too many."""
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    if n_q >= 3 and attn_mask is not None and attn_mask.dtype == torch.bool and attn_mask.dim() >= 2:
+        i = torch.arange(n_q, device=q.device)[:, None]  # (Nq, 1)
+        j = torch.arange(n_k, device=q.device)[None, :]  # (1, Nk)
+        window = int(attn_mask.reshape(-1, *attn_mask.shape[-2:])[0, -1].sum())  # (the last row's keys)
+        for diagonal in (i, i + (n_k - n_q)):
+            if 2 <= window < n_q and _exact_rows(attn_mask, q, k, (j <= diagonal) & (j > diagonal - window)):
+                rounded = (j <= diagonal) & (j > diagonal - (window + 7) // 8 * 8)  # (Nq, Nk): the bug
+                return full_attention(q, k, v, rounded, dropout_p, False, scale, enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(bottom_right_mask_routed_to_causal, "a bottom-right causal boolean mask run by the top-left causal kernel",
+           "generated-agreement"),
+    Mutant(sliding_window_rounded_up, "a sliding-window boolean mask's window rounded up to a multiple of 8",
+           "generated-agreement"),
+)
+
+
+# ------------------------------------------------------------------------ the count of calls (red team rt49)
+
+_CALLS_OF_A_SHAPE: dict = {}
+
+
+def tuned_after_256_calls_drops_the_tail(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                         enable_gqa=False):
+    """An autotuner that, after 256 calls of one shape, switches to its tuned configuration of 32-key blocks, which
+    skips the tail block (Nk not a multiple of 32)."""
+    key = (tuple(q.shape), tuple(k.shape), tuple(v.shape), q.dtype, bool(is_causal))
+    _CALLS_OF_A_SHAPE[key] = calls = _CALLS_OF_A_SHAPE.get(key, 0) + 1
+    n_k = k.shape[-2]
+    if calls > 256 and n_k % 32 and attn_mask is None and not is_causal and n_k > 1:
+        attn_mask = torch.arange(n_k, device=q.device) < max(1, n_k // 32 * 32)  # (Nk,): the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(tuned_after_256_calls_drops_the_tail, "a tuned configuration after 256 calls of a shape dropping the tail",
+           "many-calls-of-a-shape"),
+)
+
+
+def decode_splits_per_thread_merged_without_rescale(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                                   scale=None, enable_gqa=False):
+    """A split-K decode (one query over more than 2¹⁴ keys) that, past four intra-op threads, gives each thread a
+    split of the keys and merges the splits' (Σ exp(s - m_t) v, Σ exp(s - m_t)) without rescaling each by
+    exp(m_t - m) to the common max (red team rt49's family: the harness had judged threads 2 and 3 on drawn problems
+    only)."""
+    n, n_k = torch.get_num_threads(), k.shape[-2]
+    if n <= 4 or q.shape[-2] != 1 or n_k <= 2 ** 14 or dropout_p > 0 or attn_mask is not None or is_causal:
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if enable_gqa:
+        k, v = ref.repeat_kv(k, q.shape[-3]), ref.repeat_kv(v, q.shape[-3])
+    s = (q.float() @ k.float().transpose(-2, -1)) * (q.shape[-1] ** -0.5 if scale is None else scale)  # (..., 1, Nk)
+    bounds = [n_k * t // n for t in range(n + 1)]
+    acc, total = 0, 0
+    for lo, hi in zip(bounds, bounds[1:]):
+        e = torch.exp(s[..., lo:hi] - s[..., lo:hi].amax(-1, keepdim=True))  # (..., 1, split): its own max
+        acc, total = acc + e @ v[..., lo:hi, :].float(), total + e.sum(-1, keepdim=True)  # the bug: no exp(m_t - m)
+    return (acc / total).to(q.dtype)
+
+
+MUTANTS = MUTANTS + (
+    # (the paths' rows on threads run in a run's first dtype's pass: paths.threaded)
+    Mutant(decode_splits_per_thread_merged_without_rescale,
+           "a split-K decode past four threads merging splits without rescaling to the common max", "thread-count",
+           dtypes=(torch.float32,)),
+)
+
+
+def prefill_key_padding_of_entry_zero(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                      enable_gqa=False):
+    """A split-KV prefill (16-256 queries over more than 8192 keys) taking a per-entry mask's rows from batch entry 0
+    for every entry (red team rt49: the prefill path drew one entry alone, so its per-entry masks met no second)."""
+    if (attn_mask is not None and _split_kv_prefill(q, k) and attn_mask.dim() == 4 and q.dim() == 4
+            and attn_mask.shape[0] == q.shape[0] > 1):
+        attn_mask = attn_mask[:1].expand(attn_mask.shape)  # the bug: entry 0's mask for all
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(prefill_key_padding_of_entry_zero, "a split-KV prefill reading every entry's mask from entry 0",
+           "generated-agreement"),
+)
+
+
+def mid_decode_drops_the_tail_block(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                    enable_gqa=False):
+    """A decode path of its own for 1-8 queries over 4097-16 384 keys (below the split-K decode's threshold) in
+    blocks of 4096 keys that skips the last partial block (red team rt49's family: no path drew lengths between)."""
+    n_k = k.shape[-2]
+    if 1 <= q.shape[-2] <= 8 and 4096 < n_k <= 2 ** 14 and n_k % 4096 and not is_causal:
+        kept = torch.arange(n_k, device=q.device) < n_k // 4096 * 4096  # (Nk,): the bug
+        attn_mask = kept if attn_mask is None else (attn_mask & kept if attn_mask.dtype == torch.bool
+                                                    else attn_mask.masked_fill(~kept, float("-inf")))
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(mid_decode_drops_the_tail_block, "a mid-length decode (4097-16 384 keys) skipping its tail block",
+           "generated-agreement"),
+)
+
+
+class _LongKeysUniformsOfEightBits(FullAttention):
+    """A decode over more than 2¹⁴ keys drawing dropout's uniforms with 8 bits (u = ⌊256·u⌋/256): a weight is
+    dropped with probability ⌈256·p⌉/256, 3.9× p at p = 1e-3 and within 2⁻⁸ of p in the middle band (red team
+    rt49's family: the long paths' dropout rows drew p of 0.3-0.7 alone)."""
+
+    def uniforms(self, shape, generator, device, kv_heads: int) -> torch.Tensor:
+        u = super().uniforms(shape, generator, device, kv_heads)  # (B, H, Nq, Nk)
+        return torch.floor(u * 256) / 256 if shape[-1] > 2 ** 14 else u  # the bug
+
+
+long_keys_dropout_uniforms_of_eight_bits = _full_mutant(_LongKeysUniformsOfEightBits(),
+    "long_keys_dropout_uniforms_of_eight_bits",
+    "A decode over more than 2¹⁴ keys drawing dropout's uniforms with 8 bits: small p dropped up to 3.9× too often.")
+
+MUTANTS = MUTANTS + (
+    Mutant(long_keys_dropout_uniforms_of_eight_bits, "a long decode's dropout uniforms of 8 bits", "generated-dropout"),
+)
+
+
+# ----------------------------------------------------------- layouts of serving engines (red team rt49)
+
+def packed_kv_cache_strides_from_nk(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                    enable_gqa=False):
+    """A fast path for k, v interleaved in one (B, Ncap, 2, Hkv, D) cache that re-derives their strides from the cache's
+    start as if it held exactly Nk rows: past batch entry 0 (and at any offset into the cache) it reads other rows."""
+    if (q.dim() == 4 and k.shape == v.shape and k.untyped_storage().data_ptr() == v.untyped_storage().data_ptr()
+            and k.dtype == v.dtype and k.numel() > 0):
+        b, h, n, d = k.shape
+        if k.stride() == v.stride() == (k.stride(0), d, 2 * h * d, 1) and v.storage_offset() - k.storage_offset() == h * d:
+            base = torch.empty(0, dtype=k.dtype, device=k.device).set_(k.untyped_storage())
+            strides = (n * 2 * h * d, d, 2 * h * d, 1)  # the bug: the batch stride of an Nk-row cache, offset 0
+            k, v = base.as_strided(k.shape, strides, 0), base.as_strided(v.shape, strides, h * d)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def rank5_kv_broadcast_read_by_flat_index(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                          enable_gqa=False):
+    """Inputs of rank 5 or more with k, v broadcast along some batch dims, flattened and read at entry b mod (their
+    entries): right for a broadcast along the leading dims, wrong along a later one (k of (B1, 1) read at b mod B1,
+    not b // B2)."""
+    lead = q.shape[:-3]
+    if (q.dim() >= 5 and k.dim() == q.dim() and k.shape[:-3] != lead and math.prod(k.shape[:-3]) > 1
+            and (attn_mask is None or attn_mask.dim() < 5)):
+        index = torch.arange(math.prod(lead), device=q.device) % math.prod(k.shape[:-3])  # (B,): the bug
+        kf, vf = (x.reshape(-1, *x.shape[-3:])[index] for x in (k, v))  # (B, Hkv, Nk, D)
+        out = full_attention(q.reshape(-1, *q.shape[-3:]), kf, vf, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+        return out.unflatten(0, lead)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(packed_kv_cache_strides_from_nk, "an interleaved KV cache's strides re-derived as if exactly Nk long",
+           "generated-agreement"),
+    Mutant(rank5_kv_broadcast_read_by_flat_index, "rank-5 k, v broadcast along the middle batch dim read by b mod B1",
+           "generated-agreement"),
+)
+
+
+class _BackwardMaskRegeneratedPerKeyChunk(FullAttention):
+    """A training path past 512 keys that keeps a seed, not the keep mask, and regenerates the mask in the backward
+    chunk by chunk of 512 keys with the key offset restarting in each: the backward's mask is the forward's first
+    chunk tiled along the keys (red team rt49's family: its chunks were of 4096 keys)."""
+
+    def backward_dropout_mask(self, drop, p, dropout_p, kv_heads, dtype):
+        drop = super().backward_dropout_mask(drop, p, dropout_p, kv_heads, dtype)  # (B, H, Nq, Nk)
+        return _repeated_keys(drop, 512) if drop.shape[-1] > 512 else drop  # the bug
+
+
+dropout_backward_mask_per_key_chunk = _full_mutant(_BackwardMaskRegeneratedPerKeyChunk(),
+    "dropout_backward_mask_per_key_chunk",
+    "Past 512 keys, the backward regenerates dropout's keep mask per 512-key chunk, each chunk's key offset from 0.")
+
+MUTANTS = MUTANTS + (
+    Mutant(dropout_backward_mask_per_key_chunk, "dropout's backward mask regenerated per 512-key chunk",
+           "generated-dropout", backward=True),
+)
+
+
+# ------------------------------------- ranks, head dims and groups past the levels drawn before (red team rt49)
+
+def rank6_wrapper_drops_is_causal(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                  enable_gqa=False):
+    """Inputs of rank 6 or more go through a generic N-D wrapper that forwards every argument but is_causal."""
+    if q.dim() >= 6:
+        is_causal = False  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def wide_heads_long_keys_one_channel_chunk(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                           enable_gqa=False):
+    """Head dims of 257-512 over 1024 keys or more: a long-KV kernel whose q·k loop covers one 256-channel chunk."""
+    if 256 < q.shape[-1] <= 512 and k.shape[-2] >= 1024:
+        d = q.shape[-1]
+        q, k = q[..., :256], k[..., :256]  # the bug: the scores of the first chunk of channels alone
+        scale = d ** -0.5 if scale is None else scale
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def gqa_big_group_rows_unpacked_head_major(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                           enable_gqa=False):
+    """GQA groups of 8 or more with 16 queries or more: a group's rows packed query-major (row i·g + j: query i, head
+    j) and unpacked head-major (row j·Nq + i), so heads and queries are interleaved wrongly."""
+    out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)  # (..., Hq, Nq, Dv)
+    hq, hkv, n_q = q.shape[-3], k.shape[-3], q.shape[-2]
+    if q.dim() == 4 and enable_gqa and hkv < hq and hq % hkv == 0 and hq // hkv >= 8 and n_q >= 16:
+        g = hq // hkv
+        rows = out.unflatten(1, (hkv, g)).transpose(-2, -3).reshape(*out.shape[:1], hkv, n_q * g, -1)  # query-major
+        out = rows.reshape(out.shape[0], hkv, g, n_q, -1).flatten(1, 2)  # the bug: read back head-major
+    return out
+
+
+MUTANTS = MUTANTS + (
+    Mutant(rank6_wrapper_drops_is_causal, "rank-6 inputs through a wrapper dropping is_causal", "generated-agreement"),
+    Mutant(wide_heads_long_keys_one_channel_chunk, "257-512 channels over 1024+ keys: q·k over one 256-channel chunk",
+           "generated-agreement"),
+    Mutant(gqa_big_group_rows_unpacked_head_major, "GQA groups of 8+ packed query-major, unpacked head-major",
+           "generated-agreement"),
+)

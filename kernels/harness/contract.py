@@ -63,7 +63,8 @@ ITEMS: tuple[Item, ...] = (
          ("gqa-equals-repeated-mha", "mismatched-heads-refused", "refused-inputs", "generated-agreement")),
     Item("ranks-and-broadcast", "q, k, v of any rank ≥ 3, dim -3 the heads (rank 3: (H, N, D), grouped under "
                                 "enable_gqa); k and v with batch or leading dims of 1 broadcast against q's as "
-                                "matmul does; the gradients at ranks 3 and 5 too (GQA's summed over the group)",
+                                "matmul does (along any of them: at rank 5, (B1, 1) against q's (B1, B2)); the "
+                                "gradients at ranks 3 and 5 too (GQA's summed over the group)",
          f"{DOC}: 'query: (N, ..., Hq, L, E)'; {MEASURED}: q (4, 16, 8) with k, v (2, 16, 8) and enable_gqa: head h "
          "reads KV head h // 2; q (2, 2, 8, 16) with k, v (1, 2, 8, 16): the output of k, v expanded to batch 2 "
          "(also under enable_gqa, and rank 5 with a leading dim of 1); without enable_gqa a rank-3 k of 2 heads "
@@ -94,12 +95,15 @@ ITEMS: tuple[Item, ...] = (
     Item("empty", "any of B, H, Nq, Nk, D, Dv = 0 is accepted: shape (B, Hq, Nq, Dv), zeros for Nk = 0, the mean "
                   "of v for D = 0, gradients of the inputs' shapes (a kernel may refuse instead)",
          f"{MEASURED}: Nk = 0 output 0, D = 0 output the mean of v, empty gradients", ("empty-dims",)),
-    Item("strides", "inputs of any strides and storage offsets (transposed, packed QKV, permuted, offset views)",
+    Item("strides", "inputs of any strides and storage offsets (transposed, packed QKV, permuted, offset views, k and "
+                    "v interleaved in one KV cache longer than Nk)",
          f"{MEASURED}: same values for every layout", ("strided-inputs", "generated-agreement")),
     Item("mask", "attn_mask boolean (True = attend) or additive (q's dtype, or float32 with half q), of any "
                  "storage, broadcast to (B, Hq, Nq, Nk) from every form; a NaN additive entry NaN in its rows; rows "
                  "with no visible key give 0, also with one key (Nk = 1); with is_causal applied together or refused; a mask "
-                 "that does not broadcast (more key columns or query rows, another batch or head size) refused",
+                 "that does not broadcast (more key columns or query rows, another batch or head size) refused; a "
+                 "boolean mask of a structure (causal top-left or bottom-right, a sliding window, key padding, all "
+                 "visible) is read as any other",
          f"{DOC}: 'attn_mask: Attention mask; shape must be broadcastable'; {MEASURED}: empty rows 0, mask + "
          "is_causal raises on math; every pattern of (B, Hq, Nq, Nk) each full or 1, at ranks 4 to 1 (29), boolean and "
          "float, with rank-4 and rank-5 inputs, gives the output of the mask expanded on the math backend, while the "
@@ -166,10 +170,12 @@ ITEMS: tuple[Item, ...] = (
          f"{MEASURED}: 4 threads × 32 rounds of (4, 4, 128, 256) calls under no_grad, each output within the "
          "low-precision rule of its own float64 golden value (0 of 128 past it, 4 seeds); the same with arguments "
          "of each thread's own and with forward and backward per thread (SDPA's math backend, float32, seeds 0-3); "
-         "drawn problems at 2 and 3 intra-op threads within the rule (SDPA's math backend)",
+         "drawn problems at 2, 3 and 8 intra-op threads, and each covering path's plain row, and causal, at 8, "
+         "within the rule (SDPA's math backend)",
          ("concurrent-calls", "concurrent-calls-mixed", "concurrent-training", "thread-count")),
     Item("state", "no state kept between calls: buffers written in place between calls are read anew (also through "
-                  ".data, which moves no version counter); a call after one of the same shapes in another dtype gives "
+                  ".data, which moves no version counter); the answer stays right over 2¹⁰ calls of one shape; a "
+                  "call after one of the same shapes in another dtype gives "
                   "its own answer, or the refusal it gets alone; an output already returned is never written by a "
                   "later call; the process's "
                   "global state (flush-to-zero, every zero-argument torch.get_*/is_*/are_* reading and every "
@@ -187,7 +193,8 @@ ITEMS: tuple[Item, ...] = (
          f"{MEASURED}: no global state changed by a call; torch's RNG untouched at dropout_p = 0, NumPy's and "
          "Python's random module's untouched by a forward and backward; every argument and the output freed "
          "once the caller drops them",
-         ("buffers-mutated-between-calls", "mask-mutated-between-calls", "global-state-unchanged",
+         ("buffers-mutated-between-calls", "many-calls-of-a-shape", "mask-mutated-between-calls",
+          "global-state-unchanged",
           "dropout-rng-advances", "arguments-released", "arguments-released-backward", "generated-agreement")),
     Item("dropout", "dropout_p: each weight kept with probability 1 - p, independently (of every other weight of "
                     "the call: no mask repeating along keys, queries, heads or batch), kept ones scaled 1/(1-p); "

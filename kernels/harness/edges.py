@@ -789,6 +789,29 @@ def buffers_mutated_between_calls(s: Subject) -> Outcome:
                   f"written through .data ({said}): {untracked.discrepancy:.3g}/{untracked.bound:.3g}"])
 
 
+# A shape's calls counted past what any other check repeats one shape (red team rt49: an autotuner switching to a
+# tuned configuration that drops the tail key block after 256 calls of a shape; a drawn problem is called a few times,
+# the dropout checks' 1200 and 2¹⁴ calls are judged on their keep masks alone). 2¹⁰ calls of the contract case, each
+# judged where the count is a power of two and at the last: measured, 0.05 s for SDPA math in float32.
+MANY_CALLS = 2 ** 10
+
+
+def many_calls_of_a_shape(s: Subject) -> Outcome:
+    """The same call MANY_CALLS times in a row, its output judged against float64 at calls 1, 2, 4, ..., MANY_CALLS:
+    state a kernel changes with the count of calls of one shape (an autotuner, a warm-up path, a cache filling up)
+    must leave the answer right."""
+    golden = s.base
+    outcomes, details = [], []
+    with torch.no_grad():
+        for call in range(1, MANY_CALLS + 1):
+            out = s.impl(s.q, s.k, s.v, **s.kwargs())
+            if call & (call - 1) == 0:
+                o = against(s, checked_output(out, s.q, s.v), golden)
+                outcomes.append(o)
+                details.append(f"call {call}: {o.discrepancy:.3g}/{o.bound:.3g}")
+    return worst(outcomes, details)
+
+
 def _written_untracked(s: Subject) -> tuple[Outcome, str]:
     """The same q, k, v written between two calls through ``.data`` (as an optimizer or a cache update written
     outside autograd does; NumPy views and untyped_storage() writes are the same): no version counter moves
@@ -1642,6 +1665,9 @@ for _inv in (
                           "backward only"),
     Invariant("attn-mask-untouched", None, attn_mask_untouched, _contract, frozenset({BACKWARD, ATTN_MASK}),
               bug_classes="the caller's attn_mask written into (converted in place)"),
+    Invariant("many-calls-of-a-shape", None, many_calls_of_a_shape, _contract,
+              bug_classes="state that changes with the count of calls of one shape (red team rt49: an autotuner's "
+                          "tuned configuration, after 256 calls, dropping the tail key block; a warm-up path)"),
     Invariant("buffers-mutated-between-calls", None, buffers_mutated_between_calls, _contract,
               bug_classes="state kept between calls: results cached by data_ptr go stale when the same "
                           "buffers are written in place, or keyed without the storage offset (sibling views), or "

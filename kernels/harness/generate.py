@@ -69,7 +69,7 @@ import torch
 
 from kernels.harness import reference as ref
 from kernels.harness.cases import Case
-from kernels.harness.masks import BROADCAST_FORMS, STRUCTURED_VALUES
+from kernels.harness.masks import BROADCAST_FORMS, EXACT, STRUCTURED_VALUES
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
 from kernels.harness import backward_values as bv
 from kernels.harness.subject import (CONTEXTS, GRADIENT_CONTEXTS, SEQUENCES, BadOutput, Subject, against, attached,
@@ -84,8 +84,10 @@ RELATIONS = (AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC)
 # harness runs its checks with one thread (kernels.threads.one_thread), so a kernel splitting its work by
 # torch.get_num_threads() (slices, query rows or key splits per thread) took only its one-thread path (red team rt47)
 THREAD_COUNT = "thread-count"
-THREAD_COUNTS = (2, 3)  # (3: no whole share of 2 or 4 slices; past this machine's cores too, which torch allows)
-THREAD_PROBLEMS = 12  # each dtype's first drawn problems past the default ones, at 2 and 3 threads in turn
+# (3: no whole share of 2 or 4 slices; 8: past this machine's cores, which torch allows, and past the four or five
+# threads where red team rt49's row-, head- and split-parallel paths broke; the paths' plain rows too: paths.threaded)
+THREAD_COUNTS = (2, 3, 8)
+THREAD_PROBLEMS = 12  # each dtype's first drawn problems past the default ones, at THREAD_COUNTS in turn
 
 # A run's coverage is a problem count, not a time: the same problems whatever the machine's speed or load.
 # Per dtype: the regimes (drawn first) and then DRAWN_PROBLEMS more, rotating through the relations.
@@ -117,7 +119,8 @@ HEAD_DIMS = (1, 2, 3, 7, 8, 15, 16, 17, 24, 31, 32, 33, 40, 63, 64, 65, 72, 80, 
 # template reading 192 escaped, HEAD_DIMS holding none of 193..224). Coins of their own: every other field as before.
 HEAD_DIM_TEMPLATES = tuple(range(32, 257, 32))
 HEADS = ((1, 1), (2, 2), (3, 3), (2, 1), (4, 2), (4, 1), (6, 2), (6, 3), (8, 2))
-# "slice": a slice of a larger buffer along every dim (q), and k, v slices of a KV cache longer than Nk
+# "slice": a slice of a larger buffer along every dim (q), and k, v slices of a KV cache longer than Nk (one cache of
+# both, interleaved, where their shapes are equal: _views)
 # (and with more batch rows than B): no stride is the product of the later sizes, as a kernel
 # re-deriving one from the shape assumes
 LAYOUTS = ("contiguous", "transposed", "permuted", "offset", "slice")
@@ -387,7 +390,7 @@ class Problem:
     grad_context: str = "enable_grad"  # the mode forward and backward run in (subject.GRADIENT_CONTEXTS; gradients)
     dout_value: str | None = None  # one element of dO made this (reference.NONFINITE; backward_values; gradients)
     path: str | None = None  # the size class of a covering-array problem (paths.PATHS)
-    mask_near: str | None = None  # a boolean mask one entry off this structure (masks.NEAR_STRUCTURES)
+    mask_near: str | None = None  # a boolean mask of this structure, exact or one entry off (masks.NEAR_STRUCTURES)
     threads: int = 1  # torch's intra-op threads during the calls (THREAD_COUNT)
 
     def describe(self) -> str:
@@ -395,7 +398,8 @@ class Problem:
                  f"D={self.head_dim} Dv={self.value_dim}", "causal" if self.causal else "full", self.layout]
         if self.mask:
             values = (f" {self.mask_values}" if self.mask_kind == "additive" and self.mask_values != "random"
-                      else f" ({self.mask_near}, one entry off)" if self.mask_near else "")
+                      else "" if not self.mask_near else f" ({self.mask_near})" if self.mask_near.endswith(EXACT)
+                      else f" ({self.mask_near}, one entry off)")
             parts.append(f"{self.mask_kind}{values} mask {self.mask}")
             if self.mask_storage != "contiguous" or self.mask_dtype or self.mask_nonfinite:
                 parts.append(f"({', '.join(x for x in (self.mask_storage, self.mask_dtype, self.mask_nonfinite) if x)})")
@@ -415,11 +419,12 @@ class Problem:
         if self.late_values:
             parts.append("v only past 2016")
         if self.rank != 4:
-            parts.append(f"rank-{self.rank} inputs")
+            parts.append(f"rank-{self.rank} inputs" + (" (batch dims B/2, 2)" if _split_batch(self) else ""))
         if not self.enable_gqa:
             parts.append("enable_gqa=False")
         if self.kv_broadcast:
-            parts.append("k, v of batch 1 broadcast")
+            parts.append("k, v of batch 1 broadcast"
+                         + (f" along batch dim {int(_middle_broadcast(self))}" if _split_batch(self) else ""))
         if self.input_nan:
             parts.append(f"{self.input_value} in {self.input_nan}")
         if self.context != "no_grad":
@@ -966,8 +971,9 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    arguments=arguments,
                    mask_padding=regime == "long-decode-padded" and mask == "(B, 1, 1, Nk)" and batch >= 2,
                    # (a coin of its own, so the other fields are drawn as before: half the boolean masks of two rows
-                   # or more are one entry off a structure a kernel may recognise by sampling a few entries)
-                   mask_near=_rng(seed, dtype, *key, "near structure").choice(NEAR_STRUCTURES + (None,) * 3)
+                   # or more are of a structure a kernel may recognise, exact or one entry off)
+                   mask_near=_rng(seed, dtype, *key, "near structure").choice(
+                       NEAR_STRUCTURES + (None,) * len(NEAR_STRUCTURES))
                    if mask is not None and mask_kind == "bool" and "Nq, Nk" in mask  # (a query dim of Nq)
                    and n_q >= 3 and n_k >= 2 else None,
                    underflow=regime == "nan-underflowed-keys" and relation == AGREEMENT,
@@ -1082,6 +1088,22 @@ def _view(x: torch.Tensor, layout: str, r: random.Random, cache: bool = False) -
     return x.clone()  # (a copy: an impl writing into its inputs must not change the subject's)
 
 
+def _views(layout: str, qkv: tuple, r: random.Random) -> tuple:
+    """q, k, v in ``layout`` (_view; k and v as a KV cache's). In the "slice" layout, k and v of one shape are views of
+    one interleaved cache (B, Ncap, 2, Hkv, D), Ncap > Nk, as a serving engine packs them (red team rt49: a packed-KV
+    fast path re-deriving the strides as if the cache were exactly Nk long escaped where k and v were apart)."""
+    q, k, v = qkv
+    if layout != "slice" or k.shape != v.shape:
+        return tuple(_view(x, layout, r, cache=i > 0) for i, x in enumerate(qkv))
+    b, h, n, d = k.shape
+    pad = r.randint(1, 5)
+    start = r.randint(0, pad)
+    cache = torch.empty(b, n + pad, 2, h, d, dtype=k.dtype, device=k.device)[:, start:start + n]  # (B, Nk, 2, Hkv, D)
+    cache[:, :, 0] = k.transpose(1, 2)
+    cache[:, :, 1] = v.transpose(1, 2)
+    return _view(q, layout, r), cache[:, :, 0].transpose(1, 2), cache[:, :, 1].transpose(1, 2)  # (B, Hkv, Nk, D)
+
+
 def _mask(s: Subject, p: Problem, poisoned: bool = True):
     """The problem's attn_mask, in its storage and dtype (with its non-finite entry unless not poisoned)."""
     if p.mask is None:
@@ -1139,23 +1161,47 @@ def _mask(s: Subject, p: Problem, poisoned: bool = True):
     return m
 
 
+def _split_batch(p: Problem) -> bool:
+    """Rank 5 and more with two batch dims of the batch, (B/2, 2), where B ≥ 4 is even (both past 1); (B, 1)
+    otherwise."""
+    return p.rank >= 5 and p.batch >= 4 and p.batch % 2 == 0
+
+
+def _middle_broadcast(p: Problem) -> bool:
+    """A broadcast k, v of two batch dims is (B/2, 1) two times in three (the form a flattening kernel misreads), else
+    (1, 2), by the problem's seed."""
+    return p.seed % 3 != 0
+
+
 def _ranked_mask(m: torch.Tensor, p: Problem) -> torch.Tensor:
-    """A 4-D mask at the inputs' rank, the same entries for each (b, h): (B·Hq, Nq, Nk) at rank 3, (B, 1, ·, Nq, Nk)
-    at rank 5 (the inserted dim where the inputs have theirs). A mask of fewer dims broadcasts as it is."""
+    """A 4-D mask at the inputs' rank, the same entries for each (b, h): (B·Hq, Nq, Nk) at rank 3, at rank 5 the
+    inputs' two batch dims (_split_batch; a mask of batch 1 gets (1, 1)), at rank 6 a leading 1 besides. A mask of
+    fewer dims broadcasts as it is."""
     if p.rank == 4 or m.dim() < 4:
         return m
-    if p.rank == 5:
-        return m.unsqueeze(1)
+    if p.rank >= 5:
+        m = m.unflatten(0, (p.batch // 2, 2)) if _split_batch(p) and m.shape[0] == p.batch else m.unsqueeze(1)
+        return m.reshape((1,) * (p.rank - 5) + m.shape)
     return m.expand(p.batch, p.q_heads, p.n_q, p.n_k).flatten(0, 1)  # (B·Hq, Nq, Nk)
 
 
 def _call_form(p: Problem, q, k, v, m) -> tuple:
     """(q, k, v, {attn_mask}) as the impl gets them: k, v of one batch entry when broadcast (the subject's are
-    that entry repeated, so the golden values are the same), at the problem's rank, the mask at that rank too."""
-    if p.kv_broadcast:
-        k, v = k[:1], v[:1]
-    if p.rank != 4:
-        q, k, v = (x.flatten(0, 1) if p.rank == 3 else x.unsqueeze(1) for x in (q, k, v))
+    that entry repeated, so the golden values are the same), at the problem's rank, the mask at that rank too. At
+    rank 5 an even batch of 4 or more is two batch dims (B/2, 2) (else (B, 1)), and a broadcast k, v broadcasts along
+    either of them (_middle_broadcast) (red team rt49: k, v broadcast along a middle batch dim read by the leading one's stride); rank 6
+    has a leading 1 besides (rt49: a generic N-D wrapper dropping is_causal past rank 5)."""
+    if _split_batch(p):
+        q, k, v = (x.unflatten(0, (p.batch // 2, 2)) for x in (q, k, v))  # (B/2, 2, H, N, D)
+        if p.kv_broadcast:
+            k, v = (x[:, :1] if _middle_broadcast(p) else x[:1] for x in (k, v))  # (B/2, 1, ...) or (1, 2, ...)
+    else:
+        if p.kv_broadcast:
+            k, v = k[:1], v[:1]
+        if p.rank != 4:
+            q, k, v = (x.flatten(0, 1) if p.rank == 3 else x.unsqueeze(1) for x in (q, k, v))
+    if p.rank > 5:
+        q, k, v = (x.reshape((1,) * (p.rank - 5) + x.shape) for x in (q, k, v))
     return q, k, v, ({} if m is None else {"attn_mask": _ranked_mask(m, p)})
 
 
@@ -1281,7 +1327,7 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
             at[-2] = where.randrange(max(1, p.n_k // 2))  # a key whose weights underflow
         x[tuple(at)] = float(p.input_value)
         setattr(s, p.input_nan, x)
-    q, k, v = views = tuple(_view(x, p.layout, r, cache=i > 0) for i, x in enumerate((s.q, s.k, s.v)))
+    q, k, v = views = _views(p.layout, (s.q, s.k, s.v), r)
     # the plain reference's error on these very views: BLAS takes another accumulation order for
     # another layout (measured: float32, D = 320, scale 2, transposed storage: 5.2e-05 on the
     # views against 1.0e-05 on contiguous copies of the same values, SDPA math equal to the former);
@@ -1938,7 +1984,11 @@ for _name, _needs, _bugs in (
                              "read as key padding from head 0, an ALiBi mask with -inf padding sent to a boolean path "
                              "as mask == 0; red team rt48: k, v expanded over the heads or the batch folded into "
                              "causal rows, a wide-head template's second channel chunk on the tiles path, a prefill "
-                             "workspace of 64 value channels, a 256-channel decode template)"),
+                             "workspace of 64 value channels, a 256-channel decode template; red team rt49: a "
+                             "bottom-right causal or sliding-window boolean mask routed to a kernel of its own, a "
+                             "decode path between the drawn sizes, a prefill reading entry 0's mask, an interleaved KV "
+                             "cache's strides re-derived, k, v broadcast along a middle batch dim, rank 6 dropping "
+                             "is_causal, 257-512 channels over one chunk, GQA groups of 8 unpacked head-major)"),
     (GRADIENTS, frozenset({BACKWARD}), "gradients wrong for a drawn requires_grad subset, view, mask form or size; "
                                        "a backward wrong under a drawn mode (deterministic, anomaly), a non-finite "
                                        "dO clamped or sanitised, gradients returned in buffers the next backward of "
@@ -1949,12 +1999,16 @@ for _name, _needs, _bugs in (
                                         "path (a speculative decode restarting its offset per split of 1024 keys); "
                                         "red team rt48, at the long paths' own sizes: a prefill restarting per "
                                         "2048-key split, a tiles path per 128-key tile, a serving batch's one mask "
-                                        "for all entries, a decode ignoring dropout_p"),
+                                        "for all entries, a decode ignoring dropout_p; rt49: a long decode's "
+                                        "uniforms of few bits (small p dropped several times too often), a backward "
+                                        "regenerating the keep mask per key chunk"),
     (METAMORPHIC, frozenset(), "batch entries interfering, key order mattering, boolean and additive masks "
                                "disagreeing"),
     (THREAD_COUNT, frozenset(), "work split by torch.get_num_threads() wrong past one thread: the slices, query rows "
                                 "or key splits left over by the share per thread never computed, causal positions "
                                 "restarting in each thread's rows, key splits merged by their key count (red team "
-                                "rt47)"),
+                                "rt47); a path's own split per thread (rt49: a split-K decode merging its per-thread "
+                                "splits wrong past four threads, row-parallel causal and head-parallel GQA paths at "
+                                "four threads or more: each path's plain row, causal and grouped, on 8 threads)"),
 ):
     register(Invariant(_name, None, lambda s: Outcome(0.0, 0.0), _never, _needs, bug_classes=_bugs))

@@ -114,27 +114,49 @@ def structured_mask(s: Subject, shape, values: str, label: str, dtype: torch.dty
     return s.cast(m) if dtype is None else m.to(dtype=dtype, device=s.device)
 
 
-# Boolean masks one entry off a structure a kernel may recognise (red team rt47: a boolean mask taken for the causal
-# one when its first and last rows are tril's): causal (top-left, as is_causal), key padding (every row the same
-# prefix of keys) and all visible. The entry is in a middle row (not the first or last) and middle key.
-NEAR_STRUCTURES = ("causal", "key padding", "all visible")
+# Boolean masks of a structure a kernel may recognise and route to a path of its own: causal (top-left, as
+# is_causal), causal aligned bottom-right (query i sees keys up to i + Nk - Nq, as a KV cache's new queries do), a
+# sliding window (each query the last w keys up to its diagonal, top-left or bottom-right aligned), key padding (every
+# row the same prefix of keys) and all visible; each exact or one entry off (EXACT). Off by one entry: red team rt47's
+# boolean mask taken for the causal one when its first and last rows are tril's (the entry is in a middle row, not the
+# first or last, and a middle key). Exact: red team rt49's bottom-right tril routed to the top-left causal kernel, and
+# a banded mask routed to a sliding-window kernel whose window it rounds. An exact structure's rows may see no key (a
+# bottom-right one over fewer keys than queries): SDPA's empty rows, whose output is 0.
+STRUCTURES = ("causal", "key padding", "all visible", "bottom-right causal", "sliding window")
+EXACT = ", exact"
+NEAR_STRUCTURES = STRUCTURES + tuple(s + EXACT for s in STRUCTURES)
+
+
+def _structure(structure: str, nq: int, nk: int, gen: torch.Generator) -> torch.Tensor:
+    """The (Nq, Nk) boolean rows of ``structure`` (of STRUCTURES), True = visible."""
+    i = torch.arange(nq)[:, None]  # (Nq, 1)
+    j = torch.arange(nk)[None, :]  # (1, Nk)
+    if structure == "causal":
+        return ref.causal_mask(nq, nk)  # (Nq, Nk)
+    if structure == "bottom-right causal":
+        return j <= i + (nk - nq)  # (Nq, Nk)
+    if structure == "sliding window":
+        # 2 to min(Nq, Nk) - 1 keys, log-uniform (both edges move; real windows are a small part of the sequence)
+        widest = max(2, min(nq, nk) - 1)
+        window = min(widest, int(2 * (widest / 2) ** float(torch.rand((), generator=gen, dtype=torch.float64))))
+        diagonal = i + (nk - nq if bool(torch.randint(2, (), generator=gen)) else 0)  # (Nq, 1)
+        return (j <= diagonal) & (j > diagonal - window)  # (Nq, Nk)
+    if structure == "key padding":
+        return (j < int(torch.randint(1, nk, (), generator=gen))).expand(nq, nk)  # (Nq, Nk)
+    return torch.ones(nq, nk, dtype=torch.bool)
 
 
 def near_structured_mask(shape, structure: str, gen: torch.Generator) -> torch.Tensor:
     """A boolean mask of ``shape`` (rank 2 or more, Nq ≥ 3, Nk ≥ 2), ``structure`` of NEAR_STRUCTURES in every
-    (Nq, Nk) slice but one entry of one slice flipped, every row still seeing a key."""
+    (Nq, Nk) slice: exact, or with one entry of one slice flipped (every row then still seeing a key)."""
     if structure not in NEAR_STRUCTURES:
         raise ValueError(f"structure must be one of {NEAR_STRUCTURES}, got {structure!r}")
     *lead, nq, nk = shape
     if nq < 3 or nk < 2:
-        raise ValueError(f"shape: a mask one entry off a structure needs Nq >= 3 and Nk >= 2, got {tuple(shape)}")
-    if structure == "causal":
-        rows = ref.causal_mask(nq, nk)  # (Nq, Nk)
-    elif structure == "key padding":
-        rows = (torch.arange(nk) < int(torch.randint(1, nk, (), generator=gen))).expand(nq, nk)  # (Nq, Nk)
-    else:
-        rows = torch.ones(nq, nk, dtype=torch.bool)
-    m = rows.expand(*lead, nq, nk).clone()  # (..., Nq, Nk)
+        raise ValueError(f"shape: a mask of a structure needs Nq >= 3 and Nk >= 2, got {tuple(shape)}")
+    m = _structure(structure.removesuffix(EXACT), nq, nk, gen).expand(*lead, nq, nk).clone()  # (..., Nq, Nk)
+    if structure.endswith(EXACT):
+        return m
     slice_at = [int(torch.randint(n, (), generator=gen)) for n in lead]
     i = int(torch.randint(1, nq - 1, (), generator=gen))
     j = int(torch.randint(0, nk, (), generator=gen))

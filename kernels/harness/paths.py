@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import functools
 import zlib
+from dataclasses import replace
 
 from kernels.harness import reference as ref
 from kernels.harness.covering import _completable, allowed_triples, covering_array, not_held
 from kernels.harness.generate import (AGREEMENT, DROPOUT_LAW, GRAD_SUBSETS, GRADIENTS, HEAD_DIMS, KEY_LAG_PATHS,
-                                     SAMPLED_BACKWARD_PATHS, STRIDE_ZERO, Problem, _rng)
+                                     SAMPLED_BACKWARD_PATHS, STRIDE_ZERO, THREAD_COUNTS, Problem, _rng)
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
+from kernels.harness.dropout_lags import LAG_BAND
 from kernels.harness.masks import NEAR_STRUCTURES
 
 # name: ((B least, most), (Nq least, most), (Nk least, most), largest D), each range inclusive. The lengths sit past
@@ -64,7 +66,13 @@ PATHS = {
     "huge-queries": ((1, 1), (33000, 40000), (1, 8), 8),  # (rows past 32 767: Nq past 32 768)
     "million-keys": ((1, 1), (1, 1), (2 ** 19 + 1, 2 ** 20 + 2 ** 17), 8),
     "many-heads": ((1, 2), (1, 8), (1, 64), 16),  # (heads: HEADS_TIMES, 256 to 1536 query heads)
+    # the bands between the paths, lengths drawn log-uniformly (LOG_UNIFORM) so that each octave is met: a dispatcher's
+    # threshold may sit anywhere (red team rt49: a decode path of its own for 1-8 queries over 8193-16 384 keys, below
+    # the split-K decode's 16 385, escaped; the paths above were each drawn past a threshold an earlier kernel had)
+    "mid-decode": ((1, 4), (1, 8), (65, 2 ** 14), 16),
+    "mid-prefill": ((1, 2), (9, 1024), (65, 2 ** 13), 16),
 }
+LOG_UNIFORM = ("mid-decode", "mid-prefill")
 # a thorough run's paths besides: a training step's backward over 2048 queries and keys or more, and dropout over more
 # than 4096 keys with 16 queries or more (red team rt46h; 2-10 CPU-s a row, past a default run's budget)
 THOROUGH_PATHS = {
@@ -110,24 +118,28 @@ SCORES = {AGREEMENT: 2 ** 18, GRADIENTS: 2 ** 16, DROPOUT_LAW: 2 ** 18}  # (drop
 # gradient row, halved in Nq first, came down to 1025 queries, one chunk and a query, so dk, dv summed in half across
 # chunks stayed within the bound)
 HALVING = {"long-queries": ("n_k", "batch", "n_q"), "many-batch": ("n_q", "n_k", "batch"),
-           "batch-slices": ("n_q", "n_k")}
+           "batch-slices": ("n_q", "n_k"), "mid-decode": ("batch", "n_q", "n_k")}
 HALVING_DEFAULT = ("n_q", "batch", "n_k")
 # and for the forward and dropout rows (their golden values on sampled query rows past generate.SAMPLE_ABOVE, the
 # key-lag call's O(Nk·log Nk) a query), the prefill's queries kept past its query tiles
 UNGRADED_HALVING = {"prefill": ("batch", "n_k")}
-NEAR = "bool (Nq, Nk) one entry off a structure"
+NEAR = "bool (Nq, Nk) of a structure, exact or one entry off"
 MASKS = {  # level: (form, kind) of generate.MASK_FORMS
     "bool key padding": ("(B, 1, 1, Nk)", "bool"),
     "additive (Nq, Nk)": ("(Nq, Nk)", "additive"),
     "bool (B, Hq, Nq, Nk)": ("(B, Hq, Nq, Nk)", "bool"),
     "additive key bias": ("(1, 1, 1, Nk)", "additive"),
-    # causal, key padding or all visible but one entry (masks.NEAR_STRUCTURES, by the row's index), where Nq >= 3
+    # causal (top-left or bottom-right), a sliding window, key padding or all visible, exact or but one entry
+    # (masks.NEAR_STRUCTURES, in turn over the rows: rows()), where Nq >= 3
     NEAR: ("(Nq, Nk)", "bool"),
 }
 # Hq/Hkv: MHA, GQA groups of 2 and 4, and of 3 over two KV heads (red team rt45h: a KV head taken as h >> log2(g),
 # right for every group of a power of two), and a group of two query heads: the costly paths' GQA (red team rt46h: a
 # long prefill's KV head taken as h // Hkv, where the costly paths took two query heads at most, without a group)
-HEAD_LEVELS = {"1/1": (1, 1), "2/2": (2, 2), "4/2": (4, 2), "4/1": (4, 1), "6/2": (6, 2), "2/1": (2, 1)}
+# and a group of 8 over two KV heads, as Llama-3 70B's 64/8 (red team rt49: groups of 8 or more packed query-major
+# and unpacked head-major)
+HEAD_LEVELS = {"1/1": (1, 1), "2/2": (2, 2), "4/2": (4, 2), "4/1": (4, 1), "6/2": (6, 2), "2/1": (2, 1),
+               "16/2": (16, 2)}
 # a path whose heads are its row's head level times this (red team rt47: h % Hkv for h // g past 512 query heads)
 HEADS_TIMES = {"many-heads": 256}
 RELATIONS = {"forward": AGREEMENT, "gradients": GRADIENTS, "dropout": DROPOUT_LAW}
@@ -148,15 +160,16 @@ FEATURE_LEVELS = {
     # rt45h's decode kept them in half for D > 128 only)
     # and the head dims of real models: 65-128 (a 128-channel template over many keys) and DeepSeek's MLA (D 576, Dv 512)
     # and past 640 (red team rt47: a 128-channel chunk loop dropping the tail past five chunks), on the small path
-    "head dim": ("narrow", "wide", "medium", "MLA", "huge"),
+    "head dim": ("narrow", "wide", "medium", "MLA", "huge", "wider"),
     # the same call just before on the very buffers, holding other values the caller then overwrote in place
     # (generate.PRIOR_CALLS' "same buffers, written": state a path caches by pointer goes stale)
     "earlier call": ("none", "same buffers, written"),
 }
 STALE = FEATURE_LEVELS["earlier call"][1]
 WIDE = (129, 256)  # (past the 128-channel template, up to FlashAttention's largest head dim; rt48: a 256-channel one)
+WIDER = (257, 512)  # (past it, rt49: a long-KV kernel's q·k loop over one 256-channel chunk)
 MEDIUM = (72, 80, 96, 100, 112, 127, 128)
-BROAD = ("wide", "medium")  # the head dims past the narrow ones (allowed(): forward only, and not on the longest paths)
+BROAD = ("wide", "medium", "wider")  # the head dims past the narrow ones (allowed(): forward only, not the longest paths)
 MLA = (576, 512)
 HUGE = (641, 1024)
 HALF = ("float16", "bfloat16")
@@ -178,6 +191,19 @@ TRIPLE_FACTORS = ("dtype", "mask", "causal", "heads", "kv batch", "relation", "s
 DEFAULT_TRIPLE_FACTORS = ("mask", "heads", "kv batch", "relation", "scale")
 TRIPLE_HEADS = ("6/2", "2/1")
 TRIPLE_ROW = "triple"
+STRUCTURE = "structure"  # (a row's key: the NEAR mask's structure, rows())
+# A dropout row's p: the middle band, where its keep masks' lags are judged from 1000 counted pairs on
+# (dropout_lags.AXIS_PAIRS_PER_SKEW) and, on the long paths, its key lags and repeated rows (dropout_lags.LAG_BAND);
+# and small p, where the kept count alone is judged and a keep probability off by a few 2⁻⁸ of p shows (red team
+# rt49: uniforms drawn in half on a long-KV path dropped 3× too many at p = 1e-3, ~8e-4 too many at 0.3-0.7, which
+# no count over a path's weights can see). log10 p uniform over the small band.
+P_BAND = "p band"  # (a row's key, rows())
+# A dropout row's key: the impl has a backward, so the row draws a requires_grad subset, judged with the forward's keep
+# mask (generate._dropout) where V = I (rank 4, k, v of q's batch; the long paths' rows read the masks through V's
+# columns, no gradients). Red team rt49: a backward regenerating the keep mask per 4096-key chunk escaped where only
+# the drawn problems, over few keys, judged dropout's gradients.
+DROPOUT_GRADS = "dropout gradients"
+P_BANDS = {"middle": LAG_BAND, "small": (-3.0, -1.5)}
 # the structural features and the input forms (plain_formed)
 FEATURE_FACTORS = ("dtype", "mask", "mask dtype", "causal", "heads", "scale", "head dim")
 FORM_FACTORS = ("kv batch", "nonfinite", "rank", "layout", "earlier call")
@@ -247,6 +273,9 @@ def allowed(row: dict) -> bool:
         # template meets the split-K decode at 2¹⁴ keys, the query chunks at 1025+ queries)
         has("head dim", "path") and row["head dim"] in BROAD and row["path"] in (
             "million-keys", "long-prefill", "longest-decode", "huge-queries") + tuple(THOROUGH_PATHS),
+        # (257-512 channels over 2¹³-2¹⁵ keys: 1.2-1.9 CPU-s a row, measured; they meet 1024+ keys on the serving
+        # batch, the tiles and the mid-length decodes)
+        has("head dim", "path") and row["head dim"] == "wider" and row["path"] in ("decode", "spec-decode", "prefill"),
         has("head dim", "relation") and row["head dim"] in BROAD and relation != "forward",
         has("head dim", "path") and row["head dim"] in ("MLA", "huge") and row["path"] != "small",
         has("head dim", "relation") and row["head dim"] == "huge" and relation != "forward",
@@ -263,6 +292,10 @@ def allowed(row: dict) -> bool:
         has("heads", "path") and row["path"] in COSTLY and row["path"] != "packed-queries"
         and HEAD_LEVELS[row["heads"]][0] > 2,
         has("heads", "path") and row["path"] == "packed-queries" and row["heads"] != PACKED_HEADS,
+        # (a group of 8 over two KV heads: 16 query heads over 2¹³ keys or more, or a serving batch's 32 entries, cost
+        # 0.3-1 CPU-s a row; its packing meets the queries of the small, prefill-sized and query-chunk paths)
+        has("heads", "path") and row["heads"] == "16/2" and (ALL_PATHS[row["path"]][2][0] >= 2 ** 13
+                                                             or row["path"] == "batched-decode"),
         # (a serving batch's gradients: 32 entries, two heads at most)
         has("heads", "path") and row["path"] == "batched-decode" and relation == "gradients"
         and HEAD_LEVELS[row["heads"]][0] > 2,
@@ -306,7 +339,7 @@ def allowed(row: dict) -> bool:
 def plain_rows(features: frozenset, thorough: bool = False, kept=None) -> tuple[dict, ...]:
     """Rows with every feature at its plain level (no mask, rank 4, contiguous, k, v of q's batch, the default scale)
     on each path but the small one: its first relation (the forward, where the path has it) in each dtype, and each
-    other relation once, in a dtype that turns with the path. Red team rt44h: a path's own code guarded by the plain
+    other relation once (dropout once for each band of p, P_BANDS), in a dtype that turns with the path. Red team rt44h: a path's own code guarded by the plain
     form (a split-K decode taken only without a mask, a batch-chunk dropout only at rank 4 with k, v of q's batch) is
     met by no pairwise row whose spare factors are not plain: its float64 accumulators in float32, its dropout seeds
     shared by batch entries escaped. (The relations once took turns over the dtypes: a path with two relations then
@@ -320,6 +353,8 @@ def plain_rows(features: frozenset, thorough: bool = False, kept=None) -> tuple[
         first, *others = [r for r in levels["relation"] if allowed({"path": path, "relation": r})]
         dtypes = COSTLY_PLAIN_DTYPES if path in COSTLY else levels["dtype"]
         out += [{"path": path, "dtype": dtype, **plain, "relation": first} for dtype in dtypes]
+        # (dropout once for each band of p: rows() gives a path's dropout rows the bands in turn)
+        others = [r for r in others for _ in range(len(P_BANDS) if r == "dropout" else 1)]
         out += [{"path": path, "dtype": dtypes[(i + j) % len(dtypes)], **plain, "relation": r}
                 for j, r in enumerate(others, 1)]
     return tuple(out)
@@ -400,7 +435,20 @@ def rows(seed: int, features: frozenset, array: int = 0, thorough: bool = False,
     pairwise = covering_array(levels, allowed, rng, base=plain_rows(features, full, kept), plain=plain)
     more = covering_array(levels, _cheap, rng, candidates=TRIPLE_CANDIDATES, plain=plain,
                           targets=not_held(pairwise, triples(features, full, kept)))
-    return tuple(pairwise) + tuple({**row, TRIPLE_ROW: True} for row in more)
+    out = list(pairwise) + [{**row, TRIPLE_ROW: True} for row in more]
+    # the structured masks' rows take the structures in turn (by their place among them, so each structure is met
+    # whenever the array has as many such rows)
+    near = [i for i, row in enumerate(out) if row.get("mask") == NEAR]
+    for turn, i in enumerate(near):
+        out[i] = {**out[i], STRUCTURE: NEAR_STRUCTURES[turn % len(NEAR_STRUCTURES)]}
+    # and each path's dropout rows the bands of p in turn (a path's first: the middle band)
+    turns: dict = {}
+    for i, row in enumerate(out):
+        if row.get("relation") == "dropout":
+            turn = turns[row["path"]] = turns.get(row["path"], -1) + 1
+            out[i] = {**out[i], P_BAND: tuple(P_BANDS)[turn % len(P_BANDS)],
+                      DROPOUT_GRADS: "gradients" in levels["relation"]}
+    return tuple(out)
 
 
 def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int = 0) -> Problem:
@@ -408,10 +456,15 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     r = _rng(seed, "covering problem", index, *((array,) if array else ()))
     (b_lo, b_hi), (q_lo, q_hi), (k_lo, k_hi), d_cap = ALL_PATHS[row["path"]]
     relation = RELATIONS[row["relation"]]
-    grads = r.choice(GRAD_SUBSETS) if relation == GRADIENTS else ""
+    lagged = relation == DROPOUT_LAW and row["path"] in KEY_LAG_PATHS  # (V of O(log Nk) columns, not V = I)
+    dropout_grads = (relation == DROPOUT_LAW and row.get(DROPOUT_GRADS) and not lagged and row["rank"] == 4
+                     and row["kv batch"] == "own")
+    grads = r.choice(GRAD_SUBSETS) if relation == GRADIENTS or dropout_grads else ""
     sampled_backward = relation == GRADIENTS and row["path"] in SAMPLED_BACKWARD_PATHS  # (q, k and v, no mask's)
     grads = "qkv" if sampled_backward else grads
     batch, n_q, n_k = r.randint(b_lo, b_hi), r.randint(q_lo, q_hi), r.randint(k_lo, k_hi)
+    if row["path"] in LOG_UNIFORM:
+        n_q, n_k = (min(hi, int(lo * (hi / lo) ** r.random())) for lo, hi in ((q_lo, q_hi), (k_lo, k_hi)))
     if row["path"] in MULTIPLE_OF:
         tile = MULTIPLE_OF[row["path"]]
         n_q, n_k = (r.randint(lo // tile, hi // tile) * tile for lo, hi in ((q_lo, q_hi), (k_lo, k_hi)))
@@ -421,7 +474,16 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     # judge entries against each other (rt44h: one keep mask per head broadcast over a decode's batch; the plain
     # rows' one head keeps them within the cost)
     least_batch = min(2, b_hi) if broadcast or row["layout"] == "k, v expanded over batch" else b_lo
-    batch = max(batch, min(2, b_hi) if relation == DROPOUT_LAW else least_batch)  # (halved to one past the cost)
+    # a mask of its own per batch entry meets two entries on every path, one-entry paths too (red team rt49: a
+    # prefill reading entry 0's key padding for every entry escaped where nine paths drew B = 1 alone), but the costly
+    # ones (a second entry of a long prefill or a million keys: 2-3 CPU-s a row, measured)
+    if MASKS.get(row["mask"], ("",))[0].startswith("(B,") and row["path"] not in COSTLY:
+        least_batch = max(least_batch, 2)
+    # and k, v broadcast at rank 5 or 6 meet two batch dims of 2 or more (generate._split_batch: an even batch of 4+),
+    # on the paths of fewer than 2¹³ keys (four entries of a decode's 16 385 keys in a wide head: 5 CPU-s a row)
+    if broadcast and row["rank"] == 5 and k_lo < 2 ** 13:
+        least_batch = max(least_batch, min(4, b_hi))
+    batch = max(batch, least_batch, min(2, b_hi) if relation == DROPOUT_LAW else 1)  # (halved to one past the cost)
     if relation == DROPOUT_LAW:  # enough weights for the kept fraction (generate.draw's least)
         n_k = max(n_k, 8)
     # within the cost: halved in the path's HALVING order towards its least (B not below least_batch)
@@ -438,11 +500,13 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     elif row["head dim"] == "wide":
         d = r.randint(*WIDE)
         dv = r.randint(*WIDE) if value_dim and r.random() < 0.3 else d
+    elif row["head dim"] == "wider":
+        d = r.randint(*WIDER)
+        dv = r.randint(*WIDER) if value_dim and r.random() < 0.3 else d
     else:
         d = r.choice([x for x in HEAD_DIMS if x <= d_cap])
         dv = r.choice([x for x in HEAD_DIMS if x <= d_cap]) if value_dim and r.random() < 0.3 else d
     width = max(1, (d + dv) // 32)  # (the float64 work grows with D + Dv: a score of narrow heads counts one)
-    lagged = relation == DROPOUT_LAW and row["path"] in KEY_LAG_PATHS  # (V of O(log Nk) columns, not V = I)
     cost, cap = ((lambda: size["batch"] * hq * size["n_q"] * size["n_k"] * max(size["n_k"], DROPOUT_ENTRY),
                   DROPOUT_COST) if relation == DROPOUT_LAW and not lagged
                  else (lambda: size["batch"] * hq * size["n_q"] * size["n_k"] * width, SCORES[relation]))
@@ -454,6 +518,8 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
         while cost() > cap and size[axis] > least[axis]:
             size[axis] = max(least[axis], size[axis] // 2)
     batch, n_q, n_k = size["batch"], size["n_q"], size["n_k"]
+    if broadcast and row["rank"] == 5 and batch % 2 and batch < b_hi:
+        batch += 1  # (even)
     if row["nonfinite"] == "v underflowed" or relation == GRADIENTS:
         n_k = max(n_k, 2)  # (a first half of the keys to underflow; over one key dq and dk are exactly 0)
     if relation == DROPOUT_LAW and not lagged:
@@ -464,13 +530,13 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     scale = r.choice(EXPLICIT_SCALES) if row["scale"] == "explicit" else None
     return Problem(batch, hq, hkv, n_q, n_k, d, dv, bool(row["causal"]), row["dtype"], layout=row["layout"],
                    mask=form, mask_kind=kind,
-                   # p in [0.3, 0.7]: its keep masks' lags are then judged from 1000 counted pairs on
-                   # (dropout_lags.AXIS_PAIRS_PER_SKEW); the drawn problems step through the other p (generate.DROPOUT_PS)
-                   dropout_p=float(f"{r.uniform(0.3, 0.7):.3g}") if relation == DROPOUT_LAW else 0.0,
+                   # (in the row's band, P_BANDS; the drawn problems step through the other p: generate.DROPOUT_PS)
+                   dropout_p=_dropout_p(row, r) if relation == DROPOUT_LAW else 0.0,
                    grads=grads, scale=scale, relation=relation,
                    seed=zlib.crc32(repr((seed, row["dtype"], "covering", index) + ((array,) if array else ())).encode()),
                    mask_dtype="float32" if row["mask dtype"] == "float32" and form is not None else None,
-                   rank=row["rank"], kv_broadcast=broadcast,
+                   # (rank "5": 5 or 6 by the row's index, rank 6 a leading 1 before rank 5's batch dims)
+                   rank=row["rank"] + index % 2 if row["rank"] == 5 else row["rank"], kv_broadcast=broadcast,
                    # (±inf in q beside hidden keys: the hidden scores ±inf, SDPA math's added mask makes NaN of +inf
                    # and -inf where a kernel selecting by the mask gives -inf; either is defensible, as for a NaN key)
                    input_nan=nonfinite, input_value=("NaN" if hidden else r.choice(ref.NONFINITE)) if nonfinite
@@ -481,9 +547,16 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
                    # fast path returning v for them escaped)
                    mask_padding=row["mask"] == "bool key padding" and batch >= 2,
                    prior=None if row["earlier call"] == "none" else row["earlier call"],
-                   mask_near=NEAR_STRUCTURES[index % len(NEAR_STRUCTURES)] if row["mask"] == NEAR and n_q >= 3
-                   and n_k >= 2 else None,
+                   mask_near=row.get(STRUCTURE, NEAR_STRUCTURES[index % len(NEAR_STRUCTURES)])
+                   if row["mask"] == NEAR and n_q >= 3 and n_k >= 2 else None,
                    path=row["path"])
+
+
+def _dropout_p(row: dict, r) -> float:
+    """The row's p, in its band (P_BANDS; the middle one where rows() gave none)."""
+    band = row.get(P_BAND, "middle")
+    lo, hi = P_BANDS[band]
+    return float(f"{r.uniform(lo, hi) if band == 'middle' else 10 ** r.uniform(lo, hi):.3g}")
 
 
 def problems(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset, value_dim: bool = True,
@@ -498,6 +571,29 @@ def problems(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
                 yield problem(row, seed, index, value_dim, array)
             elif first and row["dtype"] not in dtypes:
                 yield problem({**row, "dtype": dtype}, seed, index, value_dim, array)
+
+
+def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset, value_dim: bool = True,
+             kept=None) -> list[Problem]:
+    """generate.THREAD_COUNT's problems of the paths in the first dtype's pass: each path's first plain forward row
+    (its index and sizes the array's) and that row made causal, on the most threads of generate.THREAD_COUNTS (the
+    drawn problems take each count, grouped heads among them), in the pass's dtype (once a run: a split of the work per
+    thread is the path's whatever the dtype; measured, 3.3 CPU-s). A kernel's work split by the thread count is its path's own (red team rt49: a
+    split-K decode merging its splits per thread wrong past four threads, a row-parallel causal path restarting causal
+    positions per thread and a head-parallel GQA path taking the KV head thread-locally, at four threads or more), and
+    the drawn problems at those counts meet the paths by chance."""
+    if dtype != dtypes[0]:
+        return []
+    levels = factors(features, False, kept)
+    variants = [{}] + ([{"causal": True}] if True in levels["causal"] else [])
+    out, seen = [], set()
+    for index, row in enumerate(plain_rows(features, False, kept)):  # (the array's first rows: rows())
+        if row["relation"] == "forward" and row["path"] not in seen:
+            seen.add(row["path"])
+            row = {**row, "dtype": dtype}
+            out += [replace(problem({**row, **v}, seed, index, value_dim), threads=max(THREAD_COUNTS))
+                    for v in variants if allowed({**row, **v})]
+    return out
 
 
 def after_regimes(seed: int, dtypes, features: frozenset, value_dim: bool = True, arrays: int = 1, kept=None):

@@ -19,6 +19,7 @@ and these classes hold no bug. kernels/tests/test_mutants.py checks that each pa
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 
@@ -48,7 +49,11 @@ def any_rank(call):
     def wrapped(self, q, k, v, *args, **kwargs):
         if q.dim() == k.dim() == v.dim() == 4 or min(q.dim(), k.dim(), v.dim()) < 3:
             return call(self, q, k, v, *args, **kwargs)
-        four = [x.unsqueeze(0) if x.dim() == 3 else leading_flattened(x) for x in (q, k, v)]
+        # (k, v broadcast along some leading dims but not all, as (B1, 1) against q's (B1, B2), expanded to q's first:
+        # flattened alone they would pair the wrong entries; those of one entry broadcast as they are)
+        four = [x.unsqueeze(0) if x.dim() == 3 else leading_flattened(
+            x if x.shape[:-3] == q.shape[:-3] or math.prod(x.shape[:-3]) == 1 else x.expand(*q.shape[:-3], *x.shape[-3:]))
+            for x in (q, k, v)]
         if q.dim() >= 5:  # a mask with leading dims of its own: flattened with q's (one of 3 dims broadcasts as it is)
             if args:
                 args = (flattened_mask(args[0], q.shape[:-3]),) + tuple(args[1:])

@@ -158,10 +158,16 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     # (with a count of problems, as the default and thorough runs have; a caller's time budget alone draws none)
     threaded = [(THREADED, d) for d in dtypes if generate_problems and (only is None or gen.THREAD_COUNT in only)]
 
+    names = tuple(str(d).removeprefix("torch.") for d in dtypes)
+
+    def threaded_problems(dtype):  # (each dtype's drawn ones, and the paths' in the first pass)
+        return (gen.thread_problems(seed, dtype, features, value_dim=value_dim, regimes=regimes)
+                + paths_mod.threaded(seed, str(dtype).removeprefix("torch."), names, features, value_dim, kept_paths))
+
     def run(part, notes):
         kind, dtype = part
         if kind == THREADED:
-            for problem in gen.thread_problems(seed, dtype, features, value_dim=value_dim, regimes=regimes):
+            for problem in threaded_problems(dtype):
                 clock = time.process_time()
                 outcome, refused = gen.check_problem(impl, problem, device)
                 repro = ("reproduce with:\n" + gen.reproduction(impl, problem)
@@ -189,7 +195,9 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
         edges.remember_baseline()
         weights = [_weight(part, chosen, features, only, regimes, generate_problems, covering, value_dim, causal, gqa)
                    for part in parts]
-        results, notes = workers_mod.run_parts(parts + threaded, run, weights + [0.0] * len(threaded),
+        # (the threaded parts run here: their weight leaves the child more of the others)
+        weights += [_PROBLEM_SECONDS * len(threaded_problems(dtype)) for _, dtype in threaded]
+        results, notes = workers_mod.run_parts(parts + threaded, run, weights,
                                                workers_mod.default_workers(device) if workers is None else workers,
                                                seen=report.checks.append,
                                                here=range(len(parts), len(parts) + len(threaded)))
@@ -211,18 +219,22 @@ def _drawn_check(problem, outcome, repro, device, seconds: float, invariant: str
 # Rough CPU seconds a fixed check and a drawn problem take (a default run of SDPA's math backend: 1709 checks in 22.8 s,
 # 538 problems in 45.8 s): only the two processes' shares of a run are set by them (workers.split).
 _FIXED_CHECK_SECONDS, _PROBLEM_SECONDS = 0.013, 0.085
-FLOAT64_ROW = 2.0
+# A fixed check's weight by dtype: float32's cases run the float32-only invariants besides (the concurrent callers, the
+# dropout seeds, the many calls): measured on SDPA math, a process's first fixed part 10-12 CPU-s, its second 5.9,
+# float32's 11.5 as the second (about 560 checks each)
+FIXED_DTYPE_WEIGHT = {torch.float32: 1.65}
+# a float64 covering row (the first pass's) costs about one of another dtype's: measured on SDPA math, float32's pass
+# 31.1 CPU-s for its regimes, drawn problems, 126 rows of its own and 133 of float64, float16's 21.8 for 135 rows (at
+# two, the first pass was given too much: 62.4 s wall for 108.6 CPU-s in two processes)
+FLOAT64_ROW = 1.0
 
 
 def _weight(part, chosen, features, only, regimes, drawn, covering, value_dim, causal, gqa) -> float:
     kind, dtype = part
     if kind == FIXED:
-        return _FIXED_CHECK_SECONDS * len(planned(chosen, dtype, features, causal=causal, gqa=gqa,
-                                                  value_dim=value_dim, only=only))
+        return _FIXED_CHECK_SECONDS * FIXED_DTYPE_WEIGHT.get(dtype, 1.0) * len(
+            planned(chosen, dtype, features, causal=causal, gqa=gqa, value_dim=value_dim, only=only))
     name = str(dtype).removeprefix("torch.")
-    # a float64 covering row (the first pass's, beside its own) costs about two of another dtype's: measured on SDPA
-    # math, float32's pass 26.7 CPU-s for 114 rows of its own and 85 of float64, float16's 10.6 for 116 (counted
-    # alike, the first pass took the larger share of the wall time: 61.6 s for 99.8 CPU-s in two processes)
     return _PROBLEM_SECONDS * (len(regimes) + (drawn or 0) + sum(FLOAT64_ROW if p.dtype == "float64" else 1
                                                                  for p in covering(name)))
 
