@@ -19,8 +19,8 @@ pass, as do the rows of a dtype the run lacks (in the first dtype).
 
 Sizes are drawn inside each path's ranges per run seed, with D ≤ 16 past the small path (but for the head-dim
 factor's wider levels), so a long problem costs O(B·Hq·Nq·Nk·D) with B·Hq·Nq·Nk ≤ 2¹⁸ where the path's least sizes
-allow: the whole array is ~400 problems a run at seed 0 with every feature (plain rows, pairwise ones, and the rows for
-the triples, plain_formed and one_form), ~26 CPU-s (timing.py).
+allow: the whole array is ~520 problems a run at seed 0 with every feature (plain rows, pairwise ones, and the rows for
+the triples, plain_formed and one_form), ~45-50 CPU-s of SDPA math (timing.py).
 """
 from __future__ import annotations
 
@@ -198,12 +198,12 @@ STRUCTURE = "structure"  # (a row's key: the NEAR mask's structure, rows())
 # rt49: uniforms drawn in half on a long-KV path dropped 3× too many at p = 1e-3, ~8e-4 too many at 0.3-0.7, which
 # no count over a path's weights can see). log10 p uniform over the small band.
 P_BAND = "p band"  # (a row's key, rows())
+P_BANDS = {"middle": LAG_BAND, "small": (-3.0, -1.5)}
 # A dropout row's key: the impl has a backward, so the row draws a requires_grad subset, judged with the forward's keep
 # mask (generate._dropout) where V = I (rank 4, k, v of q's batch; the long paths' rows read the masks through V's
 # columns, no gradients). Red team rt49: a backward regenerating the keep mask per 4096-key chunk escaped where only
 # the drawn problems, over few keys, judged dropout's gradients.
 DROPOUT_GRADS = "dropout gradients"
-P_BANDS = {"middle": LAG_BAND, "small": (-3.0, -1.5)}
 # the structural features and the input forms (plain_formed)
 FEATURE_FACTORS = ("dtype", "mask", "mask dtype", "causal", "heads", "scale", "head dim")
 FORM_FACTORS = ("kv batch", "nonfinite", "rank", "layout", "earlier call")
