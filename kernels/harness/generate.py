@@ -423,8 +423,7 @@ class Problem:
         if not self.enable_gqa:
             parts.append("enable_gqa=False")
         if self.kv_broadcast:
-            parts.append("k, v of batch 1 broadcast"
-                         + (f" along batch dim {int(_middle_broadcast(self))}" if _split_batch(self) else ""))
+            parts.append("k, v broadcast along batch dim 1" if _split_batch(self) else "k, v of batch 1 broadcast")
         if self.input_nan:
             parts.append(f"{self.input_value} in {self.input_nan}")
         if self.context != "no_grad":
@@ -972,8 +971,11 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    mask_padding=regime == "long-decode-padded" and mask == "(B, 1, 1, Nk)" and batch >= 2,
                    # (a coin of its own, so the other fields are drawn as before: half the boolean masks of two rows
                    # or more are of a structure a kernel may recognise, exact or one entry off)
+                   # (exact structures only of an (Nq, Nk) mask: one repeated over heads or entries hides a kernel
+                   # reading the mask of one slice for all)
                    mask_near=_rng(seed, dtype, *key, "near structure").choice(
-                       NEAR_STRUCTURES + (None,) * len(NEAR_STRUCTURES))
+                       tuple(x for x in NEAR_STRUCTURES if mask == "(Nq, Nk)" or not x.endswith(EXACT)) * 2
+                       + (None,) * len(NEAR_STRUCTURES))
                    if mask is not None and mask_kind == "bool" and "Nq, Nk" in mask  # (a query dim of Nq)
                    and n_q >= 3 and n_k >= 2 else None,
                    underflow=regime == "nan-underflowed-keys" and relation == AGREEMENT,
@@ -1167,12 +1169,6 @@ def _split_batch(p: Problem) -> bool:
     return p.rank >= 5 and p.batch >= 4 and p.batch % 2 == 0
 
 
-def _middle_broadcast(p: Problem) -> bool:
-    """A broadcast k, v of two batch dims is (B/2, 1) two times in three (the form a flattening kernel misreads), else
-    (1, 2), by the problem's seed."""
-    return p.seed % 3 != 0
-
-
 def _ranked_mask(m: torch.Tensor, p: Problem) -> torch.Tensor:
     """A 4-D mask at the inputs' rank, the same entries for each (b, h): (B·Hq, Nq, Nk) at rank 3, at rank 5 the
     inputs' two batch dims (_split_batch; a mask of batch 1 gets (1, 1)), at rank 6 a leading 1 besides. A mask of
@@ -1189,12 +1185,13 @@ def _call_form(p: Problem, q, k, v, m) -> tuple:
     """(q, k, v, {attn_mask}) as the impl gets them: k, v of one batch entry when broadcast (the subject's are
     that entry repeated, so the golden values are the same), at the problem's rank, the mask at that rank too. At
     rank 5 an even batch of 4 or more is two batch dims (B/2, 2) (else (B, 1)), and a broadcast k, v broadcasts along
-    either of them (_middle_broadcast) (red team rt49: k, v broadcast along a middle batch dim read by the leading one's stride); rank 6
-    has a leading 1 besides (rt49: a generic N-D wrapper dropping is_causal past rank 5)."""
+    the second, (B/2, 1) (along the leading dims, (1, 1), the other rows meet it; red team rt49: k, v broadcast along
+    a middle batch dim read by the leading one's stride); rank 6 has a leading 1 besides (rt49: a generic N-D wrapper
+    dropping is_causal past rank 5)."""
     if _split_batch(p):
         q, k, v = (x.unflatten(0, (p.batch // 2, 2)) for x in (q, k, v))  # (B/2, 2, H, N, D)
         if p.kv_broadcast:
-            k, v = (x[:, :1] if _middle_broadcast(p) else x[:1] for x in (k, v))  # (B/2, 1, ...) or (1, 2, ...)
+            k, v = k[:, :1], v[:, :1]  # (B/2, 1, H, N, D)
     else:
         if p.kv_broadcast:
             k, v = k[:1], v[:1]
@@ -1752,7 +1749,10 @@ def _judged(impl, problem: Problem, device: str) -> tuple[Outcome, str | None]:
         _late_values(s)
     if problem.underflow:
         _underflowing_keys(s)
-    if problem.kv_broadcast:
+    if problem.kv_broadcast and _split_batch(problem):  # (B/2 entries, each repeated over its pair: _call_form)
+        s.k, s.v = (x.unflatten(0, (problem.batch // 2, 2))[:, :1].expand(problem.batch // 2, 2, *x.shape[1:])
+                    .flatten(0, 1).contiguous() for x in (s.k, s.v))  # (B, Hkv, Nk, D)
+    elif problem.kv_broadcast:
         s.k, s.v = (x[:1].expand(x.shape).contiguous() for x in (s.k, s.v))  # (B, Hkv, Nk, D): one entry, repeated
     for name in ("q", "k", "v") if problem.layout in STRIDE_ZERO else ():
         inputs, dim = STRIDE_ZERO[problem.layout]

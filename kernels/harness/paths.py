@@ -199,6 +199,10 @@ STRUCTURE = "structure"  # (a row's key: the NEAR mask's structure, rows())
 # no count over a path's weights can see). log10 p uniform over the small band.
 P_BAND = "p band"  # (a row's key, rows())
 P_BANDS = {"middle": LAG_BAND, "small": (-3.0, -1.5)}
+# The long paths' small-p rows are of these dtypes: their kept count is read from a ones column of V, whose half output
+# rounds by 2⁻⁹ of itself, a count off by a few keys in Nk ≥ 1024 (measured: SDPA math in bfloat16 over the tiles'
+# 1024 keys, z = -7.4 at p = 0.0125, a rounding bias, not dropout's), which the count's spread at small p cannot hide
+SMALL_P_DTYPES = ("float32", "float64")
 # A dropout row's key: the impl has a backward, so the row draws a requires_grad subset, judged with the forward's keep
 # mask (generate._dropout) where V = I (rank 4, k, v of q's batch; the long paths' rows read the masks through V's
 # columns, no gradients). Red team rt49: a backward regenerating the keep mask per 4096-key chunk escaped where only
@@ -353,10 +357,11 @@ def plain_rows(features: frozenset, thorough: bool = False, kept=None) -> tuple[
         first, *others = [r for r in levels["relation"] if allowed({"path": path, "relation": r})]
         dtypes = COSTLY_PLAIN_DTYPES if path in COSTLY else levels["dtype"]
         out += [{"path": path, "dtype": dtype, **plain, "relation": first} for dtype in dtypes]
-        # (dropout once for each band of p: rows() gives a path's dropout rows the bands in turn)
-        others = [r for r in others for _ in range(len(P_BANDS) if r == "dropout" else 1)]
         out += [{"path": path, "dtype": dtypes[(i + j) % len(dtypes)], **plain, "relation": r}
                 for j, r in enumerate(others, 1)]
+        # (dropout again, for the small band of p: rows() gives a path's dropout rows the bands in turn, in float32,
+        # where the long paths' kept counts are exact: SMALL_P_DTYPES)
+        out += [{"path": path, "dtype": "float32", **plain, "relation": "dropout"}] if "dropout" in others else []
     return tuple(out)
 
 
@@ -446,8 +451,10 @@ def rows(seed: int, features: frozenset, array: int = 0, thorough: bool = False,
     for i, row in enumerate(out):
         if row.get("relation") == "dropout":
             turn = turns[row["path"]] = turns.get(row["path"], -1) + 1
-            out[i] = {**out[i], P_BAND: tuple(P_BANDS)[turn % len(P_BANDS)],
-                      DROPOUT_GRADS: "gradients" in levels["relation"]}
+            band = tuple(P_BANDS)[turn % len(P_BANDS)]
+            if row["path"] in KEY_LAG_PATHS and row["dtype"] not in SMALL_P_DTYPES:
+                band = "middle"
+            out[i] = {**out[i], P_BAND: band, DROPOUT_GRADS: "gradients" in levels["relation"]}
     return tuple(out)
 
 
