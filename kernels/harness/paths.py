@@ -451,10 +451,8 @@ def rows(seed: int, features: frozenset, array: int = 0, thorough: bool = False,
     for i, row in enumerate(out):
         if row.get("relation") == "dropout":
             turn = turns[row["path"]] = turns.get(row["path"], -1) + 1
-            band = tuple(P_BANDS)[turn % len(P_BANDS)]
-            if row["path"] in KEY_LAG_PATHS and row["dtype"] not in SMALL_P_DTYPES:
-                band = "middle"
-            out[i] = {**out[i], P_BAND: band, DROPOUT_GRADS: "gradients" in levels["relation"]}
+            out[i] = {**out[i], P_BAND: tuple(P_BANDS)[turn % len(P_BANDS)],
+                      DROPOUT_GRADS: "gradients" in levels["relation"]}
     return tuple(out)
 
 
@@ -560,8 +558,11 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
 
 
 def _dropout_p(row: dict, r) -> float:
-    """The row's p, in its band (P_BANDS; the middle one where rows() gave none)."""
+    """The row's p, in its band (P_BANDS; the middle one where rows() gave none, and on the long paths in a dtype
+    whose kept count is not exact: SMALL_P_DTYPES, judged by the row's dtype as run)."""
     band = row.get(P_BAND, "middle")
+    if row["path"] in KEY_LAG_PATHS and row["dtype"] not in SMALL_P_DTYPES:
+        band = "middle"
     lo, hi = P_BANDS[band]
     return float(f"{r.uniform(lo, hi) if band == 'middle' else 10 ** r.uniform(lo, hi):.3g}")
 
