@@ -969,10 +969,10 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    prior=prior, prior_dtype=prior_dtype,
                    arguments=arguments,
                    mask_padding=regime == "long-decode-padded" and mask == "(B, 1, 1, Nk)" and batch >= 2,
-                   # (a coin of its own, so the other fields are drawn as before: half the boolean masks of two rows
-                   # or more are of a structure a kernel may recognise, exact or one entry off)
-                   # (exact structures only of an (Nq, Nk) mask: one repeated over heads or entries hides a kernel
-                   # reading the mask of one slice for all)
+                   # (a coin of its own, so the other fields are drawn as before: two in three boolean (Nq, Nk) masks
+                   # of two rows or more, and half the others with a query dim, are of a structure a kernel may
+                   # recognise, exact or one entry off; exact structures only of an (Nq, Nk) mask: one repeated over
+                   # heads or entries hides a kernel reading the mask of one slice for all)
                    mask_near=_rng(seed, dtype, *key, "near structure").choice(
                        tuple(x for x in NEAR_STRUCTURES if mask == "(Nq, Nk)" or not x.endswith(EXACT)) * 2
                        + (None,) * len(NEAR_STRUCTURES))
