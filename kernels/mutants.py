@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import time
 import warnings
 import weakref
@@ -2612,7 +2613,7 @@ def shared_score_scratch(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False
 
 MUTANTS = MUTANTS + (
     Mutant(shared_score_scratch, "a score workspace shared by concurrent callers", "concurrent-calls",
-           dtypes=(torch.float32,)),  # (concurrent-calls runs in float32 only: the race is not the dtype's)
+           dtypes=(torch.float32,)),
 )
 
 
@@ -4197,4 +4198,231 @@ MUTANTS = MUTANTS + (
            "generated-agreement"),
     Mutant(gqa_big_group_rows_unpacked_head_major, "GQA groups of 8+ packed query-major, unpacked head-major",
            "generated-agreement"),
+)
+
+
+# ----------------------------------------------------------- callers, machines and sizes past the drawn ones (red team rt50)
+
+class _DecodeValueBlocksRemasked(FullAttention):
+    """A forward-only decode (1-8 queries) whose grid splits Dv into blocks of 32 channels, each block drawing its own
+    keep mask (its Philox offset includes the block): every channel's weights are a right Bernoulli mask, but the
+    channels of one weight see different ones."""
+
+    def weighted_values(self, p, drop, v, dropout_p, kv_heads, dtype, training: bool):
+        if drop is None or training or p.shape[-2] > 8 or v.shape[-1] <= 32:
+            return super().weighted_values(p, drop, v, dropout_p, kv_heads, dtype, training)
+        blocks = [(p * (drop if lo == 0 else self.dropout_mask(p, dropout_p, kv_heads, dtype))) @ v[..., lo:lo + 32]
+                  for lo in range(0, v.shape[-1], 32)]  # the bug: a mask per block
+        return torch.cat(blocks, dim=-1)  # (B, H, Nq, Dv)
+
+
+class _ValueChunksRemasked(FullAttention):
+    """A forward-only path for Dv past 256 taking V in 256-channel chunks, each chunk drawing its own keep mask."""
+
+    def weighted_values(self, p, drop, v, dropout_p, kv_heads, dtype, training: bool):
+        if drop is None or training or v.shape[-1] <= 256:
+            return super().weighted_values(p, drop, v, dropout_p, kv_heads, dtype, training)
+        chunks = [(p * (drop if lo == 0 else self.dropout_mask(p, dropout_p, kv_heads, dtype))) @ v[..., lo:lo + 256]
+                  for lo in range(0, v.shape[-1], 256)]  # the bug: a mask per chunk
+        return torch.cat(chunks, dim=-1)  # (B, H, Nq, Dv)
+
+
+class _KeysMajorUniforms(FullAttention):
+    """Dropout's uniforms drawn keys-major, (B, H, Nk, Nq) transposed."""
+
+    def uniforms(self, shape, generator, device, kv_heads: int) -> torch.Tensor:
+        return torch.rand(*shape[:-2], shape[-1], shape[-2], generator=generator, device=device).transpose(-2, -1)
+
+
+_KEYS_MAJOR = _KeysMajorUniforms()
+
+
+def dropout_stream_keyed_by_grad_mode(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                      enable_gqa=False):
+    """Without grad (inference) the keep uniforms are drawn keys-major, with grad query-major: the same seed gives
+    another mask in each mode, so activation checkpointing (forward under no_grad, recompute with grad) trains on the
+    gradients of another mask than its loss's."""
+    impl = full_attention if torch.is_grad_enabled() else _KEYS_MAJOR
+    return impl(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+class _WorkerThreadGenerator(FullAttention):
+    """Off the main thread, dropout draws from a generator of the thread's own, seeded once (at its first use) with
+    torch.initial_seed(): torch.manual_seed no longer reproduces a worker thread's masks."""
+
+    def __init__(self):
+        self.local = threading.local()
+
+    def generator(self, device):
+        if threading.current_thread() is threading.main_thread():
+            return super().generator(device)
+        if getattr(self.local, "generator", None) is None:
+            self.local.generator = torch.Generator(device=device).manual_seed(torch.initial_seed())
+        return self.local.generator  # the bug: seeded once per thread
+
+
+class _ThreadLocalDefaultScale(FullAttention):
+    """Off the main thread, the default scale is a thread-local set at the thread's first call (1/√D of that call)."""
+
+    def __init__(self):
+        self.local = threading.local()
+
+    def resolved_scale(self, scale, head_dim):
+        if scale is not None or threading.current_thread() is threading.main_thread():
+            return super().resolved_scale(scale, head_dim)
+        if getattr(self.local, "scale", None) is None:
+            self.local.scale = super().resolved_scale(None, head_dim)
+        return self.local.scale  # the bug: the first call's
+
+
+decode_value_blocks_remasked = _full_mutant(_DecodeValueBlocksRemasked(), "decode_value_blocks_remasked",
+    "A forward-only decode drawing a keep mask per 32-channel block of V.")
+value_chunks_remasked = _full_mutant(_ValueChunksRemasked(), "value_chunks_remasked",
+    "A forward-only path for Dv past 256 drawing a keep mask per 256-channel chunk of V.")
+worker_thread_dropout_generator = _full_mutant(_WorkerThreadGenerator(), "worker_thread_dropout_generator",
+    "Off the main thread, dropout draws from a thread-local generator seeded once with torch.initial_seed().")
+thread_local_default_scale = _full_mutant(_ThreadLocalDefaultScale(), "thread_local_default_scale",
+    "Off the main thread, the default scale is cached at the thread's first call.")
+
+
+def _split_k_into_eight_slots(q, k, v, splits: int, scale):
+    """A split-K decode of ``splits`` splits whose merge has 8 slots: split t goes to slot t % 8, overwriting."""
+    s = (q.float() @ k.float().transpose(-2, -1)) * (q.shape[-1] ** -0.5 if scale is None else scale)  # (..., 1, Nk)
+    m = s.amax(-1, keepdim=True)
+    bounds = [k.shape[-2] * t // splits for t in range(splits + 1)]
+    slots = {}
+    for t, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        e = torch.exp(s[..., lo:hi] - m)
+        slots[t % 8] = (e @ v[..., lo:hi, :].float(), e.sum(-1, keepdim=True))  # the bug: past 8 splits, overwritten
+    acc, total = (sum(x[i] for x in slots.values()) for i in (0, 1))
+    return (acc / total).to(q.dtype)
+
+
+def _plain_decode(q, k, attn_mask, dropout_p, is_causal, enable_gqa) -> bool:
+    return (q.dim() == 4 and q.shape[-2] == 1 and k.shape[-2] > 2 ** 12 and dropout_p == 0 and attn_mask is None
+            and not is_causal and (q.shape[1] == k.shape[1] or enable_gqa))
+
+
+def decode_splits_per_thread_into_eight_slots(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                              enable_gqa=False):
+    """A split-K decode (one query over 4097+ keys) with a split per intra-op thread, merged into 8 slots: past 8
+    threads, splits are lost."""
+    if not _plain_decode(q, k, attn_mask, dropout_p, is_causal, enable_gqa):
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    k, v = ref.repeat_kv(k, q.shape[-3]), ref.repeat_kv(v, q.shape[-3])
+    return _split_k_into_eight_slots(q, k, v, torch.get_num_threads(), scale)
+
+
+def decode_splits_per_cpu_into_eight_slots(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                           enable_gqa=False):
+    """As decode_splits_per_thread_into_eight_slots, with a split per CPU of the machine (os.cpu_count())."""
+    if not _plain_decode(q, k, attn_mask, dropout_p, is_causal, enable_gqa):
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    k, v = ref.repeat_kv(k, q.shape[-3]), ref.repeat_kv(v, q.shape[-3])
+    return _split_k_into_eight_slots(q, k, v, os.cpu_count() or 1, scale)
+
+
+def causal_positions_in_the_default_dtype(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                          enable_gqa=False):
+    """is_causal's positions built by torch.arange in torch.get_default_dtype(): under a half default (a model loader's
+    torch.set_default_dtype(torch.float16)) positions past 2048 (bfloat16: 256) round, and rows see later keys."""
+    if is_causal and attn_mask is None and q.shape[-2] > 1:
+        rows, cols = torch.arange(float(q.shape[-2])), torch.arange(float(k.shape[-2]))  # the bug: the default dtype
+        attn_mask = (cols[None, :] <= rows[:, None]).to(q.device)  # (Nq, Nk)
+        is_causal = False
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def mqa_decode_128_head_tiles(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """MQA decoding (one KV head, 1-8 queries) in tiles of 128 query heads whose second 64 heads read the first 64's
+    queries (MLA's 128 heads over one latent head)."""
+    if q.dim() == 4 and k.dim() == 4 and k.shape[1] == 1 and q.shape[1] >= 128 and q.shape[-2] <= 8:
+        heads = torch.arange(q.shape[1], device=q.device)
+        q = q[:, heads - 64 * ((heads % 128) >= 64)]  # the bug: heads 64-127 of a tile read heads 0-63
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def causal_query_positions_in_uint16(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                     enable_gqa=False):
+    """is_causal's query positions held in uint16: rows past 65 535 restart from 0."""
+    if is_causal and attn_mask is None and q.shape[-2] > 2 ** 16:
+        rows = torch.arange(q.shape[-2], device=q.device) % 2 ** 16  # the bug
+        attn_mask = torch.arange(k.shape[-2], device=q.device)[None, :] <= rows[:, None]  # (Nq, Nk)
+        is_causal = False
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(decode_value_blocks_remasked, "a decode's keep mask drawn per 32-channel block of V", "generated-dropout"),
+    Mutant(value_chunks_remasked, "a keep mask drawn per 256-channel chunk of V", "generated-dropout"),
+    Mutant(dropout_stream_keyed_by_grad_mode, "dropout's uniforms in another order without grad",
+           "generated-dropout"),
+    Mutant(worker_thread_dropout_generator, "a worker thread's dropout generator seeded once",
+           "generated-dropout"),
+    Mutant(thread_local_default_scale, "a worker thread's default scale cached at its first call", "thread-count",
+           dtypes=(torch.float32,)),
+    Mutant(decode_splits_per_thread_into_eight_slots, "a split-K decode's split per thread merged into 8 slots",
+           "thread-count", dtypes=(torch.float32,)),
+    Mutant(decode_splits_per_cpu_into_eight_slots, "a split-K decode's split per CPU merged into 8 slots",
+           "thread-count", dtypes=(torch.float32,)),
+    Mutant(causal_positions_in_the_default_dtype, "causal positions built in the default dtype", "thread-count",
+           dtypes=(torch.float32,)),
+    Mutant(mqa_decode_128_head_tiles, "MQA decoding's 128-head tiles reading the first 64 heads' queries",
+           "generated-agreement"),
+    Mutant(causal_query_positions_in_uint16, "causal query positions in uint16", "generated-agreement"),
+)
+
+
+_STAGING: dict = {}
+
+
+def half_inputs_staged_in_shared_buffers(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                         enable_gqa=False):
+    """Half-precision inference upcasts q, k, v into module-level float32 staging buffers kept per shape, without a
+    lock: concurrent float16 or bfloat16 callers of one shape compute on each other's inputs."""
+    if q.dtype not in (torch.float16, torch.bfloat16) or torch.is_grad_enabled() and any(
+            t.requires_grad for t in (q, k, v)) or dropout_p:
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    staged = []
+    for name, x in zip("qkv", (q, k, v)):
+        buffer = _STAGING.setdefault((name, tuple(x.shape), x.device), torch.empty(x.shape, device=x.device))  # the bug
+        staged.append(buffer.copy_(x))
+    time.sleep(LAUNCH_GAP)  # (the launch)
+    return full_attention(*staged, attn_mask, dropout_p, is_causal, scale, enable_gqa).to(q.dtype)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(half_inputs_staged_in_shared_buffers, "half inputs upcast into float32 staging buffers shared by callers",
+           "concurrent-calls", dtypes=(torch.float16, torch.bfloat16)),
+)
+
+
+class _HashSeededDropout(FullAttention):
+    """Dropout's seed is a draw from torch's generator mixed with hash() of a name: str hashing is randomised per
+    process, so torch.manual_seed reproduces a run within a process only."""
+
+    def generator(self, device):
+        draw = int(torch.randint(0, 2 ** 62, (1,)))
+        return torch.Generator(device=device).manual_seed(draw ^ (hash("attention-dropout") & (2 ** 62 - 1)))  # the bug
+
+
+hash_seeded_dropout = _full_mutant(_HashSeededDropout(), "hash_seeded_dropout",
+    "Dropout seeded by a draw from torch's generator XOR hash() of a str: not reproduced in another process.")
+
+
+def avx2_path_drops_the_head_dim_tail(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                      enable_gqa=False):
+    """On a CPU without AVX-512 (torch dispatching to AVX2) q·k runs in 8-channel vectors and drops the tail past the
+    last whole vector (D % 8 channels); the default scale is still 1/√D."""
+    d = q.shape[-1]
+    if torch.backends.cpu.get_cpu_capability() == "AVX2" and d % 8 and d > 8:
+        scale = d ** -0.5 if scale is None else scale
+        q, k = q[..., :d // 8 * 8], k[..., :d // 8 * 8]  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(hash_seeded_dropout, "dropout seeded with hash() of a str", "fresh-process", dtypes=(torch.float32,)),
+    Mutant(avx2_path_drops_the_head_dim_tail, "an AVX2 path dropping the head dim's tail", "fresh-process",
+           dtypes=(torch.float32,)),
 )

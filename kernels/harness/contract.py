@@ -168,11 +168,19 @@ ITEMS: tuple[Item, ...] = (
                         "mask, the shape), and training threads each get their own gradients; a call's answer is "
                         "the same at any intra-op thread count (torch.set_num_threads)",
          f"{MEASURED}: 4 threads × 32 rounds of (4, 4, 128, 256) calls under no_grad, each output within the "
-         "low-precision rule of its own float64 golden value (0 of 128 past it, 4 seeds); the same with arguments "
-         "of each thread's own and with forward and backward per thread (SDPA's math backend, float32, seeds 0-3); "
-         "drawn problems at 2, 3 and 8 intra-op threads, and each covering path's plain row, and causal, at 8, "
-         "within the rule (SDPA's math backend)",
+         "low-precision rule of its own float64 golden value (0 of 128 past it, 4 seeds; float32, float16 and "
+         "bfloat16); the same with arguments of each thread's own and with forward and backward per thread (SDPA's "
+         "math backend, float32, seeds 0-3); drawn problems at 2, 3 and 8 intra-op threads, and each covering path's "
+         "plain row, and causal, at 8, 16 and 32 in turn, within the rule (SDPA's math backend)",
          ("concurrent-calls", "concurrent-calls-mixed", "concurrent-training", "thread-count")),
+    Item("caller", "the answer does not depend on who calls or where: the main thread or another one (the same "
+                   "seed's keep mask too), under any default dtype (torch.set_default_dtype(float16), bfloat16, "
+                   "float64), on a machine of any CPU count (os.cpu_count), in another process (its own str hash "
+                   "seed: torch.manual_seed reproduces dropout) and at another CPU capability (ATEN_CPU_CAPABILITY)",
+         f"{MEASURED}: the same bits for causal 3000 × 3000 float32 under each default dtype and from a worker thread; "
+         "the same keep mask for one manual_seed from a worker thread, under no_grad and with grad, and in a child "
+         "process of another PYTHONHASHSEED; outputs within the rule in a child at ATEN_CPU_CAPABILITY=avx2",
+         ("thread-count", "generated-dropout", "fresh-process")),
     Item("state", "no state kept between calls: buffers written in place between calls are read anew (also through "
                   ".data, which moves no version counter); the answer stays right over 2¹⁰ calls of one shape; a "
                   "call after one of the same shapes in another dtype gives "
@@ -212,11 +220,14 @@ ITEMS: tuple[Item, ...] = (
           "dropout-tiny-p", "dropout-many-slices", "dropout-seed-space",
           # a row counter of 16 bits; a decode path restarting its RNG offset per key split
           "dropout-axis-periods")),
-    Item("dropout-across-calls", "dropout draws from torch's generator: same seed same mask, consecutive calls "
-                                 "independent at every lag, the generator advanced, no mask repeated over "
-                                 "thousands of calls",
+    Item("dropout-across-calls", "dropout draws from torch's generator: same seed same mask (whatever the grad "
+                                 "mode: activation checkpointing recomputes the forward with grad under the RNG state "
+                                 "its no_grad forward ran with), consecutive calls independent at every lag, the "
+                                 "generator advanced, no mask repeated over thousands of calls; one keep mask for "
+                                 "every output channel of a weight",
          f"{DOC}: dropout uses torch's RNG; {MEASURED}: consecutive masks uncorrelated at every lag",
-         ("dropout-same-seed", "dropout-rng-advances", "dropout-cross-call-correlation", "dropout-distinct-masks")),
+         ("dropout-same-seed", "dropout-rng-advances", "dropout-cross-call-correlation", "dropout-distinct-masks",
+          "generated-dropout", "fresh-process")),
 )
 
 

@@ -66,6 +66,18 @@ def one_hot_values(s: Subject) -> torch.Tensor:
     return s.cast(torch.eye(n_k, dtype=torch.float64).expand(s.k.shape[0], s.k.shape[1], n_k, n_k)).contiguous()  # (B, Hkv, Nk, Nk)
 
 
+def same_keep_mask(a: torch.Tensor, b: torch.Tensor, counted: torch.Tensor, what: str) -> Outcome:
+    """Two dropout outputs read through V = I, (B, Hq, Nq, Nk) each, whose keep masks must be the same: their zero
+    patterns compared where the float64 weight is past P_FLOOR (``counted``; a weight rounding to 0 in the dtype is
+    0 in both). A kept weight's value may differ by rounding (another mode may take another kernel); its mask may not."""
+    kept_a, kept_b = (x.detach().cpu() != 0 for x in (a, b))
+    differ = int(((kept_a != kept_b) & counted.to(kept_a.device)).sum())
+    return Outcome(float(differ), 0.0, f"{what}: {differ} of {int(counted.sum())} weights kept in one call, dropped in "
+                                       f"the other" if differ else f"{what}: the same keep mask")
+
+
+
+
 def _probabilities(s: Subject, attn_mask=None) -> torch.Tensor:
     q, k = s.q.cpu().double(), s.k.cpu().double()
     kw = s.kwargs() if attn_mask is None else s.kwargs(attn_mask=attn_mask.cpu(), is_causal=False)

@@ -396,6 +396,27 @@ register(Invariant("dropout-axis-periods", None, dropout_axis_periods, lambda c:
 PATH_MIN_PAIRS = 64
 
 
+# The first columns of a long path's V (its ones and repeat columns) are given again past its last one, some 140 channels
+# on: dropout drops a weight for every output channel at once, so the copies' outputs must agree (red team rt50: a
+# decode kernel splitting Dv into blocks of 32 and drawing a keep mask per block escaped, every law holding for each
+# block). Differing masks make the copies differ by about the spread of a remask; one mask, by rounding alone (another
+# summation order of a column past a GEMM's tail): COPY_T is the share of the remask's expected square difference
+# above which the masks are taken to differ (a remask gives ~1 over the 17 columns, rounding far less: measured below).
+COPIED_DV = 1 + REPEAT_DV
+COPY_T = 0.05
+
+
+def copied_channels(a: torch.Tensor, b: torch.Tensor, v: torch.Tensor, n_k: int, p: float, offset: int) -> Outcome:
+    """Outputs a and b (B, Hq, Nq, COPIED_DV) of the same value columns v (Nk, COPIED_DV) in one call with q = k = 0:
+    t = Σ(a - b)² over its expectation were their keep masks drawn apart (2p(1-p)·Σv² / ((1-p)·Nk)² a row), judged
+    against COPY_T."""
+    rows = a[..., 0].numel()
+    expected = 2 * p * (1 - p) * float((v ** 2).sum()) / ((1 - p) * n_k) ** 2 * rows
+    t = float(((a - b) ** 2).sum()) / expected if expected > 0 else 0.0
+    return Outcome(t, COPY_T, f"V's first {COPIED_DV} columns copied {offset} channels on: t = {t:.3g} of a remask's "
+                              f"1 (at most {COPY_T})")
+
+
 def path_values(s: Subject, n_k: int) -> tuple[torch.Tensor, list[tuple[int, int]]]:
     """V (Nk, 1 + REPEAT_DV + KEY_DV·lags) in float64 and [(lag, pairs)] of its lag columns."""
     g = s.rng("dropout path lags")
@@ -420,6 +441,8 @@ def path_key_lags(s: Subject, batch: int, q_heads: int, kv_heads: int, n_q: int,
     argument forms) on q = k = 0 of (B, Hq, Nq, 1), (B, Hkv, Nk, 1) and this V (B, Hkv, Nk, Dv), and gives
     (B, Hq, Nq, Dv)."""
     v64, lags = path_values(s, n_k)
+    width = v64.shape[-1]
+    v64 = torch.cat([v64, v64[:, :COPIED_DV]], dim=-1)  # (Nk, width + COPIED_DV): the first columns again, at the end
     q = s.cast(torch.zeros(batch, q_heads, n_q, 1, dtype=torch.float64))  # (B, Hq, Nq, 1)
     k = s.cast(torch.zeros(batch, kv_heads, n_k, 1, dtype=torch.float64))  # (B, Hkv, Nk, 1)
     v = s.cast(v64).expand(batch, kv_heads, n_k, v64.shape[-1]).contiguous()  # (B, Hkv, Nk, Dv)
@@ -427,7 +450,8 @@ def path_key_lags(s: Subject, batch: int, q_heads: int, kv_heads: int, n_q: int,
     if not torch.isfinite(o).all():
         return Outcome(math.inf, 0.0, "non-finite output")
     n_tests = 2 + len(lags)
-    outcomes, details = [], []
+    outcomes, details = [copied_channels(o[..., :COPIED_DV], o[..., width:], v64[:, :COPIED_DV], n_k, p, width)], []
+    details.append(outcomes[0].detail)
     # kept counts: rounded to whole keys (a half output's rounding moves a count by a fraction of Nk/256)
     kept = int(torch.round(o[..., 0] * (1 - p) * n_k).sum())
     n = batch * q_heads * n_q * n_k

@@ -1673,10 +1673,12 @@ for _inv in (
                           "buffers are written in place, or keyed without the storage offset (sibling views), or "
                           "keyed by the version counter that a write through .data never moves (red team rt44h: "
                           "an upcast K/V cache)"),
-    # float32 only: a race is in the impl's buffers, not its dtype, and the calls are the check's cost
-    Invariant("concurrent-calls", None, concurrent_calls, _contract, dtypes=frozenset({torch.float32}),
+    # every dtype (red team rt50: half inputs upcast into float32 staging buffers shared by callers, a path of the
+    # half dtypes alone, escaped float32's); the mixed and training ones float32 only (their cost)
+    Invariant("concurrent-calls", None, concurrent_calls, _contract,
               bug_classes="a workspace shared by every caller (a module-level score or output buffer keyed by "
-                          "shape, a cache filled without a lock): threads calling at once get each other's answers"),
+                          "shape, a cache filled without a lock, half inputs upcast into shared float32 staging "
+                          "buffers): threads calling at once get each other's answers"),
     Invariant("concurrent-calls-mixed", None, concurrent_calls_mixed, _contract, frozenset({CAUSAL}),
               dtypes=frozenset({torch.float32}),
               bug_classes="state shared by concurrent callers with different arguments: launch arguments (scale, "

@@ -54,6 +54,7 @@ change while the same relation still fails, and stops at a fixed point or its ti
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -68,6 +69,7 @@ import numpy as np
 import torch
 
 from kernels.harness import reference as ref
+from kernels.harness.callers import MAIN, WORKER, called_by, machine_of, on_worker
 from kernels.harness.cases import Case
 from kernels.harness.masks import BROADCAST_FORMS, EXACT, STRUCTURED_VALUES
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
@@ -391,7 +393,8 @@ class Problem:
     dout_value: str | None = None  # one element of dO made this (reference.NONFINITE; backward_values; gradients)
     path: str | None = None  # the size class of a covering-array problem (paths.PATHS)
     mask_near: str | None = None  # a boolean mask of this structure, exact or one entry off (masks.NEAR_STRUCTURES)
-    threads: int = 1  # torch's intra-op threads during the calls (THREAD_COUNT)
+    threads: int = 1  # torch's intra-op threads during the calls, on a machine of as many CPUs (THREAD_COUNT)
+    caller: str = MAIN  # who makes the impl's calls (callers.CALLERS: another thread, under a default dtype)
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -406,7 +409,9 @@ class Problem:
             if self.mask_far is not None:
                 parts.append(f"rows at {self.mask_far:g}")
         if self.threads != 1:
-            parts.append(f"on {self.threads} intra-op threads")
+            parts.append(f"on {self.threads} intra-op threads of a {self.threads}-CPU machine")
+        if self.caller != MAIN:
+            parts.append(f"called from the {self.caller}" if self.caller == WORKER else f"called under {self.caller}")
         if self.dropout_p:
             parts.append(f"dropout {self.dropout_p:g}")
         if self.relation == GRADIENTS or self.relation == DROPOUT_LAW and (self.grads or self.mask_grad):
@@ -1574,8 +1579,12 @@ def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
 
         return path_key_lags(s, p.batch, p.q_heads, p.kv_heads, p.n_q, p.n_k, p.dropout_p, seeded_call)
     v1 = drop.one_hot_values(s)
-    tensors = [ref.copy(x).requires_grad_(n in p.grads) for x, n in zip((s.q, s.k, v1), "qkv")]
     leaf = m.detach().requires_grad_() if p.mask_grad and m is not None else None
+    # forward-only: V = [I, I], each key one-hot in two channels Nk apart (in two channel blocks of any split from 1 to
+    # Nk), whose keep masks must be the same: dropout drops a weight, for every output channel at once
+    twice = not p.grads and leaf is None
+    v1 = torch.cat([v1, v1], dim=-1) if twice else v1  # (B, Hkv, Nk, Nk or 2·Nk)
+    tensors = [ref.copy(x).requires_grad_(n in p.grads) for x, n in zip((s.q, s.k, v1), "qkv")]
     d_o = s.cast(torch.randn(s.q.shape[:-1] + (p.n_k,), generator=s.rng("dropout dO"), dtype=torch.float64))
     details = []
     mode = p.context if leaf is None and not p.grads else "enable_grad"  # (gradients need a graph)
@@ -1596,12 +1605,14 @@ def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
             w = call(m)
         if p.grads or leaf is not None:
             attached(w, [*tensors, *([leaf] if leaf is not None else [])])
-        w = w.reshape(p.batch, p.q_heads, p.n_q, p.n_k)  # (B, Hq, Nq, Nk) whatever the rank
+        w = w.reshape(p.batch, p.q_heads, p.n_q, v1.shape[-1])  # (B, Hq, Nq, Nk or 2·Nk) whatever the rank
         checked_output(w, s.q, v1)
+        counted = drop._probabilities(s, attn_mask=m) > drop.P_FLOOR
+        channels = drop.same_keep_mask(w[..., p.n_k:], w[..., :p.n_k], counted, "the second copy of V's channels") if twice else None
+        w = w[..., :p.n_k]  # (B, Hq, Nq, Nk)
         w64 = w.detach().cpu().double()
         law = drop._mask_law(s, w64, attn_mask=m, p=p.dropout_p, with_bias=False)
         # (red team rt40h: one mask shared by a broadcast k's batch entries, or by a mask's broadcast heads)
-        counted = drop._probabilities(s, attn_mask=m) > drop.P_FLOOR
         shared = drop.slices_independent(w64, counted, p.dropout_p)
         law = law if shared is None else worst([law, shared], [law.detail, f"slices: {shared.detail}"])
         periods = axis_periods(w64, counted, p.dropout_p)
@@ -1622,11 +1633,20 @@ def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
             outcomes, said = [Outcome(math.inf, 0.0)], ["the output has no grad_fn"]
         else:
             outcomes, said = [], []
-    if mode != p.context:  # the same seeded call in the drawn mode too, its weights judged by the law
-        with drop.seeded(s, 0), calling_context(p.context):
-            again = checked_output(call(m, *(t.detach() for t in tensors)).reshape(w.shape), s.q, v1)
-        o = drop._mask_law(s, again.detach().cpu().double(), attn_mask=m, p=p.dropout_p, with_bias=False)
-        outcomes, said = outcomes + [o], said + [f"under {p.context}: {o.detail}"]
+    if channels is not None:
+        outcomes, said = outcomes + [channels], said + [channels.detail]
+    # The same seeded call again, in another grad mode (the drawn one, where the gradients needed autograd on) and from
+    # the harness's other thread: torch.manual_seed fixes the keep mask whatever the mode and the calling thread, which
+    # activation checkpointing relies on (its forward runs under no_grad, its recompute with grad under the restored
+    # RNG state) and a pool of serving threads too (red team rt50: uniforms drawn in another order without grad; a
+    # generator of each thread's own, seeded once). Its weights are judged by the law as well.
+    other = p.context if mode != p.context else "no_grad" if mode == "enable_grad" else "enable_grad"
+    with drop.seeded(s, 0), calling_context(other):
+        again = on_worker(lambda: call(m, *(t.detach() for t in tensors)))
+        again = checked_output(again.reshape(w.shape[:-1] + (v1.shape[-1],)), s.q, v1)[..., :p.n_k]  # (B, Hq, Nq, Nk)
+    o = drop._mask_law(s, again.detach().cpu().double(), attn_mask=m, p=p.dropout_p, with_bias=False)
+    same = drop.same_keep_mask(again, w, counted, f"the same seed under {other} on another thread")
+    outcomes, said = outcomes + [o, same], said + [f"under {other} on another thread: {o.detail}", same.detail]
     return worst([law] + outcomes, [law.detail] + said + details)
 
 
@@ -1694,7 +1714,8 @@ def check_problem(impl, problem: Problem, device: str = "cpu") -> tuple[Outcome,
         threads = torch.get_num_threads()
         torch.set_num_threads(problem.threads)
         try:
-            outcome, refused = _judged(impl, problem, device)
+            with machine_of(problem.threads) if problem.threads > 1 else contextlib.nullcontext():
+                outcome, refused = _judged(impl, problem, device)
         finally:
             during = torch.get_num_threads()
             torch.set_num_threads(threads)  # (process_watched compares around this: a change the call made is below)
@@ -1736,7 +1757,7 @@ def _raised_by_the_impl(exc: BaseException) -> bool:
 
 
 def _judged(impl, problem: Problem, device: str) -> tuple[Outcome, str | None]:
-    called = _in_form(_marking(impl), problem.arguments)
+    called = _in_form(_marking(called_by(impl, problem.caller)), problem.arguments)
     if not problem.enable_gqa:  # the impl is told enable_gqa=False; the golden values are GQA's, the same sums
         formed = called
 
@@ -2001,7 +2022,11 @@ for _name, _needs, _bugs in (
                                         "2048-key split, a tiles path per 128-key tile, a serving batch's one mask "
                                         "for all entries, a decode ignoring dropout_p; rt49: a long decode's "
                                         "uniforms of few bits (small p dropped several times too often), a backward "
-                                        "regenerating the keep mask per key chunk"),
+                                        "regenerating the keep mask per key chunk; rt50: a keep mask per block of "
+                                        "V's channels (V = [I, I], and a long path's columns repeated, must agree), "
+                                        "uniforms drawn in another order without grad or a generator of a worker "
+                                        "thread's own (the same seed's call again under another grad mode on "
+                                        "another thread must keep the same weights)"),
     (METAMORPHIC, frozenset(), "batch entries interfering, key order mattering, boolean and additive masks "
                                "disagreeing"),
     (THREAD_COUNT, frozenset(), "work split by torch.get_num_threads() wrong past one thread: the slices, query rows "
@@ -2009,6 +2034,10 @@ for _name, _needs, _bugs in (
                                 "restarting in each thread's rows, key splits merged by their key count (red team "
                                 "rt47); a path's own split per thread (rt49: a split-K decode merging its per-thread "
                                 "splits wrong past four threads, row-parallel causal and head-parallel GQA paths at "
-                                "four threads or more: each path's plain row, causal and grouped, on 8 threads)"),
+                                "four threads or more: each path's plain row, causal and grouped, on 8, 16 or 32 "
+                                "threads of a machine of as many CPUs); rt50: splits per thread or per CPU merged into "
+                                "8 slots, and the caller (those rows made from a worker thread, or under a default "
+                                "dtype of float16, bfloat16 or float64: causal positions built in the default dtype, "
+                                "a default scale cached per thread)"),
 ):
     register(Invariant(_name, None, lambda s: Outcome(0.0, 0.0), _never, _needs, bug_classes=_bugs))

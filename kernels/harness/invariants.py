@@ -483,7 +483,7 @@ _CORE: tuple[Invariant, ...] = (
 # on which module a caller happened to import first.
 FAMILIES = ("kernels.harness.invariants", "kernels.harness.training", "kernels.harness.masks",
             "kernels.harness.dropout", "kernels.harness.bias", "kernels.harness.rounding_bound",
-            "kernels.harness.edges", "kernels.harness.float64", "kernels.harness.crosscall", "kernels.harness.dropout_lags",
+            "kernels.harness.edges", "kernels.harness.processes", "kernels.harness.float64", "kernels.harness.crosscall", "kernels.harness.dropout_lags",
             "kernels.harness.generate")
 
 

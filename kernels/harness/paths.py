@@ -31,10 +31,15 @@ from dataclasses import replace
 from kernels.harness import reference as ref
 from kernels.harness.covering import _completable, allowed_triples, covering_array, not_held
 from kernels.harness.generate import (AGREEMENT, DROPOUT_LAW, GRAD_SUBSETS, GRADIENTS, HEAD_DIMS, KEY_LAG_PATHS,
-                                     SAMPLED_BACKWARD_PATHS, STRIDE_ZERO, THREAD_COUNTS, Problem, _rng)
+                                     SAMPLED_BACKWARD_PATHS, STRIDE_ZERO, Problem, _rng)
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
 from kernels.harness.dropout_lags import LAG_BAND
+from kernels.harness.callers import CALLERS
 from kernels.harness.masks import NEAR_STRUCTURES
+
+# the thread counts of the paths' threaded rows (threaded), each on a machine of as many CPUs (callers.machine_of):
+# past 8, where red team rt50's splits per thread, or per CPU, went into 8 merge slots (a server has 16-192)
+PATH_THREAD_COUNTS = (8, 16, 32)
 
 # name: ((B least, most), (Nq least, most), (Nk least, most), largest D), each range inclusive. The lengths sit past
 # the thresholds of the paths rt44h's kernels took: one query or 2-8 over 2¹⁴ keys (split-K decode), 16-40 queries
@@ -63,9 +68,11 @@ PATHS = {
     # causal row positions in int16 past 32 767 queries, a second level of split-K past 2¹⁹ keys), the other axes
     # least, so a row costs what its one long axis costs
     "huge-batch": ((65, 130), (1, 4), (1, 24), 16),
-    "huge-queries": ((1, 1), (33000, 40000), (1, 8), 8),  # (rows past 32 767: Nq past 32 768)
+    # (rows past 32 767 and 65 535, int16's and uint16's: red team rt50's causal query positions in uint16 escaped
+    # 33 000-40 000 queries; two keys at least, or a row wrapped to position 0 still sees every key)
+    "huge-queries": ((1, 1), (65537, 70000), (2, 8), 8),
     "million-keys": ((1, 1), (1, 1), (2 ** 19 + 1, 2 ** 20 + 2 ** 17), 8),
-    "many-heads": ((1, 2), (1, 8), (1, 64), 16),  # (heads: HEADS_TIMES, 256 to 1536 query heads)
+    "many-heads": ((1, 2), (1, 8), (1, 64), 16),  # (heads: HEADS_TIMES, 256 to 4096 query heads)
     # the bands between the paths, lengths drawn log-uniformly (LOG_UNIFORM) so that each octave is met: a dispatcher's
     # threshold may sit anywhere (red team rt49: a decode path of its own for 1-8 queries over 8193-16 384 keys, below
     # the split-K decode's 16 385, escaped; the paths above were each drawn past a threshold an earlier kernel had)
@@ -140,7 +147,9 @@ MASKS = {  # level: (form, kind) of generate.MASK_FORMS
 # and unpacked head-major)
 HEAD_LEVELS = {"1/1": (1, 1), "2/2": (2, 2), "4/2": (4, 2), "4/1": (4, 1), "6/2": (6, 2), "2/1": (2, 1),
                "16/2": (16, 2)}
-# a path whose heads are its row's head level times this (red team rt47: h % Hkv for h // g past 512 query heads)
+# a path whose heads are its row's head level times this (red team rt47: h % Hkv for h // g past 512 query heads); one
+# KV head stays one (MQA as MLA decodes it: 128 query heads or more over one latent head; red team rt50: a 128-head
+# tile of MQA decoding reading its first 64 heads' queries escaped, no row having more than 65 heads over one)
 HEADS_TIMES = {"many-heads": 256}
 RELATIONS = {"forward": AGREEMENT, "gradients": GRADIENTS, "dropout": DROPOUT_LAW}
 EXPLICIT_SCALES = (0.3, 2.0, -0.5)
@@ -473,7 +482,9 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     if row["path"] in MULTIPLE_OF:
         tile = MULTIPLE_OF[row["path"]]
         n_q, n_k = (r.randint(lo // tile, hi // tile) * tile for lo, hi in ((q_lo, q_hi), (k_lo, k_hi)))
-    hq, hkv = (n * HEADS_TIMES.get(row["path"], 1) for n in HEAD_LEVELS[row["heads"]])
+    hq, hkv = HEAD_LEVELS[row["heads"]]
+    times = HEADS_TIMES.get(row["path"], 1)
+    hq, hkv = hq * times, hkv if hkv == 1 < hq else hkv * times  # (MQA's one KV head stays one)
     broadcast = row["kv batch"] == "broadcast"
     # two entries at least where the path allows: a broadcast k, v needs them, and the dropout law's slice pairs
     # judge entries against each other (rt44h: one keep mask per head broadcast over a decode's batch; the plain
@@ -584,12 +595,15 @@ def problems(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
 def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset, value_dim: bool = True,
              kept=None) -> list[Problem]:
     """generate.THREAD_COUNT's problems of the paths in the first dtype's pass: each path's first plain forward row
-    (its index and sizes the array's) and that row made causal, on the most threads of generate.THREAD_COUNTS (the
-    drawn problems take each count, grouped heads among them), in the pass's dtype (once a run: a split of the work per
-    thread is the path's whatever the dtype; measured, 3.3 CPU-s). A kernel's work split by the thread count is its path's own (red team rt49: a
-    split-K decode merging its splits per thread wrong past four threads, a row-parallel causal path restarting causal
-    positions per thread and a head-parallel GQA path taking the KV head thread-locally, at four threads or more), and
-    the drawn problems at those counts meet the paths by chance."""
+    (its index and sizes the array's) and that row made causal, on PATH_THREAD_COUNTS threads of a machine of as many
+    CPUs, and made by each caller of callers.CALLERS, both in turn over the rows, in the pass's dtype (once a run: a
+    split of the work per thread is the path's whatever the dtype; measured, 3.3 CPU-s). A kernel's work split by the
+    thread count is its path's own (red team rt49: a split-K decode merging its splits per thread wrong past four
+    threads, a row-parallel causal path restarting causal positions per thread and a head-parallel GQA path taking the
+    KV head thread-locally, at four threads or more; rt50: splits per thread or per CPU merged into 8 slots, wrong
+    past 8), and the drawn problems at those counts meet the paths by chance. The callers: a path's own code may read
+    the default dtype or keep state per thread (rt50: causal positions in the default dtype; a default scale cached
+    per thread), and its rows are where such a path runs at its sizes (2048+ causal positions)."""
     if dtype != dtypes[0]:
         return []
     levels = factors(features, False, kept)
@@ -599,8 +613,11 @@ def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
         if row["relation"] == "forward" and row["path"] not in seen:
             seen.add(row["path"])
             row = {**row, "dtype": dtype}
-            out += [replace(problem({**row, **v}, seed, index, value_dim), threads=max(THREAD_COUNTS))
-                    for v in variants if allowed({**row, **v})]
+            for v in (v for v in variants if allowed({**row, **v})):
+                turn = len(out)  # (the causal row of a path takes the next caller and count: each meets both)
+                out.append(replace(problem({**row, **v}, seed, index, value_dim),
+                                   threads=PATH_THREAD_COUNTS[turn % len(PATH_THREAD_COUNTS)],
+                                   caller=CALLERS[(turn + turn // len(CALLERS)) % len(CALLERS)]))
     return out
 
 

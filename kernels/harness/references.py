@@ -384,8 +384,7 @@ class FullAttention(Attention):
         drop = None
         if dropout_p > 0 and self.dropout_applies(q, attn_mask):
             drop = self.dropout_mask(p, dropout_p, hkv, dtype)
-        w = p if drop is None else p * drop
-        out = w @ v32  # (B, H, Nq, Dv)
+        out = self.weighted_values(p, drop, v32, dropout_p, hkv, dtype, training=any(ctx.needs_input_grad[1:4]))
         backward_p = self.backward_probabilities(p, s, unmasked, bias)
         if is_causal and not self.backward_causal(attn_mask):
             backward_p = self.softmax_rows(before_causal)
@@ -467,6 +466,10 @@ class FullAttention(Attention):
         """Keep (1) or drop (0) per weight, times the rescale 1/(1 - p)."""
         u = self.uniforms(p.shape, self.generator(p.device), p.device, kv_heads)
         return self.rescaled(self.kept(u, dropout_p).to(p.dtype), dropout_p, dtype)
+
+    def weighted_values(self, p, drop, v, dropout_p, kv_heads, dtype, training: bool):
+        """O = (P∘M/(1-p)) V (B, H, Nq, Dv): one keep mask for every output channel."""
+        return (p if drop is None else p * drop) @ v
 
     def backward_dropout_mask(self, drop, p, dropout_p, kv_heads, dtype):
         return drop  # the forward's

@@ -27,6 +27,10 @@ class Outcome:
     detail: str = ""
 
 
+class NotApplicable(Exception):
+    """Raised by an invariant that cannot judge this impl (its message says why): reported as not applicable."""
+
+
 class Golden(NamedTuple):
     """An output's float64 golden value, the plain same-precision reference's error against it, and
     the output's sensitivity to rounding the scores (``reference.golden_and_sensitivity``): the

@@ -1,0 +1,115 @@
+"""Who calls the impl, and on what machine: the caller contexts a drawn problem's calls come from (Problem.caller) and
+the machine facts its thread-count problems present (machine_of).
+
+SDPA's answer does not depend on the caller (contract item "caller"): on the main thread or another one (torch's
+default generator and its intra-op pool are the process's, grad mode the calling thread's), under any default dtype a
+model loader sets (torch.set_default_dtype(float16) or bfloat16 before building a half model, float64 in a numerical
+study), and on a machine of any CPU count. Measured, SDPA math on this machine: the same bits for causal 3000 × 3000
+float32 under each default dtype, and from a worker thread. A kernel may read any of these (red team rt50: causal
+positions built in the default dtype, wrong past 2048 rows under float16; a thread-local default scale cached at a
+thread's first call; a thread-local dropout generator; a split-K decode with a split per os.cpu_count() merged into 8
+slots), and the harness's own calls came from the main thread of a 2-CPU process under float32 alone.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import multiprocessing
+import os
+import queue
+import threading
+
+import torch
+
+MAIN = "main thread"
+WORKER = "worker thread"
+DEFAULT_DTYPES = {"default float16": torch.float16, "default bfloat16": torch.bfloat16,
+                  "default float64": torch.float64}
+CALLERS = (MAIN, WORKER, *DEFAULT_DTYPES)
+
+
+class _Worker:
+    """One long-lived thread that runs what it is handed, in order: the process's other caller. Long-lived, so state an
+    impl keeps per thread (a default scale cached at its first call, a generator seeded once) meets the calls of
+    several problems, as a serving pool's thread does."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.tasks: queue.Queue = queue.Queue()
+        threading.Thread(target=self._serve, name="attention-proofs caller", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            fn, answer = self.tasks.get()
+            try:
+                answer.put((True, fn()))
+            except BaseException as exc:  # noqa: BLE001  (raised again in the calling thread: on_worker)
+                answer.put((False, exc))
+
+
+_worker: _Worker | None = None
+_lock = threading.Lock()
+
+
+def on_worker(fn):
+    """fn() run on the process's worker thread (one a process: a forked child makes its own), in the caller's grad
+    and inference mode (thread-local in torch, so carried over); its result, or its exception raised here."""
+    global _worker
+    with _lock:
+        if _worker is None or _worker.pid != os.getpid():
+            _worker = _Worker()
+    grad, inference = torch.is_grad_enabled(), torch.is_inference_mode_enabled()
+
+    def in_mode():
+        with torch.inference_mode(inference), torch.set_grad_enabled(grad):
+            return fn()
+
+    answer: queue.Queue = queue.Queue()
+    _worker.tasks.put((in_mode, answer))
+    ok, value = answer.get()
+    if not ok:
+        raise value
+    return value
+
+
+def called_by(impl, caller: str):
+    """impl, its calls made by ``caller`` (one of CALLERS): on the worker thread, or under a default dtype set for the
+    call alone (the harness's own tensors are made outside it)."""
+    if caller not in CALLERS:
+        raise ValueError(f"caller must be one of {', '.join(CALLERS)}; got {caller!r}")
+    if caller == MAIN:
+        return impl
+    if caller == WORKER:
+        @functools.wraps(impl)
+        def from_worker(*args, **kwargs):
+            return on_worker(lambda: impl(*args, **kwargs))
+        return from_worker
+    dtype = DEFAULT_DTYPES[caller]
+
+    @functools.wraps(impl)
+    def under_default(*args, **kwargs):
+        was = torch.get_default_dtype()
+        torch.set_default_dtype(dtype)
+        try:
+            return impl(*args, **kwargs)
+        finally:
+            torch.set_default_dtype(was)
+    return under_default
+
+
+@contextlib.contextmanager
+def machine_of(cpus: int):
+    """The process sees a machine of ``cpus`` CPUs: os.cpu_count, os.sched_getaffinity and multiprocessing.cpu_count
+    answer so while it lasts (a kernel sizing its splits or workspaces by the machine, not by torch's thread count,
+    meets a 16- or 32-CPU server only here; this machine has 2). A name bound at the impl's import (``from os import
+    cpu_count``) is not reached."""
+    saved = os.cpu_count, getattr(os, "sched_getaffinity", None), multiprocessing.cpu_count
+    os.cpu_count = multiprocessing.cpu_count = lambda: cpus
+    if saved[1] is not None:
+        os.sched_getaffinity = lambda pid=0: set(range(cpus))
+    try:
+        yield
+    finally:
+        os.cpu_count, multiprocessing.cpu_count = saved[0], saved[2]
+        if saved[1] is not None:
+            os.sched_getaffinity = saved[1]
