@@ -89,7 +89,7 @@ THREAD_COUNT = "thread-count"
 # (3: no whole share of 2 or 4 slices; 8: past this machine's cores, which torch allows, and past the four or five
 # threads where red team rt49's row-, head- and split-parallel paths broke; the paths' plain rows too: paths.threaded)
 THREAD_COUNTS = (2, 3, 8)
-THREAD_PROBLEMS = 12  # each dtype's first drawn problems past the default ones, at THREAD_COUNTS in turn
+THREAD_PROBLEMS = 8  # each dtype's first drawn problems past the default ones, at THREAD_COUNTS in turn
 
 # A run's coverage is a problem count, not a time: the same problems whatever the machine's speed or load.
 # Per dtype: the regimes (drawn first) and then DRAWN_PROBLEMS more, rotating through the relations.
