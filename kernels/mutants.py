@@ -4203,17 +4203,22 @@ MUTANTS = MUTANTS + (
 
 # ----------------------------------------------------------- callers, machines and sizes past the drawn ones (red team rt50)
 
+def _mask_per_channel_block(impl: FullAttention, p, drop, v, dropout_p, kv_heads, dtype, width: int):
+    """(P∘M_c/(1-p)) V_c for each block c of ``width`` channels of V, M_c a keep mask of the block's own (the first
+    block's the forward's): every channel's weights a right Bernoulli mask, the channels of one weight not one mask."""
+    blocks = [(p * (drop if lo == 0 else impl.dropout_mask(p, dropout_p, kv_heads, dtype))) @ v[..., lo:lo + width]
+              for lo in range(0, v.shape[-1], width)]
+    return torch.cat(blocks, dim=-1)  # (B, H, Nq, Dv)
+
+
 class _DecodeValueBlocksRemasked(FullAttention):
     """A forward-only decode (1-8 queries) whose grid splits Dv into blocks of 32 channels, each block drawing its own
-    keep mask (its Philox offset includes the block): every channel's weights are a right Bernoulli mask, but the
-    channels of one weight see different ones."""
+    keep mask (its Philox offset includes the block)."""
 
     def weighted_values(self, p, drop, v, dropout_p, kv_heads, dtype, training: bool):
         if drop is None or training or p.shape[-2] > 8 or v.shape[-1] <= 32:
             return super().weighted_values(p, drop, v, dropout_p, kv_heads, dtype, training)
-        blocks = [(p * (drop if lo == 0 else self.dropout_mask(p, dropout_p, kv_heads, dtype))) @ v[..., lo:lo + 32]
-                  for lo in range(0, v.shape[-1], 32)]  # the bug: a mask per block
-        return torch.cat(blocks, dim=-1)  # (B, H, Nq, Dv)
+        return _mask_per_channel_block(self, p, drop, v, dropout_p, kv_heads, dtype, 32)  # the bug
 
 
 class _ValueChunksRemasked(FullAttention):
@@ -4222,9 +4227,7 @@ class _ValueChunksRemasked(FullAttention):
     def weighted_values(self, p, drop, v, dropout_p, kv_heads, dtype, training: bool):
         if drop is None or training or v.shape[-1] <= 256:
             return super().weighted_values(p, drop, v, dropout_p, kv_heads, dtype, training)
-        chunks = [(p * (drop if lo == 0 else self.dropout_mask(p, dropout_p, kv_heads, dtype))) @ v[..., lo:lo + 256]
-                  for lo in range(0, v.shape[-1], 256)]  # the bug: a mask per chunk
-        return torch.cat(chunks, dim=-1)  # (B, H, Nq, Dv)
+        return _mask_per_channel_block(self, p, drop, v, dropout_p, kv_heads, dtype, 256)  # the bug
 
 
 class _KeysMajorUniforms(FullAttention):

@@ -34,7 +34,9 @@ in turn:
 * generated-agreement: the forward against float64 (tolerance.py's rule, the plain same-precision
   reference's error setting the bound; a declared rounding recipe adds the derived bound);
 * generated-gradients: the gradients of the inputs that require grad;
-* generated-dropout: with V = I the output is W = P∘M/(1-p): kept entries P/(1-p), kept fraction 1-p;
+* generated-dropout: with V = I the output is W = P∘M/(1-p): kept entries P/(1-p), kept fraction 1-p; forward-only
+  with V = [I, I], whose two copies must keep the same weights; and the same seeded call again under another grad
+  mode from the harness's worker thread (callers.on_worker), whose keep mask must be the first's;
 * generated-metamorphic: batch composition (one batch entry alone = its slice of the batch), key
   permutation (keys and mask columns permuted together, not causal), masks ≡ -∞ (a boolean mask and
   the additive 0/-inf mask it means give the same output).

@@ -453,10 +453,14 @@ def rows(seed: int, features: frozenset, array: int = 0, thorough: bool = False,
                           targets=not_held(pairwise, triples(features, full, kept)))
     out = list(pairwise) + [{**row, TRIPLE_ROW: True} for row in more]
     # the structured masks' rows take the structures in turn (by their place among them, so each structure is met
-    # whenever the array has as many such rows)
-    near = [i for i, row in enumerate(out) if row.get("mask") == NEAR]
-    for turn, i in enumerate(near):
-        out[i] = {**out[i], STRUCTURE: NEAR_STRUCTURES[turn % len(NEAR_STRUCTURES)]}
+    # whenever the array has as many such rows): the rows of paths of three queries or more in a turn of their own, as
+    # a structure needs three (problem()); a turn over rows that may draw fewer lost the exact sliding window when the
+    # array changed
+    for sure in (True, False):
+        near = [i for i, row in enumerate(out) if row.get("mask") == NEAR
+                and (ALL_PATHS[row["path"]][1][0] >= 3) == sure]
+        for turn, i in enumerate(near):
+            out[i] = {**out[i], STRUCTURE: NEAR_STRUCTURES[turn % len(NEAR_STRUCTURES)]}
     # and each path's dropout rows the bands of p in turn (a path's first: the middle band)
     turns: dict = {}
     for i, row in enumerate(out):
