@@ -4429,3 +4429,40 @@ MUTANTS = MUTANTS + (
     Mutant(avx2_path_drops_the_head_dim_tail, "an AVX2 path dropping the head dim's tail", "fresh-process",
            dtypes=(torch.float32,)),
 )
+
+
+class _RowStatsPerShape(FullAttention):
+    """The forward keeps the rows' max and sum in a module-level workspace per shape and saves the scores; the backward
+    recomputes P from them (flash-style)."""
+    workspace: dict = {}  # scores' shape -> (row max, row sum): the bug, one for every call of the shape
+
+    def backward_probabilities(self, p, s, unmasked, bias):
+        m = s.amax(dim=-1, keepdim=True)  # (B, H, Nq, 1)
+        self.workspace[tuple(s.shape)] = (m, torch.exp(s - m).sum(dim=-1, keepdim=True))
+        return s
+
+    def probabilities_from_saved(self, saved):
+        m, total = self.workspace[tuple(saved.shape)]  # the last forward's of the shape
+        return torch.exp(saved - m) / total
+
+
+_ROW_STATS_PER_SHAPE = _RowStatsPerShape()
+
+
+def half_training_row_stats_per_shape(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                      enable_gqa=False):
+    """Half-precision MHA training without a mask keeps the backward's row max and sum in a module-level workspace per
+    shape: a second forward of the same shape before the backward (the next layer) gives the first's backward its
+    statistics."""
+    impl = full_attention
+    if (q.dtype in (torch.float16, torch.bfloat16) and q.dim() == 4 and k.dim() == 4 and k.shape[1] == q.shape[1]
+            and q.shape[0] == k.shape[0] and attn_mask is None and not dropout_p and not is_causal
+            and torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))):
+        impl = _ROW_STATS_PER_SHAPE  # the bug's path
+    return impl(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(half_training_row_stats_per_shape, "a half MHA training path's row statistics in a per-shape workspace",
+           "gradient-sequences", dtypes=(torch.float16, torch.bfloat16), backward=True),
+)

@@ -25,6 +25,7 @@ import signal
 import sys
 import threading
 import warnings
+from dataclasses import replace
 
 import numpy as np
 
@@ -550,13 +551,19 @@ def gradient_sequences(s: Subject) -> Outcome:
     a drawn sequence meets a default run's few gradient problems by chance): a second forward of the
     same shape (other values) between the forward and its backward; the second backward through one
     graph (retain_graph=True on the first); an explicit scale of 0 (every weight equal) in the backward."""
-    _, gold, plain = s.gradients
     outcomes, details = [], []
-    for sequence in ("two-layers", "retain-graph"):
-        got, said = subset_gradients(s, ref.leaves((s.q, s.k, s.v)), s.kwargs(), gold, plain, s.gradient_sizes,
-                                     sequence)
-        outcomes += got
-        details += [f"{sequence}: {d}" for d in said]
+    # the case's own heads (grouped, Dv ≠ D) and its plain twin (one KV head a query head, Dv = D): a kernel's own
+    # training path is often taken only in the plain form (red team rt50: a half-precision MHA path keeping the
+    # backward's row statistics in a workspace per shape escaped, the contract case being GQA)
+    plain_twin = Subject(s.impl, replace(s.case, name=f"{s.case.name} (MHA, Dv = D)", kv_heads=s.case.q_heads,
+                                         value_dim=None), s.dtype, s.device, s.seed)
+    for t, twin in ((s, ""), (plain_twin, "MHA twin, ")):
+        _, gold, plain = t.gradients
+        for sequence in ("two-layers", "retain-graph"):
+            got, said = subset_gradients(t, ref.leaves((t.q, t.k, t.v)), t.kwargs(), gold, plain, t.gradient_sizes,
+                                         sequence)
+            outcomes += got
+            details += [f"{twin}{sequence}: {d}" for d in said]
     zero = s.backward(scale=0.0)
     o = gradients_against(s, zero.got, zero.gold, zero.plain, s.gradient_sizes_for(scale=0.0))
     return worst(outcomes + [o], details + [f"scale 0: {o.discrepancy:.3g}/{o.bound:.3g}"])
@@ -1634,8 +1641,9 @@ for _inv in (
                           "wrong with a frozen query"),
     Invariant("gradient-sequences", "attention-backward", gradient_sequences, _contract, _BWD,
               bug_classes="backward state that a second forward of the same shape overwrites (a per-shape "
-                          "workspace), a backward that changes or frees what it saved (the second backward of "
-                          "retain_graph wrong), the backward reading scale 0 as unset"),
+                          "workspace; also on the contract case's plain MHA twin: red team rt50's half MHA path), a "
+                          "backward that changes or frees what it saved (the second backward of retain_graph wrong), "
+                          "the backward reading scale 0 as unset"),
     Invariant("double-backward", None, double_backward, _contract, _BWD,
               bug_classes="double backward silently wrong (a backward that detaches, or differentiates "
                           "something else) instead of right or refused"),

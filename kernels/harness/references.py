@@ -394,7 +394,8 @@ class FullAttention(Attention):
         return out.to(dtype)
 
     def backward(self, ctx, dout):
-        q, k, v, p, drop = ctx.saved_tensors
+        q, k, v, saved, drop = ctx.saved_tensors
+        p = self.probabilities_from_saved(saved)  # (B, H, Nq, Nk)
         dtype, scale, hq, hkv, dropout_p, mask_shape = ctx.meta
         if drop is not None:
             drop = self.backward_dropout_mask(drop, p, dropout_p, hkv, dtype)
@@ -441,6 +442,10 @@ class FullAttention(Attention):
     def backward_probabilities(self, p, s, unmasked, bias):
         """The P the backward differentiates through: the forward's own (attn_mask included)."""
         return p
+
+    def probabilities_from_saved(self, saved):
+        """P from what the forward saved for the backward (backward_probabilities): P itself."""
+        return saved
 
     def mask_gradient(self, ds, shape, dtype):
         return ds.sum_to_size(shape).to(dtype)
