@@ -270,6 +270,10 @@ def allowed(row: dict) -> bool:
         has("nonfinite", "kv batch") and nonfinite != "none" and row["kv batch"] == "broadcast",
         has("nonfinite", "scale") and nonfinite == "v underflowed" and row["scale"] == "explicit",
         has("kv batch", "rank") and row["kv batch"] == "broadcast" and row["rank"] == 3,
+        # (k, v broadcast at rank 5 or 6 along one of two batch dims needs an even batch of 4 or more: on a path
+        # drawing one (problem()), or the pair met a path of three entries at most and the split was never drawn)
+        has("kv batch", "rank") and "path" in row and row["kv batch"] == "broadcast" and row["rank"] == 5
+        and not _splits_batch(row["path"]),
         # (generate._gradients takes a broadcast k, v at rank 4 only)
         has("rank", "relation") and "kv batch" in row and row["rank"] != 4 and relation == "gradients"
         and row["kv batch"] == "broadcast",
@@ -349,6 +353,12 @@ def allowed(row: dict) -> bool:
         has("mask dtype", "dtype") and row["mask dtype"] == "float32" and row["dtype"] not in HALF,
     )
     return not any(rules)
+
+
+def _splits_batch(path: str) -> bool:
+    """A path whose rows of k, v broadcast at rank 5 take an even batch of 4 or more (problem())."""
+    (b_lo, b_hi), k_lo = ALL_PATHS[path][0], ALL_PATHS[path][2][0]
+    return b_hi >= 4 and k_lo < 2 ** 13
 
 
 def plain_rows(features: frozenset, thorough: bool = False, kept=None) -> tuple[dict, ...]:
@@ -503,8 +513,8 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
         least_batch = max(least_batch, 2)
     # and k, v broadcast at rank 5 or 6 meet two batch dims of 2 or more (generate._split_batch: an even batch of 4+),
     # on the paths of fewer than 2¹³ keys (four entries of a decode's 16 385 keys in a wide head: 5 CPU-s a row)
-    if broadcast and row["rank"] == 5 and k_lo < 2 ** 13:
-        least_batch = max(least_batch, min(4, b_hi))
+    if broadcast and row["rank"] == 5 and _splits_batch(row["path"]):
+        least_batch = max(least_batch, 4)
     batch = max(batch, least_batch, min(2, b_hi) if relation == DROPOUT_LAW else 1)  # (halved to one past the cost)
     if relation == DROPOUT_LAW:  # enough weights for the kept fraction (generate.draw's least)
         n_k = max(n_k, 8)
@@ -540,8 +550,8 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
         while cost() > cap and size[axis] > least[axis]:
             size[axis] = max(least[axis], size[axis] // 2)
     batch, n_q, n_k = size["batch"], size["n_q"], size["n_k"]
-    if broadcast and row["rank"] == 5 and batch % 2 and batch < b_hi:
-        batch += 1  # (even)
+    if broadcast and row["rank"] == 5 and batch % 2:
+        batch += 1 if batch < b_hi else -1  # (even: the path's least is 4 or an even one below its most)
     if row["nonfinite"] == "v underflowed" or relation == GRADIENTS:
         n_k = max(n_k, 2)  # (a first half of the keys to underflow; over one key dq and dk are exactly 0)
     if relation == DROPOUT_LAW and not lagged:
