@@ -1610,7 +1610,8 @@ def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
         w = w.reshape(p.batch, p.q_heads, p.n_q, v1.shape[-1])  # (B, Hq, Nq, Nk or 2·Nk) whatever the rank
         checked_output(w, s.q, v1)
         counted = drop._probabilities(s, attn_mask=m) > drop.P_FLOOR
-        channels = drop.same_keep_mask(w[..., p.n_k:], w[..., :p.n_k], counted, "the second copy of V's channels") if twice else None
+        channels = (drop.same_keep_mask(w[..., p.n_k:], w[..., :p.n_k], counted, "the second copy of V's channels")
+                    if twice else None)
         w = w[..., :p.n_k]  # (B, Hq, Nq, Nk)
         w64 = w.detach().cpu().double()
         law = drop._mask_law(s, w64, attn_mask=m, p=p.dropout_p, with_bias=False)
