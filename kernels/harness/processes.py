@@ -38,7 +38,6 @@ from kernels.harness.subject import NotApplicable, Outcome, Subject, checked_out
 # capabilities by rank on x86 (torch's names, lower case as ATEN_CPU_CAPABILITY takes them); elsewhere "default" alone
 CAPABILITIES = ("default", "avx2", "avx512")
 CHILD_SECONDS = 300
-P_DROP = 0.5
 
 # The child: imports torch and the impl's module alone (not the harness), makes the calls, saves what they return.
 _CHILD = r"""
@@ -86,7 +85,7 @@ def _calls(s: Subject) -> dict:
     """name -> (q, k, v, keyword arguments, manual_seed or None): the calls each child makes, on CPU tensors."""
     kw = s.kwargs()
     narrow = [x[..., :-1].contiguous() for x in (s.q, s.k)]  # (B, H, N, D - 1)
-    calls = {"dropout": (s.q, s.k, drop.one_hot_values(s), {**kw, "dropout_p": P_DROP}, s.seed * 1000),
+    calls = {"dropout": (s.q, s.k, drop.one_hot_values(s), {**kw, "dropout_p": drop.P_DROP}, s.seed * 1000),
              "full": (s.q, s.k, s.v, kw, None),
              "one channel less": (*narrow, s.v, kw, None)}
     if s.case.n_q > 1:
