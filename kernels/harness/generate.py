@@ -1354,21 +1354,34 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
         gold = ref.attention64(s.q.cpu(), s.k.cpu(), s.v.cpu(), **_kwargs(s, p, None if m is None else m.cpu()))
         o, said = nan_placement(s, out.cpu().double(), gold, clean.error, clean.sensitivity)
         if failed(o):
-            # a row whose every score is -inf, one at least made so by the infinite input (one key, -inf in q; or the
-            # keys causal leaves it): SDPA math gives 0 there without causal (its safe softmax, measured) and NaN
-            # with it, a plain softmax 0/0 = NaN, which shows the bad input rather than hiding it; either is accepted
+            # Two kinds of row where either answer is defensible, each judged by the one the impl gave:
+            # - every score -inf, one at least made so by the infinite input (one key, -inf in q; or the keys causal
+            #   leaves it): SDPA math gives 0 there without causal (its safe softmax, measured) and NaN with it, a
+            #   plain softmax 0/0 = NaN, which shows the bad input rather than hiding it;
+            # - no visible key in the clean problem (a mask or causal hides every one), the input's element in it:
+            #   the row's answer does not depend on q, k or v, and SDPA math's added mask makes NaN of a NaN score
+            #   where a kernel selecting by the mask gives the clean row's answer
             kw = _kwargs(s, p, None if m is None else ref._float64_mask(m.cpu()))
 
             def empty_rows(q, k):  # (B, Hq, Nq, 1)
                 return torch.isneginf(ref.scores(q.cpu().double(), k.cpu().double(), **kw)).all(-1, keepdim=True)
 
-            unpoisoned = {"q": s.q, "k": s.k, p.input_nan: clean_input}
-            empty = empty_rows(s.q, s.k) & ~empty_rows(unpoisoned["q"], unpoisoned["k"])
-            if bool(empty.any()):
-                o2, said2 = nan_placement(s, out.cpu().double(), gold.masked_fill(empty, math.nan), clean.error,
-                                          clean.sensitivity)
+            unpoisoned = {"q": s.q, "k": s.k, "v": s.v, p.input_nan: clean_input}
+            hidden_before = empty_rows(unpoisoned["q"], unpoisoned["k"])
+            made_empty = empty_rows(s.q, s.k) & ~hidden_before
+            clean_gold = ref.attention64(*(unpoisoned[n].cpu() for n in "qkv"), **_kwargs(s, p, None if m is None
+                                                                                        else m.cpu()))
+            got = out.cpu().double()
+            either = gold
+            for rows, other in ((made_empty, gold.masked_fill(made_empty, math.nan)), (hidden_before, clean_gold)):
+                # (per row: the other answer where the impl's non-finite pattern is the other's)
+                same_kind = (torch.isfinite(got) == torch.isfinite(other)).all(-1, keepdim=True)
+                either = torch.where(rows & same_kind, other, either)
+            if bool((made_empty | hidden_before).any()):
+                o2, said2 = nan_placement(s, got, either, clean.error, clean.sensitivity)
                 if not failed(o2):
-                    o, said = o2, f"{said2} (rows of -inf scores only: NaN, as a plain softmax gives)"
+                    o, said = o2, (f"{said2} (a row of -inf scores only, or of no visible key: NaN, or the row's "
+                                   f"answer without the non-finite input)")
         return Outcome(o.discrepancy, o.bound, f"{p.input_value} in {p.input_nan}: {said}")
     if p.mask_nonfinite and m is not None:  # NaN exactly in the rows the entry reaches, as in float64 (nan-propagation's rule)
         from kernels.harness.edges import nan_placement

@@ -5,6 +5,7 @@ and the queries."""
 from __future__ import annotations
 
 import collections
+import math
 import random
 import re
 
@@ -286,6 +287,31 @@ def test_a_row_of_minus_inf_scores_from_an_infinite_input_under_causal_may_be_na
 
     o, _ = gen.check_problem(hiding, gen.Problem(**{**p.__dict__, "causal": False}))
     assert gen.failed(o)
+
+
+def test_a_non_finite_query_in_a_row_of_no_visible_key_may_give_nan_or_the_rows_answer():
+    """NaN in q in a row causal-like masking leaves without keys (CI of 9c2906d: the Triton kernel gave 0, SDPA math
+    NaN): both pass; a row of any other value, or the NaN hidden where the row sees keys, does not."""
+    p = gen.Problem(batch=1, q_heads=1, kv_heads=1, n_q=3, n_k=2, head_dim=4, value_dim=4, causal=False,
+                    dtype="float64", mask="(Nq, Nk)", mask_kind="bool", mask_near="bottom-right causal, exact",
+                    seed=4157428696, input_nan="q", input_value="NaN")
+
+    def selecting(q, k, v, attn_mask=None, **kwargs):  # scores selected by the mask: the NaN row masked out
+        s = torch.where(attn_mask, q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5, -math.inf)  # (B, H, Nq, Nk)
+        w = torch.softmax(s, -1).nan_to_num(0.0) * attn_mask.any(-1, keepdim=True)
+        return w @ v
+
+    def empty_row_set_to(value):
+        def impl(q, k, v, attn_mask=None, **kwargs):
+            return torch.where(attn_mask.any(-1, keepdim=True), selecting(q, k, v, attn_mask), value)
+        return impl
+
+    for impl in (sdpa_math, selecting):
+        o, refused = gen.check_problem(impl, p)
+        assert refused is None and not gen.failed(o), (getattr(impl, "__name__", impl), o)
+    assert gen.failed(gen.check_problem(empty_row_set_to(1.0), p)[0])
+    unmasked = gen.Problem(**{**p.__dict__, "mask": None, "mask_near": None})
+    assert gen.failed(gen.check_problem(lambda q, k, v, **kw: sdpa_math(q, k, v, **kw).nan_to_num(0.0), unmasked)[0])
 
 
 def test_the_root_causes_name_a_drawn_problems_mask_form_path_and_layout():
