@@ -4466,3 +4466,24 @@ MUTANTS = MUTANTS + (
     Mutant(half_training_row_stats_per_shape, "a half MHA training path's row statistics in a per-shape workspace",
            "gradient-sequences", dtypes=(torch.float16, torch.bfloat16), backward=True),
 )
+
+
+
+class _RunningSumInTheAutocastDtype(BlockedAttention):
+    def rescaled_sum(self, alpha, l):
+        if torch.is_autocast_enabled(l.device.type):  # the bug: the running sum rounded to the autocast dtype
+            return (alpha * l).to(torch.get_autocast_dtype(l.device.type)).to(l.dtype)
+        return alpha * l
+
+
+running_sum_in_the_autocast_dtype = _mutant(
+    _RunningSumInTheAutocastDtype(), "running_sum_in_the_autocast_dtype",
+    "Under torch.autocast the blocked loop's running sum is kept in the autocast dtype between key blocks (red team "
+    "rt50: a kernel keeping its running statistics in the autocast dtype): past 2⁸ or 2¹¹ blocks' worth of weight "
+    "(bfloat16, float16) a block's sum rounds away, and float16's overflows past 65 504.")
+
+
+MUTANTS = MUTANTS + (
+    Mutant(running_sum_in_the_autocast_dtype, "the running sum kept in the autocast dtype between key blocks",
+           "thread-count", dtypes=(torch.float16, torch.bfloat16)),
+)

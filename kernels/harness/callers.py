@@ -26,6 +26,10 @@ WORKER = "worker thread"
 DEFAULT_DTYPES = {"default float16": torch.float16, "default bfloat16": torch.bfloat16,
                   "default float64": torch.float64}
 CALLERS = (MAIN, WORKER, *DEFAULT_DTYPES)
+# q, k, v (and a floating mask) of a half problem given as float32 inside torch.autocast to that dtype: a mixed-precision
+# training step's call (paths.threaded's half rows; not one of CALLERS, which take the first pass's float32 rows too)
+AUTOCAST = "autocast"
+AUTOCAST_DTYPES = (torch.float16, torch.bfloat16)
 
 
 class _Worker:
@@ -75,10 +79,12 @@ def on_worker(fn):
 def called_by(impl, caller: str):
     """impl, its calls made by ``caller`` (one of CALLERS): on the worker thread, or under a default dtype set for the
     call alone (the harness's own tensors are made outside it)."""
-    if caller not in CALLERS:
-        raise ValueError(f"caller must be one of {', '.join(CALLERS)}; got {caller!r}")
+    if caller not in CALLERS + (AUTOCAST,):
+        raise ValueError(f"caller must be one of {', '.join(CALLERS + (AUTOCAST,))}; got {caller!r}")
     if caller == MAIN:
         return impl
+    if caller == AUTOCAST:
+        return _under_autocast(impl)
     if caller == WORKER:
         @functools.wraps(impl)
         def from_worker(*args, **kwargs):
@@ -95,6 +101,29 @@ def called_by(impl, caller: str):
         finally:
             torch.set_default_dtype(was)
     return under_default
+
+
+def _under_autocast(impl):
+    """impl called as a mixed-precision training step calls it: the half problem's tensors (q's dtype) upcast to
+    float32, exactly, inside torch.autocast(device, that dtype). SDPA is on autocast's lower-precision list: its answer
+    is the half call's, bit for bit, in the half dtype (measured, SDPA on CPU, float16 and bfloat16, with and without a
+    float mask). So the half problem's judge judges it, with one allowance: an output of float32 (an op autocast does
+    not know runs in float32 as called, at least as precisely) is rounded to the half dtype first. A kernel keeping its
+    running max, sum or accumulator in the autocast dtype, or a pure-PyTorch one whose float32 matmuls autocast puts
+    back into it block by block, errs past the half rule over many key blocks (red team rt50)."""
+    @functools.wraps(impl)
+    def under_autocast(*args, **kwargs):
+        half = next(a.dtype for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor))
+        if half not in AUTOCAST_DTYPES:
+            raise ValueError(f"the autocast caller takes a float16 or bfloat16 problem; q is {half}")
+        device = next(a.device.type for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor))
+
+        def up(a):
+            return a.float() if isinstance(a, torch.Tensor) and a.dtype == half else a
+        with torch.autocast(device, dtype=half):
+            out = impl(*map(up, args), **{name: up(a) for name, a in kwargs.items()})
+        return out.to(half) if isinstance(out, torch.Tensor) and out.dtype == torch.float32 else out
+    return under_autocast
 
 
 @contextlib.contextmanager

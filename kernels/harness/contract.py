@@ -176,8 +176,12 @@ ITEMS: tuple[Item, ...] = (
     Item("caller", "the answer does not depend on who calls or where: the main thread or another one (the same "
                    "seed's keep mask too), under any default dtype (torch.set_default_dtype(float16), bfloat16, "
                    "float64), on a machine of any CPU count (os.cpu_count), in another process (its own str hash "
-                   "seed: torch.manual_seed reproduces dropout) and at another CPU capability (ATEN_CPU_CAPABILITY)",
+                   "seed: torch.manual_seed reproduces dropout) and at another CPU capability (ATEN_CPU_CAPABILITY); "
+                   "under torch.autocast to float16 or bfloat16 the call on float32 inputs is the call on them cast "
+                   "to that dtype (SDPA is on autocast's lower-precision list), so an answer within that dtype's rule",
          f"{MEASURED}: the same bits for causal 3000 × 3000 float32 under each default dtype and from a worker thread; "
+         "under torch.autocast('cpu', float16 or bfloat16) the same bits as the call on inputs (and a float mask) cast "
+         "to that dtype, in that dtype; "
          "the same keep mask for one manual_seed from a worker thread, under no_grad and with grad, and in a child "
          "process of another PYTHONHASHSEED; outputs within the rule in a child at ATEN_CPU_CAPABILITY=avx2",
          ("thread-count", "generated-dropout", "fresh-process")),

@@ -13,9 +13,10 @@ import math
 import torch
 
 from kernels.harness import reference as ref
-from kernels.harness.references import work_dtype_for
+from kernels.harness.references import autocast_as_sdpa, work_dtype_for
 
 
+@autocast_as_sdpa
 def split_k_lse(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, splits: int = 4):
     """Split-K attention merged by log-sum-exp normalisation, float32 inside (float64 for float64 inputs: the
     survey of 2026-12-03 found it computing float64 in float32, 3.4e-07 against a bound of 8.6e-15), forward only."""
@@ -28,7 +29,7 @@ def split_k_lse(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, split
     s = (q * scale) @ k.transpose(-2, -1)  # (B, H, Nq, Nk)
     if is_causal:
         s = s.masked_fill(~ref.causal_mask(q.shape[-2], k.shape[-2], q.device), float("-inf"))
-    edges = torch.linspace(0, k.shape[-2], splits + 1).round().long().tolist()
+    edges = [round(i * k.shape[-2] / splits) for i in range(splits + 1)]  # (not linspace: the default dtype)
     lses, outs = [], []
     for a, b in zip(edges[:-1], edges[1:]):
         if b <= a:

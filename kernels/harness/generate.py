@@ -71,7 +71,7 @@ import numpy as np
 import torch
 
 from kernels.harness import reference as ref
-from kernels.harness.callers import MAIN, WORKER, called_by, machine_of, on_worker
+from kernels.harness.callers import AUTOCAST, MAIN, WORKER, called_by, machine_of, on_worker
 from kernels.harness.cases import Case
 from kernels.harness.masks import BROADCAST_FORMS, EXACT, STRUCTURED_VALUES
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
@@ -413,7 +413,9 @@ class Problem:
         if self.threads != 1:
             parts.append(f"on {self.threads} intra-op threads of a {self.threads}-CPU machine")
         if self.caller != MAIN:
-            parts.append(f"called from the {self.caller}" if self.caller == WORKER else f"called under {self.caller}")
+            parts.append(f"called from the {self.caller}" if self.caller == WORKER
+                         else f"called in float32 under torch.autocast({self.dtype})" if self.caller == AUTOCAST
+                         else f"called under {self.caller}")
         if self.dropout_p:
             parts.append(f"dropout {self.dropout_p:g}")
         if self.relation == GRADIENTS or self.relation == DROPOUT_LAW and (self.grads or self.mask_grad):
@@ -2054,6 +2056,7 @@ for _name, _needs, _bugs in (
                                 "threads of a machine of as many CPUs); rt50: splits per thread or per CPU merged into "
                                 "8 slots, and the caller (those rows made from a worker thread, or under a default "
                                 "dtype of float16, bfloat16 or float64: causal positions built in the default dtype, "
-                                "a default scale cached per thread)"),
+                                "a default scale cached per thread), and the half dtypes' rows called in float32 under "
+                                "torch.autocast (rt50: running statistics kept in the autocast dtype)"),
 ):
     register(Invariant(_name, None, lambda s: Outcome(0.0, 0.0), _never, _needs, bug_classes=_bugs))

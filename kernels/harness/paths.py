@@ -34,7 +34,7 @@ from kernels.harness.generate import (AGREEMENT, DROPOUT_LAW, GRAD_SUBSETS, GRAD
                                      SAMPLED_BACKWARD_PATHS, STRIDE_ZERO, Problem, _rng)
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
 from kernels.harness.dropout_lags import LAG_BAND
-from kernels.harness.callers import CALLERS
+from kernels.harness.callers import AUTOCAST, AUTOCAST_DTYPES, CALLERS
 from kernels.harness.masks import NEAR_STRUCTURES
 
 # the thread counts of the paths' threaded rows (threaded), each on a machine of as many CPUs (callers.machine_of):
@@ -610,7 +610,7 @@ def problems(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
 
 def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset, value_dim: bool = True,
              kept=None) -> list[Problem]:
-    """generate.THREAD_COUNT's problems of the paths in the first dtype's pass: each path's first plain forward row
+    """generate.THREAD_COUNT's problems of the paths: in the first dtype's pass, each path's first plain forward row
     (its index and sizes the array's) and that row made causal, on PATH_THREAD_COUNTS threads of a machine of as many
     CPUs, and made by each caller of callers.CALLERS, both in turn over the rows, in the pass's dtype (once a run: a
     split of the work per thread is the path's whatever the dtype; measured, 3.3 CPU-s). A kernel's work split by the
@@ -619,21 +619,30 @@ def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
     KV head thread-locally, at four threads or more; rt50: splits per thread or per CPU merged into 8 slots, wrong
     past 8), and the drawn problems at those counts meet the paths by chance. The callers: a path's own code may read
     the default dtype or keep state per thread (rt50: causal positions in the default dtype; a default scale cached
-    per thread), and its rows are where such a path runs at its sizes (2048+ causal positions)."""
-    if dtype != dtypes[0]:
-        return []
+    per thread), and its rows are where such a path runs at its sizes (2048+ causal positions).
+    In each half dtype's pass, the paths' plain forward rows dealt among the run's half dtypes, each called in float32
+    under torch.autocast to its dtype (callers.AUTOCAST; rt50: a kernel keeping its running statistics in the autocast
+    dtype, wrong past a few key blocks: the long paths)."""
     levels = factors(features, False, kept)
-    variants = [{}] + ([{"causal": True}] if True in levels["causal"] else [])
-    out, seen = [], set()
+    halves = [d for d in dtypes if d in {str(x).removeprefix("torch.") for x in AUTOCAST_DTYPES}]
+    firsts = {}  # path -> (index, row): its first plain forward row
     for index, row in enumerate(plain_rows(features, False, kept)):  # (the array's first rows: rows())
-        if row["relation"] == "forward" and row["path"] not in seen:
-            seen.add(row["path"])
+        if row["relation"] == "forward":
+            firsts.setdefault(row["path"], (index, row))
+    out = []
+    if dtype == dtypes[0]:
+        variants = [{}] + ([{"causal": True}] if True in levels["causal"] else [])
+        for index, row in firsts.values():
             row = {**row, "dtype": dtype}
             for v in (v for v in variants if allowed({**row, **v})):
                 turn = len(out)  # (the causal row of a path takes the next caller and count: each meets both)
                 out.append(replace(problem({**row, **v}, seed, index, value_dim),
                                    threads=PATH_THREAD_COUNTS[turn % len(PATH_THREAD_COUNTS)],
                                    caller=CALLERS[(turn + turn // len(CALLERS)) % len(CALLERS)]))
+    if dtype in halves:
+        for turn, (index, row) in enumerate(firsts.values()):
+            if halves[turn % len(halves)] == dtype and allowed(row := {**row, "dtype": dtype}):
+                out.append(replace(problem(row, seed, index, value_dim), caller=AUTOCAST))
     return out
 
 

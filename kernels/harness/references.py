@@ -36,6 +36,26 @@ def work_dtype_for(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
+def autocast_as_sdpa(fn):
+    """fn (a design in PyTorch ops) as SDPA behaves under torch.autocast: its float32 inputs (q, k, v, a float mask)
+    cast to the autocast dtype, then run with autocast off, the rule torch.amp.custom_fwd(cast_inputs=...) gives a
+    custom op. Without it autocast puts the design's own float32 matmuls back into the half dtype one by one: split-K's
+    partial outputs rounded to float16 before their merge erred 1.33× past the float16 rule (measured: the tiles
+    path's autocast row, seed 0), where SDPA's autocast answer is the half call's, bit for bit."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        device = next((a.device.type for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), "cpu")
+        if not torch.is_autocast_enabled(device):
+            return fn(*args, **kwargs)
+        half = torch.get_autocast_dtype(device)
+
+        def cast(a):
+            return a.to(half) if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a
+        with torch.autocast(device, enabled=False):
+            return fn(*map(cast, args), **{name: cast(a) for name, a in kwargs.items()})
+    return call
+
+
 def as_if_contiguous(t: torch.Tensor) -> torch.Tensor:
     """t's storage read with the strides a contiguous tensor of its shape would have."""
     return t.as_strided(t.shape, torch.empty(t.shape, device="meta").stride(), t.storage_offset())

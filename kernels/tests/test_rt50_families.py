@@ -83,3 +83,45 @@ def test_fresh_process_passes_sdpa_and_the_reference_and_names_the_hash_seeded_m
         assert report.passed and report.judged, str(report)
     failed = verify_attention(mutants.hash_seeded_dropout, dtypes=[torch.float32], invariants=["fresh-process"])
     assert not failed.passed and "keep mask" in str(failed)
+
+
+def test_each_path_meets_autocast_in_one_half_dtype_and_sdpa_passes_there():
+    """rt50's autocast_lowp_state: the paths' plain rows dealt among the run's half dtypes, called in float32 under
+    torch.autocast; SDPA passes them (its autocast answer is the half call's), the split-K design too."""
+    from kernels.harness import generate as gen
+    from kernels.harness.designs import split_k_lse
+
+    rows = [p for d in DTYPES for p in paths.threaded(0, d, DTYPES, SDPA) if p.caller == callers.AUTOCAST]
+    firsts = [p for p in paths.threaded(0, "float32", DTYPES, SDPA) if not p.causal]
+    assert {p.dtype for p in rows} == {"float16", "bfloat16"} and len(rows) == len(firsts)
+    assert {p.path for p in rows} == {p.path for p in firsts}
+    assert all(p.caller != callers.AUTOCAST for d in ("float32",) for p in paths.threaded(0, d, ("float32",), SDPA))
+    for impl in (F.scaled_dot_product_attention, split_k_lse):
+        for p in rows:
+            o, refused = gen.check_problem(impl, p)
+            assert refused is None and not gen.failed(o), (impl.__name__, p.describe(), o)
+    assert "under torch.autocast(bfloat16)" in next(p for p in rows if p.dtype == "bfloat16").describe()
+
+
+def test_the_autocast_caller_casts_exactly_and_leaves_autocast_as_it_was():
+    seen = {}
+
+    def impl(q, k, v, **kwargs):
+        seen.update(dtype=q.dtype, autocast=torch.is_autocast_enabled("cpu"), half=torch.get_autocast_dtype("cpu"))
+        return F.scaled_dot_product_attention(q, k, v, **kwargs).float()  # (float32 answered: rounded to the half)
+    q = torch.randn(1, 2, 5, 8, dtype=torch.float16)
+    out = callers.called_by(impl, callers.AUTOCAST)(q, q, q)
+    assert seen == {"dtype": torch.float32, "autocast": True, "half": torch.float16}
+    assert out.dtype == torch.float16 and torch.equal(out, F.scaled_dot_product_attention(q, q, q))
+    assert not torch.is_autocast_enabled("cpu")
+    with pytest.raises(ValueError, match="float16 or bfloat16"):
+        callers.called_by(impl, callers.AUTOCAST)(q.float(), q.float(), q.float())
+
+
+def test_split_k_designs_splits_do_not_depend_on_the_default_dtype():
+    """The harness's own split-K design built its split edges by torch.linspace in the default dtype: under a bfloat16
+    default 385 keys split wrong (found by its default-bfloat16 caller row: 6.5× the float16 rule)."""
+    from kernels.harness.designs import split_k_lse
+
+    q, k, v = torch.randn(4, 1, 2, 2), torch.randn(4, 1, 385, 2), torch.randn(4, 1, 385, 2)
+    assert torch.equal(callers.called_by(split_k_lse, "default bfloat16")(q, k, v), split_k_lse(q, k, v))
