@@ -8,6 +8,7 @@ statistical invariants, |z| / z_crit) and the time per run.
     python -m kernels.harness.survey 5 sdpa-math --only rounding-bias --only dropout-variance
     python -m kernels.harness.survey 20 peers --cases contract --generate 1   # the contract's cases and
                                                   # 1 s of drawn problems a seed: a survey in minutes
+    python -m kernels.harness.survey 10 sdpa-math --first 10   # seeds 10-19 (a survey split over sittings)
 
 Ends with one line per design: alarms, seeds with an alarm, the false-alarm rate (seeds with an
 alarm / seeds) and CPU seconds per seed.
@@ -25,14 +26,14 @@ from kernels.harness.verify import verify_attention
 from kernels.harness.workers import cpu_seconds
 
 
-def survey(impl, seeds: int, progress=None, **options) -> tuple[list, dict, float]:
-    """(failed checks, worst ratio per (invariant, dtype), mean CPU seconds per run) over seeds 0..seeds-1.
+def survey(impl, seeds: int, progress=None, first: int = 0, **options) -> tuple[list, dict, float]:
+    """(failed checks, worst ratio per (invariant, dtype), mean CPU seconds per run) over seeds first..first+seeds-1.
 
     ``progress(seed, failures, worst)`` is called after each seed (a long survey can be read as it goes).
     CPU seconds, not wall (the machine the survey runs on is shared), of both processes of a run (workers.py)."""
     failures, worst = [], defaultdict(float)
     start = cpu_seconds()
-    for seed in range(seeds):
+    for seed in range(first, first + seeds):
         report = verify_attention(impl, seed=seed, **options)
         failures += [(seed, f) for f in report.failures]
         for c in report.judged:
@@ -68,7 +69,7 @@ def _targets(names):
 
 def _options(argv) -> tuple[list, dict]:
     """(the names, verify_attention options) from the arguments after the seed count."""
-    valued = {"--only", "--cases", "--generate"}
+    valued = {"--only", "--cases", "--generate", "--first"}
     names = [a for i, a in enumerate(argv) if a not in valued and (i == 0 or argv[i - 1] not in valued)]
     given = defaultdict(list)
     for i, a in enumerate(argv[:-1]):
@@ -85,6 +86,10 @@ def _options(argv) -> tuple[list, dict]:
         options["cases"] = [c for n in chosen for c in (CONTRACT_CASES if n == "contract" else cases_named([n]))]
     if given["--generate"]:
         options["generate_seconds"] = float(given["--generate"][-1])
+    if given["--first"]:
+        if not given["--first"][-1].isdigit():
+            raise SystemExit(f"--first must be a whole number >= 0 (the first seed); got {given['--first'][-1]!r}")
+        options["first"] = int(given["--first"][-1])
     return names, options
 
 
@@ -95,6 +100,7 @@ def main(argv=None) -> int:
         return 2
     seeds = int(argv[0])
     names, chosen = _options(argv[1:])
+    first = chosen.get("first", 0)
     names = names or ["torch.nn.functional:scaled_dot_product_attention"]
     any_failed, rows = False, []
     for name, impl, options in _targets(names):
@@ -102,7 +108,8 @@ def main(argv=None) -> int:
         any_failed |= bool(failures)
         alarmed = len({seed for seed, _ in failures})
         rows.append((name, len(failures), alarmed, per_run))
-        print(f"{name}: {len(failures)} alarms over {seeds} seeds, {per_run:.2f} CPU-s per run", flush=True)
+        print(f"{name}: {len(failures)} alarms over {seeds} seeds ({first}-{first + seeds - 1}), {per_run:.2f} CPU-s "
+              f"per run", flush=True)
         told = defaultdict(int)
         for seed, f in failures:
             key = (f.invariant, f.case_name, f.dtype)

@@ -495,7 +495,11 @@ def test_survey_counts_false_alarms_and_closeness(capsys):
     assert failures and worst[("reference-agreement", "float32")] > 1
     assert main(["1", "kernels.mutants:wrong_default_scale", "--only", "default-scale"]) == 1
     out = capsys.readouterr().out
-    assert "alarms over 1 seeds" in out and "closest: default-scale" in out
+    assert "alarms over 1 seeds (0-0)" in out and "closest: default-scale" in out
+    assert main(["1", "kernels.mutants:wrong_default_scale", "--only", "default-scale", "--first", "7"]) == 1
+    assert "alarms over 1 seeds (7-7)" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="--first"):
+        main(["1", "sdpa-math", "--first", "x"])
 
 
 def test_readme_lists_every_invariant_as_the_registry_does():
