@@ -202,6 +202,7 @@ class BlockedAttention(Attention):
         return out.to(out_dtype)
 
 
+@autocast_as_sdpa  # (its declared recipe is float32 accumulators: autocast must not put its matmuls into a half dtype)
 def blocked_attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, block=BLOCK, work_dtype=None):
     """:class:`BlockedAttention` behind SDPA's signature (``block``, ``work_dtype``: its parameters)."""
     return BlockedAttention(block=block, work_dtype=work_dtype)(q, k, v, is_causal=is_causal, scale=scale,

@@ -87,16 +87,18 @@ def test_fresh_process_passes_sdpa_and_the_reference_and_names_the_hash_seeded_m
 
 def test_each_path_meets_autocast_in_one_half_dtype_and_sdpa_passes_there():
     """rt50's autocast_lowp_state: the paths' plain rows dealt among the run's half dtypes, called in float32 under
-    torch.autocast; SDPA passes them (its autocast answer is the half call's), the split-K design too."""
+    torch.autocast; SDPA passes them (its autocast answer is the half call's), the split-K design too, and the blocked
+    loop judged by its declared recipe (float32 accumulators: references.autocast_as_sdpa keeps them so)."""
     from kernels.harness import generate as gen
     from kernels.harness.designs import split_k_lse
+    from kernels.harness.references import blocked_attention
 
     rows = [p for d in DTYPES for p in paths.threaded(0, d, DTYPES, SDPA) if p.caller == callers.AUTOCAST]
     firsts = [p for p in paths.threaded(0, "float32", DTYPES, SDPA) if not p.causal]
     assert {p.dtype for p in rows} == {"float16", "bfloat16"} and len(rows) == len(firsts)
     assert {p.path for p in rows} == {p.path for p in firsts}
     assert all(p.caller != callers.AUTOCAST for d in ("float32",) for p in paths.threaded(0, d, ("float32",), SDPA))
-    for impl in (F.scaled_dot_product_attention, split_k_lse):
+    for impl in (F.scaled_dot_product_attention, split_k_lse, blocked_attention):  # (the last declares a recipe)
         for p in rows:
             o, refused = gen.check_problem(impl, p)
             assert refused is None and not gen.failed(o), (impl.__name__, p.describe(), o)
