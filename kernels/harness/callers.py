@@ -113,10 +113,11 @@ def _under_autocast(impl):
     back into it block by block, errs past the half rule over many key blocks (red team rt50)."""
     @functools.wraps(impl)
     def under_autocast(*args, **kwargs):
-        half = next(a.dtype for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor))
+        q = next(a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor))
+        half = q.dtype
         if half not in AUTOCAST_DTYPES:
             raise ValueError(f"the autocast caller takes a float16 or bfloat16 problem; q is {half}")
-        device = next(a.device.type for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor))
+        device = q.device.type
 
         def up(a):
             return a.float() if isinstance(a, torch.Tensor) and a.dtype == half else a
