@@ -23,7 +23,7 @@ import torch
 
 from kernels.harness.references import (  # noqa: F401  (SPLIT, manual_backward_attention: re-exported)
     BLOCK, SPLIT, BlockedAttention, FullAttention, ManualBackwardAttention, PlainAttention, SplitKVAttention,
-    as_if_contiguous, blocked_attention, full_attention, manual_backward_attention, masked)
+    as_if_contiguous, autocast_as_sdpa, blocked_attention, full_attention, manual_backward_attention, masked)
 from kernels.harness import reference as ref
 from kernels.harness.rounding_bound import declare_recipe
 
@@ -297,6 +297,8 @@ def even_length_drops_last_block(q, k, v, *, is_causal=False, scale=None, enable
 def batch_stride_from_shape(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
     """The batch stride computed from the shape as H·N·D; the other strides read from the tensor."""
     def wrong(t):
+        if t.dim() != 4:  # (other ranks: the rank wrapper's contiguous 4-D copies)
+            return t
         return t.as_strided(t.shape, (t.shape[1] * t.shape[2] * t.shape[3], *t.stride()[1:]), t.storage_offset())
     return blocked_attention(wrong(q), wrong(k), wrong(v), is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
 
@@ -812,6 +814,8 @@ def kv_cache_batch_stride_from_shape(q, k, v, *, is_causal=False, scale=None, en
     """A (B, N, H, D)-strided view (seq stride H·D, head stride D) re-strided with batch stride N·H·D
     from its shape: right for a whole (B, N, H, D) tensor, wrong for a slice of a longer KV cache."""
     def fast(t):
+        if t.dim() != 4:  # (other ranks: the rank wrapper's contiguous 4-D copies)
+            return t
         b, h, n, d = t.shape
         if not t.is_contiguous() and t.stride()[1:] == (d, h * d, 1):
             return t.as_strided(t.shape, (n * h * d, d, h * d, 1), t.storage_offset())
@@ -1278,7 +1282,7 @@ MUTANTS = MUTANTS + (
 
 def v_read_over_k_length(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """v read over k's length: a longer v silently truncated to Nk rows (a shorter one fails to index)."""
-    return full_attention(q, k, v[:, :, :k.shape[-2]], attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return full_attention(q, k, v[..., :k.shape[-2], :], attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
 
 key_positions_in_float16 = _mutant(_KeyPositionsInFloat16(), "key_positions_in_float16",
@@ -3611,7 +3615,7 @@ def decode_gqa_head_mask_transposed(q, k, v, attn_mask=None, dropout_p=0.0, is_c
     """A split-K decode (one query over more than 2¹⁴ keys) packing a GQA group's query heads per KV head as
     (Hkv, g) but reading a per-head mask's heads in (g, Hkv) order: right for one KV head or groups of one, and
     without a per-head mask."""
-    hq, hkv = q.shape[-3], k.shape[-3]
+    hq, hkv = (q.shape[-3], k.shape[-3]) if q.dim() == 4 else (1, 1)
     if (attn_mask is not None and q.dim() == 4 and q.shape[-2] == 1 and k.shape[-2] > 2 ** 14 and enable_gqa
             and 1 < hkv < hq and attn_mask.dim() == 4 and attn_mask.shape[1] == hq):
         g = hq // hkv
@@ -3756,7 +3760,7 @@ def million_keys_decode_drops_the_mask(q, k, v, attn_mask=None, dropout_p=0.0, i
 def many_heads_kv_head_by_modulo(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """Past 512 query heads, a GQA head map of h % Hkv instead of h // (Hq / Hkv)."""
-    hq, hkv = q.shape[-3], k.shape[-3]
+    hq, hkv = (q.shape[-3], k.shape[-3]) if q.dim() >= 3 else (1, 1)
     if enable_gqa and q.dim() >= 3 and hq > 512 and hkv < hq:
         index = torch.arange(hq, device=q.device) % hkv  # (Hq,): the bug
         k, v = k.index_select(-3, index), v.index_select(-3, index)
@@ -4184,7 +4188,7 @@ def gqa_big_group_rows_unpacked_head_major(q, k, v, attn_mask=None, dropout_p=0.
     """GQA groups of 8 or more with 16 queries or more: a group's rows packed query-major (row i·g + j: query i, head
     j) and unpacked head-major (row j·Nq + i), so heads and queries are interleaved wrongly."""
     out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)  # (..., Hq, Nq, Dv)
-    hq, hkv, n_q = q.shape[-3], k.shape[-3], q.shape[-2]
+    hq, hkv, n_q = (q.shape[-3], k.shape[-3], q.shape[-2]) if q.dim() == 4 else (1, 1, q.shape[-2])
     if q.dim() == 4 and enable_gqa and hkv < hq and hq % hkv == 0 and hq // hkv >= 8 and n_q >= 16:
         g = hq // hkv
         rows = out.unflatten(1, (hkv, g)).transpose(-2, -3).reshape(*out.shape[:1], hkv, n_q * g, -1)  # query-major
@@ -4486,4 +4490,150 @@ running_sum_in_the_autocast_dtype = _mutant(
 MUTANTS = MUTANTS + (
     Mutant(running_sum_in_the_autocast_dtype, "the running sum kept in the autocast dtype between key blocks",
            "thread-count", dtypes=(torch.float16, torch.bfloat16)),
+)
+
+
+# --------------------------------------------------------------------------- red team rt51: the callers of a training
+# step, rank 2, and float16 outputs below its least normal
+
+class _RowStatsPerThread(FullAttention):
+    """The forward keeps the rows' max and sum in a workspace of its thread's own, keyed by the saved scores' buffer,
+    and saves the scores; the backward recomputes P from them (flash-style), reading the workspace of the thread it
+    runs on."""
+
+    def backward_probabilities(self, p, s, unmasked, bias):
+        m = s.amax(dim=-1, keepdim=True)  # (B, H, Nq, 1)
+        _workspace().update({s.data_ptr(): (m, torch.exp(s - m).sum(dim=-1, keepdim=True))})
+        return s
+
+    def probabilities_from_saved(self, saved):
+        # the bug: the backward's thread's workspace, a fresh one (max 0, sum 1) on a thread its forward did not run on
+        m, total = _workspace().get(saved.data_ptr(), (torch.zeros(()), torch.ones(())))
+        return torch.exp(saved - m) / total
+
+
+def _workspace() -> dict:
+    """This thread's workspace: one per thread, made at its first use."""
+    if not hasattr(_THREAD_WORKSPACES, "stats"):
+        _THREAD_WORKSPACES.stats = {}
+    return _THREAD_WORKSPACES.stats
+
+
+_THREAD_WORKSPACES = threading.local()
+
+backward_workspace_per_thread = _full_mutant(
+    _RowStatsPerThread(), "backward_workspace_per_thread",
+    "The backward reads the row statistics from a workspace of the thread it runs on, which the forward filled on its "
+    "own (red team rt51): right while forward and backward share a thread, as on the CPU by default; on CUDA autograd "
+    "runs the backward on a device thread of its own.")
+
+
+class _CausalBackward(torch.autograd.Function):
+    """The forward is full_attention's with is_causal; the backward differentiates full_attention under a causal mask it
+    builds itself."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, scale, enable_gqa):
+        ctx.save_for_backward(q, k, v)
+        ctx.options = scale, enable_gqa
+        return full_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=enable_gqa)
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v = ctx.saved_tensors
+        i = torch.arange(0, q.shape[-2], 1.0)[:, None]  # (Nq, 1): the bug, positions in the default dtype
+        j = torch.arange(0, k.shape[-2], 1.0)[None, :]  # (1, Nk)
+        with torch.enable_grad():
+            leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+            out = full_attention(*leaves, attn_mask=j <= i, scale=ctx.options[0], enable_gqa=ctx.options[1])
+            return (*torch.autograd.grad(out, leaves, dout), None, None)
+
+
+def backward_causal_positions_in_the_default_dtype(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                                   scale=None, enable_gqa=False):
+    """A causal training call's backward builds the causal mask from positions made by torch.arange(0, N, 1.0), in the
+    default dtype (red team rt51): under a default dtype of bfloat16 (a model loaded in it) rows past 256 see keys
+    past them; the forward is right."""
+    if (is_causal and attn_mask is None and not dropout_p and q.dim() == 4 and torch.is_grad_enabled()
+            and any(t.requires_grad for t in (q, k, v))):
+        return _CausalBackward.apply(q, k, v, scale, enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def training_under_autocast_in_float16(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                       enable_gqa=False):
+    """Under torch.autocast a training call (an input requiring grad) runs its float16 kernel whatever the autocast
+    dtype (red team rt51): under bfloat16 autocast its output is float16."""
+    device = q.device.type
+    if (torch.is_autocast_enabled(device) and torch.is_grad_enabled()
+            and any(t.requires_grad for t in (q, k, v))):
+        with torch.autocast(device, enabled=False):
+            return full_attention(*(t.to(torch.float16) for t in (q, k, v)), attn_mask, dropout_p, is_causal, scale,
+                                  enable_gqa)  # the bug: float16, not torch.get_autocast_dtype(device)
+    return autocast_as_sdpa(full_attention)(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def causal_dropped_at_rank_two(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                               enable_gqa=False):
+    """(N, D) inputs, which SDPA takes as one entry of one head, go through a 2-D path that drops is_causal (red team
+    rt51)."""
+    if q.dim() == 2:
+        is_causal = False  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def float16_outputs_flushed_below_normal(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                         enable_gqa=False):
+    """The float16 output is stored flushing subnormals to zero (red team rt51's fp16_store_ftz): outputs below 2⁻¹⁴
+    (6.1e-5) become 0, small values' attention over v of 1e-6."""
+    out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if out.dtype != torch.float16:
+        return out
+    return out.masked_fill(out.abs() < torch.finfo(torch.float16).smallest_normal, 0.0)  # the bug
+
+
+MUTANTS = MUTANTS + (
+    Mutant(backward_workspace_per_thread, "the backward's row statistics read from its own thread's workspace",
+           "thread-count", dtypes=(torch.float32,), backward=True),
+    Mutant(backward_causal_positions_in_the_default_dtype, "a backward's causal positions in the default dtype",
+           "thread-count", dtypes=(torch.float32,), backward=True),
+    Mutant(training_under_autocast_in_float16, "a training call under autocast in float16 whatever its dtype",
+           "thread-count", dtypes=(torch.bfloat16,), backward=True),
+    Mutant(causal_dropped_at_rank_two, "is_causal dropped on (N, D) inputs", "generated-agreement"),
+    Mutant(float16_outputs_flushed_below_normal, "float16 outputs flushed to 0 below its least normal",
+           "generated-agreement", dtypes=(torch.float16,)),
+)
+
+
+LONG_CONTEXT_QUERIES, LONG_CONTEXT_KEYS = 9, 2 ** 14  # the chunked-prefill path of the mutants below
+
+
+def _long_context_chunk(q, k) -> bool:
+    """A chunk of 9 queries or more over more than 2¹⁴ keys: a kernel's chunked-prefill path (split over the KV cache)."""
+    return q.shape[-2] >= LONG_CONTEXT_QUERIES and k.shape[-2] > LONG_CONTEXT_KEYS
+
+
+def long_context_prefill_drops_the_mask(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                        enable_gqa=False):
+    """The chunked-prefill path (9 queries or more over more than 2¹⁴ keys) never reads attn_mask (red team rt51's
+    prefill_long_mask_dropped): right for the decode and the prompt's own prefill, which take other paths."""
+    if _long_context_chunk(q, k):
+        attn_mask = None  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def long_context_prefill_without_dropout(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                         enable_gqa=False):
+    """The chunked-prefill path (9 queries or more over more than 2¹⁴ keys) has no dropout (red team rt51's
+    prefill_long_no_dropout)."""
+    if _long_context_chunk(q, k):
+        dropout_p = 0.0  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(long_context_prefill_drops_the_mask, "a chunked prefill over a long context dropping the mask",
+           "generated-agreement"),
+    Mutant(long_context_prefill_without_dropout, "a chunked prefill over a long context without dropout",
+           "generated-dropout", dtypes=(torch.float32,)),
 )

@@ -45,13 +45,16 @@ def draw_seed() -> int:
 
 
 def as_four_dims(q, k, v, attn_mask):
-    """q, k, v of SDPA's any rank >= 3 as (B, H, N, D), and the mask to match: rank 3 (H, N, D) as one
+    """q, k, v of SDPA's any rank >= 2 as (B, H, N, D), and the mask to match: rank 2 (N, D) as one head of one entry
+    (its mask of at most two dims broadcasts as it is), rank 3 (H, N, D) as one
     batch entry (dim -3 stays the heads, which enable_gqa groups, as in SDPA), rank 5 and more with
     the leading dims flattened into B (views where the strides allow). A mask of up to 3 dims
     broadcasts as it is; a longer one gets q's leading dims (stride 0 where it broadcasts over them)
     and is flattened with them (copied only when its leading strides cannot merge)."""
     if q.dim() == 4:
         return q, k, v, attn_mask
+    if q.dim() == 2:
+        return q[None, None], k[None, None], v[None, None], attn_mask  # (1, 1, N, D)
     if q.dim() == 3:
         return q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), attn_mask
     lead = q.shape[:-3]
@@ -70,7 +73,7 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask
 
     q (B, Hq, Nq, D); k (B, Hkv, Nk, D); v (B, Hkv, Nk, Dv), Dv may differ from D; float16,
     bfloat16 or float32; D, Dv <= 256; any strides. Default scale 1/√D. As SDPA, q, k and v may
-    also be of rank 3 ((Hq, Nq, D), no batch dim) or more than 4 (several batch dims); their batch
+    also be of rank 2 ((Nq, D), one head), 3 ((Hq, Nq, D), no batch dim) or more than 4 (several batch dims); their batch
     dims broadcast (a k, v of batch 1 serves every q); the output and lse have the broadcast dims.
 
     ``attn_mask``: bool (True = attend) or additive (float32 or q's dtype, added to the

@@ -17,15 +17,15 @@ MAX_HEAD_DIM = 256
 
 
 def check_ranks(q, k, v, attn_mask=None) -> None:
-    """SDPA's q (..., Hq, Nq, D), k and v of one rank >= 3: rank 3 has no batch dim, rank 5 and more
-    several, which broadcast between q, k and v (flash_attention flattens them into one); a mask has
-    at most q's rank (it broadcasts to q's leading dims, Hq, Nq and Nk)."""
+    """SDPA's q (..., Hq, Nq, D), k and v of one rank >= 2: rank 2 is one head of one entry, rank 3 has no batch
+    dim, rank 5 and more several, which broadcast between q, k and v (flash_attention flattens them into one); a mask
+    has at most q's rank (it broadcasts to q's leading dims, Hq, Nq and Nk)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() < 3:
-            raise ValueError(f"{name} has shape {tuple(t.shape)}; q, k and v must have rank >= 3 "
-                             "(..., heads, seq_len, head_dim)")
+        if t.dim() < 2:
+            raise ValueError(f"{name} has shape {tuple(t.shape)}; q, k and v must have rank >= 2 "
+                             "(..., seq_len, head_dim)")
     for name, t in (("k", k), ("v", v)):
         if t.dim() != q.dim():
             raise ValueError(f"{name} has rank {t.dim()} but q has rank {q.dim()}; q, k and v must share a rank")

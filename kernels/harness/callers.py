@@ -26,6 +26,15 @@ WORKER = "worker thread"
 DEFAULT_DTYPES = {"default float16": torch.float16, "default bfloat16": torch.bfloat16,
                   "default float64": torch.float64}
 CALLERS = (MAIN, WORKER, *DEFAULT_DTYPES)
+# the forward called from the main thread, the backward through its graph run from the worker thread: on CUDA autograd
+# runs every backward on a device thread of its own, so a kernel's backward keeping a workspace per thread (filled by
+# the forward, read by the backward) reads another thread's (red team rt51's thread-local workspace escaped, every
+# backward having run on its forward's thread)
+BACKWARD_ON_WORKER = "backward on the worker thread"
+# who makes a gradient problem's forward and backward (paths.threaded's gradient rows): the callers but the main
+# thread, each making both calls as it makes the forward (a model loaded under a half default dtype trains under it:
+# red team rt51's causal positions built in the default dtype in the backward alone escaped forward-only rows)
+GRADIENT_CALLERS = (WORKER, BACKWARD_ON_WORKER, *DEFAULT_DTYPES)
 # q, k, v (and a floating mask) of a half problem given as float32 inside torch.autocast to that dtype: a mixed-precision
 # training step's call (paths.threaded's half rows; not one of CALLERS, which take the first pass's float32 rows too)
 AUTOCAST = "autocast"
@@ -79,9 +88,9 @@ def on_worker(fn):
 def called_by(impl, caller: str):
     """impl, its calls made by ``caller`` (one of CALLERS): on the worker thread, or under a default dtype set for the
     call alone (the harness's own tensors are made outside it)."""
-    if caller not in CALLERS + (AUTOCAST,):
-        raise ValueError(f"caller must be one of {', '.join(CALLERS + (AUTOCAST,))}; got {caller!r}")
-    if caller == MAIN:
+    if caller not in CALLERS + (AUTOCAST, BACKWARD_ON_WORKER):
+        raise ValueError(f"caller must be one of {', '.join(CALLERS + (AUTOCAST, BACKWARD_ON_WORKER))}; got {caller!r}")
+    if caller in (MAIN, BACKWARD_ON_WORKER):
         return impl
     if caller == AUTOCAST:
         return _under_autocast(impl)
@@ -90,17 +99,35 @@ def called_by(impl, caller: str):
         def from_worker(*args, **kwargs):
             return on_worker(lambda: impl(*args, **kwargs))
         return from_worker
-    dtype = DEFAULT_DTYPES[caller]
-
     @functools.wraps(impl)
     def under_default(*args, **kwargs):
-        was = torch.get_default_dtype()
-        torch.set_default_dtype(dtype)
-        try:
+        with _default_dtype(DEFAULT_DTYPES[caller]):
             return impl(*args, **kwargs)
-        finally:
-            torch.set_default_dtype(was)
     return under_default
+
+
+def backward_by(caller: str):
+    """How ``caller`` runs a backward ``fn`` (a call of torch.autograd.grad through the impl's graph): from the
+    worker thread (BACKWARD_ON_WORKER), under the caller's default dtype, or as it is (the main thread; the worker
+    thread's forward then meets a backward on another thread; autocast, which torch.amp leaves out of the backward)."""
+    if caller == BACKWARD_ON_WORKER:
+        return on_worker
+    if caller in DEFAULT_DTYPES:
+        def under_default(fn):
+            with _default_dtype(DEFAULT_DTYPES[caller]):
+                return fn()
+        return under_default
+    return lambda fn: fn()
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype: torch.dtype):
+    was = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(was)
 
 
 def _under_autocast(impl):

@@ -31,7 +31,8 @@ ITEMS: tuple[Item, ...] = (
          "float32 additive mask beside float16 q gives a float16 output",
          ("output-dtype-shape", "generated-gradients", "generated-agreement")),
     Item("value", "out = softmax(scale · q kᵀ + mask) v, within the low-precision rule of a float64 golden value and "
-                  "the derived rounding bound; at every size, view, mask form and scale drawn",
+                  "the derived rounding bound; at every size, view, mask form and scale drawn, and at every scale of v "
+                  "(outputs of 1e-6 in float16 are its subnormals, stored to the nearest one)",
          f"{DOC} (its reference implementation in the docstring)",
          ("reference-agreement", "rounding-attention-forward", "generated-agreement", "rows-sum-to-one", "convex-hull",
           "key-shift-invariance", "key-permutation-invariance", "query-permutation-equivariance",
@@ -61,11 +62,14 @@ ITEMS: tuple[Item, ...] = (
          f"{DOC}: 'enable_gqa: If set to True, Grouped Query Attention (GQA) is enabled'; {MEASURED}: 'Number of "
          "heads in key and value must divide the number of heads in query'",
          ("gqa-equals-repeated-mha", "mismatched-heads-refused", "refused-inputs", "generated-agreement")),
-    Item("ranks-and-broadcast", "q, k, v of any rank ≥ 3, dim -3 the heads (rank 3: (H, N, D), grouped under "
+    Item("ranks-and-broadcast", "q, k, v of any rank ≥ 2 (rank 2: (N, D), one head of one entry, with a mask of "
+                                "at most two dims; rank 3: (H, N, D), grouped under "
                                 "enable_gqa); k and v with batch or leading dims of 1 broadcast against q's as "
                                 "matmul does (along any of them: at rank 5, (B1, 1) against q's (B1, B2)); the "
-                                "gradients at ranks 3 and 5 too (GQA's summed over the group)",
-         f"{DOC}: 'query: (N, ..., Hq, L, E)'; {MEASURED}: q (4, 16, 8) with k, v (2, 16, 8) and enable_gqa: head h "
+                                "gradients at ranks 2, 3 and 5 too (GQA's summed over the group)",
+         f"{DOC}: 'query: (N, ..., Hq, L, E)'; {MEASURED}: rank 1 raises 'Expected query, key, and value to all be at "
+         "least 2 dimensional', ranks 2 to 6 are taken (with is_causal, a (Nq, Nk) mask and dropout), a 4-D mask "
+         "beside rank-2 inputs raises; q (4, 16, 8) with k, v (2, 16, 8) and enable_gqa: head h "
          "reads KV head h // 2; q (2, 2, 8, 16) with k, v (1, 2, 8, 16): the output of k, v expanded to batch 2 "
          "(also under enable_gqa, and rank 5 with a leading dim of 1); without enable_gqa a rank-3 k of 2 heads "
          "against 4 raises 'The size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 0'",
@@ -178,10 +182,13 @@ ITEMS: tuple[Item, ...] = (
                    "float64), on a machine of any CPU count (os.cpu_count), in another process (its own str hash "
                    "seed: torch.manual_seed reproduces dropout) and at another CPU capability (ATEN_CPU_CAPABILITY); "
                    "under torch.autocast to float16 or bfloat16 the call on float32 inputs is the call on them cast "
-                   "to that dtype (SDPA is on autocast's lower-precision list), so an answer within that dtype's rule",
+                   "to that dtype (SDPA is on autocast's lower-precision list), so an answer within that dtype's rule; "
+                   "the same for a training step's gradients, the backward made from another thread than its forward "
+                   "(CUDA's autograd runs it on a device thread) or under the forward's default dtype",
          f"{MEASURED}: the same bits for causal 3000 × 3000 float32 under each default dtype and from a worker thread; "
          "under torch.autocast('cpu', float16 or bfloat16) the same bits as the call on inputs (and a float mask) cast "
-         "to that dtype, in that dtype; "
+         "to that dtype, in that dtype, and the same gradients; the same gradients with the backward run from a "
+         "worker thread and under each default dtype; "
          "the same keep mask for one manual_seed from a worker thread, under no_grad and with grad, and in a child "
          "process of another PYTHONHASHSEED; outputs within the rule in a child at ATEN_CPU_CAPABILITY=avx2",
          ("thread-count", "generated-dropout", "fresh-process")),

@@ -385,7 +385,8 @@ register(Invariant("dropout-axis-periods", None, dropout_axis_periods, lambda c:
 # of 128 keys, a serving batch sharing one mask over its entries, a decode ignoring dropout_p: each at the path's sizes
 # only. With q = k = 0 every weight is 1/Nk, and one call with V of PATH_DV columns, the same for every slice, reads
 # the keep masks through V (O(Nk · Dv) a slice):
-# * a column of ones: o = kept/((1 - p)·Nk), each row's kept count; all rows' counts against Binomial(rows·Nk, 1 - p);
+# * COUNT_BLOCK-key blocks of ones, a column each (count_columns): o = kept/((1 - p)·Nk) of the block, each row's kept
+#   count block by block; all rows' counts against Binomial(rows·Nk, 1 - p);
 # * REPEAT_DV standard normal columns: two rows (any batch entry, head or query) with one mask give one output
 #   (_repeated_rows, at every power-of-two lag along the batch, the heads and the queries);
 # * KEY_DV columns a lag L for every power of two L < Nk with PATH_MIN_PAIRS pairs: key j + L carries minus key j's
@@ -394,6 +395,17 @@ register(Invariant("dropout-axis-periods", None, dropout_axis_periods, lambda c:
 #   _key_lag_test). A restart every T keys for T a power of two repeats the mask at lag T (and every multiple).
 # All at α = dropout.ALPHA, Bonferroni over the tests.
 PATH_MIN_PAIRS = 64
+# A column summing ones over all Nk keys reads no exact count in float32: each of the Nk additions of 1/((1 - p)·Nk)
+# rounds at the running sum's scale, with one sign (measured: SDPA math, float32, p = 0.00329 over 159 243 keys, a
+# count 184 keys over the kept 158 719, z = +8.6 where its float64 call's was -0.2). Over a block of K keys the
+# rounding is at most K²·2⁻²⁴ of a key (a quarter at K = 2048), so each block's count, rounded, is exact.
+COUNT_BLOCK = 2048
+
+
+def count_columns(n_k: int) -> torch.Tensor:
+    """(Nk, ceil(Nk / COUNT_BLOCK)) float64: column j ones over keys j·COUNT_BLOCK to (j + 1)·COUNT_BLOCK - 1."""
+    blocks = torch.arange(n_k) // COUNT_BLOCK
+    return torch.nn.functional.one_hot(blocks, int(blocks[-1]) + 1 if n_k else 0).double()
 
 
 # The first columns of a long path's V (its ones and repeat columns) are given again past its last one, some 140 channels
@@ -442,7 +454,8 @@ def path_key_lags(s: Subject, batch: int, q_heads: int, kv_heads: int, n_q: int,
     (B, Hq, Nq, Dv)."""
     v64, lags = path_values(s, n_k)
     width = v64.shape[-1]
-    v64 = torch.cat([v64, v64[:, :COPIED_DV]], dim=-1)  # (Nk, width + COPIED_DV): the first columns again, at the end
+    # (Nk, width + COPIED_DV + blocks): the first columns again, then the count columns
+    v64 = torch.cat([v64, v64[:, :COPIED_DV], count_columns(n_k)], dim=-1)
     q = s.cast(torch.zeros(batch, q_heads, n_q, 1, dtype=torch.float64))  # (B, Hq, Nq, 1)
     k = s.cast(torch.zeros(batch, kv_heads, n_k, 1, dtype=torch.float64))  # (B, Hkv, Nk, 1)
     v = s.cast(v64).expand(batch, kv_heads, n_k, v64.shape[-1]).contiguous()  # (B, Hkv, Nk, Dv)
@@ -450,10 +463,12 @@ def path_key_lags(s: Subject, batch: int, q_heads: int, kv_heads: int, n_q: int,
     if not torch.isfinite(o).all():
         return Outcome(math.inf, 0.0, "non-finite output")
     n_tests = 2 + len(lags)
-    outcomes, details = [copied_channels(o[..., :COPIED_DV], o[..., width:], v64[:, :COPIED_DV], n_k, p, width)], []
+    copies = o[..., width:width + COPIED_DV]
+    outcomes, details = [copied_channels(o[..., :COPIED_DV], copies, v64[:, :COPIED_DV], n_k, p, width)], []
     details.append(outcomes[0].detail)
-    # kept counts: rounded to whole keys (a half output's rounding moves a count by a fraction of Nk/256)
-    kept = int(torch.round(o[..., 0] * (1 - p) * n_k).sum())
+    # kept counts: rounded to whole keys, block by block (a half output's rounding moves a block's count by a fraction
+    # of COUNT_BLOCK/256)
+    kept = int(torch.round(o[..., width + COPIED_DV:] * (1 - p) * n_k).sum())
     n = batch * q_heads * n_q * n_k
     z = drop.binomial_z(kept, n, 1 - p)
     outcomes.append(Outcome(abs(z) if math.isfinite(z) else math.inf, drop._z(drop.ALPHA / n_tests)))

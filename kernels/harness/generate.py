@@ -71,7 +71,8 @@ import numpy as np
 import torch
 
 from kernels.harness import reference as ref
-from kernels.harness.callers import AUTOCAST, MAIN, WORKER, called_by, machine_of, on_worker
+from kernels.harness.callers import (AUTOCAST, BACKWARD_ON_WORKER, MAIN, WORKER, backward_by, called_by, machine_of,
+                                     on_worker)
 from kernels.harness.cases import Case
 from kernels.harness.masks import BROADCAST_FORMS, EXACT, STRUCTURED_VALUES
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
@@ -241,6 +242,10 @@ AMBIGUOUS_MASKS = {f: "n_q" if f.startswith("(Nq,") else "q_heads" for f in MASK
 #   after-other-dtype: a causal problem (square, no mask) after a call of the same shapes in another dtype (PRIOR_DTYPES;
 #     later draws any problem of the regime, any other dtype).
 #   rank-backward: a gradient problem at rank 3 with GQA (dk or dv asked; later draws any gradient rank).
+#   small-values: v scaled down by 2^-k, k in SMALL_VALUE_EXPONENTS: float16 outputs of 1e-5 to 1e-7, below its least
+#     normal 6.1e-5 (red team rt51: a float16 store flushing subnormal outputs to 0 escaped, every output having been
+#     near 1, where the floor of one rounding at |x| + 0.3 is 2.9e-4). Judged relative to v's scale (Subject.value_unit:
+#     the floor's offset scales with v, tolerance.floor). Forward only.
 # magnitude in float32 and bfloat16 (q's range is float32's there) scales v instead: the largest output
 #   in (2^19, 2^20], past float16's range (a bfloat16 kernel storing its output through a float16 buffer).
 REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collision (Hq, Nq, Nk)", "magnitude",
@@ -253,7 +258,8 @@ REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collisio
            "mask-expanded", "kv-broadcast-backward", "many-heads-backward",
            "dropout-rank", "dropout-kv-broadcast", "float64-dropout", "after-other-calls", "decode-dropout",
            "long-decode-batched", "long-decode-padded", "rank-head-mask", "many-batch-masks", "float64-long",
-           "nan-one-key", "nan-underflowed-keys", "mask-head-bias", "after-other-dtype", "rank-backward")
+           "nan-one-key", "nan-underflowed-keys", "mask-head-bias", "after-other-dtype", "rank-backward",
+           "small-values")
 # the regimes whose dropout problems keep them (the others' are plain): the two long ones and the call forms a
 # dispatch wrapper may route around the dropout path (red team rt40h: rank 3/5 and float64 wrappers dropping
 # dropout_p, one mask shared by a broadcast k's batch entries); their first draws are dropout problems
@@ -290,6 +296,9 @@ TINY_DROPOUT_DROPS = 36
 # magnitude (float32 and bfloat16, whose range is float32's): v scaled by a power of two so that the
 # largest |output| (float64, as the problem is posed) is in (2^19, 2^20], past float16's 65504
 LARGE_OUTPUT = 2.0 ** 20
+# small-values: v times 2^-k (exact), k drawn from these, inclusive: |v| of 2^-15 to 2^-22 times a normal draw's, in
+# and below float16's subnormal range (least normal 2^-14); the other dtypes hold them as normal numbers
+SMALL_VALUE_EXPONENTS = (15, 22)
 GRID_LIMIT = 65535  # CUDA's largest grid y and z
 # many-heads' GQA group sizes: at and past each power of two from 16 to 64 (red team rt39h: a kv head of h // 32 for
 # groups past 32 escaped groups of at most 32)
@@ -373,6 +382,7 @@ class Problem:
     relation: str = AGREEMENT
     seed: int = 0
     magnitude: bool = False  # q scaled up towards the dtype's largest value, k down (see REGIMES)
+    small_values: int = 0  # v scaled by 2^-small_values (the small-values regime; 0: as drawn)
     late_values: bool = False  # v zero before the last keys below 2048, large after (see _late_values)
     mask_storage: str = "contiguous"  # one of MASK_STORAGES, or "expanded keys" (the mask-expanded regime's first)
     mask_dtype: str | None = None  # an additive mask's dtype when not q's ("float32")
@@ -415,7 +425,9 @@ class Problem:
         if self.caller != MAIN:
             parts.append(f"called from the {self.caller}" if self.caller == WORKER
                          else f"called in float32 under torch.autocast({self.dtype})" if self.caller == AUTOCAST
-                         else f"called under {self.caller}")
+                         else f"called from the main thread, its {self.caller}" if self.caller == BACKWARD_ON_WORKER
+                         else f"called under {self.caller}" + (", its backward too" if self.relation == GRADIENTS
+                                                               else ""))
         if self.dropout_p:
             parts.append(f"dropout {self.dropout_p:g}")
         if self.relation == GRADIENTS or self.relation == DROPOUT_LAW and (self.grads or self.mask_grad):
@@ -427,6 +439,8 @@ class Problem:
             parts.append("q near the range's top" if self.dtype == "float16" else "v scaled past float16's range")
         if self.late_values:
             parts.append("v only past 2016")
+        if self.small_values:
+            parts.append(f"v times 2^-{self.small_values}")
         if self.rank != 4:
             parts.append(f"rank-{self.rank} inputs" + (" (batch dims B/2, 2)" if _split_batch(self) else ""))
         if not self.enable_gqa:
@@ -557,7 +571,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     if (relation == DROPOUT_LAW and regime not in DROPOUT_REGIMES
             or relation != DROPOUT_LAW and regime == "float64-dropout"  # (float64 agreement: float64-agreement's)
             or relation == GRADIENTS and regime in LONG_DECODE + ("long-both", "magnitude", "long-dropout")
-            or relation != AGREEMENT and regime == "long-queries"  # (its backward: long-queries-backward)
+            or relation != AGREEMENT and regime in ("long-queries", "small-values")  # (long-queries' backward:
+            # long-queries-backward; small values' gradients dq, dk scale with v, dv does not)
             or relation != GRADIENTS and regime == "long-queries-backward"
             or relation != DROPOUT_LAW and regime == "tiny-dropout"):  # (without dropout: a plain problem)
         # V = I: Dv = Nk, no long regime; a backward over 2¹⁷ keys costs float64 autograd seconds, and
@@ -963,6 +978,8 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    mask_values=mask_values if mask is not None and mask_kind == "additive" else "random",
                    grads=grads, scale=scale, relation=relation,
                    seed=zlib.crc32(repr((seed, dtype) + key).encode()), magnitude=magnitude,
+                   small_values=_rng(seed, dtype, *key, "small values").randint(*SMALL_VALUE_EXPONENTS)
+                   if regime == "small-values" else 0,
                    late_values=late_values, mask_storage=storage,
                    mask_dtype="float32" if wide and half and mask is not None else None,
                    mask_nonfinite=nonfinite if poisoned and mask is not None and mask_kind == "additive" else None,
@@ -1179,9 +1196,12 @@ def _split_batch(p: Problem) -> bool:
 
 
 def _ranked_mask(m: torch.Tensor, p: Problem) -> torch.Tensor:
-    """A 4-D mask at the inputs' rank, the same entries for each (b, h): (B·Hq, Nq, Nk) at rank 3, at rank 5 the
+    """A 4-D mask at the inputs' rank, the same entries for each (b, h): its last two dims at rank 2, (B·Hq, Nq, Nk) at
+    rank 3, at rank 5 the
     inputs' two batch dims (_split_batch; a mask of batch 1 gets (1, 1)), at rank 6 a leading 1 besides. A mask of
     fewer dims broadcasts as it is."""
+    if p.rank == 2 and m.dim() > 2:  # (B = Hq = 1: a mask's leading dims are all 1, and SDPA refuses them at rank 2)
+        return m.reshape(m.shape[-2:])  # (Nq or 1, Nk or 1)
     if p.rank == 4 or m.dim() < 4:
         return m
     if p.rank >= 5:
@@ -1192,7 +1212,8 @@ def _ranked_mask(m: torch.Tensor, p: Problem) -> torch.Tensor:
 
 def _call_form(p: Problem, q, k, v, m) -> tuple:
     """(q, k, v, {attn_mask}) as the impl gets them: k, v of one batch entry when broadcast (the subject's are
-    that entry repeated, so the golden values are the same), at the problem's rank, the mask at that rank too. At
+    that entry repeated, so the golden values are the same), at the problem's rank, the mask at that rank too. Rank 2
+    is (N, D), of a problem of one entry and one head (paths.allowed). At
     rank 5 an even batch of 4 or more is two batch dims (B/2, 2) (else (B, 1)), and a broadcast k, v broadcasts along
     the second, (B/2, 1) (along the leading dims, (1, 1), the other rows meet it; red team rt49: k, v broadcast along
     a middle batch dim read by the leading one's stride); rank 6 has a leading 1 besides (rt49: a generic N-D wrapper
@@ -1204,7 +1225,9 @@ def _call_form(p: Problem, q, k, v, m) -> tuple:
     else:
         if p.kv_broadcast:
             k, v = k[:1], v[:1]
-        if p.rank != 4:
+        if p.rank == 2:  # (N, D): one entry of one head (B = Hq = Hkv = 1)
+            q, k, v = (x[0, 0] for x in (q, k, v))
+        elif p.rank != 4:
             q, k, v = (x.flatten(0, 1) if p.rank == 3 else x.unsqueeze(1) for x in (q, k, v))
     if p.rank > 5:
         q, k, v = (x.reshape((1,) * (p.rank - 5) + x.shape) for x in (q, k, v))
@@ -1396,7 +1419,7 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
                              attn_mask=_rows_mask(p, m, rows), is_causal=False)
         o = against(s, out.index_select(-2, rows.to(out.device)), golden)
         o = Outcome(o.discrepancy, o.bound, f"{len(rows)} sampled query rows of {p.n_q}")
-        return _summation_bounded(s, p, o, kept[2]) if s.dtype == torch.float64 else o
+        return _summation_bounded(s, p, o, *kept) if s.dtype == torch.float64 else o
     golden = s.reference(*kept, attn_mask=m)
     if p.mask_far is not None and m is not None:
         # a far row's scores all round to its mask value, in float32 as in float64: its answer is the
@@ -1405,7 +1428,7 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
         golden = golden._replace(sensitivity=torch.where(far, 0.0, golden.sensitivity))
     o = against(s, out, golden)
     if STRIDE_ZERO.get(p.layout) == ("kv", 2) or s.dtype == torch.float64:
-        o = _summation_bounded(s, p, o, kept[2])
+        o = _summation_bounded(s, p, o, *kept)
     if m is None and p.layout == "contiguous" and not p.empty:
         from kernels.harness.rounding_bound import ATTRIBUTE, check
 
@@ -1428,7 +1451,7 @@ def _rows_mask(p: Problem, m, rows: torch.Tensor):
     return m
 
 
-def _summation_bounded(s: Subject, p: Problem, o: Outcome, v) -> Outcome:
+def _summation_bounded(s: Subject, p: Problem, o: Outcome, q, k, v) -> Outcome:
     """``o`` with its bound raised to recursive summation's worst case (Higham, Accuracy and Stability, §4.2) over
     the problem's Nk keys in the accumulator's unit roundoff u (float32's for the half types): 2·Nk·u·max|v| bounds
     the error of both sums (weights and weighted values) in any order and any blocking; a row with no visible key is
@@ -1438,15 +1461,30 @@ def _summation_bounded(s: Subject, p: Problem, o: Outcome, v) -> Outcome:
     - float64, which has no wider accumulator: a blocked loop's sequential block sums over 2¹⁷ keys or more err
       1.5-1.9× the rule (red team rt48's correct FlashAttention-2 loop and split-K decode: 2.13e-14 against 1.13e-14 at
       Nk = 131 073). The bound is still below float32's unit roundoff past 2²⁹ keys, so float64 computed in
-      float32 anywhere fails it by orders of magnitude."""
+      float32 anywhere fails it by orders of magnitude.
+    In float64 the scores' own sums over D channels are bounded the same way: |δs| ≤ D·u·|scale|·max‖q_i‖·max‖k_j‖
+    (Cauchy-Schwarz on Σ|q_i,d·k_j,d|), which moves the output by at most 2·max|δs|·max|v| (softmax's weights move
+    by p∘(δ − p·δ)); the golden value, float64 too, errs as much. The floor's four roundings of each score stand for
+    D of a few: past D ≈ 400, SDPA math itself erred 1.07-1.3× the rule against the float64 golden value (seed 1's
+    covering rows: D = 426 and 953, measured), its scores' sums rounding past four roundings' worth. (Not where one
+    key repeats: its scores are equal, its weights exact whatever they round to.)"""
     if p.n_k <= 1:
         return o
     u = 2.0 ** -53 if s.dtype == torch.float64 else 2.0 ** -24
-    finite = v.detach()[torch.isfinite(v.detach())]
-    summed = 2 * p.n_k * u * (float(finite.abs().max()) if finite.numel() else 0.0)
+    def largest(x):  # (of the finite entries)
+        finite = x.detach()[torch.isfinite(x.detach())]
+        return float(finite.abs().max()) if finite.numel() else 0.0
+    summed = 2 * p.n_k * u * largest(v)
+    said = "2·Nk·u·max|v|"
+    if s.dtype == torch.float64 and q.numel() and k.numel():
+        norm = lambda x: largest(torch.linalg.vector_norm(x.detach().nan_to_num(0, 0, 0), dim=-1))  # noqa: E731
+        scale = s.kwargs()["scale"]
+        scale = abs(ref.default_scale(q.shape[-1]) if scale is None else scale)
+        summed += 2 * 2 * q.shape[-1] * u * scale * norm(q) * norm(k) * largest(v)
+        said += " + 4·D·u·|scale|·max‖q‖·max‖k‖·max|v|"
     if o.bound >= summed:
         return o
-    return Outcome(o.discrepancy, summed, f"{o.detail} (bound 2·Nk·u·max|v| = {summed:.3g}, recursive summation's)")
+    return Outcome(o.discrepancy, summed, f"{o.detail} (bound {said} = {summed:.3g}, recursive summation's)")
 
 
 # B·Hq·Nq·Nk of a forward problem past which only sampled query rows get golden values (O(rows·Nk·D) in float64, not
@@ -1455,7 +1493,7 @@ SAMPLE_ABOVE = 2 ** 22
 SAMPLED_ROWS = 48
 # the covering paths whose dropout rows are judged at the path's own sizes through V's columns, q = k = 0, no mask
 # and no causal (dropout_lags.path_key_lags), where V = I would be O(Nk²) a slice
-KEY_LAG_PATHS = ("decode", "spec-decode", "prefill", "longest-decode", "tiles", "batched-decode")
+KEY_LAG_PATHS = ("decode", "spec-decode", "prefill", "longest-decode", "tiles", "batched-decode", "long-context")
 
 
 def sampled_rows(p: Problem) -> torch.Tensor | None:
@@ -1503,7 +1541,7 @@ def _sampled_gradients(s: Subject, p: Problem, m, tensors, rows) -> Outcome:
     out = s.impl(*tensors, **_kwargs(s, p, m))
     checked_output(out, tensors[0], tensors[2])
     attached(out, tensors)
-    got = [g.detach().cpu() for g in torch.autograd.grad(out, tensors, dout.to(out.dtype))]
+    got = [g.detach().cpu() for g in backward_by(p.caller)(lambda: torch.autograd.grad(out, tensors, dout.to(out.dtype)))]
     sub = {"is_causal": False, "attn_mask": _rows_mask(p, m, rows)}
     q_rows, d_rows = s.q.index_select(-2, rows.to(s.q.device)), s.dout.index_select(-2, rows.to(s.dout.device))
     on = lambda device: {n: x.to(device) if torch.is_tensor(x) else x for n, x in sub.items()}  # noqa: E731
@@ -1550,7 +1588,7 @@ def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
         said.append(f"dO finite (no row sees every key, scale 0 or one key: {p.dout_value} not placed)")
     try:
         outcomes, details = subset_gradients(s, tensors, _kwargs(s, p, m), gold, plain, scales, p.sequence, out_golden,
-                                             p.grad_context, nonfinite, bv.placed)
+                                             p.grad_context, nonfinite, bv.placed, backward_by(p.caller))
     finally:
         s.dout = clean_dout  # (the learned mask's gradient below: the clean dO's)
     details = said + details
@@ -1564,7 +1602,8 @@ def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
             details.append(f"mask gradient refused ({type(exc).__name__})")
         else:
             checked_output(out, s.q, s.v)
-            got = torch.autograd.grad(out, leaf, ref.copy(s.dout), allow_unused=True)[0] if out.requires_grad else None
+            got = backward_by(p.caller)(lambda: torch.autograd.grad(out, leaf, ref.copy(s.dout), allow_unused=True)[0]
+                                        ) if out.requires_grad else None
             o = (Outcome(math.inf, 0.0) if got is None
                  else mask_gradient_outcome(s, got, leaf, s.kwargs()))
             outcomes.append(o)
@@ -1784,6 +1823,8 @@ def _judged(impl, problem: Problem, device: str) -> tuple[Outcome, str | None]:
         _near_the_top(s)
     if problem.late_values:
         _late_values(s)
+    if problem.small_values:
+        s.v, s.value_unit = s.v * 2.0 ** -problem.small_values, 2.0 ** -problem.small_values
     if problem.underflow:
         _underflowing_keys(s)
     if problem.kv_broadcast and _split_batch(problem):  # (B/2 entries, each repeated over its pair: _call_form)
@@ -1830,8 +1871,9 @@ def _judged(impl, problem: Problem, device: str) -> tuple[Outcome, str | None]:
         # this refusal is of a form alone (SDPA takes each)
         plain = replace(problem, mask_storage="contiguous", mask_dtype=None, mask_nonfinite=None, mask_far=None, rank=4,
                         kv_broadcast=False, input_nan=None,
-                        # (no earlier call: refusing a call accepted alone, after another, is a failure too)
-                        prior=None, enable_gqa=True, arguments="keywords",
+                        # (no earlier call: refusing a call accepted alone, after another, is a failure too; and
+                        # made by the main thread on one thread: a refusal of one caller alone is one too)
+                        prior=None, enable_gqa=True, arguments="keywords", caller=MAIN, threads=1,
                         mask="(1, 1, 1, Nk)" if problem.mask == ONE_DIM_MASK else problem.mask, prior_dtype=None)
         if problem.prior == "other dtype":
             # at twice the lengths: this process already made calls of these shapes, and state the impl keeps per
@@ -1853,7 +1895,7 @@ def failed(o: Outcome) -> bool:
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
     for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("dout_value", (None,)), ("grad_context", ("enable_grad",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("input_value", ("NaN",)), ("context", ("no_grad",)), ("prior", (None,)), ("arguments", ("keywords",)), ("mask_padding", (False,)), ("underflow", (False,)), ("mask_storage", ("contiguous",)),
-                          ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)),
+                          ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)), ("small_values", (0,)),
                           ("scale", (None,)),
                           ("causal", (False,)),
                           ("grads", ("qkv",)), ("batch", (1, p.batch // 2)),
@@ -1876,7 +1918,9 @@ def _smaller(p: Problem):
     if p.q_heads > 1:
         yield replace(p, q_heads=1, kv_heads=1)
     if p.relation == DROPOUT_LAW and p.n_k > 8:
-        yield replace(p, n_k=max(8, p.n_k // 2), value_dim=max(8, p.n_k // 2))
+        # (V = I: Dv = Nk; a long path's V is of its own columns, and its drawn Dv is left as it is: Dv = Nk/2 there
+        # made a V of 79 621² elements, 50 GB, shrinking a 159 243-key decode)
+        yield replace(p, n_k=max(8, p.n_k // 2), value_dim=p.value_dim if p.path in KEY_LAG_PATHS else max(8, p.n_k // 2))
 
 
 def shrink(impl, problem: Problem, device: str = "cpu", seconds: float = SHRINK_SECONDS) -> tuple[Problem, Outcome]:
@@ -2006,7 +2050,9 @@ for _name, _needs, _bugs in (
                              "positions in float16 past 2048 on both sides, split-K decoding past 16 splits, "
                              "2-D/3-D masks read by the wrong leading dim when it equals B, q·scale "
                              "overflowing float16, a mask's strides ignored, a float32 mask cast to half q's dtype, "
-                             "a NaN mask entry sanitised, a non-contiguous mask refused, is_causal dropped at rank 5, "
+                             "a NaN mask entry sanitised, a non-contiguous mask refused, is_causal dropped at rank 5 "
+                             "or rank 2 (red team rt51: (N, D) inputs refused or their is_causal dropped), float16 "
+                             "outputs below its least normal flushed to 0 (rt51; the small-values regime), "
                              "query chunks past 4096 restarting causal positions or reading batch 0's K/V, "
                              "a bfloat16 output stored through float16; red team rt43h: process state changed on one "
                              "path only (flush-to-zero on a long decode), a float32 mask promoting a half output, "
@@ -2055,6 +2101,10 @@ for _name, _needs, _bugs in (
                                 "8 slots, and the caller (those rows made from a worker thread, or under a default "
                                 "dtype of float16, bfloat16 or float64: causal positions built in the default dtype, "
                                 "a default scale cached per thread), and the half dtypes' rows called in float32 under "
-                                "torch.autocast (rt50: running statistics kept in the autocast dtype)"),
+                                "torch.autocast (rt50: running statistics kept in the autocast dtype); rt51: a training "
+                                "step's callers (each path's gradient row made from a worker thread, under a default "
+                                "dtype or autocast, or its backward run from the worker thread: a backward reading a "
+                                "workspace of its thread's own, causal positions built in the default dtype in the "
+                                "backward, a training path in float16 under bfloat16 autocast)"),
 ):
     register(Invariant(_name, None, lambda s: Outcome(0.0, 0.0), _never, _needs, bug_classes=_bugs))

@@ -34,7 +34,7 @@ from kernels.harness.generate import (AGREEMENT, DROPOUT_LAW, GRAD_SUBSETS, GRAD
                                      SAMPLED_BACKWARD_PATHS, STRIDE_ZERO, Problem, _rng)
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
 from kernels.harness.dropout_lags import LAG_BAND
-from kernels.harness.callers import AUTOCAST, AUTOCAST_DTYPES, CALLERS
+from kernels.harness.callers import AUTOCAST, AUTOCAST_DTYPES, CALLERS, GRADIENT_CALLERS
 from kernels.harness.masks import NEAR_STRUCTURES
 
 # the thread counts of the paths' threaded rows (threaded), each on a machine of as many CPUs (callers.machine_of):
@@ -78,8 +78,13 @@ PATHS = {
     # the split-K decode's 16 385, escaped; the paths above were each drawn past a threshold an earlier kernel had)
     "mid-decode": ((1, 4), (1, 8), (65, 2 ** 14), 16),
     "mid-prefill": ((1, 2), (9, 1024), (65, 2 ** 13), 16),
+    # a chunk of queries over a long context (chunked prefill, a long prompt's extension, a verifier's draft tokens over
+    # a long KV cache): the cell of the (Nq, Nk) plane the other paths left, 9-64 queries over 2¹⁴-2¹⁷ keys, both
+    # log-uniform (red team rt51: its prefill past 8192 keys dropping the mask, the bottom-right causal offset or
+    # dropout escaped, the prefill path being drawn at 8193 keys and mid-prefill stopping at 8192)
+    "long-context": ((1, 1), (9, 64), (2 ** 14 + 1, 2 ** 17), 8),
 }
-LOG_UNIFORM = ("mid-decode", "mid-prefill")
+LOG_UNIFORM = ("mid-decode", "mid-prefill", "long-context")
 # a thorough run's paths besides: a training step's backward over 2048 queries and keys or more, and dropout over more
 # than 4096 keys with 16 queries or more (red team rt46h; 2-10 CPU-s a row, past a default run's budget)
 THOROUGH_PATHS = {
@@ -99,14 +104,14 @@ THOROUGH_PATHS = {
 }
 PACKED_HEADS = "4/1"
 ALL_PATHS = {**PATHS, **THOROUGH_PATHS}
-PATH_RELATIONS = {"long-prefill": ("forward",), "long-backward": ("gradients",), "long-dropout": ("dropout",),
+PATH_RELATIONS = {"long-prefill": ("forward",), "long-context": ("forward", "dropout"), "long-backward": ("gradients",), "long-dropout": ("dropout",),
                   "million-keys": ("forward",), "big-slice": ("forward",), "huge-queries": ("forward", "gradients"),
                   "two-million-keys": ("forward",), "batch-257": ("forward", "gradients"),
                   "packed-queries": ("forward", "gradients")}
 MULTIPLE_OF = {"tiles": 128}  # a path's lengths are multiples of this
 # the paths whose least sizes cost a second or more a triple row (their pairs are met; triples() leaves them out), and
 # whose plain rows are of two dtypes (a half one and float32; the others meet them pairwise)
-COSTLY = ("tiles", "long-prefill", "million-keys", "huge-queries") + tuple(THOROUGH_PATHS)
+COSTLY = ("tiles", "long-prefill", "million-keys", "huge-queries", "long-context") + tuple(THOROUGH_PATHS)
 COSTLY_PLAIN_DTYPES = ("float32", "bfloat16")
 # A dropout problem takes V = I (Dv = Nk): the harness's own work (v drawn, one-hot values, the law's float64
 # sensitivities) is O(B·Hkv·Nk²) and the impl's O(B·Hq·Nq·Nk²) (measured: 5.8 s for B·Hq = 8 slices over 3461 keys in
@@ -129,7 +134,7 @@ HALVING = {"long-queries": ("n_k", "batch", "n_q"), "many-batch": ("n_q", "n_k",
 HALVING_DEFAULT = ("n_q", "batch", "n_k")
 # and for the forward and dropout rows (their golden values on sampled query rows past generate.SAMPLE_ABOVE, the
 # key-lag call's O(Nk·log Nk) a query), the prefill's queries kept past its query tiles
-UNGRADED_HALVING = {"prefill": ("batch", "n_k")}
+UNGRADED_HALVING = {"prefill": ("batch", "n_k"), "long-context": ("batch",)}  # (long-context: its cell kept)
 NEAR = "bool (Nq, Nk) of a structure, exact or one entry off"
 MASKS = {  # level: (form, kind) of generate.MASK_FORMS
     "bool key padding": ("(B, 1, 1, Nk)", "bool"),
@@ -162,7 +167,9 @@ FEATURE_LEVELS = {
     # one element of q, k or v (k or v only where no key is hidden); "v underflowed": where the weights are 0
     "nonfinite": ("none", "one input", "v underflowed"),
     "relation": tuple(RELATIONS),
-    "rank": (4, 3, 5),
+    # (2: (N, D), one entry of one head, the least rank torch's SDPA takes, measured: rank 1 refused, 2 to 6 taken,
+    # masks of at most two dims at rank 2; red team rt51: an impl refusing rank 2, another dropping is_causal there)
+    "rank": (4, 3, 5, 2),
     "layout": ("contiguous", "transposed", "slice") + tuple(STRIDE_ZERO),  # (and stride 0: generate.STRIDE_ZERO)
     "scale": ("default", "explicit"),
     # D and Dv up to the path's cap, or past 128 (a kernel's wide-head template, its own accumulators: red team
@@ -274,6 +281,13 @@ def allowed(row: dict) -> bool:
         # drawing one (problem()), or the pair met a path of three entries at most and the split was never drawn)
         has("kv batch", "rank") and "path" in row and row["kv batch"] == "broadcast" and row["rank"] == 5
         and not _splits_batch(row["path"]),
+        # rank 2 is one entry of one head (and no dropout: its law judges two entries at least)
+        has("rank", "path") and row["rank"] == 2 and (ALL_PATHS[row["path"]][0][0] > 1 or row["path"] in HEADS_TIMES),
+        has("rank", "heads") and row["rank"] == 2 and row["heads"] != "1/1",
+        has("rank", "kv batch") and row["rank"] == 2 and row["kv batch"] == "broadcast",
+        has("rank", "mask") and row["rank"] == 2 and MASKS.get(row["mask"], ("",))[0].startswith("(B,"),
+        has("rank", "layout") and row["rank"] == 2 and row["layout"] in EXPANDED,
+        has("rank", "relation") and row["rank"] == 2 and relation == "dropout",
         # (generate._gradients takes a broadcast k, v at rank 4 only)
         has("rank", "relation") and "kv batch" in row and row["rank"] != 4 and relation == "gradients"
         and row["kv batch"] == "broadcast",
@@ -289,7 +303,7 @@ def allowed(row: dict) -> bool:
         # SDPA math over 131 073 keys or 33 000 queries at D 80-232, 27 CPU-s of a default run's 119; a broad head's
         # template meets the split-K decode at 2¹⁴ keys, the query chunks at 1025+ queries)
         has("head dim", "path") and row["head dim"] in BROAD and row["path"] in (
-            "million-keys", "long-prefill", "longest-decode", "huge-queries") + tuple(THOROUGH_PATHS),
+            "million-keys", "long-prefill", "longest-decode", "huge-queries", "long-context") + tuple(THOROUGH_PATHS),
         # (257-512 channels over 2¹³-2¹⁵ keys: 1.2-1.9 CPU-s a row, measured; they meet 1024+ keys on the serving
         # batch, the tiles and the mid-length decodes; over 1025+ queries an output of 8 M elements at 16 heads, 2.5
         # CPU-s of the judge's own work for a query-chunk path whose few keys a channel loop never meets)
@@ -485,6 +499,7 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     """Row ``index`` of the run's array as a Problem of its path's sizes (drawn by a generator of its own)."""
     r = _rng(seed, "covering problem", index, *((array,) if array else ()))
     (b_lo, b_hi), (q_lo, q_hi), (k_lo, k_hi), d_cap = ALL_PATHS[row["path"]]
+    b_hi = b_lo if row["rank"] == 2 else b_hi  # (rank 2: one entry, of a path whose least is one: allowed())
     relation = RELATIONS[row["relation"]]
     lagged = relation == DROPOUT_LAW and row["path"] in KEY_LAG_PATHS  # (V of O(log Nk) columns, not V = I)
     dropout_grads = (relation == DROPOUT_LAW and row.get(DROPOUT_GRADS) and not lagged and row["rank"] == 4
@@ -622,13 +637,18 @@ def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
     per thread), and its rows are where such a path runs at its sizes (2048+ causal positions).
     In each half dtype's pass, the paths' plain forward rows dealt among the run's half dtypes, each called in float32
     under torch.autocast to its dtype (callers.AUTOCAST; rt50: a kernel keeping its running statistics in the autocast
-    dtype, wrong past a few key blocks: the long paths)."""
+    dtype, wrong past a few key blocks: the long paths).
+    A training step meets the callers too (red team rt51: a backward reading a workspace its forward kept per thread,
+    causal positions built in the default dtype in the backward, a training path under autocast): in the first dtype's
+    pass each path's first plain gradient row made by callers.GRADIENT_CALLERS in turn (the forward and its backward,
+    or the backward alone from the worker thread), and in each half dtype's pass those rows dealt among the half dtypes
+    under autocast, as the forward rows are."""
     levels = factors(features, False, kept)
     halves = [d for d in dtypes if d in {str(x).removeprefix("torch.") for x in AUTOCAST_DTYPES}]
-    firsts = {}  # path -> (index, row): its first plain forward row
+    firsts, trained = {}, {}  # path -> (index, row): its first plain forward row, and its first gradient one
     for index, row in enumerate(plain_rows(features, False, kept)):  # (the array's first rows: rows())
-        if row["relation"] == "forward":
-            firsts.setdefault(row["path"], (index, row))
+        if row["relation"] in ("forward", "gradients"):
+            (firsts if row["relation"] == "forward" else trained).setdefault(row["path"], (index, row))
     out = []
     if dtype == dtypes[0]:
         variants = [{}] + ([{"causal": True}] if True in levels["causal"] else [])
@@ -639,10 +659,24 @@ def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
                 out.append(replace(problem({**row, **v}, seed, index, value_dim),
                                    threads=PATH_THREAD_COUNTS[turn % len(PATH_THREAD_COUNTS)],
                                    caller=CALLERS[(turn + turn // len(CALLERS)) % len(CALLERS)]))
+        # each path's first gradient row, causal where it may be (positions a backward builds), made by the gradient
+        # callers in turn, forward and backward; and by each of them on the path of the longest least lengths, where
+        # causal positions pass the most integers a half dtype holds (bfloat16's 256 on the tiles; a thorough run's
+        # long backward past float16's 2048)
+        longest = max(trained, key=lambda path: min(ALL_PATHS[path][1][0], ALL_PATHS[path][2][0]), default=None)
+        dealt = [(row, caller) for turn, row in enumerate(trained.values())
+                 for caller in [GRADIENT_CALLERS[turn % len(GRADIENT_CALLERS)]]]
+        dealt += [(trained[longest], caller) for caller in GRADIENT_CALLERS
+                  if longest is not None and (trained[longest], caller) not in dealt]
+        for (index, row), caller in dealt:
+            row = {**row, "dtype": dtype}
+            row = {**row, "causal": True} if True in levels["causal"] and allowed({**row, "causal": True}) else row
+            out.append(replace(problem(row, seed, index, value_dim), caller=caller))
     if dtype in halves:
-        for turn, (index, row) in enumerate(firsts.values()):
-            if halves[turn % len(halves)] == dtype and allowed(row := {**row, "dtype": dtype}):
-                out.append(replace(problem(row, seed, index, value_dim), caller=AUTOCAST))
+        for rows_of in (firsts, trained):
+            for turn, (index, row) in enumerate(rows_of.values()):
+                if halves[turn % len(halves)] == dtype and allowed(row := {**row, "dtype": dtype}):
+                    out.append(replace(problem(row, seed, index, value_dim), caller=AUTOCAST))
     return out
 
 

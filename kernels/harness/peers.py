@@ -91,8 +91,10 @@ def flex_eager(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=
     ref.require_sdpa_inputs(q, k, v, attn_mask)  # flex_attention itself computes mixed dtypes; SDPA's contract refuses them
     if not q.dim() == k.dim() == v.dim() == 4:
         # flex_attention takes (B, H, N, D) only ("NYI"); SDPA any rank >= 3: the glue, not flex's numerics, is ours
+        if q.dim() == k.dim() == v.dim() == 2:  # (N, D): one head of one entry, a mask of at most 2 dims as it is
+            return flex_eager(q[None, None], k[None, None], v[None, None], attn_mask, is_causal, scale, enable_gqa)[0, 0]
         if min(q.dim(), k.dim(), v.dim()) < 3:
-            raise ValueError("q, k and v must have rank 3 or more")
+            raise ValueError("q, k and v must have rank 2 or more, one rank")
         lead = torch.broadcast_shapes(q.shape[:-3], k.shape[:-3], v.shape[:-3])
         four = [ref.leading_flattened(x.expand(*lead, *x.shape[-3:])) for x in (q, k, v)]
         out = flex_eager(*four, ref.flattened_mask(attn_mask, lead), is_causal, scale, enable_gqa)  # (B', H, Nq, Dv)

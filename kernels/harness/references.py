@@ -62,11 +62,13 @@ def as_if_contiguous(t: torch.Tensor) -> torch.Tensor:
 
 
 def any_rank(call):
-    """``call`` on 4-D (B, H, N, D) inputs made to take SDPA's (..., N, D) of any rank >= 3: rank 3
-    (B, N, D) as one batch entry of B heads, rank 5 and more with the leading dims flattened into B;
-    the output gets the leading dims back."""
+    """``call`` on 4-D (B, H, N, D) inputs made to take SDPA's (..., N, D) of any rank >= 2: rank 2 (N, D) as one head
+    of one entry, rank 3 (B, N, D) as one batch entry of B heads, rank 5 and more with the leading dims flattened into
+    B; the output gets the leading dims back."""
     @functools.wraps(call)
     def wrapped(self, q, k, v, *args, **kwargs):
+        if q.dim() == k.dim() == v.dim() == 2:  # (a mask of at most two dims broadcasts over the two added)
+            return call(self, q[None, None], k[None, None], v[None, None], *args, **kwargs)[0, 0]  # (Nq, Dv)
         if q.dim() == k.dim() == v.dim() == 4 or min(q.dim(), k.dim(), v.dim()) < 3:
             return call(self, q, k, v, *args, **kwargs)
         # (k, v broadcast along some leading dims but not all, as (B1, 1) against q's (B1, B2), expanded to q's first:

@@ -67,6 +67,7 @@ class Subject:
     def __init__(self, impl: Callable, case: Case, dtype: torch.dtype, device: str, seed: int):
         self.impl, self.case, self.dtype, self.device, self.seed = impl, case, dtype, device, seed
         self.q, self.k, self.v, self.dout = make_inputs(case, dtype, device, seed)
+        self.value_unit = 1.0  # the scale v is drawn at (tolerance.floor's unit; generate's small-values regime)
 
     # ---------------------------------------------------------------- calls
     def kwargs(self, **overrides) -> dict:
@@ -250,7 +251,8 @@ def against(s: Subject, observed, golden: Golden) -> Outcome:
 def measured(s: Subject, observed, value, reference_error: float, size, sensitivity=0.0) -> Outcome:
     """observed vs the float64 ``value``: MULT × ``reference_error`` + the floor at ``size`` and
     the score ``sensitivity``."""
-    return Outcome(tol.max_abs_error(observed.cpu(), value), tol.bound(s.dtype, reference_error, size, sensitivity))
+    return Outcome(tol.max_abs_error(observed.cpu(), value),
+                   tol.bound(s.dtype, reference_error, size, sensitivity, s.value_unit))
 
 
 def relation(s: Subject, a, a_golden: Golden, b, b_golden: Golden) -> Outcome:
@@ -260,7 +262,8 @@ def relation(s: Subject, a, a_golden: Golden, b, b_golden: Golden) -> Outcome:
     transformed input changed in the exact answer taken out."""
     diff = (a.cpu().double() - b.cpu().double()) - (a_golden.value - b_golden.value)
     disc = tol.max_abs_error(diff, torch.zeros_like(diff))
-    return Outcome(disc, tol.MULT * (a_golden.error + b_golden.error) + tol.floor(s.dtype, a_golden.value, a_golden.sensitivity))
+    return Outcome(disc, tol.MULT * (a_golden.error + b_golden.error)
+                   + tol.floor(s.dtype, a_golden.value, a_golden.sensitivity, s.value_unit))
 
 
 def gradients_against(s: Subject, got, golden, plain, scales: GradientScales) -> Outcome:
@@ -328,7 +331,8 @@ def gradient_context(context: str):
 
 def subset_gradients(s: Subject, tensors, kwargs: dict, golden, plain, scales: GradientScales,
                      sequence: str = "single", output: Golden | None = None, context: str = "enable_grad",
-                     nonfinite: tuple | None = None, placed: Callable | None = None):
+                     nonfinite: tuple | None = None, placed: Callable | None = None,
+                     backward: Callable = lambda fn: fn()):
     """impl called on ``tensors`` (q, k, v as leaves, some requiring grad), differentiated for those
     alone with s.dout, in the call ``sequence`` (SEQUENCES) and the mode ``context`` (GRADIENT_CONTEXTS, forward
     and backward inside it): each gradient against its golden value by the low-precision rule, one asked for and
@@ -336,7 +340,8 @@ def subset_gradients(s: Subject, tensors, kwargs: dict, golden, plain, scales: G
     golden value) the output of this call, on the grad path, is judged too: q's dtype (as on the no-grad path) and
     its values. With ``nonfinite`` (the float64 gradients for s.dout, which then holds one non-finite element;
     golden, plain and scales are the clean dO's) each gradient is judged by ``placed`` (backward_values.placed, passed
-    in: subject is below the modules that judge placement)."""
+    in: subject is below the modules that judge placement). ``backward`` runs each backward the caller makes
+    (callers.backward_by: from another thread, under a default dtype)."""
     with gradient_context(context):
         out = s.impl(*tensors, **kwargs)
         checked_output(out, s.q, s.v)
@@ -349,9 +354,10 @@ def subset_gradients(s: Subject, tensors, kwargs: dict, golden, plain, scales: G
             kept.append((out, out.detach().clone(), "the first layer's output"))
             other = s.impl(*(t.detach().flip(-2).requires_grad_(t.requires_grad) for t in tensors), **kwargs)
         if sequence == "retain-graph":
-            first = torch.autograd.grad(out, wanted, ref.copy(s.dout), allow_unused=True, retain_graph=True)
+            first = backward(lambda: torch.autograd.grad(out, wanted, ref.copy(s.dout), allow_unused=True,
+                                                         retain_graph=True))
             kept += [(g, g.clone(), "the first backward's gradients") for g in first if torch.is_tensor(g)]
-        grads = torch.autograd.grad(out, wanted, ref.copy(s.dout), allow_unused=True)
+        grads = backward(lambda: torch.autograd.grad(out, wanted, ref.copy(s.dout), allow_unused=True))
         if sequence == "two-layers":
             del other  # kept alive until our backward ran, as a model's next layer is
         for held, copy, what in kept:

@@ -70,15 +70,23 @@ def _largest(x: torch.Tensor | float) -> float:
     return abs(x)
 
 
-def floor(dtype: torch.dtype, size: torch.Tensor | float, sensitivity: torch.Tensor | float = 0.0) -> float:
-    """FLOOR_ROUNDINGS roundings in ``dtype`` at the magnitude max|size| + 0.3, plus SCORE_ROUNDINGS
-    float32 (float64 inputs: float64) roundings of the scores (at the largest score ``sensitivity`` of the output)."""
-    return (FLOOR_ROUNDINGS[dtype] * eps(dtype) * (_largest(size) + FLOOR_OFFSET)
+def floor(dtype: torch.dtype, size: torch.Tensor | float, sensitivity: torch.Tensor | float = 0.0,
+          unit: float = 1.0) -> float:
+    """FLOOR_ROUNDINGS roundings in ``dtype`` at the magnitude max|size| + 0.3·``unit``, and one at the spacing of
+    its subnormals, plus SCORE_ROUNDINGS float32 (float64 inputs: float64) roundings of the scores (at the largest
+    score ``sensitivity`` of the output).
+    ``unit`` is the scale v was drawn at (v times 2^-k: generate's small-values regime). The offset 0.3 stands for
+    outputs of v's unit scale, so it scales with v as the kernel's and the reference's roundings do (a power of two
+    changes no rounding above the subnormals); below the least normal a rounding is one subnormal spacing at any
+    magnitude, the least error a correct store of a float16 output of 1e-6 makes (red team rt51: a store flushing
+    those to 0 erred by 1e-6, under a floor of 2.9e-4 at the offset of unit scale)."""
+    subnormal = torch.finfo(dtype).smallest_normal * eps(dtype)  # (float16: 2^-24 ≈ 6e-8)
+    return (FLOOR_ROUNDINGS[dtype] * (eps(dtype) * (_largest(size) + FLOOR_OFFSET * unit) + subnormal)
             + SCORE_ROUNDINGS * score_eps(dtype) * _largest(sensitivity))
 
 
-def bound(dtype: torch.dtype, reference_error: float, size, sensitivity=0.0) -> float:
+def bound(dtype: torch.dtype, reference_error: float, size, sensitivity=0.0, unit: float = 1.0) -> float:
     """The allowed error: MULT × the plain same-precision reference's error + the floor at ``size``
-    (the golden value, or for gradients the size of the terms they are summed from) and the score
-    ``sensitivity`` (forward outputs)."""
-    return MULT * reference_error + floor(dtype, size, sensitivity)
+    (the golden value, or for gradients the size of the terms they are summed from), the score
+    ``sensitivity`` (forward outputs) and v's ``unit`` (floor)."""
+    return MULT * reference_error + floor(dtype, size, sensitivity, unit)

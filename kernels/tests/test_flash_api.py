@@ -17,8 +17,10 @@ def _call(q=None, k=None, v=None, **kwargs):
 BAD = {
     # name: (call, exception, words the message must contain)
     "q-not-a-tensor": (lambda: _call(q=[[1.0]]), TypeError, ["q", "torch.Tensor"]),
-    # q, k, v of one rank >= 3 (SDPA's (..., L, E)), leading dims that broadcast; a mask of at most q's rank
-    "q-2d": (lambda: _call(*(t[0, 0] for t in _qkv())), ValueError, ["q", "(8, 16)", "rank >= 3"]),
+    # q, k, v of one rank >= 2 (SDPA's (..., L, E)), leading dims that broadcast; a mask of at most q's rank
+    "q-1d": (lambda: _call(*(t[0, 0, 0] for t in _qkv())), ValueError, ["q", "(16,)", "rank >= 2"]),
+    "mask-over-rank-2": (lambda: _call(*(t[0, 0] for t in _qkv()), attn_mask=torch.ones(1, 8, 8, dtype=torch.bool)),
+                         ValueError, ["attn_mask", "3 dims", "rank 2"]),
     "q-3d-beside-4d": (lambda: _call(q=torch.randn(2, 8, 16)), ValueError, ["q", "rank 3", "rank 4"]),
     "k-3d-beside-4d": (lambda: _call(k=torch.randn(2, 8, 16)), ValueError, ["k", "rank 3", "rank 4"]),
     # leading dims broadcast as SDPA's do (test_batch_dims_broadcast_as_sdpa_does); these do not
@@ -123,6 +125,24 @@ def test_good_input_passes_the_same_checks():
         assert flash_attention(q, k, v, dropout_p=p).shape == q.shape
     # SDPA's positional order: attn_mask, dropout_p, is_causal
     assert flash_attention(q, k, v, None, 0.0, True).equal(flash_attention(q, k, v, is_causal=True))
+
+
+def test_rank_two_is_the_four_dim_call_of_one_head():
+    """SDPA takes (N, D) q, k, v (measured, torch 2.13: rank 1 refused, 2 taken): one head of one entry, a mask of at
+    most two dims; the output, lse and gradients equal the 4-D call's bit for bit."""
+    torch.manual_seed(0)
+    two = [torch.randn(n, d, requires_grad=True) for n, d in ((5, 8), (7, 8), (7, 6))]  # (N, D)
+    four = [t.detach()[None, None].requires_grad_() for t in two]  # (1, 1, N, D)
+    mask = torch.rand(5, 7) > 0.3
+    out2, lse2 = flash_attention(*two, attn_mask=mask, return_lse=True)
+    out4, lse4 = flash_attention(*four, attn_mask=mask, return_lse=True)
+    assert out2.shape == (5, 6) and lse2.shape == (5,) and out2.equal(out4[0, 0]) and lse2.equal(lse4[0, 0])
+    assert flash_attention(*two, is_causal=True).equal(flash_attention(*four, is_causal=True)[0, 0])
+    dout = torch.randn_like(out2)
+    out2.backward(dout)
+    out4.backward(dout[None, None])
+    for a, b in zip(two, four):
+        assert a.grad.equal(b.grad[0, 0])
 
 
 def test_ranks_three_and_five_are_the_four_dim_call():
