@@ -282,8 +282,12 @@ class _ManualFunction(torch.autograd.Function):
 
 
 class ManualBackwardAttention(Attention):
-    """Attention with a backward written by hand, as a kernel's backward pass computes it."""
+    """Attention with a backward written by hand, as a kernel's backward pass computes it. A custom autograd
+    Function: under torch.autocast it takes torch.amp.custom_fwd(cast_inputs=...)'s rule (autocast_as_sdpa), as SDPA
+    does; left to autocast, its forward saved half weights beside float32 inputs and its backward raised on the mix
+    (a training step's autocast rows, paths.threaded)."""
 
+    @autocast_as_sdpa
     @any_rank
     def __call__(self, q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
         return _ManualFunction.apply(self, q, k, v, is_causal, scale, enable_gqa)
@@ -386,6 +390,7 @@ class FullAttention(Attention):
     CPU SDPA gives output 0 there). An additive mask's gradient is dS summed over the dims it was
     broadcast along."""
 
+    @autocast_as_sdpa  # (a custom Function: custom_fwd's rule under autocast, as ManualBackwardAttention)
     @any_rank
     def __call__(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
         if not 0.0 <= dropout_p <= 1.0:
