@@ -664,8 +664,7 @@ def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
         # causal positions pass the most integers a half dtype holds (bfloat16's 256 on the tiles; a thorough run's
         # long backward past float16's 2048)
         longest = max(trained, key=lambda path: min(ALL_PATHS[path][1][0], ALL_PATHS[path][2][0]), default=None)
-        dealt = [(row, caller) for turn, row in enumerate(trained.values())
-                 for caller in [GRADIENT_CALLERS[turn % len(GRADIENT_CALLERS)]]]
+        dealt = [(row, GRADIENT_CALLERS[turn % len(GRADIENT_CALLERS)]) for turn, row in enumerate(trained.values())]
         dealt += [(trained[longest], caller) for caller in GRADIENT_CALLERS
                   if longest is not None and (trained[longest], caller) not in dealt]
         for (index, row), caller in dealt:
