@@ -30,6 +30,8 @@ def build_parser(prog: str = "attention-proofs verify") -> argparse.ArgumentPars
     p.add_argument("--case", action="append", metavar="NAME",
                    help="only this case (a name from the table's legend, default or thorough); repeat or "
                         "comma-separate")
+    p.add_argument("--first-failure", action="store_true",
+                   help="end each dtype's drawn problems at their first failure (a quick verdict while fixing)")
     return p
 
 
@@ -112,7 +114,8 @@ def main(argv=None, prog: str = "attention-proofs verify") -> int:
         with progress_shown():
             report = verify_attention(impl, device=args.device, dtypes=listed(args.dtype), causal=not args.no_causal,
                                       gqa=not args.no_gqa, backward=not args.no_backward, seed=args.seed,
-                                      thorough=args.thorough, cases=cases, invariants=listed(args.invariant))
+                                      thorough=args.thorough, cases=cases, invariants=listed(args.invariant),
+                                      first_failure=args.first_failure)
     except (ValueError, TypeError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2

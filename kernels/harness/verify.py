@@ -100,7 +100,7 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
                      cases: Iterable[Case] | None = None, invariants: Iterable[str] | None = None,
                      generate_seconds: float | None = None, generate_problems: int | None = None,
                      regimes: Iterable[str] | None = None, paths: Iterable[str] | None = None,
-                     workers: int | None = None) -> ConformanceReport:
+                     workers: int | None = None, first_failure: bool = False) -> ConformanceReport:
     """Judge an SDPA-compatible ``impl(q, k, v, attn_mask=, dropout_p=, is_causal=, scale=, enable_gqa=)``.
 
     ``value_dim=False`` runs the Dv ≠ D cases with Dv = D (for an impl that has only one head dim).
@@ -126,9 +126,16 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     The run's parts (each dtype's fixed cases, each dtype's drawn problems) are shared by ``workers`` processes, this
     one and a forked copy (``workers.py``): by default two where forking is safe and a second core is free, else one
     (``ATTENTION_PROOFS_WORKERS=1`` keeps every run in one process). The split depends on the parts alone, so the
-    checks and the report are the same whichever number of workers ran them."""
+    checks and the report are the same whichever number of workers ran them.
+
+    ``first_failure``: each dtype's drawn problems (and those on several threads) end at their first failure, shrunk
+    as usual: a quick verdict while a kernel is being fixed, the law it breaks and its smallest case, where the whole
+    run judges every covering row in every dtype. It changes no verdict of a problem, only how many are judged after
+    one failed, so a run that passes with it passes without it (the report's notes say the run stopped early)."""
     device, dtypes = _validated(impl, device, dtypes)
     only = _invariant_names(invariants)
+    if not isinstance(first_failure, bool):
+        raise ValueError(f"first_failure must be True or False, got {first_failure!r}")
     if not (workers is None or workers in (1, 2) and not isinstance(workers, bool)):
         raise ValueError(f"workers must be 1, 2 or None (two where forking is safe), got {workers!r}")
     start = time.perf_counter()
@@ -174,6 +181,10 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
                 repro = ("reproduce with:\n" + gen.reproduction(impl, problem)
                          if refused is None and gen.failed(outcome) else None)
                 yield _drawn_check(problem, outcome, repro, device, time.process_time() - clock, gen.THREAD_COUNT)
+                if first_failure and repro is not None:
+                    notes.append(f"{gen.THREAD_COUNT} ({str(dtype).removeprefix('torch.')}): stopped at the first "
+                                 f"failure (first_failure)")
+                    return
             return
         if kind == FIXED:
             subjects: dict = {}  # (per part: its cases share their inputs and golden values)
@@ -188,6 +199,10 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
                 shrink_seconds=gen.SHRINK_SECONDS / len(dtypes), covering=covering):
             # (CPU seconds of drawing, judging and shrinking the problem)
             yield _drawn_check(problem, outcome, repro, device, time.process_time() - clock)
+            if first_failure and refused is None and gen.failed(outcome):
+                notes.append(f"generated problems ({str(dtype).removeprefix('torch.')}): stopped at the first "
+                             f"failure (first_failure)")
+                return
             clock = time.process_time()
 
     with one_thread():

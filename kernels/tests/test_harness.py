@@ -534,3 +534,21 @@ def test_a_log_sum_exp_split_k_merge_is_no_false_alarm():
                               invariants=["extreme-logits", "mixed-magnitude-rows", "hugely-negative-rows",
                                           "reference-agreement", "rounding-attention-forward"])
     assert report.judged and report.passed, "\n".join(report.failure_lines())
+
+
+def test_first_failure_ends_each_dtypes_drawn_problems_at_their_first_failure():
+    """A regime family's mutant (a query scaled in float16) fails a regime, drawn first: with first_failure the float16
+    pass ends there, told in the notes; without it the same pass judges the covering rows too (of the small path
+    alone here, for time)."""
+    from kernels.mutants import query_scaled_in_input_dtype
+
+    options = dict(dtypes=["float16"], backward=False, invariants=[gen.AGREEMENT], generate_seconds=1e-9, paths=["small"])
+    quick = verify_attention(query_scaled_in_input_dtype, first_failure=True, **options)
+    drawn = [c for c in quick.checks if c.invariant == gen.AGREEMENT]
+    assert not drawn[-1].passed and all(c.passed for c in drawn[:-1]), quick.failure_lines()
+    assert any("stopped at the first failure" in note for note in quick.notes), quick.notes
+    whole = verify_attention(query_scaled_in_input_dtype, **options)
+    assert len([c for c in whole.checks if c.invariant == gen.AGREEMENT]) > len(drawn)
+    assert not any("stopped at the first failure" in note for note in whole.notes)
+    with pytest.raises(ValueError, match="first_failure"):
+        verify_attention(sdpa_math, first_failure="yes")

@@ -30,7 +30,7 @@ PROBLEMS = len(gen.REGIMES) + 8
 def test_mutant_is_refused_by_the_invariant_it_targets_in_every_dtype(mutant):
     """Only the targeted invariant runs (the whole run per mutant would cost minutes of CI)."""
     report = verify_attention(mutant.fn, dtypes=mutant.dtypes, backward=mutant.backward,
-                              invariants=[mutant.caught_by])
+                              invariants=[mutant.caught_by], first_failure=True)
     assert report.judged, f"{mutant.caught_by} never ran on {mutant.name}"
     for dtype in report.dtypes:
         named = {c.invariant for c in report.failures if c.dtype == dtype}

@@ -89,7 +89,7 @@ def test_contract_space_rank3_gqa_and_kv_broadcast(fn):
     mutants reading them wrongly, in every dtype, and the fixed GQA and agreement checks do not."""
     from kernels.harness import generate as gen
 
-    drawn = verify_attention(fn, backward=False, invariants=[gen.AGREEMENT], generate_seconds=1e-9)
+    drawn = verify_attention(fn, backward=False, invariants=[gen.AGREEMENT], generate_seconds=1e-9, first_failure=True)
     assert set(drawn.dtypes) <= {c.dtype for c in drawn.failures}, drawn.failure_lines()  # (float64: covering rows)
     fixed = verify_attention(fn, dtypes=["float32"], backward=False, generate_seconds=0,
                              invariants=["reference-agreement", "gqa-equals-repeated-mha", "strided-inputs"])
@@ -111,7 +111,7 @@ def test_cheap_long_problems_every_run(fn, relation):
     1024, 64 backward key tiles of 128, a long-KV path's dropout, NaN on the split-K path): the regimes'
     first draws, judged on every run whatever its budget, catch them (float32 here; every dtype in the
     mutant sweep)."""
-    report = verify_attention(fn, dtypes=["float32"], invariants=[relation], generate_seconds=1e-9)
+    report = verify_attention(fn, dtypes=["float32"], invariants=[relation], generate_seconds=1e-9, first_failure=True)
     assert report.failed_invariants == {relation}, report.failure_lines()
 
 
@@ -141,7 +141,7 @@ def test_dropout_beside_gradient_subsets_learned_masks_and_tiny_p(fn):
     no learned mask) do not."""
     from kernels.harness import generate as gen
 
-    drawn = verify_attention(fn, dtypes=["float32"], invariants=[gen.DROPOUT_LAW])
+    drawn = verify_attention(fn, dtypes=["float32"], invariants=[gen.DROPOUT_LAW], first_failure=True)
     assert drawn.failed_invariants == {gen.DROPOUT_LAW}, drawn.failure_lines()
     fixed = verify_attention(fn, dtypes=["float32"], generate_seconds=0,
                              invariants=["dropout-forward-backward", "dropout-forward-backward-masked",
@@ -180,5 +180,5 @@ def test_one_dim_mask_square_is_drawn_every_run():
     from kernels.harness import generate as gen
 
     fn = mutants.one_dim_mask_read_along_queries_when_square
-    report = verify_attention(fn, backward=False, invariants=[gen.AGREEMENT], generate_seconds=1e-9)
+    report = verify_attention(fn, backward=False, invariants=[gen.AGREEMENT], generate_seconds=1e-9, first_failure=True)
     assert {c.dtype for c in report.failures} == set(report.dtypes), report.failure_lines()
