@@ -4419,10 +4419,13 @@ hash_seeded_dropout = _full_mutant(_HashSeededDropout(), "hash_seeded_dropout",
 
 def avx2_path_drops_the_head_dim_tail(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                       enable_gqa=False):
-    """On a CPU without AVX-512 (torch dispatching to AVX2) q·k runs in 8-channel vectors and drops the tail past the
-    last whole vector (D % 8 channels); the default scale is still 1/√D."""
+    """On a CPU path below the machine's own (torch dispatching to a capability ATEN_CPU_CAPABILITY forced down, as a
+    server without AVX-512 dispatches AVX2) q·k runs in 8-channel vectors and drops the tail past the last whole vector
+    (D % 8 channels); the default scale is still 1/√D. (Keyed on the forced capability, not on "AVX2": on an AVX2-only
+    machine the harness's child runs the default capability, and a bug of AVX2 alone showed in every process; CI's
+    machine of 2026-12-07 was one.)"""
     d = q.shape[-1]
-    if torch.backends.cpu.get_cpu_capability() == "AVX2" and d % 8 and d > 8:
+    if os.environ.get("ATEN_CPU_CAPABILITY") and d % 8 and d > 8:
         scale = d ** -0.5 if scale is None else scale
         q, k = q[..., :d // 8 * 8], k[..., :d // 8 * 8]  # the bug
     return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
