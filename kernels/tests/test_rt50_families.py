@@ -22,7 +22,10 @@ DTYPES = ("float32", "float16", "bfloat16")
 
 
 def test_each_caller_and_thread_count_meets_the_paths_rows_plain_and_causal():
-    rows = paths.threaded(0, "float32", DTYPES, SDPA)
+    from kernels.harness import generate as gen
+
+    # (the forward rows: the gradient rows meet the training step's callers, test_rt51_families)
+    rows = [p for p in paths.threaded(0, "float32", DTYPES, SDPA) if p.relation == gen.AGREEMENT]
     for causal in (False, True):
         assert {p.caller for p in rows if p.causal == causal} == set(callers.CALLERS)
     assert {p.threads for p in rows} == set(paths.PATH_THREAD_COUNTS)
@@ -93,8 +96,10 @@ def test_each_path_meets_autocast_in_one_half_dtype_and_sdpa_passes_there():
     from kernels.harness.designs import split_k_lse
     from kernels.harness.references import blocked_attention
 
-    rows = [p for d in DTYPES for p in paths.threaded(0, d, DTYPES, SDPA) if p.caller == callers.AUTOCAST]
-    firsts = [p for p in paths.threaded(0, "float32", DTYPES, SDPA) if not p.causal]
+    # (the forward rows: the gradient rows under autocast are test_rt51_families')
+    rows = [p for d in DTYPES for p in paths.threaded(0, d, DTYPES, SDPA)
+            if p.caller == callers.AUTOCAST and p.relation == gen.AGREEMENT]
+    firsts = [p for p in paths.threaded(0, "float32", DTYPES, SDPA) if not p.causal and p.relation == gen.AGREEMENT]
     assert {p.dtype for p in rows} == {"float16", "bfloat16"} and len(rows) == len(firsts)
     assert {p.path for p in rows} == {p.path for p in firsts}
     assert all(p.caller != callers.AUTOCAST for d in ("float32",) for p in paths.threaded(0, d, ("float32",), SDPA))
