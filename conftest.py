@@ -79,7 +79,7 @@ LONG_TIER: dict[str, tuple[str, ...]] = {
     # (4 CPU-s), where the whole catalogue's replay takes 14.
     # The ecosystem survey's adapters for JAX, Keras and tinygrad, each checked against its library (JAX and
     # Keras in a fresh process, where they may not share one that forks: 9-16 CPU-s each, 91 CPU-s in all,
-    # measured 2026-12-02). The survey itself runs in CI only, and without the peers extra these tests skip;
+    # measured 2026-12-02). The survey runs in CI (its torch, transformers and onnxruntime peers), and without the peers extra these tests skip;
     # the default tier keeps the torch, FlexAttention, transformers and onnxruntime adapters and the
     # survey's own checks (faithfulness, bottom-right, table cells).
     "peer libraries": ("kernels/tests/test_ecosystem.py::test_adapter_is_faithful[[]jax[]]",
