@@ -172,6 +172,13 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
         return (gen.thread_problems(seed, dtype, features, value_dim=value_dim, regimes=regimes)
                 + paths_mod.threaded(seed, str(dtype).removeprefix("torch."), names, features, value_dim, kept_paths))
 
+    def stops(outcome, refused, what, dtype, notes) -> bool:
+        """With first_failure, whether the part ends after this problem (a failure, not a refusal), told in the notes."""
+        if first_failure and refused is None and gen.failed(outcome):
+            notes.append(f"{what} ({str(dtype).removeprefix('torch.')}): stopped at the first failure (first_failure)")
+            return True
+        return False
+
     def run(part, notes):
         kind, dtype = part
         if kind == THREADED:
@@ -181,9 +188,7 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
                 repro = ("reproduce with:\n" + gen.reproduction(impl, problem)
                          if refused is None and gen.failed(outcome) else None)
                 yield _drawn_check(problem, outcome, repro, device, time.process_time() - clock, gen.THREAD_COUNT)
-                if first_failure and repro is not None:
-                    notes.append(f"{gen.THREAD_COUNT} ({str(dtype).removeprefix('torch.')}): stopped at the first "
-                                 f"failure (first_failure)")
+                if stops(outcome, refused, gen.THREAD_COUNT, dtype, notes):
                     return
             return
         if kind == FIXED:
@@ -199,9 +204,7 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
                 shrink_seconds=gen.SHRINK_SECONDS / len(dtypes), covering=covering):
             # (CPU seconds of drawing, judging and shrinking the problem)
             yield _drawn_check(problem, outcome, repro, device, time.process_time() - clock)
-            if first_failure and refused is None and gen.failed(outcome):
-                notes.append(f"generated problems ({str(dtype).removeprefix('torch.')}): stopped at the first "
-                             f"failure (first_failure)")
+            if stops(outcome, refused, "generated problems", dtype, notes):
                 return
             clock = time.process_time()
 

@@ -274,3 +274,19 @@ def test_the_timing_split_adds_up_each_checks_cpu_seconds(capsys):
     drawn = [c.seconds for c in report.judged if c.invariant == "generated-agreement"]
     assert sum(parts["invariant"].values()) == pytest.approx(sum(fixed)) == pytest.approx(sum(parts["case"].values()))
     assert sum(parts["generated"].values()) == pytest.approx(sum(drawn)) and "regimes (first draws)" in parts["generated"]
+
+
+def test_first_failure_flag_reaches_the_run(monkeypatch):
+    """`verify --first-failure` asks verify_attention for first_failure=True; without it, False."""
+    from kernels.harness import cli, verify
+
+    asked = []
+
+    def spy(impl, **kwargs):
+        asked.append(kwargs["first_failure"])
+        raise ValueError("stopped by the test")
+
+    monkeypatch.setattr(verify, "verify_attention", spy)
+    target = "kernels.harness.peers:sdpa_math"
+    assert cli.main([target, "--first-failure"]) == 2 and cli.main([target]) == 2
+    assert asked == [True, False]
