@@ -4640,3 +4640,198 @@ MUTANTS = MUTANTS + (
     Mutant(long_context_prefill_without_dropout, "a chunked prefill over a long context without dropout",
            "generated-dropout", dtypes=(torch.float32,)),
 )
+
+
+# --------------------------------------------------------------------------- red team rt52: values drawn from lists
+# (group sizes, explicit scales, head dims, mask magnitudes) and inputs never exactly 0 at the ends
+
+
+def _group(q, k) -> int:
+    """Query heads per KV head (dim -3), 1 below rank 3."""
+    return q.shape[-3] // k.shape[-3] if q.dim() >= 3 and k.dim() >= 3 and k.shape[-3] else 1
+
+
+def _groups_of_five_to_seven(q, k, enable_gqa) -> bool:
+    return enable_gqa and k.dim() >= 3 and k.shape[-3] >= 2 and 5 <= _group(q, k) <= 7
+
+
+def gqa_groups_of_five_to_seven_tiled(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                      enable_gqa=False):
+    """Groups of 5 to 7 query heads over two KV heads or more take the KV heads tiled (head h reads KV head h % Hkv),
+    not grouped (red team rt52's b07): a packing written for groups of 2, 4 and 8, where a power-of-two layout kept
+    the two the same in the tests."""
+    if _groups_of_five_to_seven(q, k, enable_gqa):
+        g = _group(q, k)
+        k, v, enable_gqa = torch.cat([k] * g, dim=-3), torch.cat([v] * g, dim=-3), False  # the bug: tiled
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+class _FirstFourOfEachGroup(torch.autograd.Function):
+    """Each KV head repeated over its group (forward), the group's gradients summed over its first four heads alone
+    (backward)."""
+
+    @staticmethod
+    def forward(ctx, x, g):
+        ctx.g = g
+        return x.repeat_interleave(g, dim=-3)
+
+    @staticmethod
+    def backward(ctx, grad):
+        grouped = grad.unflatten(-3, (grad.shape[-3] // ctx.g, ctx.g))  # (..., Hkv, G, N, D)
+        return grouped.narrow(-3, 0, 4).sum(dim=-3), None  # the bug: a group of four heads summed
+
+
+def gqa_backward_sums_four_heads_of_groups_of_five_to_seven(q, k, v, attn_mask=None, dropout_p=0.0,
+                                                            is_causal=False, scale=None, enable_gqa=False):
+    """For groups of 5 to 7 query heads over two KV heads or more, dk and dv sum the gradients of the first four heads
+    of each group only (red team rt52's b13: a backward reduction unrolled for groups of at most four); the forward
+    is right."""
+    if _groups_of_five_to_seven(q, k, enable_gqa):
+        g = _group(q, k)
+        k, v, enable_gqa = _FirstFourOfEachGroup.apply(k, g), _FirstFourOfEachGroup.apply(v, g), False
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+class _ScaleOneBackward(torch.autograd.Function):
+    """The forward full_attention's at the explicit scale 1.0; the backward that of the default scale."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, attn_mask, is_causal, enable_gqa):
+        ctx.save_for_backward(q, k, v)
+        ctx.options = attn_mask, is_causal, enable_gqa
+        return full_attention(q, k, v, attn_mask, 0.0, is_causal, 1.0, enable_gqa)
+
+    @staticmethod
+    def backward(ctx, dout):
+        attn_mask, is_causal, enable_gqa = ctx.options
+        with torch.enable_grad():
+            leaves = [t.detach().requires_grad_() for t in ctx.saved_tensors]
+            # the bug: scale 1.0 read as unset, 1/√D
+            out = full_attention(*leaves, attn_mask, 0.0, is_causal, None, enable_gqa)
+            return (*torch.autograd.grad(out, leaves, dout), None, None, None)
+
+
+def backward_reads_scale_one_as_unset(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                      enable_gqa=False):
+    """The backward reads an explicit scale of 1.0 as unset and uses 1/√D (red team rt52's b27: `scale or default`
+    on a launch argument defaulting to 1.0); the forward is right."""
+    if (scale == 1.0 and not dropout_p and torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
+            and not (isinstance(attn_mask, torch.Tensor) and attn_mask.requires_grad)):
+        return _ScaleOneBackward.apply(q, k, v, attn_mask, is_causal, enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def scale_near_one_snapped(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """An explicit scale within 5% of 1 is taken as 1 (red team rt52's b32: a kernel specialised for unscaled
+    scores, chosen by a tolerance)."""
+    if scale is not None and abs(float(scale) - 1.0) < 0.05:
+        scale = 1.0  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def head_dim_past_1024_truncated(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """Past 1024 channels q and k are read to their 1024th only, the default scale still 1/√D (red team rt52's b10:
+    a channel loop bounded by the widest template)."""
+    d = q.shape[-1]
+    if d > 1024:
+        scale = 1.0 / math.sqrt(d) if scale is None else scale
+        q, k = q[..., :1024], k[..., :1024]  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def _trailing_zero_rows(*tensors) -> int:
+    """How many rows (dim -2) at the end are exactly 0 in every one of ``tensors``, in every entry and head."""
+    zero = torch.stack([(t == 0).flatten(0, -3).all(dim=0).all(dim=-1) if t.dim() > 2 else (t == 0).all(dim=-1)
+                        for t in tensors]).all(dim=0)  # (N,)
+    n = zero.shape[0]
+    return n - int(torch.nonzero(~zero).max()) - 1 if (~zero).any() else 0
+
+
+def trailing_zero_keys_dropped(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Keys at the end whose k and v rows are exactly 0 everywhere are taken for right padding and dropped (red team
+    rt52's b02: a varlen kernel unpadding by value); SDPA attends to them (score 0)."""
+    t = _trailing_zero_rows(k, v)
+    if t:
+        n = k.shape[-2] - t
+        k, v = k[..., :n, :], v[..., :n, :]  # the bug
+        if isinstance(attn_mask, torch.Tensor) and attn_mask.shape[-1] > 1:
+            attn_mask = attn_mask[..., :n]
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def trailing_zero_queries_answered_zero(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                        enable_gqa=False):
+    """Query rows at the end that are exactly 0 everywhere (some row not) are taken for padding and answered 0 (red
+    team rt52's b12); SDPA answers a zero query with the mean of the values it sees."""
+    out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    t = _trailing_zero_rows(q)
+    if 0 < t < q.shape[-2]:
+        out = out.clone()
+        out[..., q.shape[-2] - t:, :] = 0  # the bug
+    return out
+
+
+def small_frozen_mask_read_as_zero_inf(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                       enable_gqa=False):
+    """A float mask that does not require grad and whose finite values are all below 1e-3 in size is taken for a
+    0/-inf mask and sent to the boolean path (red team rt52's b03: a fast path chosen by a tolerance)."""
+    if (isinstance(attn_mask, torch.Tensor) and attn_mask.is_floating_point() and not attn_mask.requires_grad
+            and attn_mask.numel()):
+        finite = attn_mask[attn_mask.isfinite()]
+        if finite.numel() and float(finite.abs().max()) < 1e-3:
+            attn_mask = attn_mask > float("-inf")  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(gqa_groups_of_five_to_seven_tiled, "groups of 5 to 7 query heads take the KV heads tiled",
+           "generated-agreement"),
+    Mutant(gqa_backward_sums_four_heads_of_groups_of_five_to_seven,
+           "dk, dv summed over four heads of groups of 5 to 7", "generated-gradients", backward=True),
+    Mutant(backward_reads_scale_one_as_unset, "the backward reads an explicit scale of 1.0 as unset",
+           "generated-gradients", backward=True),
+    Mutant(scale_near_one_snapped, "an explicit scale within 5% of 1 taken as 1", "generated-agreement",
+           dtypes=(torch.float32,)),
+    Mutant(head_dim_past_1024_truncated, "q and k read to their 1024th channel past it", "generated-agreement"),
+    Mutant(trailing_zero_keys_dropped, "trailing zero keys dropped as padding", "generated-agreement"),
+    Mutant(trailing_zero_queries_answered_zero, "trailing zero queries answered 0", "generated-agreement"),
+    Mutant(small_frozen_mask_read_as_zero_inf, "a frozen mask below 1e-3 read as 0/-inf", "generated-agreement",
+           dtypes=(torch.float32,)),
+)
+
+
+CHUNKED_PREFILL_QUERIES, CHUNKED_PREFILL_KEYS = (257, 1024), 2 ** 14  # the chunked-prefill path of the mutants below
+
+
+def _chunked_prefill(q, k) -> bool:
+    """A chunk of 257-1024 queries over more than 2¹⁴ keys: a serving kernel's chunked prefill over a long KV cache."""
+    return CHUNKED_PREFILL_QUERIES[0] <= q.shape[-2] <= CHUNKED_PREFILL_QUERIES[1] and k.shape[-2] > CHUNKED_PREFILL_KEYS
+
+
+def chunked_prefill_causal_bottom_right(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                        enable_gqa=False):
+    """The chunked-prefill path (257-1024 queries over more than 2¹⁴ keys) aligns is_causal bottom-right, the chunk
+    being the prompt's last tokens, as vLLM-style kernels do (red team rt52's b16); SDPA aligns it top-left."""
+    if is_causal and _chunked_prefill(q, k):
+        n_q, n_k = q.shape[-2], k.shape[-2]
+        visible = torch.ones(n_q, n_k, dtype=torch.bool, device=q.device).tril(n_k - n_q)  # the bug: bottom-right
+        return full_attention(q, k, v, visible, dropout_p, False, scale, enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def chunked_prefill_drops_the_mask(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                   enable_gqa=False):
+    """The chunked-prefill path (257-1024 queries over more than 2¹⁴ keys) never reads attn_mask (red team rt52's
+    b17)."""
+    if _chunked_prefill(q, k):
+        attn_mask = None  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(chunked_prefill_causal_bottom_right, "a chunked prefill over a long KV cache aligned bottom-right",
+           "generated-agreement"),
+    Mutant(chunked_prefill_drops_the_mask, "a chunked prefill over a long KV cache dropping the mask",
+           "generated-agreement"),
+)

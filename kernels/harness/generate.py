@@ -407,6 +407,8 @@ class Problem:
     mask_near: str | None = None  # a boolean mask of this structure, exact or one entry off (masks.NEAR_STRUCTURES)
     threads: int = 1  # torch's intra-op threads during the calls, on a machine of as many CPUs (THREAD_COUNT)
     caller: str = MAIN  # who makes the impl's calls (callers.CALLERS: another thread, under a default dtype)
+    zero_tails: bool = False  # the last quarter of the keys (k, v) and of the queries exactly 0 (_zero_tails)
+    mask_magnitude: float = 1.0  # an additive random mask's values times this (paths.mask_magnitude)
 
     def describe(self) -> str:
         parts = [f"B={self.batch} Hq={self.q_heads} Hkv={self.kv_heads} Nq={self.n_q} Nk={self.n_k} "
@@ -457,6 +459,10 @@ class Problem:
             parts.append("key padding, one entry without keys")
         if self.underflow:
             parts.append("the first half of the keys' weights underflowing")
+        if self.zero_tails:
+            parts.append("the last quarter of the keys' k, v and of the queries exactly 0")
+        if self.mask_magnitude != 1.0:
+            parts.append(f"mask values times {self.mask_magnitude:.3g}")
         if self.relation == GRADIENTS and self.grad_context != "enable_grad":
             parts.append(f"forward and backward under {self.grad_context}")
         if self.dout_value:
@@ -1036,6 +1042,18 @@ def _late_values(s: Subject) -> None:
     s.v = v * POSITION_VALUE_SCALE
 
 
+def _zero_tails(s: Subject) -> None:
+    """The last quarter of the keys (their k and v rows) and of the queries exactly 0 in every entry and head (one of
+    each past a single row): padding a caller left in place. SDPA attends to a zero key as to any other (its score 0,
+    its weight exp(-m)) and answers a zero query with the mean of the values it sees; a kernel inferring padding from
+    zeros drops them or answers 0."""
+    for name in ("q", "k", "v"):
+        x = getattr(s, name).clone()  # (B, H, N, D)
+        n = x.shape[-2]
+        x[..., n - max(1, n // 4) if n > 1 else n:, :] = 0
+        setattr(s, name, x)
+
+
 UNDERFLOW_SCORE = -1000.0  # the least |score| of an underflowing key, times √D: exp(-1000) is 0 in float64 too
 
 
@@ -1162,9 +1180,10 @@ def _mask(s: Subject, p: Problem, poisoned: bool = True):
         m = structured_mask(s, shape, p.mask_values, label, dtype=None if p.mask_dtype is None
                             else getattr(torch, p.mask_dtype))
     elif p.mask_dtype is None:
-        m = additive_mask(s, shape, label)
+        m = additive_mask(s, shape, label, magnitude=p.mask_magnitude)
     else:
-        m = additive_mask(s, shape, label, dtype=getattr(torch, p.mask_dtype), shift=MASK_SHIFT)
+        m = additive_mask(s, shape, label, dtype=getattr(torch, p.mask_dtype), shift=MASK_SHIFT,
+                          magnitude=p.mask_magnitude)
     r = _rng(p.seed, "mask storage")
     if p.mask == ONE_DIM_MASK:
         m = m.reshape(p.n_k)
@@ -1827,6 +1846,8 @@ def _judged(impl, problem: Problem, device: str) -> tuple[Outcome, str | None]:
         s.v, s.value_unit = s.v * 2.0 ** -problem.small_values, 2.0 ** -problem.small_values
     if problem.underflow:
         _underflowing_keys(s)
+    if problem.zero_tails:
+        _zero_tails(s)
     if problem.kv_broadcast and _split_batch(problem):  # (B/2 entries, each repeated over its pair: _call_form)
         s.k, s.v = (x.unflatten(0, (problem.batch // 2, 2))[:, :1].expand(problem.batch // 2, 2, *x.shape[1:])
                     .flatten(0, 1).contiguous() for x in (s.k, s.v))  # (B, Hkv, Nk, D)
@@ -1894,7 +1915,7 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("dout_value", (None,)), ("grad_context", ("enable_grad",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("input_value", ("NaN",)), ("context", ("no_grad",)), ("prior", (None,)), ("arguments", ("keywords",)), ("mask_padding", (False,)), ("underflow", (False,)), ("mask_storage", ("contiguous",)),
+    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("dout_value", (None,)), ("grad_context", ("enable_grad",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("input_value", ("NaN",)), ("context", ("no_grad",)), ("prior", (None,)), ("arguments", ("keywords",)), ("mask_padding", (False,)), ("underflow", (False,)), ("zero_tails", (False,)), ("mask_magnitude", (1.0,)), ("mask_storage", ("contiguous",)),
                           ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)), ("small_values", (0,)),
                           ("scale", (None,)),
                           ("causal", (False,)),

@@ -35,12 +35,13 @@ def bool_mask(s: Subject, shape, label: str, keep: float = 0.6) -> torch.Tensor:
     return _rows_see_a_key(visible, gen).to(s.device)
 
 
-def additive_mask(s: Subject, shape, label: str, dtype: torch.dtype | None = None, shift: float = 0.0) -> torch.Tensor:
-    """Finite values of either sign (N(0, 2²)) plus ``shift`` with about a quarter -inf, in the inputs'
-    dtype or ``dtype``. A shift leaves the softmax as it is; in a float32 mask beside half q it is a
+def additive_mask(s: Subject, shape, label: str, dtype: torch.dtype | None = None, shift: float = 0.0,
+                  magnitude: float = 1.0) -> torch.Tensor:
+    """Finite values of either sign (N(0, 2²) times ``magnitude``) plus ``shift`` with about a quarter -inf, in the
+    inputs' dtype or ``dtype``. A shift leaves the softmax as it is; in a float32 mask beside half q it is a
     bias a half type cannot hold (a position bias of a few hundred), so casting it to q's dtype shows."""
     gen = s.rng(label)
-    values = 2 * torch.randn(shape, generator=gen, dtype=torch.float64) + shift
+    values = 2 * magnitude * torch.randn(shape, generator=gen, dtype=torch.float64) + shift
     hidden = ~_rows_see_a_key(torch.rand(shape, generator=gen) < 0.75, gen)
     values = values.masked_fill(hidden, float("-inf"))
     return s.cast(values) if dtype is None else values.to(dtype=dtype, device=s.device)

@@ -25,6 +25,7 @@ the triples, plain_formed and one_form), ~45-50 CPU-s of SDPA math (timing.py).
 from __future__ import annotations
 
 import functools
+import math
 import zlib
 from dataclasses import replace
 
@@ -150,22 +151,43 @@ MASKS = {  # level: (form, kind) of generate.MASK_FORMS
 # long prefill's KV head taken as h // Hkv, where the costly paths took two query heads at most, without a group)
 # and a group of 8 over two KV heads, as Llama-3 70B's 64/8 (red team rt49: groups of 8 or more packed query-major
 # and unpacked head-major)
-HEAD_LEVELS = {"1/1": (1, 1), "2/2": (2, 2), "4/2": (4, 2), "4/1": (4, 1), "6/2": (6, 2), "2/1": (2, 1),
+# and groups of G over two KV heads, G dealt over the rows of each relation from GROUPS (every size 3 to 7, 9, 12 and
+# 15: red team rt52's KV heads tiled, one dropout keep mask per KV head and dk, dv summed over a group's first four
+# heads, each for groups of 5-7 alone, escaped every group the array drew, 1, 2, 3, 4 and 8; real models group 5
+# (Qwen2.5-32B, 40/8), 6 (Qwen2-1.5B, 12/2) and 7 (Qwen2.5-7B, 28/4))
+HEAD_LEVELS = {"1/1": (1, 1), "2/2": (2, 2), "4/2": (4, 2), "4/1": (4, 1), "G/2": (6, 2), "2/1": (2, 1),
                "16/2": (16, 2)}
+GROUPED = "G/2"
+GROUPS = (3, 5, 6, 7, 9, 12, 15)
+# (groups past 7 in the gradients and on the paths of 2¹³ keys or more: 1-4 CPU-s a row of SDPA math, whose least
+# sizes the halving cannot go below; measured, they took the array from 67 to 87 CPU-s)
+COSTLY_GROUPS = GROUPS[:4]
+GROUP = "group"  # (a row's key: its G, rows())
 # a path whose heads are its row's head level times this (red team rt47: h % Hkv for h // g past 512 query heads); one
 # KV head stays one (MQA as MLA decodes it: 128 query heads or more over one latent head; red team rt50: a 128-head
 # tile of MQA decoding reading its first 64 heads' queries escaped, no row having more than 65 heads over one)
 HEADS_TIMES = {"many-heads": 256}
 RELATIONS = {"forward": AGREEMENT, "gradients": GRADIENTS, "dropout": DROPOUT_LAW}
-EXPLICIT_SCALES = (0.3, 2.0, -0.5)
+# An explicit scale's value: the rows of each relation take these in turn (rows()), so the gradients meet 1.0 as the
+# forward does, and values near 1 and near the default 1/√D are drawn continuously, 1 ± 10^u with u uniform in
+# NEAR_EXPONENTS, either sign; "broad": ±10^u, u uniform in BROAD_EXPONENTS (red team rt52: a backward reading an
+# explicit 1.0 as unset, and a scale within 5% of 1 snapped to 1, escaped the list 0.3, 2, -0.5)
+EXPLICIT_SCALES = ("one", "near one", "near default", "broad")
+NEAR_EXPONENTS = (-4.0, -1.0)
+BROAD_EXPONENTS = (-1.5, 0.7)
+SCALE = "scale value"  # (a row's key, rows())
+ZERO_TAILS = "zero tails"
 FEATURE_LEVELS = {
     "mask": ("none",) + tuple(MASKS),
     "mask dtype": ("q's", "float32"),  # a float32 additive mask beside half q (shifted by generate.MASK_SHIFT)
     "causal": (False, True),
     "heads": tuple(HEAD_LEVELS),
     "kv batch": ("own", "broadcast"),  # k, v of batch 1 broadcast over q's
-    # one element of q, k or v (k or v only where no key is hidden); "v underflowed": where the weights are 0
-    "nonfinite": ("none", "one input", "v underflowed"),
+    # one element of q, k or v (k or v only where no key is hidden); "v underflowed": where the weights are 0; "zero
+    # tails": the last quarter of the keys (k and v rows) and of the queries exactly 0 in every entry and head, padding
+    # a caller left in place, which SDPA attends to as any key (red team rt52: trailing zero keys dropped as padding,
+    # trailing zero queries answered 0, escaped inputs that were never exactly 0 at the ends)
+    "nonfinite": ("none", "one input", "v underflowed", ZERO_TAILS),
     "relation": tuple(RELATIONS),
     # (2: (N, D), one entry of one head, the least rank torch's SDPA takes, measured: rank 1 refused, 2 to 6 taken,
     # masks of at most two dims at rank 2; red team rt51: an impl refusing rank 2, another dropping is_causal there)
@@ -187,7 +209,16 @@ WIDER = (257, 512)  # (past it, rt49: a long-KV kernel's q·k loop over one 256-
 MEDIUM = (72, 80, 96, 100, 112, 127, 128)
 BROAD = ("wide", "medium", "wider")  # the head dims past the narrow ones (allowed(): forward only, not the longest paths)
 MLA = (576, 512)
-HUGE = (641, 1024)
+# the huge level's head dims: its rows take these octaves in turn (rows()), one past every power of two from 512 to
+# 2048 (red team rt52: q and k truncated to 1024 channels past 1024 escaped heads that stopped at 1024)
+HUGE_OCTAVES = ((641, 1024), (1025, 2048), (2049, 4096))
+HUGE = (HUGE_OCTAVES[0][0], HUGE_OCTAVES[-1][1])
+OCTAVE = "octave"  # (a row's key, rows())
+# an additive random mask's magnitude (its values N(0, 2²) times it): every other row of each dtype's additive
+# masks takes 10^u, u spread over MASK_EXPONENTS by the golden ratio's steps (rows()), frozen or learned (red team
+# rt52: a frozen mask below 1e-3 in magnitude skipped escaped masks of size 1 or more)
+MASK_EXPONENTS = (-5.0, 1.0)
+MAGNITUDE = "mask magnitude"  # (a row's key: its turn, rows())
 HALF = ("float16", "bfloat16")
 EXPANDED = ("k, v expanded over heads", "k, v expanded over batch")
 # every run's array has every dtype as a level, whatever dtypes the run asks for, so a run of one dtype judges the
@@ -205,7 +236,7 @@ THOROUGH_ARRAYS = 4
 # least sizes (TRIPLE_SHRINK: an eighth of the cost cap).
 TRIPLE_FACTORS = ("dtype", "mask", "causal", "heads", "kv batch", "relation", "scale", "head dim")
 DEFAULT_TRIPLE_FACTORS = ("mask", "heads", "kv batch", "relation", "scale")
-TRIPLE_HEADS = ("6/2", "2/1")
+TRIPLE_HEADS = (GROUPED, "2/1")
 TRIPLE_ROW = "triple"
 STRUCTURE = "structure"  # (a row's key: the NEAR mask's structure, rows())
 # A dropout row's p: the middle band, where its keep masks' lags are judged from 1000 counted pairs on
@@ -232,13 +263,14 @@ TRIPLE_SHRINK = 8
 
 
 def chosen_paths(names=None) -> tuple[str, ...] | None:
-    """``names`` checked against PATHS (None: every path, a thorough run's besides)."""
+    """``names`` checked against PATHS and PLANE (None: every path, a thorough run's besides)."""
     if names is None:
         return None
     names = tuple(names) if not isinstance(names, str) else (names,)
-    unknown = [n for n in names if n not in ALL_PATHS]
+    known = tuple(ALL_PATHS) + (PLANE,)
+    unknown = [n for n in names if n not in known]
     if unknown or not names:
-        raise ValueError(f"paths: {', '.join(map(repr, unknown)) or 'none given'}; the paths are {', '.join(ALL_PATHS)}")
+        raise ValueError(f"paths: {', '.join(map(repr, unknown)) or 'none given'}; the paths are {', '.join(known)}")
     return names
 
 
@@ -273,7 +305,9 @@ def allowed(row: dict) -> bool:
         # masked-out float64 golden value's not; either is defensible, so there only a NaN in q (problem() picks it)
         has("nonfinite", "mask") and nonfinite == "v underflowed" and mask != "none",
         has("nonfinite", "causal") and nonfinite == "v underflowed" and row["causal"],
-        has("nonfinite", "relation") and nonfinite != "none" and relation != "forward",
+        # (zero tails in the gradients too, not dropout's V = I)
+        has("nonfinite", "relation") and nonfinite not in ("none", ZERO_TAILS) and relation != "forward",
+        has("nonfinite", "relation") and nonfinite == ZERO_TAILS and relation == "dropout",
         has("nonfinite", "kv batch") and nonfinite != "none" and row["kv batch"] == "broadcast",
         has("nonfinite", "scale") and nonfinite == "v underflowed" and row["scale"] == "explicit",
         has("kv batch", "rank") and row["kv batch"] == "broadcast" and row["rank"] == 3,
@@ -402,7 +436,7 @@ def plain_rows(features: frozenset, thorough: bool = False, kept=None) -> tuple[
 
 def _triple_wanted(thorough: bool):
     def wanted(row: dict) -> bool:
-        return row.get("path") not in ("small",) + COSTLY and (thorough or row.get("heads", "6/2") in TRIPLE_HEADS)
+        return row.get("path") not in ("small",) + COSTLY and (thorough or row.get("heads", GROUPED) in TRIPLE_HEADS)
     return wanted
 
 
@@ -476,23 +510,44 @@ def rows(seed: int, features: frozenset, array: int = 0, thorough: bool = False,
     more = covering_array(levels, _cheap, rng, candidates=TRIPLE_CANDIDATES, plain=plain,
                           targets=not_held(pairwise, triples(features, full, kept)))
     out = list(pairwise) + [{**row, TRIPLE_ROW: True} for row in more]
-    # the structured masks' rows take the structures in turn (by their place among them, so each structure is met
-    # whenever the array has as many such rows): the rows of paths of three queries or more in a turn of their own, as
-    # a structure needs three (problem()); a turn over rows that may draw fewer lost the exact sliding window when the
-    # array changed
-    for sure in (True, False):
-        near = [i for i, row in enumerate(out) if row.get("mask") == NEAR
-                and (ALL_PATHS[row["path"]][1][0] >= 3) == sure]
-        for turn, i in enumerate(near):
-            out[i] = {**out[i], STRUCTURE: NEAR_STRUCTURES[turn % len(NEAR_STRUCTURES)]}
-    # and each path's dropout rows the bands of p in turn (a path's first: the middle band)
+    # the structured masks' rows take the structures in turn: the rows of paths of three queries or more in a turn of
+    # their own, as a structure needs three (problem()); a turn over rows that may draw fewer lost the exact sliding
+    # window when the array changed
+    _deal(out, lambda row: row.get("mask") == NEAR, STRUCTURE, NEAR_STRUCTURES,
+          by=lambda row: ALL_PATHS[row["path"]][1][0] >= 3)
+    # each path's dropout rows the bands of p (a path's first: the middle band)
+    _deal(out, lambda row: row.get("relation") == "dropout", P_BAND, tuple(P_BANDS), by=lambda row: row["path"])
+    out = [{**row, DROPOUT_GRADS: "gradients" in levels["relation"]} if P_BAND in row else row for row in out]
+    # each relation's grouped rows the group sizes, and its explicit scales the kinds of value
+    for groups in (GROUPS, COSTLY_GROUPS):
+        _deal(out, lambda row: row.get("heads") == GROUPED and _costly_group(row) == (groups == COSTLY_GROUPS), GROUP,
+              groups, by=lambda row: row["relation"])
+    _deal(out, lambda row: row.get("scale") == "explicit", SCALE, EXPLICIT_SCALES, by=lambda row: row["relation"])
+    # the huge heads the octaves, and each dtype's additive masks their turns of magnitude
+    _deal(out, lambda row: row.get("head dim") == "huge", OCTAVE, HUGE_OCTAVES)
+    _deal(out, lambda row: MASKS.get(row.get("mask"), ("", ""))[1] == "additive", MAGNITUDE, None,
+          by=lambda row: row["dtype"])
+    return tuple(out)
+
+
+# the keys rows() adds to a row beside its factors' levels
+ROW_KEYS = (TRIPLE_ROW, STRUCTURE, P_BAND, DROPOUT_GRADS, GROUP, SCALE, OCTAVE, MAGNITUDE)
+
+
+def _costly_group(row: dict) -> bool:
+    """Whether a grouped row takes COSTLY_GROUPS."""
+    return row["relation"] == "gradients" or ALL_PATHS[row["path"]][2][0] >= 2 ** 13
+
+
+def _deal(out: list, wanted, key: str, values, by=lambda row: 0) -> None:
+    """Each row ``wanted`` takes values[t] under ``key`` (or t itself where ``values`` is None), t its turn among the
+    wanted rows of its group ``by``: a group of as many rows as values meets each value, whatever the array's seed (a
+    draw per row leaves a value out of a group of that size one time in several)."""
     turns: dict = {}
     for i, row in enumerate(out):
-        if row.get("relation") == "dropout":
-            turn = turns[row["path"]] = turns.get(row["path"], -1) + 1
-            out[i] = {**out[i], P_BAND: tuple(P_BANDS)[turn % len(P_BANDS)],
-                      DROPOUT_GRADS: "gradients" in levels["relation"]}
-    return tuple(out)
+        if wanted(row):
+            turn = turns[by(row)] = turns.get(by(row), -1) + 1
+            out[i] = {**row, key: turn if values is None else values[turn % len(values)]}
 
 
 def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int = 0) -> Problem:
@@ -514,6 +569,7 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
         tile = MULTIPLE_OF[row["path"]]
         n_q, n_k = (r.randint(lo // tile, hi // tile) * tile for lo, hi in ((q_lo, q_hi), (k_lo, k_hi)))
     hq, hkv = HEAD_LEVELS[row["heads"]]
+    hq = hkv * row[GROUP] if GROUP in row else hq
     times = HEADS_TIMES.get(row["path"], 1)
     hq, hkv = hq * times, hkv if hkv == 1 < hq else hkv * times  # (MQA's one KV head stays one)
     broadcast = row["kv batch"] == "broadcast"
@@ -542,8 +598,9 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
         d = r.choice(MEDIUM)
         dv = r.choice(MEDIUM) if value_dim and r.random() < 0.3 else d
     elif row["head dim"] == "huge":
-        d = r.randint(*HUGE)
-        dv = r.randint(*HUGE) if value_dim and r.random() < 0.5 else d
+        octave = row.get(OCTAVE, HUGE_OCTAVES[0])
+        d = r.randint(*octave)
+        dv = r.randint(*octave) if value_dim and r.random() < 0.5 else d
     elif row["head dim"] == "wide":
         d = r.randint(*WIDE)
         dv = r.randint(*WIDE) if value_dim and r.random() < 0.3 else d
@@ -573,8 +630,9 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
         dv = n_k
     form, kind = MASKS.get(row["mask"], (None, "bool"))
     hidden = form is not None or row["causal"]  # (some key hidden: a non-finite input in q, see allowed())
-    nonfinite = {"none": None, "one input": "q" if hidden else r.choice("qkv"), "v underflowed": "v"}[row["nonfinite"]]
-    scale = r.choice(EXPLICIT_SCALES) if row["scale"] == "explicit" else None
+    nonfinite = {"none": None, "one input": "q" if hidden else r.choice("qkv"), "v underflowed": "v",
+                 ZERO_TAILS: None}[row["nonfinite"]]
+    scale = _explicit_scale(row.get(SCALE, "broad"), d, r) if row["scale"] == "explicit" else None
     return Problem(batch, hq, hkv, n_q, n_k, d, dv, bool(row["causal"]), row["dtype"], layout=row["layout"],
                    mask=form, mask_kind=kind,
                    # (in the row's band, P_BANDS; the drawn problems step through the other p: generate.DROPOUT_PS)
@@ -588,7 +646,8 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
                    # and -inf where a kernel selecting by the mask gives -inf; either is defensible, as for a NaN key)
                    input_nan=nonfinite, input_value=("NaN" if hidden else r.choice(ref.NONFINITE)) if nonfinite
                    else "NaN",
-                   underflow=row["nonfinite"] == "v underflowed",
+                   underflow=row["nonfinite"] == "v underflowed", zero_tails=row["nonfinite"] == ZERO_TAILS,
+                   mask_magnitude=mask_magnitude(row.get(MAGNITUDE), seed) if kind == "additive" else 1.0,
                    mask_grad=relation == GRADIENTS and kind == "additive" and form is not None and not sampled_backward,
                    # key padding of prefixes, one entry's empty: each path's empty rows (red team rt45h: a stride-0 k, v
                    # fast path returning v for them escaped)
@@ -597,6 +656,28 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
                    mask_near=row.get(STRUCTURE, NEAR_STRUCTURES[index % len(NEAR_STRUCTURES)])
                    if row["mask"] == NEAR and n_q >= 3 and n_k >= 2 else None,
                    path=row["path"])
+
+
+def _explicit_scale(kind: str, head_dim: int, r) -> float:
+    """An explicit scale of ``kind`` (EXPLICIT_SCALES), drawn with ``r``."""
+    if kind == "one":
+        return 1.0
+    sign = r.choice((-1.0, 1.0))
+    if kind == "broad":
+        return sign * 10 ** r.uniform(*BROAD_EXPONENTS)
+    centre = 1.0 if kind == "near one" else 1.0 / math.sqrt(max(head_dim, 1))
+    return float(f"{centre * (1.0 + sign * 10 ** r.uniform(*NEAR_EXPONENTS)):.9g}")
+
+
+def mask_magnitude(turn: int | None, seed: int) -> float:
+    """An additive random mask's magnitude for its turn (rows()): 1 on even turns, and on odd ones 10^u, u stepping
+    over MASK_EXPONENTS by the golden ratio from a point the seed fixes (any interval of u of width w is met within
+    about 1/w odd turns)."""
+    if turn is None or turn % 2 == 0:
+        return 1.0
+    lo, hi = MASK_EXPONENTS
+    u = (_rng(seed, "mask magnitude").random() + (turn // 2) * (math.sqrt(5) - 1) / 2) % 1.0
+    return 10 ** (lo + (hi - lo) * u)
 
 
 def _dropout_p(row: dict, r) -> float:
@@ -613,14 +694,58 @@ def problems(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
              arrays: int = 1, kept: tuple[str, ...] | None = None):
     """The run's covering problems for the pass over ``dtype`` of the run's ``dtypes``: the rows of that dtype, and in
     the first pass float64's and those of any dtype the run lacks (there in the first dtype); of ``arrays`` arrays (the
-    thorough run's THOROUGH_ARRAYS: each pair then met at that many sizes and with that many other rows' values)."""
+    thorough run's THOROUGH_ARRAYS: each pair then met at that many sizes and with that many other rows' values); then
+    the pass's cells of the (Nq, Nk) plane (plane())."""
     first = dtype == dtypes[0]
-    for array in range(arrays):
-        for index, row in enumerate(rows(seed, features, array, arrays > 1, kept)):
+    named = None if kept is None else tuple(k for k in kept if k != PLANE)
+    for array in range(arrays if named != () else 0):
+        for index, row in enumerate(rows(seed, features, array, arrays > 1, named)):
             if row["dtype"] == dtype or first and row["dtype"] == "float64":
                 yield problem(row, seed, index, value_dim, array)
             elif first and row["dtype"] not in dtypes:
                 yield problem({**row, "dtype": dtype}, seed, index, value_dim, array)
+    if kept is None or PLANE in kept:
+        yield from plane(seed, dtype, dtypes, features, thorough=arrays > 1)
+
+
+# The (Nq, Nk) plane by octaves: cell (a, b) holds Nq in (2^a, 2^a + 2^a/4] and Nk in (2^b, 2^b + 2^b/4], near the
+# cell's least corner, where its cost is least. A dispatcher's path for "past X queries and past Y keys" (or for a band
+# of queries past Y keys) holds every cell past its corner (a, b), so it holds the cell (a, L - a) of a line a + b = L
+# whenever a + b ≤ L: the cells of the line meet every such path whose corner is on or below it, at the line's cost,
+# not the plane's. The named paths cover the regions earlier kernels had; the line covers the rest (red team rt52: a
+# chunked prefill of 257-1024 queries over more than 16 384 keys, aligned bottom-right or dropping the mask, escaped
+# every named path). Each cell is judged twice, causal in one dtype of the run and with a boolean (Nq, Nk) mask in
+# the next, forward on sampled query rows; one query or key head, D ≤ 8. The line's cells from 257 queries to 2¹⁷
+# (PLANE_QUERY_OCTAVES): fewer queries over more keys are judged on every row (SDPA math: 0.5-1.4 CPU-s a cell,
+# measured), and are the decoding and long-context paths' (to 2¹⁷ keys); more queries over fewer keys the query-chunk
+# paths' (long-queries, huge-queries). Measured: 0.06-0.2 CPU-s a cell of SDPA math here. A thorough run's lines are
+# PLANE_LINES[True], from 2 octaves of queries.
+PLANE = "plane"
+PLANE_LINES = {False: (22,), True: (18, 20, 22, 24)}
+PLANE_QUERY_OCTAVES = {False: (8, 17), True: (2, 22)}
+PLANE_LEAST = 2  # (octaves: four keys at least)
+PLANE_HEAD_DIMS = (1, 3, 5, 8)
+
+
+def plane(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset, thorough: bool = False) -> list[Problem]:
+    """The pass over ``dtype``'s problems of the (Nq, Nk) plane's cells (PLANE_LINES): each cell's causal one in the
+    run's dtype of the cell's turn, its masked one in the next (both in a run of one dtype; a plain one where the impl
+    takes neither)."""
+    out = []
+    least, most = PLANE_QUERY_OCTAVES[thorough]
+    cells = [(a, line - a) for line in PLANE_LINES[thorough] for a in range(least, min(most, line - PLANE_LEAST) + 1)]
+    for turn, (a, b) in enumerate(cells):
+        r = _rng(seed, PLANE, a, b)
+        n_q, n_k = (r.randint(2 ** e + 1, 2 ** e + max(1, 2 ** e // 4)) for e in (a, b))
+        d = r.choice(PLANE_HEAD_DIMS)
+        kinds = [k for k, f in (("causal", CAUSAL), ("mask", ATTN_MASK)) if f in features] or ["plain"]
+        for j, kind in enumerate(kinds):
+            if dtypes[(turn + j) % len(dtypes)] != dtype:
+                continue
+            masked = kind == "mask"
+            out.append(Problem(1, 1, 1, n_q, n_k, d, d, kind == "causal", dtype, mask="(Nq, Nk)" if masked else None,
+                               seed=zlib.crc32(repr((seed, dtype, PLANE, a, b, kind)).encode()), path=PLANE))
+    return out
 
 
 def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset, value_dim: bool = True,

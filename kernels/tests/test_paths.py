@@ -29,7 +29,7 @@ DTYPES = ("float32", "float16", "bfloat16")
 def test_the_array_covers_every_pair_some_allowed_row_holds(features, seed):
     rows = paths.rows(seed, features)
     factors = paths.factors(features)
-    assert all(paths.allowed(r) and set(r) - {paths.TRIPLE_ROW, paths.STRUCTURE, paths.P_BAND, paths.DROPOUT_GRADS} == set(factors) for r in rows)
+    assert all(paths.allowed(r) and set(r) - set(paths.ROW_KEYS) == set(factors) for r in rows)
     assert covering.uncovered_pairs(list(rows), factors, paths.allowed) == set()
     pairwise = [r for r in rows if not r.get(paths.TRIPLE_ROW)]
     # (the plain rows and about the largest pair of factors' levels, the least any pairwise array holds: path × mask)
@@ -175,11 +175,12 @@ def test_every_row_is_a_problem_of_its_paths_sizes():
     assert {p.mask_near for p in problems} >= set(masks.NEAR_STRUCTURES)
     # each dtype's pass takes its rows, float64's in the first
     passes = {d: list(paths.problems(0, d, DTYPES, ALL)) for d in DTYPES}
-    assert sum(map(len, passes.values())) == len(rows)
+    plane = {d: [p for p in ps if p.path == paths.PLANE] for d, ps in passes.items()}
+    assert sum(map(len, passes.values())) - sum(map(len, plane.values())) == len(rows)
     assert {p.dtype for p in passes["float32"]} == {"float32", "float64"}
-    # a run of one dtype judges the same rows, those of the other dtypes in its own
+    # a run of one dtype judges the same rows, those of the other dtypes in its own, and every cell of the plane
     alone = list(paths.problems(0, "float16", ("float16",), ALL))
-    assert len(alone) == len(rows) and {p.dtype for p in alone} == {"float16", "float64"}
+    assert len(alone) == len(rows) + sum(map(len, plane.values())) and {p.dtype for p in alone} == {"float16", "float64"}
 
 
 @pytest.mark.parametrize("name", ["prefill_splits_read_mask_from_column_zero", "decode_float64_in_float32",
