@@ -2092,12 +2092,18 @@ for _name, _needs, _bugs in (
                              "bottom-right causal or sliding-window boolean mask routed to a kernel of its own, a "
                              "decode path between the drawn sizes, a prefill reading entry 0's mask, an interleaved KV "
                              "cache's strides re-derived, k, v broadcast along a middle batch dim, rank 6 dropping "
-                             "is_causal, 257-512 channels over one chunk, GQA groups of 8 unpacked head-major)"),
+                             "is_causal, 257-512 channels over one chunk, GQA groups of 8 unpacked head-major; red "
+                             "team rt52: KV heads tiled for groups of 5-7, an explicit scale near 1 snapped to 1, q "
+                             "and k truncated past 1024 channels, trailing zero keys or queries taken for padding, a "
+                             "frozen mask below 1e-3 read as 0/-inf, a chunked prefill of 257-1024 queries over 2^14+ "
+                             "keys aligned bottom-right or dropping the mask)"),
     (GRADIENTS, frozenset({BACKWARD}), "gradients wrong for a drawn requires_grad subset, view, mask form or size; "
                                        "a backward wrong under a drawn mode (deterministic, anomaly), a non-finite "
                                        "dO clamped or sanitised, gradients returned in buffers the next backward of "
                                        "the shape overwrites; red team rt44h: a GQA backward wrong or raising at "
-                                       "rank 3 or 5; rt48: a training path's backward ignoring an explicit scale"),
+                                       "rank 3 or 5; rt48: a training path's backward ignoring an explicit scale; "
+                                       "rt52: dk, dv summed over four heads of groups of 5-7, an explicit scale of "
+                                       "1.0 read as unset in the backward"),
     (DROPOUT_LAW, frozenset({DROPOUT}), "dropout wrong at a drawn p (biased threshold, rescale, p < 1e-3 taken "
                                         "for 0) or shape; a keep mask repeating along the keys or the queries on one "
                                         "path (a speculative decode restarting its offset per split of 1024 keys); "
