@@ -19,8 +19,9 @@ pass, as do the rows of a dtype the run lacks (in the first dtype).
 
 Sizes are drawn inside each path's ranges per run seed, with D ≤ 16 past the small path (but for the head-dim
 factor's wider levels), so a long problem costs O(B·Hq·Nq·Nk·D) with B·Hq·Nq·Nk ≤ 2¹⁸ where the path's least sizes
-allow: the whole array is ~520 problems a run at seed 0 with every feature (plain rows, pairwise ones, and the rows for
-the triples, plain_formed and one_form), ~45-50 CPU-s of SDPA math (timing.py).
+allow: the whole array is ~565 problems a run at seed 0 with every feature (plain rows, pairwise ones, and the rows for
+the triples, plain_formed and one_form), and 20 of the (Nq, Nk) plane (plane()): 76 CPU-s of SDPA math in one
+process, measured on 2026-12-07 (timing.py).
 """
 from __future__ import annotations
 
@@ -160,7 +161,8 @@ HEAD_LEVELS = {"1/1": (1, 1), "2/2": (2, 2), "4/2": (4, 2), "4/1": (4, 1), "G/2"
 GROUPED = "G/2"
 GROUPS = (3, 5, 6, 7, 9, 12, 15)
 # (groups past 7 in the gradients and on the paths of 2¹³ keys or more: 1-4 CPU-s a row of SDPA math, whose least
-# sizes the halving cannot go below; measured, they took the array from 67 to 87 CPU-s)
+# sizes the halving cannot go below; measured, the array took 87 CPU-s of SDPA math with every group on every grouped
+# row, 76 with these, 67 before groups past 3)
 COSTLY_GROUPS = GROUPS[:4]
 GROUP = "group"  # (a row's key: its G, rows())
 # a path whose heads are its row's head level times this (red team rt47: h % Hkv for h // g past 512 query heads); one
