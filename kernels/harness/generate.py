@@ -1050,7 +1050,8 @@ def _zero_tails(s: Subject) -> None:
     for name in ("q", "k", "v"):
         x = getattr(s, name).clone()  # (B, H, N, D)
         n = x.shape[-2]
-        x[..., n - max(1, n // 4) if n > 1 else n:, :] = 0
+        tail = max(1, n // 4) if n > 1 else 0  # (a single row stays: zeroing it pads nothing)
+        x[..., n - tail:, :] = 0
         setattr(s, name, x)
 
 
