@@ -4692,33 +4692,44 @@ def gqa_backward_sums_four_heads_of_groups_of_five_to_seven(q, k, v, attn_mask=N
     return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
 
-class _ScaleOneBackward(torch.autograd.Function):
-    """The forward full_attention's at the explicit scale 1.0; the backward that of the default scale."""
+class _OtherBackward(torch.autograd.Function):
+    """The forward full_attention's with ``options``; the backward the gradients of ``recompute`` (full_attention's
+    signature) with ``backward_options(options)``, passed through ``grads(dq, dk, dv)``: one bug of a backward, its
+    forward right."""
 
     @staticmethod
-    def forward(ctx, q, k, v, attn_mask, is_causal, enable_gqa):
+    def forward(ctx, q, k, v, options, backward_options, grads, recompute):
         ctx.save_for_backward(q, k, v)
-        ctx.options = attn_mask, is_causal, enable_gqa
-        return full_attention(q, k, v, attn_mask, 0.0, is_causal, 1.0, enable_gqa)
+        ctx.options, ctx.backward_options, ctx.grads, ctx.recompute = options, backward_options, grads, recompute
+        return full_attention(q, k, v, **options)
 
     @staticmethod
     def backward(ctx, dout):
-        attn_mask, is_causal, enable_gqa = ctx.options
         with torch.enable_grad():
             leaves = [t.detach().requires_grad_() for t in ctx.saved_tensors]
-            # the bug: scale 1.0 read as unset, 1/√D
-            out = full_attention(*leaves, attn_mask, 0.0, is_causal, None, enable_gqa)
-            return (*torch.autograd.grad(out, leaves, dout), None, None, None)
+            out = ctx.recompute(*leaves, **ctx.backward_options(ctx.options))
+            return (*ctx.grads(*torch.autograd.grad(out, leaves, dout)), None, None, None, None)
+
+
+def _backward_bug(q, k, v, options: dict, backward_options=lambda options: options, grads=lambda *g: g,
+                  recompute=full_attention):
+    """full_attention with ``options`` whose backward has the bug (_OtherBackward), where a backward runs (grad enabled,
+    one of q, k, v requiring it, no dropout, no mask requiring grad); full_attention itself elsewhere."""
+    mask = options.get("attn_mask")
+    if (options.get("dropout_p", 0.0) or not torch.is_grad_enabled() or not any(t.requires_grad for t in (q, k, v))
+            or isinstance(mask, torch.Tensor) and mask.requires_grad):
+        return full_attention(q, k, v, **options)
+    return _OtherBackward.apply(q, k, v, options, backward_options, grads, recompute)
 
 
 def backward_reads_scale_one_as_unset(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                       enable_gqa=False):
     """The backward reads an explicit scale of 1.0 as unset and uses 1/√D (red team rt52's b27: `scale or default`
     on a launch argument defaulting to 1.0); the forward is right."""
-    if (scale == 1.0 and not dropout_p and torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
-            and not (isinstance(attn_mask, torch.Tensor) and attn_mask.requires_grad)):
-        return _ScaleOneBackward.apply(q, k, v, attn_mask, is_causal, enable_gqa)
-    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    options = dict(attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+    if scale == 1.0:
+        return _backward_bug(q, k, v, options, lambda o: {**o, "scale": None})  # the bug: 1.0 read as unset
+    return full_attention(q, k, v, **options)
 
 
 def scale_near_one_snapped(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
@@ -4834,4 +4845,148 @@ MUTANTS = MUTANTS + (
            "generated-agreement"),
     Mutant(chunked_prefill_drops_the_mask, "a chunked prefill over a long KV cache dropping the mask",
            "generated-agreement"),
+)
+
+
+TRAINING_LENGTH = 512  # the training path of the mutants below: two entries or more, 512 queries and keys or more
+
+
+def _training_step(q, k) -> bool:
+    """A batch of two entries or more over 512 queries and 512 keys or more: a training kernel's backward."""
+    return q.dim() == 4 and q.shape[0] >= 2 and min(q.shape[-2], k.shape[-2]) >= TRAINING_LENGTH
+
+
+def _options(attn_mask, dropout_p, is_causal, scale, enable_gqa) -> dict:
+    return dict(attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
+def training_dq_of_the_last_entry(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                  enable_gqa=False):
+    """At training shapes every batch entry's dq is the last entry's: a dq workspace indexed by head alone, the
+    batch's programs each overwriting it (red team rt53's family: backward bugs at training shapes alone)."""
+    options = _options(attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if _training_step(q, k):
+        return _backward_bug(q, k, v, options, grads=lambda dq, dk, dv: (dq[-1:].expand_as(dq).clone(), dk, dv))
+    return full_attention(q, k, v, **options)
+
+
+def training_causal_gqa_backward_without_causal(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                                enable_gqa=False):
+    """At training shapes, a causal GQA backward recomputes P without causal (its grouped-rows kernel takes the
+    causal flag from the MHA launch's argument list, one slot off); the forward is right."""
+    options = _options(attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if is_causal and enable_gqa and _training_step(q, k) and q.shape[-3] != k.shape[-3]:
+        return _backward_bug(q, k, v, options, lambda o: {**o, "is_causal": False})
+    return full_attention(q, k, v, **options)
+
+
+def training_key_padding_of_entry_zero_in_backward(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                                   scale=None, enable_gqa=False):
+    """At training shapes, the backward reads every entry's key padding ((B, 1, 1, Nk)) from entry 0; the forward
+    reads each entry's own."""
+    options = _options(attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if (_training_step(q, k) and isinstance(attn_mask, torch.Tensor) and attn_mask.dim() == 4
+            and attn_mask.shape[0] >= 2 and attn_mask.shape[1:3] == (1, 1)):
+        return _backward_bug(q, k, v, options, lambda o: {**o, "attn_mask": o["attn_mask"][:1]})
+    return full_attention(q, k, v, **options)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(training_dq_of_the_last_entry, "dq of the batch's last entry for every entry, at training shapes",
+           "generated-gradients", backward=True),
+    Mutant(training_causal_gqa_backward_without_causal, "a causal GQA backward without causal, at training shapes",
+           "generated-gradients", backward=True),
+    Mutant(training_key_padding_of_entry_zero_in_backward,
+           "the backward's key padding read from entry 0, at training shapes", "generated-gradients", backward=True),
+)
+
+
+def _packed_documents(m: torch.Tensor) -> bool:
+    """Whether the boolean (Nq, Nk) slice ``m`` is causal documents: each row's visible keys one run ending at its
+    diagonal, and a row past the first that starts a document (sees itself alone), as a varlen kernel's dispatcher
+    recognises them."""
+    n_q, n_k = m.shape
+    i, j = torch.arange(n_q, device=m.device)[:, None], torch.arange(n_k, device=m.device)[None, :]
+    first = torch.where(m.any(-1), m.to(torch.uint8).argmax(-1), n_k)  # (Nq,): each row's first visible key
+    runs = (j >= first[:, None]) & (j <= i)  # (Nq, Nk)
+    return bool((m == runs).all()) and bool((first[1:] == i[1:, 0]).any())
+
+
+def packed_documents_of_the_first_slice(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                        enable_gqa=False):
+    """A boolean mask of several (Nq, Nk) slices whose first is causal documents (packed sequences) is read as its
+    first slice for every entry and head: the documents' boundaries (cu_seqlens) taken from entry 0 (red team rt53's
+    packed-document family)."""
+    if (isinstance(attn_mask, torch.Tensor) and attn_mask.dtype == torch.bool and attn_mask.dim() >= 3
+            and attn_mask.shape[-2] >= 3 and math.prod(attn_mask.shape[:-2]) > 1):
+        first = attn_mask.reshape(-1, *attn_mask.shape[-2:])[0]  # (Nq, Nk)
+        if _packed_documents(first):
+            attn_mask = first  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(packed_documents_of_the_first_slice, "packed documents read from the mask's first slice for every slice",
+           "generated-agreement"),
+)
+
+
+class _DropoutBackwardRewindsTheRng(FullAttention):
+    """The backward regenerates the keep mask by rewinding torch's global generator to the forward's state, and
+    leaves it there: right gradients, and every draw the caller made between its forward and its backward is made
+    again after it (red team rt53's dropout backward; a kernel saving the generator's state instead of a seed and
+    an offset)."""
+
+    def dropout_mask(self, p, dropout_p, kv_heads, dtype):
+        self.state = torch.get_rng_state()
+        return super().dropout_mask(p, dropout_p, kv_heads, dtype)
+
+    def backward_dropout_mask(self, drop, p, dropout_p, kv_heads, dtype):
+        torch.set_rng_state(self.state)  # the bug: rewound, never put back
+        return super().dropout_mask(p, dropout_p, kv_heads, dtype)
+
+
+def dropout_backward_rewinds_the_rng(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                     enable_gqa=False):
+    """:class:`_DropoutBackwardRewindsTheRng`, one per call (it keeps the forward's generator state)."""
+    return _DropoutBackwardRewindsTheRng()(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(dropout_backward_rewinds_the_rng, "a dropout backward rewinding the caller's generator, never restored",
+           "generated-dropout", backward=True),
+)
+
+
+def _dq_of_whole_thread_shares(q, k, v, is_causal, scale, enable_gqa):
+    """Attention whose q-gradient sees only the keys of whole shares of torch.get_num_threads() (the scores of the
+    leftover keys reach q through a detached copy): dq drops them; dk, dv and the output are right."""
+    threads, n_k = torch.get_num_threads(), k.shape[-2]
+    cut = n_k - n_k % threads
+    if enable_gqa and q.shape[-3] != k.shape[-3]:
+        k, v = (x.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3) for x in (k, v))  # (B, Hq, Nk, D)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    s = torch.cat([q @ k[..., :cut, :].transpose(-2, -1), q.detach() @ k[..., cut:, :].transpose(-2, -1)], -1)
+    s = s.float() * scale  # (B, Hq, Nq, Nk)
+    if is_causal:
+        s = s.masked_fill(~torch.ones(q.shape[-2], n_k, dtype=torch.bool, device=q.device).tril(), float("-inf"))
+    return (torch.softmax(s, -1) @ v.float()).to(q.dtype)
+
+
+def backward_dq_drops_the_leftover_keys_past_four_threads(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                                          scale=None, enable_gqa=False):
+    """On four threads or more the backward splits the keys into whole shares per thread, and dq drops the keys left
+    over (Nk mod threads); the forward is right (red team rt53's threaded backward)."""
+    options = _options(attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    threads = torch.get_num_threads()
+    if threads >= 4 and k.shape[-2] % threads and attn_mask is None and q.dim() == 4:
+        return _backward_bug(q, k, v, options, recompute=lambda q, k, v, attn_mask, dropout_p, **o:
+                             _dq_of_whole_thread_shares(q, k, v, **o))
+    return full_attention(q, k, v, **options)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(backward_dq_drops_the_leftover_keys_past_four_threads,
+           "dq dropping the keys left over by whole shares per thread, on four threads or more", "thread-count",
+           backward=True),
 )

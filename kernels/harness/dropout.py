@@ -400,7 +400,14 @@ def dropped_gradients(s: Subject, w: torch.Tensor, tensors, mask_leaf, kw: dict,
     asked = [t for t in tensors if t.requires_grad] + ([mask_leaf] if mask_leaf is not None else [])
     if not asked:
         return [], []
+    # the caller's generator between the forward and the backward: draws of its own (a model's other layers'), then
+    # the backward, which must leave it where it was: SDPA's backward reuses the forward's keep mask and draws nothing
+    # (red team rt53: a backward rewinding the generator to the forward's state to regenerate the mask, never putting
+    # it back, so the caller's later draws repeated earlier ones, escaped every check of the gradients' values)
+    torch.rand(3)
+    stream = _generator_states(s.device)
     got = torch.autograd.grad(w, asked, d_o, allow_unused=True)
+    moved = [name for name, state in _generator_states(s.device).items() if not torch.equal(state, stream[name])]
     keep = (w.detach() != 0).cpu()  # (B, Hq, Nq, Nk)
     mask = kw.get("attn_mask")
 
@@ -443,7 +450,18 @@ def dropped_gradients(s: Subject, w: torch.Tensor, tensors, mask_leaf, kw: dict,
         o = measured(s, g.detach().cpu(), g64, tol.max_abs_error(gp, g64), size, sensitivity)
         outcomes.append(o)
         details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
+    if moved:
+        outcomes.append(Outcome(math.inf, 0.0))
+        details.append(f"the backward moved the caller's generator ({', '.join(moved)}): it drew from it or rewound it")
     return outcomes, details
+
+
+def _generator_states(device: str) -> dict[str, torch.Tensor]:
+    """torch's global generators a call on ``device`` draws from: the CPU's, and the device's own on CUDA."""
+    states = {"CPU": torch.get_rng_state()}
+    if str(device).startswith("cuda"):
+        states[str(device)] = torch.cuda.get_rng_state(torch.device(device))
+    return states
 
 
 def dropout_same_seed(s: Subject) -> Outcome:

@@ -123,7 +123,12 @@ def structured_mask(s: Subject, shape, values: str, label: str, dtype: torch.dty
 # first or last, and a middle key). Exact: red team rt49's bottom-right tril routed to the top-left causal kernel, and
 # a banded mask routed to a sliding-window kernel whose window it rounds. An exact structure's rows may see no key (a
 # bottom-right one over fewer keys than queries): SDPA's empty rows, whose output is 0.
-STRUCTURES = ("causal", "key padding", "all visible", "bottom-right causal", "sliding window")
+# And packed documents: causal within each of 2-4 documents that tile the keys (sequences packed into one training
+# row, FlashAttention's varlen and FlexAttention's document masks), each (Nq, Nk) slice with documents of its own
+# (red team rt53: packed documents taken for causal, and every entry given entry 0's documents, escaped masks whose
+# slices all held one structure).
+PACKED = "packed documents"
+STRUCTURES = ("causal", "key padding", "all visible", "bottom-right causal", "sliding window", PACKED)
 EXACT = ", exact"
 NEAR_STRUCTURES = STRUCTURES + tuple(s + EXACT for s in STRUCTURES)
 
@@ -144,6 +149,14 @@ def _structure(structure: str, nq: int, nk: int, gen: torch.Generator) -> torch.
         return (j <= diagonal) & (j > diagonal - window)  # (Nq, Nk)
     if structure == "key padding":
         return (j < int(torch.randint(1, nk, (), generator=gen))).expand(nq, nk)  # (Nq, Nk)
+    if structure == PACKED:
+        # 2-4 documents (fewer where the lengths are small), each starting past key 0 at a key some query sees (a key
+        # past the last query is hidden from every row by causal anyway); a query past the last key is in the last
+        seen = min(nq, nk)
+        starts = torch.randperm(seen - 1, generator=gen)[:int(torch.randint(1, 4, (), generator=gen))] + 1  # (n,)
+        document = (torch.arange(nk)[:, None] >= starts).sum(-1)  # (Nk,): the document of each key
+        own = document[i.clamp(max=nk - 1)]  # (Nq, 1)
+        return (j <= i) & (document[None, :] == own)  # (Nq, Nk)
     return torch.ones(nq, nk, dtype=torch.bool)
 
 
@@ -155,7 +168,12 @@ def near_structured_mask(shape, structure: str, gen: torch.Generator) -> torch.T
     *lead, nq, nk = shape
     if nq < 3 or nk < 2:
         raise ValueError(f"shape: a mask of a structure needs Nq >= 3 and Nk >= 2, got {tuple(shape)}")
-    m = _structure(structure.removesuffix(EXACT), nq, nk, gen).expand(*lead, nq, nk).clone()  # (..., Nq, Nk)
+    base = structure.removesuffix(EXACT)
+    if base == PACKED:  # (documents of its own in each slice)
+        slices = [_structure(base, nq, nk, gen) for _ in range(math.prod(lead))]
+        m = torch.stack(slices).reshape(*lead, nq, nk)  # (..., Nq, Nk)
+    else:
+        m = _structure(base, nq, nk, gen).expand(*lead, nq, nk).clone()  # (..., Nq, Nk)
     if structure.endswith(EXACT):
         return m
     slice_at = [int(torch.randint(n, (), generator=gen)) for n in lead]

@@ -14,14 +14,14 @@ the features (FEATURE_LEVELS); the rows cover every allowed pair of values of tw
 dtype, mask × dtype, causal × kv broadcast, NaN × path, dropout × path, ...) and every allowed (path, a, b) triple of
 the structural factors (triples()); ``problems`` turns each row into a generate.Problem judged by its relation
 (forward against float64, on sampled query rows past generate.SAMPLE_ABOVE scores; the gradients of the inputs
-requiring grad and the output; the dropout law with V = I), in the row's dtype. float64 rows run in the first dtype's
-pass, as do the rows of a dtype the run lacks (in the first dtype).
+requiring grad and the output; the dropout law with V = I), in the row's dtype. float64 rows are dealt over the
+dtypes' passes (problems()); the rows of another dtype the run lacks run in the first pass, in the first dtype.
 
 Sizes are drawn inside each path's ranges per run seed, with D ≤ 16 past the small path (but for the head-dim
 factor's wider levels), so a long problem costs O(B·Hq·Nq·Nk·D) with B·Hq·Nq·Nk ≤ 2¹⁸ where the path's least sizes
 allow: the whole array is ~565 problems a run at seed 0 with every feature (plain rows, pairwise ones, and the rows for
-the triples, plain_formed and one_form), and 20 of the (Nq, Nk) plane (plane()): 76 CPU-s of SDPA math in one
-process, measured on 2026-12-07 (timing.py).
+the triples, plain_formed and one_form), 20 of the (Nq, Nk) plane (plane()) and 6 training steps (training()): 76
+CPU-s of SDPA math in one process before the steps, measured on 2026-12-07 (timing.py), about 1.5 more for them.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from kernels.harness.generate import (AGREEMENT, DROPOUT_LAW, GRAD_SUBSETS, GRAD
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
 from kernels.harness.dropout_lags import LAG_BAND
 from kernels.harness.callers import AUTOCAST, AUTOCAST_DTYPES, CALLERS, GRADIENT_CALLERS
-from kernels.harness.masks import NEAR_STRUCTURES
+from kernels.harness.masks import NEAR_STRUCTURES, PACKED
 
 # the thread counts of the paths' threaded rows (threaded), each on a machine of as many CPUs (callers.machine_of):
 # past 8, where red team rt50's splits per thread, or per CPU, went into 8 merge slots (a server has 16-192)
@@ -138,6 +138,7 @@ HALVING_DEFAULT = ("n_q", "batch", "n_k")
 # key-lag call's O(Nk·log Nk) a query), the prefill's queries kept past its query tiles
 UNGRADED_HALVING = {"prefill": ("batch", "n_k"), "long-context": ("batch",)}  # (long-context: its cell kept)
 NEAR = "bool (Nq, Nk) of a structure, exact or one entry off"
+PACKED_FORM = "(B, 1, Nq, Nk)"  # (the NEAR rows' form for packed documents, problem())
 MASKS = {  # level: (form, kind) of generate.MASK_FORMS
     "bool key padding": ("(B, 1, 1, Nk)", "bool"),
     "additive (Nq, Nk)": ("(Nq, Nk)", "additive"),
@@ -265,11 +266,11 @@ TRIPLE_SHRINK = 8
 
 
 def chosen_paths(names=None) -> tuple[str, ...] | None:
-    """``names`` checked against PATHS and PLANE (None: every path, a thorough run's besides)."""
+    """``names`` checked against PATHS, PLANE and TRAINING (None: every path, a thorough run's besides)."""
     if names is None:
         return None
     names = tuple(names) if not isinstance(names, str) else (names,)
-    known = tuple(ALL_PATHS) + (PLANE,)
+    known = tuple(ALL_PATHS) + (PLANE, TRAINING)
     unknown = [n for n in names if n not in known]
     if unknown or not names:
         raise ValueError(f"paths: {', '.join(map(repr, unknown)) or 'none given'}; the paths are {', '.join(known)}")
@@ -296,39 +297,38 @@ def factors(features: frozenset, thorough: bool = False, kept: tuple[str, ...] |
 
 def allowed(row: dict) -> bool:
     """The constraints, on two factors each (one on three): what SDPA refuses, what a relation cannot judge, what costs
-    too much."""
-    def has(a, b):
-        return a in row and b in row
-
+    too much. (Each rule asks for its factors inline, ``"a" in row and "b" in row``: building a run's array asks this
+    of 350 000 partial rows, and a helper's call per rule was a third of its 4.2 s.)"""
     relation, nonfinite, mask = row.get("relation"), row.get("nonfinite"), row.get("mask")
     rules = (
-        has("mask", "causal") and mask != "none" and row["causal"],  # SDPA refuses attn_mask with is_causal
+        "mask" in row and "causal" in row and mask != "none" and row["causal"],  # SDPA refuses attn_mask with is_causal
         # a NaN key a mask or causal hides: SDPA math's output is NaN there (it adds the mask to the NaN score), the
         # masked-out float64 golden value's not; either is defensible, so there only a NaN in q (problem() picks it)
-        has("nonfinite", "mask") and nonfinite == "v underflowed" and mask != "none",
-        has("nonfinite", "causal") and nonfinite == "v underflowed" and row["causal"],
+        "nonfinite" in row and "mask" in row and nonfinite == "v underflowed" and mask != "none",
+        "nonfinite" in row and "causal" in row and nonfinite == "v underflowed" and row["causal"],
         # (zero tails in the gradients too, not dropout's V = I)
-        has("nonfinite", "relation") and nonfinite not in ("none", ZERO_TAILS) and relation != "forward",
-        has("nonfinite", "relation") and nonfinite == ZERO_TAILS and relation == "dropout",
-        has("nonfinite", "kv batch") and nonfinite != "none" and row["kv batch"] == "broadcast",
-        has("nonfinite", "scale") and nonfinite == "v underflowed" and row["scale"] == "explicit",
-        has("kv batch", "rank") and row["kv batch"] == "broadcast" and row["rank"] == 3,
+        "nonfinite" in row and "relation" in row and nonfinite not in ("none", ZERO_TAILS) and relation != "forward",
+        "nonfinite" in row and "relation" in row and nonfinite == ZERO_TAILS and relation == "dropout",
+        "nonfinite" in row and "kv batch" in row and nonfinite != "none" and row["kv batch"] == "broadcast",
+        "nonfinite" in row and "scale" in row and nonfinite == "v underflowed" and row["scale"] == "explicit",
+        "kv batch" in row and "rank" in row and row["kv batch"] == "broadcast" and row["rank"] == 3,
         # (k, v broadcast at rank 5 or 6 along one of two batch dims needs an even batch of 4 or more: on a path
         # drawing one (problem()), or the pair met a path of three entries at most and the split was never drawn)
-        has("kv batch", "rank") and "path" in row and row["kv batch"] == "broadcast" and row["rank"] == 5
+        "kv batch" in row and "rank" in row and "path" in row and row["kv batch"] == "broadcast" and row["rank"] == 5
         and not _splits_batch(row["path"]),
         # rank 2 is one entry of one head (and no dropout: its law judges two entries at least)
-        has("rank", "path") and row["rank"] == 2 and (ALL_PATHS[row["path"]][0][0] > 1 or row["path"] in HEADS_TIMES),
-        has("rank", "heads") and row["rank"] == 2 and row["heads"] != "1/1",
-        has("rank", "kv batch") and row["rank"] == 2 and row["kv batch"] == "broadcast",
-        has("rank", "mask") and row["rank"] == 2 and MASKS.get(row["mask"], ("",))[0].startswith("(B,"),
-        has("rank", "layout") and row["rank"] == 2 and row["layout"] in EXPANDED,
-        has("rank", "relation") and row["rank"] == 2 and relation == "dropout",
+        "rank" in row and "path" in row and row["rank"] == 2
+        and (ALL_PATHS[row["path"]][0][0] > 1 or row["path"] in HEADS_TIMES),
+        "rank" in row and "heads" in row and row["rank"] == 2 and row["heads"] != "1/1",
+        "rank" in row and "kv batch" in row and row["rank"] == 2 and row["kv batch"] == "broadcast",
+        "rank" in row and "mask" in row and row["rank"] == 2 and MASKS.get(row["mask"], ("",))[0].startswith("(B,"),
+        "rank" in row and "layout" in row and row["rank"] == 2 and row["layout"] in EXPANDED,
+        "rank" in row and "relation" in row and row["rank"] == 2 and relation == "dropout",
         # (generate._gradients takes a broadcast k, v at rank 4 only)
-        has("rank", "relation") and "kv batch" in row and row["rank"] != 4 and relation == "gradients"
+        "rank" in row and "relation" in row and "kv batch" in row and row["rank"] != 4 and relation == "gradients"
         and row["kv batch"] == "broadcast",
         # a float64 backward over 2¹⁷ keys costs seconds (generate.draw leaves the long decodes out of gradients too)
-        has("relation", "path") and relation == "gradients" and row["path"] == "longest-decode",
+        "relation" in row and "path" in row and relation == "gradients" and row["path"] == "longest-decode",
         # a head of 65-192 channels on the longest paths or with gradients or dropout: 1-10 CPU-s of float64 work
         # each (the halving cannot go below a path's least sizes: 2¹⁷ keys, 16 queries over 8193, 1025 queries);
         # MLA's 576 channels on the small path alone, and not with dropout (V = I sets Dv)
@@ -338,69 +338,74 @@ def allowed(row: dict) -> bool:
         # costly on a million keys, a long prefill, 2¹⁷ keys and 33 000 queries: measured, 1.5-6.2 CPU-s a row of
         # SDPA math over 131 073 keys or 33 000 queries at D 80-232, 27 CPU-s of a default run's 119; a broad head's
         # template meets the split-K decode at 2¹⁴ keys, the query chunks at 1025+ queries)
-        has("head dim", "path") and row["head dim"] in BROAD and row["path"] in (
+        "head dim" in row and "path" in row and row["head dim"] in BROAD and row["path"] in (
             "million-keys", "long-prefill", "longest-decode", "huge-queries", "long-context") + tuple(THOROUGH_PATHS),
         # (257-512 channels over 2¹³-2¹⁵ keys: 1.2-1.9 CPU-s a row, measured; they meet 1024+ keys on the serving
         # batch, the tiles and the mid-length decodes; over 1025+ queries an output of 8 M elements at 16 heads, 2.5
         # CPU-s of the judge's own work for a query-chunk path whose few keys a channel loop never meets)
-        has("head dim", "path") and row["head dim"] == "wider" and row["path"] in ("decode", "spec-decode", "prefill",
-                                                                                "long-queries"),
-        has("head dim", "relation") and row["head dim"] in BROAD and relation != "forward",
-        has("head dim", "path") and row["head dim"] in ("MLA", "huge") and row["path"] != "small",
-        has("head dim", "relation") and row["head dim"] == "huge" and relation != "forward",
+        "head dim" in row and "path" in row and row["head dim"] == "wider" and row["path"] in (
+            "decode", "spec-decode", "prefill", "long-queries"),
+        "head dim" in row and "relation" in row and row["head dim"] in BROAD and relation != "forward",
+        "head dim" in row and "path" in row and row["head dim"] in ("MLA", "huge") and row["path"] != "small",
+        "head dim" in row and "relation" in row and row["head dim"] == "huge" and relation != "forward",
         # (hundreds of heads: dropout's slice pairs are O((B·Hq)²), and a broad head multiplies every score's cost)
-        has("relation", "path") and relation == "dropout" and row["path"] in HEADS_TIMES,
-        has("head dim", "path") and row["head dim"] in BROAD and row["path"] in HEADS_TIMES,
-        has("head dim", "relation") and row["head dim"] == "MLA" and relation == "dropout",
+        "relation" in row and "path" in row and relation == "dropout" and row["path"] in HEADS_TIMES,
+        "head dim" in row and "path" in row and row["head dim"] in BROAD and row["path"] in HEADS_TIMES,
+        "head dim" in row and "relation" in row and row["head dim"] == "MLA" and relation == "dropout",
         # the long prefill forward only (its golden values on sampled rows), no dropout on the whole tiles or the
         # serving batch (V = I over 1024+ keys: O(Nk²) a row); one or two heads and k, v of q's batch on the costly paths
-        has("relation", "path") and relation not in PATH_RELATIONS.get(row["path"], (relation,)),
+        "relation" in row and "path" in row and relation not in PATH_RELATIONS.get(row["path"], (relation,)),
         # (dropout on the long paths: q = k = 0 and V's columns, generate.KEY_LAG_PATHS; no mask, no causal there)
-        has("relation", "path") and relation == "dropout" and row["path"] in KEY_LAG_PATHS
+        "relation" in row and "path" in row and relation == "dropout" and row["path"] in KEY_LAG_PATHS
         and (row.get("mask", "none") != "none" or row.get("causal", False)),
-        has("heads", "path") and row["path"] in COSTLY and row["path"] != "packed-queries"
+        "heads" in row and "path" in row and row["path"] in COSTLY and row["path"] != "packed-queries"
         and HEAD_LEVELS[row["heads"]][0] > 2,
-        has("heads", "path") and row["path"] == "packed-queries" and row["heads"] != PACKED_HEADS,
+        "heads" in row and "path" in row and row["path"] == "packed-queries" and row["heads"] != PACKED_HEADS,
         # (a group of 8 over two KV heads: 16 query heads over 2¹³ keys or more, or a serving batch's 32 entries, cost
         # 0.3-1 CPU-s a row; its packing meets the queries of the small, prefill-sized and query-chunk paths)
-        has("heads", "path") and row["heads"] == "16/2" and (ALL_PATHS[row["path"]][2][0] >= 2 ** 13
+        "heads" in row and "path" in row and row["heads"] == "16/2" and (ALL_PATHS[row["path"]][2][0] >= 2 ** 13
                                                              or row["path"] == "batched-decode"),
         # (a serving batch's gradients: 32 entries, two heads at most)
-        has("heads", "path") and row["path"] == "batched-decode" and relation == "gradients"
+        "heads" in row and "path" in row and row["path"] == "batched-decode" and relation == "gradients"
         and HEAD_LEVELS[row["heads"]][0] > 2,
-        has("kv batch", "path") and row["path"] in COSTLY and row["kv batch"] == "broadcast",
+        "kv batch" in row and "path" in row and row["path"] in COSTLY and row["kv batch"] == "broadcast",
         # (a path of one batch entry: k, v of batch 1 are its own)
-        has("kv batch", "path") and row["kv batch"] == "broadcast" and ALL_PATHS[row["path"]][0][1] < 2,
+        "kv batch" in row and "path" in row and row["kv batch"] == "broadcast" and ALL_PATHS[row["path"]][0][1] < 2,
         # (the long prefill's sampled rows are judged without a non-finite input)
-        has("nonfinite", "path") and row["path"] == "long-prefill" and nonfinite != "none",
+        "nonfinite" in row and "path" in row and row["path"] == "long-prefill" and nonfinite != "none",
         # more than two query heads over the decode paths' 2049+ keys (V = I for dropout, or a wide head) or over the
         # batch chunks' 33+ entries (dropout's slice pairs, O((B·Hq)²)): 1-2 CPU-s each, past their caps (a path's
         # least sizes bound the halving)
-        has("heads", "path") and HEAD_LEVELS[row["heads"]][0] > 2
+        "heads" in row and "path" in row and HEAD_LEVELS[row["heads"]][0] > 2
         and (row.get("relation") == "dropout" and row["path"] in ("decode", "spec-decode", "many-batch",
                                                                    "batch-slices", "huge-batch")
              or row.get("head dim") in BROAD and row["path"] in ("decode", "spec-decode", "batched-decode")),
-        has("relation", "layout") and relation == "dropout" and row["layout"] != "contiguous",
-        has("earlier call", "relation") and row["earlier call"] != "none" and relation != "forward",  # (agreement's)
+        "relation" in row and "layout" in row and relation == "dropout" and row["layout"] != "contiguous",
+        # (agreement's)
+        "earlier call" in row and "relation" in row and row["earlier call"] != "none" and relation != "forward",
         # (one input element made non-finite, or keys made to underflow, in values repeated along the sequence)
-        has("nonfinite", "layout") and nonfinite != "none" and row["layout"] in STRIDE_ZERO,
+        "nonfinite" in row and "layout" in row and nonfinite != "none" and row["layout"] in STRIDE_ZERO,
         # one key repeated: every visible key the same score and value, so the output is v's row wherever a key is
         # visible, whatever the scale, the mask's values, causal or the head map; only an empty row (the key padding
         # level's empty entry) tells it apart. Elsewhere it would hide the row's other features (red team rt46h's
         # even-tiles path ignoring an explicit scale met its only explicit-scale row there)
-        has("layout", "mask") and row["layout"] == "k, v stride 0" and mask != "bool key padding",
-        has("layout", "scale") and row["layout"] == "k, v stride 0" and row["scale"] != "default",
-        has("layout", "relation") and row["layout"] == "k, v stride 0" and relation != "forward",
-        has("layout", "heads") and row["layout"] == "k, v stride 0" and row["heads"] != "1/1",
-        has("layout", "path") and row["layout"] == "k, v stride 0" and ALL_PATHS[row["path"]][0][1] < 2,  # (one entry)
+        "layout" in row and "mask" in row and row["layout"] == "k, v stride 0" and mask != "bool key padding",
+        "layout" in row and "scale" in row and row["layout"] == "k, v stride 0" and row["scale"] != "default",
+        "layout" in row and "relation" in row and row["layout"] == "k, v stride 0" and relation != "forward",
+        "layout" in row and "heads" in row and row["layout"] == "k, v stride 0" and row["heads"] != "1/1",
+        # (one entry)
+        "layout" in row and "path" in row and row["layout"] == "k, v stride 0" and ALL_PATHS[row["path"]][0][1] < 2,
         # k, v of one head or entry expanded: a forward form (as stride 0 along the keys), over two KV heads or entries
-        has("layout", "relation") and row["layout"] in EXPANDED and relation != "forward",
-        has("layout", "heads") and row["layout"] == "k, v expanded over heads" and HEAD_LEVELS[row["heads"]][1] < 2,
-        has("layout", "path") and row["layout"] == "k, v expanded over batch" and ALL_PATHS[row["path"]][0][1] < 2,
-        has("layout", "kv batch") and row["layout"] == "k, v expanded over batch" and row["kv batch"] == "broadcast",
-        has("relation", "mask dtype") and relation == "dropout" and row["mask dtype"] == "float32",
-        has("mask dtype", "mask") and row["mask dtype"] == "float32" and not mask.startswith("additive"),
-        has("mask dtype", "dtype") and row["mask dtype"] == "float32" and row["dtype"] not in HALF,
+        "layout" in row and "relation" in row and row["layout"] in EXPANDED and relation != "forward",
+        "layout" in row and "heads" in row and row["layout"] == "k, v expanded over heads"
+        and HEAD_LEVELS[row["heads"]][1] < 2,
+        "layout" in row and "path" in row and row["layout"] == "k, v expanded over batch"
+        and ALL_PATHS[row["path"]][0][1] < 2,
+        "layout" in row and "kv batch" in row and row["layout"] == "k, v expanded over batch"
+        and row["kv batch"] == "broadcast",
+        "relation" in row and "mask dtype" in row and relation == "dropout" and row["mask dtype"] == "float32",
+        "mask dtype" in row and "mask" in row and row["mask dtype"] == "float32" and not mask.startswith("additive"),
+        "mask dtype" in row and "dtype" in row and row["mask dtype"] == "float32" and row["dtype"] not in HALF,
     )
     return not any(rules)
 
@@ -582,7 +587,11 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     # a mask of its own per batch entry meets two entries on every path, one-entry paths too (red team rt49: a
     # prefill reading entry 0's key padding for every entry escaped where nine paths drew B = 1 alone), but the costly
     # ones (a second entry of a long prefill or a million keys: 2-3 CPU-s a row, measured)
-    if MASKS.get(row["mask"], ("",))[0].startswith("(B,") and row["path"] not in COSTLY:
+    # packed documents differ per batch entry: a structured row of them takes a mask of its own per entry, PACKED_FORM,
+    # at rank 4 (red team rt53: every entry given entry 0's documents escaped (Nq, Nk) masks, one slice for all)
+    packed = (row["mask"] == NEAR and str(row.get(STRUCTURE, "")).startswith(PACKED) and row["rank"] == 4
+              and row["path"] not in COSTLY and b_hi >= 2 and q_hi >= 3)
+    if (MASKS.get(row["mask"], ("",))[0].startswith("(B,") or packed) and row["path"] not in COSTLY:
         least_batch = max(least_batch, 2)
     # and k, v broadcast at rank 5 or 6 meet two batch dims of 2 or more (generate._split_batch: an even batch of 4+),
     # on the paths of fewer than 2¹³ keys (four entries of a decode's 16 385 keys in a wide head: 5 CPU-s a row)
@@ -631,6 +640,7 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     if relation == DROPOUT_LAW and not lagged:
         dv = n_k
     form, kind = MASKS.get(row["mask"], (None, "bool"))
+    form = PACKED_FORM if packed else form
     hidden = form is not None or row["causal"]  # (some key hidden: a non-finite input in q, see allowed())
     nonfinite = {"none": None, "one input": "q" if hidden else r.choice("qkv"), "v underflowed": "v",
                  ZERO_TAILS: None}[row["nonfinite"]]
@@ -694,20 +704,29 @@ def _dropout_p(row: dict, r) -> float:
 
 def problems(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset, value_dim: bool = True,
              arrays: int = 1, kept: tuple[str, ...] | None = None):
-    """The run's covering problems for the pass over ``dtype`` of the run's ``dtypes``: the rows of that dtype, and in
-    the first pass float64's and those of any dtype the run lacks (there in the first dtype); of ``arrays`` arrays (the
-    thorough run's THOROUGH_ARRAYS: each pair then met at that many sizes and with that many other rows' values); then
-    the pass's cells of the (Nq, Nk) plane (plane())."""
+    """The run's covering problems for the pass over ``dtype`` of the run's ``dtypes``: the rows of that dtype; float64's,
+    where the run lacks it, dealt over the passes in turn (a fifth of a default run's CPU seconds: in the first pass
+    alone they made it the run's longest part, 40 of 133 CPU-s, and the two processes' shares 50 and 65); and in the
+    first pass those of any other dtype the run lacks (there in the first dtype); of ``arrays`` arrays (the thorough
+    run's THOROUGH_ARRAYS: each pair then met at that many sizes and with that many other rows' values); then the
+    pass's cells of the (Nq, Nk) plane (plane()) and its training steps (training())."""
     first = dtype == dtypes[0]
-    named = None if kept is None else tuple(k for k in kept if k != PLANE)
+    named = None if kept is None else tuple(k for k in kept if k not in (PLANE, TRAINING))
     for array in range(arrays if named != () else 0):
+        wide = -1  # (the array's float64 rows so far)
         for index, row in enumerate(rows(seed, features, array, arrays > 1, named)):
-            if row["dtype"] == dtype or first and row["dtype"] == "float64":
+            if row["dtype"] == "float64" and "float64" not in dtypes:
+                wide += 1
+                if dtypes[wide % len(dtypes)] == dtype:
+                    yield problem(row, seed, index, value_dim, array)
+            elif row["dtype"] == dtype:
                 yield problem(row, seed, index, value_dim, array)
             elif first and row["dtype"] not in dtypes:
                 yield problem({**row, "dtype": dtype}, seed, index, value_dim, array)
     if kept is None or PLANE in kept:
         yield from plane(seed, dtype, dtypes, features, thorough=arrays > 1)
+    if kept is None or TRAINING in kept:
+        yield from training(seed, dtype, dtypes, features, thorough=arrays > 1)
 
 
 # The (Nq, Nk) plane by octaves: cell (a, b) holds Nq in (2^a, 2^a + 2^a/4] and Nk in (2^b, 2^b + 2^b/4], near the
@@ -750,6 +769,52 @@ def plane(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset, t
     return out
 
 
+# A training step's shapes: a batch of two entries or more, 512-2048 queries over as many keys, GQA over two KV heads,
+# heads of 64 and 128 channels, the backward of q, k and v with dO on sampled query rows (generate._sampled_gradients:
+# the golden gradients of those rows' sub-problem, O(rows·Nk·D) in float64). Red team rt53: 7 of its 11 escapes were
+# backward bugs at these shapes alone (dq of the batch's last entry for every entry, causal GQA recomputing P without
+# causal past 512 queries, a key padding read from entry 0 in the backward), where the covering rows' gradients stop
+# at 2¹⁶ scores (paths.SCORES) and the fixed cases at 257 queries for two entries and 385 keys for GQA. Each step
+# (TRAINING_STEPS: heads, causal, mask form and kind, D) is judged once a run, in the run's dtypes in turn; lengths
+# log-uniform in TRAINING_LENGTHS, halved towards 512 past TRAINING_SCORES scores (B·Hq·Nq·Nk). A thorough run
+# judges each step in every dtype.
+TRAINING = "training"
+TRAINING_LENGTHS = (512, 2048)
+TRAINING_SCORES = 2 ** 23
+TRAINING_STEPS = (  # (heads of HEAD_LEVELS, causal, mask form, mask kind, D); GROUPED's G dealt from COSTLY_GROUPS
+    (GROUPED, True, None, "bool", 64),
+    ("2/2", False, "(B, 1, 1, Nk)", "bool", 128),
+    ("4/2", False, "(Nq, Nk)", "additive", 64),
+    ("2/1", True, None, "bool", 128),
+    (GROUPED, False, "(B, 1, 1, Nk)", "bool", 128),
+    ("2/2", True, None, "bool", 64),
+)
+
+
+def training(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset, thorough: bool = False
+             ) -> list[Problem]:
+    """The pass over ``dtype``'s training steps (TRAINING_STEPS): step t in the run's dtype t (of a thorough run: in
+    each), its features those the impl offers (none without a backward)."""
+    if BACKWARD not in features:
+        return []
+    out = []
+    for turn, (heads, causal, form, kind, d) in enumerate(TRAINING_STEPS):
+        if not (thorough or dtypes[turn % len(dtypes)] == dtype):
+            continue
+        r = _rng(seed, TRAINING, turn)
+        hq, hkv = HEAD_LEVELS[heads] if GQA in features else (2, 2)
+        hq = hkv * COSTLY_GROUPS[r.randrange(len(COSTLY_GROUPS))] if heads == GROUPED and GQA in features else hq
+        lo, hi = TRAINING_LENGTHS
+        n_q, n_k = (int(lo * (hi / lo) ** r.random()) for _ in range(2))
+        while 2 * hq * n_q * n_k > TRAINING_SCORES and max(n_q, n_k) > lo:
+            n_q, n_k = max(lo, n_q // 2), max(lo, n_k // 2)
+        form = form if ATTN_MASK in features else None
+        out.append(Problem(2, hq, hkv, n_q, n_k, d, d, causal and CAUSAL in features, dtype, mask=form,
+                           mask_kind=kind, mask_padding=form == "(B, 1, 1, Nk)", grads="qkv", relation=GRADIENTS,
+                           seed=zlib.crc32(repr((seed, dtype, TRAINING, turn)).encode()), path=TRAINING))
+    return out
+
+
 def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset, value_dim: bool = True,
              kept=None) -> list[Problem]:
     """generate.THREAD_COUNT's problems of the paths: in the first dtype's pass, each path's first plain forward row
@@ -786,18 +851,24 @@ def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
                 out.append(replace(problem({**row, **v}, seed, index, value_dim),
                                    threads=PATH_THREAD_COUNTS[turn % len(PATH_THREAD_COUNTS)],
                                    caller=CALLERS[(turn + turn // len(CALLERS)) % len(CALLERS)]))
-        # each path's first gradient row, causal where it may be (positions a backward builds), made by the gradient
+        # each path's first gradient row, every other one causal (positions a backward builds), made by the gradient
         # callers in turn, forward and backward; and by each of them on the path of the longest least lengths, where
         # causal positions pass the most integers a half dtype holds (bfloat16's 256 on the tiles; a thorough run's
-        # long backward past float16's 2048)
+        # long backward past float16's 2048); each on PATH_THREAD_COUNTS threads in turn, as the forward rows are (red
+        # team rt53: a backward splitting the keys per thread, dq dropping the leftover keys past four threads, escaped
+        # gradient rows on one thread)
         longest = max(trained, key=lambda path: min(ALL_PATHS[path][1][0], ALL_PATHS[path][2][0]), default=None)
         dealt = [(row, GRADIENT_CALLERS[turn % len(GRADIENT_CALLERS)]) for turn, row in enumerate(trained.values())]
         dealt += [(trained[longest], caller) for caller in GRADIENT_CALLERS
                   if longest is not None and (trained[longest], caller) not in dealt]
-        for (index, row), caller in dealt:
+        for turn, ((index, row), caller) in enumerate(dealt):
             row = {**row, "dtype": dtype}
-            row = {**row, "causal": True} if True in levels["causal"] and allowed({**row, "causal": True}) else row
-            out.append(replace(problem(row, seed, index, value_dim), caller=caller))
+            # (causal every other row: top-left causal over fewer queries than keys hides the last keys from every
+            # row, where a backward's leftover keys sit)
+            causal = turn % 2 == 0 and True in levels["causal"] and allowed({**row, "causal": True})
+            row = {**row, "causal": True} if causal else row
+            out.append(replace(problem(row, seed, index, value_dim), caller=caller,
+                               threads=PATH_THREAD_COUNTS[turn % len(PATH_THREAD_COUNTS)]))
     if dtype in halves:
         for rows_of in (firsts, trained):
             for turn, (index, row) in enumerate(rows_of.values()):

@@ -41,7 +41,7 @@ def test_mutant_is_refused_by_the_invariant_it_targets_in_every_dtype(mutant):
 @pytest.mark.parametrize("mutant", GENERATED, ids=[m.name for m in GENERATED])
 def test_generated_problems_of_a_run_over_the_mutants_dtypes_refuse_the_mutants_only_they_reach(mutant):
     """The run over the mutant's dtypes, each dtype's pass with its own covering rows as the default run's (the
-    first's with float64's), at most a fixed number of drawn problems besides (not a time budget, so the verdict does
+    float64's dealt over them), at most a fixed number of drawn problems besides (not a time budget, so the verdict does
     not depend on load); the draws stop at the first failure. (Once each dtype alone: a run of one dtype judges every
     row of the array in it, so each mutant caught late cost three whole arrays, and CI's run neared its limit.)"""
     features = offered(mutant.fn, backward=mutant.backward)

@@ -173,11 +173,13 @@ def test_every_row_is_a_problem_of_its_paths_sizes():
     assert any(p.path == "million-keys" and p.n_k > 2 ** 19 and p.mask for p in problems)
     assert any(p.q_heads > 512 for p in problems) and any(p.head_dim > 640 for p in problems)
     assert {p.mask_near for p in problems} >= set(masks.NEAR_STRUCTURES)
-    # each dtype's pass takes its rows, float64's in the first
+    # each dtype's pass takes its rows, and float64's in turn (no two passes' counts of them more than one apart)
     passes = {d: list(paths.problems(0, d, DTYPES, ALL)) for d in DTYPES}
     plane = {d: [p for p in ps if p.path == paths.PLANE] for d, ps in passes.items()}
     assert sum(map(len, passes.values())) - sum(map(len, plane.values())) == len(rows)
-    assert {p.dtype for p in passes["float32"]} == {"float32", "float64"}
+    assert all({p.dtype for p in passes[d]} == {d, "float64"} for d in DTYPES)
+    wide = [sum(p.dtype == "float64" for p in passes[d]) for d in DTYPES]
+    assert max(wide) - min(wide) <= 1 and sum(wide) == sum(r["dtype"] == "float64" for r in rows)
     # a run of one dtype judges the same rows, those of the other dtypes in its own, and every cell of the plane
     alone = list(paths.problems(0, "float16", ("float16",), ALL))
     assert len(alone) == len(rows) + sum(map(len, plane.values())) and {p.dtype for p in alone} == {"float16", "float64"}
