@@ -4986,7 +4986,8 @@ def backward_dq_drops_the_leftover_keys_past_four_threads(q, k, v, attn_mask=Non
 
 
 MUTANTS = MUTANTS + (
+    # (the paths' gradient rows on many threads run in a run's first dtype's pass: paths.threaded)
     Mutant(backward_dq_drops_the_leftover_keys_past_four_threads,
            "dq dropping the keys left over by whole shares per thread, on four threads or more", "thread-count",
-           backward=True),
+           dtypes=(torch.float32,), backward=True),
 )

@@ -851,8 +851,9 @@ def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
                 out.append(replace(problem({**row, **v}, seed, index, value_dim),
                                    threads=PATH_THREAD_COUNTS[turn % len(PATH_THREAD_COUNTS)],
                                    caller=CALLERS[(turn + turn // len(CALLERS)) % len(CALLERS)]))
-        # each path's first gradient row, every other one causal (positions a backward builds), made by the gradient
-        # callers in turn, forward and backward; and by each of them on the path of the longest least lengths, where
+        # each path's first gradient row, every other one causal (positions a backward builds; the longest path's
+        # always), made by the gradient callers in turn, forward and backward; and by each of them on the path of the
+        # longest least lengths, where
         # causal positions pass the most integers a half dtype holds (bfloat16's 256 on the tiles; a thorough run's
         # long backward past float16's 2048); each on PATH_THREAD_COUNTS threads in turn, as the forward rows are (red
         # team rt53: a backward splitting the keys per thread, dq dropping the leftover keys past four threads, escaped
@@ -863,9 +864,10 @@ def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
                   if longest is not None and (trained[longest], caller) not in dealt]
         for turn, ((index, row), caller) in enumerate(dealt):
             row = {**row, "dtype": dtype}
-            # (causal every other row: top-left causal over fewer queries than keys hides the last keys from every
-            # row, where a backward's leftover keys sit)
-            causal = turn % 2 == 0 and True in levels["causal"] and allowed({**row, "causal": True})
+            # (causal every other row, the longest path's always: top-left causal over fewer queries than keys hides
+            # the last keys from every row, where a backward's leftover keys sit)
+            causal = ((turn % 2 == 0 or row["path"] == longest) and True in levels["causal"]
+                      and allowed({**row, "causal": True}))
             row = {**row, "causal": True} if causal else row
             out.append(replace(problem(row, seed, index, value_dim), caller=caller,
                                threads=PATH_THREAD_COUNTS[turn % len(PATH_THREAD_COUNTS)]))

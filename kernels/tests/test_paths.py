@@ -175,7 +175,7 @@ def test_every_row_is_a_problem_of_its_paths_sizes():
     assert {p.mask_near for p in problems} >= set(masks.NEAR_STRUCTURES)
     # each dtype's pass takes its rows, and float64's in turn (no two passes' counts of them more than one apart)
     passes = {d: list(paths.problems(0, d, DTYPES, ALL)) for d in DTYPES}
-    plane = {d: [p for p in ps if p.path == paths.PLANE] for d, ps in passes.items()}
+    plane = {d: [p for p in ps if p.path in (paths.PLANE, paths.TRAINING)] for d, ps in passes.items()}  # (not rows)
     assert sum(map(len, passes.values())) - sum(map(len, plane.values())) == len(rows)
     assert all({p.dtype for p in passes[d]} == {d, "float64"} for d in DTYPES)
     wide = [sum(p.dtype == "float64" for p in passes[d]) for d in DTYPES]
