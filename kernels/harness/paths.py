@@ -713,11 +713,11 @@ def problems(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
     first = dtype == dtypes[0]
     named = None if kept is None else tuple(k for k in kept if k not in (PLANE, TRAINING))
     for array in range(arrays if named != () else 0):
-        wide = -1  # (the array's float64 rows so far)
+        float64_rows = -1  # (the array's float64 rows so far)
         for index, row in enumerate(rows(seed, features, array, arrays > 1, named)):
             if row["dtype"] == "float64" and "float64" not in dtypes:
-                wide += 1
-                if dtypes[wide % len(dtypes)] == dtype:
+                float64_rows += 1
+                if dtypes[float64_rows % len(dtypes)] == dtype:
                     yield problem(row, seed, index, value_dim, array)
             elif row["dtype"] == dtype:
                 yield problem(row, seed, index, value_dim, array)
@@ -781,7 +781,7 @@ def plane(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset, t
 TRAINING = "training"
 TRAINING_LENGTHS = (512, 2048)
 TRAINING_SCORES = 2 ** 23
-TRAINING_STEPS = (  # (heads of HEAD_LEVELS, causal, mask form, mask kind, D); GROUPED's G dealt from COSTLY_GROUPS
+TRAINING_STEPS = (  # (heads of HEAD_LEVELS, causal, mask form, mask kind, D); GROUPED's G drawn from COSTLY_GROUPS
     (GROUPED, True, None, "bool", 64),
     ("2/2", False, "(B, 1, 1, Nk)", "bool", 128),
     ("4/2", False, "(Nq, Nk)", "additive", 64),
