@@ -4991,3 +4991,126 @@ MUTANTS = MUTANTS + (
            "dq dropping the keys left over by whole shares per thread, on four threads or more", "thread-count",
            dtypes=(torch.float32,), backward=True),
 )
+
+
+def _split_k_decode(q, k, v, scale, enable_gqa, split: int, splits: int):
+    """FlashDecoding's split-K: ``splits`` splits of ``split`` keys (the last ones empty past the keys), each split's
+    normalised output o_c and log-sum-exp lse_c = m_c + log l_c, merged as
+    Σ exp(lse_c - L)·o_c, L the log-sum-exp of the lse_c. An empty split's m_c is -inf, l_c 0 and o_c 0/0."""
+    dtype = q.dtype
+    if enable_gqa and q.shape[-3] != k.shape[-3]:
+        k, v = (x.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3) for x in (k, v))  # (B, Hq, Nk, D)
+    work = torch.float64 if dtype == torch.float64 else torch.float32
+    q, k, v = (t.to(work) for t in (q, k, v))
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    outs, lses = [], []
+    for c in range(splits):
+        s = (q * scale) @ k[..., c * split:(c + 1) * split, :].transpose(-2, -1)  # (B, H, Nq, n)
+        m = s.amax(-1, keepdim=True) if s.shape[-1] else s.new_full((*s.shape[:-1], 1), float("-inf"))
+        e = torch.exp(s - m)
+        l_c = e.sum(-1, keepdim=True)  # (B, H, Nq, 1)
+        outs.append(e @ v[..., c * split:(c + 1) * split, :] / l_c)  # (B, H, Nq, Dv)
+        lses.append(m + torch.log(l_c))
+    lse = torch.stack(lses)  # (splits, B, H, Nq, 1)
+    weights = torch.exp(lse - torch.logsumexp(lse, 0))
+    return sum(w * o for w, o in zip(weights, outs)).to(dtype)
+
+
+def _decode_path(q, k, attn_mask, dropout_p, is_causal) -> bool:
+    """A split-K decode's shapes: 8 queries at most over 2048 keys or more, rank 4, no mask, causal or dropout."""
+    return (q.dim() == 4 and q.shape[-2] <= 8 and k.shape[-2] >= 2048 and attn_mask is None and not is_causal
+            and not dropout_p)
+
+
+def split_k_with_an_empty_last_split(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                     enable_gqa=False):
+    """A split-K decode launching Nk // 768 + 1 splits of 768 keys: where 768 divides Nk the last split is empty, and
+    its 0/0 output poisons the merge with NaN (red team rt56: a length divisible by a split size)."""
+    if _decode_path(q, k, attn_mask, dropout_p, is_causal):
+        return _split_k_decode(q, k, v, scale, enable_gqa, 768, k.shape[-2] // 768 + 1)  # the bug: not ceil
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def _keys_cut(attn_mask, keys: int):
+    """attn_mask over the first ``keys`` keys (a mask broadcast over the keys as it is)."""
+    return attn_mask[..., :keys] if isinstance(attn_mask, torch.Tensor) and attn_mask.shape[-1] > 1 else attn_mask
+
+
+def wide_head_key_tile_of_80_stops_early(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                         enable_gqa=False):
+    """The wide-head template (D > 128, key tiles of 80, FA3's): its whole-tiles path, taken where 80 divides Nk,
+    stops one key tile early (red team rt56: a length divisible by a tile)."""
+    n_k = k.shape[-2]
+    if q.shape[-1] > 128 and n_k >= 160 and n_k % 80 == 0:
+        k, v, attn_mask = k[..., :-80, :], v[..., :-80, :], _keys_cut(attn_mask, n_k - 80)  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def query_tile_of_96_last_tile_unwritten(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                         enable_gqa=False):
+    """The 65-96-channel template (query tiles of 96): where 96 divides Nq its last query tile is never written (0)
+    (red team rt56: a length divisible by a tile)."""
+    out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    n_q = q.shape[-2]
+    if 64 < q.shape[-1] <= 96 and n_q >= 192 and n_q % 96 == 0:
+        out = out.clone()
+        out[..., -96:, :] = 0  # the bug
+    return out
+
+
+def k_expanded_over_the_batch_taken_as_a_shared_prompt(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                                       scale=None, enable_gqa=False):
+    """k expanded over the batch (stride 0) is taken for a prompt shared by a beam: k's and v's first entry read for
+    every entry, v's own strides unread (red team rt56: k and v expanded apart)."""
+    if k.dim() == 4 and k.shape[0] > 1 and k.stride(0) == 0:
+        v = v[:1].expand_as(v)  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def _summed_over_stride_zero(grad, x):
+    """grad as written through x's own strides: along a dim of stride 0 every entry holds the sum."""
+    for dim, (n, stride) in enumerate(zip(x.shape, x.stride())):
+        if stride == 0 and n > 1:
+            grad = grad.sum(dim, keepdim=True).expand_as(grad).clone()
+    return grad
+
+
+def expanded_kv_gradients_written_through_their_strides(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                                        scale=None, enable_gqa=False):
+    """dk and dv written into buffers of k's and v's strides: where k or v is expanded (stride 0 over the batch or the
+    heads) every entry of its gradient holds the sum (red team rt56: the gradients of expanded k, v); the forward is
+    right."""
+    options = _options(attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if any(s == 0 and n > 1 for x in (k, v) for n, s in zip(x.shape, x.stride())):
+        return _backward_bug(q, k, v, options, grads=lambda dq, dk, dv: (
+            dq, _summed_over_stride_zero(dk, k), _summed_over_stride_zero(dv, v)))
+    return full_attention(q, k, v, **options)
+
+
+def autocast_casts_float32_inputs_only(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                       enable_gqa=False):
+    """Under torch.autocast only float32 inputs are cast to the autocast dtype (the rule the harness's own
+    references.autocast_as_sdpa had): float16 inputs under bfloat16 autocast answer float16 (red team rt56)."""
+    device = q.device.type
+    if torch.is_autocast_enabled(device):
+        half = torch.get_autocast_dtype(device)
+        q, k, v = (t.to(half) if t.dtype == torch.float32 else t for t in (q, k, v))  # the bug: float32 alone
+        with torch.autocast(device, enabled=False):
+            return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+MUTANTS = MUTANTS + (
+    Mutant(split_k_with_an_empty_last_split, "split-K decode with an empty last split where 768 divides Nk",
+           "generated-agreement"),
+    Mutant(wide_head_key_tile_of_80_stops_early, "key tiles of 80 past 128 channels stopping a tile early where 80 "
+           "divides Nk", "generated-agreement"),
+    Mutant(query_tile_of_96_last_tile_unwritten, "query tiles of 96 for 65-96 channels, the last unwritten where 96 "
+           "divides Nq", "generated-agreement"),
+    Mutant(k_expanded_over_the_batch_taken_as_a_shared_prompt, "k expanded over the batch taken as a shared prompt, "
+           "v's first entry read for every entry", "generated-agreement"),
+    Mutant(expanded_kv_gradients_written_through_their_strides, "dk, dv of an expanded k or v written through its "
+           "strides, every entry the sum", "generated-gradients", backward=True),
+    Mutant(autocast_casts_float32_inputs_only, "under autocast only float32 inputs cast", "thread-count",
+           dtypes=(torch.bfloat16,)),
+)

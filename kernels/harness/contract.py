@@ -100,8 +100,10 @@ ITEMS: tuple[Item, ...] = (
                   "of v for D = 0, gradients of the inputs' shapes (a kernel may refuse instead)",
          f"{MEASURED}: Nk = 0 output 0, D = 0 output the mean of v, empty gradients", ("empty-dims",)),
     Item("strides", "inputs of any strides and storage offsets (transposed, packed QKV, permuted, offset views, k and "
-                    "v interleaved in one KV cache longer than Nk)",
-         f"{MEASURED}: same values for every layout", ("strided-inputs", "generated-agreement")),
+                    "v interleaved in one KV cache longer than Nk; k or v alone, or both, expanded with stride 0 over "
+                    "the heads or the batch, forward and gradients)",
+         f"{MEASURED}: same values for every layout, and the gradients of a leaf of stride 0 each entry's own",
+         ("strided-inputs", "generated-agreement", "generated-gradients")),
     Item("mask", "attn_mask boolean (True = attend) or additive (q's dtype, or float32 with half q), of any "
                  "storage, broadcast to (B, Hq, Nq, Nk) from every form; a NaN additive entry NaN in its rows; rows "
                  "with no visible key give 0, also with one key (Nk = 1); with is_causal applied together or refused; a mask "
@@ -183,11 +185,13 @@ ITEMS: tuple[Item, ...] = (
                    "seed: torch.manual_seed reproduces dropout) and at another CPU capability (ATEN_CPU_CAPABILITY); "
                    "under torch.autocast to float16 or bfloat16 the call on float32 inputs is the call on them cast "
                    "to that dtype (SDPA is on autocast's lower-precision list), so an answer within that dtype's rule; "
+                   "the other half dtype's inputs cast too (float16 under bfloat16 autocast answers bfloat16); "
                    "the same for a training step's gradients, the backward made from another thread than its forward "
                    "(CUDA's autograd runs it on a device thread) or under the forward's default dtype",
          f"{MEASURED}: the same bits for causal 3000 × 3000 float32 under each default dtype and from a worker thread; "
          "under torch.autocast('cpu', float16 or bfloat16) the same bits as the call on inputs (and a float mask) cast "
-         "to that dtype, in that dtype, and the same gradients; the same gradients with the backward run from a "
+         "to that dtype, in that dtype, and the same gradients; bfloat16 for float16 inputs under bfloat16 autocast, "
+         "float64 for float64 ones; the same gradients with the backward run from a "
          "worker thread and under each default dtype; "
          "the same keep mask for one manual_seed from a worker thread, under no_grad and with grad, and in a child "
          "process of another PYTHONHASHSEED; outputs within the rule in a child at ATEN_CPU_CAPABILITY=avx2",

@@ -71,7 +71,7 @@ import numpy as np
 import torch
 
 from kernels.harness import reference as ref
-from kernels.harness.callers import (AUTOCAST, BACKWARD_ON_WORKER, MAIN, WORKER, backward_by, called_by, machine_of,
+from kernels.harness.callers import (AUTOCAST, AUTOCAST_FROM_FLOAT16, BACKWARD_ON_WORKER, MAIN, WORKER, backward_by, called_by, machine_of,
                                      on_worker)
 from kernels.harness.cases import Case
 from kernels.harness.masks import BROADCAST_FORMS, EXACT, STRUCTURED_VALUES
@@ -134,9 +134,12 @@ LAYOUTS = ("contiguous", "transposed", "permuted", "offset", "slice")
 # it (causal, a row's mask and dropout lost), one for stride-0 k, v returning v (empty rows and dropout lost), escaped
 # Along the heads or the batch (red team rt48: k, v of one head expanded over Hkv, MQA served as MHA, or of one prompt
 # expanded over a beam's entries, taken by a fast path folding the query heads or entries into rows, causal applied to
-# the folded rows): their values equal across that dim. layout: (the inputs, the dim of stride 0)
-STRIDE_ZERO = {"q stride 0": ("q", 2), "k, v stride 0": ("kv", 2), "k, v expanded over heads": ("kv", 1),
-               "k, v expanded over batch": ("kv", 0)}
+# the folded rows): their values equal across that dim; and k or v alone expanded, the other its own (red team rt56: k
+# expanded over the batch taken as a shared prompt, k[:1] and v[:1] read for every entry, escaped rows expanding both).
+# layout: (the inputs, the dim of stride 0)
+STRIDE_ZERO = {"q stride 0": ("q", 2), "k, v stride 0": ("kv", 2),
+               **{f"{which} expanded over {axis}": (inputs, dim) for axis, dim in (("heads", 1), ("batch", 0))
+                  for which, inputs in (("k, v", "kv"), ("k", "k"), ("v", "v"))}}
 # every broadcast pattern (masks.BROADCAST_FORMS: 16 at rank 4, 8 at rank 3, 4 at rank 2, (Nk,)), not a hand list;
 # those with a key dim of 1 are query masks, broadcast over the keys (masks.QUERY_MASKS)
 MASK_FORMS = BROADCAST_FORMS
@@ -427,6 +430,8 @@ class Problem:
         if self.caller != MAIN:
             parts.append(f"called from the {self.caller}" if self.caller == WORKER
                          else f"called in float32 under torch.autocast({self.dtype})" if self.caller == AUTOCAST
+                         else f"called in float16 under torch.autocast({self.dtype})"
+                         if self.caller == AUTOCAST_FROM_FLOAT16
                          else f"called from the main thread, its {self.caller}" if self.caller == BACKWARD_ON_WORKER
                          else f"called under {self.caller}" + (", its backward too" if self.relation == GRADIENTS
                                                                else ""))
@@ -1108,11 +1113,12 @@ def _past_float16(s: Subject, m) -> None:
 
 # ===================================================================== judging one problem
 
-def _view(x: torch.Tensor, layout: str, r: random.Random, cache: bool = False) -> torch.Tensor:
-    """The same values in another memory layout (``cache``: k or v, whose "slice" is a KV cache's)."""
+def _view(x: torch.Tensor, layout: str, r: random.Random, name: str = "q") -> torch.Tensor:
+    """The same values in another memory layout (``name``: q, k or v; k's and v's "slice" is a KV cache's)."""
+    cache = name != "q"
     if layout in STRIDE_ZERO:
         inputs, dim = STRIDE_ZERO[layout]
-        return x.narrow(dim, 0, 1).clone().expand(x.shape) if inputs == ("kv" if cache else "q") else x.clone()  # (B, H, N, D)
+        return x.narrow(dim, 0, 1).clone().expand(x.shape) if name in inputs else x.clone()  # (B, H, N, D)
     if layout == "slice":
         # (B, N, H, D) storage larger along B and N (a KV cache), and for q along every dim; taken at an offset
         b, h, n, d = x.shape
@@ -1141,7 +1147,7 @@ def _views(layout: str, qkv: tuple, r: random.Random) -> tuple:
     fast path re-deriving the strides as if the cache were exactly Nk long escaped where k and v were apart)."""
     q, k, v = qkv
     if layout != "slice" or k.shape != v.shape:
-        return tuple(_view(x, layout, r, cache=i > 0) for i, x in enumerate(qkv))
+        return tuple(_view(x, layout, r, name) for x, name in zip(qkv, "qkv"))
     b, h, n, d = k.shape
     pad = r.randint(1, 5)
     start = r.randint(0, pad)
@@ -1581,7 +1587,7 @@ def _sampled_gradients(s: Subject, p: Problem, m, tensors, rows) -> Outcome:
 
 
 def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
-    tensors = [ref.copy(_view(x, p.layout, r, cache=n != "q")[:1 if p.kv_broadcast and n != "q" else None])
+    tensors = [ref.copy(_view(x, p.layout, r, n)[:1 if p.kv_broadcast and n != "q" else None])
                .requires_grad_(n in p.grads) for x, n in zip((s.q, s.k, s.v), "qkv")]  # (k, v broadcast: batch 1)
     if p.rank != 4 and not p.kv_broadcast:
         s.impl = _at_rank(s.impl, p)

@@ -25,6 +25,7 @@ CPU-s of SDPA math in one process before the steps, measured on 2026-12-07 (timi
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import zlib
@@ -36,7 +37,7 @@ from kernels.harness.generate import (AGREEMENT, DROPOUT_LAW, GRAD_SUBSETS, GRAD
                                      SAMPLED_BACKWARD_PATHS, STRIDE_ZERO, Problem, _rng)
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
 from kernels.harness.dropout_lags import LAG_BAND
-from kernels.harness.callers import AUTOCAST, AUTOCAST_DTYPES, CALLERS, GRADIENT_CALLERS
+from kernels.harness.callers import AUTOCAST, AUTOCAST_DTYPES, AUTOCAST_FROM_FLOAT16, CALLERS, GRADIENT_CALLERS
 from kernels.harness.masks import NEAR_STRUCTURES, PACKED
 
 # the thread counts of the paths' threaded rows (threaded), each on a machine of as many CPUs (callers.machine_of):
@@ -171,6 +172,25 @@ GROUP = "group"  # (a row's key: its G, rows())
 # tile of MQA decoding reading its first 64 heads' queries escaped, no row having more than 65 heads over one)
 HEADS_TIMES = {"many-heads": 256}
 RELATIONS = {"forward": AGREEMENT, "gradients": GRADIENTS, "dropout": DROPOUT_LAW}
+EXPANDED = ("k, v expanded over heads", "k, v expanded over batch")
+# which of k and v an expanded level's rows expand, in turn (generate.STRIDE_ZERO; red team rt56: k expanded over the
+# batch taken as a shared prompt, v's first entry read for every entry too, escaped rows that expanded both)
+EXPANSIONS = ("k, v", "k", "v")
+EXPANSION = "expanded"  # (a row's key, rows())
+# A row's lengths: drawn in the path's ranges, or the most divisible length in an octave below a draw (keys alone, or
+# both), divisible by the most of SMOOTH_TILES twice over at least: the query and key tiles and the split sizes a
+# kernel picks by the head dim (FlashAttention's 64 and 128, FA3's 80, 96, 112, 176 and 192), whose whole-tile or
+# whole-split path (no bounds checks; the last split) is taken only when one divides the length. Red team rt56: an
+# empty last split when 768 divided Nk, a key tile of 80 for D > 128 stopping a block early when 80 divided Nk, and a
+# query tile of 96 for D 65-96 leaving the last tile unwritten, escaped every drawn length (none of a default run's
+# 1029 problems had a length divisible by 768, 640, 1000, 1536 or 3072). A path's rows of each head dim take the
+# kinds in turn: the narrow heads' first drawn, the others' first with both lengths smooth (their groups are small).
+LENGTHS = "lengths"  # (a row's key, rows())
+LENGTH_KINDS = ("drawn", "smooth keys", "smooth both")
+SMOOTH_TILES = (16, 32, 48, 64, 80, 96, 112, 128, 160, 176, 192, 256, 384, 512, 640, 768, 1000, 1024, 1536, 2048,
+                3072, 4096)
+SMOOTH_CHOICES = 3  # (a smooth length is drawn among the octave's most divisible this many)
+SMOOTH_PAST_LEAST = 8  # (a halved smooth length may sit up to 1/8 past the path's least: problem())
 # An explicit scale's value: the rows of each relation take these in turn (rows()), so the gradients meet 1.0 as the
 # forward does, and values near 1 and near the default 1/√D are drawn continuously, 1 ± 10^u with u uniform in
 # NEAR_EXPONENTS, either sign; "broad": ±10^u, u uniform in BROAD_EXPONENTS (red team rt52: a backward reading an
@@ -195,7 +215,8 @@ FEATURE_LEVELS = {
     # (2: (N, D), one entry of one head, the least rank torch's SDPA takes, measured: rank 1 refused, 2 to 6 taken,
     # masks of at most two dims at rank 2; red team rt51: an impl refusing rank 2, another dropping is_causal there)
     "rank": (4, 3, 5, 2),
-    "layout": ("contiguous", "transposed", "slice") + tuple(STRIDE_ZERO),  # (and stride 0: generate.STRIDE_ZERO)
+    # (and stride 0: generate.STRIDE_ZERO; an expanded level's rows expand k and v, k alone or v alone in turn, rows())
+    "layout": ("contiguous", "transposed", "slice", "q stride 0", "k, v stride 0") + EXPANDED,
     "scale": ("default", "explicit"),
     # D and Dv up to the path's cap, or past 128 (a kernel's wide-head template, its own accumulators: red team
     # rt45h's decode kept them in half for D > 128 only)
@@ -218,12 +239,11 @@ HUGE_OCTAVES = ((641, 1024), (1025, 2048), (2049, 4096))
 HUGE = (HUGE_OCTAVES[0][0], HUGE_OCTAVES[-1][1])
 OCTAVE = "octave"  # (a row's key, rows())
 # an additive random mask's magnitude (its values N(0, 2²) times it): every other row of each dtype's additive
-# masks takes 10^u, u spread over MASK_EXPONENTS by the golden ratio's steps (rows()), frozen or learned (red team
+# masks takes 10^u, u over MASK_EXPONENTS' decades in turn (mask_magnitude), frozen or learned (red team
 # rt52: a frozen mask below 1e-3 in magnitude skipped escaped masks of size 1 or more)
 MASK_EXPONENTS = (-5.0, 1.0)
 MAGNITUDE = "mask magnitude"  # (a row's key: its turn, rows())
 HALF = ("float16", "bfloat16")
-EXPANDED = ("k, v expanded over heads", "k, v expanded over batch")
 # every run's array has every dtype as a level, whatever dtypes the run asks for, so a run of one dtype judges the
 # same rows (and pairs) as the default run: a row of a dtype the run lacks runs in the run's first dtype
 DTYPES = ("float32", "float16", "bfloat16", "float64")
@@ -396,7 +416,9 @@ def allowed(row: dict) -> bool:
         # (one entry)
         "layout" in row and "path" in row and row["layout"] == "k, v stride 0" and ALL_PATHS[row["path"]][0][1] < 2,
         # k, v of one head or entry expanded: a forward form (as stride 0 along the keys), over two KV heads or entries
-        "layout" in row and "relation" in row and row["layout"] in EXPANDED and relation != "forward",
+        # (and their gradients, through a leaf of stride 0: red team rt56's dk, dv written through k's, v's strides, every
+        # entry holding the sum, escaped forward-only rows; no dropout, whose V = I is its own)
+        "layout" in row and "relation" in row and row["layout"] in EXPANDED and relation == "dropout",
         "layout" in row and "heads" in row and row["layout"] == "k, v expanded over heads"
         and HEAD_LEVELS[row["heads"]][1] < 2,
         "layout" in row and "path" in row and row["layout"] == "k, v expanded over batch"
@@ -532,13 +554,18 @@ def rows(seed: int, features: frozenset, array: int = 0, thorough: bool = False,
     _deal(out, lambda row: row.get("scale") == "explicit", SCALE, EXPLICIT_SCALES, by=lambda row: row["relation"])
     # the huge heads the octaves, and each dtype's additive masks their turns of magnitude
     _deal(out, lambda row: row.get("head dim") == "huge", OCTAVE, HUGE_OCTAVES)
+    _deal(out, lambda row: row.get("layout") in EXPANDED, EXPANSION, EXPANSIONS, by=lambda row: row["layout"])
+    for first in LENGTH_KINDS[::2]:  # (the narrow heads' rows first drawn, the others' first smooth in both)
+        _deal(out, lambda row: (row.get("head dim") == "narrow") == (first == "drawn"), LENGTHS,
+              LENGTH_KINDS[LENGTH_KINDS.index(first):] + LENGTH_KINDS[:LENGTH_KINDS.index(first)],
+              by=lambda row: (row["path"], row["head dim"]))
     _deal(out, lambda row: MASKS.get(row.get("mask"), ("", ""))[1] == "additive", MAGNITUDE, None,
           by=lambda row: row["dtype"])
     return tuple(out)
 
 
 # the keys rows() adds to a row beside its factors' levels
-ROW_KEYS = (TRIPLE_ROW, STRUCTURE, P_BAND, DROPOUT_GRADS, GROUP, SCALE, OCTAVE, MAGNITUDE)
+ROW_KEYS = (TRIPLE_ROW, STRUCTURE, P_BAND, DROPOUT_GRADS, GROUP, SCALE, OCTAVE, MAGNITUDE, EXPANSION, LENGTHS)
 
 
 def _costly_group(row: dict) -> bool:
@@ -575,6 +602,11 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     if row["path"] in MULTIPLE_OF:
         tile = MULTIPLE_OF[row["path"]]
         n_q, n_k = (r.randint(lo // tile, hi // tile) * tile for lo, hi in ((q_lo, q_hi), (k_lo, k_hi)))
+    lengths, multiple = row.get(LENGTHS, "drawn"), MULTIPLE_OF.get(row["path"], 1)
+    smooth = {"n_k": (k_lo, k_hi)} if lengths == "smooth keys" else {} if lengths == "drawn" else {
+        "n_k": (k_lo, k_hi), "n_q": (q_lo, q_hi)}  # (axis: its range)
+    n_k, n_q = (smooth_length(*smooth[axis], multiple, r) or n if axis in smooth else n
+                for axis, n in (("n_k", n_k), ("n_q", n_q)))
     hq, hkv = HEAD_LEVELS[row["heads"]]
     hq = hkv * row[GROUP] if GROUP in row else hq
     times = HEADS_TIMES.get(row["path"], 1)
@@ -632,11 +664,18 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     for axis in halving:
         while cost() > cap and size[axis] > least[axis]:
             size[axis] = max(least[axis], size[axis] // 2)
+    # a smooth length halved: the most divisible below it again, or within an eighth past the path's least (its least
+    # sizes are a threshold, rarely divisible: the wide heads' rows, the costliest, are halved to them)
+    for axis, (lo, hi) in smooth.items():
+        if size[axis] < {"n_q": n_q, "n_k": n_k}[axis]:
+            top = min(hi, max(size[axis], lo + lo // SMOOTH_PAST_LEAST))
+            size[axis] = smooth_length(lo, top, multiple, r, octave=False) or size[axis]
     batch, n_q, n_k = size["batch"], size["n_q"], size["n_k"]
     if broadcast and row["rank"] == 5 and batch % 2:
         batch += 1 if batch < b_hi else -1  # (even: the path's least is 4 or an even one below its most)
-    if row["nonfinite"] == "v underflowed" or relation == GRADIENTS:
-        n_k = max(n_k, 2)  # (a first half of the keys to underflow; over one key dq and dk are exactly 0)
+    if row["nonfinite"] == "v underflowed" or relation == GRADIENTS or row["causal"]:
+        # (a first half of the keys to underflow; over one key dq and dk are exactly 0, and causal hides nothing)
+        n_k = max(n_k, min(2, k_hi))
     if relation == DROPOUT_LAW and not lagged:
         dv = n_k
     form, kind = MASKS.get(row["mask"], (None, "bool"))
@@ -645,7 +684,8 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
     nonfinite = {"none": None, "one input": "q" if hidden else r.choice("qkv"), "v underflowed": "v",
                  ZERO_TAILS: None}[row["nonfinite"]]
     scale = _explicit_scale(row.get(SCALE, "broad"), d, r) if row["scale"] == "explicit" else None
-    return Problem(batch, hq, hkv, n_q, n_k, d, dv, bool(row["causal"]), row["dtype"], layout=row["layout"],
+    layout = row["layout"].replace("k, v", row[EXPANSION], 1) if EXPANSION in row else row["layout"]
+    return Problem(batch, hq, hkv, n_q, n_k, d, dv, bool(row["causal"]), row["dtype"], layout=layout,
                    mask=form, mask_kind=kind,
                    # (in the row's band, P_BANDS; the drawn problems step through the other p: generate.DROPOUT_PS)
                    dropout_p=_dropout_p(row, r) if relation == DROPOUT_LAW else 0.0,
@@ -670,6 +710,36 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
                    path=row["path"])
 
 
+@functools.lru_cache(maxsize=1)
+def _smooth_numbers() -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(the numbers 2^a·3^b·5^c·7^d·11^e from 32 to the paths' longest length, sorted; how many of SMOOTH_TILES each is
+    a multiple of, twice the tile at least)."""
+    top = max(max(q[1], k[1]) for _, q, k, _ in ALL_PATHS.values())
+    numbers = {1}
+    for prime in (2, 3, 5, 7, 11):
+        numbers = {n * prime ** e for n in numbers for e in range(int(math.log(top, prime)) + 1) if n * prime ** e <= top}
+    numbers = sorted(n for n in numbers if n >= 2 * SMOOTH_TILES[0])
+    return tuple(numbers), tuple(sum(n % t == 0 and n >= 2 * t for t in SMOOTH_TILES) for n in numbers)
+
+
+def smooth_length(lo: int, hi: int, multiple: int, r, octave: bool = True) -> int | None:
+    """A length in [lo, hi], a multiple of ``multiple`` and of a tile t drawn from SMOOTH_TILES (twice over at least),
+    among the SMOOTH_CHOICES such lengths most divisible by the tiles, in the octave below a log-uniform draw x, [x/2,
+    x] (or in the whole range, not ``octave``); None where the range holds no multiple of a tile twice over."""
+    numbers, scores = _smooth_numbers()
+    x = lo * (hi / lo) ** r.random() if octave else hi
+    for low, high in ((max(lo, x / 2 if octave else lo), x), (lo, hi)):  # (an octave below lo's: the range's own)
+        start, end = bisect.bisect_left(numbers, low), bisect.bisect_right(numbers, high)
+        tiles = [t for t in SMOOTH_TILES if any(numbers[i] % math.lcm(t, multiple) == 0 and numbers[i] >= 2 * t
+                                                  for i in range(start, end))]
+        if tiles:
+            tile = r.choice(tiles)
+            held = sorted(((scores[i], numbers[i]) for i in range(start, end)
+                           if numbers[i] % math.lcm(tile, multiple) == 0 and numbers[i] >= 2 * tile), reverse=True)
+            return r.choice(held[:SMOOTH_CHOICES])[1]
+    return None
+
+
 def _explicit_scale(kind: str, head_dim: int, r) -> float:
     """An explicit scale of ``kind`` (EXPLICIT_SCALES), drawn with ``r``."""
     if kind == "one":
@@ -682,14 +752,16 @@ def _explicit_scale(kind: str, head_dim: int, r) -> float:
 
 
 def mask_magnitude(turn: int | None, seed: int) -> float:
-    """An additive random mask's magnitude for its turn (rows()): 1 on even turns, and on odd ones 10^u, u stepping
-    over MASK_EXPONENTS by the golden ratio from a point the seed fixes (any interval of u of width w is met within
-    about 1/w odd turns)."""
+    """An additive random mask's magnitude for its turn (rows()): 1 on even turns, and on odd ones 10^u, u in the
+    decades of MASK_EXPONENTS in turn from one the seed fixes, so any six odd turns meet every decade (a golden-ratio
+    walk over the whole range left a decade out of six turns when the array changed), and within its decade stepping by
+    the golden ratio from a point the seed fixes."""
     if turn is None or turn % 2 == 0:
         return 1.0
     lo, hi = MASK_EXPONENTS
-    u = (_rng(seed, "mask magnitude").random() + (turn // 2) * (math.sqrt(5) - 1) / 2) % 1.0
-    return 10 ** (lo + (hi - lo) * u)
+    decades, r = int(hi - lo), _rng(seed, "mask magnitude")
+    first, within = r.randrange(decades), (r.random() + (turn // 2) * (math.sqrt(5) - 1) / 2) % 1.0
+    return 10 ** (lo + (first + turn // 2) % decades + within)
 
 
 def _dropout_p(row: dict, r) -> float:
@@ -829,7 +901,7 @@ def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
     per thread), and its rows are where such a path runs at its sizes (2048+ causal positions).
     In each half dtype's pass, the paths' plain forward rows dealt among the run's half dtypes, each called in float32
     under torch.autocast to its dtype (callers.AUTOCAST; rt50: a kernel keeping its running statistics in the autocast
-    dtype, wrong past a few key blocks: the long paths).
+    dtype, wrong past a few key blocks: the long paths), every other bfloat16 one in float16 (AUTOCAST_FROM_FLOAT16).
     A training step meets the callers too (red team rt51: a backward reading a workspace its forward kept per thread,
     causal positions built in the default dtype in the backward, a training path under autocast): in the first dtype's
     pass each path's first plain gradient row made by callers.GRADIENT_CALLERS in turn (the forward and its backward,
@@ -875,7 +947,9 @@ def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
         for rows_of in (firsts, trained):
             for turn, (index, row) in enumerate(rows_of.values()):
                 if halves[turn % len(halves)] == dtype and allowed(row := {**row, "dtype": dtype}):
-                    out.append(replace(problem(row, seed, index, value_dim), caller=AUTOCAST))
+                    # (every other bfloat16 row given in float16: callers.AUTOCAST_FROM_FLOAT16)
+                    caller = (AUTOCAST_FROM_FLOAT16 if dtype == "bfloat16" and turn // len(halves) % 2 else AUTOCAST)
+                    out.append(replace(problem(row, seed, index, value_dim), caller=caller))
     return out
 
 

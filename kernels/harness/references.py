@@ -37,8 +37,9 @@ def work_dtype_for(dtype: torch.dtype) -> torch.dtype:
 
 
 def autocast_as_sdpa(fn):
-    """fn (a design in PyTorch ops) as SDPA behaves under torch.autocast: its float32 inputs (q, k, v, a float mask)
-    cast to the autocast dtype, then run with autocast off, the rule torch.amp.custom_fwd(cast_inputs=...) gives a
+    """fn (a design in PyTorch ops) as SDPA behaves under torch.autocast: its floating inputs but float64 ones (q, k, v,
+    a float mask; half ones too, measured: SDPA answers bfloat16 for float16 inputs under bfloat16 autocast) cast to
+    the autocast dtype, then run with autocast off, the rule torch.amp.custom_fwd(cast_inputs=...) gives a
     custom op. Without it autocast puts the design's own float32 matmuls back into the half dtype one by one: split-K's
     partial outputs rounded to float16 before their merge erred 1.33× past the float16 rule (measured: the tiles
     path's autocast row, seed 0), where SDPA's autocast answer is the half call's, bit for bit."""
@@ -50,7 +51,7 @@ def autocast_as_sdpa(fn):
         half = torch.get_autocast_dtype(device)
 
         def cast(a):
-            return a.to(half) if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a
+            return a.to(half) if isinstance(a, torch.Tensor) and a.is_floating_point() and a.dtype != torch.float64 else a
         with torch.autocast(device, enabled=False):
             return fn(*map(cast, args), **{name: cast(a) for name, a in kwargs.items()})
     return call
