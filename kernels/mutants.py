@@ -5087,19 +5087,6 @@ def expanded_kv_gradients_written_through_their_strides(q, k, v, attn_mask=None,
     return full_attention(q, k, v, **options)
 
 
-def autocast_casts_float32_inputs_only(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                                       enable_gqa=False):
-    """Under torch.autocast only float32 inputs are cast to the autocast dtype (the rule the harness's own
-    references.autocast_as_sdpa had): float16 inputs under bfloat16 autocast answer float16 (red team rt56)."""
-    device = q.device.type
-    if torch.is_autocast_enabled(device):
-        half = torch.get_autocast_dtype(device)
-        q, k, v = (t.to(half) if t.dtype == torch.float32 else t for t in (q, k, v))  # the bug: float32 alone
-        with torch.autocast(device, enabled=False):
-            return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-
-
 MUTANTS = MUTANTS + (
     Mutant(split_k_with_an_empty_last_split, "split-K decode with an empty last split where 768 divides Nk",
            "generated-agreement"),
@@ -5111,6 +5098,4 @@ MUTANTS = MUTANTS + (
            "v's first entry read for every entry", "generated-agreement"),
     Mutant(expanded_kv_gradients_written_through_their_strides, "dk, dv of an expanded k or v written through its "
            "strides, every entry the sum", "generated-gradients", backward=True),
-    Mutant(autocast_casts_float32_inputs_only, "under autocast only float32 inputs cast", "thread-count",
-           dtypes=(torch.bfloat16,)),
 )

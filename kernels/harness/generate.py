@@ -71,7 +71,7 @@ import numpy as np
 import torch
 
 from kernels.harness import reference as ref
-from kernels.harness.callers import (AUTOCAST, AUTOCAST_FROM_FLOAT16, BACKWARD_ON_WORKER, MAIN, WORKER, backward_by, called_by, machine_of,
+from kernels.harness.callers import (AUTOCAST, BACKWARD_ON_WORKER, MAIN, WORKER, backward_by, called_by, machine_of,
                                      on_worker)
 from kernels.harness.cases import Case
 from kernels.harness.masks import BROADCAST_FORMS, EXACT, STRUCTURED_VALUES
@@ -430,8 +430,6 @@ class Problem:
         if self.caller != MAIN:
             parts.append(f"called from the {self.caller}" if self.caller == WORKER
                          else f"called in float32 under torch.autocast({self.dtype})" if self.caller == AUTOCAST
-                         else f"called in float16 under torch.autocast({self.dtype})"
-                         if self.caller == AUTOCAST_FROM_FLOAT16
                          else f"called from the main thread, its {self.caller}" if self.caller == BACKWARD_ON_WORKER
                          else f"called under {self.caller}" + (", its backward too" if self.relation == GRADIENTS
                                                                else ""))

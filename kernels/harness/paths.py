@@ -37,7 +37,7 @@ from kernels.harness.generate import (AGREEMENT, DROPOUT_LAW, GRAD_SUBSETS, GRAD
                                      SAMPLED_BACKWARD_PATHS, STRIDE_ZERO, Problem, _rng)
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA
 from kernels.harness.dropout_lags import LAG_BAND
-from kernels.harness.callers import AUTOCAST, AUTOCAST_DTYPES, AUTOCAST_FROM_FLOAT16, CALLERS, GRADIENT_CALLERS
+from kernels.harness.callers import AUTOCAST, AUTOCAST_DTYPES, CALLERS, GRADIENT_CALLERS
 from kernels.harness.masks import NEAR_STRUCTURES, PACKED
 
 # the thread counts of the paths' threaded rows (threaded), each on a machine of as many CPUs (callers.machine_of):
@@ -901,7 +901,7 @@ def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
     per thread), and its rows are where such a path runs at its sizes (2048+ causal positions).
     In each half dtype's pass, the paths' plain forward rows dealt among the run's half dtypes, each called in float32
     under torch.autocast to its dtype (callers.AUTOCAST; rt50: a kernel keeping its running statistics in the autocast
-    dtype, wrong past a few key blocks: the long paths), every other bfloat16 one in float16 (AUTOCAST_FROM_FLOAT16).
+    dtype, wrong past a few key blocks: the long paths).
     A training step meets the callers too (red team rt51: a backward reading a workspace its forward kept per thread,
     causal positions built in the default dtype in the backward, a training path under autocast): in the first dtype's
     pass each path's first plain gradient row made by callers.GRADIENT_CALLERS in turn (the forward and its backward,
@@ -947,9 +947,7 @@ def threaded(seed: int, dtype: str, dtypes: tuple[str, ...], features: frozenset
         for rows_of in (firsts, trained):
             for turn, (index, row) in enumerate(rows_of.values()):
                 if halves[turn % len(halves)] == dtype and allowed(row := {**row, "dtype": dtype}):
-                    # (every other bfloat16 row given in float16: callers.AUTOCAST_FROM_FLOAT16)
-                    caller = (AUTOCAST_FROM_FLOAT16 if dtype == "bfloat16" and turn // len(halves) % 2 else AUTOCAST)
-                    out.append(replace(problem(row, seed, index, value_dim), caller=caller))
+                    out.append(replace(problem(row, seed, index, value_dim), caller=AUTOCAST))
     return out
 
 

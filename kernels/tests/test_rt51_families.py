@@ -67,9 +67,8 @@ def test_rank_two_problems_pass_sdpa_and_fail_an_impl_refusing_or_dropping_causa
 
 def test_gradient_rows_meet_every_training_caller_and_the_longest_path_meets_them_all():
     rows = [p for d in DTYPES for p in paths.threaded(0, d, DTYPES, SDPA) if p.relation == gen.GRADIENTS]
-    assert {p.caller for p in rows} == set(callers.GRADIENT_CALLERS) | {callers.AUTOCAST, callers.AUTOCAST_FROM_FLOAT16}
-    assert {p.dtype for p in rows if p.caller in (callers.AUTOCAST, callers.AUTOCAST_FROM_FLOAT16)} == {"float16",
-                                                                                                    "bfloat16"}
+    assert {p.caller for p in rows} == set(callers.GRADIENT_CALLERS) | {callers.AUTOCAST}
+    assert {p.dtype for p in rows if p.caller == callers.AUTOCAST} == {"float16", "bfloat16"}
     longest = [p for p in rows if p.caller in callers.GRADIENT_CALLERS and p.causal and min(p.n_q, p.n_k) > 256]
     assert {p.caller for p in longest} == set(callers.GRADIENT_CALLERS)  # (past bfloat16's exact 256 positions)
 

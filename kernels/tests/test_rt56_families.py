@@ -1,7 +1,7 @@
 """Red team rt56's escaped families, each answered by a design (the mutants each alone catches are in kernels/mutants.py,
 judged by test_mutants.py): lengths divisible by the tiles and split sizes a kernel picks (paths.smooth_length), k and v
-expanded apart and the gradients of expanded k, v (generate.STRIDE_ZERO, paths.EXPANSIONS), and half inputs under
-another half's autocast (callers.AUTOCAST_FROM_FLOAT16, references.autocast_as_sdpa)."""
+expanded apart and the gradients of expanded k, v (generate.STRIDE_ZERO, paths.EXPANSIONS); and the harness's own
+autocast rule for designs in PyTorch ops, now SDPA's (references.autocast_as_sdpa)."""
 from __future__ import annotations
 
 import random
@@ -13,7 +13,6 @@ import torch.nn.functional as F
 from kernels import mutants
 from kernels.harness import generate as gen
 from kernels.harness import paths
-from kernels.harness.callers import AUTOCAST, AUTOCAST_FROM_FLOAT16, called_by
 from kernels.harness.features import offered
 from kernels.harness.peers import sdpa_math
 from kernels.harness.references import autocast_as_sdpa, full_attention
@@ -91,22 +90,3 @@ def test_autocast_casts_every_floating_input_but_float64_as_sdpa_does():
         assert F.scaled_dot_product_attention(q, q, q).dtype == torch.bfloat16  # (measured: SDPA's own rule)
         assert wrapped(q, q, q).dtype == torch.bfloat16
         assert wrapped(q.double(), q.double(), q.double()).dtype == torch.float64
-        assert mutants.autocast_casts_float32_inputs_only(q, q, q).dtype == torch.float16  # (the bug)
-
-
-def test_bfloat16_rows_given_in_float16_under_autocast_reject_a_kernel_casting_float32_alone():
-    rows = [p for d in ("float16", "bfloat16") for p in paths.threaded(0, d, ("float32", "float16", "bfloat16"), SDPA)]
-    callers = {p.caller for p in rows if p.dtype == "bfloat16"}
-    assert {AUTOCAST, AUTOCAST_FROM_FLOAT16} <= callers
-    p = gen.Problem(1, 2, 2, 9, 11, 8, 8, False, "bfloat16", caller=AUTOCAST_FROM_FLOAT16, seed=5)
-    assert not gen.failed(gen.check_problem(sdpa_math, p)[0])
-    assert gen.failed(gen.check_problem(mutants.autocast_casts_float32_inputs_only, p)[0])
-    assert not gen.failed(gen.check_problem(mutants.autocast_casts_float32_inputs_only, replace(p, caller=AUTOCAST))[0])
-    # the caller refuses a problem it cannot give in float16 exactly enough (a value past float16's range)
-    big = torch.full((1, 1, 2, 4), 1e6, dtype=torch.bfloat16)
-    try:
-        called_by(sdpa_math, AUTOCAST_FROM_FLOAT16)(big, big, big)
-    except ValueError as exc:
-        assert "range" in str(exc)
-    else:
-        raise AssertionError("a bfloat16 value past float16's range was given in float16")
