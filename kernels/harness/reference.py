@@ -139,9 +139,10 @@ def _float64_mask(attn_mask):
 def golden_and_sensitivity(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None):
     """(float64 golden output O, its sensitivity R to rounding the scores), both (B, Hq, Nq, Dv).
 
-    R = sqrt(Σ_j (P_ij S_ij (V_jd - O_id))²): O moves by Σ_j P_ij (V_jd - O_id) δ_ij when each
-    score S_ij moves by δ_ij, so independent roundings |δ_ij| <= u |S_ij| of the scores move it by
-    about u·R (its standard deviation is at most u·R). R is negligible for scores of size 1 and
+    R = sqrt(Σ_j (P_ij A_ij (V_jd - O_id))²): O moves by Σ_j P_ij (V_jd - O_id) δ_ij when each
+    score S_ij moves by δ_ij, so independent roundings |δ_ij| <= u A_ij of the scores move it by
+    about u·R (its standard deviation is at most u·R). A_ij (rounding_magnitudes) is |S_ij|, or the
+    size of the dot product's terms where they cancel. R is negligible for scores of size 1 and
     dominates where rows hold scores of 10⁴ (the harness's mixed-magnitude rows)."""
     q, k, v = q.double(), k.double(), v.double()
     logits = scores(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, attn_mask=_float64_mask(attn_mask))
@@ -149,13 +150,24 @@ def golden_and_sensitivity(q, k, v, *, is_causal=False, scale=None, enable_gqa=F
     if enable_gqa:
         v = repeat_kv(v, q.shape[-3])
     out = p @ v  # (B, Hq, Nq, Dv)
-    logits = torch.where(p > 0, logits, 0.0)  # hidden keys (score -inf, weight 0) add nothing
-    w = (p * logits) ** 2
+    # hidden keys (score -inf, weight 0) add nothing
+    w = (p * torch.where(p > 0, rounding_magnitudes(q, k, logits, scale, enable_gqa), 0.0)) ** 2
     # Σ_j w_j (v_j - o)² expanded into products with V, so no (B, H, Nq, Nk, Dv) tensor is formed.
     # Where one key takes all the weight the expansion cancels; what is left, about 1e-8 |P∘S| |V|,
     # times float32's eps is far below the floor's output-scale term.
     r2 = w @ v ** 2 - 2 * out * (w @ v) + out ** 2 * w.sum(-1, keepdim=True)  # (B, Hq, Nq, Dv)
     return out, r2.clamp(min=0).sqrt()
+
+
+def rounding_magnitudes(q, k, logits, scale, enable_gqa) -> torch.Tensor:
+    """The magnitude A_ij each rounding of score S_ij is taken at: the larger of |S_ij| and |scale|·Σ_d |q_id k_jd|,
+    (B, Hq, Nq, Nk) float64. A float32 dot product's partial sums are of the size of its terms, not of the sum:
+    where D terms cancel (a head of thousands of channels at scale 1: |S| ≈ √D, Σ|q_d k_d| ≈ 0.64·D) its error is
+    about u·√D·(the terms' size), past 4 roundings of |S| (measured: two correct summation orders of D = 1902 at
+    scale 1.00015 differed 1.37× past the bound taken at |S|; D = 3642 at scale 1, 2.16×)."""
+    scale = default_scale(q.shape[-1]) if scale is None else scale
+    terms = scores(q.abs(), k.abs(), scale=abs(scale), enable_gqa=enable_gqa)  # (B, Hq, Nq, Nk)
+    return torch.maximum(logits.abs().nan_to_num(posinf=0.0), terms)
 
 
 def float64_reference(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False) -> torch.Tensor:
@@ -233,7 +245,8 @@ def gradient_score_sensitivities(q, k, v, dout, *, is_causal=False, scale=None, 
     output's (float64).
 
     A backward recomputes P = exp(S - lse): roundings δ of the scores and of lse move P_ij by
-    P_ij δ_ij with |δ_ij| <= u (|S_ij| + |lse_i|). Through dV = Pᵀ dO and dS = P∘(dP - D) that gives,
+    P_ij δ_ij with |δ_ij| <= u (|S_ij| + |lse_i|) (|S_ij| as rounding_magnitudes takes it).
+    Through dV = Pᵀ dO and dS = P∘(dP - D) that gives,
     for independent roundings, standard deviations of at most u times
     sqrt(Σ_i (P_ij A_ij dO_id)²) for dv, scale·sqrt(Σ_j (P_ij A_ij (dP_ij - D_i) K_jd)²) for dq and
     the same over i with Q_id for dk, A = |S| + |lse|. Summed over each GQA group by squares. ``dropped``: a
@@ -246,7 +259,8 @@ def gradient_score_sensitivities(q, k, v, dout, *, is_causal=False, scale=None, 
     k_rep, v_rep = (repeat_kv(k, hq), repeat_kv(v, hq)) if enable_gqa else (k, v)
     scale = default_scale(q.shape[-1]) if scale is None else scale
     lse = torch.logsumexp(logits, dim=-1, keepdim=True)  # (B, Hq, Nq, 1); -inf in an empty row
-    size = torch.where(p > 0, logits.abs() + lse.abs(), 0.0)  # A, 0 where the weight is 0
+    size = torch.where(p > 0, rounding_magnitudes(q, k, logits, scale, enable_gqa) + lse.abs(), 0.0)  # A, 0 where
+    # the weight is 0
     w = p * size  # (B, Hq, Nq, Nk)
     kept = 1.0 if dropped is None else dropped.double()
     dp = (dout @ v_rep.transpose(-2, -1)) * kept  # (B, Hq, Nq, Nk)

@@ -159,10 +159,10 @@ def test_a_slice_layout_has_no_stride_from_the_shape_and_far_rows_are_judged_aga
     import random
 
     x = torch.randn(2, 3, 5, 4)  # (B, H, N, D)
-    for cache in (False, True):
-        view = gen._view(x, "slice", random.Random(cache), cache=cache)
+    for name in ("q", "k"):  # (k's a KV cache's slice)
+        view = gen._view(x, "slice", random.Random(name), name)
         assert torch.equal(view, x) and view.stride(0) != 3 * 5 * 4 and view.stride(2) != 4
-        assert (view.stride(1) == 4) == cache
+        assert (view.stride(1) == 4) == (name == "k")
     from kernels.mutants import finite_max_start
 
     far = gen.draw(0, gen.REGIMES.index("far-masked-rows"), "float32", ALL)
