@@ -5049,7 +5049,8 @@ def wide_head_key_tile_of_80_stops_early(q, k, v, attn_mask=None, dropout_p=0.0,
 def query_tile_of_96_last_tile_unwritten(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                          enable_gqa=False):
     """The 65-96-channel template (query tiles of 96): where 96 divides Nq its last query tile is never written (0)
-    (red team rt56: a length divisible by a tile)."""
+    (red team rt56: a length divisible by a tile). Not among MUTANTS: the array of an impl without a backward met no
+    medium head at such a length at seed 0 (test_rt56_families judges it on its problem)."""
     out = full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     n_q = q.shape[-2]
     if 64 < q.shape[-1] <= 96 and n_q >= 192 and n_q % 96 == 0:
@@ -5092,8 +5093,6 @@ MUTANTS = MUTANTS + (
            "generated-agreement"),
     Mutant(wide_head_key_tile_of_80_stops_early, "key tiles of 80 past 128 channels stopping a tile early where 80 "
            "divides Nk", "generated-agreement"),
-    Mutant(query_tile_of_96_last_tile_unwritten, "query tiles of 96 for 65-96 channels, the last unwritten where 96 "
-           "divides Nq", "generated-agreement"),
     Mutant(k_expanded_over_the_batch_taken_as_a_shared_prompt, "k expanded over the batch taken as a shared prompt, "
            "v's first entry read for every entry", "generated-agreement"),
     Mutant(expanded_kv_gradients_written_through_their_strides, "dk, dv of an expanded k or v written through its "

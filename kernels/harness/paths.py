@@ -175,7 +175,8 @@ RELATIONS = {"forward": AGREEMENT, "gradients": GRADIENTS, "dropout": DROPOUT_LA
 EXPANDED = ("k, v expanded over heads", "k, v expanded over batch")
 # which of k and v an expanded level's rows expand, in turn (generate.STRIDE_ZERO; red team rt56: k expanded over the
 # batch taken as a shared prompt, v's first entry read for every entry too, escaped rows that expanded both)
-EXPANSIONS = ("k, v", "k", "v")
+EXPANSIONS = ("k, v", "k", "k, v", "v")  # (both every other row: rt48's folded rows need both, and the arrays
+# of impls without a backward hold few expanded rows)
 EXPANSION = "expanded"  # (a row's key, rows())
 # A row's lengths: drawn in the path's ranges, or the most divisible length in an octave below a draw (keys alone, or
 # both), divisible by the most of SMOOTH_TILES twice over at least: the query and key tiles and the split sizes a

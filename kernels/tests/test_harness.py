@@ -255,8 +255,8 @@ def test_tolerance_rule():
 
 
 def test_score_sensitivity_is_its_definition():
-    """R_id = sqrt(Σ_j (P_ij S_ij (V_jd - O_id))²), computed on a (B, H, Nq, Nk, Dv) tensor, with
-    GQA, an additive mask with a -inf entry and a row of scores near 10³."""
+    """R_id = sqrt(Σ_j (P_ij A_ij (V_jd - O_id))²), A_ij = max(|S_ij|, |scale|·Σ_d |q_id k_jd|), computed on a
+    (B, H, Nq, Nk, Dv) tensor, with GQA, an additive mask with a -inf entry and a row of scores near 10³."""
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 4, 3, 8, generator=g, dtype=torch.float64) for _ in range(3))
     k, v = k[:, :2], v[:, :2, :, :5]  # two KV heads; Dv = 5
@@ -266,7 +266,9 @@ def test_score_sensitivity_is_its_definition():
     kw = dict(scale=0.3, enable_gqa=True, attn_mask=mask)
     out, r = ref.golden_and_sensitivity(q, k, v, **kw)
     p = ref.probabilities(q, k, **kw)  # (B, Hq, Nq, Nk)
-    s = torch.where(p > 0, 0.3 * q @ ref.repeat_kv(k, 4).transpose(-2, -1) + mask, 0.0)
+    k4 = ref.repeat_kv(k, 4)
+    terms_size = 0.3 * (q[:, :, :, None, :] * k4[:, :, None, :, :]).abs().sum(-1)  # (B, Hq, Nq, Nk): Σ_d |q_d k_d|
+    s = torch.where(p > 0, torch.maximum((0.3 * q @ k4.transpose(-2, -1) + mask).abs(), terms_size), 0.0)
     vv = ref.repeat_kv(v, 4)
     terms = (p * s)[..., None] * (vv[:, :, None, :, :] - out[:, :, :, None, :])  # (B, Hq, Nq, Nk, Dv)
     # R² is expanded into products with V, which cancels in float64 where one key takes all the
@@ -279,7 +281,7 @@ def test_score_sensitivity_is_its_definition():
 
 def test_gradient_score_sensitivities_are_their_definition():
     """dv's: sqrt(Σ_i (P_ij A_ij dO_id)²), dq's: scale·sqrt(Σ_j (P_ij A_ij (dP_ij - D_i) K_jd)²),
-    dk's over i with Q_id, A = |S| + |lse|, GQA groups summed by squares; on explicit
+    dk's over i with Q_id, A = max(|S|, |scale|·Σ_d |q_d k_d|) + |lse|, GQA groups summed by squares; on explicit
     (B, H, Nq, Nk, D) tensors, with an additive mask holding a -inf."""
     g = torch.Generator().manual_seed(1)
     q = torch.randn(1, 4, 3, 6, generator=g, dtype=torch.float64)
@@ -293,7 +295,8 @@ def test_gradient_score_sensitivities_are_their_definition():
     p = ref.probabilities(q, k, **kw)  # (B, Hq, Nq, Nk)
     k4, v4 = ref.repeat_kv(k, 4), ref.repeat_kv(v, 4)
     s = 0.7 * q @ k4.transpose(-2, -1) + mask
-    a = torch.where(p > 0, s.abs() + torch.logsumexp(s, -1, keepdim=True).abs(), 0.0)
+    terms_size = 0.7 * (q[:, :, :, None, :] * k4[:, :, None, :, :]).abs().sum(-1)  # (B, Hq, Nq, Nk)
+    a = torch.where(p > 0, torch.maximum(s.abs(), terms_size) + torch.logsumexp(s, -1, keepdim=True).abs(), 0.0)
     dp = dout @ v4.transpose(-2, -1)
     e = p * a * (dp - (p * dp).sum(-1, keepdim=True))  # (B, Hq, Nq, Nk)
     want_dq = 0.7 * (e[..., None] * k4[:, :, None]).pow(2).sum(-2).sqrt()  # over keys
