@@ -178,8 +178,8 @@ EXPANDED = ("k, v expanded over heads", "k, v expanded over batch")
 EXPANSIONS = ("k, v", "k", "k, v", "v")  # (both every other row: rt48's folded rows need both, and the arrays
 # of impls without a backward hold few expanded rows)
 EXPANSION = "expanded"  # (a row's key, rows())
-# A row's lengths: drawn in the path's ranges, or the most divisible length in an octave below a draw (keys alone, or
-# both), divisible by the most of SMOOTH_TILES twice over at least: the query and key tiles and the split sizes a
+# A row's lengths: drawn in the path's ranges, or (keys alone, or both) a multiple of a tile drawn from SMOOTH_TILES,
+# twice over at least, the most divisible by the others in an octave below a draw (smooth_length): the tiles and split sizes a
 # kernel picks by the head dim (FlashAttention's 64 and 128, FA3's 80, 96, 112, 176 and 192), whose whole-tile or
 # whole-split path (no bounds checks; the last split) is taken only when one divides the length. Red team rt56: an
 # empty last split when 768 divided Nk, a key tile of 80 for D > 128 stopping a block early when 80 divided Nk, and a
