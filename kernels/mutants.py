@@ -105,6 +105,13 @@ class _NoAccumulatorRescale(BlockedAttention):
         return acc  # the bug: acc kept at the old max's scale
 
 
+class _BlockValuesInFloat16(BlockedAttention):
+    def block_values(self, p, vb, dtype):
+        if dtype != torch.float16:
+            return p @ vb
+        return (p.to(dtype) @ vb.to(dtype)).to(p.dtype)  # the bug: a block's Σ p·v (p up to 1) rounded to float16
+
+
 class _NoSumRescale(BlockedAttention):
     def rescaled_sum(self, alpha, l):
         return l  # the bug: l kept at the old max's scale
@@ -180,6 +187,9 @@ causal_bottom_right = _mutant(_CausalBottomRight(), "causal_bottom_right",
     "Causal mask aligned bottom-right (query i sees j <= i + Nk - Nq) instead of SDPA's top-left.")
 online_without_accumulator_rescale = _mutant(_NoAccumulatorRescale(), "online_without_accumulator_rescale",
     "Online softmax that rescales the running sum but not the accumulator when the max grows.")
+block_values_in_float16 = _mutant(_BlockValuesInFloat16(), "block_values_in_float16",
+    "Each key block's P·V (weights up to 1, not yet normalised) rounded to float16 before the float32 accumulator: "
+    "a block's sum overflows 65504 where the output (its weighted mean) fits (red team rt57).")
 online_without_denominator_rescale = _mutant(_NoSumRescale(), "online_without_denominator_rescale",
     "Online softmax that rescales the accumulator but not the running sum.")
 dropped_tail_block = _mutant(_DroppedTailBlock(), "dropped_tail_block",
@@ -1381,6 +1391,9 @@ MUTANTS = MUTANTS + (
     Mutant(query_scaled_in_input_dtype, "q scaled in the input dtype (float16 overflow)", "generated-agreement",
            dtypes=(torch.float16,)),
     Mutant(mask_strides_ignored, "attn_mask strides ignored", "generated-agreement"),
+    # only float16's range is narrower than float32's, where a block's sums are kept
+    Mutant(block_values_in_float16, "a key block's P·V summed in float16 (overflow)", "generated-agreement",
+           dtypes=(torch.float16,)),
     Mutant(mask_nonfinite_sanitised, "NaN in an additive attn_mask sanitised", "generated-agreement"),
     # in float32 the cast is a no-op: only a half q takes a float32 mask of another dtype
     Mutant(mask_cast_to_query_dtype, "float32 attn_mask cast to half q's dtype", "generated-agreement",
@@ -4329,6 +4342,28 @@ def decode_splits_per_cpu_into_eight_slots(q, k, v, attn_mask=None, dropout_p=0.
     return _split_k_into_eight_slots(q, k, v, os.cpu_count() or 1, scale)
 
 
+def decode_splits_per_thread_merged_by_halves(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                              enable_gqa=False):
+    """A split-K decode (one query over 4097+ keys) with a split per intra-op thread from four threads on, merged by
+    a halving tree, split t with split t + n/2: where the count is not a power of two the odd one is lost (red team
+    rt57: 5-7 and 9-15 threads, where the harness ran 8, 16 and 32)."""
+    if not _plain_decode(q, k, attn_mask, dropout_p, is_causal, enable_gqa) or torch.get_num_threads() < 4:
+        return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    k, v = ref.repeat_kv(k, q.shape[-3]), ref.repeat_kv(v, q.shape[-3])
+    s = (q.float() @ k.float().transpose(-2, -1)) * (q.shape[-1] ** -0.5 if scale is None else scale)  # (..., 1, Nk)
+    e = torch.exp(s - s.amax(-1, keepdim=True))
+    splits = torch.get_num_threads()
+    bounds = [k.shape[-2] * t // splits for t in range(splits + 1)]
+    parts = [(e[..., lo:hi] @ v[..., lo:hi, :].float(), e[..., lo:hi].sum(-1, keepdim=True))
+             for lo, hi in zip(bounds, bounds[1:])]
+    while len(parts) > 1:
+        half = len(parts) // 2
+        parts = [(a[0] + b[0], a[1] + b[1]) for a, b in zip(parts[:half], parts[half:2 * half])]  # the bug: an odd
+        # count's last part dropped
+    acc, total = parts[0]
+    return (acc / total).to(q.dtype)
+
+
 def causal_positions_in_the_default_dtype(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                           enable_gqa=False):
     """is_causal's positions built by torch.arange in torch.get_default_dtype(): under a half default (a model loader's
@@ -4371,6 +4406,8 @@ MUTANTS = MUTANTS + (
     Mutant(decode_splits_per_thread_into_eight_slots, "a split-K decode's split per thread merged into 8 slots",
            "thread-count", dtypes=(torch.float32,)),
     Mutant(decode_splits_per_cpu_into_eight_slots, "a split-K decode's split per CPU merged into 8 slots",
+           "thread-count", dtypes=(torch.float32,)),
+    Mutant(decode_splits_per_thread_merged_by_halves, "a split-K decode's splits per thread merged by halves",
            "thread-count", dtypes=(torch.float32,)),
     Mutant(causal_positions_in_the_default_dtype, "causal positions built in the default dtype", "thread-count",
            dtypes=(torch.float32,)),
@@ -5088,7 +5125,20 @@ def expanded_kv_gradients_written_through_their_strides(q, k, v, attn_mask=None,
     return full_attention(q, k, v, **options)
 
 
+def boolean_mask_of_equal_counts_read_as_key_padding(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                                      scale=None, enable_gqa=False):
+    """A boolean attn_mask whose first and last rows agree and whose rows all see as many keys is taken for key padding
+    and read from its first row (red team rt57: a mask-structure heuristic)."""
+    if attn_mask is not None and attn_mask.dtype == torch.bool and attn_mask.dim() >= 2 and attn_mask.shape[-2] > 1:
+        counts = attn_mask.sum(-1)  # (..., Nq)
+        if bool((attn_mask[..., 0, :] == attn_mask[..., -1, :]).all()) and bool((counts == counts[..., :1]).all()):
+            attn_mask = attn_mask[..., :1, :]  # the bug: one row for all
+    return full_attention(q, k, v, **_options(attn_mask, dropout_p, is_causal, scale, enable_gqa))
+
+
 MUTANTS = MUTANTS + (
+    Mutant(boolean_mask_of_equal_counts_read_as_key_padding, "a boolean mask of equal row counts and equal first and "
+           "last rows read as key padding", "generated-agreement"),
     Mutant(split_k_with_an_empty_last_split, "split-K decode with an empty last split where 768 divides Nk",
            "generated-agreement"),
     Mutant(wide_head_key_tile_of_80_stops_early, "key tiles of 80 past 128 channels stopping a tile early where 80 "

@@ -105,8 +105,7 @@ def rounding_bias_decode(s: Subject) -> Outcome:
     outcomes, details = [], []
     for label, (b, hq, hkv, nk, d) in decode_shapes(s.case).items():
         gen = s.rng(f"decode bias {label}")
-        q, k, v = (s.cast(torch.randn(shape, generator=gen, dtype=torch.float64))
-                   for shape in ((b, hq, 1, d), (b, hkv, nk, d), (b, hkv, nk, d)))
+        q, k, v = (s.randn(gen, *shape) for shape in ((b, hq, 1, d), (b, hkv, nk, d), (b, hkv, nk, d)))
         kw = s.kwargs(is_causal=False, enable_gqa=hq != hkv)
         o = bias_outcome(s.run(q, k, v, **kw), ref.attention64(q.cpu(), k.cpu(), v.cpu(), **kw), s.dtype)
         outcomes.append(o)

@@ -176,8 +176,8 @@ ITEMS: tuple[Item, ...] = (
          f"{MEASURED}: 4 threads × 32 rounds of (4, 4, 128, 256) calls under no_grad, each output within the "
          "low-precision rule of its own float64 golden value (0 of 128 past it, 4 seeds; float32, float16 and "
          "bfloat16); the same with arguments of each thread's own and with forward and backward per thread (SDPA's "
-         "math backend, float32, seeds 0-3); drawn problems at 2, 3 and 8 intra-op threads, and each covering path's "
-         "plain row, and causal, at 8, 16 and 32 in turn, within the rule (SDPA's math backend)",
+         "math backend, float32, seeds 0-3); drawn problems at 2, 3 and 7 intra-op threads, and each covering path's "
+         "plain row, and causal, at 6, 12 and 24 in turn, within the rule (SDPA's math backend)",
          ("concurrent-calls", "concurrent-calls-mixed", "concurrent-training", "thread-count")),
     Item("caller", "the answer does not depend on who calls or where: the main thread or another one (the same "
                    "seed's keep mask too), under any default dtype (torch.set_default_dtype(float16), bfloat16, "

@@ -378,7 +378,7 @@ def dropout_forward_backward(s: Subject, attn_mask=None) -> Outcome:
     its dq, dk, dv must be float64 autograd of (P∘M/(1-p)) V with that M (the backward used the
     forward's mask, and rescaled dP by 1/(1-p) as the forward rescaled P)."""
     v1 = one_hot_values(s)
-    d_o = s.cast(torch.randn(s.q.shape[:-1] + (s.case.n_k,), generator=s.rng("dropout dO"), dtype=torch.float64))
+    d_o = s.randn("dropout dO", *s.q.shape[:-1], s.case.n_k)
     leaves = ref.leaves((s.q, s.k, v1))
     kw = s.kwargs() if attn_mask is None else s.kwargs(attn_mask=attn_mask, is_causal=False)
     with seeded(s, 0):

@@ -47,10 +47,6 @@ def _refused(exc: BaseException) -> str:
     return f"refused: {type(exc).__name__}"
 
 
-def _randn(s: Subject, label: str, *shape) -> torch.Tensor:
-    return s.cast(torch.randn(*shape, generator=s.rng(label), dtype=torch.float64))
-
-
 # ===================================================================== empty dimensions
 
 def _empty_shapes(s: Subject) -> dict[str, tuple]:
@@ -71,8 +67,8 @@ def empty_dims(s: Subject) -> Outcome:
     gradients of the inputs' shapes (zero where Nk = 0). Right, or refused; never NaN or garbage."""
     details, worst_err = [], 0.0
     for name, shapes in _empty_shapes(s).items():
-        q, k, v = (_randn(s, f"empty {name} {i}", *shape) for i, shape in enumerate(shapes))
-        d_o = _randn(s, f"empty {name} dO", *shapes[0][:-1], shapes[2][-1])
+        q, k, v = (s.randn(f"empty {name} {i}", *shape) for i, shape in enumerate(shapes))
+        d_o = s.randn(f"empty {name} dO", *shapes[0][:-1], shapes[2][-1])
         kw = s.kwargs(enable_gqa=s.case.gqa and shapes[0][1] != shapes[1][1])
         leaves = ref.leaves((q, k, v))
         try:
@@ -113,9 +109,9 @@ def refused_inputs(s: Subject) -> Outcome:
     attempts = {
         "k in another dtype": ((s.q, s.k.to(other), s.v), {}),
         "v in another dtype": ((s.q, s.k, s.v.to(other)), {}),
-        f"Hkv = {odd_kv} with Hq = {hq}": ((s.q, _randn(s, "odd kv k", b, odd_kv, nk, d),
-                                             _randn(s, "odd kv v", b, odd_kv, nk, dv)), {"enable_gqa": True}),
-        "k's head dim differs from q's": ((s.q, _randn(s, "wide k", b, s.k.shape[1], nk, d + 1), s.v), {}),
+        f"Hkv = {odd_kv} with Hq = {hq}": ((s.q, s.randn("odd kv k", b, odd_kv, nk, d),
+                                             s.randn("odd kv v", b, odd_kv, nk, dv)), {"enable_gqa": True}),
+        "k's head dim differs from q's": ((s.q, s.randn("wide k", b, s.k.shape[1], nk, d + 1), s.v), {}),
     }  # (k and v of different lengths: kv-lengths-refused)
     accepted = []
     for name, (args, kw) in attempts.items():
@@ -138,7 +134,7 @@ def kv_lengths_refused(s: Subject) -> Outcome:
     b, hkv, nk, d = s.k.shape
     accepted = []
     for nv in (nk + 1, nk - 1):
-        v = _randn(s, f"v of length {nv}", b, hkv, nv, d)
+        v = s.randn(f"v of length {nv}", b, hkv, nv, d)
         try:
             s._call(s.q, s.k, v)
         except Exception:  # refusing is the contract
@@ -240,7 +236,7 @@ def shape_contract(s: Subject) -> Outcome:
     read through k's GQA map)."""
     accepted, judged, outcomes, refused_ok, honest = [], [], [], 0, 0
     for name, shapes, gqa in shape_space(s):
-        q, k, v = (_randn(s, f"shape {name} {t}", *shape) for t, shape in zip(SHAPE_TENSORS, shapes))
+        q, k, v = (s.randn(f"shape {name} {t}", *shape) for t, shape in zip(SHAPE_TENSORS, shapes))
         expected = _sdpa_accepts(q, k, v, gqa)
         try:
             out = s._call(q, k, v, enable_gqa=gqa)[0]
@@ -281,7 +277,7 @@ def _released_call(s: Subject, mask: str | None, grad: bool, refs: dict) -> None
 
     from kernels.harness.masks import additive_mask, bool_mask
 
-    q, k, v = (_randn(s, f"released {t}", *x.shape) for t, x in zip("qkv", (s.q, s.k, s.v)))
+    q, k, v = (s.randn(f"released {t}", *x.shape) for t, x in zip("qkv", (s.q, s.k, s.v)))
     kw = s.kwargs()
     args = {"q": q, "k": k, "v": v}
     if mask is not None:
@@ -297,7 +293,7 @@ def _released_call(s: Subject, mask: str | None, grad: bool, refs: dict) -> None
         refs["output"] = weakref.ref(out)
     checked_output(out, q, v)
     if grad and out.requires_grad:  # a forward-only impl's output does not: its forward alone is judged
-        torch.autograd.grad(out, (q, k, v), _randn(s, "released dO", *out.shape))
+        torch.autograd.grad(out, (q, k, v), s.randn("released dO", *out.shape))
 
 
 def arguments_released(s: Subject) -> Outcome:
@@ -411,8 +407,8 @@ def aliased_inputs(s: Subject) -> Outcome:
     slots when k is v). Every tensor takes k's shape (B, Hkv, Nk, D), so any two can be one."""
     kw = s.kwargs(enable_gqa=False)
     shape = s.k.shape  # (B, Hkv, Nk, D)
-    dout = s.cast(torch.randn(shape, generator=s.rng("aliased dO"), dtype=torch.float64))  # (B, Hkv, Nk, D)
-    drawn = {name: s.cast(torch.randn(shape, generator=s.rng(f"aliased {name}"), dtype=torch.float64))
+    dout = s.randn("aliased dO", *shape)  # (B, Hkv, Nk, D)
+    drawn = {name: s.randn(f"aliased {name}", *shape)
              for name in "qkv"}
     outcomes, said = [], []
     for groups in ALIASINGS:
@@ -582,7 +578,7 @@ def double_backward(s: Subject) -> Outcome:
     """Gradients of gradients (a gradient penalty): SDPA's math backend gives them; a kernel must
     give them right or refuse (raise). Judged by the low-precision rule against float64 autograd
     twice through plain attention, with the floor at the golden second derivatives' size."""
-    weights = [_randn(s, f"second-order weight {n}", *x.shape) for n, x in zip("qkv", (s.q, s.k, s.v))]
+    weights = [s.randn(f"second-order weight {n}", *x.shape) for n, x in zip("qkv", (s.q, s.k, s.v))]
     kw = s.kwargs()
     try:
         got = _second_order(s.impl, s.q, s.k, s.v, s.dout, weights, kw)
@@ -780,12 +776,12 @@ def buffers_mutated_between_calls(s: Subject) -> Outcome:
     q, k, v = ref.copy(s.q), ref.copy(s.k), ref.copy(s.v)
     with torch.no_grad():
         s.impl(q, k, v, **s.kwargs())
-        q2, k2, v2 = (_randn(s, f"new {n}", *x.shape) for n, x in zip("qkv", (q, k, v)))
+        q2, k2, v2 = (s.randn(f"new {n}", *x.shape) for n, x in zip("qkv", (q, k, v)))
         q.copy_(q2), k.copy_(k2), v.copy_(v2)
         out = checked_output(s.impl(q, k, v, **s.kwargs()), q, v)
         in_place = measured(s, out.cpu(), *_golden(s, q2, k2, v2))
-        kk = torch.stack([k2, _randn(s, "sibling k", *k.shape)])  # (2, B, Hkv, Nk, D): one buffer, two views
-        vv = torch.stack([v2, _randn(s, "sibling v", *v.shape)])  # (2, B, Hkv, Nk, Dv)
+        kk = torch.stack([k2, s.randn("sibling k", *k.shape)])  # (2, B, Hkv, Nk, D): one buffer, two views
+        vv = torch.stack([v2, s.randn("sibling v", *v.shape)])  # (2, B, Hkv, Nk, Dv)
         s.impl(q, kk[0], vv[0], **s.kwargs())
         out = checked_output(s.impl(q, kk[1], vv[1], **s.kwargs()), q, vv[1])
     sibling = measured(s, out.cpu(), *_golden(s, q2, kk[1], vv[1]))
@@ -825,7 +821,7 @@ def _written_untracked(s: Subject) -> tuple[Outcome, str]:
     (measured, torch 2.13), so a cache keyed by (data_ptr, shape, strides, dtype, _version) answers with the old
     values (red team: an upcast K/V cache escaped the copy_ above, which bumps the version). SDPA reads the new ones."""
     q, k, v = ref.copy(s.q), ref.copy(s.k), ref.copy(s.v)
-    new = [_randn(s, f"untracked {n}", *x.shape) for n, x in zip("qkv", (q, k, v))]
+    new = [s.randn(f"untracked {n}", *x.shape) for n, x in zip("qkv", (q, k, v))]
     with torch.no_grad():
         checked_output(s.impl(q, k, v, **s.kwargs()), q, v)
         versions = [x._version for x in (q, k, v)]
@@ -873,7 +869,7 @@ def concurrent_calls(s: Subject) -> Outcome:
     b_h, n_q, n_k = CONCURRENT_SHAPE[0] * CONCURRENT_SHAPE[1], *CONCURRENT_SHAPE[2:]
     hq, hkv, d, dv = s.q.shape[1], s.k.shape[1], s.q.shape[-1], s.v.shape[-1]  # the case's heads (GQA or not)
     b = max(1, b_h // hq)  # (B·Hq as CONCURRENT_SHAPE's)
-    inputs = [tuple(_randn(s, f"thread {i} {n}", *shape) for n, shape in
+    inputs = [tuple(s.randn(f"thread {i} {n}", *shape) for n, shape in
                     (("q", (b, hq, n_q, d)), ("k", (b, hkv, n_k, d)), ("v", (b, hkv, n_k, dv))))
               for i in range(CONCURRENT_THREADS)]
     goldens = [_golden(s, *x) for x in inputs]
@@ -957,7 +953,7 @@ def _mixed_inputs(s: Subject, i: int, scale_down: int = 1):
     n_q, n_k = n_q // scale_down, n_k // scale_down
     hq, hkv, d, dv = s.q.shape[1], s.k.shape[1], s.q.shape[-1], s.v.shape[-1]
     b = max(1, CONCURRENT_SHAPE[0] * CONCURRENT_SHAPE[1] // hq)
-    q, k, v = (_randn(s, f"mixed thread {i} {n}", *shape) for n, shape in
+    q, k, v = (s.randn(f"mixed thread {i} {n}", *shape) for n, shape in
                (("q", (b, hq, n_q, d)), ("k", (b, hkv, n_k, d)), ("v", (b, hkv, n_k, dv))))
     kw = s.kwargs(is_causal=causal, scale=None if factor is None else factor / math.sqrt(d))
     if mask is not None and ATTN_MASK in offered(s.impl):
@@ -1001,7 +997,7 @@ def concurrent_training(s: Subject) -> Outcome:
     gradient checks' judge). A backward keeping its row max and sum in a module-level workspace keyed by shape (red
     team rt44h) gives one thread's statistics to another's gradients; sequential calls never show it."""
     inputs = [_mixed_inputs(s, i, scale_down=2) for i in range(len(MIXED_ARGUMENTS))]
-    douts = [_randn(s, f"mixed thread {i} dout", *q.shape[:-1], v.shape[-1]) for i, (q, k, v, _) in enumerate(inputs)]
+    douts = [s.randn(f"mixed thread {i} dout", *q.shape[:-1], v.shape[-1]) for i, (q, k, v, _) in enumerate(inputs)]
     judged = []
     for (q, k, v, kw), dout in zip(inputs, douts):
         args = tuple(t.cpu() for t in (q, k, v, dout))
@@ -1136,10 +1132,9 @@ def _backend_flags() -> dict:
     zero-argument get_*/is_*/…_enabled/…_allowed readings. A module the call imports adds readings, which
     are then compared from the next call on (only names present before and after are compared)."""
     flags = {}
-    # (the backends' names picked before sorting: a run loads thousands of modules, and this runs twice a problem)
-    for name in sorted(n for n in list(sys.modules) if n == "torch.backends" or n.startswith("torch.backends.")):
+    for name in _backend_modules(_modules_loaded()):
         module = sys.modules.get(name)
-        if module is None or any(part.startswith("_") for part in name.split(".")) or ".xeon" in name:
+        if module is None:
             continue
         for attr, prop in vars(type(module)).items():
             if not attr.startswith("_") and type(prop).__name__ in ("ContextProp", "property"):
@@ -1155,6 +1150,20 @@ def _backend_flags() -> dict:
             if reading is not None:
                 flags[f"{name}.{attr}()"] = reading[0]
     return flags
+
+
+def _modules_loaded() -> tuple:
+    """What sys.modules holds, told cheaply: its size and its newest name (a module loaded is added last, so one
+    removed and another loaded changes the newest). The searches of sys.modules below are kept until it changes:
+    a run loads 1800 modules, and each search ran twice a problem."""
+    return len(sys.modules), next(reversed(sys.modules), None)
+
+
+@functools.lru_cache(maxsize=4)
+def _backend_modules(loaded: tuple) -> tuple[str, ...]:
+    """The public torch.backends modules loaded (``loaded``: _modules_loaded(), the cache's key), sorted."""
+    return tuple(sorted(n for n in list(sys.modules) if (n == "torch.backends" or n.startswith("torch.backends."))
+                        and not any(part.startswith("_") for part in n.split(".")) and ".xeon" not in n))
 
 
 # ===================================================================== process state a sweep finds (red team rt44h)
@@ -1183,9 +1192,26 @@ _TORCH_SOURCE = os.path.dirname(torch.__file__) + os.sep
 
 
 class _Identities(_Keyed):
-    """Public functions by identity: a replacement is a change whatever it computes (== on some is elementwise).
-    One written in torch's own source that wraps the function it replaces is torch's own doing: importing
-    torch._dynamo (the harness's lazy imports do) wraps torch.manual_seed in torch._disable_dynamo."""
+    """Public functions by identity, "namespace.name": a replacement is a change whatever it computes (== on some is
+    elementwise). One written in torch's own source that wraps the function it replaces is torch's own doing:
+    importing torch._dynamo (the harness's lazy imports do) wraps torch.manual_seed in torch._disable_dynamo.
+
+    Held as each namespace's whole dict, copied (a C-level copy, twice a problem: building "namespace.name" keys for
+    its 5000 entries took a quarter of the process-state reading), and narrowed to the public callables only where
+    an entry differs."""
+
+    def changed(self, other: dict) -> list[str]:
+        names = []
+        for prefix, entries in self.items():
+            now = other.get(prefix, {})
+            names += [f"{prefix}.{attr}" for attr, f in entries.items()
+                      if attr in now and now[attr] is not f and attr[:1] != "_" and callable(f)
+                      and not self._same(f, now[attr])]
+        return names
+
+    def function(self, key: str):
+        prefix, attr = key.rsplit(".", 1)
+        return self[prefix][attr]
 
     @staticmethod
     def _same(a, b) -> bool:
@@ -1278,10 +1304,16 @@ def _c_setter(getter: str):
 
 def _config_modules() -> list:
     """torch's config modules (torch.utils._config_module.ConfigModule) loaded now: never imported here."""
+    return list(_config_modules_in(_modules_loaded()))
+
+
+@functools.lru_cache(maxsize=4)
+def _config_modules_in(loaded: tuple) -> tuple:
+    """_config_modules for ``loaded`` (_modules_loaded(), the cache's key)."""
     config_module = sys.modules.get("torch.utils._config_module")
     if config_module is None:
-        return []
-    return [m for m in list(sys.modules.values()) if isinstance(m, config_module.ConfigModule)]
+        return ()
+    return tuple(m for m in list(sys.modules.values()) if isinstance(m, config_module.ConfigModule))
 
 
 class _ConfigValues(_Keyed):
@@ -1324,14 +1356,9 @@ _PUBLIC_NAMESPACES = ("torch", "torch.nn.functional", "torch.nn.attention")
 def _public_functions() -> _Identities:
     """Every public callable of torch, torch.nn.functional, torch.nn.attention (those loaded) and torch.Tensor, by
     identity: a function replaced (SDPA patched with the impl, a Tensor method wrapped) is a change."""
-    found = _Identities()
+    found = _Identities((name, dict(vars(sys.modules[name]))) for name in _PUBLIC_NAMESPACES if name in sys.modules)
     # torch.Tensor's methods are mostly its C base's: read through both, the subclass's own last (as lookup finds)
-    namespaces = [(name, sys.modules.get(name)) for name in _PUBLIC_NAMESPACES] + [
-        ("torch.Tensor", torch._C.TensorBase), ("torch.Tensor", torch.Tensor)]
-    for prefix, namespace in namespaces:
-        if namespace is not None:  # (a dict made whole, then merged: half the time of a generator's, twice a problem)
-            found.update({f"{prefix}.{attr}": f for attr, f in list(vars(namespace).items())
-                          if attr[:1] != "_" and callable(f)})
+    found["torch.Tensor"] = {**vars(torch._C.TensorBase), **vars(torch.Tensor)}
     return found
 
 
@@ -1355,7 +1382,7 @@ def _restore_swept(before: dict) -> None:
             setattr(modules[module], attr, was[key] if key in was else now.defaults[key])
     for key in before["torch's public functions"].changed(_public_functions()):
         prefix, attr = key.rsplit(".", 1)
-        was = before["torch's public functions"][key]
+        was = before["torch's public functions"].function(key)
         if prefix == "torch.Tensor" and vars(torch._C.TensorBase).get(attr) is was:
             delattr(torch.Tensor, attr)  # (the C base's method, shadowed by the one set on torch.Tensor)
         else:

@@ -73,7 +73,7 @@ import torch
 from kernels.harness import reference as ref
 from kernels.harness.callers import (AUTOCAST, BACKWARD_ON_WORKER, MAIN, WORKER, backward_by, called_by, machine_of,
                                      on_worker)
-from kernels.harness.cases import Case
+from kernels.harness.cases import Case, randn
 from kernels.harness.masks import BROADCAST_FORMS, EXACT, STRUCTURED_VALUES
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, Outcome, register
 from kernels.harness import backward_values as bv
@@ -89,9 +89,10 @@ RELATIONS = (AGREEMENT, GRADIENTS, DROPOUT_LAW, METAMORPHIC)
 # harness runs its checks with one thread (kernels.threads.one_thread), so a kernel splitting its work by
 # torch.get_num_threads() (slices, query rows or key splits per thread) took only its one-thread path (red team rt47)
 THREAD_COUNT = "thread-count"
-# (3: no whole share of 2 or 4 slices; 8: past this machine's cores, which torch allows, and past the four or five
-# threads where red team rt49's row-, head- and split-parallel paths broke; the paths' plain rows too: paths.threaded)
-THREAD_COUNTS = (2, 3, 8)
+# (3: no whole share of 2 or 4 slices; 7: past this machine's cores, which torch allows, past the four or five threads
+# where red team rt49's row-, head- and split-parallel paths broke, and no power of two, where rt57's merge by halves
+# of per-thread splits lost one; the paths' plain rows too: paths.threaded)
+THREAD_COUNTS = (2, 3, 7)
 THREAD_PROBLEMS = 8  # each dtype's first drawn problems past the default ones, at THREAD_COUNTS in turn
 
 # A run's coverage is a problem count, not a time: the same problems whatever the machine's speed or load.
@@ -245,6 +246,10 @@ AMBIGUOUS_MASKS = {f: "n_q" if f.startswith("(Nq,") else "q_heads" for f in MASK
 #   after-other-dtype: a causal problem (square, no mask) after a call of the same shapes in another dtype (PRIOR_DTYPES;
 #     later draws any problem of the regime, any other dtype).
 #   rank-backward: a gradient problem at rank 3 with GQA (dk or dv asked; later draws any gradient rank).
+#   large-values: v scaled up by a power of two to the largest |output| near the dtype's top (_large_outputs: float16's
+#     a quarter to a half of its range; float32's and bfloat16's past float16's), scores as drawn (red team rt57: a
+#     block's P·V rounded to float16 before the float32 accumulator escaped: the magnitude regime's peaked weights
+#     sum to about 1 in a block, and a block overflows only where several keys weigh near 1).
 #   small-values: v scaled down by 2^-k, k in SMALL_VALUE_EXPONENTS: float16 outputs of 1e-5 to 1e-7, below its least
 #     normal 6.1e-5 (red team rt51: a float16 store flushing subnormal outputs to 0 escaped, every output having been
 #     near 1, where the floor of one rounding at |x| + 0.3 is 2.9e-4). Judged relative to v's scale (Subject.value_unit:
@@ -262,7 +267,7 @@ REGIMES = ("long-decode", "long-both", "mask-collision (Nq, Nk)", "mask-collisio
            "dropout-rank", "dropout-kv-broadcast", "float64-dropout", "after-other-calls", "decode-dropout",
            "long-decode-batched", "long-decode-padded", "rank-head-mask", "many-batch-masks", "float64-long",
            "nan-one-key", "nan-underflowed-keys", "mask-head-bias", "after-other-dtype", "rank-backward",
-           "small-values")
+           "small-values", "large-values")
 # the regimes whose dropout problems keep them (the others' are plain): the two long ones and the call forms a
 # dispatch wrapper may route around the dropout path (red team rt40h: rank 3/5 and float64 wrappers dropping
 # dropout_p, one mask shared by a broadcast k's batch entries); their first draws are dropout problems
@@ -299,6 +304,8 @@ TINY_DROPOUT_DROPS = 36
 # magnitude (float32 and bfloat16, whose range is float32's): v scaled by a power of two so that the
 # largest |output| (float64, as the problem is posed) is in (2^19, 2^20], past float16's 65504
 LARGE_OUTPUT = 2.0 ** 20
+# and float16's (the large-values regime's forwards without dropout): the largest |v| in (2^14, 2^15], half its range
+LARGE_FLOAT16_OUTPUT = 2.0 ** 15
 # small-values: v times 2^-k (exact), k drawn from these, inclusive: |v| of 2^-15 to 2^-22 times a normal draw's, in
 # and below float16's subnormal range (least normal 2^-14); the other dtypes hold them as normal numbers
 SMALL_VALUE_EXPONENTS = (15, 22)
@@ -386,6 +393,7 @@ class Problem:
     seed: int = 0
     magnitude: bool = False  # q scaled up towards the dtype's largest value, k down (see REGIMES)
     small_values: int = 0  # v scaled by 2^-small_values (the small-values regime; 0: as drawn)
+    large_values: bool = False  # v scaled up to outputs near the dtype's top (the large-values regime: _large_outputs)
     late_values: bool = False  # v zero before the last keys below 2048, large after (see _late_values)
     mask_storage: str = "contiguous"  # one of MASK_STORAGES, or "expanded keys" (the mask-expanded regime's first)
     mask_dtype: str | None = None  # an additive mask's dtype when not q's ("float32")
@@ -446,6 +454,8 @@ class Problem:
             parts.append("v only past 2016")
         if self.small_values:
             parts.append(f"v times 2^-{self.small_values}")
+        if self.large_values:
+            parts.append("v scaled towards the dtype's top")
         if self.rank != 4:
             parts.append(f"rank-{self.rank} inputs" + (" (batch dims B/2, 2)" if _split_batch(self) else ""))
         if not self.enable_gqa:
@@ -580,7 +590,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
     if (relation == DROPOUT_LAW and regime not in DROPOUT_REGIMES
             or relation != DROPOUT_LAW and regime == "float64-dropout"  # (float64 agreement: float64-agreement's)
             or relation == GRADIENTS and regime in LONG_DECODE + ("long-both", "magnitude", "long-dropout")
-            or relation != AGREEMENT and regime in ("long-queries", "small-values")  # (long-queries' backward:
+            or relation != AGREEMENT and regime in ("long-queries", "small-values", "large-values")  # (long-queries' backward:
             # long-queries-backward; small values' gradients dq, dk scale with v, dv does not)
             or relation != GRADIENTS and regime == "long-queries-backward"
             or relation != DROPOUT_LAW and regime == "tiny-dropout"):  # (without dropout: a plain problem)
@@ -988,7 +998,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    grads=grads, scale=scale, relation=relation,
                    seed=zlib.crc32(repr((seed, dtype) + key).encode()), magnitude=magnitude,
                    small_values=_rng(seed, dtype, *key, "small values").randint(*SMALL_VALUE_EXPONENTS)
-                   if regime == "small-values" else 0,
+                   if regime == "small-values" else 0, large_values=regime == "large-values",
                    late_values=late_values, mask_storage=storage,
                    mask_dtype="float32" if wide and half and mask is not None else None,
                    mask_nonfinite=nonfinite if poisoned and mask is not None and mask_kind == "additive" else None,
@@ -1093,20 +1103,33 @@ def _near_the_top(s: Subject) -> None:
     s.q, s.k = s.q * 2.0 ** e, s.k * 2.0 ** -e
 
 
-def _past_float16(s: Subject, m) -> None:
-    """float32 and bfloat16 (where _near_the_top leaves q as it is): v times 2^e with the largest finite
-    |output| in float64, as the problem is posed (mask, causal, scale), in (LARGE_OUTPUT/2, LARGE_OUTPUT]:
-    past float16's 65504, so a kernel storing its output through a float16 buffer gives inf. An exact
-    power of two: the scaled problem's golden values are the unscaled ones times 2^e."""
-    if s.dtype not in (torch.float32, torch.bfloat16) or s.v.numel() == 0 or s.q.numel() == 0:
+def _large_outputs(s: Subject, p: Problem, m) -> None:
+    """v times a power of two (exact: the scaled problem's golden values are the unscaled ones times it), towards the
+    top of the dtype's range.
+    - float32 and bfloat16 (where _near_the_top leaves q as it is): the largest finite |output| in float64, as the
+      problem is posed (mask, causal, scale), in (LARGE_OUTPUT/2, LARGE_OUTPUT], past float16's 65504, so a kernel
+      storing its output through a float16 buffer gives inf.
+    - float16, the large-values regime's forwards without dropout: v made positive and scaled to max |v| in
+      (LARGE_FLOAT16_OUTPUT/2, LARGE_FLOAT16_OUTPUT]. Every output, a weighted mean of v, fits; a block's P·V summed
+      in float16 before normalising (weights up to 1, values of one sign) overflows where two keys weigh near 1.
+      Not with dropout (its 1/(1-p) takes a correct output past the range) nor in a backward (dP = dO·Vᵀ of such a
+      v overflows in the plain reference)."""
+    if s.v.numel() == 0 or s.q.numel() == 0:
+        return
+    if s.dtype == torch.float16 and p.large_values and p.relation == AGREEMENT and not p.dropout_p:
+        v = s.v.abs()
+        largest = float(v.max())
+        if 0 < largest < math.inf:
+            s.v = v * 2.0 ** math.floor(math.log2(LARGE_FLOAT16_OUTPUT / largest))
+        return
+    if s.dtype not in (torch.float32, torch.bfloat16):
         return
     out = ref.attention64(s.q.cpu(), s.k.cpu(), s.v.cpu(), **s.kwargs(attn_mask=None if m is None else m.cpu()))
     finite = out[torch.isfinite(out)].abs()
     largest = float(finite.max()) if finite.numel() else 0.0
     if not 0 < largest < math.inf:
         return
-    e = math.floor(math.log2(LARGE_OUTPUT / largest))
-    s.v = s.v * 2.0 ** e
+    s.v = s.v * 2.0 ** math.floor(math.log2(LARGE_OUTPUT / largest))
 
 
 # ===================================================================== judging one problem
@@ -1319,8 +1342,7 @@ def _prior_output(s: Subject, p: Problem, called: tuple, mk: dict):
     if p.prior == "other dtype":
         dtype = getattr(torch, p.prior_dtype or PRIOR_DTYPES[p.dtype][0])
         gen = s.rng("prior dtype call")
-        q, k, v = (torch.randn(x.shape, generator=gen, dtype=torch.float64).to(device=x.device, dtype=dtype)
-                   for x in called)
+        q, k, v = (randn(gen, *x.shape, dtype=dtype).to(device=x.device, dtype=dtype) for x in called)
         m = mk.get("attn_mask")
         kw = {**s.kwargs(), **({} if m is None else {"attn_mask": m if m.dtype == torch.bool else m.to(dtype)})}
         try:
@@ -1351,8 +1373,8 @@ def _prior_output(s: Subject, p: Problem, called: tuple, mk: dict):
                 out.fill_(float("nan"))
         return out
     gen = s.rng("prior call")
-    q, k, v = (s.cast(torch.randn(x.shape, generator=gen, dtype=torch.float64)) for x in (s.q, s.k, s.v))
-    bias = s.cast(torch.randn(p.n_q, p.n_k, generator=gen, dtype=torch.float64))  # (Nq, Nk)
+    q, k, v = (s.randn(gen, *x.shape) for x in (s.q, s.k, s.v))
+    bias = s.randn(gen, p.n_q, p.n_k)  # (Nq, Nk)
     extra = {"causal and mask": {"is_causal": True, "attn_mask": bias}, "mask": {"attn_mask": bias, "is_causal": False},
              "causal": {"is_causal": not p.causal}, "dropout": {"dropout_p": 0.5}, "scale": {"scale": 0.5}}[p.prior]
     devices = [] if torch.device(s.device).type == "cpu" else [torch.device(s.device)]
@@ -1663,7 +1685,7 @@ def _dropout(s: Subject, p: Problem, m, r) -> Outcome:
     twice = not p.grads and leaf is None
     v1 = torch.cat([v1, v1], dim=-1) if twice else v1  # (B, Hkv, Nk, Nk or 2·Nk)
     tensors = [ref.copy(x).requires_grad_(n in p.grads) for x, n in zip((s.q, s.k, v1), "qkv")]
-    d_o = s.cast(torch.randn(s.q.shape[:-1] + (p.n_k,), generator=s.rng("dropout dO"), dtype=torch.float64))
+    d_o = s.randn("dropout dO", *s.q.shape[:-1], p.n_k)
     details = []
     mode = p.context if leaf is None and not p.grads else "enable_grad"  # (gradients need a graph)
 
@@ -1868,8 +1890,8 @@ def _judged(impl, problem: Problem, device: str) -> tuple[Outcome, str | None]:
         m = _mask(s, problem)
     except Exception as exc:  # the harness's own mask maker on a degenerate shape (Nk = 0)
         return Outcome(0.0, 0.0, f"no mask for this shape: {exc}"), "skipped"
-    if problem.magnitude:
-        _past_float16(s, m)
+    if problem.magnitude or problem.large_values:
+        _large_outputs(s, problem, m)
     try:
         return _JUDGES[problem.relation](s, problem, m, r), None
     except BadOutput as exc:  # it answered, wrongly: a failure, not a refusal
@@ -1922,6 +1944,7 @@ def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
     for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("dout_value", (None,)), ("grad_context", ("enable_grad",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("input_value", ("NaN",)), ("context", ("no_grad",)), ("prior", (None,)), ("arguments", ("keywords",)), ("mask_padding", (False,)), ("underflow", (False,)), ("zero_tails", (False,)), ("mask_magnitude", (1.0,)), ("mask_storage", ("contiguous",)),
                           ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)), ("small_values", (0,)),
+                          ("large_values", (False,)),
                           ("scale", (None,)),
                           ("causal", (False,)),
                           ("grads", ("qkv",)), ("batch", (1, p.batch // 2)),
@@ -1984,7 +2007,7 @@ def reproduction(impl, problem: Problem) -> str:
 def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: frozenset, *,
                      value_dim: bool = True, only=None, problems: int | None = None,
                      shrink_seconds: float = SHRINK_SECONDS, regimes: tuple[str, ...] = REGIMES,
-                     notes: list | None = None, drawn: int | None = None, covering=None):
+                     notes: list | None = None, drawn: int | None = None, covering=None, covering_only: bool = False):
     """Yield (problem as drawn, outcome, refusal, repro or None) for ``problems`` problems of the chosen
     relations per dtype (the regimes among them, drawn first), or for those of the chosen relations
     among the first ``drawn`` problems per dtype (what a run of every relation judges), stopping early
@@ -1993,9 +2016,10 @@ def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: 
     relation per dtype are judged however slow the machine. A failure carries its reproduction;
     it is shrunk first while the run's ``shrink_seconds`` (all failures together) last, and says so
     when they are spent. ``covering`` (paths.after_regimes: dtype name -> problems): each dtype's pass judges its
-    covering rows after its regimes, whatever the cap, not counted among ``problems``."""
+    covering rows after its regimes, whatever the cap, not counted among ``problems``; with ``covering_only``, those
+    alone (a run's covering rows in parts of their own: verify.COVERING_SLICES)."""
     relations = [rel for rel in RELATIONS if only is None or rel in only]
-    if not relations or (seconds <= 0 and not problems and not drawn):
+    if not relations or (seconds <= 0 and not problems and not drawn and not covering_only):
         return
     shrink_left = shrink_seconds
 
@@ -2022,6 +2046,9 @@ def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: 
     names = tuple(str(d).removeprefix("torch.") for d in dtypes)
     floor = len(regimes) + len(RELATIONS)
     for dtype, name in zip(dtypes, names):
+        if covering_only:
+            yield from (judged_one(problem) for problem in covering(name) if problem.relation in relations)
+            continue
         budget = seconds / len(dtypes) if seconds > 0 else math.inf
         wall, cpu = time.perf_counter(), time.process_time()
 

@@ -158,7 +158,7 @@ def causality(s: Subject) -> Outcome:
     gen = s.rng("future")
     k2, v2 = s.k.clone(), s.v.clone()
     for x in (k2, v2):  # the future replaced by large, different values
-        x[:, :, cut:] = s.cast(3 * torch.randn(x[:, :, cut:].shape, generator=gen, dtype=torch.float64))
+        x[:, :, cut:] = 3 * s.randn(gen, *x[:, :, cut:].shape)
     rows = slice(0, cut)
     return relation(s, s.run(k=k2, v=v2)[:, :, rows], s.reference(k=k2, v=v2).rows(rows),
                     s.output()[:, :, rows], s.base.rows(rows))

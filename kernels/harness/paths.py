@@ -41,8 +41,10 @@ from kernels.harness.callers import AUTOCAST, AUTOCAST_DTYPES, CALLERS, GRADIENT
 from kernels.harness.masks import NEAR_STRUCTURES, PACKED
 
 # the thread counts of the paths' threaded rows (threaded), each on a machine of as many CPUs (callers.machine_of):
-# past 8, where red team rt50's splits per thread, or per CPU, went into 8 merge slots (a server has 16-192)
-PATH_THREAD_COUNTS = (8, 16, 32)
+# past 8, where red team rt50's splits per thread, or per CPU, went into 8 merge slots (a server has 16-192); none a
+# power of two (red team rt57: a merge of the per-thread splits by halving lost one at 5-7 and 9-15 threads, where
+# these were 8, 16 and 32)
+PATH_THREAD_COUNTS = (6, 12, 24)
 
 # name: ((B least, most), (Nq least, most), (Nk least, most), largest D), each range inclusive. The lengths sit past
 # the thresholds of the paths rt44h's kernels took: one query or 2-8 over 2¹⁴ keys (split-K decode), 16-40 queries

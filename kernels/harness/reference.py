@@ -71,6 +71,48 @@ def repeat_kv(x: torch.Tensor, n_q_heads: int) -> torch.Tensor:
     return x.repeat_interleave(group, dim=-3)  # (..., Hq, N, D): dim -3 is the heads at every rank, as in SDPA
 
 
+# The golden values read GQA's KV heads in place rather than repeated: query heads h·G … h·G + G - 1 read KV head h, so
+# stacking a group's rows makes one matmul per KV head (repeat_interleave was 4 % of the covering rows' CPU seconds).
+
+def grouped(x: torch.Tensor, n_kv_heads: int) -> torch.Tensor:
+    """(..., Hq, M, K) → (..., Hkv, G·M, K): each group of G = Hq / Hkv query heads' rows stacked, as its KV head reads
+    them; refused where Hkv does not divide Hq (repeat_kv's rule)."""
+    n_q_heads = x.shape[-3]
+    if n_kv_heads == n_q_heads:
+        return x
+    if n_kv_heads == 0 or n_q_heads % n_kv_heads:
+        raise ValueError(f"enable_gqa: the query heads ({n_q_heads}) must be a multiple of the key/value heads "
+                         f"({n_kv_heads})")
+    return x.unflatten(-3, (n_kv_heads, n_q_heads // n_kv_heads)).flatten(-3, -2)  # (..., Hkv, G·M, K)
+
+
+def ungrouped(x: torch.Tensor, n_q_heads: int, rows: int) -> torch.Tensor:
+    """grouped's inverse: (..., Hkv, G·M, K) → (..., Hq, M, K), M = ``rows`` (0 query heads too)."""
+    return x.reshape(*x.shape[:-3], n_q_heads, rows, x.shape[-1])
+
+
+def kv_heads(k: torch.Tensor, enable_gqa: bool) -> int | None:
+    """The KV heads the query heads are grouped over: k's with enable_gqa; else None (a plain matmul, broadcasting
+    as torch's does)."""
+    return k.shape[-3] if enable_gqa else None
+
+
+def query_side(a: torch.Tensor, b: torch.Tensor, n_kv_heads: int | None) -> torch.Tensor:
+    """a @ b for a of Hq heads (..., Hq, M, K) and b of n_kv_heads (..., Hkv, K, N): each query head reads its KV
+    head; (..., Hq, M, N). n_kv_heads None: a plain matmul."""
+    if n_kv_heads is None or n_kv_heads == a.shape[-3]:
+        return a @ b
+    return ungrouped(grouped(a, n_kv_heads) @ b, a.shape[-3], a.shape[-2])
+
+
+def key_side(a: torch.Tensor, b: torch.Tensor, n_kv_heads: int | None) -> torch.Tensor:
+    """aᵀ @ b summed over each group of query heads: a (..., Hq, M, N), b (..., Hq, M, K) → (..., Hkv, N, K), a KV
+    head's gradient from all the query heads that read it. n_kv_heads None: aᵀ @ b."""
+    if n_kv_heads is None:
+        return a.transpose(-2, -1) @ b
+    return grouped(a, n_kv_heads).transpose(-2, -1) @ grouped(b, n_kv_heads)
+
+
 def additive(attn_mask: torch.Tensor, dtype) -> torch.Tensor:
     """SDPA's attn_mask as a term added to the scores: a boolean mask (True = attend) is 0 / -inf. A
     float mask wider than the scores (float32 with half q) stays in its own dtype: torch 2.13's math
@@ -84,8 +126,7 @@ def additive(attn_mask: torch.Tensor, dtype) -> torch.Tensor:
 def scores(q, k, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None) -> torch.Tensor:
     """The logits scale · Q Kᵀ + mask, -inf where a key is hidden, in the inputs' dtype."""
     scale = default_scale(q.shape[-1]) if scale is None else scale
-    if enable_gqa:
-        k = repeat_kv(k, q.shape[-3])
+    hkv = kv_heads(k, enable_gqa)
     # The query is pre-scaled ((sQ)Kᵀ = s(QKᵀ), claim prescaled-query): in float16 the unscaled
     # scores of large inputs could overflow where the scaled ones do not. Where the scale itself
     # takes q past the dtype's range (q near float16's top, |scale| > 1) the key is scaled instead,
@@ -93,9 +134,9 @@ def scores(q, k, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=Non
     # on the CPU). A reference that overflowed would make its own error, so the bound, infinite.
     scaled_q = q * scale
     if torch.isfinite(q).all() and not torch.isfinite(scaled_q).all():
-        s = q @ (k * scale).transpose(-2, -1)  # (B, Hq, Nq, Nk)
+        s = query_side(q, (k * scale).transpose(-2, -1), hkv)  # (B, Hq, Nq, Nk)
     else:
-        s = scaled_q @ k.transpose(-2, -1)  # (B, Hq, Nq, Nk)
+        s = query_side(scaled_q, k.transpose(-2, -1), hkv)  # (B, Hq, Nq, Nk)
     if attn_mask is not None:
         s = s + additive(attn_mask.to(q.device), s.dtype)
     if is_causal:
@@ -120,9 +161,7 @@ def probabilities(q, k, *, is_causal=False, scale=None, enable_gqa=False, attn_m
 def attention(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None) -> torch.Tensor:
     """softmax(scale · Q Kᵀ + mask) V in the inputs' own dtype: the plain same-precision reference."""
     p = probabilities(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, attn_mask=attn_mask)
-    if enable_gqa:
-        v = repeat_kv(v, q.shape[-3])
-    return p @ v  # (B, Hq, Nq, Dv)
+    return query_side(p, v, kv_heads(v, enable_gqa))  # (B, Hq, Nq, Dv)
 
 
 def attention64(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None) -> torch.Tensor:
@@ -147,15 +186,15 @@ def golden_and_sensitivity(q, k, v, *, is_causal=False, scale=None, enable_gqa=F
     q, k, v = q.double(), k.double(), v.double()
     logits = scores(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, attn_mask=_float64_mask(attn_mask))
     p = softmax_rows(logits)  # (B, Hq, Nq, Nk)
-    if enable_gqa:
-        v = repeat_kv(v, q.shape[-3])
-    out = p @ v  # (B, Hq, Nq, Dv)
+    hkv = kv_heads(v, enable_gqa)
+    out = query_side(p, v, hkv)  # (B, Hq, Nq, Dv)
     # hidden keys (score -inf, weight 0) add nothing
     w = (p * torch.where(p > 0, rounding_magnitudes(q, k, logits, scale, enable_gqa), 0.0)) ** 2
     # Σ_j w_j (v_j - o)² expanded into products with V, so no (B, H, Nq, Nk, Dv) tensor is formed.
     # Where one key takes all the weight the expansion cancels; what is left, about 1e-8 |P∘S| |V|,
     # times float32's eps is far below the floor's output-scale term.
-    r2 = w @ v ** 2 - 2 * out * (w @ v) + out ** 2 * w.sum(-1, keepdim=True)  # (B, Hq, Nq, Dv)
+    r2 = (query_side(w, v ** 2, hkv) - 2 * out * query_side(w, v, hkv)
+          + out ** 2 * w.sum(-1, keepdim=True))  # (B, Hq, Nq, Dv)
     return out, r2.clamp(min=0).sqrt()
 
 
@@ -209,18 +248,13 @@ def chain_rule_gradients(q, k, v, dout, p, score_grad, *, scale=None, enable_gqa
 
     ``score_grad(p, dp)`` is the softmax's backward (e.g. the proved Jacobian applied to dp). With
     GQA the key and value gradients are summed over each group of query heads."""
-    hq = q.shape[1]
     scale = default_scale(q.shape[-1]) if scale is None else scale
-    k_rep, v_rep = (repeat_kv(k, hq), repeat_kv(v, hq)) if enable_gqa else (k, v)
-    dp = dout @ v_rep.transpose(-2, -1)  # (B, Hq, Nq, Nk)
+    hkv = kv_heads(k, enable_gqa)
+    dp = query_side(dout, v.transpose(-2, -1), hkv)  # (B, Hq, Nq, Nk)
     ds = score_grad(p, dp)  # (B, Hq, Nq, Nk)
-    dq = scale * ds @ k_rep  # (B, Hq, Nq, D)
-    dk = scale * ds.transpose(-2, -1) @ q  # (B, Hq, Nk, D)
-    dv = p.transpose(-2, -1) @ dout  # (B, Hq, Nk, Dv)
-    if enable_gqa:
-        b, hkv = k.shape[:2]
-        dk = dk.reshape(b, hkv, hq // hkv, *dk.shape[2:]).sum(2)  # (B, Hkv, Nk, D)
-        dv = dv.reshape(b, hkv, hq // hkv, *dv.shape[2:]).sum(2)
+    dq = scale * query_side(ds, k, hkv)  # (B, Hq, Nq, D)
+    dk = scale * key_side(ds, q, hkv)  # (B, Hkv, Nk, D)
+    dv = key_side(p, dout, hkv)  # (B, Hkv, Nk, Dv)
     return dq, dk, dv
 
 
@@ -255,21 +289,16 @@ def gradient_score_sensitivities(q, k, v, dout, *, is_causal=False, scale=None, 
     q, k, v, dout = (t.double() for t in (q, k, v, dout))
     logits = scores(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, attn_mask=_float64_mask(attn_mask))
     p = softmax_rows(logits)  # (B, Hq, Nq, Nk)
-    hq = q.shape[1]
-    k_rep, v_rep = (repeat_kv(k, hq), repeat_kv(v, hq)) if enable_gqa else (k, v)
+    hkv = kv_heads(k, enable_gqa)
     scale = default_scale(q.shape[-1]) if scale is None else scale
     lse = torch.logsumexp(logits, dim=-1, keepdim=True)  # (B, Hq, Nq, 1); -inf in an empty row
     size = torch.where(p > 0, rounding_magnitudes(q, k, logits, scale, enable_gqa) + lse.abs(), 0.0)  # A, 0 where
     # the weight is 0
     w = p * size  # (B, Hq, Nq, Nk)
     kept = 1.0 if dropped is None else dropped.double()
-    dp = (dout @ v_rep.transpose(-2, -1)) * kept  # (B, Hq, Nq, Nk)
+    dp = query_side(dout, v.transpose(-2, -1), hkv) * kept  # (B, Hq, Nq, Nk)
     g2 = (w * (dp - (p * dp).sum(-1, keepdim=True))) ** 2
-    dq2 = scale ** 2 * (g2 @ k_rep ** 2)  # (B, Hq, Nq, D)
-    dk2 = scale ** 2 * (g2.transpose(-2, -1) @ q ** 2)  # (B, Hq, Nk, D)
-    dv2 = ((w * kept) ** 2).transpose(-2, -1) @ dout ** 2  # (B, Hq, Nk, Dv)
-    if enable_gqa:
-        b, hkv = k.shape[:2]
-        dk2 = dk2.reshape(b, hkv, hq // hkv, *dk2.shape[2:]).sum(2)  # (B, Hkv, Nk, D)
-        dv2 = dv2.reshape(b, hkv, hq // hkv, *dv2.shape[2:]).sum(2)
+    dq2 = scale ** 2 * query_side(g2, k ** 2, hkv)  # (B, Hq, Nq, D)
+    dk2 = scale ** 2 * key_side(g2, q ** 2, hkv)  # (B, Hkv, Nk, D)
+    dv2 = key_side((w * kept) ** 2, dout ** 2, hkv)  # (B, Hkv, Nk, Dv)
     return tuple(x.sqrt() for x in (dq2, dk2, dv2))

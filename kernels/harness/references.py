@@ -173,7 +173,7 @@ class BlockedAttention(Attention):
             alpha = torch.exp(m - m_safe)  # rescales what was accumulated under the old max
             p = torch.exp(s - m_safe)  # (B, H, Nq, bn)
             l = self.rescaled_sum(alpha, l) + p.sum(dim=-1, keepdim=True)
-            acc = self.rescaled_accumulator(alpha, acc) + p @ vb  # (B, H, Nq, Dv)
+            acc = self.rescaled_accumulator(alpha, acc) + self.block_values(p, vb, out_dtype)  # (B, H, Nq, Dv)
             m = m_new
         return self.stored(self.normalised(acc, l), out_dtype)
 
@@ -195,6 +195,10 @@ class BlockedAttention(Attention):
 
     def rescaled_accumulator(self, alpha, acc):
         return alpha * acc
+
+    def block_values(self, p, vb, dtype):
+        """A key block's P·V, its weights not yet normalised (``dtype``: the inputs', a kernel's tile type)."""
+        return p @ vb  # (B, H, Nq, Dv)
 
     def normalised(self, acc, l):
         """acc / l; a row that saw no key (Nk = 0: l = acc = 0) gives 0, as SDPA, not 0/0. A NaN l

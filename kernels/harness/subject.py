@@ -17,7 +17,7 @@ import torch
 
 from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
-from kernels.harness.cases import Case, generator, make_inputs
+from kernels.harness.cases import Case, generator, make_inputs, randn
 
 
 @dataclass(frozen=True)
@@ -178,6 +178,10 @@ class Subject:
 
     def cast(self, x: torch.Tensor) -> torch.Tensor:
         return x.to(device=self.device, dtype=self.dtype)
+
+    def randn(self, gen: torch.Generator | str, *shape) -> torch.Tensor:
+        """Standard normal draws in the subject's dtype and device (cases.randn), from ``gen`` or rng(``gen``)."""
+        return self.cast(randn(self.rng(gen) if isinstance(gen, str) else gen, *shape, dtype=self.dtype))
 
 
 def _placement(t: torch.Tensor) -> tuple:

@@ -1,6 +1,7 @@
 """verify_attention: run every applicable invariant on every case and dtype, collect a report."""
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import replace
 from typing import Callable, Iterable
@@ -161,7 +162,8 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     covering = paths_mod.after_regimes(seed, dtypes, features, value_dim,
                                        paths_mod.THOROUGH_ARRAYS if thorough else 1, kept_paths)
     generating = bool(generate_problems) or generate_seconds > 0
-    parts = [(FIXED, d) for d in dtypes] + [(GENERATED, d) for d in dtypes if generating]
+    parts = ([(FIXED, d) for d in dtypes] + [(GENERATED, d) for d in dtypes if generating]
+             + [(COVERING, d, i) for d in dtypes for i in range(COVERING_SLICES) if generating])
     # the drawn problems again on several threads: in this process (a forked child's OpenMP pool is gone: workers.py)
     # (with a count of problems, as the default and thorough runs have; a caller's time budget alone draws none)
     threaded = [(THREADED, d) for d in dtypes if generate_problems and (only is None or gen.THREAD_COUNT in only)]
@@ -180,7 +182,7 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
         return False
 
     def run(part, notes):
-        kind, dtype = part
+        kind, dtype, *slice_ = part
         if kind == THREADED:
             for problem in threaded_problems(dtype):
                 clock = time.process_time()
@@ -196,12 +198,16 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
             for item in planned(chosen, dtype, features, causal=causal, gqa=gqa, value_dim=value_dim, only=only):
                 yield run_item(item, impl, dtype, device, seed, subjects)
             return
-        # each dtype's pass its share of the safety cap and of the time for shrinking, whichever process runs it
+        # each dtype's pass its share of the safety cap, and each part of the time for shrinking, whichever process
+        # runs it; a covering part judges every COVERING_SLICES-th of the dtype's covering rows
         clock = time.process_time()
+        sliced = None if kind == GENERATED else (
+            lambda name: itertools.islice(covering(name), slice_[0], None, COVERING_SLICES))
         for problem, outcome, refused, repro in gen.generated_checks(
                 impl, [dtype], device, seed, generate_seconds / len(dtypes), features, value_dim=value_dim,
                 only=only, drawn=generate_problems, regimes=regimes, notes=notes,
-                shrink_seconds=gen.SHRINK_SECONDS / len(dtypes), covering=covering):
+                shrink_seconds=gen.SHRINK_SECONDS / (len(parts) - len(dtypes)), covering=sliced,
+                covering_only=sliced is not None):
             # (CPU seconds of drawing, judging and shrinking the problem)
             yield _drawn_check(problem, outcome, repro, device, time.process_time() - clock)
             if stops(outcome, refused, "generated problems", dtype, notes):
@@ -226,7 +232,12 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     return report
 
 
-FIXED, GENERATED, THREADED = "fixed cases", "generated problems", "generated problems on several threads"
+FIXED, GENERATED, COVERING, THREADED = ("fixed cases", "generated problems", "covering rows",
+                                       "generated problems on several threads")
+# Each dtype's covering rows are dealt into this many parts (every COVERING_SLICES-th row), so that the two processes'
+# shares can be made near equal: with a dtype's rows in one part of about 30 CPU-s, the parent's share was 70.9 CPU-s
+# and the child's 46.9 (a default run of SDPA math).
+COVERING_SLICES = 6
 
 
 def _drawn_check(problem, outcome, repro, device, seconds: float, invariant: str | None = None) -> Check:
@@ -238,6 +249,9 @@ def _drawn_check(problem, outcome, repro, device, seconds: float, invariant: str
 # Rough CPU seconds a fixed check and a drawn problem take (a default run of SDPA's math backend: 1709 checks in 22.8 s,
 # 538 problems in 45.8 s): only the two processes' shares of a run are set by them (workers.split).
 _FIXED_CHECK_SECONDS, _PROBLEM_SECONDS = 0.013, 0.085
+# The regimes and drawn problems are smaller than the covering rows on the whole: measured on SDPA math, 0.55-0.78
+# of _PROBLEM_SECONDS each, the covering rows 0.8-1.6 (a part of a quarter of a dtype's rows)
+_DRAWN_SECONDS = 0.055
 # A fixed check's weight by dtype: float32's cases run the float32-only invariants besides (the concurrent callers, the
 # dropout seeds, the many calls): measured on SDPA math, a process's first fixed part 10-12 CPU-s, its second 5.9,
 # float32's 11.5 as the second (about 560 checks each)
@@ -249,13 +263,14 @@ FLOAT64_ROW = 1.0
 
 
 def _weight(part, chosen, features, only, regimes, drawn, covering, value_dim, causal, gqa) -> float:
-    kind, dtype = part
+    kind, dtype, *slice_ = part
     if kind == FIXED:
         return _FIXED_CHECK_SECONDS * FIXED_DTYPE_WEIGHT.get(dtype, 1.0) * len(
             planned(chosen, dtype, features, causal=causal, gqa=gqa, value_dim=value_dim, only=only))
-    name = str(dtype).removeprefix("torch.")
-    return _PROBLEM_SECONDS * (len(regimes) + (drawn or 0) + sum(FLOAT64_ROW if p.dtype == "float64" else 1
-                                                                 for p in covering(name)))
+    if kind == GENERATED:
+        return _DRAWN_SECONDS * (len(regimes) + (drawn or 0))
+    rows = itertools.islice(covering(str(dtype).removeprefix("torch.")), slice_[0], None, COVERING_SLICES)
+    return _PROBLEM_SECONDS * sum(FLOAT64_ROW if p.dtype == "float64" else 1 for p in rows)
 
 
 def _invariant_names(names) -> set[str] | None:

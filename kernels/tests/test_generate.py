@@ -373,11 +373,13 @@ def test_the_plain_reference_is_run_on_the_views_the_impl_is_given():
     """A transposed layout makes BLAS accumulate the D = 320 scores in another order: the plain
     reference's float32 error is 5.2e-05 on those views against 1.0e-05 on contiguous copies, and SDPA
     math (the same computation) was refused at 5.22e-05 > 5.21e-05 when judged against the latter.
-    Judged against the reference on the same views it passes; a float16-inside impl still fails."""
+    Judged against the reference on the same views it passes; a float16-inside impl still fails. (Seed 23 since the
+    inputs are drawn in float32, cases.randn: the seed of those figures now draws inputs SDPA math errs 9.7e-06 on,
+    and seed 23 ones it errs 4.5e-05 on.)"""
     from kernels.mutants import low_internal_precision
 
     problem = gen.Problem(batch=2, q_heads=2, kv_heads=2, n_q=129, n_k=3, head_dim=320, value_dim=16, causal=False,
-                          dtype="float32", layout="transposed", scale=2.0, relation=gen.AGREEMENT, seed=2883345453)
+                          dtype="float32", layout="transposed", scale=2.0, relation=gen.AGREEMENT, seed=23)
     for relation in (gen.AGREEMENT, gen.GRADIENTS):
         p = replace(problem, relation=relation, grads="qkv" if relation == gen.GRADIENTS else problem.grads)
         o = gen.check_problem(sdpa_math, p)[0]

@@ -167,7 +167,7 @@ def _largest_output(problem) -> tuple[float, float]:
     s = Subject(sdpa_math, problem.case(), getattr(torch, problem.dtype), "cpu", problem.seed)
     gen._near_the_top(s)
     m = gen._mask(s, problem)
-    gen._past_float16(s, m)
+    gen._large_outputs(s, problem, m)
     out = ref.attention64(s.q, s.k, s.v, **s.kwargs(attn_mask=m))
     return float(s.v.double().abs().max()), float(out[torch.isfinite(out)].abs().max())
 
