@@ -415,7 +415,7 @@ class Problem:
     grad_context: str = "enable_grad"  # the mode forward and backward run in (subject.GRADIENT_CONTEXTS; gradients)
     dout_value: str | None = None  # one element of dO made this (reference.NONFINITE; backward_values; gradients)
     path: str | None = None  # the size class of a covering-array problem (paths.PATHS)
-    mask_near: str | None = None  # a boolean mask of this structure, exact or one entry off (masks.NEAR_STRUCTURES)
+    mask_near: str | None = None  # a boolean mask of this structure, exact or one row off (masks.NEAR_STRUCTURES)
     threads: int = 1  # torch's intra-op threads during the calls, on a machine of as many CPUs (THREAD_COUNT)
     caller: str = MAIN  # who makes the impl's calls (callers.CALLERS: another thread, under a default dtype)
     zero_tails: bool = False  # the last quarter of the keys (k, v) and of the queries exactly 0 (_zero_tails)
@@ -427,7 +427,7 @@ class Problem:
         if self.mask:
             values = (f" {self.mask_values}" if self.mask_kind == "additive" and self.mask_values != "random"
                       else "" if not self.mask_near else f" ({self.mask_near})" if self.mask_near.endswith(EXACT)
-                      else f" ({self.mask_near}, one entry off)")
+                      else f" ({self.mask_near}, one row off)")
             parts.append(f"{self.mask_kind}{values} mask {self.mask}")
             if self.mask_storage != "contiguous" or self.mask_dtype or self.mask_nonfinite:
                 parts.append(f"({', '.join(x for x in (self.mask_storage, self.mask_dtype, self.mask_nonfinite) if x)})")
@@ -1016,7 +1016,7 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    mask_padding=regime == "long-decode-padded" and mask == "(B, 1, 1, Nk)" and batch >= 2,
                    # (a coin of its own, so the other fields are drawn as before: two in three boolean (Nq, Nk) masks
                    # of two rows or more, and half the others with a query dim, are of a structure a kernel may
-                   # recognise, exact or one entry off; exact structures only of an (Nq, Nk) mask: one repeated over
+                   # recognise, exact or one row off; exact structures only of an (Nq, Nk) mask: one repeated over
                    # heads or entries hides a kernel reading the mask of one slice for all)
                    mask_near=_rng(seed, dtype, *key, "near structure").choice(
                        tuple(x for x in NEAR_STRUCTURES if mask == "(Nq, Nk)" or not x.endswith(EXACT)) * 2

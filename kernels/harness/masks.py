@@ -118,9 +118,9 @@ def structured_mask(s: Subject, shape, values: str, label: str, dtype: torch.dty
 # Boolean masks of a structure a kernel may recognise and route to a path of its own: causal (top-left, as
 # is_causal), causal aligned bottom-right (query i sees keys up to i + Nk - Nq, as a KV cache's new queries do), a
 # sliding window (each query the last w keys up to its diagonal, top-left or bottom-right aligned), key padding (every
-# row the same prefix of keys) and all visible; each exact or one entry off (EXACT). Off by one entry: red team rt47's
-# boolean mask taken for the causal one when its first and last rows are tril's (the entry is in a middle row, not the
-# first or last, and a middle key). Exact: red team rt49's bottom-right tril routed to the top-left causal kernel, and
+# row the same prefix of keys) and all visible; each exact or one row off (EXACT; near_structured_mask). One row off:
+# red team rt47's boolean mask taken for the causal one when its first and last rows are tril's (the row is a middle
+# one, not the first or last), and rt57's taken for key padding when its counts were equal (the row keeps its count). Exact: red team rt49's bottom-right tril routed to the top-left causal kernel, and
 # a banded mask routed to a sliding-window kernel whose window it rounds. An exact structure's rows may see no key (a
 # bottom-right one over fewer keys than queries): SDPA's empty rows, whose output is 0.
 # And packed documents: causal within each of 2-4 documents that tile the keys (sequences packed into one training
