@@ -2473,6 +2473,12 @@ class _TwentyFourBitSeed(FullAttention):
         return torch.Generator(device=device).manual_seed(seed)
 
 
+class _ThirtyOneBitSeed(FullAttention):
+    def generator(self, device):
+        seed = int(torch.randint(2 ** 31 - 1, ()))  # the bug: a 31-bit per-call seed: masks repeat after ~2^16 calls
+        return torch.Generator(device=device).manual_seed(seed)
+
+
 class _SliceOffsetWrapsAt65535(FullAttention):
     def uniforms(self, shape, generator, device, kv_heads):
         b, h, n_q, n_k = shape  # the bug: the (batch, head) slice's RNG offset taken modulo 65 535 (CUDA's grid y limit)
@@ -2487,6 +2493,9 @@ dropout_uniforms_in_input_dtype = _full_mutant(_DropoutUniformsInInputDtype(), "
     "Dropout's uniforms drawn in the input's dtype: in float16 P(u < p) = p + 2^-12, in bfloat16 p + 2^-9.")
 dropout_seed_24_bits = _full_mutant(_TwentyFourBitSeed(), "dropout_seed_24_bits",
     "A per-call dropout generator seeded from int(torch.rand(()) * 2**31): 2^24 seeds.")
+# (caught by the thorough run's seed-space case alone, so judged by test_rt57_families, not among MUTANTS)
+dropout_seed_31_bits = _full_mutant(_ThirtyOneBitSeed(), "dropout_seed_31_bits",
+    "A per-call dropout generator seeded from torch.randint(2**31 - 1) (red team rt57): 2^31 seeds.")
 dropout_slice_offset_wraps_at_65535 = _full_mutant(_SliceOffsetWrapsAt65535(), "dropout_slice_offset_wraps_at_65535",
     "The dropout RNG offset of (batch, head) slice s is that of s mod 65535: slices 65535 apart share a mask.")
 

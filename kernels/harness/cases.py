@@ -31,7 +31,8 @@ POSITIONS = "long-causal-positions"  # causal past POSITION_EXACT keys and queri
 # not a shape of its own: one slice's dropout masks along the keys of the decode path past the default's lengths
 # (thorough only: ~1 CPU-s a dtype, dropout_lags.dropout_axis_periods)
 LONG_AXES = "dropout-long-axes"
-SYNTHETIC = (SWEEP, KEPT, ACROSS, LONG_AXES)  # kinds whose invariant builds its own shapes
+SEED_SPACE = "dropout-seed-space"  # not a shape of its own: the thorough run's many consecutive calls (crosscall.py)
+SYNTHETIC = (SWEEP, KEPT, ACROSS, LONG_AXES, SEED_SPACE)  # kinds whose invariant builds its own shapes
 
 # Key lengths of the error-growth sweep: 1, 16 and 128 blocks of 64 (each + 1, so a tail block
 # holds one key). A running sum or accumulator kept in the input's half precision rounds each
@@ -95,6 +96,8 @@ class Case:
             flags.append("consecutive calls")
         elif self.kind == LONG_AXES:
             flags.append("dropout along one slice's long axes")
+        elif self.kind == SEED_SPACE:
+            flags.append("many consecutive calls")
         elif self.kind == CONTRACT:
             flags.append("contract edges")
         elif self.kind == POSITIONS:
@@ -187,6 +190,7 @@ THOROUGH_CASES: tuple[Case, ...] = DEFAULT_CASES + (
     _c("head-dim-256-long", 1, 4, 2, 129, 257, 256, True),
     _c("head-dim-192", 1, 2, 2, 65, 129, 192, False, dv=160),
     _c("dropout-long-axes", *KEPT_SHAPE, 32, False, LONG_AXES),
+    _c("seed-space", *KEPT_SHAPE, 32, False, SEED_SPACE),
 )
 
 # The largest |scaled score| asked of each dtype: a quarter of its range, so that the plain

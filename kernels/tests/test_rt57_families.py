@@ -5,10 +5,15 @@
   (generate._large_outputs) makes float16's v positive and near half its range.
 - Per-thread splits merged by halves (rt57's bug_threads_tree_merge): lost one where the thread count is not a power
   of two; the threaded rows ran at 8, 16 and 32. They now run at 6, 12 and 24 (paths.PATH_THREAD_COUNTS), the drawn
-  thread problems at 2, 3 and 7."""
+  thread problems at 2, 3 and 7.
+- A boolean mask of equal counts, its first and last rows equal, read as key padding (rt57's bug_padding_detector):
+  a near structure was one entry off, so its count changed; it is now one row off with its count kept.
+- A 31-bit per-call dropout seed (rt57's bug_dropout_seed31): the thorough run's seed-space case (5·2^15 calls)."""
 from __future__ import annotations
 
 from dataclasses import replace
+
+import pytest
 
 from kernels import mutants
 from kernels.harness import generate as gen
@@ -77,3 +82,22 @@ def test_a_mask_read_as_key_padding_by_its_counts_fails_a_near_key_padding_row()
     assert caught, [p.describe() for p in near]
     for p in caught:
         assert _verdict(references.full_attention, p), p.describe()
+
+
+@pytest.mark.long("slow statistics")
+def test_a_31_bit_dropout_seed_fails_the_thorough_seed_space_case():
+    """rt57's bug_dropout_seed31: a per-call seed of 31 bits repeats a mask after about 2^16 calls, past the default
+    run's 2^14 (power 0.06). The thorough run's seed-space case makes 5·2^15 calls (power 0.998); SDPA passes it."""
+    import torch
+
+    from kernels.harness import crosscall
+    from kernels.harness.cases import SEED_SPACE, THOROUGH_CASES
+    from kernels.harness.subject import Subject
+
+    case = next(c for c in THOROUGH_CASES if c.kind == SEED_SPACE)
+    assert crosscall.seed_repeat_power(31, crosscall.THOROUGH_SEED_CALLS) > 0.99
+    assert crosscall.seed_repeat_power(31, crosscall.SEED_CALLS) < 0.1
+    bad = crosscall.dropout_seed_space(Subject(mutants.dropout_seed_31_bits, case, torch.float32, "cpu", 0))
+    assert bad.discrepancy > bad.bound, bad
+    good = crosscall.dropout_seed_space(Subject(PEERS["sdpa-math"][0], case, torch.float32, "cpu", 0))
+    assert good.discrepancy <= good.bound, good
