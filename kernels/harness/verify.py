@@ -124,12 +124,13 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
     kernels over 2¹⁷ keys) and are judged by fixed cases may leave some out; ``paths`` (names of paths.PATHS, all by
     default) likewise the covering array's size classes (its pairs and triples are then those of the paths kept).
 
-    The run's parts (each dtype's fixed cases, each dtype's drawn problems) are shared by ``workers`` processes, this
+    The run's parts (each dtype's fixed cases, drawn problems, and covering rows in COVERING_SLICES parts) are shared by ``workers`` processes, this
     one and a forked copy (``workers.py``): by default two where forking is safe and a second core is free, else one
     (``ATTENTION_PROOFS_WORKERS=1`` keeps every run in one process). The split depends on the parts alone, so the
     checks and the report are the same whichever number of workers ran them.
 
-    ``first_failure``: each dtype's drawn problems (and those on several threads) end at their first failure, shrunk
+    ``first_failure``: each part of a dtype's drawn problems (its regimes and draws, each COVERING_SLICES-th of its
+    covering rows, those on several threads) ends at its first failure, shrunk
     as usual: a quick verdict while a kernel is being fixed, the law it breaks and its smallest case, where the whole
     run judges every covering row in every dtype. It changes no verdict of a problem, only how many are judged after
     one failed, so a run that passes with it passes without it (the report's notes say the run stopped early)."""
@@ -198,15 +199,16 @@ def verify_attention(impl: Callable, *, device="cpu", dtypes=None, causal: bool 
             for item in planned(chosen, dtype, features, causal=causal, gqa=gqa, value_dim=value_dim, only=only):
                 yield run_item(item, impl, dtype, device, seed, subjects)
             return
-        # each dtype's pass its share of the safety cap, and each part of the time for shrinking, whichever process
-        # runs it; a covering part judges every COVERING_SLICES-th of the dtype's covering rows
+        # each dtype's pass its share of the safety cap and of the time for shrinking, and each covering part (every
+        # COVERING_SLICES-th of the dtype's covering rows) half that share, whichever process runs it: an impl failing
+        # everywhere still shrinks for at most 4 × SHRINK_SECONDS of CPU
         clock = time.process_time()
         sliced = None if kind == GENERATED else (
             lambda name: itertools.islice(covering(name), slice_[0], None, COVERING_SLICES))
         for problem, outcome, refused, repro in gen.generated_checks(
                 impl, [dtype], device, seed, generate_seconds / len(dtypes), features, value_dim=value_dim,
                 only=only, drawn=generate_problems, regimes=regimes, notes=notes,
-                shrink_seconds=gen.SHRINK_SECONDS / (len(parts) - len(dtypes)), covering=sliced,
+                shrink_seconds=gen.SHRINK_SECONDS / len(dtypes) / (1 if sliced is None else 2), covering=sliced,
                 covering_only=sliced is not None):
             # (CPU seconds of drawing, judging and shrinking the problem)
             yield _drawn_check(problem, outcome, repro, device, time.process_time() - clock)
