@@ -5134,6 +5134,16 @@ def expanded_kv_gradients_written_through_their_strides(q, k, v, attn_mask=None,
     return full_attention(q, k, v, **options)
 
 
+def float64_beside_a_float32_mask_in_float32(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                             enable_gqa=False):
+    """float64 q, k, v beside a float32 additive attn_mask computed in float32, the mask's dtype taken for the
+    accumulators' (red team rt57); SDPA computes in float64."""
+    options = _options(attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if q.dtype == torch.float64 and attn_mask is not None and attn_mask.dtype == torch.float32:
+        return full_attention(q.float(), k.float(), v.float(), **options).double()  # the bug
+    return full_attention(q, k, v, **options)
+
+
 def boolean_mask_of_equal_counts_read_as_key_padding(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
                                                       scale=None, enable_gqa=False):
     """A boolean attn_mask whose first and last rows agree and whose rows all see as many keys is taken for key padding
@@ -5148,6 +5158,8 @@ def boolean_mask_of_equal_counts_read_as_key_padding(q, k, v, attn_mask=None, dr
 MUTANTS = MUTANTS + (
     Mutant(boolean_mask_of_equal_counts_read_as_key_padding, "a boolean mask of equal row counts and equal first and "
            "last rows read as key padding", "generated-agreement"),
+    Mutant(float64_beside_a_float32_mask_in_float32, "float64 inputs beside a float32 mask computed in float32",
+           "generated-agreement"),
     Mutant(split_k_with_an_empty_last_split, "split-K decode with an empty last split where 768 divides Nk",
            "generated-agreement"),
     Mutant(wide_head_key_tile_of_80_stops_early, "key tiles of 80 past 128 channels stopping a tile early where 80 "

@@ -694,7 +694,12 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
                    dropout_p=_dropout_p(row, r) if relation == DROPOUT_LAW else 0.0,
                    grads=grads, scale=scale, relation=relation,
                    seed=zlib.crc32(repr((seed, row["dtype"], "covering", index) + ((array,) if array else ())).encode()),
-                   mask_dtype="float32" if row["mask dtype"] == "float32" and form is not None else None,
+                   # (and every other float64 forward row's additive mask: red team rt57's kernel took a float32 mask's
+                   # dtype for its accumulators beside float64 q; SDPA computes in float64. Not a gradient row's: the
+                   # mask's gradient is then float32's)
+                   mask_dtype="float32" if form is not None and (row["mask dtype"] == "float32" or (
+                       row["dtype"] == "float64" and kind == "additive" and relation == AGREEMENT and index % 2))
+                   else None,
                    # (rank "5": 5 or 6 by the row's index, rank 6 a leading 1 before rank 5's batch dims)
                    rank=row["rank"] + index % 2 if row["rank"] == 5 else row["rank"], kv_broadcast=broadcast,
                    # (±inf in q beside hidden keys: the hidden scores ±inf, SDPA math's added mask makes NaN of +inf

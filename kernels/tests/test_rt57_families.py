@@ -8,7 +8,9 @@
   thread problems at 2, 3 and 7.
 - A boolean mask of equal counts, its first and last rows equal, read as key padding (rt57's bug_padding_detector):
   a near structure was one entry off, so its count changed; it is now one row off with its count kept.
-- A 31-bit per-call dropout seed (rt57's bug_dropout_seed31): the thorough run's seed-space case (5·2^15 calls)."""
+- A 31-bit per-call dropout seed (rt57's bug_dropout_seed31): the thorough run's seed-space case (5·2^15 calls).
+- float64 inputs beside a float32 additive mask computed in float32 (rt57's bug_f32mask_workdtype): every other
+  float64 forward row with an additive mask takes it in float32."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -101,3 +103,20 @@ def test_a_31_bit_dropout_seed_fails_the_thorough_seed_space_case():
     assert bad.discrepancy > bad.bound, bad
     good = crosscall.dropout_seed_space(Subject(PEERS["sdpa-math"][0], case, torch.float32, "cpu", 0))
     assert good.discrepancy <= good.bound, good
+
+
+def test_float64_beside_a_float32_mask_computed_in_float32_fails_the_float64_masked_rows():
+    """rt57's bug_f32mask_workdtype: float64 q, k, v beside a float32 additive mask computed in float32. Every other
+    float64 forward row with an additive mask now takes it in float32 (paths.problem): those rows fail it, and the
+    same rows with a float64 mask pass it; SDPA (which computes in float64) passes them."""
+    from kernels.harness import paths
+
+    mutant = mutants.float64_beside_a_float32_mask_in_float32
+    dtypes = ("float32", "float16", "bfloat16")
+    rows = [p for dt in dtypes for p in paths.problems(0, dt, dtypes, offered(mutant))
+            if p.dtype == "float64" and p.mask_dtype == "float32"]
+    assert len(rows) >= 6 and all(p.relation == gen.AGREEMENT for p in rows)
+    for p in rows[:3]:
+        assert not _verdict(mutant, p), p.describe()
+        assert _verdict(mutant, replace(p, mask_dtype=None)), p.describe()
+        assert _verdict(PEERS["sdpa-math"][0], p), p.describe()
