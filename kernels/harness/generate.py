@@ -304,7 +304,7 @@ TINY_DROPOUT_DROPS = 36
 # magnitude (float32 and bfloat16, whose range is float32's): v scaled by a power of two so that the
 # largest |output| (float64, as the problem is posed) is in (2^19, 2^20], past float16's 65504
 LARGE_OUTPUT = 2.0 ** 20
-# and float16's (the large-values regime's forwards without dropout): the largest |v| in (2^14, 2^15], half its range
+# and float16's (the large-values regime's forwards without dropout): every v in [2^14, 2^15], up to half its range
 LARGE_FLOAT16_OUTPUT = 2.0 ** 15
 # small-values: v times 2^-k (exact), k drawn from these, inclusive: |v| of 2^-15 to 2^-22 times a normal draw's, in
 # and below float16's subnormal range (least normal 2^-14); the other dtypes hold them as normal numbers
@@ -1109,18 +1109,20 @@ def _large_outputs(s: Subject, p: Problem, m) -> None:
     - float32 and bfloat16 (where _near_the_top leaves q as it is): the largest finite |output| in float64, as the
       problem is posed (mask, causal, scale), in (LARGE_OUTPUT/2, LARGE_OUTPUT], past float16's 65504, so a kernel
       storing its output through a float16 buffer gives inf.
-    - float16, the large-values regime's forwards without dropout: v made positive and scaled to max |v| in
-      (LARGE_FLOAT16_OUTPUT/2, LARGE_FLOAT16_OUTPUT]. Every output, a weighted mean of v, fits; a block's P·V summed
-      in float16 before normalising (weights up to 1, values of one sign) overflows where two keys weigh near 1.
+    - float16, the large-values regime's forwards without dropout: every entry of v in [LARGE_FLOAT16_OUTPUT/2,
+      LARGE_FLOAT16_OUTPUT] (top/2 · (1 + |v|/max|v|): not a power of two, so the golden values are v's as cast).
+      Every output, a weighted mean of v, fits; a block's P·V summed in float16 before normalising (weights up to 1)
+      overflows where its weights sum past 4 (a v of |N(0, 1)| draws scaled to that top overflowed only for flat
+      weights: red team rt57's bug passed the first draw at scale -0.25).
       Not with dropout (its 1/(1-p) takes a correct output past the range) nor in a backward (dP = dO·Vᵀ of such a
       v overflows in the plain reference)."""
     if s.v.numel() == 0 or s.q.numel() == 0:
         return
     if s.dtype == torch.float16 and p.large_values and p.relation == AGREEMENT and not p.dropout_p:
-        v = s.v.abs()
+        v = s.v.double().abs()  # (B, Hkv, Nk, Dv)
         largest = float(v.max())
         if 0 < largest < math.inf:
-            s.v = v * 2.0 ** math.floor(math.log2(LARGE_FLOAT16_OUTPUT / largest))
+            s.v = s.cast(LARGE_FLOAT16_OUTPUT / 2 * (1 + v / largest))  # every entry in [top/2, top]
         return
     if s.dtype not in (torch.float32, torch.bfloat16):
         return
