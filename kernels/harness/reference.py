@@ -59,16 +59,20 @@ def causal_mask(n_q: int, n_k: int, device=None) -> torch.Tensor:
     return j <= i  # (Nq, Nk), True = visible
 
 
+def group_size(n_q_heads: int, n_kv_heads: int) -> int:
+    """Hq / Hkv, refused where Hkv does not divide Hq, as SDPA refuses under enable_gqa."""
+    if n_kv_heads == 0 or n_q_heads % n_kv_heads:
+        raise ValueError(f"enable_gqa: the query heads ({n_q_heads}) must be a multiple of the key/value heads "
+                         f"({n_kv_heads})")
+    return n_q_heads // n_kv_heads
+
+
 def repeat_kv(x: torch.Tensor, n_q_heads: int) -> torch.Tensor:
     """KV heads repeated so that query head h reads KV head h // (Hq / Hkv); refused where Hkv does not divide Hq,
     as SDPA refuses (shape-contract found float64_reference answering q of 1 head beside 2 KV heads)."""
     if x.shape[-3] == n_q_heads:  # (0 heads too: an empty dim)
         return x
-    if x.shape[-3] == 0 or n_q_heads % x.shape[-3]:
-        raise ValueError(f"enable_gqa: the query heads ({n_q_heads}) must be a multiple of the key/value heads "
-                         f"({x.shape[-3]})")
-    group = n_q_heads // x.shape[-3]
-    return x.repeat_interleave(group, dim=-3)  # (..., Hq, N, D): dim -3 is the heads at every rank, as in SDPA
+    return x.repeat_interleave(group_size(n_q_heads, x.shape[-3]), dim=-3)  # (..., Hq, N, D): dim -3 is the heads at every rank, as in SDPA
 
 
 # The golden values read GQA's KV heads in place rather than repeated: query heads h·G … h·G + G - 1 read KV head h, so
@@ -80,10 +84,7 @@ def grouped(x: torch.Tensor, n_kv_heads: int) -> torch.Tensor:
     n_q_heads = x.shape[-3]
     if n_kv_heads == n_q_heads:
         return x
-    if n_kv_heads == 0 or n_q_heads % n_kv_heads:
-        raise ValueError(f"enable_gqa: the query heads ({n_q_heads}) must be a multiple of the key/value heads "
-                         f"({n_kv_heads})")
-    return x.unflatten(-3, (n_kv_heads, n_q_heads // n_kv_heads)).flatten(-3, -2)  # (..., Hkv, G·M, K)
+    return x.unflatten(-3, (n_kv_heads, group_size(n_q_heads, n_kv_heads))).flatten(-3, -2)  # (..., Hkv, G·M, K)
 
 
 def ungrouped(x: torch.Tensor, n_q_heads: int, rows: int) -> torch.Tensor:
