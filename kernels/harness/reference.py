@@ -199,6 +199,16 @@ def golden_and_sensitivity(q, k, v, *, is_causal=False, scale=None, enable_gqa=F
     return out, r2.clamp(min=0).sqrt()
 
 
+def lse_sizes(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None) -> torch.Tensor:
+    """|lse|·Σ_j P_ij |V_jd| in float64, (B, Hq, Nq, Dv), 0 in a row with no visible key: what the rounding of the
+    log-sum-exp moves an output by when partial outputs are merged by it (tolerance.LSE_ROUNDINGS)."""
+    q, k, v = q.double(), k.double(), v.double()
+    logits = scores(q, k, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, attn_mask=_float64_mask(attn_mask))
+    lse = torch.logsumexp(logits, -1, keepdim=True)  # (B, Hq, Nq, 1)
+    weighted = query_side(softmax_rows(logits), v.abs(), kv_heads(v, enable_gqa))  # (B, Hq, Nq, Dv)
+    return torch.where(torch.isfinite(lse), lse.abs(), 0.0) * weighted
+
+
 def rounding_magnitudes(q, k, logits, scale, enable_gqa) -> torch.Tensor:
     """The magnitude A_ij each rounding of score S_ij is taken at: the larger of |S_ij| and |scale|·Σ_d |q_id k_jd|,
     (B, Hq, Nq, Nk) float64. A float32 dot product's partial sums are of the size of its terms, not of the sum:

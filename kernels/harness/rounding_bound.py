@@ -36,6 +36,26 @@ def declare_recipe(impl, recipe):
     return impl
 
 
+# How partial results are merged: rescaled by their maxima and divided by the summed weights once (FlashAttention's
+# online softmax, the plain softmax: the default), or by their log-sum-exp, never renormalised (FlashAttention-2's
+# split-K decode combine). The second's rounding of lse scales the output; the low-precision rule allows for it only
+# where declared (tolerance.LSE_ROUNDINGS).
+ONLINE_SOFTMAX, LOG_SUM_EXP = "online-softmax", "log-sum-exp"
+MERGE_ATTRIBUTE = "rounding_merge"
+
+
+def declare_merge(impl, merge: str):
+    """Declare how impl merges partial results: ONLINE_SOFTMAX (the default) or LOG_SUM_EXP."""
+    if merge not in (ONLINE_SOFTMAX, LOG_SUM_EXP):
+        raise ValueError(f"merge must be {ONLINE_SOFTMAX!r} or {LOG_SUM_EXP!r}, got {merge!r}")
+    setattr(impl, MERGE_ATTRIBUTE, merge)
+    return impl
+
+
+def merge_for(impl) -> str:
+    return getattr(getattr(impl, WRAPPED, impl), MERGE_ATTRIBUTE, ONLINE_SOFTMAX)
+
+
 def flash_recipe(dtype: str) -> R.Recipe:
     """This project's kernel: FlashAttention-2's recipe. Under the interpreter bfloat16 tiles are
     upcast after loading, so P meets a float32 V and is not rounded to bfloat16 before P·V."""

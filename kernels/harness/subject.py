@@ -34,14 +34,17 @@ class NotApplicable(Exception):
 class Golden(NamedTuple):
     """An output's float64 golden value, the plain same-precision reference's error against it, and
     the output's sensitivity to rounding the scores (``reference.golden_and_sensitivity``): the
-    floor is set by the value's size and by that sensitivity."""
+    floor is set by the value's size and by that sensitivity; for an impl that declares a log-sum-exp
+    merge, by ``lse_size`` too (``reference.lse_sizes``; 0 otherwise)."""
     value: torch.Tensor
     error: float
     sensitivity: torch.Tensor
+    lse_size: torch.Tensor | float = 0.0
 
     def rows(self, index) -> "Golden":
         """The same, for the query rows ``index`` only (dim -2)."""
-        return Golden(self.value[:, :, index], self.error, self.sensitivity[:, :, index])
+        lse_size = self.lse_size[:, :, index] if isinstance(self.lse_size, torch.Tensor) else self.lse_size
+        return Golden(self.value[:, :, index], self.error, self.sensitivity[:, :, index], lse_size)
 
 
 class GradientScales(NamedTuple):
@@ -121,7 +124,10 @@ class Subject:
         q, k, v = (self.q if q is None else q), (self.k if k is None else k), (self.v if v is None else v)
         kw = self.kwargs(**overrides)
         gold, sensitivity = ref.golden_and_sensitivity(q.cpu(), k.cpu(), v.cpu(), **kw)
-        return Golden(gold, tol.max_abs_error(ref.attention(q, k, v, **kw).cpu(), gold), sensitivity)
+        from kernels.harness.rounding_bound import LOG_SUM_EXP, merge_for  # (rounding_bound imports this module)
+
+        lse_size = ref.lse_sizes(q.cpu(), k.cpu(), v.cpu(), **kw) if merge_for(self.impl) == LOG_SUM_EXP else 0.0
+        return Golden(gold, tol.max_abs_error(ref.attention(q, k, v, **kw).cpu(), gold), sensitivity, lse_size)
 
     @functools.cached_property
     def base(self) -> Golden:
@@ -249,14 +255,14 @@ def unchanged(kept: tuple, what: str) -> None:
 
 def against(s: Subject, observed, golden: Golden) -> Outcome:
     """observed vs its float64 golden value, by the low-precision rule."""
-    return measured(s, observed, golden.value, golden.error, golden.value, golden.sensitivity)
+    return measured(s, observed, golden.value, golden.error, golden.value, golden.sensitivity, golden.lse_size)
 
 
-def measured(s: Subject, observed, value, reference_error: float, size, sensitivity=0.0) -> Outcome:
-    """observed vs the float64 ``value``: MULT × ``reference_error`` + the floor at ``size`` and
-    the score ``sensitivity``."""
+def measured(s: Subject, observed, value, reference_error: float, size, sensitivity=0.0, lse_size=0.0) -> Outcome:
+    """observed vs the float64 ``value``: MULT × ``reference_error`` + the floor at ``size``, the
+    score ``sensitivity`` and a declared log-sum-exp merge's ``lse_size``."""
     return Outcome(tol.max_abs_error(observed.cpu(), value),
-                   tol.bound(s.dtype, reference_error, size, sensitivity, s.value_unit))
+                   tol.bound(s.dtype, reference_error, size, sensitivity, s.value_unit, lse_size))
 
 
 def relation(s: Subject, a, a_golden: Golden, b, b_golden: Golden) -> Outcome:
@@ -267,7 +273,7 @@ def relation(s: Subject, a, a_golden: Golden, b, b_golden: Golden) -> Outcome:
     diff = (a.cpu().double() - b.cpu().double()) - (a_golden.value - b_golden.value)
     disc = tol.max_abs_error(diff, torch.zeros_like(diff))
     return Outcome(disc, tol.MULT * (a_golden.error + b_golden.error)
-                   + tol.floor(s.dtype, a_golden.value, a_golden.sensitivity, s.value_unit))
+                   + tol.floor(s.dtype, a_golden.value, a_golden.sensitivity, s.value_unit, a_golden.lse_size))
 
 
 def gradients_against(s: Subject, got, golden, plain, scales: GradientScales) -> Outcome:

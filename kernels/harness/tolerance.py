@@ -45,6 +45,17 @@ SCORE_ROUNDINGS = 4.0
 SCORE_EPS = torch.finfo(torch.float32).eps  # scores are accumulated in float32 in every dtype here but float64
 
 
+# An implementation that declares a log-sum-exp merge (rounding_bound.declare_merge: FlashAttention-2's split-K
+# decode combine, out = Σ_i exp(lse_i - lse) o_i) makes one error the plain softmax cannot: it never divides by the
+# sum of its weights again, so a rounding of lse_i or of lse scales the whole output instead of cancelling out.
+# Each is rounded once at its own size, |δ| ≤ u·|lse| (u = eps/2 of the accumulator; lse_i and lse differ by the
+# log of a part's weight, and a part of tiny weight moves nothing), so the weight exp(lse_i - lse) is off by a
+# factor e^ε with |ε| ≤ 2u|lse|, and the output by at most 2u·|lse|·Σ_i w_i |o_i| ≤ 2u·|lse|·Σ_j P_j |V_j|
+# (reference.lse_sizes). Measured on kernels.harness.designs.split_k_lse, float32, the extreme case (scores near
+# 6089, two keys in different splits 6.9 apart): 1.08e-4 where the plain reference errs 1.3e-6, this term 1.8e-3.
+LSE_ROUNDINGS = 2.0
+
+
 def score_eps(dtype: torch.dtype) -> float:
     return eps(torch.float64) if dtype == torch.float64 else SCORE_EPS
 
@@ -71,7 +82,7 @@ def _largest(x: torch.Tensor | float) -> float:
 
 
 def floor(dtype: torch.dtype, size: torch.Tensor | float, sensitivity: torch.Tensor | float = 0.0,
-          unit: float = 1.0) -> float:
+          unit: float = 1.0, lse_size: torch.Tensor | float = 0.0) -> float:
     """FLOOR_ROUNDINGS roundings in ``dtype`` at the magnitude max|size| + 0.3·``unit``, and one at the spacing of
     its subnormals, plus SCORE_ROUNDINGS float32 (float64 inputs: float64) roundings of the scores (at the largest
     score ``sensitivity`` of the output).
@@ -79,14 +90,18 @@ def floor(dtype: torch.dtype, size: torch.Tensor | float, sensitivity: torch.Ten
     outputs of v's unit scale, so it scales with v as the kernel's and the reference's roundings do (a power of two
     changes no rounding above the subnormals); below the least normal a rounding is one subnormal spacing at any
     magnitude, the least error a correct store of a float16 output of 1e-6 makes (red team rt51: a store flushing
-    those to 0 erred by 1e-6, under a floor of 2.9e-4 at the offset of unit scale)."""
+    those to 0 erred by 1e-6, under a floor of 2.9e-4 at the offset of unit scale).
+    ``lse_size`` (reference.lse_sizes, nonzero only for an impl that declares a log-sum-exp merge) adds
+    LSE_ROUNDINGS roundings of unit roundoff at it."""
     subnormal = torch.finfo(dtype).smallest_normal * eps(dtype)  # (float16: 2^-24 ≈ 6e-8)
     return (FLOOR_ROUNDINGS[dtype] * (eps(dtype) * (_largest(size) + FLOOR_OFFSET * unit) + subnormal)
-            + SCORE_ROUNDINGS * score_eps(dtype) * _largest(sensitivity))
+            + SCORE_ROUNDINGS * score_eps(dtype) * _largest(sensitivity)
+            + LSE_ROUNDINGS * score_eps(dtype) / 2 * _largest(lse_size))
 
 
-def bound(dtype: torch.dtype, reference_error: float, size, sensitivity=0.0, unit: float = 1.0) -> float:
+def bound(dtype: torch.dtype, reference_error: float, size, sensitivity=0.0, unit: float = 1.0,
+          lse_size=0.0) -> float:
     """The allowed error: MULT × the plain same-precision reference's error + the floor at ``size``
     (the golden value, or for gradients the size of the terms they are summed from), the score
-    ``sensitivity`` (forward outputs) and v's ``unit`` (floor)."""
-    return MULT * reference_error + floor(dtype, size, sensitivity, unit)
+    ``sensitivity`` (forward outputs), v's ``unit`` and a declared log-sum-exp merge's ``lse_size`` (floor)."""
+    return MULT * reference_error + floor(dtype, size, sensitivity, unit, lse_size)
