@@ -27,7 +27,7 @@ import math
 import torch
 
 from kernels.harness import reference as ref
-from kernels.harness.subject import Outcome, Subject, measured
+from kernels.harness.subject import Golden, Outcome, Subject, measured
 
 # A drawn gradient problem's dO (None: finite random, as ever), cycled (generate._cycled): four problems in seven
 # finite, each non-finite kind within seven gradient problems. Seven: prime to every other cycled axis' length (3, 4,
@@ -81,7 +81,7 @@ def placed(s: Subject, got: torch.Tensor, gold: torch.Tensor, error: float, size
     got = got.double()
     if infinite:  # which non-finite kind is the evaluation order's
         got, gold = (torch.where(torch.isfinite(x), x, math.nan) for x in (got, gold))
-    placement, said = nan_placement(s, got, gold, error, sensitivity)
+    placement, said = nan_placement(s, got, gold, Golden(gold, error, sensitivity))  # (a gradient: no lse term)
     finite = torch.isfinite(gold)
     o = measured(s, torch.where(finite, got, 0.0), torch.where(finite, gold, 0.0), error, size, sensitivity)
     return Outcome(math.inf if math.isinf(placement.discrepancy) else o.discrepancy, o.bound), said

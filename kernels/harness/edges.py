@@ -35,7 +35,7 @@ from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import CONTRACT, Case
 from kernels.harness.invariants import ATTN_MASK, BACKWARD, CAUSAL, DROPOUT, GQA, Invariant, register
-from kernels.harness.subject import (BadOutput, GradientScales, Outcome, Subject, against, checked_output,
+from kernels.harness.subject import (BadOutput, Golden, GradientScales, Outcome, Subject, against, checked_output,
                                      gradients_against, measured, ratio, subset_gradients, worst)
 
 
@@ -503,21 +503,21 @@ def nan_propagation(s: Subject) -> Outcome:
                 outcomes.append(Outcome(math.inf, 0.0))
                 details.append(f"{kind} in {name}: raised {type(exc).__name__}")
                 continue
-            o, said = nan_placement(s, out, gold, s.base.error, s.base.sensitivity)
+            o, said = nan_placement(s, out, gold, s.base)
             outcomes.append(o)
             details.append(f"{kind} in {name}{list(pos)}: {said}")
     return worst(outcomes, details)
 
 
-def nan_placement(s: Subject, out: torch.Tensor, gold: torch.Tensor, error, sensitivity) -> tuple[Outcome, str]:
+def nan_placement(s: Subject, out: torch.Tensor, gold: torch.Tensor, clean: Golden) -> tuple[Outcome, str]:
     """out (float64) non-finite exactly where gold is: NaN where gold is NaN; where gold is ±inf that infinity or
     NaN (a weight a low precision rounds to 0 times an infinite v is NaN: rounding, not a defect). Elsewhere by
-    the low-precision rule (error and sensitivity: the same problem's without the non-finite entry)."""
+    the low-precision rule (``clean``: the same problem's golden without the non-finite entry)."""
     wrong = int(((torch.isfinite(out) != torch.isfinite(gold)) | torch.isnan(gold) & ~torch.isnan(out)
                  | torch.isinf(out) & (out != gold)).sum())
     finite = torch.isfinite(gold)
-    o = measured(s, torch.where(finite, out, 0.0), torch.where(finite, gold, 0.0), error,
-                 torch.where(finite, gold, 0.0), sensitivity)
+    o = measured(s, torch.where(finite, out, 0.0), torch.where(finite, gold, 0.0), clean.error,
+                 torch.where(finite, gold, 0.0), clean.sensitivity, clean.lse_size)
     return (Outcome(math.inf if wrong else o.discrepancy, o.bound),
             f"{int((~finite).sum())} non-finite expected, {int((~torch.isfinite(out)).sum())} given, {wrong} misplaced "
             f"or of another kind")
@@ -846,7 +846,7 @@ def mask_mutated_between_calls(s: Subject) -> Outcome:
         m.copy_(new)
         out = checked_output(s.impl(s.q, s.k, s.v, attn_mask=m, **s.kwargs(is_causal=False)), s.q, s.v)
     g = s.reference(attn_mask=new, is_causal=False)
-    return measured(s, out.cpu(), g.value, g.error, g.value, g.sensitivity)
+    return measured(s, out.cpu(), g.value, g.error, g.value, g.sensitivity, g.lse_size)
 
 
 CONCURRENT_THREADS = 4
@@ -1025,7 +1025,7 @@ def concurrent_training(s: Subject) -> Outcome:
 
 def _golden(s: Subject, q, k, v):
     g = s.reference(q=q, k=k, v=v)
-    return g.value, g.error, g.value, g.sensitivity
+    return g.value, g.error, g.value, g.sensitivity, g.lse_size
 
 
 def _global_state() -> dict:

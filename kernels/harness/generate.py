@@ -1425,7 +1425,7 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
         from kernels.harness.edges import nan_placement
 
         gold = ref.attention64(s.q.cpu(), s.k.cpu(), s.v.cpu(), **_kwargs(s, p, None if m is None else m.cpu()))
-        o, said = nan_placement(s, out.cpu().double(), gold, clean.error, clean.sensitivity)
+        o, said = nan_placement(s, out.cpu().double(), gold, clean)
         if failed(o):
             # Two kinds of row where either answer is defensible, each judged by the one the impl gave:
             # - every score -inf, one at least made so by the infinite input (one key, -inf in q; or the keys causal
@@ -1449,7 +1449,7 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
                 same_kind = (torch.isfinite(got) == torch.isfinite(other)).all(-1, keepdim=True)
                 either = torch.where(rows & same_kind, other, either)
             if bool((made_empty | hidden_before).any()):
-                o2, said2 = nan_placement(s, got, either, clean.error, clean.sensitivity)
+                o2, said2 = nan_placement(s, got, either, clean)
                 if not failed(o2):
                     o, said = o2, (f"{said2} (a row of -inf scores only, or of no visible key: NaN, or the row's "
                                    f"answer without the non-finite input)")
@@ -1459,7 +1459,7 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
 
         clean = s.reference(attn_mask=_mask(s, p, poisoned=False))
         gold = ref.attention64(s.q.cpu(), s.k.cpu(), s.v.cpu(), **s.kwargs(attn_mask=m.cpu()))
-        o, said = nan_placement(s, out.cpu().double(), gold, clean.error, clean.sensitivity)
+        o, said = nan_placement(s, out.cpu().double(), gold, clean)
         return Outcome(o.discrepancy, o.bound, f"{p.mask_nonfinite} in the mask: {said}")
     rows = sampled_rows(p)
     if rows is not None:  # each output row is its own query's: the sampled rows' golden values judge them exactly
@@ -1761,7 +1761,8 @@ def _metamorphic(s: Subject, p: Problem, m, r) -> Outcome:
         one = [x[i:i + 1] for x in (s.q, s.k, s.v)]
         alone = s.run(*one, **kw), s.reference(*one, **kw)
         gold_i = base[1].rows(slice(None))
-        sliced = type(gold_i)(gold_i.value[i:i + 1], gold_i.error, gold_i.sensitivity[i:i + 1])
+        sliced = gold_i._replace(value=gold_i.value[i:i + 1], sensitivity=gold_i.sensitivity[i:i + 1])
+        # (lse_size, a tensor only for a declared log-sum-exp merge, taken whole: its largest bounds the entry's)
         o = relation(s, base[0][i:i + 1], sliced, *alone)
         return Outcome(o.discrepancy, o.bound, f"batch entry {i} alone: {o.discrepancy:.3g}/{o.bound:.3g}")
     if not p.causal and p.n_k > 1:

@@ -124,7 +124,7 @@ def convex_hull(s: Subject) -> Outcome:
         lo, hi = v.amin(dim=-2, keepdim=True), v.amax(dim=-2, keepdim=True)  # (B, Hq, 1, D)
     outside = torch.maximum(lo - out, out - hi).clamp(min=0)
     outside = torch.nan_to_num(outside, nan=math.inf)
-    return Outcome(float(outside.max()), tol.bound(s.dtype, s.base.error, s.base.value, s.base.sensitivity))
+    return Outcome(float(outside.max()), tol.bound(s.dtype, s.base.error, s.base.value, s.base.sensitivity, lse_size=s.base.lse_size))
 
 
 def key_shift_invariance(s: Subject) -> Outcome:
@@ -309,7 +309,7 @@ def online_softmax_merge(s: Subject) -> Outcome:
     merged = torch.from_numpy(_merge_function()(*states))  # (B, Hq, Nq, D)
     diff = s.output().cpu().double() - merged
     return Outcome(tol.max_abs_error(diff, torch.zeros_like(diff)),
-                   tol.MULT * (s.base.error + sum(errs)) + tol.floor(s.dtype, s.base.value, s.base.sensitivity))
+                   tol.MULT * (s.base.error + sum(errs)) + tol.floor(s.dtype, s.base.value, s.base.sensitivity, lse_size=s.base.lse_size))
 
 
 # Robustness: agreement with float64 on inputs built to break unstable kernels. Non-finite output
