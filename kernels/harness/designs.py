@@ -5,7 +5,7 @@ must pass each of them.
   split gives its normalised partial output o_i and its log-sum-exp lse_i = m_i + log l_i (float32; float64
   for float64 inputs),
   merged as out = Σ_i exp(lse_i - lse) o_i with lse = logsumexp_i lse_i. It declares that merge
-  (rounding_bound.declare_merge): never renormalised, its output is scaled by the rounding of lse, 2u·|lse|
+  (tolerance.declare_merge): never renormalised, its output is scaled by the rounding of lse, 2u·|lse|
   (tolerance.LSE_ROUNDINGS), an error the plain softmax cannot make.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 
 from kernels.harness import reference as ref
 from kernels.harness.references import autocast_as_sdpa, work_dtype_for
-from kernels.harness.rounding_bound import LOG_SUM_EXP, declare_merge
+from kernels.harness.tolerance import LOG_SUM_EXP, declare_merge
 
 
 @autocast_as_sdpa

@@ -22,6 +22,7 @@ import torch
 from kernels.harness import reference as ref
 from kernels.harness.cases import POSITIONS
 from kernels.harness.invariants import Invariant, Outcome, register
+from kernels.harness.tolerance import WRAPPED
 from proofs.theorems import rounding as R
 
 ATTRIBUTE = "rounding_recipe"
@@ -34,26 +35,6 @@ def declare_recipe(impl, recipe):
                          f"got {recipe!r}")
     setattr(impl, ATTRIBUTE, recipe)
     return impl
-
-
-# How partial results are merged: rescaled by their maxima and divided by the summed weights once (FlashAttention's
-# online softmax, the plain softmax: the default), or by their log-sum-exp, never renormalised (FlashAttention-2's
-# split-K decode combine). The second's rounding of lse scales the output; the low-precision rule allows for it only
-# where declared (tolerance.LSE_ROUNDINGS).
-ONLINE_SOFTMAX, LOG_SUM_EXP = "online-softmax", "log-sum-exp"
-MERGE_ATTRIBUTE = "rounding_merge"
-
-
-def declare_merge(impl, merge: str):
-    """Declare how impl merges partial results: ONLINE_SOFTMAX (the default) or LOG_SUM_EXP."""
-    if merge not in (ONLINE_SOFTMAX, LOG_SUM_EXP):
-        raise ValueError(f"merge must be {ONLINE_SOFTMAX!r} or {LOG_SUM_EXP!r}, got {merge!r}")
-    setattr(impl, MERGE_ATTRIBUTE, merge)
-    return impl
-
-
-def merge_for(impl) -> str:
-    return getattr(getattr(impl, WRAPPED, impl), MERGE_ATTRIBUTE, ONLINE_SOFTMAX)
 
 
 def flash_recipe(dtype: str) -> R.Recipe:
@@ -76,7 +57,6 @@ def _known():
     return {F.scaled_dot_product_attention: "torch-cpu-sdpa", flash_attention: flash_recipe}
 
 
-WRAPPED = "_attention_impl"  # the attribute a harness wrapper (generate._marking) names the impl it calls by
 
 
 def recipe_for(impl, dtype: torch.dtype) -> R.Recipe:

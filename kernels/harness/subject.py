@@ -124,9 +124,7 @@ class Subject:
         q, k, v = (self.q if q is None else q), (self.k if k is None else k), (self.v if v is None else v)
         kw = self.kwargs(**overrides)
         gold, sensitivity = ref.golden_and_sensitivity(q.cpu(), k.cpu(), v.cpu(), **kw)
-        from kernels.harness.rounding_bound import LOG_SUM_EXP, merge_for  # (rounding_bound imports this module)
-
-        lse_size = ref.lse_sizes(q.cpu(), k.cpu(), v.cpu(), **kw) if merge_for(self.impl) == LOG_SUM_EXP else 0.0
+        lse_size = ref.lse_sizes(q.cpu(), k.cpu(), v.cpu(), **kw) if tol.merge_for(self.impl) == tol.LOG_SUM_EXP else 0.0
         return Golden(gold, tol.max_abs_error(ref.attention(q, k, v, **kw).cpu(), gold), sensitivity, lse_size)
 
     @functools.cached_property

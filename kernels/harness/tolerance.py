@@ -45,7 +45,7 @@ SCORE_ROUNDINGS = 4.0
 SCORE_EPS = torch.finfo(torch.float32).eps  # scores are accumulated in float32 in every dtype here but float64
 
 
-# An implementation that declares a log-sum-exp merge (rounding_bound.declare_merge: FlashAttention-2's split-K
+# An implementation that declares a log-sum-exp merge (declare_merge below: FlashAttention-2's split-K
 # decode combine, out = Σ_i exp(lse_i - lse) o_i) makes one error the plain softmax cannot: it never divides by the
 # sum of its weights again, so a rounding of lse_i or of lse scales the whole output instead of cancelling out.
 # Each is rounded once at its own size, |δ| ≤ u·|lse| (u = eps/2 of the accumulator; lse_i and lse differ by the
@@ -54,6 +54,25 @@ SCORE_EPS = torch.finfo(torch.float32).eps  # scores are accumulated in float32 
 # (reference.lse_sizes). Measured on kernels.harness.designs.split_k_lse, float32, the extreme case (scores near
 # 6089, two keys in different splits 6.9 apart): 1.08e-4 where the plain reference errs 1.3e-6, this term 1.8e-3.
 LSE_ROUNDINGS = 2.0
+
+# How an implementation merges partial results: rescaled by their maxima and divided by the summed weights once
+# (FlashAttention's online softmax, the plain softmax: the default), or by their log-sum-exp, never renormalised
+# (FlashAttention-2's split-K decode combine). Only a declared log-sum-exp merge gets LSE_ROUNDINGS.
+ONLINE_SOFTMAX, LOG_SUM_EXP = "online-softmax", "log-sum-exp"
+MERGE_ATTRIBUTE = "rounding_merge"
+WRAPPED = "_attention_impl"  # the attribute a harness wrapper (generate._marking) names the impl it calls by
+
+
+def declare_merge(impl, merge: str):
+    """Declare how impl merges partial results: ONLINE_SOFTMAX (the default) or LOG_SUM_EXP."""
+    if merge not in (ONLINE_SOFTMAX, LOG_SUM_EXP):
+        raise ValueError(f"merge must be {ONLINE_SOFTMAX!r} or {LOG_SUM_EXP!r}, got {merge!r}")
+    setattr(impl, MERGE_ATTRIBUTE, merge)
+    return impl
+
+
+def merge_for(impl) -> str:
+    return getattr(getattr(impl, WRAPPED, impl), MERGE_ATTRIBUTE, ONLINE_SOFTMAX)
 
 
 def score_eps(dtype: torch.dtype) -> float:

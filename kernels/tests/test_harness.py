@@ -535,13 +535,13 @@ def test_dropout_lag_pairs_are_disjoint_and_lag_apart(n, lag):
 
 def test_a_log_sum_exp_split_k_merge_is_no_false_alarm_when_it_declares_that_merge():
     """FlashAttention-2's decode combine, out = Σ exp(lse_i - lse) o_i, is correct, but never renormalised: a rounding
-    of lse scales its output, 2u·|lse| (tolerance.LSE_ROUNDINGS). Declared (rounding_bound.declare_merge), the robustness
+    of lse scales its output, 2u·|lse| (tolerance.LSE_ROUNDINGS). Declared (tolerance.declare_merge), the robustness
     checks and the agreement on split-K decoding pass it (its lse_i and o_i are float32). Undeclared, the same code
     fails extreme-logits in float32 at seed 0: two keys in different splits, scores near 6089 and 6.9 apart, err
     1.08e-4 where the plain reference errs 1.3e-6, and the rule's 2× that plus the floor is 4.2e-5. Declared, a merge
     storing each lse_i in float16 or bfloat16 still fails (errors 0.06 and 1.8 there, the bound 3.6e-3)."""
     from kernels.harness.designs import split_k_lse
-    from kernels.harness.rounding_bound import LOG_SUM_EXP, declare_merge
+    from kernels.harness.tolerance import LOG_SUM_EXP, declare_merge
 
     chosen = [c for c in DEFAULT_CASES if c.kind in (EXTREME, MIXED, NEGATIVE) or c.name == "decode-4097"]
     invariants = ["extreme-logits", "mixed-magnitude-rows", "hugely-negative-rows", "reference-agreement",
@@ -567,7 +567,7 @@ def test_a_log_sum_exp_split_k_merge_is_no_false_alarm_when_it_declares_that_mer
 
 
 def test_a_merge_is_declared_by_name():
-    from kernels.harness.rounding_bound import declare_merge
+    from kernels.harness.tolerance import declare_merge
 
     with pytest.raises(ValueError, match="merge must be"):
         declare_merge(sdpa_math, "lse")
