@@ -87,7 +87,9 @@ ITEMS: tuple[Item, ...] = (
                                                                               "attn-mask-shape-refused",
                                                                               "shape-contract")),
     Item("mask-dtype", "an attn_mask of a dtype other than bool, float32 and q's (every integer dtype, float64 "
-                       "beside float32 q, the other half type) is refused",
+                       "beside float32 q, the other half type) is refused; a float32 mask beside a q of another dtype "
+                       "may be refused (the documentation asks for 'a float mask of the same type as query') and, "
+                       "accepted, is added in the wider dtype",
          f"{MEASURED}: torch 2.13's math SDPA accepts exactly bool, float32 and q's dtype for each q dtype "
          "(float32, float16, bfloat16, float64) and raises 'Expected attn_mask dtype to be bool or float or to "
          "match query dtype' for uint8, int8, int16, int32, int64 and the rest", ("attn-mask-dtype-refused",)),

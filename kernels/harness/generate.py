@@ -42,11 +42,14 @@ in turn:
   the additive 0/-inf mask it means give the same output).
 
 An impl that raises on a problem refuses it: honest, reported in the detail, not a failure (the
-fixed cases judge what it must accept); except where only the mask's storage, dtype or non-finite
+fixed cases judge what it must accept); except where only the mask's storage or non-finite
 entry is unusual (or the one KV head is broadcast without enable_gqa) and the impl accepts the same problem with a
-plain contiguous mask in q's dtype (and enable_gqa=True):
+plain contiguous mask of the same dtype (and enable_gqa=True):
 that is "refused an input SDPA accepts" (torch 2.13's math SDPA accepts every such mask, measured),
-a failure.
+a failure. A float mask of another dtype than q's (float32 beside a half or float64 q) may be refused wherever it is
+given: torch's documentation asks for "a float mask of the same type as query, key, value" though its math backend
+accepts float32 beside any q, and its own default CPU dispatch computes one beside float64 q wrongly
+(kernels/ecosystem/FINDINGS.md, 17). Accepted, it is judged like any other mask.
 
 Why not hypothesis: its search is driven by a test runner's example budget and database, not a
 seconds budget inside a library call, and its reports are a test's; here the run is reproducible
@@ -1920,7 +1923,8 @@ def _judged(impl, problem: Problem, device: str) -> tuple[Outcome, str | None]:
             return Outcome(0.0, 0.0, f"refused a (Nk,) mask, as SDPA's default CPU dispatch does ({text})"), text
         # the same problem with 4-D inputs and a 2-D-or-more mask of plain storage: accepted, it shows
         # this refusal is of a form alone (SDPA takes each)
-        plain = replace(problem, mask_storage="contiguous", mask_dtype=None, mask_nonfinite=None, mask_far=None, rank=4,
+        # (the mask's dtype kept: refusing a float mask of another dtype than q's is honest, module docstring)
+        plain = replace(problem, mask_storage="contiguous", mask_nonfinite=None, mask_far=None, rank=4,
                         kv_broadcast=False, input_nan=None,
                         # (no earlier call: refusing a call accepted alone, after another, is a failure too; and
                         # made by the main thread on one thread: a refusal of one caller alone is one too)

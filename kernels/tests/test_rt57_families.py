@@ -120,3 +120,37 @@ def test_float64_beside_a_float32_mask_computed_in_float32_fails_the_float64_mas
         assert not _verdict(mutant, p), p.describe()
         assert _verdict(mutant, replace(p, mask_dtype=None)), p.describe()
         assert _verdict(PEERS["sdpa-math"][0], p), p.describe()
+
+
+def test_a_float32_mask_beside_float64_q_may_be_refused_wherever_it_is_given():
+    """torch's documentation asks for "a float mask of the same type as query" (red team rt59's base refuses a float32
+    mask beside float64 q, and torch's own flash CPU backend computes one wrongly: FINDINGS.md 17). A design refusing
+    it everywhere is honest; one refusing it only at a storage offset, where it accepts it contiguous, fails."""
+    from kernels.harness import paths
+
+    def _refuses(q, mask, strided_only):
+        wide = mask is not None and mask.is_floating_point() and mask.dtype != q.dtype
+        return wide and (not strided_only or mask.storage_offset() != 0)
+
+    def everywhere(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        if _refuses(q, attn_mask, strided_only=False):
+            raise RuntimeError("attn_mask dtype must match query dtype")
+        return PEERS["sdpa-math"][0](q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                                     scale=scale, enable_gqa=enable_gqa)
+
+    def strided_only(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        if _refuses(q, attn_mask, strided_only=True):
+            raise RuntimeError("attn_mask dtype must match query dtype")
+        return PEERS["sdpa-math"][0](q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                                     scale=scale, enable_gqa=enable_gqa)
+
+    dtypes = ("float32", "float16", "bfloat16")
+    rows = [p for dt in dtypes for p in paths.problems(0, dt, dtypes, offered(everywhere))
+            if p.dtype == "float64" and p.mask_dtype == "float32"]
+    assert rows
+    for p in rows[:3]:
+        o, refused = gen.check_problem(everywhere, p)
+        assert refused is not None and not gen.failed(o), (p.describe(), o)
+        strided = replace(p, mask_storage="offset")
+        o, refused = gen.check_problem(strided_only, strided)
+        assert refused is None and gen.failed(o) and "refused an input SDPA accepts" in o.detail, (strided.describe(), o)
