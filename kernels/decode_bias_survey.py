@@ -14,7 +14,7 @@ import sys
 
 import torch
 
-from kernels.harness import bias, peers, reference as ref
+from kernels.harness import bias, peers, reference as ref, rounding_direction as rd
 from kernels.harness.cases import DEFAULT_CASES
 from kernels.harness.references import blocked_attention, full_attention
 from kernels.harness.subject import Subject
@@ -25,7 +25,7 @@ DESIGNS = {"sdpa-math": peers.sdpa_math, "full_attention": full_attention, "bloc
 def worst_statistics(impl, dtype: torch.dtype, seeds: int) -> dict[str, tuple[float, float]]:
     """{shape label: (largest (|mean| - δ)/se, largest |mean|/se)} over both statistics and the seeds."""
     case = next(c for c in DEFAULT_CASES if c.n_q == 1 and c.n_k > bias.LONG_DECODE_KEYS)
-    margin = abs(bias.truncation_bias()) / 5
+    margin = rd.margin()
     worst: dict[str, tuple[float, float]] = {}
     for seed in range(seeds):
         s = Subject(impl, case, dtype, "cpu", seed)
@@ -34,7 +34,7 @@ def worst_statistics(impl, dtype: torch.dtype, seeds: int) -> dict[str, tuple[fl
             q, k, v = (s.cast(torch.randn(shape, generator=gen, dtype=torch.float64))
                        for shape in ((b, hq, 1, d), (b, hkv, nk, d), (b, hkv, nk, d)))
             kw = s.kwargs(is_causal=False, enable_gqa=hq != hkv)
-            stats = bias.bias_statistics(s.run(q, k, v, **kw), ref.attention64(q.cpu(), k.cpu(), v.cpu(), **kw), dtype)
+            stats = rd.bias_statistics(s.run(q, k, v, **kw), ref.attention64(q.cpu(), k.cpu(), v.cpu(), **kw), dtype)
             z = max((abs(m) - margin) / se for m, se, _ in stats.values())
             raw = max(abs(m) / se for m, se, _ in stats.values())
             old = worst.get(label, (-math.inf, -math.inf))
@@ -44,9 +44,9 @@ def worst_statistics(impl, dtype: torch.dtype, seeds: int) -> dict[str, tuple[fl
 
 def main(argv: list[str]) -> None:
     seeds = int(argv[0]) if argv else 20
-    print(f"threshold z(1 - {bias.ALPHA:g}) = {bias._z():.3f}; {seeds} seeds")
+    print(f"threshold z(1 - {rd.ALPHA:g}) = {rd.z_critical():.3f}; {seeds} seeds")
     for name, impl in DESIGNS.items():
-        for dtype in sorted(bias.BIASED_DTYPES, key=str):
+        for dtype in sorted(rd.BIASED_DTYPES, key=str):
             for label, (z, raw) in worst_statistics(impl, dtype, seeds).items():
                 print(f"{name:18s} {str(dtype):15s} {label:18s} largest (|mean|-δ)/se {z:+.2f}, |mean|/se {raw:.2f}")
 

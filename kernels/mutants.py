@@ -3240,7 +3240,60 @@ alibi_with_padding_as_bool = _full_mutant(_AlibiWithPaddingAsBool(), "alibi_with
 decode_output_truncated_bf16 = _mutant(_DecodeTruncatingBfloat16Store(), "decode_output_truncated_bf16",
     "The decode path (one query) stores its bfloat16 output by truncation (toward zero).")
 
+def _toward_zero(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """float32 ``x`` in ``dtype``, rounded toward zero (the half-precision stores of the bugs below)."""
+    r = x.to(dtype)
+    return torch.where(r.float().abs() > x.abs(), torch.nextafter(r, torch.zeros_like(r)), r)
+
+
+class _GradientsTruncated(ManualBackwardAttention):
+    def gradient_stored(self, g, dtype):
+        return _toward_zero(g.float(), dtype) if dtype in (torch.float16, torch.bfloat16) else g.to(dtype)
+
+
+class _MaskedOutputTruncated(FullAttention):
+    def output_stored(self, out, dtype, attn_mask):
+        if attn_mask is None or dtype not in (torch.float16, torch.bfloat16):
+            return out.to(dtype)
+        return _toward_zero(out.float(), dtype)  # the bug: the masked path's store truncates
+
+
+def autocast_inputs_truncated(q, k, v, *, is_causal=False, scale=None, enable_gqa=False):
+    """Under torch.autocast, float32 q, k, v converted to the autocast dtype by truncation toward zero (a hand-written
+    conversion dropping the low bits, red team rt59's) instead of autocast's round-to-nearest."""
+    device = q.device.type
+    if torch.is_autocast_enabled(device) and q.dtype == torch.float32:
+        half = torch.get_autocast_dtype(device)
+        q, k, v = (_toward_zero(t, half) for t in (q, k, v))  # the bug
+        with torch.autocast(device, enabled=False):
+            return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+    return blocked_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
+def parameters_unwrapped(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """A Tensor subclass (torch.nn.Parameter: a learned query) unwrapped with .data to reach a plain-tensor fast path
+    (red team rt59's): the output is right, the gradients of those inputs are lost."""
+    q, k, v = (t.data if type(t) is not torch.Tensor else t for t in (q, k, v))  # the bug
+    return full_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+gradients_truncated_half = _mutant(_GradientsTruncated(), "gradients_truncated_half",
+    "dq, dk and dv stored in float16/bfloat16 by truncation toward zero: within one ulp, half an ulp toward zero on "
+    "average (red team rt59's escaped; the rounding-bias test looked only at outputs).")
+masked_output_truncated_half = _full_mutant(_MaskedOutputTruncated(), "masked_output_truncated_half",
+    "The output stored in float16/bfloat16 by truncation toward zero when attn_mask is given (red team rt59's "
+    "escaped: the rounding-bias test's cases have no mask).")
+
+
 MUTANTS = MUTANTS + (
+    Mutant(gradients_truncated_half, "half-precision gradients truncated toward zero", "backward-agreement",
+           dtypes=(torch.float16, torch.bfloat16), backward=True),
+    Mutant(masked_output_truncated_half, "half-precision output truncated toward zero on the masked path",
+           "generated-agreement", dtypes=(torch.float16, torch.bfloat16)),
+    Mutant(parameters_unwrapped, "Parameter inputs unwrapped with .data (their gradients lost)",
+           "generated-gradients", backward=True),
+    Mutant(autocast_inputs_truncated, "float32 inputs cast to the autocast dtype by truncation", "thread-count",
+           dtypes=(torch.float16, torch.bfloat16)),
     Mutant(mask_keypad_head0, "a query-broadcast mask read as key padding from head 0", "generated-agreement"),
     Mutant(alibi_with_padding_as_bool, "an ALiBi mask with -inf padding sent to the boolean path",
            "generated-agreement"),

@@ -1,83 +1,21 @@
-"""Rounding bias: the signed error of a half-precision output must average to about zero.
+"""Rounding bias on shapes built for it: the signed error of a half-precision output must average to about zero.
 
-Claim ``round-to-nearest-unbiased`` (proofs/theorems/rounding_bias.py): an exact value whose
-position inside its rounding cell is uniform has round-to-nearest error of mean 0 (variance
-h²/12), while truncation toward zero has mean -h/2 in the direction of the value's sign. A
-kernel that truncates its bfloat16 store stays within the 2× magnitude rule, yet that bias, summed
-over a training run, is what Qiu & Yao (arXiv 2510.04212) trace loss explosions to.
-
-The test. Each output element's error against float64 is expressed in units of its own rounding
-cell (ulp of the golden value in the dtype), e = (out - gold) / ulp(gold), both as is (catches
-rounding toward -∞ or +∞) and times sign(gold) (catches truncation toward zero). Elements of one
-row share the row's normaliser, so their errors are correlated; rows are independent, so the
-unit is the row mean. H0: |E[row mean]| ≤ δ, with δ one fifth of the derived truncation bias
-(0.1 ulp); it is rejected when (|mean| - δ)/se > z at one-sided α = 1e-6 per statistic (se the
-rows' standard error; the CLT over ≥ 64 rows). Only float16/bfloat16 outputs are judged: in
-float32 the output's rounding is one of many same-size rounding steps inside the kernel, which
-the claim does not cover.
+The statistic and its test are rounding_direction.py's, which every float16/bfloat16 result judged against
+its golden value also takes (subject.measured). These invariants add the shapes it would otherwise not see
+with MIN_ROWS rows: the fixed random cases' outputs, and decode (one query row per (batch, head)).
 """
 from __future__ import annotations
 
-import functools
-import math
-
-import torch
-
 from kernels.harness.cases import RANDOM
-from kernels.harness.invariants import Invariant, _proved, register
+from kernels.harness.invariants import Invariant, register
 from kernels.harness import reference as ref
+from kernels.harness.rounding_direction import ALPHA, BIASED_DTYPES, MIN_ROWS, bias_test  # noqa: F401
 from kernels.harness.subject import Outcome, Subject, worst
 
-ALPHA = 1e-6
-MIN_ROWS = 64
-BIASED_DTYPES = frozenset({torch.float16, torch.bfloat16})  # the dtypes whose output rounding is judged
 
-
-@functools.lru_cache(maxsize=1)
-def truncation_bias() -> float:
-    """The derived mean error of truncation toward zero, in units of the rounding cell (-1/2)."""
-    return float(_proved("round-to-nearest-unbiased").result["truncation_mean"])
-
-
-@functools.lru_cache(maxsize=1)
-def _z() -> float:
-    from statistics import NormalDist
-
-    return NormalDist().inv_cdf(1 - ALPHA)
-
-
-def ulp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """The spacing of ``dtype`` at |x| (float64; subnormal spacing below the smallest normal)."""
-    info = torch.finfo(dtype)
-    mag = x.abs().clamp(min=info.tiny)
-    return torch.exp2(torch.floor(torch.log2(mag))) * info.eps
-
-
-def bias_statistics(out: torch.Tensor, gold: torch.Tensor, dtype: torch.dtype, where=None) -> dict:
-    """Row-mean errors in ulps, signed and sign-adjusted, over the entries with gold ≠ 0 (and
-    ``where`` True, if given; rows with none are left out): {name: (mean, standard error, rows)}."""
-    gold = gold.double()
-    use = gold != 0 if where is None else (gold != 0) & where.cpu()
-    err = torch.where(use, (out.cpu().double() - gold) / ulp(gold, dtype), torch.zeros_like(gold))  # (B, H, Nq, Dv)
-    count = use.sum(dim=-1)  # (B, H, Nq)
-    stats = {}
-    for name, e in (("signed", err), ("toward zero", err * torch.sign(gold))):
-        rows = (e.sum(dim=-1) / count.clamp(min=1))[count > 0]  # (rows,)
-        n = rows.numel()
-        stats[name] = (float(rows.mean()), float(rows.std() / math.sqrt(n)) if n > 1 else math.inf, n)
-    return stats
-
-
-def bias_outcome(out: torch.Tensor, gold: torch.Tensor, dtype: torch.dtype, where=None) -> Outcome:
-    """The one-sided z-tests of H0 |E[row-mean error]| ≤ δ, both statistics, as one outcome."""
-    margin = abs(truncation_bias()) / 5
-    worst_z, details = 0.0, []
-    for name, (mean, se, n) in bias_statistics(out, gold, dtype, where).items():
-        excess = abs(mean) - margin
-        z = (excess / se if se > 0 else (math.inf if excess > 0 else 0.0)) if math.isfinite(mean) else math.inf
-        worst_z = max(worst_z, z)
-        details.append(f"{name}: mean {mean:+.3f} ulp ± {se:.3f} over {n} rows")
-    return Outcome(max(worst_z, 0.0), _z(), "; ".join(details) + f" (H0 |bias| ≤ {margin:g} ulp, α = {ALPHA:g})")
+def bias_outcome(out, gold, dtype, where=None) -> Outcome:
+    """rounding_direction.bias_test as an outcome (discrepancy z, bound z_critical)."""
+    return Outcome(*bias_test(out, gold, dtype, where))
 
 
 def rounding_bias(s: Subject) -> Outcome:
@@ -109,7 +47,7 @@ def rounding_bias_decode(s: Subject) -> Outcome:
         kw = s.kwargs(is_causal=False, enable_gqa=hq != hkv)
         o = bias_outcome(s.run(q, k, v, **kw), ref.attention64(q.cpu(), k.cpu(), v.cpu(), **kw), s.dtype)
         outcomes.append(o)
-        details.append(f"B={b} Hq={hq} Hkv={hkv} Nq=1 {label}: z {o.discrepancy:.3g}/{o.bound:.3g}, {o.detail}")
+        details.append(f"B={b} Hq={hq} Hkv={hkv} Nq=1 {label}: z {o.figures}, {o.detail}")
     return worst(outcomes, details)
 
 

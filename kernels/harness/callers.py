@@ -21,6 +21,8 @@ import threading
 
 import torch
 
+from kernels.harness.rounding_direction import ulp
+
 MAIN = "main thread"
 WORKER = "worker thread"
 DEFAULT_DTYPES = {"default float16": torch.float16, "default bfloat16": torch.bfloat16,
@@ -141,7 +143,8 @@ def _under_autocast(impl):
     Not given in the other half dtype: autocast casts half inputs too (SDPA answers bfloat16 for float16 inputs under
     bfloat16 autocast, measured), but an op autocast does not know answers in its inputs' dtype, float16 there, which
     this allowance would round to bfloat16 as it rounds float32: such a row judges nothing the float32 one does not
-    (red team rt56's kernel casting float32 inputs alone answers as an op autocast does not know)."""
+    (red team rt56's kernel casting float32 inputs alone answers as an op autocast does not know).
+    q, k and v carry bits below the half type (below_half), which autocast's cast drops by rounding to nearest."""
     @functools.wraps(impl)
     def under_autocast(*args, **kwargs):
         q = next(a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor))
@@ -152,10 +155,32 @@ def _under_autocast(impl):
 
         def up(a):
             return a.float() if isinstance(a, torch.Tensor) and a.dtype == half else a
+        qkv = [below_half(up(a), half) for a in args[:3]]  # (the mask as it was: autocast may not cast it)
         with torch.autocast(device, dtype=half):
-            out = impl(*map(up, args), **{name: up(a) for name, a in kwargs.items()})
+            out = impl(*qkv, *map(up, args[3:]), **{name: up(a) for name, a in kwargs.items()})
         return out.to(half) if isinstance(out, torch.Tensor) and out.dtype == torch.float32 else out
     return under_autocast
+
+
+# The float32 q, k, v of an autocast row carry bits below the half type: each finite nonzero element moved by
+# 0.05 to 0.45 of its half-type ulp, either way, so autocast's round-to-nearest cast gives the half problem's
+# values back exactly (the judge stays the half problem's) while a cast that truncates (drops the low bits, red
+# team rt59's hand-written bfloat16 conversion) or rounds another way gives other values, about half the time.
+JITTER = (0.05, 0.45)
+
+
+def below_half(x, half: torch.dtype):
+    """``x`` (float32 holding ``half`` values) with bits below ``half`` added, rounding back to the same values."""
+    if not isinstance(x, torch.Tensor) or x.dtype != torch.float32:
+        return x
+    gen = torch.Generator().manual_seed(x.numel())  # (reproducible: a function of the shape alone)
+    u = torch.rand(x.shape, generator=gen, dtype=torch.float64) * 2 - 1  # (...)
+    step = (JITTER[0] + (JITTER[1] - JITTER[0]) * u.abs()) * torch.sign(u)  # in ulps, 0.05..0.45 either way
+    exact = x.detach().double()
+    spacing = torch.minimum(ulp(exact, half), ulp(exact * (1 - 2.0 ** -20), half))  # (a power of two: the one below)
+    moved = (exact + step * spacing).float().to(x.device)
+    keep = ~torch.isfinite(x) | (x == 0)
+    return x + torch.where(keep, torch.zeros_like(x), moved - x.detach())
 
 
 @contextlib.contextmanager

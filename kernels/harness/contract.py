@@ -68,7 +68,7 @@ ITEMS: tuple[Item, ...] = (
                                 "matmul does (along any of them: at rank 5, (B1, 1) against q's (B1, B2)); the "
                                 "gradients at ranks 2, 3 and 5 too (GQA's summed over the group)",
          f"{DOC}: 'query: (N, ..., Hq, L, E)'; {MEASURED}: rank 1 raises 'Expected query, key, and value to all be at "
-         "least 2 dimensional', ranks 2 to 6 are taken (with is_causal, a (Nq, Nk) mask and dropout), a 4-D mask "
+         "least 2 dimensional', ranks 2 to 9 are taken (measured) (with is_causal, a (Nq, Nk) mask and dropout), a 4-D mask "
          "beside rank-2 inputs raises; q (4, 16, 8) with k, v (2, 16, 8) and enable_gqa: head h "
          "reads KV head h // 2; q (2, 2, 8, 16) with k, v (1, 2, 8, 16): the output of k, v expanded to batch 2 "
          "(also under enable_gqa, and rank 5 with a leading dim of 1); without enable_gqa a rank-3 k of 2 heads "

@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from kernels.harness import bias
+from kernels.harness import bias, rounding_direction
 from kernels.harness import reference as ref
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import DEFAULT_CASES, KEPT, RANDOM, THOROUGH_CASES, Case
@@ -125,12 +125,12 @@ def _mask_law(s: Subject, w: torch.Tensor, attn_mask=None, p: float = P_DROP, wi
     scaled = Outcome(tol.max_abs_error(w, expected), tol.bound(s.dtype, plain_err, expected,
                                                                _kept_score_sensitivity(s, kw, kept, c)))
     outcomes = [fraction, scaled]
-    details = [d1, f"rescale 1/(1-p) = {c:g}: {scaled.discrepancy:.3g}/{scaled.bound:.3g}"]
+    details = [d1, f"rescale 1/(1-p) = {c:g}: {scaled.figures}"]
     # A rescale off by a fraction of an ulp (1/(1-p) rounded to bfloat16 is 0.2% high) stays inside
     # the 2× rule but biases every kept weight the same way: the rounding-bias test on kept entries.
     # (``with_bias`` False: on drawn problems P may be uniform, all kept entries one value and their
     # roundings one rounding repeated, not the independent ones the test counts)
-    if with_bias and s.dtype in bias.BIASED_DTYPES and kept[..., 0].numel() >= bias.MIN_ROWS:
+    if with_bias and rounding_direction.judged(w):
         outcomes.append(bias.bias_outcome(w, expected, s.dtype, where=kept & counted))
         details.append(f"kept entries' bias: {outcomes[-1].detail}")
     return worst(outcomes, details)
@@ -449,7 +449,7 @@ def dropped_gradients(s: Subject, w: torch.Tensor, tensors, mask_leaf, kw: dict,
             continue
         o = measured(s, g.detach().cpu(), g64, tol.max_abs_error(gp, g64), size, sensitivity)
         outcomes.append(o)
-        details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
+        details.append(f"{name} {o.figures}")
     if moved:
         outcomes.append(Outcome(math.inf, 0.0))
         details.append(f"the backward moved the caller's generator ({', '.join(moved)}): it drew from it or rewound it")

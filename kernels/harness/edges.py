@@ -254,7 +254,7 @@ def shape_contract(s: Subject) -> Outcome:
             continue
         o = against(s, out.detach(), s.reference(q, k, v, enable_gqa=gqa))
         outcomes.append(o)
-        judged.append(f"{name}: {o.discrepancy:.3g}/{o.bound:.3g}")
+        judged.append(f"{name}: {o.figures}")
     summary = (f"{refused_ok + len(accepted)} SDPA refuses ({refused_ok} refused), {len(outcomes) + honest} it "
                f"answers ({honest} refused, {len(outcomes)} judged)")
     failing = [j for o, j in zip(outcomes, judged) if not ratio(o) <= 1]
@@ -377,7 +377,7 @@ def argument_types(s: Subject) -> Outcome:
     for given, value in ((2, 2.0), (np.float64(0.5), 0.5)):
         o = against(s, s.run(scale=given), s.reference(scale=value))
         outcomes.append(o)
-        said.append(f"scale {_type_name(given)} {given}: {o.discrepancy:.3g}/{o.bound:.3g}")
+        said.append(f"scale {_type_name(given)} {given}: {o.figures}")
     # each form with both truth values (red team rt44h: `is_causal is not False` turned numpy.bool_(False), 0 and
     # tensor(False) into causal attention, and the truthy forms alone could not show it)
     golden = {True: s.reference(is_causal=True), False: s.reference()}
@@ -389,7 +389,7 @@ def argument_types(s: Subject) -> Outcome:
             continue
         o = against(s, out, golden[bool(given)])
         outcomes.append(o)
-        said.append(f"is_causal {_type_name(given)} {bool(given)}: {o.discrepancy:.3g}/{o.bound:.3g}")
+        said.append(f"is_causal {_type_name(given)} {bool(given)}: {o.figures}")
     return worst(outcomes, said)
 
 
@@ -433,12 +433,12 @@ def aliased_inputs(s: Subject) -> Outcome:
         name = "attn(" + ", ".join("x" if n in shared else n for n in "qkv") + ")"
         forward = against(s, out.detach(), s.reference(*inputs, enable_gqa=False))
         outcomes.append(forward)
-        said.append(f"{name}: output {forward.discrepancy:.3g}/{forward.bound:.3g}")
+        said.append(f"{name}: output {forward.figures}")
         for g in groups:
             o = measured(s, got[g].cpu(), gold[g], tol.max_abs_error(plain[g].cpu(), gold[g]),
                          sum(sizes[n] for n in g), sum(sensitivities[n] for n in g))
             outcomes.append(o)
-            said.append(f"{name}: d{'x' if len(g) > 1 else g} = {' + '.join('d' + n for n in g)} {o.discrepancy:.3g}/{o.bound:.3g}")
+            said.append(f"{name}: d{'x' if len(g) > 1 else g} = {' + '.join('d' + n for n in g)} {o.figures}")
     return worst(outcomes, said)
 
 
@@ -473,7 +473,7 @@ def dropout_p_range(s: Subject) -> Outcome:
             notes.append(f"p = {p:g} {_refused(exc)}")
             continue
         if not o.discrepancy <= o.bound:
-            problems.append(f"p = {p:g} accepted and not the no-dropout output: {o.discrepancy:.3g}/{o.bound:.3g}")
+            problems.append(f"p = {p:g} accepted and not the no-dropout output: {o.figures}")
         worst_below = max(worst_below, o, key=ratio)
     return Outcome(math.inf if problems else worst_below.discrepancy, worst_below.bound if not problems else 0.0,
                    "; ".join(problems + notes))
@@ -562,7 +562,7 @@ def gradient_sequences(s: Subject) -> Outcome:
             details += [f"{twin}{sequence}: {d}" for d in said]
     zero = s.backward(scale=0.0)
     o = gradients_against(s, zero.got, zero.gold, zero.plain, s.gradient_sizes_for(scale=0.0))
-    return worst(outcomes + [o], details + [f"scale 0: {o.discrepancy:.3g}/{o.bound:.3g}"])
+    return worst(outcomes + [o], details + [f"scale 0: {o.figures}"])
 
 
 def _second_order(fn, q, k, v, dout, weights, kw):
@@ -597,7 +597,7 @@ def double_backward(s: Subject) -> Outcome:
         gp = torch.zeros_like(g64) if gp is None else gp.cpu()
         o = measured(s, g, g64, tol.max_abs_error(gp, g64), g64)
         outcomes.append(o)
-        details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
+        details.append(f"{name} {o.figures}")
     return worst(outcomes, details)
 
 
@@ -624,7 +624,7 @@ def output_modified_before_backward(s: Subject) -> Outcome:
         o = measured(s, g.detach().cpu(), OUTPUT_FACTOR * g64, OUTPUT_FACTOR * tol.max_abs_error(gp, g64),
                      OUTPUT_FACTOR * size, OUTPUT_FACTOR * sens if isinstance(sens, torch.Tensor) else sens)
         outcomes.append(o)
-        details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
+        details.append(f"{name} {o.figures}")
     return worst(outcomes, details)
 
 
@@ -664,7 +664,7 @@ def input_modified_before_backward(s: Subject) -> Outcome:
                 o = measured(s, next(got).detach().cpu(), gold[i], tol.max_abs_error(plain[i], gold[i]),
                              sizes.sizes[i], sizes.sensitivities[i])
                 outcomes.append(o)
-                details.append(f"{name}: d{'qkv'[i]} {o.discrepancy:.3g}/{o.bound:.3g}")
+                details.append(f"{name}: d{'qkv'[i]} {o.figures}")
     return worst(outcomes, details) if outcomes else Outcome(0.0, 0.0, "; ".join(details))
 
 
@@ -742,7 +742,7 @@ def mask_forms_backward(s: Subject) -> Outcome:
             continue
         o = gradients_against(s, g.got, g.gold, g.plain, s.gradient_sizes_for(attn_mask=m, is_causal=False))
         outcomes.append(o)
-        details.append(f"{name}: {o.discrepancy:.3g}/{o.bound:.3g}")
+        details.append(f"{name}: {o.figures}")
     return worst(outcomes, details) if outcomes else Outcome(0.0, 0.0, "; ".join(details))
 
 
@@ -787,9 +787,9 @@ def buffers_mutated_between_calls(s: Subject) -> Outcome:
     sibling = measured(s, out.cpu(), *_golden(s, q2, kk[1], vv[1]))
     untracked, said = _written_untracked(s)
     return worst([in_place, sibling, untracked],
-                 [f"written in place: {in_place.discrepancy:.3g}/{in_place.bound:.3g}",
-                  f"sibling views: {sibling.discrepancy:.3g}/{sibling.bound:.3g}",
-                  f"written through .data ({said}): {untracked.discrepancy:.3g}/{untracked.bound:.3g}"])
+                 [f"written in place: {in_place.figures}",
+                  f"sibling views: {sibling.figures}",
+                  f"written through .data ({said}): {untracked.figures}"])
 
 
 # A shape's calls counted past what any other check repeats one shape (red team rt49: an autotuner switching to a
@@ -811,7 +811,7 @@ def many_calls_of_a_shape(s: Subject) -> Outcome:
             if call & (call - 1) == 0:
                 o = against(s, checked_output(out, s.q, s.v), golden)
                 outcomes.append(o)
-                details.append(f"call {call}: {o.discrepancy:.3g}/{o.bound:.3g}")
+                details.append(f"call {call}: {o.figures}")
     return worst(outcomes, details)
 
 
@@ -894,7 +894,7 @@ def concurrent_calls(s: Subject) -> Outcome:
             outcomes.append(o)
     w = max(outcomes, key=ratio)
     return Outcome(w.discrepancy, w.bound, f"{wrong} of {len(outcomes)} outputs of {CONCURRENT_THREADS} threads × "
-                                           f"{CONCURRENT_ROUNDS} rounds past the bound; worst {w.discrepancy:.3g}/{w.bound:.3g}")
+                                           f"{CONCURRENT_ROUNDS} rounds past the bound; worst {w.figures}")
 
 
 def _threaded(calls: list, rounds: int):
@@ -965,7 +965,7 @@ def _mixed_inputs(s: Subject, i: int, scale_down: int = 1):
 def _summary(outcomes: list, wrong: int, what: str, rounds: int) -> Outcome:
     w = max(outcomes, key=ratio)
     return Outcome(w.discrepancy, w.bound, f"{wrong} of {len(outcomes)} {what} of {len(MIXED_ARGUMENTS)} threads × "
-                                           f"{rounds} rounds past the bound; worst {w.discrepancy:.3g}/{w.bound:.3g}")
+                                           f"{rounds} rounds past the bound; worst {w.figures}")
 
 
 def concurrent_calls_mixed(s: Subject) -> Outcome:

@@ -143,7 +143,7 @@ def float64_agreement(s: Subject, causal: bool = False) -> Outcome:
         o = Outcome(err if math.isfinite(err) else math.inf,
                     tol.bound(torch.float64, plain, gold64, sensitivity))
         outcomes.append(o)
-        details.append(f"{name}: {o.discrepancy:.3g}/{o.bound:.3g}")
+        details.append(f"{name}: {o.figures}")
     return worst(outcomes, details) if outcomes else Outcome(0.0, 0.0, "; ".join(details))
 
 
@@ -178,7 +178,7 @@ def float64_gradients(s: Subject) -> Outcome:
             o = Outcome(err if math.isfinite(err) else math.inf,
                         tol.bound(torch.float64, plain_err, size, sensitivity))
             outcomes.append(o)
-            details.append(f"{name} {part}: {o.discrepancy:.3g}/{o.bound:.3g}")
+            details.append(f"{name} {part}: {o.figures}")
     return worst(outcomes, details) if outcomes else Outcome(0.0, 0.0, "; ".join(details))
 
 

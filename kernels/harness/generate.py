@@ -417,6 +417,7 @@ class Problem:
     underflow: bool = False  # the first half of the keys' scores far below the rest (see _underflowing_keys)
     grad_context: str = "enable_grad"  # the mode forward and backward run in (subject.GRADIENT_CONTEXTS; gradients)
     dout_value: str | None = None  # one element of dO made this (reference.NONFINITE; backward_values; gradients)
+    leaves: str = "tensors"  # one of LEAVES: q, k, v as plain tensors or as torch.nn.Parameter (gradients)
     path: str | None = None  # the size class of a covering-array problem (paths.PATHS)
     mask_near: str | None = None  # a boolean mask of this structure, exact or one row off (masks.NEAR_STRUCTURES)
     threads: int = 1  # torch's intra-op threads during the calls, on a machine of as many CPUs (THREAD_COUNT)
@@ -483,6 +484,8 @@ class Problem:
             parts.append(f"forward and backward under {self.grad_context}")
         if self.dout_value:
             parts.append(f"{self.dout_value} in dO")
+        if self.leaves != "tensors":
+            parts.append(f"q, k, v given as {self.leaves}")
         if self.arguments != "keywords":
             parts.append(f"arguments as {self.arguments}")
         if self.path:
@@ -500,6 +503,13 @@ class Problem:
 
 def _rng(seed: int, *labels) -> random.Random:
     return random.Random(zlib.crc32(repr((seed,) + labels).encode()))
+
+
+# How a gradient problem's q, k, v reach the impl: plain tensors, or torch.nn.Parameter (a learned query, as attention
+# pooling has; red team rt59: a kernel unwrapping any Tensor subclass with .data for a plain-tensor fast path lost
+# their gradients, and the harness passed only plain tensors)
+PARAMETERS = "parameters"
+LEAVES = ("tensors", PARAMETERS)
 
 
 def _cycled(values, seed: int, dtype: str, index: int, axis: str, drawn):
@@ -1043,7 +1053,10 @@ def draw(seed: int, index: int, dtype: str, features: frozenset, *, value_dim: b
                    grad_context=_cycled(GRADIENT_CONTEXTS, seed, dtype, index - len(regimes), "grad context",
                                         "enable_grad") if relation == GRADIENTS else "enable_grad",
                    dout_value=_cycled(bv.DOUT_VALUES, seed, dtype, index - len(regimes), "dout value", None)
-                   if relation == GRADIENTS else None)
+                   if relation == GRADIENTS else None,
+                   # (at rank 4: other ranks reach the impl as views of the harness's leaves, no Parameter)
+                   leaves=_cycled(LEAVES, seed, dtype, index - len(regimes), "leaves", "tensors")
+                   if relation == GRADIENTS and rank == 4 and not broadcast else "tensors")
 
 
 def _late_values(s: Subject) -> None:
@@ -1250,7 +1263,7 @@ def _split_batch(p: Problem) -> bool:
 def _ranked_mask(m: torch.Tensor, p: Problem) -> torch.Tensor:
     """A 4-D mask at the inputs' rank, the same entries for each (b, h): its last two dims at rank 2, (B·Hq, Nq, Nk) at
     rank 3, at rank 5 the
-    inputs' two batch dims (_split_batch; a mask of batch 1 gets (1, 1)), at rank 6 a leading 1 besides. A mask of
+    inputs' two batch dims (_split_batch; a mask of batch 1 gets (1, 1)), past rank 5 leading 1s besides. A mask of
     fewer dims broadcasts as it is."""
     if p.rank == 2 and m.dim() > 2:  # (B = Hq = 1: a mask's leading dims are all 1, and SDPA refuses them at rank 2)
         return m.reshape(m.shape[-2:])  # (Nq or 1, Nk or 1)
@@ -1268,7 +1281,7 @@ def _call_form(p: Problem, q, k, v, m) -> tuple:
     is (N, D), of a problem of one entry and one head (paths.allowed). At
     rank 5 an even batch of 4 or more is two batch dims (B/2, 2) (else (B, 1)), and a broadcast k, v broadcasts along
     the second, (B/2, 1) (along the leading dims, (1, 1), the other rows meet it; red team rt49: k, v broadcast along
-    a middle batch dim read by the leading one's stride); rank 6 has a leading 1 besides (rt49: a generic N-D wrapper
+    a middle batch dim read by the leading one's stride); past rank 5, leading 1s besides (rt49: a generic N-D wrapper
     dropping is_causal past rank 5)."""
     if _split_batch(p):
         q, k, v = (x.unflatten(0, (p.batch // 2, 2)) for x in (q, k, v))  # (B/2, 2, H, N, D)
@@ -1488,7 +1501,7 @@ def _agreement(s: Subject, p: Problem, m, r) -> Outcome:
         # were told apart)
         if getattr(s.impl, ATTRIBUTE, None) is not None and s.dtype != torch.float64:
             d = check(s)
-            return worst([o, d], [f"low-precision rule {o.discrepancy:.3g}/{o.bound:.3g}", d.detail])
+            return worst([o, d], [f"low-precision rule {o.figures}", d.detail])
     return o
 
 
@@ -1614,6 +1627,8 @@ def _sampled_gradients(s: Subject, p: Problem, m, tensors, rows) -> Outcome:
 def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
     tensors = [ref.copy(_view(x, p.layout, r, n)[:1 if p.kv_broadcast and n != "q" else None])
                .requires_grad_(n in p.grads) for x, n in zip((s.q, s.k, s.v), "qkv")]  # (k, v broadcast: batch 1)
+    if p.leaves == PARAMETERS:  # (the same storage, strides and offset, as a Parameter)
+        tensors = [torch.nn.Parameter(t.detach(), requires_grad=t.requires_grad) for t in tensors]
     if p.rank != 4 and not p.kv_broadcast:
         s.impl = _at_rank(s.impl, p)
     if (p.path in SAMPLED_BACKWARD_PATHS and p.grads == "qkv" and not p.mask_grad and not p.kv_broadcast
@@ -1658,12 +1673,12 @@ def _gradients(s: Subject, p: Problem, m, r) -> Outcome:
             o = (Outcome(math.inf, 0.0) if got is None
                  else mask_gradient_outcome(s, got, leaf, s.kwargs()))
             outcomes.append(o)
-            details.append("dmask missing" if got is None else f"dmask {o.discrepancy:.3g}/{o.bound:.3g}")
+            details.append("dmask missing" if got is None else f"dmask {o.figures}")
             summed = None if got is None else broadcast_gradient_relation(
                 s, lambda mask: s.impl(*tensors, **_kwargs(s, p, mask)), got, leaf)
             if summed is not None:
                 outcomes.append(summed)
-                details.append(f"{summed.detail} {summed.discrepancy:.3g}/{summed.bound:.3g}")
+                details.append(f"{summed.detail} {summed.figures}")
     return worst(outcomes, details)
 
 
@@ -1767,18 +1782,18 @@ def _metamorphic(s: Subject, p: Problem, m, r) -> Outcome:
         sliced = gold_i._replace(value=gold_i.value[i:i + 1], sensitivity=gold_i.sensitivity[i:i + 1])
         # (lse_size, a tensor only for a declared log-sum-exp merge, taken whole: its largest bounds the entry's)
         o = relation(s, base[0][i:i + 1], sliced, *alone)
-        return Outcome(o.discrepancy, o.bound, f"batch entry {i} alone: {o.discrepancy:.3g}/{o.bound:.3g}")
+        return Outcome(o.discrepancy, o.bound, f"batch entry {i} alone: {o.figures}")
     if not p.causal and p.n_k > 1:
         perm = torch.randperm(p.n_k, generator=torch.Generator().manual_seed(p.seed))
         k, v = s.k[:, :, perm], s.v[:, :, perm]
         # (a query mask, key dim 1, broadcasts over the permuted keys as it is)
         mk = {} if m is None else {"attn_mask": m if m.shape[-1] == 1 else m[..., perm.to(m.device)]}
         o = relation(s, s.run(k=k, v=v, **mk), s.reference(k=k, v=v, **mk), *base)
-        return Outcome(o.discrepancy, o.bound, f"keys permuted: {o.discrepancy:.3g}/{o.bound:.3g}")
+        return Outcome(o.discrepancy, o.bound, f"keys permuted: {o.figures}")
     if m is not None and m.dtype == torch.bool:
         additive = s.cast(torch.zeros(m.shape, dtype=torch.float64).masked_fill(~m.cpu(), float("-inf")))
         o = relation(s, s.run(attn_mask=additive), s.reference(attn_mask=additive), *base)
-        return Outcome(o.discrepancy, o.bound, f"bool mask ≡ additive 0/-inf: {o.discrepancy:.3g}/{o.bound:.3g}")
+        return Outcome(o.discrepancy, o.bound, f"bool mask ≡ additive 0/-inf: {o.figures}")
     return against(s, base[0], base[1])
 
 
@@ -1949,7 +1964,7 @@ def failed(o: Outcome) -> bool:
 
 def _smaller(p: Problem):
     """Candidate problems one step simpler than p, simplest first."""
-    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("dout_value", (None,)), ("grad_context", ("enable_grad",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("input_value", ("NaN",)), ("context", ("no_grad",)), ("prior", (None,)), ("arguments", ("keywords",)), ("mask_padding", (False,)), ("underflow", (False,)), ("zero_tails", (False,)), ("mask_magnitude", (1.0,)), ("mask_storage", ("contiguous",)),
+    for field, values in (("mask", (None,)), ("mask_grad", (False,)), ("sequence", ("single",)), ("dout_value", (None,)), ("grad_context", ("enable_grad",)), ("leaves", ("tensors",)), ("mask_nonfinite", (None,)), ("mask_far", (None,)), ("rank", (4,)), ("kv_broadcast", (False,)), ("input_nan", (None,)), ("input_value", ("NaN",)), ("context", ("no_grad",)), ("prior", (None,)), ("arguments", ("keywords",)), ("mask_padding", (False,)), ("underflow", (False,)), ("zero_tails", (False,)), ("mask_magnitude", (1.0,)), ("mask_storage", ("contiguous",)),
                           ("mask_dtype", (None,)), ("layout", ("contiguous",)), ("magnitude", (False,)), ("late_values", (False,)), ("small_values", (0,)),
                           ("large_values", (False,)),
                           ("scale", (None,)),
@@ -2043,7 +2058,7 @@ def generated_checks(impl, dtypes, device, seed: int, seconds: float, features: 
                 # failures with drawn passes; a shrunk one beside them named its shrinking's artefacts, red team
                 # rt43h: "only with D ≤ 1, one query" for a bug of p's type)
                 repro = (f"shrunk from {problem.describe()} to {small.describe()} "
-                         f"({small_outcome.discrepancy:.3g}/{small_outcome.bound:.3g}); reproduce with:\n"
+                         f"({small_outcome.figures}); reproduce with:\n"
                          + reproduction(impl, small))
             else:
                 repro = (f"not shrunk (the run's {shrink_seconds:g} s for shrinking are spent); "

@@ -256,7 +256,7 @@ def error_growth(s: Subject) -> Outcome:
         v1 = sub.cast(sub.v.double() + 1)
         o = against(sub, sub.run(v=v1), sub.reference(v=v1))
         outcomes.append(o)
-        details.append(f"Nk={n}: {o.discrepancy:.3g}/{o.bound:.3g}")
+        details.append(f"Nk={n}: {o.figures}")
     return worst(outcomes, details)
 
 

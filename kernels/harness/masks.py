@@ -259,17 +259,17 @@ def attn_mask_agreement(s: Subject) -> Outcome:
             m = make(s, shape, f"mask {kind} {form}")
             o = against(s, s.run(attn_mask=m, is_causal=False), s.reference(attn_mask=m, is_causal=False))
             outcomes.append(o)
-            details.append(f"{kind} {form}: {o.discrepancy:.3g}/{o.bound:.3g}")
+            details.append(f"{kind} {form}: {o.figures}")
     m = late_keys_mask(s)
     o = against(s, s.run(attn_mask=m, is_causal=False), s.reference(attn_mask=m, is_causal=False))
     outcomes.append(o)
-    details.append(f"late keys only: {o.discrepancy:.3g}/{o.bound:.3g}")
+    details.append(f"late keys only: {o.figures}")
     highest = hidden_keys_scoring_highest(s)
     if highest is not None:
         q, k, m = highest
         o = against(s, s.run(q=q, k=k, attn_mask=m, is_causal=False), s.reference(q=q, k=k, attn_mask=m, is_causal=False))
         outcomes.append(o)
-        details.append(f"hidden keys scoring ±{HIDDEN_SCORE:g}: {o.discrepancy:.3g}/{o.bound:.3g}")
+        details.append(f"hidden keys scoring ±{HIDDEN_SCORE:g}: {o.figures}")
     return worst(outcomes, details)
 
 
@@ -314,7 +314,7 @@ def attn_mask_one_key(s: Subject) -> Outcome:
         o = against(s, s.run(k=k, v=v, attn_mask=m, is_causal=False),
                     s.reference(k=k, v=v, attn_mask=m, is_causal=False))
         outcomes.append(o)
-        details.append(f"{kind}, key hidden from every other row: {o.discrepancy:.3g}/{o.bound:.3g}")
+        details.append(f"{kind}, key hidden from every other row: {o.figures}")
     return worst(outcomes, details)
 
 
@@ -434,7 +434,7 @@ def attn_mask_bias_gradient(s: Subject) -> Outcome:
             return Outcome(math.inf, 0.0, f"accepted a mask that requires grad but gave it no gradient{alone}")
         gots.append(got)
     outcomes = [mask_gradient_outcome(s, got, bias, kw) for got in gots]
-    return worst(outcomes, [f"dmask (summed over B = {b}){alone}: {o.discrepancy:.3g}/{o.bound:.3g}"
+    return worst(outcomes, [f"dmask (summed over B = {b}){alone}: {o.figures}"
                             for o, alone in zip(outcomes, ("", ", the mask alone requiring grad"))])
 
 

@@ -237,10 +237,11 @@ MEDIUM = (72, 80, 96, 100, 112, 127, 128)
 BROAD = ("wide", "medium", "wider")  # the head dims past the narrow ones (allowed(): forward only, not the longest paths)
 MLA = (576, 512)
 # the huge level's head dims: its rows take these octaves in turn (rows()), one past every power of two from 512 to
-# 2048 (red team rt52: q and k truncated to 1024 channels past 1024 escaped heads that stopped at 1024)
-HUGE_OCTAVES = ((641, 1024), (1025, 2048), (2049, 4096))
+# 4096 (red team rt52: q and k truncated to 1024 channels past 1024 escaped heads that stopped at 1024)
+HUGE_OCTAVES = ((641, 1024), (1025, 2048), (2049, 4096), (4097, 8192))  # (rt59: q·k past 4096 channels dropped)
 HUGE = (HUGE_OCTAVES[0][0], HUGE_OCTAVES[-1][1])
 OCTAVE = "octave"  # (a row's key, rows())
+MAX_RANK = 8  # the rank level 5's rows run at 5 to MAX_RANK in turn (SDPA takes any rank from 2, measured to 9)
 # an additive random mask's magnitude (its values N(0, 2²) times it): every other row of each dtype's additive
 # masks takes 10^u, u over MASK_EXPONENTS' decades in turn (mask_magnitude), frozen or learned (red team
 # rt52: a frozen mask below 1e-3 in magnitude skipped escaped masks of size 1 or more)
@@ -700,8 +701,10 @@ def problem(row: dict, seed: int, index: int, value_dim: bool = True, array: int
                    mask_dtype="float32" if form is not None and (row["mask dtype"] == "float32" or (
                        row["dtype"] == "float64" and kind == "additive" and relation == AGREEMENT and index % 2))
                    else None,
-                   # (rank "5": 5 or 6 by the row's index, rank 6 a leading 1 before rank 5's batch dims)
-                   rank=row["rank"] + index % 2 if row["rank"] == 5 else row["rank"], kv_broadcast=broadcast,
+                   # (rank "5": 5 to 8 by the row's index, ranks past 5 leading 1s before rank 5's batch dims; red
+                   # team rt59: a wrapper flattening the batch dims of q and of k, v apart past rank 6 escaped ranks ≤ 6)
+                   rank=row["rank"] + index % (MAX_RANK - 4) if row["rank"] == 5 else row["rank"],
+                   kv_broadcast=broadcast,
                    # (±inf in q beside hidden keys: the hidden scores ±inf, SDPA math's added mask makes NaN of +inf
                    # and -inf where a kernel selecting by the mask gives -inf; either is defensible, as for a NaN key)
                    input_nan=nonfinite, input_value=("NaN" if hidden else r.choice(ref.NONFINITE)) if nonfinite

@@ -137,7 +137,7 @@ def fresh_process(s: Subject) -> Outcome:
             checked_output(out, q, v)
             g = s.reference(q=q.to(s.device), k=k.to(s.device), v=v.to(s.device), **kw)
             o = measured(s, out, g.value, g.error, g.value, g.sensitivity, g.lse_size)
-            outcomes.append(Outcome(o.discrepancy, o.bound, f"{call}: {o.discrepancy:.3g}/{o.bound:.3g}"))
+            outcomes.append(Outcome(o.discrepancy, o.bound, f"{call}: {o.figures}"))
     o = worst(outcomes, [x.detail for x in outcomes])
     return Outcome(o.discrepancy, o.bound, f"{where}: {o.detail}")
 

@@ -176,8 +176,9 @@ def _float64_mask(attn_mask):
     return attn_mask if attn_mask is None or attn_mask.dtype == torch.bool else attn_mask.double()
 
 
-def golden_and_sensitivity(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None):
-    """(float64 golden output O, its sensitivity R to rounding the scores), both (B, Hq, Nq, Dv).
+def golden_and_sensitivity(q, k, v, *, is_causal=False, scale=None, enable_gqa=False, attn_mask=None, terms=False):
+    """(float64 golden output O, its sensitivity R to rounding the scores), both (B, Hq, Nq, Dv); with ``terms``,
+    a third: the size of O's terms, Σ_j P_ij |V_jd| (where O is far below it, its terms cancelled).
 
     R = sqrt(Σ_j (P_ij A_ij (V_jd - O_id))²): O moves by Σ_j P_ij (V_jd - O_id) δ_ij when each
     score S_ij moves by δ_ij, so independent roundings |δ_ij| <= u A_ij of the scores move it by
@@ -196,6 +197,8 @@ def golden_and_sensitivity(q, k, v, *, is_causal=False, scale=None, enable_gqa=F
     # times float32's eps is far below the floor's output-scale term.
     r2 = (query_side(w, v ** 2, hkv) - 2 * out * query_side(w, v, hkv)
           + out ** 2 * w.sum(-1, keepdim=True))  # (B, Hq, Nq, Dv)
+    if terms:
+        return out, r2.clamp(min=0).sqrt(), query_side(p, v.abs(), hkv)  # (B, Hq, Nq, Dv) each
     return out, r2.clamp(min=0).sqrt()
 
 

@@ -340,7 +340,11 @@ class ManualBackwardAttention(Attention):
         dk = scale * ds.transpose(-2, -1) @ q  # (B, H, Nk, D)
         if hq != hkv:
             dk, dv = self.group_gradients(dk, hkv), self.group_gradients(dv, hkv)
-        return dq.to(dtype), dk.to(dtype), dv.to(dtype)
+        return tuple(self.gradient_stored(g, dtype) for g in (dq, dk, dv))
+
+    def gradient_stored(self, g, dtype):
+        """A float32 gradient in the inputs' dtype (round to nearest, as torch converts)."""
+        return g.to(dtype)
 
     def backward_scale(self, scale, head_dim):
         return scale  # the forward's, explicit or default
@@ -424,6 +428,10 @@ class FullAttention(Attention):
         ctx.save_for_backward(q32, k32, v32, backward_p, drop)
         mask_shape = None if attn_mask is None else (attn_mask.shape, attn_mask.dtype)
         ctx.impl, ctx.meta = self, (dtype, scale, hq, hkv, dropout_p, mask_shape)
+        return self.output_stored(out, dtype, attn_mask)
+
+    def output_stored(self, out, dtype, attn_mask):
+        """The float32 output in the inputs' dtype (round to nearest, as torch converts)."""
         return out.to(dtype)
 
     def backward(self, ctx, dout):

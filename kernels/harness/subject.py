@@ -16,6 +16,7 @@ from typing import Callable, NamedTuple
 import torch
 
 from kernels.harness import reference as ref
+from kernels.harness import rounding_direction as direction
 from kernels.harness import tolerance as tol
 from kernels.harness.cases import Case, generator, make_inputs, randn
 
@@ -25,6 +26,13 @@ class Outcome:
     discrepancy: float
     bound: float
     detail: str = ""
+    statistic: str = ""  # what discrepancy/bound are when not an error and its bound ("z": a test statistic)
+
+    @property
+    def figures(self) -> str:
+        """'discrepancy/bound'; for a test statistic, with what was tested (its detail) before it."""
+        shown = f"{self.discrepancy:.3g}/{self.bound:.3g}"
+        return f"{self.detail}: {self.statistic} {shown}" if self.statistic else shown
 
 
 class NotApplicable(Exception):
@@ -40,11 +48,14 @@ class Golden(NamedTuple):
     error: float
     sensitivity: torch.Tensor
     lse_size: torch.Tensor | float = 0.0
+    terms: torch.Tensor | None = None  # Σ_j P_ij |V_jd| (half dtypes: rounding_direction.uncancelled)
+    plain: torch.Tensor | None = None  # the plain same-precision output (half dtypes: its own rounding bias)
 
     def rows(self, index) -> "Golden":
         """The same, for the query rows ``index`` only (dim -2)."""
-        lse_size = self.lse_size[:, :, index] if isinstance(self.lse_size, torch.Tensor) else self.lse_size
-        return Golden(self.value[:, :, index], self.error, self.sensitivity[:, :, index], lse_size)
+        at = lambda t: t[:, :, index] if isinstance(t, torch.Tensor) else t  # noqa: E731
+        return Golden(at(self.value), self.error, at(self.sensitivity), at(self.lse_size), at(self.terms),
+                      at(self.plain))
 
 
 class GradientScales(NamedTuple):
@@ -123,9 +134,11 @@ class Subject:
         """The float64 golden output, the plain same-precision reference's error, the score sensitivity."""
         q, k, v = (self.q if q is None else q), (self.k if k is None else k), (self.v if v is None else v)
         kw = self.kwargs(**overrides)
-        gold, sensitivity = ref.golden_and_sensitivity(q.cpu(), k.cpu(), v.cpu(), **kw)
+        half = self.dtype in direction.BIASED_DTYPES  # (the rounding-bias test's terms and plain output)
+        gold, sensitivity, *terms = ref.golden_and_sensitivity(q.cpu(), k.cpu(), v.cpu(), terms=half, **kw)
         lse_size = ref.lse_sizes(q.cpu(), k.cpu(), v.cpu(), **kw) if tol.merge_for(self.impl) == tol.LOG_SUM_EXP else 0.0
-        return Golden(gold, tol.max_abs_error(ref.attention(q, k, v, **kw).cpu(), gold), sensitivity, lse_size)
+        plain = ref.attention(q, k, v, **kw).cpu()
+        return Golden(gold, tol.max_abs_error(plain, gold), sensitivity, lse_size, *terms, plain if half else None)
 
     @functools.cached_property
     def base(self) -> Golden:
@@ -252,8 +265,12 @@ def unchanged(kept: tuple, what: str) -> None:
 
 
 def against(s: Subject, observed, golden: Golden) -> Outcome:
-    """observed vs its float64 golden value, by the low-precision rule."""
-    return measured(s, observed, golden.value, golden.error, golden.value, golden.sensitivity, golden.lse_size)
+    """observed vs its float64 golden value, by the low-precision rule, and a half-precision output for
+    the bias of its rounding (rounding_biased: over the elements whose terms did not cancel, the plain
+    reference's own bias allowed)."""
+    magnitude = measured(s, observed, golden.value, golden.error, golden.value, golden.sensitivity, golden.lse_size)
+    where = None if golden.terms is None else direction.uncancelled(golden.value, golden.terms)
+    return rounding_biased(magnitude, observed, golden.value, where, golden.plain)
 
 
 def measured(s: Subject, observed, value, reference_error: float, size, sensitivity=0.0, lse_size=0.0) -> Outcome:
@@ -261,6 +278,17 @@ def measured(s: Subject, observed, value, reference_error: float, size, sensitiv
     score ``sensitivity`` and a declared log-sum-exp merge's ``lse_size``."""
     return Outcome(tol.max_abs_error(observed.cpu(), value),
                    tol.bound(s.dtype, reference_error, size, sensitivity, s.value_unit, lse_size))
+
+
+def rounding_biased(magnitude: Outcome, observed, value, where=None, plain=None) -> Outcome:
+    """``magnitude`` (observed against ``value``), or, where worse by ratio, the test of a float16/bfloat16
+    result of MIN_ROWS rows for the bias of its rounding (rounding_direction.py; over ``where``; a ``plain``
+    same-precision reference's own bias there allowed beside the margin)."""
+    if not direction.judged(observed):
+        return magnitude
+    z, critical, seen = direction.bias_test(observed, value, observed.dtype, where, plain)
+    bias = Outcome(z, critical, f"rounding bias ({seen})", statistic="z")
+    return bias if ratio(bias) > ratio(magnitude) else magnitude
 
 
 def relation(s: Subject, a, a_golden: Golden, b, b_golden: Golden) -> Outcome:
@@ -279,8 +307,9 @@ def gradients_against(s: Subject, got, golden, plain, scales: GradientScales) ->
     outcomes, details = [], []
     for name, g, g64, gp, size, sensitivity in zip(("dq", "dk", "dv"), got, golden, plain, *scales):
         o = measured(s, g, g64, tol.max_abs_error(gp, g64), size, sensitivity)
+        o = rounding_biased(o, g, g64, direction.uncancelled(g64, size), gp)
         outcomes.append(o)
-        details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
+        details.append(f"{name} {o.figures}")
     return worst(outcomes, details)
 
 
@@ -378,7 +407,7 @@ def subset_gradients(s: Subject, tensors, kwargs: dict, golden, plain, scales: G
     outcomes, details = [], []
     if output is not None:
         outcomes.append(against(s, out.detach(), output))
-        details.append(f"output {outcomes[-1].discrepancy:.3g}/{outcomes[-1].bound:.3g}")
+        details.append(f"output {outcomes[-1].figures}")
     for i, (t, name) in enumerate(zip(tensors, ("dq", "dk", "dv"))):
         if not t.requires_grad:
             continue
@@ -392,11 +421,11 @@ def subset_gradients(s: Subject, tensors, kwargs: dict, golden, plain, scales: G
             o, said = placed(s, g.detach().cpu(), nonfinite[i], error, scales.sizes[i], scales.sensitivities[i],
                              bool(torch.isinf(s.dout).any()))
             outcomes.append(o)
-            details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g} ({said})")
+            details.append(f"{name} {o.figures} ({said})")
             continue
         o = measured(s, g.detach().cpu(), golden[i], error, scales.sizes[i], scales.sensitivities[i])
         outcomes.append(o)
-        details.append(f"{name} {o.discrepancy:.3g}/{o.bound:.3g}")
+        details.append(f"{name} {o.figures}")
     return outcomes, details
 
 
