@@ -135,9 +135,12 @@ ITEMS: tuple[Item, ...] = (
          f"{MEASURED}: NaN in q row i: row i only; in k key j: every row seeing it; in v: its column; ±inf in q, "
          "k or v: NaN or ±inf in exactly float64's outputs, of float64's kind, in float32, float16 and bfloat16",
          ("nan-propagation", "generated-agreement")),
-    Item("precision", "error does not grow with length beyond the reference's; rounding unbiased",
-         f"{MEASURED}: math backend's error flat in Nk up to 8193",
-         ("error-growth", "rounding-bias", "rounding-bias-decode", "generated-agreement")),
+    Item("precision", "error does not grow with length beyond the reference's; every float16/bfloat16 output and "
+                      "gradient rounded without bias (to nearest), on every path",
+         f"{MEASURED}: math backend's error flat in Nk up to 8193; torch converts float32 to a half type to nearest, "
+         "ties to even (kernels/tests/test_flash_rounding.py), and autocast casts SDPA's float32 inputs so",
+         ("error-growth", "rounding-bias", "rounding-bias-decode", "generated-agreement", "generated-gradients",
+          "backward-agreement", "thread-count")),
     Item("gradients", "dq, dk, dv (GQA: summed over the group) as autograd of the reference, for every subset of "
                       "q, k, v requiring grad, under every mask form (with is_causal too), any scale (0 included), "
                       "non-contiguous and stride-0 dO; also after a second forward of the same shape and as the "
