@@ -130,7 +130,7 @@ def _mask_law(s: Subject, w: torch.Tensor, attn_mask=None, p: float = P_DROP, wi
     # the 2× rule but biases every kept weight the same way: the rounding-bias test on kept entries.
     # (``with_bias`` False: on drawn problems P may be uniform, all kept entries one value and their
     # roundings one rounding repeated, not the independent ones the test counts)
-    if with_bias and rounding_direction.judged(w):
+    if with_bias and s.dtype in rounding_direction.BIASED_DTYPES and kept[..., 0].numel() >= rounding_direction.MIN_ROWS:
         outcomes.append(bias.bias_outcome(w, expected, s.dtype, where=kept & counted))
         details.append(f"kept entries' bias: {outcomes[-1].detail}")
     return worst(outcomes, details)

@@ -146,7 +146,8 @@ def test_every_row_is_a_problem_of_its_paths_sizes():
             assert p.n_q % paths.MULTIPLE_OF[row["path"]] == 0 == p.n_k % paths.MULTIPLE_OF[row["path"]], p.describe()
         assert q_lo <= p.n_q <= q_hi and p.dtype == row["dtype"] and p.path == row["path"]
         assert (p.mask is not None) == (row["mask"] != "none") and p.causal == row["causal"]
-        assert p.kv_broadcast == (row["kv batch"] == "broadcast") and p.rank in (row["rank"], 6 if row["rank"] == 5 else 4)
+        assert p.kv_broadcast == (row["kv batch"] == "broadcast") and p.rank in (
+            *(range(5, paths.MAX_RANK + 1) if row["rank"] == 5 else (row["rank"],)), 4)
         # a mask of its own per entry meets two entries, on the paths of one entry too
         assert p.batch >= 2 or not (p.mask or "").startswith("(B,") or p.path in paths.COSTLY, p.describe()
     assert any(p.path == "prefill" and p.batch >= 2 and p.mask == "(B, 1, 1, Nk)" for p in problems)
