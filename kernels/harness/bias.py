@@ -1,15 +1,16 @@
 """Rounding bias on shapes built for it: the signed error of a half-precision output must average to about zero.
 
-The statistic and its test are rounding_direction.py's, which every float16/bfloat16 result judged against
-its golden value also takes (subject.measured). These invariants add the shapes it would otherwise not see
-with MIN_ROWS rows: the fixed random cases' outputs, and decode (one query row per (batch, head)).
+The statistic and its test are rounding_direction.py's, which every float16/bfloat16 output and gradient judged
+against its golden value also takes (subject.against, subject.gradients_against). These invariants add the shapes
+it would otherwise not see with MIN_ROWS rows: the fixed random cases' outputs, and decode (one query row per
+(batch, head)).
 """
 from __future__ import annotations
 
 from kernels.harness.cases import RANDOM
 from kernels.harness.invariants import Invariant, register
 from kernels.harness import reference as ref
-from kernels.harness.rounding_direction import ALPHA, BIASED_DTYPES, MIN_ROWS, bias_test  # noqa: F401
+from kernels.harness.rounding_direction import BIASED_DTYPES, MIN_ROWS, bias_test
 from kernels.harness.subject import Outcome, Subject, worst
 
 
@@ -25,7 +26,7 @@ def rounding_bias(s: Subject) -> Outcome:
 # The decode path (one query row per (batch, head)): no fixed case has MIN_ROWS rows of it (decode-4097 has 4), so the
 # decode case builds its own: B = 2 and 32 query heads (the case's grouping kept), one query, over 257 keys at the
 # case's head dim and over the case's keys (past 4096: a split-K path) at a head dim of 16. Red team rt44h: a decode
-# kernel truncating its bfloat16 store escaped. Each shape's two statistics at ALPHA, as rounding-bias's.
+# kernel truncating its bfloat16 store escaped. Each shape's two statistics at rounding_direction.ALPHA.
 DECODE_BATCH, DECODE_HEADS = 2, 32
 DECODE_SHORT_KEYS, DECODE_LONG_HEAD_DIM = 257, 16
 LONG_DECODE_KEYS = 4096
